@@ -1,0 +1,254 @@
+"""Retrieval benchmark: evidence recall@5/10/20 per retriever, question type and language.
+
+    PYTHONPATH=src python bench/bench_retrieval.py            # keyword variants + latency
+    PYTHONPATH=src python bench/bench_retrieval.py --dense    # + all-MiniLM-L6-v2, hybrid
+    PYTHONPATH=src python bench/bench_retrieval.py --dense --write docs/benchmarks-retrieval.md
+
+Data: ``bench/retrieval_data.py`` (English generated; Chinese from KdConv travel, read
+from ``../shared/data/zh``). Each question searches the sessions of its user (``user``
+scope) with the question's own "now" (for "yesterday", "上周二"). A question's recall@k is
+the share of its evidence groups with a message in the top k; the table shows the mean.
+
+Latency: one session of 10,000 messages (mixed English and Chinese), 200 queries through
+``MessageIndex.search`` with the default analyzer and no embedder.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from collections.abc import Callable, Sequence
+from datetime import timedelta
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import retrieval_data as data  # noqa: E402
+
+from memci.memory import MessageIndex  # noqa: E402
+from memci.memory._embed import SentenceTransformerEmbedder  # noqa: E402
+from memci.messages import Message  # noqa: E402
+from memci.store import SessionRecord, SQLiteStore  # noqa: E402
+
+KS = (5, 10, 20)
+
+
+class Built:
+    """A dataset loaded into a store: session ids by name, doc ids of evidence turns."""
+
+    def __init__(self, dataset: data.Dataset, folder: Path, *, context_chars: int = 300):
+        self.dataset = dataset
+        self.store = SQLiteStore(folder / f"{dataset.language}-{context_chars}.db",
+                                 synchronous="NORMAL")
+        self.records: dict[str, SessionRecord] = {}
+        started = time.perf_counter()
+        index = MessageIndex(self.store, embedder=None, context_chars=context_chars)
+        count = 0
+        for session in dataset.sessions:
+            record = self.store.ensure_session("bench", session.name, session.user, {})
+            self.records[session.name] = record
+            messages = [
+                Message(t.role, Message.user(t.text).parts,  # type: ignore[arg-type]
+                        created_at=session.day + timedelta(minutes=i), tokens=len(t.text))
+                for i, t in enumerate(session.turns)
+            ]
+            index.index(record, self.store.append(record, messages))
+            count += len(messages)
+        self.index_seconds = time.perf_counter() - started
+        self.messages = count
+        self.user_sessions: dict[str, list[int]] = defaultdict(list)
+        for session in dataset.sessions:
+            self.user_sessions[session.user].append(self.records[session.name].id)
+
+    def evidence(self, question: data.Question) -> list[set[tuple[int, int]]]:
+        return [{(self.records[name].id, turn + 1) for name, turn in group}
+                for group in question.groups]
+
+
+Searcher = Callable[[data.Question, list[int], int], list[tuple[int, int]]]
+
+
+def searcher(index: MessageIndex, **options: object) -> Searcher:
+    def run(question: data.Question, sessions: list[int], k: int) -> list[tuple[int, int]]:
+        hits = index.search(question.text, k=k, sessions=sessions, now=question.now,
+                            **options)  # type: ignore[arg-type]
+        return [(index_session_id(index, h), h.message.seq or 0) for h in hits]
+    return run
+
+
+_IDS: dict[tuple[int, str], int] = {}
+
+
+def index_session_id(index: MessageIndex, hit: object) -> int:
+    name = hit.session  # type: ignore[attr-defined]
+    key = (id(index.store), name)
+    if key not in _IDS:
+        with index.store.read() as db:
+            _IDS[key] = int(db.execute("SELECT id FROM sessions WHERE name = ?",
+                                       (name,)).fetchone()[0])
+    return _IDS[key]
+
+
+def evaluate(built: Built, run: Searcher) -> dict[str, dict[int, float]]:
+    """Mean recall@k per question type (and ``all``)."""
+    scores: dict[str, dict[int, list[float]]] = defaultdict(lambda: defaultdict(list))
+    for question in built.dataset.questions:
+        found = run(question, built.user_sessions[question.user], max(KS))
+        groups = built.evidence(question)
+        for k in KS:
+            top = set(found[:k])
+            value = sum(1 for g in groups if g & top) / len(groups)
+            scores[question.qtype][k].append(value)
+            scores["all"][k].append(value)
+    return {t: {k: statistics.mean(v) for k, v in by_k.items()} for t, by_k in scores.items()}
+
+
+def latency(folder: Path, n: int = 10_000, queries: int = 200) -> dict[str, float]:
+    store = SQLiteStore(folder / "latency.db", synchronous="NORMAL")
+    record = store.ensure_session("bench", "long", "u", {})
+    turns = data.latency_corpus(n)
+    messages = [Message(t.role, Message.user(t.text).parts, tokens=len(t.text))  # type: ignore[arg-type]
+                for t in turns]
+    started = time.perf_counter()
+    stored = store.append(record, messages)
+    append_s = time.perf_counter() - started
+    index = MessageIndex(store, embedder=None)
+    started = time.perf_counter()
+    index.index(record, stored)
+    index_s = time.perf_counter() - started
+    asks = [q.text for q in data.english().questions] + [q.text for q in data.chinese().questions]
+    asks = (asks * (queries // len(asks) + 1))[:queries]
+    index.search(asks[0], sessions=[record.id])  # warm up
+    times = []
+    for ask in asks:
+        started = time.perf_counter()
+        index.search(ask, k=10, sessions=[record.id])
+        times.append((time.perf_counter() - started) * 1000)
+    times.sort()
+    store.close()
+    return {"messages": n, "append_s": append_s, "index_s": index_s,
+            "p50_ms": times[len(times) // 2], "p95_ms": times[int(len(times) * 0.95) - 1]}
+
+
+def table(rows: Sequence[tuple[str, str, dict[str, dict[int, float]]]],
+          types: Sequence[str]) -> str:
+    head = "| language | retriever | " + " | ".join(
+        f"{t} @5 / @10 / @20" for t in types) + " |"
+    line = "| --- | --- | " + " | ".join("---" for _ in types) + " |"
+    out = [head, line]
+    for language, name, scores in rows:
+        cells = []
+        for t in types:
+            if t in scores:
+                cells.append(" / ".join(f"{100 * scores[t][k]:.1f}" for k in KS))
+            else:
+                cells.append("–")
+        out.append(f"| {language} | {name} | " + " | ".join(cells) + " |")
+    return "\n".join(out)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--dense", action="store_true", help="also run all-MiniLM-L6-v2")
+    parser.add_argument("--ablations", action="store_true",
+                        help="time modes and context sizes of the default")
+    parser.add_argument("--write", type=Path, help="write the Markdown report here")
+    parser.add_argument("--no-latency", action="store_true")
+    args = parser.parse_args()
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    rows: list[tuple[str, str, dict[str, dict[int, float]]]] = []
+    notes: list[str] = []
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        for dataset in (data.english(), data.chinese()):
+            built = Built(dataset, folder)
+            lang = dataset.language
+            notes.append(f"{lang}: {len(dataset.sessions)} sessions, {built.messages} messages,"
+                         f" {len(dataset.questions)} questions; keyword indexing "
+                         f"{1000 * built.index_seconds / built.messages:.2f} ms/message")
+            for analyzer in ("bigram", "jieba", "trigram"):
+                index = MessageIndex(built.store, analyzer=analyzer, embedder=None)
+                name = f"keyword ({analyzer}{', default' if analyzer == 'bigram' else ''})"
+                rows.append((lang, name, evaluate(built, searcher(index))))
+                print(table(rows[-1:], ("all",)).splitlines()[-1], flush=True)
+            if args.ablations:
+                for label, options in (
+                    ("time off", {"time_mode": "off"}),
+                    ("time filter", {"time_mode": "filter"}),
+                    ("time boost x2", {"time_weight": 2.0}),
+                    ("context weight 0", {"context_weight": 0.0}),
+                    ("context weight 0.5", {"context_weight": 0.5}),
+                    ("context weight 1", {"context_weight": 1.0}),
+                ):
+                    index = MessageIndex(built.store, embedder=None, **options)  # type: ignore[arg-type]
+                    rows.append((lang, f"keyword (bigram), {label}",
+                                 evaluate(built, searcher(index))))
+                    print(table(rows[-1:], ("all",)).splitlines()[-1], flush=True)
+            if args.dense:
+                embedder = SentenceTransformerEmbedder("all-MiniLM-L6-v2")
+                index = MessageIndex(built.store, embedder=embedder)
+                started = time.perf_counter()
+                count = index.embed_pending()
+                seconds = time.perf_counter() - started
+                notes.append(f"{lang}: embedding {count} messages with all-MiniLM-L6-v2 took "
+                             f"{seconds:.0f} s ({count / seconds:.0f} messages/s, CPU); "
+                             f"vectors: {index.stats().vector_backend}")
+                rows.append((lang, "dense (all-MiniLM-L6-v2)",
+                             evaluate(built, searcher(index, retrievers=("dense",)))))
+                print(table(rows[-1:], ("all",)).splitlines()[-1], flush=True)
+                rows.append((lang, "hybrid (bigram + dense, RRF)",
+                             evaluate(built, searcher(index))))
+                print(table(rows[-1:], ("all",)).splitlines()[-1], flush=True)
+                jieba = MessageIndex(built.store, analyzer="jieba", embedder=embedder)
+                rows.append((lang, "hybrid (jieba + dense, RRF)",
+                             evaluate(built, searcher(jieba))))
+                print(table(rows[-1:], ("all",)).splitlines()[-1], flush=True)
+            built.store.close()
+        lat = None if args.no_latency else latency(folder)
+    types = ("all", "single", "multi", "temporal", "update")
+    report = table(rows, types)
+    print(report)
+    for note in notes:
+        print(note)
+    if lat:
+        print(f"latency: {lat}")
+    if args.write:
+        write(args.write, report, notes, lat, " ".join(sys.argv[1:]))
+
+
+def write(path: Path, report: str, notes: list[str], lat: dict[str, float] | None,
+          argv: str) -> None:
+    lines = [
+        "# Retrieval benchmark",
+        "",
+        "Machine: 2 cores, 24 GB, SQLite 3.40, Python 3.11. Date: 2026-11-21.",
+        f"Command: `PYTHONPATH=src python bench/bench_retrieval.py {argv}`.",
+        "",
+        "Evidence recall (%) at 5 / 10 / 20 hits; each question searches every session of",
+        "its user. English: generated (`bench/retrieval_data.py`); Chinese: KdConv travel",
+        "(test split), utterance `attrs` as ground truth. `update` questions count only",
+        "the newest statement of a changed fact.",
+        "",
+        report,
+        "",
+        *[f"- {note}" for note in notes],
+    ]
+    if lat:
+        lines += ["", "## Latency (no embeddings)", "",
+                  f"One session of {int(lat['messages']):,} messages; 200 queries (English",
+                  "and Chinese questions of the benchmark) through `MessageIndex.search`, k=10.",
+                  "",
+                  "| append | keyword indexing | query p50 | query p95 |",
+                  "| --- | --- | --- | --- |",
+                  f"| {lat['append_s']:.2f} s | {lat['index_s']:.2f} s | "
+                  f"{lat['p50_ms']:.1f} ms | {lat['p95_ms']:.1f} ms |"]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main()

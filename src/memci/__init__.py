@@ -1,0 +1,81 @@
+"""memci: a context and memory engine for LLM agents.
+
+Every turn an agent asks memci "what do I send to the model now?", and memci answers with
+a provider-ready message list that fits the budget, keeps what matters, points to what was
+put aside, and never loses a message::
+
+    import memci
+
+    engine = memci.Engine.open()
+    session = engine.session("chat-1", user="u1", model="gpt-4o-mini")
+    session.set_system("You are a helpful assistant.")
+    session.add({"role": "user", "content": "hi"})
+    payload = session.build().to_openai()
+"""
+
+from memci import messages, tokens
+from memci._session import Session, SessionStats
+from memci.context import Context, ContextStats, ToolSpec
+from memci.engine import Engine
+from memci.errors import (
+    ConfigError,
+    InvalidFileError,
+    InvalidInputError,
+    InvalidMessageError,
+    InvalidTextError,
+    InvalidTimestampError,
+    InvalidToolArgumentsError,
+    LLMConnectionError,
+    LLMError,
+    LLMHTTPError,
+    LLMResponseError,
+    LLMTimeoutError,
+    MemciError,
+    MessageTooLargeError,
+    MissingExtraError,
+    OrphanToolResultError,
+    StoreError,
+    TokenizerUnavailableError,
+    UnknownRoleError,
+    UnknownSessionError,
+)
+from memci.messages import ImagePart, Message, TextPart, ToolCallPart, ToolResultPart
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "ConfigError",
+    "Context",
+    "ContextStats",
+    "Engine",
+    "ImagePart",
+    "InvalidFileError",
+    "InvalidInputError",
+    "InvalidMessageError",
+    "InvalidTextError",
+    "InvalidTimestampError",
+    "InvalidToolArgumentsError",
+    "LLMConnectionError",
+    "LLMError",
+    "LLMHTTPError",
+    "LLMResponseError",
+    "LLMTimeoutError",
+    "MemciError",
+    "Message",
+    "MessageTooLargeError",
+    "MissingExtraError",
+    "OrphanToolResultError",
+    "Session",
+    "SessionStats",
+    "StoreError",
+    "TextPart",
+    "TokenizerUnavailableError",
+    "ToolCallPart",
+    "ToolResultPart",
+    "ToolSpec",
+    "UnknownRoleError",
+    "UnknownSessionError",
+    "__version__",
+    "messages",
+    "tokens",
+]

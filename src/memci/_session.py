@@ -1,0 +1,516 @@
+"""Session: one conversation's log, its settings, and how its context is built.
+
+A session takes messages in (``add``, ``add_many``: each is stored before it returns) and
+answers "what do I send now?" with ``build()``. It keeps a :class:`LogIndex` of its log in
+memory (seq, role, tokens, pages), so planning a build reads no message; before every build
+it catches up with the store, so appends made by other processes are seen. Everything in
+memory is derived from the store and rebuilt from it when the session is opened.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import IO, TYPE_CHECKING, Any
+
+from memci._settings import SessionSettings
+from memci.budget import BudgetAllocator
+from memci.context import Context, ContextStats, ToolSpec
+from memci.context._log import LogIndex
+from memci.context._paged import PagedConfig, PagedContext, PageRow
+from memci.context._strategies import OldestWindow, SummarizeWindow, WindowLoader
+from memci.errors import ConfigError, InvalidMessageError
+from memci.messages import Message, ToolCallPart, coerce, to_openai, to_wire
+from memci.store import SessionRecord
+from memci.tokens import Tokenizer, get_tokenizer
+from memci.tools._registry import Tool, ToolArgumentError, int_arg, run_tool
+
+if TYPE_CHECKING:
+    from memci.engine import Engine
+
+__all__ = ["EXPORT_FORMAT", "Session", "SessionStats"]
+
+EXPORT_FORMAT = "memci.session.v1"
+_REPLY_PRIMING = 3
+
+
+@dataclass(frozen=True, slots=True)
+class SessionStats:
+    """What a session has done (seed 002 GetStats).
+
+    ``builds``, ``mean_build_ms`` and ``tokens_saved`` count builds in this process;
+    archive, recall and evict counts are the session's whole history.
+    """
+
+    messages: int
+    pages: int
+    builds: int
+    mean_build_ms: float
+    tokens_saved: int
+    archived: int
+    recalled: int
+    evicted: int
+
+
+def _recall_page(session: Session, args: Mapping[str, Any]) -> str:
+    page = int_arg(args, "index", minimum=1)
+    return session._recall(page)
+
+
+RECALL_PAGE: Tool[Session] = Tool(
+    ToolSpec(
+        "recall_page",
+        "Bring an archived page of this conversation back into your context in full, "
+        "from the next request on. Pages are listed by index on the contents page.",
+        {"type": "object", "properties": {"index": {
+            "type": "integer", "minimum": 1,
+            "description": "The page index, as shown on the contents page ([Page N])."}},
+         "required": ["index"], "additionalProperties": False},
+    ),
+    _recall_page,
+)
+
+
+def _language(texts: Iterable[str]) -> str:
+    sample = "".join(texts)[:2000]
+    cjk = sum(1 for ch in sample if "\u4e00" <= ch <= "\u9fff")
+    return "zh" if sample and cjk / len(sample) > 0.15 else "en"
+
+
+def _entry_line(message: Message) -> str:
+    from memci.summarize import summarize_entry
+
+    return summarize_entry(message)
+
+
+def _summarize_texts(texts: Sequence[str], max_tokens: int) -> str:
+    from memci.summarize import summarize_text
+
+    return summarize_text(texts, max_tokens)
+
+
+class Session:
+    """One conversation: its stored log, its settings, and how its context is built."""
+
+    def __init__(self, engine: Engine, record: SessionRecord, settings: SessionSettings) -> None:
+        self.engine = engine
+        self._lock = threading.RLock()
+        self._record = record
+        self.settings = settings
+        self.tokenizer: Tokenizer = get_tokenizer(settings.tokenizer, provider=settings.provider)
+        self._log = LogIndex()
+        self._system: Message | None = None
+        self._last_seq = 0
+        self._builds = 0
+        self._build_ms = 0.0
+        self._saved = 0
+        self._previous: list[tuple[tuple[int | None, int | None, str | None], int]] = []
+        self._allocator = BudgetAllocator()
+        self._sync()
+        self._make_strategy()
+
+    def _reconfigure(self, record: SessionRecord, settings: SessionSettings) -> None:
+        with self._lock:
+            changed = settings != self.settings
+            self._record = record
+            if changed:
+                self.settings = settings
+                self.tokenizer = get_tokenizer(settings.tokenizer, provider=settings.provider)
+                self._make_strategy()
+
+    def _make_strategy(self) -> None:
+        s = self.settings
+        loader = WindowLoader(self._log, self._load_seqs)
+        self._paged: PagedContext | None = None
+        self._window: OldestWindow | SummarizeWindow
+        if s.strategy == "paged":
+            self._paged = PagedContext(
+                log=self._log, loader=self._load_seqs, tokenizer=self.tokenizer,
+                line_of=_entry_line,
+                config=PagedConfig(
+                    low_watermark=s.archive_low_watermark,
+                    evict_unrecalled_rounds=s.evict_unrecalled_rounds,
+                    evict_unchanged_rounds=s.evict_unchanged_rounds,
+                    contents_max_tokens=s.contents_max_tokens,
+                    contents_entry_lines=s.contents_entry_lines, language=s.language),
+                detect_language=self._detect_language,
+            )
+            rows, counts = self._load_page_state()
+            self._paged.restore(rows, counts)
+        elif s.strategy == "summarize":
+            window = SummarizeWindow(loader, self.tokenizer, _summarize_texts,
+                                     low_watermark=s.archive_low_watermark)
+            saved = self._state_get("summarize")
+            if saved:
+                window.restore(int(saved["cut"]), str(saved["text"]))
+            self._window = window
+        else:
+            self._window = OldestWindow(loader, self.tokenizer, s.max_messages)
+
+    def _detect_language(self) -> str:
+        texts = [self._system.content] if self._system else []
+        if len(self._log):
+            last = self._log.seqs[min(3, len(self._log) - 1)]
+            texts += [m.content for m in self._load_seqs(self._log.seqs[0], last)]
+        return _language(texts)
+
+    # -- identity ------------------------------------------------------------------------
+
+    @property
+    def name(self) -> str:
+        """The session's name."""
+        return self._record.name
+
+    @property
+    def tenant(self) -> str:
+        """The tenant the session belongs to."""
+        return self._record.tenant
+
+    @property
+    def user(self) -> str | None:
+        """The user the session belongs to."""
+        return self._record.user
+
+    @property
+    def record(self) -> SessionRecord:
+        """The session's row in the store."""
+        return self._record
+
+    # -- writing -------------------------------------------------------------------------
+
+    def set_system(self, text: str) -> Message:
+        """Store a system message; the newest one is the session's system prompt."""
+        return self.add({"role": "system", "content": text})
+
+    def add(self, message: object) -> Message:
+        """Store one message (OpenAI or Anthropic dict, SDK object, or Message).
+
+        Durable when this returns. Returns the stored message (the last one, when an
+        Anthropic message holds tool results and text and so becomes several).
+        """
+        return self.add_many([message])[-1]
+
+    def add_many(self, messages: Iterable[object]) -> list[Message]:
+        """Store messages in one transaction: all of them, or none (then it raises)."""
+        if isinstance(messages, str | bytes | Mapping):
+            raise InvalidMessageError("add_many takes a list of messages, not one message")
+        limit = self.settings.max_message_bytes
+        ready: list[Message] = []
+        for item in messages:
+            for message in coerce(item, max_bytes=limit):
+                tokens = (message.tokens if message.tokens is not None
+                          else self.tokenizer.count_message(message))
+                ready.append(replace(message, tokens=tokens, seq=None, session=None))
+        if not ready:
+            return []
+        with self._lock:
+            stored = self.engine.store.append(self._record, ready)
+            if stored[0].seq == self._last_seq + 1:
+                self._index(stored)
+            else:
+                self._sync()
+        return stored
+
+    # -- reading -------------------------------------------------------------------------
+
+    def messages(self) -> list[Message]:
+        """The whole stored log, in order."""
+        return self.engine.store.messages(self._record)
+
+    def count(self) -> int:
+        """How many messages the session holds."""
+        with self._lock:
+            self._sync()
+            return self._last_seq
+
+    def export_jsonl(self, out: IO[str]) -> int:
+        """Write the session as JSONL (a header line, then one message a line); lossless."""
+        header = {"format": EXPORT_FORMAT, "session": self.name, "tenant": self.tenant,
+                  "user": self.user, "settings": dict(self._record.settings)}
+        out.write(json.dumps(header, ensure_ascii=False) + "\n")
+        count = 0
+        for message in self.messages():
+            out.write(json.dumps(to_wire(message), ensure_ascii=False) + "\n")
+            count += 1
+        return count
+
+    # -- building ------------------------------------------------------------------------
+
+    def build(self, *, budget: int | None = None, recipe: str = "auto") -> Context:
+        """The context to send now, within ``budget`` tokens (default: the session's)."""
+        if recipe not in ("auto", "chat", "tool_loop"):
+            raise ConfigError(f"recipe must be 'auto', 'chat' or 'tool_loop', not {recipe!r}")
+        if budget is not None and (not isinstance(budget, int) or budget <= 0):
+            raise ConfigError(f"budget must be a positive int, not {budget!r}")
+        started = time.perf_counter()
+        with self._lock:
+            self._sync()
+            specs = self.tool_specs()
+            limit = budget if budget is not None else self.settings.budget
+            tools_tokens = self._tool_tokens(specs)
+            system = self._system
+            system_tokens = (system.tokens or 0) if system else 0
+            room = limit - tools_tokens - system_tokens - _REPLY_PRIMING
+            caps = self._allocator.allocate(max(room, 0), turns=self._log.pages,
+                                            has_retrieval=False)
+            window, payload_bytes = self._fit_bytes(system, room, caps, specs)
+            body = [system, *window] if system is not None else window
+            history = sum(m.tokens or 0 for m in window)
+            contents = sum(m.tokens or 0 for m in window if m.role == "system")
+            total = system_tokens + tools_tokens + history + _REPLY_PRIMING
+            full = (self._log.total() + system_tokens + tools_tokens + _REPLY_PRIMING)
+            events = self._save_changes()
+            elapsed = (time.perf_counter() - started) * 1000
+            stats = ContextStats(
+                total_tokens=total, budget=limit,
+                sections={"system": system_tokens, "tools": tools_tokens,
+                          "contents": contents, "recent": history - contents},
+                build_ms=elapsed, messages=len(body), full_tokens=full,
+                strategy=self.settings.strategy, shares=caps,
+                prefix_tokens=self._prefix(body, tools_tokens), request_bytes=payload_bytes,
+                events=events,
+            )
+            self._builds += 1
+            self._build_ms += elapsed
+            self._saved += stats.saved_tokens
+        return Context(messages=body, stats=stats, tools=specs)
+
+    def _plan(self, room: int, caps: Mapping[str, int]) -> list[Message]:
+        if self._paged is not None:
+            window = self._paged.plan(room, caps["contents"])
+        elif isinstance(self._window, SummarizeWindow):
+            window = self._window.plan(room, caps["contents"])
+        else:
+            window = self._window.plan(room)
+        return _pair_tool_calls(window, self.tokenizer)
+
+    def _fit_bytes(
+        self, system: Message | None, room: int, caps: Mapping[str, int],
+        specs: Sequence[ToolSpec],
+    ) -> tuple[list[Message], int]:
+        """Plan the window; if the request passes ``max_request_bytes``, plan smaller."""
+        limit = self.settings.max_request_bytes
+        for _ in range(8):
+            window = self._plan(room, caps)
+            if not limit:
+                return window, 0
+            body = [system, *window] if system is not None else window
+            size = len(json.dumps({"messages": to_openai(body),
+                                   "tools": [s.to_openai() for s in specs]},
+                                  ensure_ascii=False).encode())
+            if size <= limit or room <= 1:
+                return window, size
+            room = max(1, int(room * limit / size * 0.9))
+        return window, size
+
+    def _prefix(self, body: Sequence[Message], tools_tokens: int) -> int:
+        """Tokens at the start of this request that repeat the previous request exactly."""
+        keys = [((m.seq, m.tokens, m.content if m.seq is None else None), m.tokens or 0)
+                for m in body]
+        shared = 0
+        if self._previous:
+            shared = tools_tokens  # memci's tool schemas come first and do not change
+            for (key, tokens), (old, _) in zip(keys, self._previous, strict=False):
+                if key != old:
+                    break
+                shared += tokens
+        self._previous = keys
+        return shared
+
+    # -- tools ---------------------------------------------------------------------------
+
+    def _tools(self) -> dict[str, Tool[Session]]:
+        tools: dict[str, Tool[Session]] = {}
+        if self._paged is not None:
+            tools[RECALL_PAGE.spec.name] = RECALL_PAGE
+        return tools
+
+    def tool_specs(self) -> tuple[ToolSpec, ...]:
+        """memci's own tools offered to the model in this session."""
+        return tuple(t.spec for t in self._tools().values())
+
+    def tools(self, format: str = "openai") -> list[dict[str, Any]]:
+        """memci's own tool schemas, in OpenAI or Anthropic format."""
+        if format not in ("openai", "anthropic"):
+            raise ConfigError(f"format must be 'openai' or 'anthropic', not {format!r}")
+        specs = self.tool_specs()
+        if format == "anthropic":
+            return [s.to_anthropic() for s in specs]
+        return [s.to_openai() for s in specs]
+
+    def call_tool(self, name: str, arguments: Mapping[str, Any] | str | None = None) -> str:
+        """Run one of memci's own tools; refusals and bad arguments answer ``error: …``."""
+        with self._lock:
+            self._sync()
+            return run_tool(self._tools(), self, name, arguments)
+
+    def _recall(self, page: int) -> str:
+        if self._paged is None:
+            raise ToolArgumentError("recall_page works with the paged strategy only")
+        answer = self._paged.recall(page)
+        self._save_changes()
+        return answer
+
+    def _tool_tokens(self, specs: Sequence[ToolSpec]) -> int:
+        if not specs:
+            return 0
+        return self.tokenizer.count(json.dumps([s.to_openai() for s in specs])) + 4 * len(specs)
+
+    # -- stats ---------------------------------------------------------------------------
+
+    def stats(self) -> SessionStats:
+        """Builds, build time, tokens saved, and archive / recall / evict counts."""
+        with self._lock:
+            counts = self._paged.counts if self._paged else {}
+            return SessionStats(
+                messages=self._last_seq, pages=self._log.pages, builds=self._builds,
+                mean_build_ms=self._build_ms / self._builds if self._builds else 0.0,
+                tokens_saved=self._saved, archived=counts.get("archive", 0),
+                recalled=counts.get("recall", 0), evicted=counts.get("evict", 0),
+            )
+
+    def page_of(self, seq: int) -> int:
+        """The number of the page holding message ``seq`` (0 for a system message)."""
+        with self._lock:
+            self._sync()
+            return self._log.page_of_seq(seq)
+
+    def place_of_page(self, page: int) -> str:
+        """Where a page is now: window, contents or evicted (paged strategy)."""
+        if self._paged is None:
+            raise ConfigError("pages have places with the paged strategy only")
+        with self._lock:
+            return self._paged.place_of(page)
+
+    # -- store I/O -----------------------------------------------------------------------
+
+    def _sync(self) -> None:
+        """Catch up with the store (other processes may have appended)."""
+        store = self.engine.store
+        if store.last_seq(self._record) <= self._last_seq:
+            return
+        rows = store.token_index(self._record, after=self._last_seq)
+        systems = [seq for seq, role, _ in rows if role == "system"]
+        if systems:
+            self._system = self._load_seqs(systems[-1], systems[-1])[0]
+        for seq, role, tokens in rows:
+            if role != "system":
+                self._log.append(seq, role, tokens)
+        self._last_seq = rows[-1][0]
+
+    def _index(self, stored: list[Message]) -> None:
+        for message in stored:
+            if message.role == "system":
+                self._system = message
+            else:
+                self._log.append(message.seq or 0, message.role, message.tokens or 0)
+        self._last_seq = stored[-1].seq or self._last_seq
+
+    def _load_seqs(self, first: int, last: int) -> list[Message]:
+        return self.engine.store.messages(self._record, after=first - 1, upto=last)
+
+    def _load_page_state(self) -> tuple[list[PageRow], dict[str, int]]:
+        with self.engine.store.read() as db:
+            rows = db.execute(
+                "SELECT page, first_seq, last_seq, state, archived_round, recall_count,"
+                " last_recall_round, lines FROM pages WHERE session_id = ? ORDER BY page",
+                (self._record.id,),
+            ).fetchall()
+            counts = dict(db.execute(
+                "SELECT kind, COUNT(*) FROM context_events WHERE session_id = ? GROUP BY kind",
+                (self._record.id,),
+            ).fetchall())
+        return ([PageRow(int(r[0]), int(r[1]), int(r[2]), str(r[3]), int(r[4]), int(r[5]),
+                         None if r[6] is None else int(r[6]), tuple(json.loads(r[7])))
+                 for r in rows], {str(k): int(v) for k, v in counts.items()})
+
+    def _save_changes(self) -> tuple[str, ...]:
+        """Save what the strategy changed (one transaction); return the events as text."""
+        if self._paged is not None:
+            rows, events = self._paged.take_changes()
+            if not rows and not events:
+                return ()
+            now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+            with self.engine.store.write() as db:
+                db.executemany(
+                    "INSERT OR REPLACE INTO pages (session_id, page, first_seq, last_seq, state,"
+                    " archived_round, recall_count, last_recall_round, lines)"
+                    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    [(self._record.id, r.page, r.first_seq, r.last_seq, r.state,
+                      r.archived_round, r.recall_count, r.last_recall_round,
+                      json.dumps(r.lines, ensure_ascii=False)) for r in rows])
+                db.executemany(
+                    "INSERT INTO context_events (session_id, round, kind, page, reason,"
+                    " created_at) VALUES (?, ?, ?, ?, ?, ?)",
+                    [(self._record.id, e.round, e.kind, e.page, e.reason, now)
+                     for e in events])
+            return tuple(f"{e.kind} page {e.page}" for e in events)
+        if isinstance(self._window, SummarizeWindow) and self._window.changed:
+            self._window.changed = False
+            summary = self._window.summary
+            text = summary.content.split("\n", 1)[1] if summary else ""
+            self._state_set("summarize", {"cut": self._window.cut, "text": text})
+            return ("summarize",)
+        return ()
+
+    def _state_get(self, key: str) -> dict[str, Any] | None:
+        with self.engine.store.read() as db:
+            row = db.execute("SELECT value FROM session_state WHERE session_id = ? AND key = ?",
+                             (self._record.id, key)).fetchone()
+        return json.loads(row[0]) if row else None
+
+    def _state_set(self, key: str, value: Mapping[str, Any]) -> None:
+        with self.engine.store.write() as db:
+            db.execute("INSERT OR REPLACE INTO session_state (session_id, key, value)"
+                       " VALUES (?, ?, ?)",
+                       (self._record.id, key, json.dumps(dict(value), ensure_ascii=False)))
+
+    def events(self, *, limit: int = 1000) -> list[dict[str, Any]]:
+        """The newest archive, recall and eviction events (page, round, reason), oldest first."""
+        with self.engine.store.read() as db:
+            rows = db.execute(
+                "SELECT round, kind, page, reason, created_at FROM context_events"
+                " WHERE session_id = ? ORDER BY id DESC LIMIT ?", (self._record.id, limit),
+            ).fetchall()
+        return [{"round": r[0], "kind": r[1], "page": r[2], "reason": r[3], "at": r[4]}
+                for r in reversed(rows)]
+
+
+def _pair_tool_calls(window: list[Message], tokenizer: Tokenizer) -> list[Message]:
+    """Keep each tool call only with its result right after it, and each result only there.
+
+    Both providers reject an unanswered call or a result that does not follow its call;
+    what is dropped here is dropped from this request only, never from the store.
+    """
+    out: list[Message] = []
+    i, n = 0, len(window)
+    while i < n:
+        message = window[i]
+        i += 1
+        if message.role == "tool":
+            continue  # a result whose call is not right before it
+        calls = {c.id for c in message.tool_calls}
+        if not calls:
+            out.append(message)
+            continue
+        results: list[Message] = []
+        seen: set[str] = set()
+        while i < n and window[i].role == "tool":
+            result = window[i].tool_result
+            if result is not None and result.call_id in calls - seen:
+                seen.add(result.call_id)
+                results.append(window[i])
+            i += 1
+        if seen != calls:
+            parts = tuple(p for p in message.parts
+                          if not (isinstance(p, ToolCallPart) and p.id not in seen))
+            if not parts:
+                continue
+            message = replace(message, parts=parts)
+            message = replace(message, tokens=tokenizer.count_message(message))
+        out.append(message)
+        out.extend(results)
+    return out

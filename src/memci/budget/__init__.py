@@ -1,0 +1,24 @@
+"""Budget: splitting it between segments, planning what fits, cutting what must shrink."""
+
+from memci.budget._allocator import (
+    PRIORITIES,
+    PROFILES,
+    BudgetAllocator,
+    PriorityRanker,
+    Profile,
+    Section,
+)
+from memci.budget._truncate import cut_middle, shrink_message
+from memci.budget._window import newest_that_fit
+
+__all__ = [
+    "PRIORITIES",
+    "PROFILES",
+    "BudgetAllocator",
+    "PriorityRanker",
+    "Profile",
+    "Section",
+    "cut_middle",
+    "newest_that_fit",
+    "shrink_message",
+]

@@ -1,0 +1,96 @@
+"""What a build returns: the messages to send, memci's tools, and the build's figures.
+
+A :class:`Context` is a value made by ``session.build()``. ``to_openai()`` and
+``to_anthropic()`` give request-ready payloads; metadata and store identity never appear
+in them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from memci.messages import Message, to_anthropic, to_openai
+
+__all__ = ["Context", "ContextStats", "ToolSpec"]
+
+
+@dataclass(frozen=True, slots=True)
+class ToolSpec:
+    """One of memci's own tools: name, description and JSON Schema of its arguments."""
+
+    name: str
+    description: str
+    parameters: Mapping[str, Any]
+
+    def to_openai(self) -> dict[str, Any]:
+        """The tool as an OpenAI Chat Completions ``tools`` entry."""
+        return {"type": "function", "function": {
+            "name": self.name, "description": self.description,
+            "parameters": dict(self.parameters)}}
+
+    def to_anthropic(self) -> dict[str, Any]:
+        """The tool as an Anthropic Messages ``tools`` entry."""
+        return {"name": self.name, "description": self.description,
+                "input_schema": dict(self.parameters)}
+
+
+@dataclass(frozen=True, slots=True)
+class ContextStats:
+    """Figures of one build.
+
+    ``sections`` maps each section of the context to its tokens; ``shares`` maps each
+    segment to the tokens the allocator gave it. ``full_tokens`` is what sending the
+    whole history would have cost; ``prefix_tokens`` how many leading tokens are the same
+    as in the previous build (what a provider's prompt cache can reuse).
+    """
+
+    total_tokens: int
+    budget: int
+    sections: Mapping[str, int]
+    build_ms: float
+    messages: int
+    full_tokens: int
+    strategy: str
+    shares: Mapping[str, int] = field(default_factory=dict)
+    prefix_tokens: int = 0
+    request_bytes: int = 0
+    events: tuple[str, ...] = ()
+
+    @property
+    def saved_tokens(self) -> int:
+        """Tokens this build saved against sending the whole history."""
+        return max(0, self.full_tokens - self.total_tokens)
+
+
+@dataclass(frozen=True, slots=True)
+class Context:
+    """The answer to "what do I send now?": messages, memci's tools, and figures."""
+
+    messages: Sequence[Message]
+    stats: ContextStats
+    tools: Sequence[ToolSpec] = ()
+
+    def to_openai(self) -> dict[str, Any]:
+        """``{"messages": [...], "tools": [...]}`` for ``chat.completions.create``.
+
+        ``tools`` is left out when memci offers none (the API rejects an empty list).
+        """
+        out: dict[str, Any] = {"messages": to_openai(self.messages)}
+        if self.tools:
+            out["tools"] = [t.to_openai() for t in self.tools]
+        return out
+
+    def to_anthropic(self) -> dict[str, Any]:
+        """``{"system": ..., "messages": [...], "tools": [...]}`` for ``messages.create``.
+
+        ``system`` and ``tools`` are left out when empty.
+        """
+        system, messages = to_anthropic(self.messages)
+        out: dict[str, Any] = {"messages": messages}
+        if system is not None:
+            out["system"] = system
+        if self.tools:
+            out["tools"] = [t.to_anthropic() for t in self.tools]
+        return out

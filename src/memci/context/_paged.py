@@ -1,0 +1,428 @@
+"""The paged context of seed 000: archiving, the contents page, recall and eviction.
+
+The ActiveChapter holds recent pages in full. When it passes its budget (the high
+watermark) whole pages, oldest first, move to the ArchiveChapter until it is back under
+the low watermark: archiving happens in batches, so between two archive events every
+request begins with exactly the previous request and providers' prompt caches keep
+hitting. An archived page is listed on the contents page (its index, one short line per
+entry, its recall count and last recall round — absolute numbers, never "5 rounds ago")
+and its messages stay in the store.
+
+``recall_page(n)`` brings a page back in full from the next build on (it sits before the
+active pages, in page order) and it ages out again at the next archive event. Entries
+leave the contents page by seed 000's rules: never recalled after ``m`` rounds; recall
+count unchanged for ``p`` rounds; least recently used first when the contents page passes
+its token limit. Every archive, recall and eviction is an event (page, round, reason).
+
+A round is a page: the round number is the number of the newest page.
+
+Invariant: every non-system message of the log is in exactly one place — an active page,
+a recalled page (both in the window), a page listed on the contents page, or an evicted
+page. The current page's opening user message is always in the window in full (cut only
+when it alone passes the whole budget).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+
+from memci.budget import newest_that_fit, shrink_message
+from memci.context._log import LogIndex
+from memci.context._model import (
+    ActiveChapter,
+    ArchiveChapter,
+    ContentsEntry,
+    MessageNode,
+    Page,
+    page_from_messages,
+)
+from memci.messages import Message
+from memci.tokens import Tokenizer
+
+__all__ = ["ContextEvent", "PageRow", "PagedConfig", "PagedContext"]
+
+Loader = Callable[[int, int], list[Message]]  # (first_seq, last_seq) -> messages
+
+
+@dataclass(frozen=True, slots=True)
+class PagedConfig:
+    """Tunables of the paged strategy (all configurable per session)."""
+
+    low_watermark: float = 0.6
+    evict_unrecalled_rounds: int = 30
+    evict_unchanged_rounds: int = 20
+    contents_max_tokens: int = 0
+    contents_entry_lines: int = 8
+    language: str = "auto"
+
+
+@dataclass(frozen=True, slots=True)
+class ContextEvent:
+    """An archive, recall or eviction: which page, in which round, and why."""
+
+    round: int
+    kind: str
+    page: int
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class PageRow:
+    """The saved state of a page that is not plainly active."""
+
+    page: int
+    first_seq: int
+    last_seq: int
+    state: str
+    archived_round: int
+    recall_count: int
+    last_recall_round: int | None
+    lines: tuple[str, ...]
+
+
+_TITLES = {
+    "en": ("## Contents page (archived conversation)",
+           "Earlier pages of this conversation were moved out of the context. Each is "
+           "listed by its index with one line per message. To read a page again in full, "
+           "call the tool recall_page with its index.",
+           "recalls: {n}", "last recall: round {r}", "… {k} more entries"),
+    "zh": ("## 目录页（已归档的对话）",
+           "本对话中较早的页面已移出上下文，按页码列出，每条消息一行摘要。如需再次完整查看某一页，"
+           "请调用工具 recall_page 并传入页码。",
+           "召回次数: {n}", "最后召回: 第 {r} 轮", "… 另有 {k} 条"),
+}
+
+
+@dataclass(slots=True)
+class _Dirty:
+    pages: set[int] = field(default_factory=set)
+    events: list[ContextEvent] = field(default_factory=list)
+
+
+class PagedContext:
+    """Pages of one session: which are in the window, archived, recalled or evicted."""
+
+    def __init__(
+        self, *, log: LogIndex, loader: Loader, tokenizer: Tokenizer,
+        line_of: Callable[[Message], str], config: PagedConfig,
+        detect_language: Callable[[], str] = lambda: "en",
+    ) -> None:
+        self.log = log
+        self.loader = loader
+        self.tokenizer = tokenizer
+        self.line_of = line_of
+        self.config = config
+        self._detect_language = detect_language
+        self._language = config.language if config.language != "auto" else ""
+        self.active = ActiveChapter()
+        self.archive = ArchiveChapter()
+        self.recalled: dict[int, ContentsEntry] = {}
+        self.first_active = 1
+        self._next_position = 0  # the next log position to put into a page
+        self._cut = 0  # messages of the current page hidden after its opening message
+        self._cut_page = 0
+        self._contents: Message | None = None
+        self._dirty = _Dirty()
+        self.counts = {"archive": 0, "recall": 0, "evict": 0}
+
+    @property
+    def language(self) -> str:
+        """The language of the contents page's titles: set, or found from the log's start."""
+        if not self._language:
+            self._language = self._detect_language()
+        return self._language
+
+    # -- save / load ---------------------------------------------------------------------
+
+    def restore(self, rows: Sequence[PageRow], counts: dict[str, int]) -> None:
+        """Load saved page states (before the first build)."""
+        for row in rows:
+            entry = ContentsEntry(row.page, row.first_seq, row.last_seq, row.lines,
+                                  row.archived_round, row.recall_count,
+                                  row.last_recall_round)
+            entry.tokens = self._entry_tokens(entry)
+            if row.state == "archived":
+                self.archive.contents[row.page] = entry
+            elif row.state == "evicted":
+                self.archive.evicted[row.page] = entry
+            else:
+                self.recalled[row.page] = entry
+            self.first_active = max(self.first_active, row.page + 1)
+        for page in sorted(self.recalled):
+            self._materialize_recalled(page)
+        self.counts.update(counts)
+
+    def take_changes(self) -> tuple[list[PageRow], list[ContextEvent]]:
+        """Page rows and events changed since the last call (for the store to save)."""
+        rows = [self._row(p) for p in sorted(self._dirty.pages)]
+        events = self._dirty.events
+        self._dirty = _Dirty()
+        return rows, events
+
+    def _row(self, page: int) -> PageRow:
+        for state, table in (("archived", self.archive.contents),
+                             ("evicted", self.archive.evicted), ("recalled", self.recalled)):
+            if page in table:
+                e = table[page]
+                return PageRow(page, e.first_seq, e.last_seq, state, e.archived_round,
+                               e.recall_count, e.last_recall_round, e.lines)
+        raise AssertionError(f"page {page} has no saved state")
+
+    # -- the build -----------------------------------------------------------------------
+
+    @property
+    def round(self) -> int:
+        """The current round: the newest page's number."""
+        return self.log.pages
+
+    def plan(self, room: int, contents_cap: int) -> list[Message]:
+        """Archive, evict and trim so that the contents page and the window fit ``room``."""
+        if not len(self.log):
+            return []
+        cap = min(self.config.contents_max_tokens or contents_cap, contents_cap)
+        self._evict_by_rules()
+        high = room - min(self._contents_tokens(), cap)
+        if self._active_tokens() > high:
+            self._archive_down_to(int(high * self.config.low_watermark), cap)
+            self._evict_lru(cap)
+        self._materialize_new()
+        contents = self._contents_message()
+        budget_left = room - (contents.tokens or 0 if contents else 0)
+        window = list(self._window(budget_left))
+        return [contents, *window] if contents else window
+
+    def _active_tokens(self) -> int:
+        start = self.log.page_starts[self.first_active - 1]
+        total = self.log.span_tokens(start, len(self.log))
+        return total + sum(self.log.page_tokens(p) for p in self.recalled)
+
+    def _archive_down_to(self, target: int, cap: int) -> None:
+        """Archive recalled pages, then the oldest active ones, until under ``target``."""
+        tokens = self._active_tokens()
+        for page in sorted(self.recalled):
+            if tokens <= target:
+                return
+            entry = self.recalled.pop(page)
+            self.active.pages[page].detach()
+            self.archive.contents[page] = entry
+            tokens -= self.log.page_tokens(page)
+            self._event("archive", page, "aged out after recall")
+        # Pages that would not even fit on the contents page are evicted straight away
+        # (the LRU rule), so a long unbuilt backlog is never summarized page by page.
+        last = self.round - 1
+        batch: list[int] = []
+        while self.first_active <= last and tokens > target:
+            batch.append(self.first_active)
+            tokens -= self.log.page_tokens(self.first_active)
+            self.first_active += 1
+        listed_budget = cap
+        listed: set[int] = set()
+        for page in reversed(batch):
+            if listed_budget <= 0:
+                break
+            listed.add(page)
+            listed_budget -= self._estimate_entry_tokens(page)
+        for page in batch:
+            first, last_seq = self.log.page_seqs(page)
+            node_page = self.active.pages.get(page)
+            if node_page is not None:
+                messages = node_page.messages()
+                node_page.detach()
+            else:
+                messages = self.loader(first, last_seq) if page in listed else []
+            entry = ContentsEntry(page, first, last_seq,
+                                  self._lines(messages) if page in listed else (),
+                                  archived_round=self.round)
+            if page in listed:
+                entry.tokens = self._entry_tokens(entry)
+                self.archive.contents[page] = entry
+                self._event("archive", page, "active chapter over its budget")
+            else:
+                self.archive.evicted[page] = entry
+                self._event("archive", page, "active chapter over its budget")
+                self._event("evict", page, "lru: contents page over its token limit")
+        self._contents = None
+
+    def _evict_by_rules(self) -> None:
+        m, p, now = (self.config.evict_unrecalled_rounds, self.config.evict_unchanged_rounds,
+                     self.round)
+        for page, entry in list(self.archive.contents.items()):
+            if entry.recall_count == 0 and m and now - entry.archived_round >= m:
+                self._evict(page, f"never recalled in {m} rounds")
+            elif (entry.recall_count and p and entry.last_recall_round is not None
+                  and now - entry.last_recall_round >= p):
+                self._evict(page, f"recall count unchanged for {p} rounds")
+
+    def _evict_lru(self, cap: int) -> None:
+        while self.archive.contents and self._contents_tokens() > cap:
+            # Least recently used first; at a tie, a page never recalled before one that was.
+            page = min(self.archive.contents.values(),
+                       key=lambda e: (e.last_recall_round or e.archived_round,
+                                      e.recall_count, e.page)).page
+            self._evict(page, "lru: contents page over its token limit")
+
+    def _evict(self, page: int, reason: str) -> None:
+        self.archive.evicted[page] = self.archive.contents.pop(page)
+        self._event("evict", page, reason)
+        self._contents = None
+
+    def _event(self, kind: str, page: int, reason: str) -> None:
+        self._dirty.events.append(ContextEvent(self.round, kind, page, reason))
+        self._dirty.pages.add(page)
+        self.counts[kind] += 1
+
+    # -- recall --------------------------------------------------------------------------
+
+    def recall(self, page: int) -> str:
+        """Bring page ``page`` back in full from the next build on; say what happened."""
+        if not 1 <= page <= self.round:
+            return f"error: there is no page {page}; pages are numbered 1 to {self.round}"
+        if page in self.recalled or page >= self.first_active:
+            return f"Page {page} is already in your context in full."
+        entry = self.archive.contents.pop(page, None) or self.archive.evicted.pop(page)
+        entry.recall_count += 1
+        entry.last_recall_round = self.round
+        self.recalled[page] = entry
+        self._materialize_recalled(page)
+        self._event("recall", page, "recall_page tool call")
+        self._contents = None
+        first, last = entry.first_seq, entry.last_seq
+        return (f"Page {page} (messages {first}-{last}) is back in your context in full "
+                "from the next request on.")
+
+    def _materialize_recalled(self, page: int) -> None:
+        first, last = self.log.page_seqs(page)
+        restored = page_from_messages(page, self.loader(first, last))
+        later = [p for p in self.active.pages.values() if p.number > page]
+        self.active.add_page(restored, before=min(later, key=lambda p: p.number)
+                             if later else None)
+
+    # -- the window ----------------------------------------------------------------------
+
+    def _materialize_new(self) -> None:
+        """Put log positions not yet in a page into the active chapter."""
+        log = self.log
+        start = max(self._next_position, log.page_starts[self.first_active - 1])
+        if start >= len(log):
+            self._next_position = len(log)
+            return
+        for message in self.loader(log.seqs[start], log.seqs[-1]):
+            number = log.page_of_seq(message.seq or 0)
+            current = self.active.pages.get(number)
+            if current is None:
+                current = Page(number, message.seq or 0)
+                self.active.add_page(current)
+            current.append(message)
+        self._next_position = len(log)
+
+    def _window(self, room: int) -> Iterator[Message]:
+        """Recalled and active pages; the current page trimmed in batches if it must be."""
+        current = self.active.pages.get(self.round)
+        others = self.active.tokens - (current.tokens if current else 0)
+        node = self.active.messages.head
+        while node is not None and (current is None or node is not current.head):
+            yield node.message
+            node = node.next
+        if current is None or current.head is None:
+            return
+        yield from self._current_page(current, room - others)
+
+    def _current_page(self, page: Page, room: int) -> Iterator[Message]:
+        opener = page.head
+        assert opener is not None
+        if self._cut_page != page.number:
+            self._cut_page, self._cut = page.number, 0
+        rest_tokens = page.tokens - (opener.message.tokens or 0)
+        shown = rest_tokens - self._hidden_tokens(page)
+        room_rest = room - (opener.message.tokens or 0)
+        if room_rest < 0:
+            yield shrink_message(opener.message, max(1, room), self.tokenizer)
+            return
+        if shown > room_rest:
+            self._cut = self._new_cut(page, int(room_rest * self.config.low_watermark))
+        yield opener.message
+        node = opener.next
+        for _ in range(self._cut):
+            assert node is not None
+            node = node.next
+        while node is not None:
+            yield node.message
+            node = node.next
+
+    def _hidden_tokens(self, page: Page) -> int:
+        start, _ = self.log.page_span(page.number)
+        return self.log.span_tokens(start + 1, start + 1 + self._cut)
+
+    def _new_cut(self, page: Page, target: int) -> int:
+        start, end = self.log.page_span(page.number)
+        keep = newest_that_fit(self.log.roles, self.log.tokens, target, lo=start + 1)
+        if keep >= end:  # not even the newest step fits: keep it anyway, cut later
+            keep = end - 1
+            while keep > start + 1 and self.log.roles[keep] == "tool":
+                keep -= 1
+        return max(0, keep - (start + 1))
+
+    # -- the contents page ---------------------------------------------------------------
+
+    def _lines(self, messages: Sequence[Message]) -> tuple[str, ...]:
+        lines = [f"{m.role}: {self.line_of(m)}" for m in messages if m.role != "system"]
+        limit = self.config.contents_entry_lines
+        if limit and len(lines) > limit:
+            more = _TITLES[self.language][4].format(k=len(lines) - limit + 1)
+            lines = [*lines[: limit // 2], more, *lines[-(limit - limit // 2 - 1):]]
+        return tuple(lines)
+
+    def _entry_text(self, e: ContentsEntry) -> str:
+        titles = _TITLES[self.language]
+        recall = titles[2].format(n=e.recall_count)
+        if e.last_recall_round is not None:
+            recall += ", " + titles[3].format(r=e.last_recall_round)
+        body = "\n".join(f"  - {line}" for line in e.lines)
+        return f"[Page {e.page}] messages {e.first_seq}-{e.last_seq} · {recall}\n{body}"
+
+    def _entry_tokens(self, entry: ContentsEntry) -> int:
+        return self.tokenizer.count(self._entry_text(entry)) + 1
+
+    def _estimate_entry_tokens(self, page: int) -> int:
+        start, end = self.log.page_span(page)
+        return 12 + 18 * min(end - start, self.config.contents_entry_lines or end - start)
+
+    def _contents_tokens(self) -> int:
+        if not self.archive.contents:
+            return 0
+        if self._contents is not None:
+            return self._contents.tokens or 0
+        return 60 + sum(e.tokens for e in self.archive.contents.values())
+
+    def _contents_message(self) -> Message | None:
+        if not self.archive.contents:
+            return None
+        if self._contents is None:
+            titles = _TITLES[self.language]
+            blocks = [self._entry_text(self.archive.contents[p])
+                      for p in sorted(self.archive.contents)]
+            text = "\n\n".join([titles[0], titles[1], *blocks])
+            message = Message.system(text)
+            self._contents = Message("system", message.parts,
+                                     tokens=self.tokenizer.count_message(message))
+        return self._contents
+
+    def place_of(self, page: int) -> str:
+        """Where page ``page`` is now: window, contents, evicted (for checks and inspect)."""
+        if page in self.recalled or page >= self.first_active:
+            return "window"
+        if page in self.archive.contents:
+            return "contents"
+        if page in self.archive.evicted:
+            return "evicted"
+        return "unknown"
+
+
+def node_messages(first: MessageNode | None) -> list[Message]:
+    """Messages from ``first`` to the end of its list (a debugging aid)."""
+    out: list[Message] = []
+    while first is not None:
+        out.append(first.message)
+        first = first.next
+    return out

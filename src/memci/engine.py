@@ -1,0 +1,114 @@
+"""Engine: the store and the sessions in it; the public entry point of memci.
+
+``Engine.open()`` opens a store; ``engine.session(name)`` gets or creates a
+:class:`~memci.Session` (one object per session per engine, shared by threads).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from memci._session import EXPORT_FORMAT, Session, SessionStats
+from memci._settings import resolve_settings
+from memci.errors import InvalidFileError, InvalidMessageError, StoreError
+from memci.messages import Message, from_wire
+from memci.store import SessionRecord, SQLiteStore
+
+__all__ = ["EXPORT_FORMAT", "Engine", "Session", "SessionStats"]
+
+
+
+def _default_path() -> Path:
+    home = os.environ.get("MEMCI_HOME")
+    return (Path(home) if home else Path.cwd() / ".memci") / "memci.db"
+
+
+class Engine:
+    """A store and the sessions in it."""
+
+    def __init__(self, store: SQLiteStore) -> None:
+        self.store = store
+        self._sessions: dict[tuple[str, str], Session] = {}
+        self._lock = threading.Lock()
+
+    @classmethod
+    def open(cls, path: str | Path | None = None, *, synchronous: str = "FULL") -> Engine:
+        """Open the store at ``path``; by default ``$MEMCI_HOME/memci.db`` or ``./.memci/``."""
+        if isinstance(path, str) and "://" in path:
+            raise StoreError(
+                f"store URL {path.split('://')[0]}:// is not supported yet; use a file path"
+            )
+        return cls(SQLiteStore(Path(path) if path is not None else _default_path(),
+                               synchronous=synchronous))
+
+    def session(
+        self, name: str, *, user: str | None = None, tenant: str = "default", **settings: Any
+    ) -> Session:
+        """Get or create the session ``name``; keyword settings override saved ones."""
+        if not isinstance(name, str) or not name or len(name) > 200:
+            raise InvalidMessageError("a session name must be a non-empty string (≤ 200 chars)")
+        key = (tenant, name)
+        with self._lock:
+            existing = self._sessions.get(key)
+            if existing is not None and not settings and user in (None, existing.user):
+                return existing
+            saved = self.store.session(tenant, name)
+            resolved, chosen = resolve_settings(settings, saved.settings if saved else {})
+            record = self.store.ensure_session(tenant, name, user, chosen)
+            if existing is not None:
+                existing._reconfigure(record, resolved)
+                return existing
+            session = Session(self, record, resolved)
+            self._sessions[key] = session
+            return session
+
+    def sessions(self, tenant: str | None = None) -> list[SessionRecord]:
+        """Every session in the store (of one tenant, if given)."""
+        return self.store.sessions(tenant)
+
+    def import_jsonl(
+        self, lines: Iterable[str], *, name: str | None = None, tenant: str | None = None
+    ) -> Session:
+        """Import a session exported by :meth:`Session.export_jsonl` (into a new session)."""
+        it = iter(lines)
+        try:
+            header = json.loads(next(it))
+        except (StopIteration, ValueError) as exc:
+            raise InvalidFileError("export file is empty or its first line is not JSON") from exc
+        if not isinstance(header, dict) or header.get("format") != EXPORT_FORMAT:
+            raise InvalidFileError(f"not a memci session export (expected {EXPORT_FORMAT})")
+        messages: list[Message] = []
+        for number, line in enumerate(it, start=2):
+            if not line.strip():
+                continue
+            try:
+                messages.append(from_wire(json.loads(line)))
+            except (ValueError, InvalidMessageError) as exc:
+                raise InvalidFileError(f"line {number} of the export: {exc}") from exc
+        target, owner = name or header["session"], header.get("user")
+        tenant = tenant or header.get("tenant", "default")
+        if self.store.session(tenant, target) is not None:
+            existing = self.session(target, tenant=tenant)
+            if existing.count():
+                raise InvalidFileError(
+                    f"session {target!r} already exists and holds messages; import under "
+                    "another name"
+                )
+        session = self.session(target, user=owner, tenant=tenant, **header.get("settings", {}))
+        session.add_many(messages)
+        return session
+
+    def close(self) -> None:
+        """Close the store."""
+        self.store.close()
+
+    def __enter__(self) -> Engine:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

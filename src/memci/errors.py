@@ -1,0 +1,151 @@
+"""Every error memci raises, as one tree rooted at :class:`MemciError`.
+
+The caller's mistakes (bad input, bad settings) are kept apart from runtime failures
+(a store that cannot be written, an endpoint that does not answer). When an error is
+raised while storing, nothing has been written: the store is as it was before the call.
+
+::
+
+    MemciError
+    ├── InvalidInputError            the caller's mistake; the message says what to fix
+    │   ├── InvalidMessageError      a message that cannot be stored
+    │   │   ├── UnknownRoleError
+    │   │   ├── InvalidToolArgumentsError
+    │   │   ├── OrphanToolResultError
+    │   │   ├── InvalidTextError
+    │   │   ├── MessageTooLargeError
+    │   │   └── InvalidTimestampError
+    │   ├── ConfigError              a setting that is out of range or unknown
+    │   ├── UnknownSessionError
+    │   └── InvalidFileError         an import or trace file that cannot be read
+    ├── MissingExtraError            an optional part is not installed; names the pip command
+    ├── TokenizerUnavailableError    an exact tokenizer whose encoding is not available offline
+    ├── StoreError                   the store cannot be opened, migrated or written
+    └── LLMError                     memci's own upkeep calls to a model endpoint
+        ├── LLMHTTPError             carries .status and .body
+        ├── LLMTimeoutError          no answer within the timeout (after retries)
+        ├── LLMConnectionError       unreachable, or the connection dropped (after retries)
+        └── LLMResponseError         a 2xx reply that cannot be read; carries .body
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "ConfigError",
+    "InvalidFileError",
+    "InvalidInputError",
+    "InvalidMessageError",
+    "InvalidTextError",
+    "InvalidTimestampError",
+    "InvalidToolArgumentsError",
+    "LLMConnectionError",
+    "LLMError",
+    "LLMHTTPError",
+    "LLMResponseError",
+    "LLMTimeoutError",
+    "MemciError",
+    "MessageTooLargeError",
+    "MissingExtraError",
+    "OrphanToolResultError",
+    "StoreError",
+    "TokenizerUnavailableError",
+    "UnknownRoleError",
+    "UnknownSessionError",
+]
+
+
+class MemciError(Exception):
+    """The root of every error memci raises."""
+
+
+class InvalidInputError(MemciError, ValueError):
+    """The caller passed something memci cannot accept; the message says what to fix."""
+
+
+class InvalidMessageError(InvalidInputError):
+    """A message that cannot be stored (wrong shape, wrong type, missing field)."""
+
+
+class UnknownRoleError(InvalidMessageError):
+    """A role other than system, user, assistant or tool."""
+
+
+class InvalidToolArgumentsError(InvalidMessageError):
+    """Tool call arguments that are not a JSON object (or JSON text of one)."""
+
+
+class OrphanToolResultError(InvalidMessageError):
+    """A tool result whose call id matches no tool call of the session (or was answered)."""
+
+
+class InvalidTextError(InvalidMessageError):
+    """Text that is not valid Unicode (lone surrogates, undecodable bytes)."""
+
+
+class MessageTooLargeError(InvalidMessageError):
+    """A message whose content passes the configured size limit."""
+
+
+class InvalidTimestampError(InvalidMessageError):
+    """A ``created_at`` that is not an ISO 8601 date-time."""
+
+
+class ConfigError(InvalidInputError):
+    """A setting that is unknown or out of range."""
+
+
+class UnknownSessionError(InvalidInputError):
+    """A session that does not exist where one was required."""
+
+
+class InvalidFileError(InvalidInputError):
+    """A file (trace, export, state) that cannot be read as what it claims to be."""
+
+
+class MissingExtraError(MemciError, ImportError):
+    """An optional dependency is not installed; the message names the pip command."""
+
+    def __init__(self, extra: str, package: str, feature: str) -> None:
+        self.extra = extra
+        self.package = package
+        super().__init__(
+            f"{feature} needs the optional package {package!r}: "
+            f"install it with  pip install 'memci[{extra}]'"
+        )
+
+
+class TokenizerUnavailableError(MemciError):
+    """An exact tokenizer was asked for but its encoding cannot be loaded offline."""
+
+
+class StoreError(MemciError):
+    """The store cannot be opened, migrated or written."""
+
+
+class LLMError(MemciError):
+    """A call memci made to a model endpoint for its own upkeep failed."""
+
+
+class LLMHTTPError(LLMError):
+    """The endpoint answered with an error status; ``status`` and ``body`` say what."""
+
+    def __init__(self, message: str, *, status: int, body: str) -> None:
+        self.status = status
+        self.body = body
+        super().__init__(f"{message} (HTTP {status}): {body[:500]}")
+
+
+class LLMTimeoutError(LLMError):
+    """The endpoint did not answer within the timeout, on every attempt."""
+
+
+class LLMConnectionError(LLMError):
+    """The endpoint could not be reached or dropped the connection, on every attempt."""
+
+
+class LLMResponseError(LLMError):
+    """The endpoint answered 2xx with a reply that cannot be read; ``body`` holds it."""
+
+    def __init__(self, message: str, *, body: str) -> None:
+        self.body = body
+        super().__init__(f"{message}: {body[:500]!r}")

@@ -1,0 +1,57 @@
+"""Minimal model clients for memci's own upkeep calls (summaries, compaction, judging).
+
+The agent's own LLM calls stay the agent's; these clients serve only memci's background
+work, and memci runs fully without one. Two wire formats, one behaviour:
+
+- :class:`OpenAIChatClient` — OpenAI-compatible Chat Completions (OpenAI, vLLM, Ollama,
+  DeepSeek, Qwen compatible mode);
+- :class:`AnthropicClient` — Anthropic Messages.
+
+Both answer ``complete(messages, *, system=None, max_tokens=512, temperature=None)``
+with a :class:`Completion`, retry transient failures (429, 5xx, timeouts, dropped
+connections) with exponential backoff and jitter, honour ``Retry-After``, and raise a
+typed :class:`~memci.errors.LLMError` for the rest. :class:`LLMClient` is the protocol a
+summarizer accepts, so any object with that ``complete`` method will do.
+:func:`client_from_env` builds the configured client from ``MEMCI_LLM_*`` variables.
+"""
+
+from memci.llm._base import (
+    DEFAULT_CONNECT_TIMEOUT,
+    DEFAULT_MAX_RETRIES,
+    DEFAULT_READ_TIMEOUT,
+    RETRY_STATUSES,
+    BaseLLMClient,
+    parse_retry_after,
+)
+from memci.llm._client import AnthropicClient, OpenAIChatClient, SyncLLMClient
+from memci.llm._env import (
+    ENV_API_KEY,
+    ENV_BASE_URL,
+    ENV_MODEL,
+    ENV_PROVIDER,
+    PROVIDERS,
+    client_from_env,
+)
+from memci.llm._formats import ANTHROPIC_VERSION
+from memci.llm._types import Completion, LLMClient
+
+__all__ = [
+    "ANTHROPIC_VERSION",
+    "DEFAULT_CONNECT_TIMEOUT",
+    "DEFAULT_MAX_RETRIES",
+    "DEFAULT_READ_TIMEOUT",
+    "ENV_API_KEY",
+    "ENV_BASE_URL",
+    "ENV_MODEL",
+    "ENV_PROVIDER",
+    "PROVIDERS",
+    "RETRY_STATUSES",
+    "AnthropicClient",
+    "BaseLLMClient",
+    "Completion",
+    "LLMClient",
+    "OpenAIChatClient",
+    "SyncLLMClient",
+    "client_from_env",
+    "parse_retry_after",
+]

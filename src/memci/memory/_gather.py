@@ -1,0 +1,170 @@
+"""The long-term extractor of seed 002: episodes and preferences for one query, cached.
+
+:meth:`Gatherer.gather` fetches, in parallel on a small thread pool, the best episodic hits
+for the query (past messages and episodic items of the scope, at most ``max_episodes``,
+default 3) and the user's current preferences, and returns them as texts with sources
+for the Retrieval segment (:class:`RetrievalResult`).
+
+Results are cached for ``ttl`` seconds (default 5 minutes). The cache key holds the query,
+the scope, the session and the memory's version (which grows with every indexed message
+and every item change), so anything new invalidates it at once; the TTL only bounds how
+long an unchanged answer is reused. The pool is created on first use, never at import.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Literal
+
+from memci.memory._hit import Hit
+from memci.memory._items import Level, MemoryItem, Scope
+from memci.memory._memory import Memory
+from memci.store import SessionRecord
+
+__all__ = [
+    "DEFAULT_CACHE_TTL",
+    "DEFAULT_MAX_EPISODES",
+    "Gatherer",
+    "RetrievalResult",
+    "Retrieved",
+]
+
+DEFAULT_MAX_EPISODES = 3
+DEFAULT_CACHE_TTL = 300.0
+
+
+@dataclass(frozen=True, slots=True)
+class Retrieved:
+    """One text for the Retrieval segment, with where it came from."""
+
+    text: str
+    source: str
+    kind: Literal["episode", "preference"]
+    score: float
+
+
+@dataclass(frozen=True, slots=True)
+class RetrievalResult:
+    """What :meth:`Gatherer.gather` found for a query (seed 002's LongTermContext)."""
+
+    query: str
+    episodes: tuple[Hit, ...]
+    preferences: tuple[MemoryItem, ...]
+    elapsed_ms: float
+    cached: bool = False
+
+    @property
+    def texts(self) -> tuple[Retrieved, ...]:
+        """Episodes (best first), then preferences (newest first), as texts with sources."""
+        out = [Retrieved(h.text, h.source, "episode", h.score) for h in self.episodes]
+        out.extend(Retrieved(p.text, f"preference:{p.id}", "preference", 0.0)
+                   for p in self.preferences)
+        return tuple(out)
+
+
+_Key = tuple[str, str, int, int, int | None, int, tuple[int, int]]
+
+
+class Gatherer:
+    """Episodes and preferences for a query, fetched in parallel and cached with a TTL."""
+
+    def __init__(
+        self,
+        memory: Memory,
+        *,
+        max_episodes: int = DEFAULT_MAX_EPISODES,
+        max_preferences: int = 20,
+        ttl: float = DEFAULT_CACHE_TTL,
+        max_entries: int = 256,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.memory = memory
+        self.max_episodes = max_episodes
+        self.max_preferences = max_preferences
+        self.ttl = ttl
+        self.max_entries = max_entries
+        self._clock = clock
+        self._cache: OrderedDict[_Key, tuple[float, RetrievalResult]] = OrderedDict()
+        self._lock = threading.Lock()
+        self._pool: ThreadPoolExecutor | None = None
+        self.hits = 0
+        self.misses = 0
+
+    def _executor(self) -> ThreadPoolExecutor:
+        with self._lock:
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(max_workers=2,
+                                                thread_name_prefix="memci-gather")
+            return self._pool
+
+    def gather(
+        self,
+        query: str,
+        *,
+        session: SessionRecord,
+        scope: Level = "user",
+        max_episodes: int | None = None,
+        exclude_from_seq: int | None = None,
+        now: datetime | None = None,
+    ) -> RetrievalResult:
+        """Episodes and preferences for ``query``, as seen from ``session`` in ``scope``.
+
+        ``exclude_from_seq``: the session's messages from that seq on are already in the
+        context window and are not returned as episodes.
+        """
+        started = time.perf_counter()
+        count = self.max_episodes if max_episodes is None else max_episodes
+        key: _Key = (query.strip(), scope, session.id, count, exclude_from_seq,
+                     self.max_preferences, self.memory.version())
+        moment = self._clock()
+        with self._lock:
+            entry = self._cache.get(key)
+            if entry is not None and moment - entry[0] < self.ttl:
+                self._cache.move_to_end(key)
+                self.hits += 1
+                cached = entry[1]
+                return RetrievalResult(cached.query, cached.episodes, cached.preferences,
+                                       (time.perf_counter() - started) * 1000, cached=True)
+            self.misses += 1
+        pool = self._executor()
+        episodes = pool.submit(self._episodes, query, session, scope, count, exclude_from_seq,
+                               now)
+        preferences = pool.submit(self.memory.items.preferences, Scope.of(session, scope),
+                                  limit=self.max_preferences)
+        result = RetrievalResult(query, tuple(episodes.result()), tuple(preferences.result()),
+                                 (time.perf_counter() - started) * 1000)
+        with self._lock:
+            self._cache[key] = (moment, result)
+            self._cache.move_to_end(key)
+            while len(self._cache) > self.max_entries:
+                self._cache.popitem(last=False)
+        return result
+
+    def _episodes(
+        self, query: str, session: SessionRecord, scope: Level, count: int,
+        exclude_from_seq: int | None, now: datetime | None,
+    ) -> list[Hit]:
+        if count <= 0 or not query.strip():
+            return []
+        hits = self.memory.search(query, session=session, k=count, scope=scope,
+                                  exclude_item_kinds=("preference",), now=now,
+                                  exclude_from_seq=exclude_from_seq)
+        return hits[:count]
+
+    def clear(self) -> None:
+        """Drop every cached result."""
+        with self._lock:
+            self._cache.clear()
+
+    def close(self) -> None:
+        """Stop the thread pool (a later gather starts a new one)."""
+        with self._lock:
+            pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.shutdown(wait=True)

@@ -1,0 +1,91 @@
+"""What retrieval returns (:class:`Hit`), and how ranked lists are fused (:func:`rrf`).
+
+Reciprocal rank fusion: an entry ranked ``r`` (1-based) by a retriever earns
+``weight / (k + r)`` from it, and entries are ordered by the sum (``k = 60``, as in
+Cormack et al. 2009). Ties keep the order of the first list that ranked them, so fusion
+is deterministic. Only ranks matter: keyword (BM25) and dense (cosine) scores never need
+to be comparable.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING, Literal, TypeVar
+
+from memci.messages import Message
+
+if TYPE_CHECKING:
+    from memci.memory._items import MemoryItem
+
+__all__ = ["RRF_K", "Hit", "rrf"]
+
+RRF_K = 60
+
+K = TypeVar("K", bound=Hashable)
+
+
+@dataclass(frozen=True, slots=True)
+class Hit:
+    """One search result.
+
+    ``message`` is the stored message (with ``metadata``, ``seq``, ``created_at``); for a
+    memory item it is a synthetic assistant message holding the item's text, and ``item``
+    is set. ``page`` is the page number of the message in its session (the count of user
+    messages with seq ≤ the hit's), or the page an episodic item remembers. ``score`` is
+    higher for better hits; ``retrievers`` names the retrievers that found it
+    (``"keyword"``, ``"dense"``, ``"time"``); ``session`` is the session's name.
+    """
+
+    message: Message
+    page: int | None
+    score: float
+    retrievers: tuple[str, ...]
+    session: str | None
+    item: MemoryItem | None = None
+
+    @property
+    def kind(self) -> Literal["message", "item"]:
+        """``"message"`` for a stored message, ``"item"`` for a memory item."""
+        return "item" if self.item is not None else "message"
+
+    @property
+    def text(self) -> str:
+        """The hit's text: the message's content, or the item's text."""
+        return self.message.content
+
+    @property
+    def created_at(self) -> datetime | None:
+        """When the message was stored (or the item became valid)."""
+        return self.message.created_at
+
+    @property
+    def source(self) -> str:
+        """Where it came from, for a reader: ``session#page/seq`` or ``memory:<id>``."""
+        if self.item is not None:
+            return f"memory:{self.item.id}"
+        return f"{self.session}#p{self.page}/{self.message.seq}"
+
+
+def rrf(
+    lists: Mapping[str, Sequence[K]],
+    *,
+    k: int = RRF_K,
+    weights: Mapping[str, float] | None = None,
+) -> list[tuple[K, float, tuple[str, ...]]]:
+    """Fuse ranked lists: ``(key, score, names of the lists that hold it)``, best first."""
+    scores: dict[K, float] = {}
+    found: dict[K, list[str]] = {}
+    for name, ranked in lists.items():
+        weight = 1.0 if weights is None else weights.get(name, 1.0)
+        seen: set[K] = set()
+        for rank, key in enumerate(ranked, start=1):
+            if key in seen:
+                continue
+            seen.add(key)
+            scores[key] = scores.get(key, 0.0) + weight / (k + rank)
+            found.setdefault(key, []).append(name)
+    order = {key: i for i, key in enumerate(scores)}
+    ranked_keys = sorted(scores, key=lambda key: (-scores[key], order[key]))
+    return [(key, scores[key], tuple(found[key])) for key in ranked_keys]

@@ -1,0 +1,196 @@
+"""Long-term memory of a store as one object: messages, items, and search across both.
+
+:class:`Memory` bundles the :class:`~memci.memory.MessageIndex` and the
+:class:`~memci.memory.MemoryItems` of one store with one analyzer and one embedder, and
+answers :meth:`Memory.search` — messages (and items) of a session, or of every session of
+its user, fused by reciprocal rank. :func:`search` is the same for callers that hold only a
+store; it keeps one :class:`Memory` per store.
+
+Scopes of :meth:`Memory.search`: ``"session"`` searches the session's messages, and the
+items the session may see; ``"user"`` searches the messages of every session of the same
+user and tenant (a session without a user falls back to itself), and the user's items;
+``"tenant"`` searches every session of the tenant. Nothing crosses a tenant.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+import weakref
+from collections.abc import Collection, Sequence
+from datetime import datetime
+from typing import Literal
+
+from memci.errors import InvalidInputError
+from memci.memory._embed import Embedder, embedder_from_env
+from memci.memory._hit import Hit, rrf
+from memci.memory._index import Candidate, MessageIndex, TimeMode
+from memci.memory._items import Level, MemoryItem, MemoryItems, Scope
+from memci.memory._text import Analyzer
+from memci.memory._time import TimeRange, time_hint
+from memci.messages import Message
+from memci.store import SessionRecord, SQLiteStore
+
+__all__ = ["Memory", "memory_for", "search"]
+
+_SCOPES: tuple[Level, ...] = ("session", "user", "tenant")
+
+
+class Memory:
+    """The long-term memory of ``store``: index messages, remember items, search both."""
+
+    def __init__(
+        self,
+        store: SQLiteStore,
+        *,
+        analyzer: str | Analyzer | None = None,
+        embedder: Embedder | Literal["env"] | None = "env",
+        time_mode: TimeMode = "boost",
+    ) -> None:
+        chosen = embedder_from_env() if embedder == "env" else embedder
+        self.store = store
+        self.messages = MessageIndex(store, analyzer=analyzer, embedder=chosen,
+                                     time_mode=time_mode)
+        self.items = MemoryItems(store, analyzer=self.messages.analyzer, embedder=chosen)
+        self.embedder = chosen
+
+    # -- writing -------------------------------------------------------------------------
+
+    def index(self, session: SessionRecord, messages: Sequence[Message]) -> int:
+        """Index stored messages (own transaction); see :meth:`MessageIndex.index_in`."""
+        return self.messages.index(session, messages)
+
+    def index_in(
+        self, db: sqlite3.Connection, session: SessionRecord, messages: Sequence[Message]
+    ) -> int:
+        """Index stored messages inside the caller's write transaction ``db``."""
+        return self.messages.index_in(db, session, messages)
+
+    def remember(
+        self, scope: Scope, text: str, kind: str = "fact", subject: str | None = None,
+        source: str | None = None,
+    ) -> MemoryItem:
+        """Store a memory item (see :meth:`MemoryItems.remember`)."""
+        return self.items.remember(scope, text, kind, subject, source)
+
+    def remember_page(
+        self, session: SessionRecord, page_no: int, text: str, summary: str | None = None
+    ) -> MemoryItem:
+        """Keep an archived or evicted page as episodic memory."""
+        return self.items.remember_page(session, page_no, text, summary)
+
+    def recall(self, query: str, *, scope: Scope, k: int = 10) -> list[Hit]:
+        """Items visible in ``scope`` that best match ``query``."""
+        return self.items.recall(query, scope=scope, k=k)
+
+    # -- searching -----------------------------------------------------------------------
+
+    def sessions_in(self, session: SessionRecord, scope: Level = "session") -> list[int]:
+        """Ids of the sessions ``scope`` covers, seen from ``session``."""
+        if scope not in _SCOPES:
+            raise InvalidInputError(f"scope must be one of {', '.join(_SCOPES)}, not {scope!r}")
+        if scope == "session" or (scope == "user" and not session.user):
+            return [session.id]
+        with self.store.read() as db:
+            if scope == "user":
+                rows = db.execute("SELECT id FROM sessions WHERE tenant = ? AND user_id = ?"
+                                  " ORDER BY id", (session.tenant, session.user))
+            else:
+                rows = db.execute("SELECT id FROM sessions WHERE tenant = ? ORDER BY id",
+                                  (session.tenant,))
+            return [int(r[0]) for r in rows]
+
+    def search(
+        self,
+        query: str,
+        *,
+        session: SessionRecord,
+        k: int = 10,
+        scope: Level = "session",
+        items: bool = True,
+        item_kinds: Collection[str] | None = None,
+        exclude_item_kinds: Collection[str] = (),
+        now: datetime | None = None,
+        time_range: TimeRange | None = None,
+        exclude_from_seq: int | None = None,
+    ) -> list[Hit]:
+        """Return the ``k`` best messages (and items) for ``query`` in ``scope``.
+
+        ``exclude_from_seq`` drops the session's own messages from that seq on (the ones
+        already in the context window).
+        """
+        if not isinstance(query, str):
+            raise InvalidInputError("a search query must be a string")
+        if k <= 0:
+            return []
+        sessions = self.sessions_in(session, scope)
+        index = self.messages
+        index.sync(sessions)
+        index.embed_pending()
+        if time_range is None and index.time_mode != "off":
+            time_range = time_hint(query, now=now)
+        depth = max(50, 3 * k)
+        message_lists = index.ranked_lists(query, depth=depth, sessions=sessions,
+                                           time_range=time_range)
+        lists: dict[str, list[tuple[str, int]]] = {}
+        candidates: dict[int, Candidate] = {}
+        for name, found in message_lists.items():
+            keep = [c for c in found if not (exclude_from_seq is not None
+                                             and c.session_id == session.id
+                                             and c.seq >= exclude_from_seq)]
+            lists[name] = [("m", c.doc) for c in keep]
+            candidates.update({c.doc: c for c in keep})
+        if items:
+            item_scope = Scope.of(session, scope)
+            for name, ids in self.items.ranked(query, item_scope, depth=depth,
+                                               kinds=item_kinds, exclude_kinds=exclude_item_kinds,
+                                               time_range=time_range).items():
+                lists[f"items:{name}"] = [("i", i) for i in ids]
+        weight = index.time_weight
+        fused = rrf(lists, weights={"time": weight, "items:time": weight})[:k]
+        message_hits = index.load_docs([(candidates[key[1]], score, _base(names))
+                                        for key, score, names in fused if key[0] == "m"])
+        item_hits = {h.item.id: h for h in self.items.hits(
+            [(key[1], score, _base(names)) for key, score, names in fused if key[0] == "i"])
+            if h.item is not None}
+        out: list[Hit] = []
+        for (kind, ref), _score, _names in fused:
+            hit = message_hits.get(ref) if kind == "m" else item_hits.get(ref)
+            if hit is not None:
+                out.append(hit)
+        return out
+
+    def version(self) -> tuple[int, int]:
+        """Grows whenever a message is indexed or an item changes (for caches)."""
+        return (self.messages.version(), self.items.version())
+
+
+def _base(names: tuple[str, ...]) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(n.partition(":")[2] or n for n in names))
+
+
+_MEMORIES: weakref.WeakKeyDictionary[SQLiteStore, Memory] = weakref.WeakKeyDictionary()
+_MEMORIES_LOCK = threading.Lock()
+
+
+def memory_for(store: SQLiteStore) -> Memory:
+    """Return the :class:`Memory` of ``store`` with default settings (one per store)."""
+    with _MEMORIES_LOCK:
+        memory = _MEMORIES.get(store)
+        if memory is None:
+            memory = Memory(store)
+            _MEMORIES[store] = memory
+        return memory
+
+
+def search(
+    store: SQLiteStore,
+    *,
+    query: str,
+    k: int = 10,
+    session: SessionRecord,
+    scope: Level = "session",
+    now: datetime | None = None,
+) -> list[Hit]:
+    """Search ``session``'s messages and memory items (or its user's, or its tenant's)."""
+    return memory_for(store).search(query, session=session, k=k, scope=scope, now=now)

@@ -1,0 +1,139 @@
+"""The ``memory`` component's numbered migrations, and its derived full-text tables.
+
+Plain tables are created by the numbered series :data:`MEMORY_MIGRATIONS` (applied with
+:meth:`memci.store.SQLiteStore.migrate`). The FTS5 tables depend on the analyzer chosen
+(its ``tokenize`` option), so they are *derived* tables: one per analyzer, named
+``<base>_<analyzer>``, created on first use by :func:`ensure_fts` and filled from the
+plain tables, which stay the source of truth. Nothing in them is lost by dropping them.
+
+Tables:
+
+- ``memory_docs``: one row per indexed message — session, seq, role, page number (user
+  messages with seq ≤ this one) and ``created`` as Unix seconds (UTC), for time filters;
+- ``memory_items``: long-term items (episodic pages, preferences, explicit facts) with
+  their scope, validity interval and supersession link; ``rev`` grows with every change;
+- ``memory_vector_spaces`` and ``memory_vectors``: embeddings (float32 BLOBs) per
+  embedder, for messages (``kind='message'``), items and document chunks;
+- ``doc_files`` and ``doc_chunks``: indexed files (path, mtime, size, sha256) and chunks
+  with titles, symbols and line ranges.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+
+from memci.memory._text import Analyzer
+from memci.store import Migration
+
+__all__ = ["FTS_COLUMNS", "MEMORY_MIGRATIONS", "ensure_fts", "fts_name"]
+
+MEMORY_MIGRATIONS: tuple[Migration, ...] = (
+    Migration(
+        1,
+        "message index, memory items, vectors, documents",
+        """
+        CREATE TABLE memory_docs (
+            id          INTEGER PRIMARY KEY,
+            session_id  INTEGER NOT NULL,
+            seq         INTEGER NOT NULL,
+            role        TEXT NOT NULL,
+            page        INTEGER NOT NULL,
+            created     REAL NOT NULL,
+            UNIQUE (session_id, seq)
+        );
+        CREATE INDEX memory_docs_created ON memory_docs (session_id, created);
+        CREATE TABLE memory_items (
+            id            INTEGER PRIMARY KEY,
+            tenant        TEXT NOT NULL,
+            user_id       TEXT,
+            session_id    INTEGER,
+            scope         TEXT NOT NULL CHECK (scope IN ('tenant', 'user', 'session')),
+            kind          TEXT NOT NULL,
+            subject       TEXT,
+            text          TEXT NOT NULL,
+            norm          TEXT NOT NULL,
+            summary       TEXT,
+            source        TEXT,
+            page          INTEGER,
+            seen          INTEGER NOT NULL DEFAULT 1,
+            valid_from    REAL NOT NULL,
+            valid_to      REAL,
+            superseded_by INTEGER REFERENCES memory_items (id),
+            created       REAL NOT NULL,
+            updated       REAL NOT NULL,
+            rev           INTEGER NOT NULL
+        );
+        CREATE INDEX memory_items_owner ON memory_items (tenant, user_id, session_id);
+        CREATE INDEX memory_items_norm ON memory_items (tenant, kind, norm);
+        CREATE INDEX memory_items_subject ON memory_items (tenant, kind, subject);
+        CREATE INDEX memory_items_rev ON memory_items (rev);
+        CREATE TABLE memory_vector_spaces (
+            id          INTEGER PRIMARY KEY,
+            embedder    TEXT NOT NULL UNIQUE,
+            dim         INTEGER NOT NULL,
+            created     REAL NOT NULL
+        );
+        CREATE TABLE memory_vectors (
+            space_id    INTEGER NOT NULL REFERENCES memory_vector_spaces (id),
+            kind        TEXT NOT NULL,
+            ref         INTEGER NOT NULL,
+            session_id  INTEGER,
+            vec         BLOB NOT NULL,
+            PRIMARY KEY (space_id, kind, ref)
+        ) WITHOUT ROWID;
+        CREATE TABLE doc_files (
+            id          INTEGER PRIMARY KEY,
+            path        TEXT NOT NULL UNIQUE,
+            kind        TEXT NOT NULL,
+            mtime_ns    INTEGER NOT NULL,
+            size        INTEGER NOT NULL,
+            sha256      TEXT NOT NULL,
+            indexed     REAL NOT NULL
+        );
+        CREATE TABLE doc_chunks (
+            id          INTEGER PRIMARY KEY,
+            file_id     INTEGER NOT NULL REFERENCES doc_files (id),
+            ordinal     INTEGER NOT NULL,
+            kind        TEXT NOT NULL,
+            title       TEXT NOT NULL,
+            symbol      TEXT,
+            start_line  INTEGER NOT NULL,
+            end_line    INTEGER NOT NULL,
+            text        TEXT NOT NULL
+        );
+        CREATE INDEX doc_chunks_file ON doc_chunks (file_id, ordinal);
+        """,
+    ),
+)
+
+# Columns of each derived FTS5 table (base name → columns, first is searched most).
+FTS_COLUMNS: dict[str, tuple[str, ...]] = {
+    "memory_fts": ("body", "context", "scope"),
+    "memory_items_fts": ("body", "subject"),
+    "doc_chunks_fts": ("body", "title"),
+}
+
+
+def fts_name(base: str, analyzer: Analyzer) -> str:
+    """Return the table name of ``base`` for ``analyzer``."""
+    return f"{base}_{analyzer.name}"
+
+
+def ensure_fts(db: sqlite3.Connection, base: str, analyzer: Analyzer) -> bool:
+    """Create the FTS5 table ``base`` for ``analyzer`` if missing; True when just created.
+
+    Message tables keep no copy of the text (``content=''``): the store has it. The
+    trigram analyzer keeps one, because its short terms are matched with ``LIKE``.
+    Item and chunk tables keep theirs so rows can be deleted.
+    """
+    name = fts_name(base, analyzer)
+    row = db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?",
+                     (name,)).fetchone()
+    if row is not None:
+        return False
+    columns = ", ".join(FTS_COLUMNS[base])
+    options = [f"tokenize = '{analyzer.tokenize}'"]
+    if base == "memory_fts" and analyzer.name != "trigram":
+        options.append("content = ''")
+    db.execute(f"CREATE VIRTUAL TABLE {name} USING fts5({columns}, {', '.join(options)})")
+    return True

@@ -1,0 +1,292 @@
+"""Time hints in a question: "yesterday", "last week", "on March 1", "上周", "3月1日".
+
+:func:`time_hint` finds the first time expression of a query and turns it into a
+:class:`TimeRange` — a half-open ``[start, end)`` interval of aware datetimes — relative to
+``now``. Days are counted in the time zone of ``now`` (the local zone by default), so
+"yesterday" means the calendar day before ``now``'s day there.
+
+It is rules only and never fails: a query without a recognisable expression gives None.
+A date without a year is the latest such date not after ``now``.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import UTC, date, datetime, time, timedelta, tzinfo
+
+__all__ = ["TimeRange", "time_hint"]
+
+
+@dataclass(frozen=True, slots=True)
+class TimeRange:
+    """A half-open interval ``[start, end)``; ``label`` is the text it was read from."""
+
+    start: datetime
+    end: datetime
+    label: str = ""
+
+    def __post_init__(self) -> None:
+        if self.start.tzinfo is None or self.end.tzinfo is None:
+            raise ValueError("TimeRange needs aware datetimes (with a time zone)")
+
+    def contains(self, moment: datetime) -> bool:
+        """Whether ``moment`` (naive means UTC) falls in the range."""
+        if moment.tzinfo is None:
+            moment = moment.replace(tzinfo=UTC)
+        return self.start <= moment < self.end
+
+    def widened(self, by: timedelta) -> TimeRange:
+        """Return the range grown by ``by`` on each side."""
+        return TimeRange(self.start - by, self.end + by, self.label)
+
+
+_MONTHS = {
+    "january": 1, "february": 2, "march": 3, "april": 4, "may": 5, "june": 6, "july": 7,
+    "august": 8, "september": 9, "october": 10, "november": 11, "december": 12,
+    "jan": 1, "feb": 2, "mar": 3, "apr": 4, "jun": 6, "jul": 7, "aug": 8, "sep": 9,
+    "sept": 9, "oct": 10, "nov": 11, "dec": 12,
+}
+_WEEKDAYS = {
+    "monday": 0, "tuesday": 1, "wednesday": 2, "thursday": 3, "friday": 4, "saturday": 5,
+    "sunday": 6, "mon": 0, "tue": 1, "tues": 1, "wed": 2, "thu": 3, "thur": 3, "thurs": 3,
+    "fri": 4, "sat": 5, "sun": 6,
+}
+_ZH_WEEKDAYS = {"一": 0, "二": 1, "三": 2, "四": 3, "五": 4, "六": 5, "日": 6, "天": 6,
+                "1": 0, "2": 1, "3": 2, "4": 3, "5": 4, "6": 5, "7": 6}
+_ZH_DIGITS = {"零": 0, "〇": 0, "一": 1, "二": 2, "两": 2, "三": 3, "四": 4, "五": 5, "六": 6,
+              "七": 7, "八": 8, "九": 9}
+_NUMBER_WORDS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5,
+                 "six": 6, "seven": 7, "eight": 8, "nine": 9, "ten": 10, "couple of": 2,
+                 "few": 3, "several": 3}
+
+_MONTH_NAMES = "|".join(sorted(_MONTHS, key=len, reverse=True))
+_WEEKDAY_NAMES = "|".join(sorted(_WEEKDAYS, key=len, reverse=True))
+_NUM = r"\d+|a|an|one|two|three|four|five|six|seven|eight|nine|ten|couple of|few|several"
+_ZH_NUM = r"[\d零〇一二两三四五六七八九十]+"
+
+
+def _zh_number(text: str) -> int | None:
+    if text.isdigit():
+        return int(text)
+    if not text or any(c not in _ZH_DIGITS and c != "十" for c in text):
+        return None
+    if "十" in text:
+        tens, _, ones = text.partition("十")
+        value = (_ZH_DIGITS[tens] if tens else 1) * 10
+        return value + (_ZH_DIGITS[ones] if ones else 0)
+    value = 0
+    for c in text:
+        value = value * 10 + _ZH_DIGITS[c]
+    return value
+
+
+def _number(text: str) -> int:
+    text = text.strip().lower()
+    return int(text) if text.isdigit() else _NUMBER_WORDS.get(text, 1)
+
+
+_PATTERNS: list[tuple[str, re.Pattern[str]]] = [
+    ("iso", re.compile(r"\b(\d{4})[-/.](\d{1,2})[-/.](\d{1,2})\b")),
+    ("zh_ymd", re.compile(rf"({_ZH_NUM})年({_ZH_NUM})月({_ZH_NUM})[日号]")),
+    ("zh_md", re.compile(rf"({_ZH_NUM})月({_ZH_NUM})[日号]")),
+    ("zh_ym", re.compile(rf"({_ZH_NUM})年({_ZH_NUM})月(?!份?[\d零〇一二两三四五六七八九十])")),
+    ("zh_m", re.compile(rf"(?<![\d年])({_ZH_NUM})月份?(?![\d零〇一二两三四五六七八九十]+[日号])")),
+    ("en_mdy", re.compile(
+        rf"\b({_MONTH_NAMES})\.?\s+(\d{{1,2}})(?:st|nd|rd|th)?(?:,?\s+(\d{{4}}))?\b", re.I)),
+    ("en_dmy", re.compile(
+        rf"\b(\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?({_MONTH_NAMES})\.?(?:,?\s+(\d{{4}}))?\b",
+        re.I)),
+    ("en_slash", re.compile(r"(?<![\d/])(\d{1,2})/(\d{1,2})(?![\d/])")),
+    ("en_month", re.compile(
+        rf"\b(?:in|during|of|since)\s+({_MONTH_NAMES})(?:\s+(\d{{4}}))?\b", re.I)),
+    ("day_before_yesterday", re.compile(r"\bday before yesterday\b|大前天|前天", re.I)),
+    ("yesterday", re.compile(r"\byesterday\b|\blast night\b|昨天|昨日|昨晚|昨夜", re.I)),
+    ("today", re.compile(r"\btoday\b|\bthis (?:morning|afternoon|evening)\b|\btonight\b"
+                         r"|今天|今日|今早|今晚", re.I)),
+    ("ago", re.compile(rf"\b({_NUM})\s+(day|week|month|year)s?\s+ago\b", re.I)),
+    ("zh_ago", re.compile(rf"({_ZH_NUM})\s*(?:个)?(天|日|周|星期|礼拜|月|年)(?:以|之)?前")),
+    ("past", re.compile(rf"\b(?:past|last|previous)\s+({_NUM})\s+(day|week|month)s\b", re.I)),
+    ("zh_past", re.compile(rf"(?:最近|过去|近)({_ZH_NUM})\s*(?:个)?(天|日|周|星期|礼拜|月)")),
+    ("en_weekday", re.compile(rf"\b(last|this|on|past)?\s*({_WEEKDAY_NAMES})\b", re.I)),
+    ("zh_weekday", re.compile(
+        r"(上上|上|这|本|这个|上个)?(?:周|星期|礼拜)([一二三四五六日天1-7])")),
+    ("last_weekend", re.compile(r"\blast weekend\b|上周末|上个周末", re.I)),
+    ("weekend", re.compile(r"\b(?:this|the|at the|on the) weekend\b|周末", re.I)),
+    ("year", re.compile(r"\b(?:in|during|since)\s+((?:19|20)\d{2})\b"
+                        r"|((?:19|20)\d{2})年(?!\s*[\d零〇一二两三四五六七八九十]+月)", re.I)),
+    ("last_week", re.compile(r"\b(?:last|previous|past) week\b|\ba week ago\b"
+                             r"|上周|上个?星期|上个?礼拜|上一周", re.I)),
+    ("this_week", re.compile(r"\bthis week\b|这周|本周|这个?星期|这个?礼拜", re.I)),
+    ("last_month", re.compile(r"\b(?:last|previous|past) month\b|上个?月", re.I)),
+    ("this_month", re.compile(r"\bthis month\b|这个月|本月", re.I)),
+    ("last_year", re.compile(r"\b(?:last|previous|past) year\b|去年", re.I)),
+    ("this_year", re.compile(r"\bthis year\b|今年", re.I)),
+]
+
+
+def _add_months(day: date, months: int) -> date:
+    index = day.year * 12 + day.month - 1 + months
+    return date(index // 12, index % 12 + 1, 1)
+
+
+def _latest(today: date, month: int, day: int, year: int | None) -> date | None:
+    """Return month/day of ``year``, or the latest one not after ``today``."""
+    try:
+        if year is not None:
+            return date(year, month, day)
+        found = date(today.year, month, day)
+        return found if found <= today else date(today.year - 1, month, day)
+    except ValueError:
+        return None
+
+
+def _latest_month(today: date, month: int, year: int | None) -> date | None:
+    if not 1 <= month <= 12:
+        return None
+    if year is not None:
+        return date(year, month, 1)
+    return date(today.year if month <= today.month else today.year - 1, month, 1)
+
+
+def _span(kind: str, m: re.Match[str], today: date) -> tuple[date, date] | None:
+    """Return the days ``[first, end)`` a matched expression covers."""
+    one = timedelta(days=1)
+    monday = today - timedelta(days=today.weekday())
+    found: date | None
+    if kind == "iso":
+        found = _latest(today, int(m.group(2)), int(m.group(3)), int(m.group(1)))
+        return (found, found + one) if found else None
+    if kind in ("zh_ymd", "zh_md"):
+        nums = [_zh_number(g) for g in m.groups()]
+        if any(n is None for n in nums):
+            return None
+        if kind == "zh_ymd":
+            found = _latest(today, nums[1] or 0, nums[2] or 0, nums[0])
+        else:
+            found = _latest(today, nums[0] or 0, nums[1] or 0, None)
+        return (found, found + one) if found else None
+    if kind in ("zh_ym", "zh_m"):
+        nums = [_zh_number(g) for g in m.groups()]
+        if any(n is None for n in nums):
+            return None
+        first = (_latest_month(today, nums[1] or 0, nums[0]) if kind == "zh_ym"
+                 else _latest_month(today, nums[0] or 0, None))
+        return (first, _add_months(first, 1)) if first else None
+    if kind in ("en_mdy", "en_dmy"):
+        month_name, day_text = ((m.group(1), m.group(2)) if kind == "en_mdy"
+                                else (m.group(2), m.group(1)))
+        year = int(m.group(3)) if m.group(3) else None
+        found = _latest(today, _MONTHS[month_name.lower()], int(day_text), year)
+        return (found, found + one) if found else None
+    if kind == "en_slash":
+        found = _latest(today, int(m.group(1)), int(m.group(2)), None)
+        return (found, found + one) if found else None
+    if kind == "en_month":
+        first = _latest_month(today, _MONTHS[m.group(1).lower()],
+                              int(m.group(2)) if m.group(2) else None)
+        return (first, _add_months(first, 1)) if first else None
+    if kind == "today":
+        return today, today + one
+    if kind == "yesterday":
+        return today - one, today
+    if kind == "day_before_yesterday":
+        back = 3 if m.group(0) == "大前天" else 2
+        return today - back * one, today - (back - 1) * one
+    if kind in ("ago", "zh_ago"):
+        if kind == "ago":
+            count, unit = _number(m.group(1)), m.group(2).lower()
+        else:
+            count = _zh_number(m.group(1)) or 1
+            unit = {"天": "day", "日": "day", "周": "week", "星期": "week", "礼拜": "week",
+                    "月": "month", "年": "year"}[m.group(2)]
+        if unit == "day":
+            center = today - count * one
+            return center - one, center + 2 * one
+        if unit == "week":
+            center = today - timedelta(weeks=count)
+            return center - 3 * one, center + 4 * one
+        if unit == "month":
+            first = _add_months(today.replace(day=1), -count)
+            return first, _add_months(first, 1)
+        return date(today.year - count, 1, 1), date(today.year - count + 1, 1, 1)
+    if kind in ("past", "zh_past"):
+        if kind == "past":
+            count, unit = _number(m.group(1)), m.group(2).lower()
+        else:
+            count = _zh_number(m.group(1)) or 1
+            unit = {"天": "day", "日": "day", "周": "week", "星期": "week", "礼拜": "week",
+                    "月": "month"}[m.group(2)]
+        days = count * {"day": 1, "week": 7, "month": 30}[unit]
+        return today - timedelta(days=days), today + one
+    if kind in ("en_weekday", "zh_weekday"):
+        if kind == "en_weekday":
+            which, weekday = (m.group(1) or "").lower(), _WEEKDAYS[m.group(2).lower()]
+            if not which and len(m.group(2)) <= 3:
+                return None  # "sun", "sat", "wed" alone are too often plain words
+        else:
+            which = {"上": "last", "上个": "last", "上上": "last2", "这": "this", "本": "this",
+                     "这个": "this"}.get(m.group(1) or "", "")
+            weekday = _ZH_WEEKDAYS[m.group(2)]
+        if which == "this":
+            found = monday + timedelta(days=weekday)
+        elif which == "last2":
+            found = monday - timedelta(weeks=2) + timedelta(days=weekday)
+        elif which == "last" and kind == "zh_weekday":
+            found = monday - timedelta(weeks=1) + timedelta(days=weekday)
+        else:  # "on Monday", "last Monday", "周一": the latest one before today
+            back = (today.weekday() - weekday) % 7 or 7
+            found = today - timedelta(days=back)
+        return found, found + one
+    if kind == "last_weekend":
+        saturday = monday - 2 * one
+        return saturday, monday
+    if kind == "weekend":  # the latest weekend: this one when it is here, else the last
+        saturday = monday + 5 * one if today.weekday() >= 5 else monday - 2 * one
+        return saturday, saturday + 2 * one
+    if kind == "year":
+        year = int(m.group(1) or m.group(2))
+        return date(year, 1, 1), date(year + 1, 1, 1)
+    if kind == "last_week":
+        return monday - timedelta(weeks=1), monday
+    if kind == "this_week":
+        return monday, monday + timedelta(weeks=1)
+    if kind == "last_month":
+        first = _add_months(today.replace(day=1), -1)
+        return first, today.replace(day=1)
+    if kind == "this_month":
+        return today.replace(day=1), _add_months(today.replace(day=1), 1)
+    if kind == "last_year":
+        return date(today.year - 1, 1, 1), date(today.year, 1, 1)
+    if kind == "this_year":
+        return date(today.year, 1, 1), date(today.year + 1, 1, 1)
+    return None
+
+
+def time_hint(query: str, *, now: datetime | None = None) -> TimeRange | None:
+    """Return the time range the query names, relative to ``now``; None if none.
+
+    The earliest expression in the text wins; when two start at the same place, the more
+    specific (listed first) does.
+    """
+    moment = now if now is not None else datetime.now().astimezone()
+    zone: tzinfo = moment.tzinfo if moment.tzinfo is not None else UTC
+    moment = moment.replace(tzinfo=zone)
+    today = moment.date()
+    best: tuple[int, int, re.Match[str], str] | None = None
+    for order, (kind, pattern) in enumerate(_PATTERNS):
+        for match in pattern.finditer(query):
+            if best is not None and (match.start(), order) >= best[:2]:
+                break
+            if match.group(0).strip() and _span(kind, match, today) is not None:
+                best = (match.start(), order, match, kind)
+                break
+    if best is None:
+        return None
+    span = _span(best[3], best[2], today)
+    assert span is not None
+    first, end = span
+    return TimeRange(
+        datetime.combine(first, time(), zone), datetime.combine(end, time(), zone),
+        best[2].group(0).strip(),
+    )

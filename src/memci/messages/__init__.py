@@ -1,0 +1,59 @@
+"""Messages: the provider-neutral :class:`Message`, its parts, and the codecs.
+
+- read: :func:`coerce` (any accepted form), :func:`from_openai`, :func:`from_anthropic`;
+- write: :func:`to_openai`, :func:`to_anthropic`;
+- store and export: :func:`to_wire`, :func:`from_wire`.
+"""
+
+from memci.messages._model import (
+    ROLES,
+    ImagePart,
+    Message,
+    Part,
+    Role,
+    TextPart,
+    ToolCallPart,
+    ToolResultPart,
+)
+from memci.messages._parse import (
+    DEFAULT_MAX_BYTES,
+    coerce,
+    from_anthropic,
+    from_openai,
+    parse_timestamp,
+    validate,
+)
+from memci.messages._wire import dumps_parts, from_wire, loads_parts, to_wire
+from memci.messages._write import (
+    ANTHROPIC_OPENER,
+    MISSING_RESULT,
+    to_anthropic,
+    to_openai,
+    to_openai_message,
+)
+
+__all__ = [
+    "ANTHROPIC_OPENER",
+    "DEFAULT_MAX_BYTES",
+    "MISSING_RESULT",
+    "ROLES",
+    "ImagePart",
+    "Message",
+    "Part",
+    "Role",
+    "TextPart",
+    "ToolCallPart",
+    "ToolResultPart",
+    "coerce",
+    "dumps_parts",
+    "from_anthropic",
+    "from_openai",
+    "from_wire",
+    "loads_parts",
+    "parse_timestamp",
+    "to_anthropic",
+    "to_openai",
+    "to_openai_message",
+    "to_wire",
+    "validate",
+]

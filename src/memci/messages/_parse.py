@@ -1,0 +1,502 @@
+"""Reading messages in: OpenAI and Anthropic dicts, SDK objects and memci values.
+
+One tolerant reader understands the content blocks of both providers, so a caller can
+hand memci whatever its agent has: an OpenAI Chat Completions message, an Anthropic
+Messages message (one Anthropic user message with ``tool_result`` blocks becomes one memci
+tool message per result, then the user's text), a response object of the official SDKs
+(duck-typed through ``model_dump``; memci does not import them), or a :class:`Message`.
+
+Everything read is checked: roles, tool arguments (JSON objects), text (valid Unicode),
+size (``max_bytes``) and ``created_at`` (ISO 8601). A problem raises a specific
+:class:`~memci.errors.InvalidMessageError` subclass that says what to fix. Nothing here
+does I/O.
+
+Reading normalizes a little, always the same way: ``developer`` is read as ``system``;
+empty text blocks are left out; an OpenAI ``refusal`` is read as text; blocks of an
+Anthropic assistant message that memci does not model (thinking, server tool use and
+its results) are kept verbatim in ``metadata["anthropic_blocks"]``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from datetime import UTC, datetime
+from types import MappingProxyType
+from typing import Any, cast
+
+from memci.errors import (
+    InvalidMessageError,
+    InvalidTextError,
+    InvalidTimestampError,
+    InvalidToolArgumentsError,
+    MessageTooLargeError,
+    UnknownRoleError,
+)
+from memci.messages._model import (
+    ImagePart,
+    Message,
+    Part,
+    Role,
+    TextPart,
+    ToolCallPart,
+    ToolResultPart,
+)
+
+__all__ = [
+    "DEFAULT_MAX_BYTES",
+    "coerce",
+    "from_anthropic",
+    "from_openai",
+    "parse_timestamp",
+    "validate",
+]
+
+DEFAULT_MAX_BYTES = 10 * 1024 * 1024
+
+_ROLE_ALIASES: Mapping[str, Role] = {
+    "system": "system",
+    "developer": "system",
+    "user": "user",
+    "human": "user",
+    "assistant": "assistant",
+    "tool": "tool",
+}
+_ROLES: frozenset[str] = frozenset(_ROLE_ALIASES.values())
+
+# Blocks an Anthropic assistant message may carry that memci keeps aside in metadata:
+# extended thinking, and the server-side tools Anthropic runs itself (their use and
+# their results come back in the assistant's own message).
+_ANTHROPIC_ASIDE_KEY = "anthropic_blocks"
+
+
+def coerce(obj: object, *, max_bytes: int = DEFAULT_MAX_BYTES) -> list[Message]:
+    """Read one message in any accepted form; return the memci messages it holds.
+
+    Most inputs give one message; an Anthropic user message that carries tool results
+    gives one tool message per result followed by the user's own text, if any.
+    """
+    if isinstance(obj, Message):
+        messages = [obj]
+    else:
+        messages = _read(_as_mapping(obj))
+    for message in messages:
+        validate(message, max_bytes=max_bytes)
+    return messages
+
+
+def from_openai(data: Mapping[str, Any], *, max_bytes: int = DEFAULT_MAX_BYTES) -> Message:
+    """Read one OpenAI Chat Completions message dict."""
+    messages = coerce(data, max_bytes=max_bytes)
+    if len(messages) != 1:
+        raise InvalidMessageError(
+            "an OpenAI message holds exactly one message; got content blocks of "
+            "another format (use coerce() for Anthropic messages)"
+        )
+    return messages[0]
+
+
+def from_anthropic(
+    data: Mapping[str, Any], *, max_bytes: int = DEFAULT_MAX_BYTES
+) -> list[Message]:
+    """Read one Anthropic Messages message dict (may give several memci messages)."""
+    return coerce(data, max_bytes=max_bytes)
+
+
+def validate(message: Message, *, max_bytes: int = DEFAULT_MAX_BYTES) -> None:
+    """Check a message's shape, text and size; raise what is wrong with it."""
+    if message.role not in _ROLES:
+        raise UnknownRoleError(
+            f"unknown role {message.role!r}: use one of system, user, assistant, tool"
+        )
+    size = 0
+    call_ids: set[str] = set()
+    for part in message.parts:
+        if isinstance(part, TextPart):
+            size += _check_text(part.text, "text")
+        elif isinstance(part, ImagePart):
+            if message.role != "user":
+                raise InvalidMessageError(
+                    f"a {message.role} message cannot carry an image; only user messages can"
+                )
+            size += _check_text(part.url, "image url")
+        elif isinstance(part, ToolCallPart):
+            if message.role != "assistant":
+                raise InvalidMessageError(
+                    f"a {message.role} message cannot make tool calls; only assistant can"
+                )
+            if not part.id or not part.name:
+                raise InvalidMessageError("a tool call needs a non-empty id and name")
+            if part.id in call_ids:
+                raise InvalidMessageError(
+                    f"tool call id {part.id!r} appears twice in one message; ids must be unique"
+                )
+            call_ids.add(part.id)
+            _check_text(part.id, "tool call id")
+            _check_text(part.name, "tool name")
+            size += _check_text(part.arguments, "tool arguments")
+            _check_arguments(part.arguments, part.name)
+        elif isinstance(part, ToolResultPart):
+            if not part.call_id:
+                raise InvalidMessageError("a tool result needs a non-empty call id")
+            _check_text(part.call_id, "tool call id")
+            size += _check_text(part.content, "tool result")
+        else:
+            raise InvalidMessageError(f"unknown message part {part!r}")
+    if message.role == "tool":
+        if len(message.parts) != 1 or not isinstance(message.parts[0], ToolResultPart):
+            raise InvalidMessageError(
+                "a tool message carries exactly one tool result (tool_call_id and content)"
+            )
+    elif any(isinstance(p, ToolResultPart) for p in message.parts):
+        raise InvalidMessageError(
+            f"a {message.role} message cannot carry a tool result; use a tool message"
+        )
+    if message.name is not None:
+        _check_text(message.name, "name")
+    if message.metadata:
+        _metadata_text(message.metadata)
+    if size > max_bytes:
+        raise MessageTooLargeError(
+            f"message content is {size:,} bytes, over the limit of {max_bytes:,}; "
+            "store large tool output as an artifact or raise max_message_bytes"
+        )
+
+
+def parse_timestamp(value: object) -> datetime:
+    """Read an ISO 8601 date-time (or a datetime, or epoch seconds); naive means UTC."""
+    if isinstance(value, datetime):
+        stamp = value
+    elif isinstance(value, int | float) and not isinstance(value, bool):
+        try:
+            stamp = datetime.fromtimestamp(float(value), tz=UTC)
+        except (OverflowError, OSError, ValueError) as exc:
+            raise InvalidTimestampError(f"created_at {value!r} is out of range") from exc
+    elif isinstance(value, str):
+        text = value.strip()
+        if text.endswith(("Z", "z")):
+            text = text[:-1] + "+00:00"
+        try:
+            stamp = datetime.fromisoformat(text)
+        except ValueError as exc:
+            raise InvalidTimestampError(
+                f"created_at {value!r} is not an ISO 8601 date-time "
+                "(for example 2026-11-21T09:30:00Z)"
+            ) from exc
+    else:
+        raise InvalidTimestampError(
+            f"created_at must be an ISO 8601 string, got {type(value).__name__}"
+        )
+    return stamp if stamp.tzinfo is not None else stamp.replace(tzinfo=UTC)
+
+
+# -- reading dicts -----------------------------------------------------------------------
+
+
+def _as_mapping(obj: object) -> Mapping[str, Any]:
+    if isinstance(obj, Mapping):
+        return cast(Mapping[str, Any], obj)
+    dump = getattr(obj, "model_dump", None)
+    if callable(dump):
+        data = dump()
+        if isinstance(data, Mapping):
+            data = cast(Mapping[str, Any], data)
+            choices = data.get("choices")
+            if isinstance(choices, list) and "role" not in data:
+                # A ChatCompletion response: its (first) choice's message.
+                first = choices[0] if choices else None
+                message = first.get("message") if isinstance(first, Mapping) else None
+                if not isinstance(message, Mapping):
+                    raise InvalidMessageError("the chat completion holds no choice message")
+                return cast(Mapping[str, Any], message)
+            return data
+    raise InvalidMessageError(
+        f"a message must be a dict (OpenAI or Anthropic format) or a memci.Message, "
+        f"got {type(obj).__name__}"
+    )
+
+
+def _read(data: Mapping[str, Any]) -> list[Message]:
+    raw_role = data.get("role")
+    if not isinstance(raw_role, str) or raw_role not in _ROLE_ALIASES:
+        if raw_role is None:
+            raise InvalidMessageError(
+                "message has no 'role'; add one of system, user, assistant, tool"
+            )
+        raise UnknownRoleError(
+            f"unknown role {raw_role!r}: use one of system, user, assistant, tool"
+        )
+    role = _ROLE_ALIASES[raw_role]
+    name = data.get("name")
+    if name is not None and not isinstance(name, str):
+        raise InvalidMessageError("'name' must be a string")
+    metadata = _read_metadata(data.get("metadata"))
+    created = data.get("created_at")
+    created_at = parse_timestamp(created) if created is not None else None
+
+    if role == "tool":
+        call_id = data.get("tool_call_id")
+        if not isinstance(call_id, str) or not call_id:
+            raise InvalidMessageError("a tool message needs a non-empty 'tool_call_id' string")
+        content = _flatten_text(data.get("content"), "tool message content")
+        part = ToolResultPart(call_id, content, bool(data.get("is_error")))
+        return [Message("tool", (part,), name, metadata, created_at)]
+
+    if data.get("function_call") is not None:
+        raise InvalidMessageError(
+            "legacy 'function_call' messages are not supported; use 'tool_calls'"
+        )
+    parts, results, aside = _read_content(data.get("content"), role)
+    refusal = data.get("refusal")
+    if refusal is not None and not parts:
+        # An OpenAI refusal: the model's answer is the refusal text.
+        parts.append(TextPart(_as_text(refusal, "refusal")))
+    tool_calls = data.get("tool_calls")
+    if tool_calls is not None:
+        if not isinstance(tool_calls, list):
+            raise InvalidMessageError("'tool_calls' must be a list of tool calls")
+        parts.extend(_read_openai_call(call) for call in tool_calls)
+    if aside:
+        metadata = _read_metadata({**metadata, _ANTHROPIC_ASIDE_KEY: aside})
+    messages = [Message("tool", (r,), None, metadata, created_at) for r in results]
+    if parts or not results:
+        messages.append(Message(role, tuple(parts), name, metadata, created_at))
+    return messages
+
+
+def _read_metadata(value: object) -> Mapping[str, Any]:
+    if value is None:
+        return MappingProxyType({})
+    if not isinstance(value, Mapping):
+        raise InvalidMessageError("'metadata' must be a JSON object (a dict)")
+    return MappingProxyType(json.loads(_metadata_text(cast(Mapping[str, Any], value))))
+
+
+def _metadata_text(value: Mapping[str, Any]) -> str:
+    try:
+        text = json.dumps(dict(value), ensure_ascii=False, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise InvalidMessageError(f"'metadata' must be JSON-serializable: {exc}") from exc
+    _check_text(text, "metadata")
+    return text
+
+
+def _read_content(
+    content: object, role: Role
+) -> tuple[list[Part], list[ToolResultPart], list[dict[str, Any]]]:
+    """Content as parts, tool results, and assistant blocks kept aside (thinking)."""
+    parts: list[Part] = []
+    results: list[ToolResultPart] = []
+    aside: list[dict[str, Any]] = []
+    if content is None:
+        return parts, results, aside
+    if isinstance(content, str | bytes):
+        text = _as_text(content, "content")
+        if text:
+            parts.append(TextPart(text))
+        return parts, results, aside
+    if not isinstance(content, list):
+        raise InvalidMessageError(
+            f"'content' must be a string or a list of content blocks, "
+            f"got {type(content).__name__}"
+        )
+    for block in content:
+        if isinstance(block, str | bytes):
+            text = _as_text(block, "content")
+            if text:
+                parts.append(TextPart(text))
+            continue
+        if not isinstance(block, Mapping):
+            raise InvalidMessageError("each content block must be a dict with a 'type'")
+        block = cast(Mapping[str, Any], block)
+        kind = block.get("type")
+        if kind in ("text", "input_text", "output_text", "refusal"):
+            key = "refusal" if kind == "refusal" else "text"
+            text = _as_text(block.get(key, ""), f"{kind} block")
+            if text:
+                parts.append(TextPart(text))
+        elif kind == "image_url":
+            parts.append(_read_openai_image(block))
+        elif kind == "image":
+            parts.append(_read_anthropic_image(block))
+        elif kind == "tool_use":
+            if role != "assistant":
+                raise InvalidMessageError("tool_use blocks belong in assistant messages")
+            call_id, tool = block.get("id"), block.get("name")
+            if not isinstance(call_id, str) or not call_id or not isinstance(tool, str):
+                raise InvalidMessageError("a tool_use block needs 'id' and 'name' strings")
+            parts.append(ToolCallPart(call_id, tool, _arguments_text(block.get("input"), tool)))
+        elif kind == "tool_result":
+            if role != "user":
+                raise InvalidMessageError("tool_result blocks belong in user messages")
+            call_id = block.get("tool_use_id")
+            if not isinstance(call_id, str) or not call_id:
+                raise InvalidMessageError("a tool_result block needs a 'tool_use_id' string")
+            text = _flatten_text(block.get("content"), "tool_result content")
+            results.append(ToolResultPart(call_id, text, bool(block.get("is_error"))))
+        elif role == "assistant" and isinstance(kind, str) and _is_aside(kind):
+            aside.append(dict(block))
+        else:
+            raise InvalidMessageError(
+                f"unsupported content block type {kind!r}: use text, image_url, image, "
+                "tool_use or tool_result"
+            )
+    return parts, results, aside
+
+
+def _is_aside(kind: str) -> bool:
+    return kind in ("thinking", "redacted_thinking", "server_tool_use") or (
+        kind.endswith("_tool_result") or kind.startswith("mcp_")
+    )
+
+
+def _read_openai_image(block: Mapping[str, Any]) -> ImagePart:
+    image = block.get("image_url")
+    detail: object = None
+    if isinstance(image, Mapping):
+        image = cast(Mapping[str, Any], image)
+        url, detail = image.get("url"), image.get("detail")
+    else:
+        url = image
+    if not isinstance(url, str) or not url:
+        raise InvalidMessageError("an image_url block needs image_url.url")
+    if detail is not None and not isinstance(detail, str):
+        raise InvalidMessageError("image_url.detail must be a string (auto, low or high)")
+    return ImagePart(url, _media_type_of(url), detail)
+
+
+def _read_openai_call(call: object) -> ToolCallPart:
+    if not isinstance(call, Mapping):
+        raise InvalidMessageError("each entry of 'tool_calls' must be a dict")
+    call = cast(Mapping[str, Any], call)
+    if call.get("type", "function") != "function":
+        raise InvalidMessageError(
+            f"tool calls of type {call.get('type')!r} are not supported; use function calls"
+        )
+    function = call.get("function")
+    call_id = call.get("id")
+    if not isinstance(function, Mapping) or not isinstance(call_id, str) or not call_id:
+        raise InvalidMessageError(
+            "each tool call needs an 'id' and a 'function' with 'name' and 'arguments'"
+        )
+    function = cast(Mapping[str, Any], function)
+    tool = function.get("name")
+    if not isinstance(tool, str) or not tool:
+        raise InvalidMessageError("a tool call's function needs a 'name'")
+    return ToolCallPart(call_id, tool, _arguments_text(function.get("arguments"), tool))
+
+
+def _arguments_text(value: object, tool: str) -> str:
+    if value is None or value == "":
+        return "{}"
+    if isinstance(value, Mapping):
+        try:
+            return json.dumps(dict(cast(Mapping[str, Any], value)), ensure_ascii=False,
+                              allow_nan=False)
+        except (TypeError, ValueError) as exc:
+            raise InvalidToolArgumentsError(
+                f"arguments of tool call {tool!r} are not JSON-serializable: {exc}"
+            ) from exc
+    if isinstance(value, str | bytes):
+        text = _as_text(value, "tool arguments")
+        _check_arguments(text, tool)
+        return text
+    raise InvalidToolArgumentsError(
+        f"arguments of tool call {tool!r} must be a JSON object or JSON text of one, "
+        f"got {type(value).__name__}"
+    )
+
+
+def _reject_constant(name: str) -> object:
+    raise ValueError(f"{name} is not JSON")
+
+
+def _check_arguments(text: str, tool: str) -> None:
+    try:
+        parsed = json.loads(text, parse_constant=_reject_constant)
+    except ValueError as exc:
+        raise InvalidToolArgumentsError(
+            f"arguments of tool call {tool!r} are not valid JSON ({exc}): {text[:80]!r}"
+        ) from exc
+    except RecursionError as exc:
+        raise InvalidToolArgumentsError(
+            f"arguments of tool call {tool!r} are nested too deeply"
+        ) from exc
+    if not isinstance(parsed, dict):
+        raise InvalidToolArgumentsError(
+            f"arguments of tool call {tool!r} must be a JSON object, "
+            f"got {type(parsed).__name__}"
+        )
+
+
+def _read_anthropic_image(block: Mapping[str, Any]) -> ImagePart:
+    source = block.get("source")
+    if not isinstance(source, Mapping):
+        raise InvalidMessageError("an image block needs a 'source'")
+    source = cast(Mapping[str, Any], source)
+    if source.get("type") == "base64":
+        media, data = source.get("media_type"), source.get("data")
+        if not isinstance(media, str) or not isinstance(data, str):
+            raise InvalidMessageError("a base64 image source needs 'media_type' and 'data'")
+        return ImagePart(f"data:{media};base64,{data}", media)
+    url = source.get("url")
+    if not isinstance(url, str) or not url:
+        raise InvalidMessageError("an image source needs 'url' or base64 'data'")
+    return ImagePart(url, _media_type_of(url))
+
+
+def _media_type_of(url: str) -> str | None:
+    """Return the media type a ``data:`` URI declares; None for other URLs."""
+    if url.startswith("data:") and ";" in url:
+        return url[5 : url.index(";")] or None
+    return None
+
+
+def _flatten_text(content: object, what: str) -> str:
+    if content is None:
+        return ""
+    if isinstance(content, str | bytes):
+        return _as_text(content, what)
+    if isinstance(content, list):
+        texts: list[str] = []
+        for block in content:
+            if isinstance(block, str | bytes):
+                texts.append(_as_text(block, what))
+            elif isinstance(block, Mapping) and block.get("type") in ("text", "input_text"):
+                texts.append(_as_text(cast(Mapping[str, Any], block).get("text", ""), what))
+            else:
+                raise InvalidMessageError(f"{what} may hold only text blocks")
+        return "\n".join(texts)
+    raise InvalidMessageError(f"{what} must be a string or a list of text blocks")
+
+
+def _as_text(value: object, what: str) -> str:
+    if isinstance(value, bytes):
+        try:
+            return value.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise InvalidTextError(f"{what} is not valid UTF-8: {exc}") from exc
+    if not isinstance(value, str):
+        raise InvalidMessageError(f"{what} must be a string, got {type(value).__name__}")
+    _check_text(value, what)
+    return value
+
+
+def _check_text(text: object, what: str) -> int:
+    """Raise on lone surrogates; return the text's size in UTF-8 bytes."""
+    if not isinstance(text, str):
+        raise InvalidMessageError(f"{what} must be a string, got {type(text).__name__}")
+    try:
+        return len(text.encode("utf-8"))
+    except UnicodeEncodeError as exc:
+        raise InvalidTextError(
+            f"{what} holds characters that are not valid Unicode (a lone surrogate at "
+            f"position {exc.start}); decode the source text as UTF-8 before adding it"
+        ) from exc
+
+
+def iter_dicts(items: Iterable[object]) -> Iterable[object]:
+    """Yield the items of a list of messages, refusing a bare string or dict."""
+    if isinstance(items, str | bytes | Mapping):
+        raise InvalidMessageError("add_many takes a list of messages, not one message")
+    return items

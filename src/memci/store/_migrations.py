@@ -1,0 +1,98 @@
+"""Numbered schema migrations of the SQLite store, recorded in ``memci_migrations``.
+
+Each component of memci (``core`` here; workspace, memory, jobs … in their own modules)
+owns a numbered series, applied with :meth:`memci.store.SQLiteStore.migrate`. A migration
+is applied once, inside one transaction with the row that records it, so a store is always
+at a numbered version of every component. Never edit a released migration: add the next.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+__all__ = ["CORE_MIGRATIONS", "Migration"]
+
+
+class Migration(NamedTuple):
+    """One step of the schema: its number, a name, and the SQL that applies it."""
+
+    version: int
+    name: str
+    sql: str
+
+
+CORE_MIGRATIONS: tuple[Migration, ...] = (
+    Migration(
+        1,
+        "sessions, messages, tool calls",
+        """
+        CREATE TABLE sessions (
+            id          INTEGER PRIMARY KEY,
+            tenant      TEXT NOT NULL,
+            name        TEXT NOT NULL,
+            user_id     TEXT,
+            settings    TEXT NOT NULL DEFAULT '{}',
+            created_at  TEXT NOT NULL,
+            UNIQUE (tenant, name)
+        );
+        CREATE TABLE messages (
+            session_id  INTEGER NOT NULL REFERENCES sessions(id),
+            seq         INTEGER NOT NULL,
+            role        TEXT NOT NULL,
+            parts       TEXT NOT NULL,
+            name        TEXT,
+            metadata    TEXT,
+            created_at  TEXT NOT NULL,
+            tokens      INTEGER NOT NULL,
+            PRIMARY KEY (session_id, seq)
+        ) WITHOUT ROWID;
+        -- One row per tool call, so a tool result can be checked against its call at
+        -- ingest. Ids are not unique in every agent (some reuse "call_0"), so the key
+        -- carries the call's seq and a result answers the latest open call of that id.
+        CREATE TABLE tool_calls (
+            session_id  INTEGER NOT NULL,
+            call_id     TEXT NOT NULL,
+            call_seq    INTEGER NOT NULL,
+            result_seq  INTEGER,
+            PRIMARY KEY (session_id, call_id, call_seq)
+        ) WITHOUT ROWID;
+        """,
+    ),
+    Migration(
+        2,
+        "paged context: page states and context events",
+        """
+        -- A page's row exists once its state is not plain 'active' (archived, recalled,
+        -- evicted): page boundaries themselves are derived from the log (user messages).
+        CREATE TABLE pages (
+            session_id        INTEGER NOT NULL,
+            page              INTEGER NOT NULL,
+            first_seq         INTEGER NOT NULL,
+            last_seq          INTEGER NOT NULL,
+            state             TEXT NOT NULL,
+            archived_round    INTEGER NOT NULL,
+            recall_count      INTEGER NOT NULL DEFAULT 0,
+            last_recall_round INTEGER,
+            lines             TEXT NOT NULL,
+            PRIMARY KEY (session_id, page)
+        ) WITHOUT ROWID;
+        CREATE TABLE context_events (
+            id          INTEGER PRIMARY KEY,
+            session_id  INTEGER NOT NULL,
+            round       INTEGER NOT NULL,
+            kind        TEXT NOT NULL,
+            page        INTEGER NOT NULL,
+            reason      TEXT NOT NULL,
+            created_at  TEXT NOT NULL
+        );
+        CREATE INDEX context_events_session ON context_events (session_id, id);
+        -- Small derived values a strategy keeps between builds (a rolling summary, a cut).
+        CREATE TABLE session_state (
+            session_id  INTEGER NOT NULL,
+            key         TEXT NOT NULL,
+            value       TEXT NOT NULL,
+            PRIMARY KEY (session_id, key)
+        ) WITHOUT ROWID;
+        """,
+    ),
+)

@@ -1,0 +1,78 @@
+"""Summaries: one protocol, an extractive and an LLM summarizer, and durable jobs.
+
+- :class:`Summarizer` — ``summarize_entry``, ``summarize_page``, ``page_title``,
+  ``summarize_text``, ``handoff``;
+- :class:`ExtractiveSummarizer` — no model, deterministic, fast enough for ``build``;
+  the module-level :func:`summarize_entry`, :func:`summarize_page`, :func:`page_title`,
+  :func:`summarize_text` and :func:`handoff` use one shared instance of it;
+- :class:`LLMSummarizer` — through a :mod:`memci.llm` client, in the conversation's
+  language, falling back to the extractive one on any model error;
+- :func:`fit_sections` — the token budgeter's answer to overflow: summarize sections
+  down to their share rather than drop them;
+- :class:`JobQueue` — durable background jobs in the store (idempotent keys, leases,
+  retries with backoff, one transaction per effect), worker threads, and
+  :func:`run_worker` for a separate process;
+- :class:`SummaryJobs` — page summaries for ``build``: the model's when ready, the
+  extractive stand-in until then, never waiting.
+"""
+
+from memci.summarize._budget import fit_sections, fit_tokens, water_fill
+from memci.summarize._default import (
+    handoff,
+    page_title,
+    summarize_entry,
+    summarize_page,
+    summarize_text,
+)
+from memci.summarize._extractive import ExtractiveSummarizer
+from memci.summarize._jobs import JOB_STATES, JOBS_MIGRATIONS, Effect, Handler, Job, JobQueue
+from memci.summarize._llm import LLMSummarizer, conversation_language
+from memci.summarize._protocol import ENTRY_WIDTH, TITLE_WIDTH, Summarizer, TokenCounter
+from memci.summarize._tasks import (
+    HANDOFF,
+    SUMMARIZE_PAGE,
+    SUMMARIZE_TEXT,
+    PageSummary,
+    SummaryJobs,
+    default_summarizer,
+    page_key,
+    register_summary_handlers,
+)
+from memci.summarize._text import cjk_share, is_cjk_text, split_sentences
+from memci.summarize._worker import run_worker
+
+__all__ = [
+    "ENTRY_WIDTH",
+    "HANDOFF",
+    "JOBS_MIGRATIONS",
+    "JOB_STATES",
+    "SUMMARIZE_PAGE",
+    "SUMMARIZE_TEXT",
+    "TITLE_WIDTH",
+    "Effect",
+    "ExtractiveSummarizer",
+    "Handler",
+    "Job",
+    "JobQueue",
+    "LLMSummarizer",
+    "PageSummary",
+    "Summarizer",
+    "SummaryJobs",
+    "TokenCounter",
+    "cjk_share",
+    "conversation_language",
+    "default_summarizer",
+    "fit_sections",
+    "fit_tokens",
+    "handoff",
+    "is_cjk_text",
+    "page_key",
+    "page_title",
+    "register_summary_handlers",
+    "run_worker",
+    "split_sentences",
+    "summarize_entry",
+    "summarize_page",
+    "summarize_text",
+    "water_fill",
+]

@@ -1,0 +1,118 @@
+"""The workspace of seed 004: artifacts, pins, plan, notebook, fastmemo, context_state.json.
+
+- :class:`ArtifactStore` keeps every tool output whole and content-addressed; a context
+  shows its summary (:func:`summarize_tool_output`) and pointer ``artifact:<id>``
+  (:func:`render_tool_result`);
+- :class:`WorkState` is a session's pins, plan, notebook and fastmemo: bounded, sourced,
+  audited, and rolled back event by event;
+- ``context_state.json`` is its versioned export (:meth:`WorkState.export_state`,
+  :meth:`WorkState.import_state`);
+- :class:`Workspace` holds both for one store;
+- :data:`WORKSPACE_TOOL_SPECS` and :func:`call_workspace_tool` offer the working state
+  to a model as tools (pin_*, plan_*, notebook_add).
+"""
+
+from memci.workspace._artifacts import (
+    ARTIFACT_ID_LENGTH,
+    Artifact,
+    ArtifactStore,
+    parse_artifact_ref,
+    pointer,
+    render_tool_result,
+    slice_lines,
+)
+from memci.workspace._compress import Compressor, extractive_compress
+from memci.workspace._errors import (
+    ArtifactNotFoundError,
+    InvalidStateFileError,
+    RollbackConflictError,
+    UnknownItemError,
+    WorkspaceError,
+    WorkspaceLimitError,
+)
+from memci.workspace._items import MemoEntry, NoteEntry, Pin, PlanItem, WorkEvent
+from memci.workspace._limits import (
+    CHINESE_TITLES,
+    ENGLISH_TITLES,
+    TTL,
+    SectionTitles,
+    TTLSpec,
+    WorkspaceLimits,
+    parse_ttl,
+)
+from memci.workspace._migrations import WORKSPACE_MIGRATIONS
+from memci.workspace._render import (
+    render_context_pool,
+    render_fastmemo,
+    render_notebook,
+    render_pins,
+    render_plan,
+)
+from memci.workspace._state import WorkState
+from memci.workspace._statefile import (
+    STATE_FORMAT,
+    STATE_VERSION,
+    read_state_file,
+    write_state_file,
+)
+from memci.workspace._summary import (
+    ToolOutputSummarizer,
+    parse_exit_code,
+    summarize_tool_output,
+)
+from memci.workspace._tools import (
+    WORKSPACE_TOOL_SPECS,
+    ToolResult,
+    call_workspace_tool,
+    parse_tool_arguments,
+)
+from memci.workspace._workspace import Workspace
+
+__all__ = [
+    "ARTIFACT_ID_LENGTH",
+    "CHINESE_TITLES",
+    "ENGLISH_TITLES",
+    "STATE_FORMAT",
+    "STATE_VERSION",
+    "TTL",
+    "WORKSPACE_MIGRATIONS",
+    "WORKSPACE_TOOL_SPECS",
+    "Artifact",
+    "ArtifactNotFoundError",
+    "ArtifactStore",
+    "Compressor",
+    "InvalidStateFileError",
+    "MemoEntry",
+    "NoteEntry",
+    "Pin",
+    "PlanItem",
+    "RollbackConflictError",
+    "SectionTitles",
+    "TTLSpec",
+    "ToolOutputSummarizer",
+    "ToolResult",
+    "UnknownItemError",
+    "WorkEvent",
+    "WorkState",
+    "Workspace",
+    "WorkspaceError",
+    "WorkspaceLimitError",
+    "WorkspaceLimits",
+    "call_workspace_tool",
+    "extractive_compress",
+    "parse_artifact_ref",
+    "parse_exit_code",
+    "parse_tool_arguments",
+    "parse_ttl",
+    "pointer",
+    "read_state_file",
+    "render_context_pool",
+    "render_fastmemo",
+    "render_notebook",
+    "render_pins",
+    "render_plan",
+    "render_tool_result",
+    "slice_lines",
+    "summarize_tool_output",
+    "write_state_file",
+]

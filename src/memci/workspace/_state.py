@@ -1,0 +1,702 @@
+"""The working state of one session: pins, plan, notebook and fastmemo, with an audit log.
+
+Invariants:
+
+- the state changes only through the methods here (structured actions); each change is
+  one transaction that also writes one event to the audit log: who, when, what action,
+  which keys, and the JSON value of each key before and after;
+- every part is bounded (:class:`WorkspaceLimits`); a write that would pass a hard limit
+  (pin count, summary length …) is refused with :class:`WorkspaceLimitError` and changes
+  nothing; the notebook and the fastmemo do not refuse when full, they compress;
+- every entry has a source (a pin's must cite evidence; otherwise the writer);
+- ids are per session and kind, and never reused, so a rolled-back record gets its id back;
+- **rollback rule**: an event can be rolled back while every key it touched still holds
+  the value the event left there. Otherwise a later event depends on it (a pin updated
+  and then removed, an entry folded into a milestone) and the rollback is refused with
+  :class:`RollbackConflictError` naming that event: roll back the later one first. A
+  rollback is itself an event (``action="rollback"``, ``reverts`` = the event), so it can
+  be rolled back too (a redo). A rollback that would pass the pin or plan limit is refused.
+
+Compression (the notebook past ``notebook_max``, the fastmemo when a section reaches
+``fastmemo_section_max``) runs right after the write that triggered it, in its own
+transaction, calling the compressor outside any transaction so an LLM compressor never
+holds the database's write lock.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from memci.store import SessionRecord, SQLiteStore
+from memci.workspace._compress import Compressor, extractive_compress
+from memci.workspace._errors import (
+    RollbackConflictError,
+    UnknownItemError,
+    WorkspaceError,
+    WorkspaceLimitError,
+)
+from memci.workspace._items import (
+    MemoEntry,
+    NoteEntry,
+    Pin,
+    PlanItem,
+    WorkEvent,
+    check_artifact_ref,
+    check_line,
+    check_pin_source,
+    check_source,
+)
+from memci.workspace._limits import (
+    ENGLISH_TITLES,
+    SectionTitles,
+    TTLSpec,
+    WorkspaceLimits,
+    parse_ttl,
+)
+from memci.workspace._migrations import WORKSPACE_MIGRATIONS
+from memci.workspace._render import (
+    render_context_pool,
+    render_fastmemo,
+    render_notebook,
+    render_pins,
+    render_plan,
+)
+from memci.workspace._statefile import build_state, parse_state
+from memci.workspace._text import clip
+
+__all__ = ["WorkState"]
+
+_KINDS = ("pin", "plan", "note", "memo")
+_PIN_FIELDS = frozenset({"type", "title", "summary", "source", "artifact_ref", "ttl"})
+_TYPE_MAX = 40
+_ACTOR_MAX = 64
+_RETRIES = 3
+
+Json = dict[str, Any]
+
+
+def _utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, sort_keys=True)
+
+
+def _ordered(rows: list[Json]) -> list[Json]:
+    return sorted(rows, key=lambda d: (int(d["pos"]), int(d["id"])))
+
+
+class WorkState:
+    """Pins, plan, notebook and fastmemo of one session, persisted and audited.
+
+    ``limits`` given here win over limits saved with the session (by an import), which
+    win over the defaults. ``compress`` folds notebook entries into a milestone and
+    ``fastmemo_compress`` (default: ``compress``) compacts fastmemo sections. ``actor``
+    is recorded on every event (``"main"``, ``"dog"``, ``"user"`` …; see
+    :meth:`with_actor`). ``clock`` gives the current time (UTC).
+    """
+
+    def __init__(
+        self, store: SQLiteStore, session: SessionRecord, *,
+        limits: WorkspaceLimits | None = None, compress: Compressor = extractive_compress,
+        fastmemo_compress: Compressor | None = None, titles: SectionTitles = ENGLISH_TITLES,
+        actor: str = "main", clock: Callable[[], datetime] | None = None,
+        auto_compact: bool = True,
+    ) -> None:
+        store.migrate("workspace", WORKSPACE_MIGRATIONS)
+        self.store = store
+        self.session = session
+        self.compress = compress
+        self.fastmemo_compress = fastmemo_compress or compress
+        self.titles = titles
+        self.actor = check_line(actor, "actor", _ACTOR_MAX)
+        self.auto_compact = auto_compact
+        self._explicit_limits = limits
+        self._clock = clock or _utcnow
+
+    def with_actor(self, actor: str) -> WorkState:
+        """Return the same state, recording ``actor`` on the events it writes."""
+        other = object.__new__(WorkState)
+        for name in ("store", "session", "compress", "fastmemo_compress", "titles",
+                     "auto_compact", "_explicit_limits", "_clock"):
+            setattr(other, name, getattr(self, name))
+        other.actor = check_line(actor, "actor", _ACTOR_MAX)
+        return other
+
+    # -- storage primitives --------------------------------------------------------------
+
+    def _now(self) -> datetime:
+        return self._clock().astimezone(UTC)
+
+    def _get(self, db: sqlite3.Connection, key: str) -> Any:
+        kind, _, ident = key.partition(":")
+        if kind == "meta":
+            row = db.execute("SELECT value FROM workspace_meta WHERE session_id = ? AND name = ?",
+                             (self.session.id, ident)).fetchone()
+        else:
+            row = db.execute(
+                "SELECT data FROM workspace_items WHERE session_id = ? AND kind = ?"
+                " AND item_id = ?", (self.session.id, kind, int(ident)),
+            ).fetchone()
+        return None if row is None else json.loads(row[0])
+
+    def _put(self, db: sqlite3.Connection, key: str, value: Any) -> None:
+        kind, _, ident = key.partition(":")
+        if kind == "meta":
+            if value is None:
+                db.execute("DELETE FROM workspace_meta WHERE session_id = ? AND name = ?",
+                           (self.session.id, ident))
+            else:
+                db.execute("INSERT OR REPLACE INTO workspace_meta (session_id, name, value)"
+                           " VALUES (?, ?, ?)", (self.session.id, ident, _dumps(value)))
+        elif value is None:
+            db.execute("DELETE FROM workspace_items WHERE session_id = ? AND kind = ?"
+                       " AND item_id = ?", (self.session.id, kind, int(ident)))
+        else:
+            db.execute("INSERT OR REPLACE INTO workspace_items (session_id, kind, item_id, data)"
+                       " VALUES (?, ?, ?, ?)", (self.session.id, kind, int(ident), _dumps(value)))
+
+    def _rows(self, db: sqlite3.Connection, kind: str) -> list[Json]:
+        rows = db.execute("SELECT data FROM workspace_items WHERE session_id = ? AND kind = ?"
+                          " ORDER BY item_id", (self.session.id, kind)).fetchall()
+        items = [json.loads(r[0]) for r in rows]
+        return _ordered(items) if kind in ("note", "memo") else items
+
+    def _item(self, db: sqlite3.Connection, kind: str, item_id: Any, what: str) -> Json:
+        if isinstance(item_id, bool) or not isinstance(item_id, int):
+            raise WorkspaceError(f"{what} id must be a whole number, not {item_id!r}")
+        data = self._get(db, f"{kind}:{item_id}")
+        if data is None:
+            raise UnknownItemError(f"no {what} {item_id} in session {self.session.name!r}"
+                                   f" (list them with {what.split()[0]}_list)")
+        return dict(data)
+
+    def _set_meta(self, db: sqlite3.Connection, name: str, value: Any) -> None:
+        self._put(db, f"meta:{name}", value)
+
+    def _next_id(self, db: sqlite3.Connection, kind: str) -> int:
+        stored = self._get(db, f"meta:next_{kind}") or 1
+        row = db.execute("SELECT MAX(item_id) FROM workspace_items WHERE session_id = ?"
+                         " AND kind = ?", (self.session.id, kind)).fetchone()
+        value = max(int(stored), int(row[0] or 0) + 1)
+        self._set_meta(db, f"next_{kind}", value + 1)
+        return value
+
+    def _round_in(self, db: sqlite3.Connection) -> int:
+        return int(self._get(db, "meta:round") or 0)
+
+    def _limits_in(self, db: sqlite3.Connection) -> WorkspaceLimits:
+        if self._explicit_limits is not None:
+            return self._explicit_limits
+        saved = self._get(db, "meta:limits")
+        return WorkspaceLimits.from_json(saved) if saved else WorkspaceLimits()
+
+    def _record(
+        self, db: sqlite3.Connection, action: str, changes: Mapping[str, Any], *,
+        reverts: int | None = None,
+    ) -> WorkEvent:
+        """Apply ``changes`` (key → new JSON value, None to delete) and log the event."""
+        before = {k: self._get(db, k) for k in changes}
+        for key, value in changes.items():
+            self._put(db, key, value)
+        at = self._now()
+        target = ",".join(changes)
+        cursor = db.execute(
+            "INSERT INTO workspace_events (session_id, at, actor, action, target, before,"
+            " after, reverts) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            (self.session.id, at.isoformat(), self.actor, action, target, _dumps(before),
+             _dumps(dict(changes)), reverts),
+        )
+        assert cursor.lastrowid is not None
+        return WorkEvent(
+            id=cursor.lastrowid, session_id=self.session.id, at=at, actor=self.actor,
+            action=action, target=target, before=before, after=dict(changes), reverts=reverts,
+        )
+
+    def _check_artifact(self, db: sqlite3.Connection, ref: str | None, what: str) -> None:
+        if ref is None or not ref.startswith("artifact:"):
+            return
+        row = db.execute("SELECT 1 FROM workspace_blobs WHERE id = ?",
+                         (ref[len("artifact:"):],)).fetchone()
+        if row is None:
+            raise WorkspaceError(f"{what} {ref} names no stored artifact: cite the id shown "
+                                 "in the context, or store the text as an artifact first")
+
+    # -- limits and round ----------------------------------------------------------------
+
+    @property
+    def limits(self) -> WorkspaceLimits:
+        """The limits in force for this session."""
+        with self.store.read() as db:
+            return self._limits_in(db)
+
+    @property
+    def round(self) -> int:
+        """The latest round number given to :meth:`expire` (0 before any)."""
+        with self.store.read() as db:
+            return self._round_in(db)
+
+    # -- pins ----------------------------------------------------------------------------
+
+    def _pin_values(
+        self, db: sqlite3.Connection, lim: WorkspaceLimits, values: Mapping[str, Any]
+    ) -> Json:
+        out: Json = {}
+        if "type" in values:
+            out["type"] = check_line(values["type"], "pin type", _TYPE_MAX)
+        if "title" in values:
+            out["title"] = check_line(values["title"], "pin title", lim.pin_title_max)
+        if "summary" in values:
+            out["summary"] = check_line(
+                values["summary"], "pin summary", lim.pin_summary_max,
+                limit_hint="store the full text as an artifact and pin a short summary with "
+                           "artifact_ref=artifact:<id>",
+            )
+        if "source" in values:
+            out["source"] = check_pin_source(values["source"])
+            self._check_artifact(db, out["source"], "pin source")
+        if "artifact_ref" in values:
+            out["artifact_ref"] = check_artifact_ref(values["artifact_ref"])
+            self._check_artifact(db, out["artifact_ref"], "artifact_ref")
+        return out
+
+    def _with_ttl(self, db: sqlite3.Connection, data: Json, ttl: TTLSpec, now: datetime) -> Json:
+        parsed = parse_ttl(ttl)
+        round_now = self._round_in(db)
+        data["ttl"] = parsed.to_json()
+        data["created_round"] = data.get("created_round", round_now)
+        data["expires_at"] = (
+            None if parsed.seconds is None
+            else (now + timedelta(seconds=parsed.seconds)).isoformat()
+        )
+        data["expires_round"] = None if parsed.rounds is None else round_now + parsed.rounds
+        return data
+
+    def pin_add(
+        self, type: str, title: str, summary: str, source: str,
+        artifact_ref: str | None = None, ttl: TTLSpec | None = None,
+    ) -> Pin:
+        """Pin an important fact. Source required; summary short; limited count; a TTL.
+
+        ``ttl`` defaults to the limits' ``pin_default_ttl`` (7 days).
+        """
+        now = self._now()
+        with self.store.write() as db:
+            lim = self._limits_in(db)
+            values = self._pin_values(db, lim, {
+                "type": type, "title": title, "summary": summary, "source": source,
+                "artifact_ref": artifact_ref})
+            count = len(self._rows(db, "pin"))
+            if count >= lim.pins_max:
+                raise WorkspaceLimitError(
+                    f"{count} pins already, the limit is {lim.pins_max}: remove one with "
+                    "pin_remove first (pin_list shows them)"
+                )
+            pin_id = self._next_id(db, "pin")
+            data: Json = {"id": pin_id, **values, "created_at": now.isoformat(),
+                          "updated_at": now.isoformat(), "actor": self.actor}
+            self._with_ttl(db, data, ttl if ttl is not None else lim.pin_default_ttl, now)
+            self._record(db, "pin_add", {f"pin:{pin_id}": data})
+        return Pin.from_json(data)
+
+    def pin_update(self, id: int, **fields: Any) -> Pin:
+        """Change fields of a pin (type, title, summary, source, artifact_ref, ttl).
+
+        A new ``ttl`` renews the pin: it counts from now (and the current round).
+        """
+        unknown = sorted(set(fields) - _PIN_FIELDS)
+        if unknown or not fields:
+            raise WorkspaceError(f"pin_update takes {', '.join(sorted(_PIN_FIELDS))}; got "
+                                 f"{', '.join(unknown) or 'nothing to change'}")
+        now = self._now()
+        with self.store.write() as db:
+            lim = self._limits_in(db)
+            data = self._item(db, "pin", id, "pin")
+            if "source" in fields and fields["source"] is None:
+                raise WorkspaceError("a pin's source cannot be removed, only replaced")
+            new = {**data, **self._pin_values(db, lim, fields)}
+            if "ttl" in fields:
+                if fields["ttl"] is None:
+                    raise WorkspaceError("a pin must have a TTL; give a new one to renew it")
+                new["created_round"] = self._round_in(db)
+                self._with_ttl(db, new, fields["ttl"], now)
+            if new == data:
+                return Pin.from_json(data)
+            new["updated_at"] = now.isoformat()
+            self._record(db, "pin_update", {f"pin:{id}": new})
+        return Pin.from_json(new)
+
+    def pin_remove(self, ids: int | Iterable[int]) -> list[Pin]:
+        """Unpin one or several pins (all or none: an unknown id removes nothing)."""
+        wanted = [ids] if isinstance(ids, int) else list(dict.fromkeys(ids))
+        if not wanted:
+            raise WorkspaceError("pin_remove needs at least one pin id")
+        with self.store.write() as db:
+            removed = [self._item(db, "pin", i, "pin") for i in wanted]
+            self._record(db, "pin_remove", {f"pin:{i}": None for i in wanted})
+        return [Pin.from_json(d) for d in removed]
+
+    def pin_get(self, id: int) -> Pin:
+        """One pin by id."""
+        with self.store.read() as db:
+            return Pin.from_json(self._item(db, "pin", id, "pin"))
+
+    def pin_list(self) -> list[Pin]:
+        """Every pin, oldest first."""
+        with self.store.read() as db:
+            return [Pin.from_json(d) for d in self._rows(db, "pin")]
+
+    def expire(self, now: datetime | None = None, round: int | None = None) -> list[WorkEvent]:
+        """Demote pins whose TTL has passed to notebook entries; one event per pin.
+
+        ``round`` (the caller's round or session counter) is remembered: TTLs in rounds
+        count against it, and pins added later start from it.
+        """
+        moment = (now or self._clock()).astimezone(UTC)
+        events = []
+        with self.store.write() as db:
+            if round is not None:
+                if isinstance(round, bool) or not isinstance(round, int) or round < 0:
+                    raise WorkspaceError(f"round must be a whole number, 0 or more, not {round!r}")
+                self._set_meta(db, "round", max(round, self._round_in(db)))
+            round_now = self._round_in(db)
+            lim = self._limits_in(db)
+            for pin in self._rows(db, "pin"):
+                at = pin.get("expires_at")
+                rounds = pin.get("expires_round")
+                if not ((at and datetime.fromisoformat(at) <= moment)
+                        or (rounds is not None and rounds <= round_now)):
+                    continue
+                note_id = self._next_id(db, "note")
+                text = f"expired pin {pin['id']} ({pin['type']}) {pin['title']}: {pin['summary']}"
+                note = {
+                    "id": note_id, "summary": clip(text, lim.notebook_entry_max),
+                    "source": pin["source"], "artifact_ref": pin.get("artifact_ref"),
+                    "milestone": False, "covers": [], "pos": note_id,
+                    "created_at": moment.isoformat(), "actor": self.actor,
+                }
+                events.append(self._record(
+                    db, "pin_expire", {f"pin:{pin['id']}": None, f"note:{note_id}": note}))
+        if events and self.auto_compact:
+            self.compact_notebook()
+        return events
+
+    # -- plan ----------------------------------------------------------------------------
+
+    def plan_add(self, text: str, source: str | None = None) -> PlanItem:
+        """Add a TODO to the plan."""
+        now = self._now()
+        with self.store.write() as db:
+            lim = self._limits_in(db)
+            clean = check_line(text, "plan item", lim.plan_text_max,
+                               limit_hint="keep plan items short; put details in the notebook")
+            count = len(self._rows(db, "plan"))
+            if count >= lim.plan_max:
+                raise WorkspaceLimitError(f"{count} plan items already, the limit is "
+                                          f"{lim.plan_max}: remove finished ones with plan_remove")
+            item_id = self._next_id(db, "plan")
+            data = {"id": item_id, "text": clean, "done": False,
+                    "source": check_source(source, self.actor), "created_at": now.isoformat(),
+                    "updated_at": now.isoformat(), "actor": self.actor}
+            self._record(db, "plan_add", {f"plan:{item_id}": data})
+        return PlanItem.from_json(data)
+
+    def plan_done(self, id: int, done: bool = True) -> PlanItem:
+        """Tick (or untick) a plan item."""
+        with self.store.write() as db:
+            data = self._item(db, "plan", id, "plan item")
+            if data["done"] == bool(done):
+                return PlanItem.from_json(data)
+            new = {**data, "done": bool(done), "updated_at": self._now().isoformat()}
+            self._record(db, "plan_done" if done else "plan_undone", {f"plan:{id}": new})
+        return PlanItem.from_json(new)
+
+    def plan_remove(self, id: int) -> PlanItem:
+        """Remove a plan item."""
+        with self.store.write() as db:
+            data = self._item(db, "plan", id, "plan item")
+            self._record(db, "plan_remove", {f"plan:{id}": None})
+        return PlanItem.from_json(data)
+
+    def plan_list(self) -> list[PlanItem]:
+        """Return the plan, in the order items were added."""
+        with self.store.read() as db:
+            return [PlanItem.from_json(d) for d in self._rows(db, "plan")]
+
+    # -- notebook ------------------------------------------------------------------------
+
+    def notebook_add(
+        self, summary: str, source: str | None = None, artifact_ref: str | None = None
+    ) -> NoteEntry:
+        """Add a short note; past ``notebook_max`` entries the oldest become a milestone."""
+        now = self._now()
+        with self.store.write() as db:
+            lim = self._limits_in(db)
+            text = check_line(summary, "notebook entry", lim.notebook_entry_max,
+                              limit_hint="store the long text as an artifact and note a short "
+                                         "summary with artifact_ref=artifact:<id>")
+            ref = check_artifact_ref(artifact_ref)
+            self._check_artifact(db, ref, "artifact_ref")
+            note_id = self._next_id(db, "note")
+            data = {"id": note_id, "summary": text, "source": check_source(source, self.actor),
+                    "artifact_ref": ref, "milestone": False, "covers": [], "pos": note_id,
+                    "created_at": now.isoformat(), "actor": self.actor}
+            self._record(db, "notebook_add", {f"note:{note_id}": data})
+        if self.auto_compact:
+            self.compact_notebook()
+        return NoteEntry.from_json(data)
+
+    def notebook_remove(self, id: int) -> NoteEntry:
+        """Remove a notebook entry."""
+        with self.store.write() as db:
+            data = self._item(db, "note", id, "notebook entry")
+            self._record(db, "notebook_remove", {f"note:{id}": None})
+        return NoteEntry.from_json(data)
+
+    def notebook_list(self) -> list[NoteEntry]:
+        """Return the notebook, oldest first (milestones where the entries they fold were)."""
+        with self.store.read() as db:
+            return [NoteEntry.from_json(d) for d in self._rows(db, "note")]
+
+    def compact_notebook(self) -> WorkEvent | None:
+        """Fold the oldest entries into one milestone while the notebook is over its limit."""
+        for _ in range(_RETRIES):
+            with self.store.read() as db:
+                lim = self._limits_in(db)
+                notes = self._rows(db, "note")
+            if len(notes) <= lim.notebook_max:
+                return None
+            n = min(len(notes), max(lim.notebook_compress_batch, len(notes) - lim.notebook_max + 1))
+            chosen = notes[:n]
+            text = self._compressed(self.compress, [d["summary"] for d in chosen],
+                                    lim.milestone_max)
+            with self.store.write() as db:
+                if any(self._get(db, f"note:{d['id']}") != d for d in chosen):
+                    continue  # changed meanwhile; look again
+                note_id = self._next_id(db, "note")
+                covers = sorted({i for d in chosen for i in (d["covers"] or [d["id"]])})
+                milestone = {
+                    "id": note_id, "summary": text, "source": f"actor:{self.actor}",
+                    "artifact_ref": None, "milestone": True, "covers": covers,
+                    "pos": min(int(d["pos"]) for d in chosen),
+                    "created_at": self._now().isoformat(), "actor": self.actor,
+                }
+                changes: dict[str, Any] = {f"note:{d['id']}": None for d in chosen}
+                changes[f"note:{note_id}"] = milestone
+                return self._record(db, "notebook_compress", changes)
+        return None
+
+    @staticmethod
+    def _compressed(compress: Compressor, texts: list[str], max_chars: int) -> str:
+        text = " ".join(str(compress(texts)).split())
+        if not text:
+            text = " ".join(extractive_compress(texts).split())
+        return clip(text, max_chars)
+
+    # -- fastmemo ------------------------------------------------------------------------
+
+    def fastmemo_add(self, section: str, text: str, source: str | None = None) -> MemoEntry:
+        """Add an entry to a fastmemo section; at the section limit the fastmemo compacts."""
+        now = self._now()
+        with self.store.write() as db:
+            lim = self._limits_in(db)
+            if section not in lim.fastmemo_sections:
+                raise WorkspaceError(f"no fastmemo section {section!r}; the sections are "
+                                     f"{', '.join(lim.fastmemo_sections)}")
+            clean = check_line(text, f"fastmemo entry ({section})", lim.fastmemo_entry_max)
+            memo_id = self._next_id(db, "memo")
+            data = {"id": memo_id, "section": section, "text": clean,
+                    "source": check_source(source, self.actor), "covers": [], "pos": memo_id,
+                    "created_at": now.isoformat(), "actor": self.actor}
+            self._record(db, "fastmemo_add", {f"memo:{memo_id}": data})
+            full = sum(1 for d in self._rows(db, "memo") if d["section"] == section)
+        if self.auto_compact and full >= lim.fastmemo_section_max:
+            self.compact_fastmemo()
+        return MemoEntry.from_json(data)
+
+    def pool_add(self, text: str, source: str | None = None) -> MemoEntry:
+        """Add compressed chat history to the context pool (the fastmemo's pool section)."""
+        return self.fastmemo_add(self.limits.pool_section, text, source)
+
+    def fastmemo_remove(self, id: int) -> MemoEntry:
+        """Remove a fastmemo entry."""
+        with self.store.write() as db:
+            data = self._item(db, "memo", id, "fastmemo entry")
+            self._record(db, "fastmemo_remove", {f"memo:{id}": None})
+        return MemoEntry.from_json(data)
+
+    def fastmemo_list(self, section: str | None = None) -> list[MemoEntry]:
+        """Fastmemo entries (of one section, or all in section order), oldest first."""
+        with self.store.read() as db:
+            order = {s: i for i, s in enumerate(self._limits_in(db).fastmemo_sections)}
+            rows = self._rows(db, "memo")
+        rows = [d for d in rows if section is None or d["section"] == section]
+        rows.sort(key=lambda d: order.get(d["section"], len(order)))
+        return [MemoEntry.from_json(d) for d in rows]
+
+    def fastmemo(self) -> dict[str, list[MemoEntry]]:
+        """Every fastmemo section (empty ones too) with its entries, oldest first."""
+        out: dict[str, list[MemoEntry]] = {s: [] for s in self.limits.fastmemo_sections}
+        for entry in self.fastmemo_list():
+            out.setdefault(entry.section, []).append(entry)
+        return out
+
+    def compact_fastmemo(self) -> WorkEvent | None:
+        """Compact the whole fastmemo: in each section, all but the newest few become one."""
+        for _ in range(_RETRIES):
+            with self.store.read() as db:
+                lim = self._limits_in(db)
+                rows = self._rows(db, "memo")
+            groups: dict[str, list[Json]] = {}
+            for d in rows:
+                groups.setdefault(d["section"], []).append(d)
+            plan = {s: g[:len(g) - lim.fastmemo_keep_recent] for s, g in groups.items()
+                    if len(g) - lim.fastmemo_keep_recent >= 2}
+            if not plan:
+                return None
+            texts = {s: self._compressed(self.fastmemo_compress, [d["text"] for d in g],
+                                         lim.fastmemo_entry_max) for s, g in plan.items()}
+            with self.store.write() as db:
+                if any(self._get(db, f"memo:{d['id']}") != d for g in plan.values() for d in g):
+                    continue
+                changes: dict[str, Any] = {}
+                for section, group in plan.items():
+                    changes.update({f"memo:{d['id']}": None for d in group})
+                    memo_id = self._next_id(db, "memo")
+                    changes[f"memo:{memo_id}"] = {
+                        "id": memo_id, "section": section, "text": texts[section],
+                        "source": f"actor:{self.actor}",
+                        "covers": sorted({i for d in group for i in (d["covers"] or [d["id"]])}),
+                        "pos": min(int(d["pos"]) for d in group),
+                        "created_at": self._now().isoformat(), "actor": self.actor,
+                    }
+                return self._record(db, "fastmemo_compact", changes)
+        return None
+
+    # -- audit log and rollback ----------------------------------------------------------
+
+    def _event_rows(
+        self, db: sqlite3.Connection, where: str, args: Sequence[Any]
+    ) -> list[WorkEvent]:
+        rows = db.execute(
+            "SELECT id, session_id, at, actor, action, target, before, after, reverts"
+            f" FROM workspace_events WHERE session_id = ? {where} ORDER BY id",
+            (self.session.id, *args),
+        ).fetchall()
+        return [WorkEvent.from_row(r, json.loads(r[6]), json.loads(r[7])) for r in rows]
+
+    def events(self, *, after: int = 0, limit: int | None = None) -> list[WorkEvent]:
+        """Return the audit log of the session (events with id > ``after``), oldest first."""
+        with self.store.read() as db:
+            found = self._event_rows(db, "AND id > ?", (after,))
+        return found if limit is None else found[:limit]
+
+    def event(self, event_id: int) -> WorkEvent:
+        """One event of the session's audit log."""
+        with self.store.read() as db:
+            found = self._event_rows(db, "AND id = ?", (event_id,))
+        if not found:
+            raise UnknownItemError(f"no event {event_id} in session {self.session.name!r}")
+        return found[0]
+
+    def rollback(self, event_id: int) -> WorkEvent:
+        """Undo one event (see the rollback rule in the module's docstring); logged too."""
+        with self.store.write() as db:
+            found = self._event_rows(db, "AND id = ?", (event_id,))
+            if not found:
+                raise UnknownItemError(f"no event {event_id} in session {self.session.name!r}")
+            event = found[0]
+            changed = [k for k, v in event.after.items() if self._get(db, k) != v]
+            if changed:
+                later = [e for e in self._event_rows(db, "AND id > ?", (event_id,))
+                         if set(e.after) & set(changed)]
+                blame = (", ".join(f"{e.id} ({e.action})" for e in later[-3:])
+                         or "a change outside the audit log")
+                raise RollbackConflictError(
+                    f"cannot roll back event {event_id} ({event.action}): "
+                    f"{', '.join(changed[:5])} changed since, by event {blame}; "
+                    "roll back the later event(s) first"
+                )
+            result = self._record(db, "rollback", dict(event.before), reverts=event_id)
+            lim = self._limits_in(db)
+            for kind, most in (("pin", lim.pins_max), ("plan", lim.plan_max)):
+                count = len(self._rows(db, kind))
+                if count > most and any(k.startswith(kind + ":") for k in event.before):
+                    raise WorkspaceLimitError(
+                        f"rolling back event {event_id} would make {count} {kind}s, over the "
+                        f"limit of {most}: remove one first"
+                    )
+        return result
+
+    # -- context_state.json --------------------------------------------------------------
+
+    def export_state(self) -> dict[str, Any]:
+        """Return the working state as a ``context_state.json`` object (see :func:`build_state`)."""
+        with self.store.read() as db:
+            lim = self._limits_in(db)
+            return build_state(
+                session=self.session.name, exported_at=self._now(), limits=lim,
+                round=self._round_in(db),
+                next_ids={k: self._next_free(db, k) for k in _KINDS},
+                items={k: self._rows(db, k) for k in _KINDS},
+                refs=self._get(db, "meta:refs") or {},
+            )
+
+    def _next_free(self, db: sqlite3.Connection, kind: str) -> int:
+        stored = self._get(db, f"meta:next_{kind}") or 1
+        row = db.execute("SELECT MAX(item_id) FROM workspace_items WHERE session_id = ?"
+                         " AND kind = ?", (self.session.id, kind)).fetchone()
+        return max(int(stored), int(row[0] or 0) + 1)
+
+    def import_state(self, data: Any) -> WorkEvent:
+        """Replace the working state with a ``context_state.json`` object, in one transaction.
+
+        An unknown version or malformed data raises :class:`InvalidStateFileError` and
+        changes nothing. The import is one event, so it can be rolled back. Ids in the file
+        are kept; ids are never reused, so the counters only move forward.
+        """
+        parsed = parse_state(data, now=self._now(), actor=self.actor)
+        with self.store.write() as db:
+            changes: dict[str, Any] = {}
+            for kind in _KINDS:
+                for d in self._rows(db, kind):
+                    changes[f"{kind}:{d['id']}"] = None
+                for d in parsed.items[kind]:
+                    changes[f"{kind}:{d['id']}"] = d
+            changes["meta:limits"] = parsed.limits.to_json()
+            changes["meta:refs"] = parsed.refs or None
+            for kind in _KINDS:
+                self._set_meta(db, f"next_{kind}",
+                               max(self._next_free(db, kind), parsed.next_ids[kind]))
+            self._set_meta(db, "round", parsed.round)
+            return self._record(db, "import", changes)
+
+    # -- rendering -----------------------------------------------------------------------
+
+    def render_pins(self) -> str:
+        """Return the pins block (empty text when there are none)."""
+        return render_pins(self.pin_list(), self.titles)
+
+    def render_plan(self) -> str:
+        """Return the plan block (empty text when there is no plan)."""
+        return render_plan(self.plan_list(), self.titles)
+
+    def render_notebook(self) -> str:
+        """Return the notebook block (empty text when the notebook is empty)."""
+        return render_notebook(self.notebook_list(), self.titles)
+
+    def render_fastmemo(self) -> str:
+        """Return the fastmemo block without the context pool (empty text when empty)."""
+        lim = self.limits
+        sections = {s: e for s, e in self.fastmemo().items() if s != lim.pool_section}
+        return render_fastmemo(sections, self.titles)
+
+    def render_context_pool(self) -> str:
+        """Return the context pool block: compressed chat history (empty text when empty)."""
+        return render_context_pool(self.fastmemo_list(self.limits.pool_section), self.titles)
+

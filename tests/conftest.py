@@ -1,0 +1,34 @@
+"""Shared fixtures: a real SQLite store in a temporary directory, and the shared data."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+import memci
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED_DATA = ROOT.parent / "shared" / "data"
+EXAMPLE_TRACE = ROOT / "examples" / "agent_trace.json"
+
+
+@pytest.fixture
+def db_path(tmp_path: Path) -> Path:
+    return tmp_path / "memci.db"
+
+
+@pytest.fixture
+def engine(db_path: Path) -> Iterator[memci.Engine]:
+    eng = memci.Engine.open(db_path)
+    yield eng
+    eng.close()
+
+
+def shared_data(*parts: str) -> Path:
+    """A path under ../shared/data, or skip the test when that folder is absent."""
+    path = SHARED_DATA.joinpath(*parts)
+    if not path.exists():
+        pytest.skip(f"shared data not present: {path}")
+    return path

@@ -1,0 +1,635 @@
+"""A fake OpenAI- and Anthropic-compatible model server for tests and benchmarks.
+
+Standard library only: a ``ThreadingHTTPServer`` on 127.0.0.1 (a free port) in a
+background thread. It serves
+
+- ``POST /v1/chat/completions`` and ``POST /chat/completions`` — OpenAI Chat Completions;
+- ``POST /v1/messages`` — Anthropic Messages;
+
+so ``fake.base_url`` works as the base URL of both ``OpenAIChatClient`` (it appends
+``/chat/completions``) and ``AnthropicClient`` (it appends ``/v1/messages``).
+
+Scripting: each request takes the next behaviour from a FIFO queue the test fills
+(``reply``, ``slow``, ``status``, ``rate_limit``, ``server_error``, ``malformed``,
+``json``, ``drop``, or ``push`` of behaviour objects); with the queue empty it replies
+``"summary: " + the first 50 characters of the last user message``. Every request is
+recorded (path, lower-cased headers, raw body, decoded JSON) before it is answered, and
+``count`` / ``requests`` / ``last`` / ``wait_for`` read the records. ``delay`` adds
+seconds to every answer (for benchmarks).
+
+Invariants: all state is guarded by one lock, so tests may push and read while client
+threads send; ``close()`` wakes delayed answers, closes every open connection, joins every
+handler thread and closes the listening socket, so nothing outlives the ``with`` block
+and no ``ResourceWarning`` is left behind. With ``strict=True`` (the default) requests
+that the real APIs would reject (no model, no messages, Anthropic turns out of order or
+without ``max_tokens`` / ``anthropic-version``) get a 400 without consuming a behaviour.
+
+Example::
+
+    with FakeLLM() as fake:
+        fake.rate_limit(retry_after=1).reply("hello")
+        client = OpenAIChatClient("m", base_url=fake.base_url)
+        ...
+        assert fake.count == 2 and fake.last.json["model"] == "m"
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import socket
+import sys
+import threading
+import time
+import traceback
+from collections import deque
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field, replace
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from types import TracebackType
+from typing import Any, Literal, Self
+
+__all__ = [
+    "Drop",
+    "FakeLLM",
+    "JSONReply",
+    "Malformed",
+    "RecordedRequest",
+    "Reply",
+    "Status",
+    "echo_reply",
+]
+
+Provider = Literal["openai", "anthropic"]
+OPENAI_PATHS = ("/v1/chat/completions", "/chat/completions")
+ANTHROPIC_PATHS = ("/v1/messages",)
+
+
+# -- recorded requests ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RecordedRequest:
+    """One request as the server received it."""
+
+    index: int
+    method: str
+    path: str
+    headers: Mapping[str, str]
+    body: bytes
+    json: Any
+    provider: Provider | None
+    received_at: float
+
+    @property
+    def messages(self) -> list[dict[str, Any]]:
+        """The ``messages`` of the JSON body (empty when there are none)."""
+        if isinstance(self.json, dict) and isinstance(self.json.get("messages"), list):
+            return list(self.json["messages"])
+        return []
+
+    @property
+    def last_user_text(self) -> str:
+        """Text of the last user message (tool results left out)."""
+        for message in reversed(self.messages):
+            if isinstance(message, dict) and message.get("role") == "user":
+                return _text_of(message.get("content"))
+        return ""
+
+
+# -- behaviours ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Reply:
+    """A successful reply; ``text=None`` uses the server's responder (the echo)."""
+
+    text: str | None = None
+    delay: float = 0.0
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    model: str | None = None
+    stop_reason: str | None = None
+    usage: bool = True
+
+
+@dataclass(frozen=True)
+class Status:
+    """An error status; ``body=None`` sends the provider's own error shape."""
+
+    status: int
+    body: str | Mapping[str, Any] | None = None
+    retry_after: float | str | None = None
+    headers: Mapping[str, str] = field(default_factory=dict)
+    delay: float = 0.0
+
+
+@dataclass(frozen=True)
+class Malformed:
+    """A 200 whose body is not JSON (by default a truncated object)."""
+
+    body: str = '{"choices": [{"message": {"content": "cut sh'
+    delay: float = 0.0
+
+
+@dataclass(frozen=True)
+class JSONReply:
+    """Any JSON value as the body, e.g. a 200 with no ``choices``."""
+
+    data: Any
+    status: int = 200
+    delay: float = 0.0
+
+
+@dataclass(frozen=True)
+class Drop:
+    """Close the connection without sending anything (after ``delay`` seconds)."""
+
+    delay: float = 0.0
+
+
+Behaviour = Reply | Status | Malformed | JSONReply | Drop
+
+
+def echo_reply(request: RecordedRequest) -> str:
+    """The default reply: ``"summary: "`` and 50 characters of the last user message."""
+    return "summary: " + request.last_user_text[:50]
+
+
+# -- the server ----------------------------------------------------------------------------
+
+
+class FakeLLM:
+    """A scripted model endpoint on 127.0.0.1; use as a context manager."""
+
+    def __init__(
+        self,
+        *,
+        delay: float = 0.0,
+        model: str = "fake-model",
+        api_key: str | None = None,
+        strict: bool = True,
+        responder: Callable[[RecordedRequest], str] = echo_reply,
+        host: str = "127.0.0.1",
+    ) -> None:
+        self.delay = delay
+        self.model = model
+        self.api_key = api_key
+        self.strict = strict
+        self.responder = responder
+        self._host = host
+        self._lock = threading.Condition()
+        self._queue: deque[Behaviour] = deque()
+        self._requests: list[RecordedRequest] = []
+        self._errors: list[BaseException] = []
+        self._stopping = threading.Event()
+        self._server: _Server | None = None
+        self._thread: threading.Thread | None = None
+
+    # lifecycle
+
+    def start(self) -> Self:
+        """Start serving (``with`` does this); returns self."""
+        if self._server is not None:
+            return self
+        self._stopping.clear()
+        server = _Server((self._host, 0), _Handler)
+        server.fake = self
+        self._server = server
+        self._thread = threading.Thread(
+            target=server.serve_forever, kwargs={"poll_interval": 0.02},
+            name=f"FakeLLM:{server.server_address[1]}", daemon=True,
+        )
+        self._thread.start()
+        return self
+
+    def close(self) -> None:
+        """Stop serving, close every connection, join every thread (idempotent)."""
+        server, thread = self._server, self._thread
+        if server is None:
+            return
+        self._stopping.set()
+        server.shutdown()
+        server.close_connections()
+        server.server_close()
+        if thread is not None:
+            thread.join()
+        self._server = self._thread = None
+
+    def __enter__(self) -> Self:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    # addresses
+
+    @property
+    def port(self) -> int:
+        """The port the server listens on."""
+        if self._server is None:
+            raise RuntimeError("FakeLLM is not running; use `with FakeLLM() as fake:`")
+        return int(self._server.server_address[1])
+
+    @property
+    def base_url(self) -> str:
+        """``http://127.0.0.1:PORT``: the base URL for either client."""
+        return f"http://{self._host}:{self.port}"
+
+    @property
+    def openai_base_url(self) -> str:
+        """``http://127.0.0.1:PORT/v1``, as an OpenAI base URL is usually written."""
+        return self.base_url + "/v1"
+
+    @property
+    def anthropic_base_url(self) -> str:
+        """Same as :attr:`base_url` (Anthropic clients append ``/v1/messages``)."""
+        return self.base_url
+
+    # scripting (each returns self, so calls chain)
+
+    def push(self, *behaviours: Behaviour, times: int = 1) -> Self:
+        """Queue ``behaviours`` (in order), the whole group ``times`` times."""
+        with self._lock:
+            for _ in range(times):
+                self._queue.extend(behaviours)
+        return self
+
+    def reply(self, text: str | None = None, *, times: int = 1, **options: Any) -> Self:
+        """Queue a successful reply (``text=None``: the responder's); see :class:`Reply`."""
+        return self.push(Reply(text, **options), times=times)
+
+    def slow(self, seconds: float, text: str | None = None, *, times: int = 1) -> Self:
+        """Queue a successful reply sent after ``seconds``."""
+        return self.push(Reply(text, delay=seconds), times=times)
+
+    def status(
+        self,
+        status: int,
+        *,
+        body: str | Mapping[str, Any] | None = None,
+        retry_after: float | str | None = None,
+        headers: Mapping[str, str] | None = None,
+        times: int = 1,
+    ) -> Self:
+        """Queue an error status (the provider's error JSON unless ``body`` is given)."""
+        return self.push(Status(status, body, retry_after, dict(headers or {})), times=times)
+
+    def rate_limit(self, retry_after: float | str | None = None, *, times: int = 1) -> Self:
+        """Queue a 429, with ``Retry-After`` when given."""
+        return self.status(429, retry_after=retry_after, times=times)
+
+    def server_error(self, status: int = 500, *, times: int = 1) -> Self:
+        """Queue a 5xx (500 by default)."""
+        return self.status(status, times=times)
+
+    def malformed(self, body: str | None = None, *, times: int = 1) -> Self:
+        """Queue a 200 whose body is not JSON."""
+        return self.push(Malformed() if body is None else Malformed(body), times=times)
+
+    def json(self, data: Any, *, status: int = 200, times: int = 1) -> Self:
+        """Queue a reply whose body is ``data`` as JSON."""
+        return self.push(JSONReply(data, status), times=times)
+
+    def drop(self, *, delay: float = 0.0, times: int = 1) -> Self:
+        """Queue a dropped connection: closed without any response."""
+        return self.push(Drop(delay), times=times)
+
+    def reset(self) -> None:
+        """Forget queued behaviours and recorded requests."""
+        with self._lock:
+            self._queue.clear()
+            self._requests.clear()
+            self._errors.clear()
+
+    # reading the records
+
+    @property
+    def requests(self) -> list[RecordedRequest]:
+        """Every request so far, in arrival order (a copy)."""
+        with self._lock:
+            return list(self._requests)
+
+    @property
+    def count(self) -> int:
+        """How many requests arrived."""
+        with self._lock:
+            return len(self._requests)
+
+    @property
+    def last(self) -> RecordedRequest:
+        """The latest request."""
+        with self._lock:
+            if not self._requests:
+                raise LookupError("FakeLLM has received no request")
+            return self._requests[-1]
+
+    @property
+    def pending(self) -> int:
+        """Behaviours still queued."""
+        with self._lock:
+            return len(self._queue)
+
+    @property
+    def server_errors(self) -> list[BaseException]:
+        """Unexpected exceptions in handlers (dropped client connections not counted)."""
+        with self._lock:
+            return list(self._errors)
+
+    def wait_for(self, count: int, timeout: float = 5.0) -> bool:
+        """Block until ``count`` requests have arrived; False on timeout."""
+        with self._lock:
+            return self._lock.wait_for(lambda: len(self._requests) >= count, timeout)
+
+    # used by the handler
+
+    def _record(self, request: RecordedRequest) -> RecordedRequest:
+        with self._lock:
+            request = replace(request, index=len(self._requests))
+            self._requests.append(request)
+            self._lock.notify_all()
+            return request
+
+    def _next(self) -> Behaviour:
+        with self._lock:
+            return self._queue.popleft() if self._queue else Reply()
+
+    def _record_error(self, error: BaseException) -> None:
+        with self._lock:
+            self._errors.append(error)
+
+
+class _Server(ThreadingHTTPServer):
+    # Handler threads are joined on close (not daemons), so none outlives the server.
+    daemon_threads = False
+    block_on_close = True
+    # The default backlog of 5 drops the SYNs of a burst of clients, which then wait a
+    # full second to retransmit: benchmarks and concurrency tests would measure that.
+    request_queue_size = 128
+    fake: FakeLLM
+
+    def __init__(self, address: tuple[str, int], handler: type[BaseHTTPRequestHandler]):
+        self._open: set[socket.socket] = set()
+        self._open_lock = threading.Lock()
+        super().__init__(address, handler)
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        with self._open_lock:
+            self._open.add(request)
+        super().process_request(request, client_address)
+
+    def shutdown_request(self, request: Any) -> None:
+        with self._open_lock:
+            self._open.discard(request)
+        super().shutdown_request(request)
+
+    def close_connections(self) -> None:
+        # Idle keep-alive connections block their handler in a read; shutting the
+        # socket down makes that read return so the handler thread can end.
+        with self._open_lock:
+            sockets = list(self._open)
+        for sock in sockets:
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        error = sys.exc_info()[1]
+        if isinstance(error, ConnectionError | TimeoutError) or error is None:
+            return  # the client went away (e.g. it timed out first): expected in tests
+        self.fake._record_error(error)
+        traceback.print_exc()
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server_version = "FakeLLM/1.0"
+    timeout = 30  # a safety net: no connection stays open longer when idle
+    # Headers and body go out in two writes; with Nagle on, the client's delayed ACK
+    # would add ~40 ms to every reply.
+    disable_nagle_algorithm = True
+    server: _Server
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass  # keep test output clean
+
+    def do_GET(self) -> None:
+        self._send_json(405, {"error": {"message": "use POST", "type": "invalid_request_error"}})
+
+    def do_POST(self) -> None:
+        fake = self.server.fake
+        body = self._read_body()
+        path = self.path.split("?", 1)[0]
+        provider: Provider | None = (
+            "openai" if path in OPENAI_PATHS else "anthropic" if path in ANTHROPIC_PATHS
+            else None
+        )
+        try:
+            decoded: Any = json.loads(body) if body else None
+        except ValueError:
+            decoded = None
+        request = fake._record(RecordedRequest(
+            index=-1, method="POST", path=path,
+            headers={k.lower(): v for k, v in self.headers.items()},
+            body=body, json=decoded, provider=provider, received_at=time.monotonic(),
+        ))
+        if provider is None:
+            self._send_json(404, _error_body("openai", 404, f"no route for POST {path}"))
+            return
+        problem = self._auth_problem(request) or (
+            _shape_problem(request) if fake.strict else None
+        )
+        if problem is not None:
+            status, message = problem
+            self._send_json(status, _error_body(provider, status, message))
+            return
+        behaviour = fake._next()
+        if fake._stopping.wait(fake.delay + behaviour.delay):
+            self.close_connection = True  # shutting down: answer nothing
+            return
+        self._perform(behaviour, request, provider)
+
+    def _perform(self, behaviour: Behaviour, request: RecordedRequest, provider: Provider) -> None:
+        fake = self.server.fake
+        if isinstance(behaviour, Drop):
+            self.close_connection = True
+        elif isinstance(behaviour, Malformed):
+            self._send(200, behaviour.body.encode(), "application/json")
+        elif isinstance(behaviour, JSONReply):
+            self._send_json(behaviour.status, behaviour.data)
+        elif isinstance(behaviour, Status):
+            headers = dict(behaviour.headers)
+            if behaviour.retry_after is not None:
+                headers["Retry-After"] = _header_number(behaviour.retry_after)
+            if behaviour.body is None:
+                self._send_json(behaviour.status, _error_body(
+                    provider, behaviour.status, f"scripted HTTP {behaviour.status}"
+                ), headers)
+            elif isinstance(behaviour.body, str):
+                self._send(behaviour.status, behaviour.body.encode(), "text/plain", headers)
+            else:
+                self._send_json(behaviour.status, behaviour.body, headers)
+        else:
+            text = behaviour.text if behaviour.text is not None else fake.responder(request)
+            self._send_json(200, _success_body(provider, request, behaviour, text, fake.model))
+
+    def _auth_problem(self, request: RecordedRequest) -> tuple[int, str] | None:
+        key = self.server.fake.api_key
+        if key is None:
+            return None
+        sent = request.headers.get("x-api-key") or request.headers.get(
+            "authorization", ""
+        ).removeprefix("Bearer ")
+        return None if sent == key else (401, "invalid api key")
+
+    def _read_body(self) -> bytes:
+        if self.headers.get("transfer-encoding", "").lower() == "chunked":
+            chunks = []
+            while True:
+                size = int(self.rfile.readline().split(b";")[0].strip() or b"0", 16)
+                if size == 0:
+                    while self.rfile.readline() not in (b"\r\n", b"\n", b""):
+                        pass
+                    return b"".join(chunks)
+                chunks.append(self.rfile.read(size))
+                self.rfile.readline()
+        length = int(self.headers.get("content-length") or 0)
+        return self.rfile.read(length) if length else b""
+
+    def _send_json(
+        self, status: int, data: Any, headers: Mapping[str, str] | None = None
+    ) -> None:
+        self._send(status, json.dumps(data).encode(), "application/json", headers)
+
+    def _send(
+        self, status: int, body: bytes, content_type: str,
+        headers: Mapping[str, str] | None = None,
+    ) -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(body)))
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
+        self.end_headers()
+        self.wfile.write(body)
+
+
+# -- reply bodies --------------------------------------------------------------------------
+
+
+def _success_body(
+    provider: Provider, request: RecordedRequest, reply: Reply, text: str, default_model: str
+) -> dict[str, Any]:
+    asked = request.json.get("model") if isinstance(request.json, dict) else None
+    model = reply.model or (asked if isinstance(asked, str) else default_model)
+    input_tokens = reply.input_tokens if reply.input_tokens is not None else _estimate(
+        _request_texts(request)
+    )
+    output_tokens = reply.output_tokens if reply.output_tokens is not None else _estimate([text])
+    if provider == "openai":
+        body: dict[str, Any] = {
+            "id": f"chatcmpl-fake-{request.index}",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": model,
+            "choices": [{
+                "index": 0,
+                "message": {"role": "assistant", "content": text},
+                "finish_reason": reply.stop_reason or "stop",
+            }],
+        }
+        if reply.usage:
+            body["usage"] = {"prompt_tokens": input_tokens, "completion_tokens": output_tokens,
+                             "total_tokens": input_tokens + output_tokens}
+        return body
+    body = {
+        "id": f"msg_fake_{request.index}",
+        "type": "message",
+        "role": "assistant",
+        "model": model,
+        "content": [{"type": "text", "text": text}],
+        "stop_reason": reply.stop_reason or "end_turn",
+        "stop_sequence": None,
+    }
+    if reply.usage:
+        body["usage"] = {"input_tokens": input_tokens, "output_tokens": output_tokens}
+    return body
+
+
+_ERROR_TYPES = {400: "invalid_request_error", 401: "authentication_error",
+                403: "permission_error", 404: "not_found_error", 429: "rate_limit_error",
+                529: "overloaded_error"}
+
+
+def _error_body(provider: Provider, status: int, message: str) -> dict[str, Any]:
+    kind = _ERROR_TYPES.get(status, "api_error")
+    if provider == "anthropic":
+        return {"type": "error", "error": {"type": kind, "message": message}}
+    return {"error": {"message": message, "type": kind, "code": status}}
+
+
+def _shape_problem(request: RecordedRequest) -> tuple[int, str] | None:
+    data = request.json
+    if not isinstance(data, dict):
+        return 400, "the body must be a JSON object"
+    if not isinstance(data.get("model"), str) or not data["model"]:
+        return 400, "model: field required"
+    messages = data.get("messages")
+    if not isinstance(messages, list) or not messages:
+        return 400, "messages: at least one message is required"
+    if not all(isinstance(m, dict) and isinstance(m.get("role"), str) for m in messages):
+        return 400, "messages: each message needs a role"
+    if request.provider == "anthropic":
+        if "anthropic-version" not in request.headers:
+            return 400, "anthropic-version: header is required"
+        tokens = data.get("max_tokens")
+        if not isinstance(tokens, int) or isinstance(tokens, bool) or tokens < 1:
+            return 400, "max_tokens: field required (an integer >= 1)"
+        roles = [m["role"] for m in messages]
+        if roles[0] != "user":
+            return 400, "messages: the first message must use the user role"
+        if any(r not in ("user", "assistant") for r in roles):
+            return 400, "messages: roles must be user or assistant (system goes in 'system')"
+        if any(a == b for a, b in itertools.pairwise(roles)):
+            return 400, "messages: roles must alternate between user and assistant"
+    return None
+
+
+# -- helpers -------------------------------------------------------------------------------
+
+
+def _text_of(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(
+            block.get("text", "") for block in content
+            if isinstance(block, dict) and block.get("type") == "text"
+        )
+    return ""
+
+
+def _request_texts(request: RecordedRequest) -> Iterable[str]:
+    data = request.json if isinstance(request.json, dict) else {}
+    if isinstance(data.get("system"), str):
+        yield data["system"]
+    for message in request.messages:
+        if isinstance(message, dict):
+            yield _text_of(message.get("content"))
+
+
+def _estimate(texts: Iterable[str]) -> int:
+    # Deterministic and roughly token-sized: a token per four characters, at least one.
+    return max(1, sum(len(t) for t in texts) // 4)
+
+
+def _header_number(value: float | str) -> str:
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)

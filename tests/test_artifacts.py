@@ -1,0 +1,364 @@
+"""Artifacts: content addressing, storage, exact reads, exit codes, summaries, rendering."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from memci.errors import InvalidInputError, StoreError
+from memci.store import SessionRecord, SQLiteStore
+from memci.workspace import (
+    ArtifactNotFoundError,
+    ArtifactStore,
+    parse_artifact_ref,
+    parse_exit_code,
+    pointer,
+    render_tool_result,
+    summarize_tool_output,
+)
+from tests.conftest import shared_data
+
+TRACES = ("django__django-11815", "django__django-11964", "pvlib__pvlib-python-1154")
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[SQLiteStore]:
+    s = SQLiteStore(tmp_path / "memci.db")
+    yield s
+    s.close()
+
+
+@pytest.fixture
+def session(store: SQLiteStore) -> SessionRecord:
+    return store.ensure_session("default", "s1", "u1", {})
+
+
+@pytest.fixture
+def arts(store: SQLiteStore, tmp_path: Path) -> ArtifactStore:
+    return ArtifactStore(store, tmp_path / "artifacts", inline_max_bytes=1024)
+
+
+def _blob_rows(store: SQLiteStore) -> list[tuple[str, str | None]]:
+    with store.read() as db:
+        return [(str(r[0]), r[1]) for r in db.execute(
+            "SELECT id, content FROM workspace_blobs ORDER BY id")]
+
+
+# -- content addressing and storage ------------------------------------------------------
+
+
+def test_identical_output_stored_once_and_linked_to_each_call(
+    arts: ArtifactStore, store: SQLiteStore, session: SessionRecord
+) -> None:
+    text = "<returncode>0</returncode>\n<output>\nok\n</output>\n"
+    a = arts.put(text, session=session, tool_name="bash", call_id="c1",
+                 arguments='{"command": "true"}')
+    b = arts.put(text, session=session, tool_name="bash", call_id="c2",
+                 arguments='{"command": "true"}', owner="dog")
+    assert a.id == b.id == hashlib.sha256(text.encode()).hexdigest()[:12]
+    assert a.seq != b.seq
+    assert len(_blob_rows(store)) == 1
+    assert [x.call_id for x in arts.calls(a.id)] == ["c1", "c2"]
+    found = arts.for_call(session, "c2")
+    assert found is not None and found.owner == "dog" and found.id == a.id
+    assert arts.for_call(session, "nope") is None
+    other = arts.put("different", session=session, tool_name="bash", call_id="c3")
+    assert other.id != a.id
+    assert len(_blob_rows(store)) == 2
+    assert [x.call_id for x in arts.for_session(session)] == ["c1", "c2", "c3"]
+
+
+def test_metadata_is_kept(arts: ArtifactStore, session: SessionRecord) -> None:
+    a = arts.put("exit code 3\nboom", session=session, tool_name="sh", call_id="k",
+                 arguments={"command": "boom"}, owner="main", is_error=True)
+    got = arts.get(a.id)
+    assert got.tool_name == "sh" and got.call_id == "k" and got.is_error
+    assert json.loads(got.arguments or "") == {"command": "boom"}
+    assert got.exit_code == 3
+    assert got.session_id == session.id
+    assert got.created_at.tzinfo is not None
+    assert got.pointer == f"artifact:{a.id}" == pointer(a.id)
+
+
+def test_large_output_goes_to_a_file_small_one_inline(
+    arts: ArtifactStore, store: SQLiteStore, session: SessionRecord, tmp_path: Path
+) -> None:
+    small = arts.put("a" * 1024, session=session, tool_name="t", call_id="1")
+    large_text = "长输出 line\n" * 400
+    large = arts.put(large_text, session=session, tool_name="t", call_id="2")
+    assert small.stored == "inline" and large.stored == "file"
+    rows = dict(_blob_rows(store))
+    assert rows[small.id] == "a" * 1024
+    assert rows[large.id] is None
+    path = tmp_path / "artifacts" / large.id[:2] / f"{large.id}.txt"
+    assert path.read_bytes() == large_text.encode("utf-8")
+    assert not list((tmp_path / "artifacts").rglob("*.tmp"))
+    assert arts.read(large.id) == large_text
+    assert large.size == len(large_text.encode()) and large.chars == len(large_text)
+    assert large.lines == 400
+
+
+def test_survives_reopening_the_store(tmp_path: Path) -> None:
+    store = SQLiteStore(tmp_path / "m.db")
+    sess = store.ensure_session("t", "s", None, {})
+    arts = ArtifactStore(store, tmp_path / "files", inline_max_bytes=10)
+    a = arts.put("0123456789 and more", session=sess, tool_name="t", call_id="1")
+    store.close()
+    store2 = SQLiteStore(tmp_path / "m.db")
+    try:
+        arts2 = ArtifactStore(store2, tmp_path / "files", inline_max_bytes=10)
+        assert arts2.read(a.id, 11) == "and more"
+        assert arts2.get(a.id).summary == a.summary
+    finally:
+        store2.close()
+
+
+def test_file_write_failure_stores_no_row(store: SQLiteStore, session: SessionRecord,
+                                          tmp_path: Path) -> None:
+    blocker = tmp_path / "not-a-dir"
+    blocker.write_text("x")
+    arts = ArtifactStore(store, blocker, inline_max_bytes=4)
+    with pytest.raises(StoreError):
+        arts.put("more than four bytes", session=session, tool_name="t", call_id="1")
+    assert _blob_rows(store) == []
+    assert arts.for_session(session) == []
+
+
+def test_unknown_or_malformed_id_is_a_typed_error(arts: ArtifactStore) -> None:
+    with pytest.raises(ArtifactNotFoundError, match="no artifact"):
+        arts.get("0123456789ab")
+    with pytest.raises(ArtifactNotFoundError):
+        arts.read("artifact:0123456789ab")
+    with pytest.raises(ArtifactNotFoundError, match="not an artifact id"):
+        arts.get("../../etc/passwd")
+    assert issubclass(ArtifactNotFoundError, InvalidInputError)
+    assert parse_artifact_ref("artifact:ABCDEF012345") == "abcdef012345"
+    assert not arts.exists("0123456789ab")
+
+
+def test_surrogates_are_refused(arts: ArtifactStore, session: SessionRecord) -> None:
+    with pytest.raises(InvalidInputError):
+        arts.put("bad \ud800", session=session, tool_name="t", call_id="1")
+
+
+# -- exact reads -------------------------------------------------------------------------
+
+MIXED = "第一行：错误\r\nsecond line 😀\n\n第四行 tab\there\nlast line without newline"
+
+
+@pytest.mark.parametrize("inline_max", [0, 10_000])
+def test_reads_are_exact_with_offset_length_and_lines(
+    store: SQLiteStore, session: SessionRecord, tmp_path: Path, inline_max: int
+) -> None:
+    arts = ArtifactStore(store, tmp_path / "a", inline_max_bytes=inline_max)
+    a = arts.put(MIXED, session=session, tool_name="t", call_id="x")
+    assert arts.read(a.id) == MIXED
+    assert arts.read(a.id, 3, 5) == MIXED[3:8]
+    assert arts.read(a.id, 0, 0) == ""
+    assert arts.read(a.id, len(MIXED) + 5, 3) == ""
+    lines = MIXED.split("\n")
+    assert arts.read_lines(a.id, 1, 1) == lines[0] + "\n"
+    assert arts.read_lines(a.id, 2, 2) == lines[1] + "\n" + lines[2] + "\n"
+    assert arts.read_lines(a.id, 5, 10) == lines[4]
+    assert arts.read_lines(a.id, 6, 1) == ""
+    assert arts.read_lines(a.id, 4) == "\n".join(lines[3:])
+    assert a.lines == 5
+    with pytest.raises(InvalidInputError):
+        arts.read(a.id, -1)
+    with pytest.raises(InvalidInputError):
+        arts.read_lines(a.id, 0, 1)
+
+
+@settings(max_examples=60, deadline=None)
+@given(text=st.text(min_size=0, max_size=300), offset=st.integers(0, 320),
+       length=st.integers(0, 320))
+def test_read_matches_python_slicing(tmp_path_factory: pytest.TempPathFactory, text: str,
+                                     offset: int, length: int) -> None:
+    text = text.encode("utf-8", "replace").decode("utf-8")
+    folder = tmp_path_factory.mktemp("h")
+    store = SQLiteStore(folder / "m.db")
+    try:
+        sess = store.ensure_session("t", "s", None, {})
+        arts = ArtifactStore(store, folder / "a", inline_max_bytes=50)
+        a = arts.put(text, session=sess, tool_name="t", call_id="1")
+        assert arts.read(a.id, offset, length) == text[offset:offset + length]
+        assert a.chars == len(text)
+    finally:
+        store.close()
+
+
+# -- exit codes and summaries ------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("text", "code"), [
+    ("<returncode>2</returncode>\n<output>\nx\n</output>", 2),
+    ("<returncode>-9</returncode>", -9),
+    ("exit code 1\nTraceback ...", 1),
+    ("some output\nExit status: 127", 127),
+    ("done\nreturncode=0", 0),
+    ("Process finished with exit code 3", 3),
+    ("[Command finished with exit code 0]", 0),
+    ("exited with code 4", 4),
+    ("执行完毕\n退出码：5", 5),
+    ("plain output with no code", None),
+    ("l1\nl2\nl3\nthe docs mention exit code 7 here\nl5\nl6\nl7\nl8", None),
+])
+def test_exit_code_parsing(text: str, code: int | None) -> None:
+    assert parse_exit_code(text) == code
+
+
+def _trace_tool_outputs() -> list[tuple[str, str, str | None]]:
+    out = []
+    for name in TRACES:
+        data = json.loads(shared_data("traces", f"{name}.traj.json").read_text())
+        args = {}
+        for m in data["messages"]:
+            for call in m.get("tool_calls") or []:
+                args[call["id"]] = call["function"]["arguments"]
+        for m in data["messages"]:
+            if m["role"] == "tool":
+                out.append((m["content"], m["tool_call_id"], args.get(m["tool_call_id"])))
+    return out
+
+
+def test_summaries_of_real_tool_outputs() -> None:
+    outputs = _trace_tool_outputs()
+    assert len(outputs) > 200
+    tracebacks = 0
+    for content, _, arguments in outputs:
+        lines = summarize_tool_output(content, tool_name="bash", arguments=arguments)
+        assert 1 <= len(lines) <= 6
+        assert all(line and "\n" not in line and len(line) <= 200 for line in lines)
+        code = int(content.split("<returncode>")[1].split("<")[0])
+        assert lines[0].startswith(f"exit code {code}")
+        if "Traceback (most recent call last)" in content:
+            tail = content[content.rfind("Traceback (most recent call last)"):]
+            exception = next(ln for ln in tail.split("\n")[1:]
+                             if re.match(r"(?:[a-z_]\w*\.)*[A-Z]\w*(:|$)", ln))
+            error_line = next(ln for ln in lines if ln.startswith("error: "))
+            assert exception.strip()[:60] in error_line
+            tracebacks += 1
+        assert summarize_tool_output(content, tool_name="bash", arguments=arguments) == lines
+    assert tracebacks >= 5
+
+
+def test_summaries_are_fast() -> None:
+    content = "\n".join(
+        f"src/pkg/module_{i}.py:{i}: something happened 错误：文件 {i}" if i % 25 == 0
+        else f"ordinary output line number {i} with some words in it" for i in range(200))
+    content = (content * 2)[:10 * 1024]
+    best = min(_timed(content) for _ in range(15))
+    assert best < 0.001, f"summary of 10 KB took {best * 1000:.2f} ms"
+
+
+def _timed(content: str) -> float:
+    start = time.perf_counter()
+    summarize_tool_output(content, tool_name="bash")
+    return time.perf_counter() - start
+
+
+def test_summary_pytest_failure() -> None:
+    out = "\n".join([
+        "============================= test session starts ==============================",
+        "collected 12 items", "", "tests/test_a.py ..F.........", "",
+        "=================================== FAILURES ===================================",
+        "E       AssertionError: assert 1 == 2", "",
+        "FAILED tests/test_a.py::test_three - AssertionError: assert 1 == 2",
+        "========================= 1 failed, 11 passed in 0.12s =========================",
+    ])
+    lines = summarize_tool_output(out, tool_name="bash")
+    assert lines[0] == "10 lines, 626 chars" or lines[0].endswith("chars")
+    assert "tests: 1 failed, 11 passed" in lines
+    error = next(ln for ln in lines if ln.startswith("error:"))
+    assert "FAILED tests/test_a.py::test_three" in error
+    assert any(ln.startswith("paths:") and "tests/test_a.py" in ln for ln in lines)
+
+
+def test_summary_unittest_and_grep() -> None:
+    unit = "...\n----------------------------------------------------------------------\n" \
+           "Ran 3 tests in 0.001s\n\nFAILED (failures=1)"
+    assert "tests: 3 run, FAILED (failures=1)" in summarize_tool_output(unit)
+    hits = "src/a.py:3:def main():\nsrc/b.py:9:    main()\nsrc/b.py:12:main()\n"
+    lines = summarize_tool_output(hits, tool_name="bash",
+                                  arguments='{"command": "grep -rn main src"}')
+    assert "matches: 3 lines in 2 files" in lines
+    assert summarize_tool_output("", tool_name="grep", arguments={"command": "grep x"}) == [
+        "no output"]
+
+
+def test_summary_is_cjk_aware() -> None:
+    out = ("开始处理…\n————————\n读取配置：config.yaml\n错误：找不到文件 data/输入.csv\n"
+           "处理失败，退出\n")
+    lines = summarize_tool_output(out)
+    assert 1 <= len(lines) <= 6
+    error = next(ln for ln in lines if ln.startswith("error:"))
+    assert "处理失败" in error or "错误：找不到文件" in error
+    assert lines[[ln.split(":")[0] for ln in lines].index("first")] == "first: 开始处理…"
+    assert any("config.yaml" in ln for ln in lines if ln.startswith("paths:"))
+
+
+def test_summary_lines_dedupe_paths_and_cut_long_lines() -> None:
+    out = ("error: x in /a/b/c.py\n" * 3) + "y" * 5000 + "\n/a/b/c.py /a/b/c.py ./d.py\n"
+    lines = summarize_tool_output(out)
+    paths = next(ln for ln in lines if ln.startswith("paths:"))
+    assert paths.count("/a/b/c.py") == 1 and "./d.py" in paths
+    assert all(len(ln) <= 200 for ln in lines)
+
+
+def test_summarizer_seam_is_used_and_clamped(store: SQLiteStore, session: SessionRecord,
+                                             tmp_path: Path) -> None:
+    def fancy(content: str, *, tool_name: str | None = None,
+              arguments: object = None) -> list[str]:
+        return [f"line {i}" for i in range(10)]
+
+    arts = ArtifactStore(store, tmp_path / "a", summarize=fancy)  # type: ignore[arg-type]
+    a = arts.put("x", session=session, tool_name="t", call_id="1")
+    assert a.summary == tuple(f"line {i}" for i in range(6))
+    b = arts.set_summary(a, ["an LLM summary"])
+    assert b.summary == ("an LLM summary",)
+    assert arts.get(a.id).summary == ("an LLM summary",)
+
+
+# -- rendering ---------------------------------------------------------------------------
+
+
+def test_render_tool_result_head_at_line_boundary(arts: ArtifactStore,
+                                                  session: SessionRecord) -> None:
+    text = "".join(f"line {i:03d} 第{i}行\n" for i in range(1, 101))
+    a = arts.put(text, session=session, tool_name="bash", call_id="c9")
+    shown = arts.render_tool_result(a, head_chars=100)
+    assert shown.startswith(f"[tool result · bash · call c9 · artifact:{a.id}]")
+    for line in a.summary:
+        assert line in shown
+    head = shown.split("---\n", 1)[1].split("\n--- cut")[0]
+    assert text.startswith(head + "\n")
+    assert len(head) <= 100
+    assert "artifact_get" in shown and f"artifact:{a.id}" in shown
+    assert head.count("\n") == 6  # 7 whole lines of 13 characters fit in 100, not 8
+    assert "lines 8-100" in shown
+    assert f"offset={len(head) + 1}," in shown
+
+    bare = arts.render_tool_result(a.id, head_chars=0)
+    assert bare == "\n".join([f"[tool result · bash · call c9 · artifact:{a.id}]", *a.summary])
+
+    whole = arts.render_tool_result(a, head_chars=10_000)
+    assert "output (complete)" in whole and "cut" not in whole.split("---")[-1]
+    assert render_tool_result(a, head_chars=100, head=text) == shown
+
+
+def test_render_cuts_mid_line_when_the_first_line_is_too_long(
+    arts: ArtifactStore, session: SessionRecord
+) -> None:
+    a = arts.put("x" * 500 + "\nend\n", session=session, tool_name=None, call_id=None)
+    shown = arts.render_tool_result(a, head_chars=50)
+    assert "x" * 50 + " …" in shown
+    assert "from mid-line" in shown
+    assert shown.startswith(f"[tool result · artifact:{a.id}]")

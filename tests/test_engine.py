@@ -1,0 +1,220 @@
+"""Engine and Session: settings, bad input, and the budgeted build of the walking skeleton."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import random
+from typing import Any
+
+import pytest
+
+import memci
+
+
+def _call(cid: str, name: str = "bash", args: str = '{"command": "ls"}') -> dict[str, Any]:
+    return {"id": cid, "type": "function", "function": {"name": name, "arguments": args}}
+
+
+def _conversation(rng: random.Random, turns: int) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    n = 0
+    for t in range(turns):
+        out.append({"role": "user", "content": f"question {t} " + "word " * rng.randint(1, 40)})
+        for _ in range(rng.randint(0, 3)):
+            calls = [_call(f"c{n + k}") for k in range(rng.randint(1, 3))]
+            n += len(calls)
+            out.append({"role": "assistant", "content": rng.choice([None, "let me look"]),
+                        "tool_calls": calls})
+            for c in calls:
+                out.append({"role": "tool", "tool_call_id": c["id"],
+                            "content": "output line\n" * rng.randint(1, 60)})
+        out.append({"role": "assistant", "content": "answer " * rng.randint(1, 30)})
+    return out
+
+
+def assert_openai_valid(messages: list[dict[str, Any]]) -> None:
+    """Every tool message answers a call of the assistant message just before its run."""
+    open_calls: set[str] = set()
+    for m in messages:
+        if m["role"] == "tool":
+            assert m["tool_call_id"] in open_calls, m
+            open_calls.discard(m["tool_call_id"])
+        else:
+            assert not open_calls, f"unanswered calls {open_calls} before {m}"
+            open_calls = {c["id"] for c in m.get("tool_calls") or []}
+    assert not open_calls
+
+
+def assert_anthropic_valid(payload: dict[str, Any]) -> None:
+    messages = payload["messages"]
+    if not messages:
+        return
+    assert messages[0]["role"] == "user"
+    for a, b in itertools.pairwise(messages):
+        assert a["role"] != b["role"]
+    for i, m in enumerate(messages):
+        blocks = m["content"] if isinstance(m["content"], list) else []
+        uses = {b["id"] for b in blocks if b["type"] == "tool_use"}
+        if uses:
+            nxt = messages[i + 1]["content"]
+            assert isinstance(nxt, list)
+            assert {b["tool_use_id"] for b in nxt if b["type"] == "tool_result"} == uses
+        results = [b for b in blocks if b["type"] == "tool_result"]
+        if results:
+            prev = messages[i - 1]["content"]
+            asked = {b["id"] for b in prev if b["type"] == "tool_use"}
+            assert {b["tool_use_id"] for b in results} <= asked
+            kinds = [b["type"] for b in blocks]
+            assert kinds == sorted(kinds, key=lambda k: k != "tool_result")
+        for b in blocks:
+            if b["type"] == "text":
+                assert b["text"]
+
+
+def test_defaults_per_model_and_overrides(engine: memci.Engine) -> None:
+    assert engine.session("a", model="gpt-4o-mini").settings.context_window == 128_000
+    assert engine.session("b", model="claude-sonnet-4-5").settings.context_window == 200_000
+    c = engine.session("c", model="claude-sonnet-4-5")
+    assert c.settings.provider == "anthropic"
+    assert engine.session("d", model="deepseek-chat").settings.context_window == 64_000
+    assert engine.session("e", model="qwen-plus").settings.context_window == 131_072
+    s = engine.session("f", model="gpt-4o", context_window=10_000, reserve_ratio=0.5)
+    assert s.settings.budget == 5_000
+    assert engine.session("g", max_tokens=1000).settings.budget == 1000
+    assert engine.session("h").settings.tokenizer in ("estimate", "cl100k_base", "o200k_base")
+
+
+@pytest.mark.parametrize("bad", [
+    {"reserve_ratio": 1.5}, {"context_window": 0}, {"strategy": "random"},
+    {"no_such_setting": 1}, {"strategy": "sliding_window"}, {"max_tokens": -1},
+])
+def test_bad_settings_raise_config_error(engine: memci.Engine, bad: dict[str, Any]) -> None:
+    with pytest.raises(memci.ConfigError):
+        engine.session("x", **bad)
+
+
+@pytest.mark.parametrize(("message", "error"), [
+    ({"role": "wizard", "content": "x"}, memci.UnknownRoleError),
+    ({"role": "tool", "tool_call_id": "missing", "content": "x"}, memci.OrphanToolResultError),
+    ({"role": "assistant", "tool_calls": [_call("c", args="{not json")]},
+     memci.InvalidToolArgumentsError),
+    ({"role": "assistant", "tool_calls": [_call("c", args="[1, 2]")]},
+     memci.InvalidToolArgumentsError),
+    ({"role": "user", "content": "bad \ud800 surrogate"}, memci.InvalidTextError),
+    ({"role": "user", "content": b"\xff\xfe invalid"}, memci.InvalidTextError),
+    ({"role": "user", "content": "x" * 2048}, memci.MessageTooLargeError),
+    ("just a string", memci.InvalidMessageError),
+    (["a", "list"], memci.InvalidMessageError),
+    ({"role": "user", "content": "x", "created_at": "yesterday-ish"},
+     memci.InvalidTimestampError),
+    ({"role": "user", "content": 42}, memci.InvalidMessageError),
+])
+def test_bad_input_raises_and_stores_nothing(
+    engine: memci.Engine, message: Any, error: type[Exception]
+) -> None:
+    s = engine.session("s", max_message_bytes=1024)
+    s.add({"role": "user", "content": "kept"})
+    with pytest.raises(error) as info:
+        s.add(message)
+    assert isinstance(info.value, memci.MemciError)
+    assert str(info.value)  # says what to fix
+    with pytest.raises(error):
+        s.add_many([{"role": "user", "content": "first of batch"}, message])
+    assert [m.content for m in s.messages()] == ["kept"]
+
+
+def test_build_keeps_system_and_newest_that_fit(engine: memci.Engine) -> None:
+    s = engine.session("s", strategy="oldest")
+    s.set_system("You are terse.")
+    for i in range(200):
+        s.add({"role": "user" if i % 2 == 0 else "assistant", "content": f"message {i} " * 20})
+    ctx = s.build(budget=1500)
+    assert ctx.messages[0].role == "system" and ctx.messages[0].content == "You are terse."
+    assert ctx.messages[-1].content.startswith("message 199")
+    assert ctx.stats.total_tokens <= 1500
+    assert ctx.stats.budget == 1500
+    seqs = [m.seq for m in ctx.messages[1:]]
+    assert seqs == list(range(seqs[0], 202)) and seqs[0] > 2  # a contiguous newest suffix
+    # one more message would not have fitted
+    dropped = s.messages()[seqs[0] - 2]
+    assert ctx.stats.total_tokens + (dropped.tokens or 0) > 1500
+    assert ctx.stats.full_tokens > ctx.stats.total_tokens
+    assert set(ctx.stats.sections) >= {"system"}
+    assert ctx.stats.build_ms >= 0
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_build_never_splits_tool_calls(engine: memci.Engine, seed: int) -> None:
+    rng = random.Random(seed)
+    s = engine.session(f"s{seed}", strategy="oldest")
+    s.set_system("sys")
+    s.add_many(_conversation(rng, 25))
+    tokenizer = memci.tokens.get_tokenizer(s.settings.tokenizer)
+    for budget in (60, 150, 400, 1000, 3000, 100_000):
+        ctx = s.build(budget=budget)
+        counted = sum(tokenizer.count_message(m) for m in ctx.messages) + 3
+        assert counted == ctx.stats.total_tokens
+        assert ctx.stats.total_tokens <= budget or len(ctx.messages) <= 4
+        payload = ctx.to_openai()
+        assert_openai_valid(payload["messages"])
+        assert_anthropic_valid(ctx.to_anthropic())
+
+
+def test_oversized_newest_unit_is_cut_to_fit(engine: memci.Engine) -> None:
+    s = engine.session("s", strategy="oldest")
+    s.add({"role": "user", "content": "please read the log"})
+    s.add({"role": "assistant", "content": None, "tool_calls": [_call("c1")]})
+    huge = "".join(f"line {i}: something happened here\n" for i in range(5000))
+    s.add({"role": "tool", "tool_call_id": "c1", "content": huge})
+    ctx = s.build(budget=800)
+    assert ctx.stats.total_tokens <= 800
+    tool = ctx.messages[-1]
+    assert tool.role == "tool" and "characters cut" in tool.content
+    assert tool.content.startswith("line 0:")
+    assert tool.content.rstrip().endswith("line 4999: something happened here")
+    assert s.messages()[-1].content == huge  # the store is untouched
+
+
+def test_unanswered_calls_are_left_out_of_the_request(engine: memci.Engine) -> None:
+    s = engine.session("s", strategy="oldest")
+    s.add({"role": "user", "content": "go"})
+    s.add({"role": "assistant", "content": "two calls",
+           "tool_calls": [_call("a1"), _call("a2")]})
+    s.add({"role": "tool", "tool_call_id": "a1", "content": "done"})
+    payload = s.build().to_openai()
+    assert_openai_valid(payload["messages"])
+    assert payload["messages"][-2]["tool_calls"][0]["id"] == "a1"
+    assert len(s.messages()) == 3
+
+
+def test_metadata_never_sent(engine: memci.Engine) -> None:
+    s = engine.session("s")
+    s.add({"role": "user", "content": "hi", "metadata": {"secret": "tok-123"}})
+    s.add({"role": "assistant", "content": "hello", "metadata": {"secret": "tok-456"}})
+    ctx = s.build()
+    text = json.dumps(ctx.to_openai()) + json.dumps(ctx.to_anthropic())
+    assert "tok-123" not in text and "tok-456" not in text and "metadata" not in text
+
+
+def test_other_process_appends_are_seen_by_build(db_path: Any) -> None:
+    with memci.Engine.open(db_path) as one, memci.Engine.open(db_path) as two:
+        a = one.session("s")
+        b = two.session("s")
+        a.add({"role": "user", "content": "from one"})
+        b.add({"role": "assistant", "content": "from two"})
+        a.add({"role": "user", "content": "one again"})
+        assert [m.content for m in a.build().messages] == ["from one", "from two", "one again"]
+        assert [m.seq for m in b.build().messages] == [1, 2, 3]
+
+
+def test_stats_count_builds_and_savings(engine: memci.Engine) -> None:
+    s = engine.session("s", strategy="oldest")
+    for _ in range(50):
+        s.add({"role": "user", "content": "x " * 100})
+        s.add({"role": "assistant", "content": "y " * 100})
+    s.build(budget=500)
+    s.build(budget=500)
+    st = s.stats()
+    assert st.builds == 2 and st.messages == 100
+    assert st.tokens_saved > 0 and st.mean_build_ms > 0
