@@ -28,12 +28,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import retrieval_data as data  # noqa: E402
-
-from memci.memory import MessageIndex  # noqa: E402
-from memci.memory._embed import SentenceTransformerEmbedder  # noqa: E402
-from memci.messages import Message  # noqa: E402
-from memci.store import SessionRecord, SQLiteStore  # noqa: E402
+import retrieval_data as data
+from memci.memory import MessageIndex
+from memci.memory._embed import SentenceTransformerEmbedder
+from memci.messages import Message
+from memci.store import SessionRecord, SQLiteStore
 
 KS = (5, 10, 20)
 
@@ -180,9 +179,9 @@ def main() -> None:
                 for label, options in (
                     ("time off", {"time_mode": "off"}),
                     ("time filter", {"time_mode": "filter"}),
-                    ("time boost x2", {"time_weight": 2.0}),
+                    ("time boost x1", {"time_weight": 1.0}),
                     ("context weight 0", {"context_weight": 0.0}),
-                    ("context weight 0.5", {"context_weight": 0.5}),
+                    ("context weight 0.3", {"context_weight": 0.3}),
                     ("context weight 1", {"context_weight": 1.0}),
                 ):
                     index = MessageIndex(built.store, embedder=None, **options)  # type: ignore[arg-type]

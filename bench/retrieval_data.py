@@ -202,7 +202,7 @@ def english(seeds: tuple[int, ...] = (7, 8, 9), sessions: int = 40) -> Dataset:
 def _english_user(seed: int, sessions: int, user: str) -> Dataset:
     rng = random.Random(seed)
     first = datetime(2026, 1, 5, 18, 0, tzinfo=UTC)
-    days = sorted(rng.sample(range(0, 300), sessions))
+    days = sorted(rng.sample(range(300), sessions))
     out = [BenchSession(f"en{seed}-{i:02d}", first + timedelta(days=d, hours=rng.randint(0, 4)),
                         user=user) for i, d in enumerate(days)]
     for session in out:
@@ -360,7 +360,7 @@ def chinese(path: Path = KDCONV, seed: int = 11, *, single: int = 150, multi: in
     rng.shuffle(dated)
     seen: set[tuple[str, str]] = set()
     count = 0
-    for (name, attr), (sname, _) in dated:
+    for (_name, attr), (sname, _) in dated:
         if count >= temporal or (sname, attr) in seen:
             continue
         seen.add((sname, attr))

@@ -362,3 +362,10 @@ def test_render_cuts_mid_line_when_the_first_line_is_too_long(
     assert "x" * 50 + " …" in shown
     assert "from mid-line" in shown
     assert shown.startswith(f"[tool result · artifact:{a.id}]")
+
+
+def test_unknown_session_is_refused(arts: ArtifactStore) -> None:
+    from memci.errors import UnknownSessionError
+
+    with pytest.raises(UnknownSessionError):
+        arts.put("x", session=999, tool_name="t", call_id="1")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 import json
 import random
+import re
 from typing import Any
 
 import pytest
@@ -154,26 +155,42 @@ def test_build_never_splits_tool_calls(engine: memci.Engine, seed: int) -> None:
     for budget in (60, 150, 400, 1000, 3000, 100_000):
         ctx = s.build(budget=budget)
         counted = sum(tokenizer.count_message(m) for m in ctx.messages) + 3
-        assert counted == ctx.stats.total_tokens
+        assert counted + ctx.stats.sections["tools"] == ctx.stats.total_tokens
         assert ctx.stats.total_tokens <= budget or len(ctx.messages) <= 4
         payload = ctx.to_openai()
         assert_openai_valid(payload["messages"])
         assert_anthropic_valid(ctx.to_anthropic())
 
 
-def test_oversized_newest_unit_is_cut_to_fit(engine: memci.Engine) -> None:
+def test_oversized_tool_output_is_shown_as_head_summary_and_pointer(
+    engine: memci.Engine,
+) -> None:
     s = engine.session("s", strategy="oldest")
     s.add({"role": "user", "content": "please read the log"})
     s.add({"role": "assistant", "content": None, "tool_calls": [_call("c1")]})
     huge = "".join(f"line {i}: something happened here\n" for i in range(5000))
     s.add({"role": "tool", "tool_call_id": "c1", "content": huge})
+    ctx = s.build(budget=3000)
+    assert ctx.stats.total_tokens <= 3000 and ctx.stats.recipe == "tool_loop"
+    tool = ctx.messages[-1]
+    assert tool.role == "tool" and tool.content.startswith("[tool result · bash · call c1")
+    assert "line 0: something happened" in tool.content and "artifact_get(" in tool.content
+    (pointer,) = re.findall(r"artifact:([0-9a-f]{12})", tool.content.split("\n")[0])
+    got = s.call_tool("artifact_get", {"id": pointer, "offset": 0, "length": len(huge)})
+    assert got == huge[:16_000]  # the tool reads at most 16,000 characters at a time
+    assert s.messages()[-1].content == huge  # the store is untouched
+
+
+def test_oversized_user_message_is_cut_to_fit(engine: memci.Engine) -> None:
+    s = engine.session("s", strategy="oldest")
+    huge = "".join(f"line {i}: something happened here\n" for i in range(5000))
+    s.add({"role": "user", "content": huge})
     ctx = s.build(budget=800)
     assert ctx.stats.total_tokens <= 800
-    tool = ctx.messages[-1]
-    assert tool.role == "tool" and "characters cut" in tool.content
-    assert tool.content.startswith("line 0:")
-    assert tool.content.rstrip().endswith("line 4999: something happened here")
-    assert s.messages()[-1].content == huge  # the store is untouched
+    shown = ctx.messages[-1].content
+    assert "characters cut" in shown and shown.startswith("line 0:")
+    assert shown.rstrip().endswith("line 4999: something happened here")
+    assert s.messages()[-1].content == huge
 
 
 def test_unanswered_calls_are_left_out_of_the_request(engine: memci.Engine) -> None:

@@ -283,8 +283,11 @@ def test_call_file_tool(tree: Path, arts: ArtifactStore, artifact: Artifact) -> 
     _refused(call_file_tool("grep", {"target": "x"}, roots=[tree]), "missing")
     _refused(call_file_tool("grep", {"target": "x", "pattern": "y", "extra": 1}),
              "unknown argument")
-    _refused(call_file_tool("file_snippet", {"path": "a", "start": "1"}, roots=[tree]),
+    _refused(call_file_tool("file_snippet", {"path": "a", "start": "one"}, roots=[tree]),
              "must be int")
+    quoted = call_file_tool("file_snippet", {"path": "src/pkg/app.py", "start": "7",
+                                             "length": "1"}, roots=[tree])
+    assert quoted.ok and "7\tline 7" in quoted.text
     _refused(call_file_tool("artifact_get", "{oops", artifacts=arts), "not valid JSON")
     _refused(call_file_tool("rm", {}), "unknown tool")
 
@@ -296,3 +299,12 @@ def test_tool_specs() -> None:
         assert schema["type"] == "object" and schema["additionalProperties"] is False
         assert set(schema["required"]) <= set(schema["properties"])
         assert spec.to_anthropic()["input_schema"] == schema
+
+
+def test_empty_and_crlf_files(tree: Path) -> None:
+    (tree / "empty.txt").write_text("", encoding="utf-8")
+    assert file_snippet([tree], "empty.txt", 1, 5).text == "[file_snippet empty.txt · empty file]"
+    (tree / "dos.txt").write_bytes(b"one\r\ntwo\r\n")
+    result = file_snippet([tree], "dos.txt", 1, 5)
+    assert result.text.split("\n")[1:] == ["1\tone", "2\ttwo"]
+    assert grep("dos.txt", "two$", roots=[tree]).text.endswith("\n2: two")

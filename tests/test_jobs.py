@@ -26,7 +26,6 @@ from memci.llm import OpenAIChatClient
 from memci.messages import Message, ToolCallPart
 from memci.store import SQLiteStore
 from memci.summarize import (
-    SUMMARIZE_PAGE,
     SUMMARIZE_TEXT,
     ExtractiveSummarizer,
     Job,
@@ -505,3 +504,15 @@ def test_sigkill_of_a_worker_process_loses_nothing_and_repeats_nothing(tmp_path:
     assert len(rerun) == at_kill["running"]  # exactly the ones the dead worker held
     assert all(queue.result(f"j{n}") == {"n": n, "square": n * n} for n in range(total))
     store.close()
+
+
+def test_submit_many_is_one_transaction(queue: JobQueue) -> None:
+    queue.submit("echo", "a")
+    made = queue.submit_many([("echo", "a", {"x": 1}), ("echo", "b", {"x": 2})])
+    assert [j.key for j in made] == ["a", "b"] and made[0].payload == {}
+    with pytest.raises(InvalidInputError):
+        queue.submit_many([("echo", "c", None), ("echo", "", None)])
+    assert queue.get("c") is None and queue.stats()["total"] == 2
+    keys = SummaryJobs(queue).submit_pages([PAGE, PAGE[:1]], session="s")
+    assert keys == [page_key(PAGE, session="s"), page_key(PAGE[:1], session="s")]
+    assert queue.stats()["by_kind"]["summarize_page"]["pending"] == 2

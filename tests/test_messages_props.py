@@ -58,8 +58,10 @@ from memci.messages import (
     validate,
 )
 
+# Examples per property, chosen so that the whole file runs in a few seconds.
 FAST = settings(max_examples=100, deadline=None,
                 suppress_health_check=[HealthCheck.too_slow])
+CONVERSATIONS = settings(FAST, max_examples=50)
 SECRET = "memci-secret-marker"
 
 # -- strategies --------------------------------------------------------------------------
@@ -324,7 +326,7 @@ def test_openai_message_round_trip(message: Message) -> None:
     assert from_openai(through_json(to_openai_message(message))) == openai_normal(message)
 
 
-@FAST
+@CONVERSATIONS
 @given(conversations())
 def test_openai_conversation_round_trip(conversation: list[Message]) -> None:
     payload = through_json(to_openai(conversation))
@@ -337,7 +339,7 @@ def test_openai_conversation_round_trip(conversation: list[Message]) -> None:
 # -- (c) Anthropic -----------------------------------------------------------------------
 
 
-@FAST
+@CONVERSATIONS
 @given(conversations())
 def test_anthropic_conversation_round_trip(conversation: list[Message]) -> None:
     system, messages = through_json(to_anthropic(conversation))
@@ -424,7 +426,7 @@ def _kept(needle: str, haystack: list[str]) -> bool:
     return any(needle in s for s in haystack)
 
 
-@FAST
+@CONVERSATIONS
 @given(messy_conversations() | conversations())
 def test_anthropic_output_keeps_the_rules(conversation: list[Message]) -> None:
     system, messages = to_anthropic(conversation)
@@ -438,7 +440,7 @@ def test_anthropic_output_keeps_the_rules(conversation: list[Message]) -> None:
                 assert not text.strip() or _kept(text.strip(), written)
 
 
-@FAST
+@CONVERSATIONS
 @given(messy_conversations() | conversations())
 def test_openai_output_keeps_the_rules(conversation: list[Message]) -> None:
     messages = to_openai(conversation)

@@ -151,8 +151,10 @@ def test_current_page_opener_stays_in_long_tool_loop(engine: memci.Engine) -> No
         s.add({"role": "tool", "tool_call_id": f"k{i}", "content": f"output {i}\n" * 40})
         ctx = s.build(budget=4000)
         assert ctx.stats.total_tokens <= 4000
-        assert ctx.messages[0].content.startswith("Fix the failing build")
-        assert ctx.messages[-1].content.startswith(f"output {i}")
+        chat = [m for m in ctx.messages if m.role != "system"]
+        assert chat[0].content.startswith("Fix the failing build")
+        assert chat[-1].role == "tool" and f"call k{i}" in chat[-1].content
+        assert "output" in chat[-1].content
         assert_openai_valid(ctx.to_openai()["messages"])
 
 

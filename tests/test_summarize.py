@@ -9,8 +9,10 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from memci.errors import InvalidInputError, LLMHTTPError
+from memci.errors import ConfigError, InvalidInputError, LLMHTTPError
 from memci.llm import OpenAIChatClient
 from memci.messages import ImagePart, Message, TextPart, ToolCallPart
 from memci.summarize import (
@@ -228,6 +230,17 @@ def test_extractive_is_deterministic_and_fast() -> None:
     assert statistics.median(timings) < 0.001
 
 
+def test_chinese_segmenters() -> None:
+    text = "保利剧院位于北京市东城区东直门南大街14号。剧院常年上演话剧。你知道保利剧院的票价吗？"
+    bigram = ExtractiveSummarizer().summarize_entry(Message.user(text))
+    assert "保利剧院" in bigram
+    with pytest.raises(ConfigError):
+        ExtractiveSummarizer(segmenter="words")  # type: ignore[arg-type]
+    pytest.importorskip("jieba")
+    words = ExtractiveSummarizer(segmenter="jieba").summarize_entry(Message.user(text))
+    assert "保利剧院" in words and width(words) <= ENTRY_WIDTH
+
+
 # -- summaries within a budget ---------------------------------------------------------------
 
 NOTES = [
@@ -407,3 +420,33 @@ def test_llm_input_is_bounded(fake: FakeLLM, client: Any) -> None:
     s = LLMSummarizer(client(fake), max_input_tokens=300)
     s.summarize_text(["A long note about the export job and its memory. " * 400], 50)
     assert TOK.count(fake.last.json["messages"][1]["content"]) < 450
+    talk = [Message.user("The task: fix the export job."), *(
+        Message.assistant(f"Step {n}: checked part {n} of the export. " * 20) for n in range(60))]
+    s.handoff(talk, 100)
+    prompt = fake.last.json["messages"][1]["content"]
+    assert TOK.count(prompt) < 1000 and "The task" in prompt and "Step 59" in prompt
+    assert "messages left out" in prompt
+
+
+# -- invariants on arbitrary text ------------------------------------------------------------
+
+_PIECES = st.sampled_from([
+    *"abc XYZ 123 ./_-!?。！？；，中文字句“”\n\t…",
+    "e.g. ", "3.14", "Dr. ", "src/a.py", "Hello world. ", "我们明天去北京。",
+])
+_TEXT = st.lists(_PIECES, max_size=120).map("".join)
+_TEXTS = st.lists(_TEXT, min_size=1, max_size=6)
+
+
+@settings(max_examples=60, deadline=None)
+@given(texts=_TEXTS, budget=st.integers(min_value=0, max_value=80))
+def test_any_summary_fits_its_budget(texts: list[str], budget: int) -> None:
+    out = summarize_text(texts, budget)
+    assert TOK.count(out) <= budget
+
+
+@settings(max_examples=60, deadline=None)
+@given(text=_TEXT)
+def test_any_entry_fits_the_line_and_splitting_loses_nothing(text: str) -> None:
+    assert width(summarize_entry(Message.user(text))) <= ENTRY_WIDTH
+    assert "".join(split_sentences(text)).replace(" ", "") == "".join(text.split())

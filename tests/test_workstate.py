@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -655,8 +656,28 @@ def test_workspace_tools(ws: WorkState) -> None:
     assert call_workspace_tool(ws, "notebook_add", {"summary": "did it"}).ok
     assert call_workspace_tool(ws, "plan_remove", {"id": 7}).text.startswith("error: no plan")
     assert call_workspace_tool(ws, "pin_remove", {"ids": [1]}).text == "removed pin(s) 1"
-    assert call_workspace_tool(ws, "pin_remove", {"ids": ["1"]}).text.startswith("error:")
+    assert call_workspace_tool(ws, "pin_remove", {"ids": ["x"]}).text.startswith("error:")
     assert call_workspace_tool(ws, "plan_done", {"id": True}).text.startswith("error:")
     assert call_workspace_tool(ws, "pin_add", "{bad json").text.startswith("error:")
     assert call_workspace_tool(ws, "nope", {}).text.startswith("error: unknown tool")
     assert call_workspace_tool(ws, "pin_list", {"x": 1}).text.startswith("error: unknown arg")
+
+
+def test_every_public_name_is_documented() -> None:
+    import memci.tools._files as files
+    import memci.workspace as workspace
+
+    doc = (Path(__file__).resolve().parents[1] / "docs" / "workspace.md").read_text("utf-8")
+    names = [*workspace.__all__, *files.__all__]
+    missing = [n for n in names if not re.search(rf"`[^`\n]*\b{re.escape(n)}\b[^`\n]*`", doc)]
+    assert missing == []
+
+
+def test_state_needs_a_stored_session(store: SQLiteStore, session: SessionRecord) -> None:
+    from dataclasses import replace
+
+    from memci.errors import UnknownSessionError
+
+    with pytest.raises(UnknownSessionError):
+        WorkState(store, replace(session, id=999))
+    assert WorkState(store, session).with_actor("dog").actor == "dog"

@@ -12,21 +12,31 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import IO, TYPE_CHECKING, Any
 
 from memci._settings import SessionSettings
-from memci.budget import BudgetAllocator
+from memci._toolviews import SessionArtifacts, ToolViews
+from memci.budget import BudgetAllocator, cut_middle
 from memci.context import Context, ContextStats, ToolSpec
 from memci.context._log import LogIndex
 from memci.context._paged import PagedConfig, PagedContext, PageRow
 from memci.context._strategies import OldestWindow, SummarizeWindow, WindowLoader
 from memci.errors import ConfigError, InvalidMessageError
 from memci.messages import Message, ToolCallPart, coerce, to_openai, to_wire
+from memci.recipes import TITLES, Recipe, choose_recipe
 from memci.store import SessionRecord
 from memci.tokens import Tokenizer, get_tokenizer
+from memci.tools._files import FILE_TOOL_SPECS, call_file_tool
 from memci.tools._registry import Tool, ToolArgumentError, int_arg, run_tool
+from memci.workspace import (
+    CHINESE_TITLES,
+    ENGLISH_TITLES,
+    WORKSPACE_TOOL_SPECS,
+    WorkState,
+    call_workspace_tool,
+)
 
 if TYPE_CHECKING:
     from memci.engine import Engine
@@ -74,6 +84,30 @@ RECALL_PAGE: Tool[Session] = Tool(
 )
 
 
+def _file_tool(session: Session, name: str, args: Mapping[str, Any]) -> str:
+    return call_file_tool(name, dict(args), roots=session.settings.file_roots,
+                          artifacts=session.artifacts).text
+
+
+def _workspace_tool(session: Session, name: str, args: Mapping[str, Any]) -> str:
+    result = call_workspace_tool(session.work_state(), name, dict(args))
+    return result.text
+
+
+def _named(
+    run: Callable[[Session, str, Mapping[str, Any]], str], name: str
+) -> Callable[[Session, Mapping[str, Any]], str]:
+    return lambda session, args: run(session, name, args)
+
+
+FILE_TOOLS: dict[str, Tool[Session]] = {
+    spec.name: Tool(spec, _named(_file_tool, spec.name)) for spec in FILE_TOOL_SPECS
+}
+WORKSPACE_TOOLS: dict[str, Tool[Session]] = {
+    spec.name: Tool(spec, _named(_workspace_tool, spec.name)) for spec in WORKSPACE_TOOL_SPECS
+}
+
+
 def _language(texts: Iterable[str]) -> str:
     sample = "".join(texts)[:2000]
     cjk = sum(1 for ch in sample if "\u4e00" <= ch <= "\u9fff")
@@ -109,6 +143,15 @@ class Session:
         self._saved = 0
         self._previous: list[tuple[tuple[int | None, int | None, str | None], int]] = []
         self._allocator = BudgetAllocator()
+        self._calls: dict[str, ToolCallPart] = {}
+        self._raw_total = 0
+        self._work: WorkState | None = None
+        self._state_message: tuple[str, Message | None] = ("", None)
+        self._expired_round = 0
+        self._has_tool_results = False
+        self.artifacts = SessionArtifacts(engine.workspace.artifacts, record)
+        self._views = ToolViews(engine.store, record, engine.workspace.artifacts,
+                                self.tokenizer)
         self._sync()
         self._make_strategy()
 
@@ -119,16 +162,18 @@ class Session:
             if changed:
                 self.settings = settings
                 self.tokenizer = get_tokenizer(settings.tokenizer, provider=settings.provider)
+                self._views.tokenizer = self.tokenizer
                 self._make_strategy()
 
     def _make_strategy(self) -> None:
         s = self.settings
-        loader = WindowLoader(self._log, self._load_seqs)
+        loader = WindowLoader(self._log, self._load_views)
         self._paged: PagedContext | None = None
+        self._saved_cut = (0, 0)
         self._window: OldestWindow | SummarizeWindow
         if s.strategy == "paged":
             self._paged = PagedContext(
-                log=self._log, loader=self._load_seqs, tokenizer=self.tokenizer,
+                log=self._log, loader=self._load_views, tokenizer=self.tokenizer,
                 line_of=_entry_line,
                 config=PagedConfig(
                     low_watermark=s.archive_low_watermark,
@@ -140,6 +185,10 @@ class Session:
             )
             rows, counts = self._load_page_state()
             self._paged.restore(rows, counts)
+            saved_cut = self._state_get("paged.cut")
+            if saved_cut:
+                self._paged.restore_cut(int(saved_cut["page"]), int(saved_cut["hidden"]))
+            self._saved_cut = self._paged.cut
         elif s.strategy == "summarize":
             window = SummarizeWindow(loader, self.tokenizer, _summarize_texts,
                                      low_watermark=s.archive_low_watermark)
@@ -150,12 +199,17 @@ class Session:
         else:
             self._window = OldestWindow(loader, self.tokenizer, s.max_messages)
 
-    def _detect_language(self) -> str:
-        texts = [self._system.content] if self._system else []
-        if len(self._log):
-            last = self._log.seqs[min(3, len(self._log) - 1)]
-            texts += [m.content for m in self._load_seqs(self._log.seqs[0], last)]
-        return _language(texts)
+    def _detect_language(self) -> tuple[str, bool]:
+        """The conversation's language from its first four messages; final once they exist.
+
+        Derived from the log alone, so it is the same after a reopen.
+        """
+        if not len(self._log):
+            return "en", False
+        last = self._log.seqs[min(3, len(self._log) - 1)]
+        texts = [m.content for m in self._load_seqs(self._log.seqs[0], last)
+                 if m.role != "system"]
+        return _language(texts), len(self._log) >= 4
 
     # -- identity ------------------------------------------------------------------------
 
@@ -240,47 +294,166 @@ class Session:
     # -- building ------------------------------------------------------------------------
 
     def build(self, *, budget: int | None = None, recipe: str = "auto") -> Context:
-        """The context to send now, within ``budget`` tokens (default: the session's)."""
-        if recipe not in ("auto", "chat", "tool_loop"):
-            raise ConfigError(f"recipe must be 'auto', 'chat' or 'tool_loop', not {recipe!r}")
-        if budget is not None and (not isinstance(budget, int) or budget <= 0):
+        """The context to send now, within ``budget`` tokens (default: the session's).
+
+        ``recipe`` is ``chat``, ``tool_loop`` or ``auto`` (the tool loop when the newest
+        message is a tool result or a tool call is unanswered).
+        """
+        if budget is not None and (
+            isinstance(budget, bool) or not isinstance(budget, int) or budget <= 0
+        ):
             raise ConfigError(f"budget must be a positive int, not {budget!r}")
         started = time.perf_counter()
         with self._lock:
             self._sync()
+            chosen = choose_recipe(recipe, newest_role=self._log.roles[-1] if len(self._log)
+                                   else None, call_pending=self._call_pending())
+            self._expire_pins()
             specs = self.tool_specs()
             limit = budget if budget is not None else self.settings.budget
             tools_tokens = self._tool_tokens(specs)
-            system = self._system
-            system_tokens = (system.tokens or 0) if system else 0
-            room = limit - tools_tokens - system_tokens - _REPLY_PRIMING
+            if tools_tokens > limit // 4:  # a budget this small cannot carry the schemas
+                specs = tuple(s for s in specs if s.name == "recall_page")
+                tools_tokens = self._tool_tokens(specs)
+            head = self._head_system(specs)
+            head_tokens = sum(m.tokens or 0 for m in head)
+            room = limit - tools_tokens - head_tokens - _REPLY_PRIMING
             caps = self._allocator.allocate(max(room, 0), turns=self._log.pages,
                                             has_retrieval=False)
-            window, payload_bytes = self._fit_bytes(system, room, caps, specs)
-            body = [system, *window] if system is not None else window
+            state = self._state(chosen, caps["state"])
+            state_tokens = (state.tokens or 0) if state else 0
+            reserve = self._head_reserve(chosen, room - state_tokens)
+            window, payload_bytes = self._fit_bytes(
+                head, room - state_tokens - reserve, caps, specs, chosen)
+            if reserve:
+                window = self._with_head(window, reserve)
+            body = [*head, *([state] if state else []), *window]
             history = sum(m.tokens or 0 for m in window)
             contents = sum(m.tokens or 0 for m in window if m.role == "system")
-            total = system_tokens + tools_tokens + history + _REPLY_PRIMING
-            full = (self._log.total() + system_tokens + tools_tokens + _REPLY_PRIMING)
+            total = head_tokens + state_tokens + tools_tokens + history + _REPLY_PRIMING
+            system_tokens = (self._system.tokens or 0) if self._system else 0
+            full = self._raw_total + system_tokens + tools_tokens + _REPLY_PRIMING
             events = self._save_changes()
             elapsed = (time.perf_counter() - started) * 1000
             stats = ContextStats(
                 total_tokens=total, budget=limit,
-                sections={"system": system_tokens, "tools": tools_tokens,
+                sections={"system": head_tokens, "tools": tools_tokens, "state": state_tokens,
                           "contents": contents, "recent": history - contents},
                 build_ms=elapsed, messages=len(body), full_tokens=full,
                 strategy=self.settings.strategy, shares=caps,
                 prefix_tokens=self._prefix(body, tools_tokens), request_bytes=payload_bytes,
-                events=events,
+                events=events, recipe=chosen.name,
             )
             self._builds += 1
             self._build_ms += elapsed
             self._saved += stats.saved_tokens
         return Context(messages=body, stats=stats, tools=specs)
 
-    def _plan(self, room: int, caps: Mapping[str, int]) -> list[Message]:
+    def _call_pending(self) -> bool:
+        """Whether the newest assistant message made tool calls not yet all answered."""
+        roles = self._log.roles
+        if not roles or roles[-1] not in ("assistant", "tool"):
+            return False
+        i = len(roles) - 1
+        while i >= 0 and roles[i] == "tool":
+            i -= 1
+        if i < 0 or roles[i] != "assistant":
+            return False
+        answered = len(roles) - 1 - i
+        if answered == 0 and roles[-1] == "assistant":
+            message = self._load_seqs(self._log.seqs[i], self._log.seqs[i])
+            return bool(message and message[0].tool_calls)
+        return False
+
+    def _head_system(self, specs: Sequence[ToolSpec]) -> list[Message]:
+        """The system segment: the system prompt, and the tool contract when tools are on."""
+        out = [self._system] if self._system is not None else []
+        if any(s.name == "artifact_get" for s in specs):
+            titles = TITLES[self._language()]
+            contract = Message.system(f"{titles.contract_title}\n{titles.contract}")
+            out.append(replace(contract, tokens=self.tokenizer.count_message(contract)))
+        return out
+
+    def _language(self) -> str:
         if self._paged is not None:
-            window = self._paged.plan(room, caps["contents"])
+            return self._paged.language
+        if self.settings.language != "auto":
+            return self.settings.language
+        return self._detect_language()[0]
+
+    def _state(self, recipe: Recipe, cap: int) -> Message | None:
+        """The working-state segment for ``recipe``: titled sections, within ``cap``."""
+        version = self._workspace_version()
+        key = f"{recipe.name}:{version}:{cap}:{self._language()}"
+        if self._state_message[0] == key:
+            return self._state_message[1]
+        state = self.work_state()
+        render = {"fastmemo": state.render_fastmemo, "context_pool": state.render_context_pool,
+                  "pins": state.render_pins, "plan": state.render_plan,
+                  "notebook": state.render_notebook}
+        sections = {name: text for name in recipe.sections if (text := render[name]())}
+        message: Message | None = None
+        if sections:
+            from memci.summarize import ExtractiveSummarizer, fit_sections
+
+            title = TITLES[self._language()].state
+            room = max(0, cap - self.tokenizer.count(title) - 8)
+            fitted = fit_sections(sections, room, self.tokenizer, ExtractiveSummarizer())
+            text = "\n\n".join([title, *fitted.values()])
+            if self.tokenizer.count(text) > cap:
+                text = cut_middle(text, max(0, cap - 8), self.tokenizer)
+            if text:
+                built = Message.system(text)
+                message = replace(built, tokens=self.tokenizer.count_message(built))
+        self._state_message = (key, message)
+        return message
+
+    def _workspace_version(self) -> int:
+        with self.engine.store.read() as db:
+            row = db.execute("SELECT MAX(id) FROM workspace_events WHERE session_id = ?",
+                             (self._record.id,)).fetchone()
+        return int(row[0] or 0)
+
+    def _expire_pins(self) -> None:
+        """Expire pins once per round (by time and by rounds): they move to the notebook."""
+        if self._log.pages != self._expired_round:
+            self._expired_round = self._log.pages
+            self.work_state().expire(round=self._log.pages)
+
+    def _head_reserve(self, recipe: Recipe, room: int) -> int:
+        """Tokens kept for the head of the newest tool output (tool-loop turns)."""
+        if not recipe.tool_head or not len(self._log) or self._log.roles[-1] != "tool":
+            return 0
+        return max(0, min(self.settings.tool_head_tokens, room // 4))
+
+    def _with_head(self, window: list[Message], reserve: int) -> list[Message]:
+        """The newest tool results shown with the head of their output, within ``reserve``."""
+        last = [i for i in range(len(window) - 1, -1, -1) if window[i].role == "tool"]
+        tail: list[int] = []
+        for i in last:
+            if tail and i != tail[-1] - 1:
+                break
+            tail.append(i)
+        if not tail:
+            return window
+        share = reserve // len(tail)
+        out = list(window)
+        for i in tail:
+            stored = self._load_seqs(out[i].seq or 0, out[i].seq or 0)[0]
+            artifact = self._views.artifact_of(stored)
+            base = out[i].tokens or 0
+            chars = share * 3
+            while chars > 0:
+                shown = self._views.view(stored, artifact, head_chars=chars)
+                if (shown.tokens or 0) - base <= share:
+                    out[i] = shown
+                    break
+                chars = int(chars * 0.7) - 1
+        return out
+
+    def _plan(self, room: int, caps: Mapping[str, int], recipe: Recipe) -> list[Message]:
+        if self._paged is not None:
+            window = self._paged.plan(room, caps["contents"], recent_steps=recipe.recent_steps)
         elif isinstance(self._window, SummarizeWindow):
             window = self._window.plan(room, caps["contents"])
         else:
@@ -288,16 +461,16 @@ class Session:
         return _pair_tool_calls(window, self.tokenizer)
 
     def _fit_bytes(
-        self, system: Message | None, room: int, caps: Mapping[str, int],
-        specs: Sequence[ToolSpec],
+        self, head: list[Message], room: int, caps: Mapping[str, int],
+        specs: Sequence[ToolSpec], recipe: Recipe,
     ) -> tuple[list[Message], int]:
         """Plan the window; if the request passes ``max_request_bytes``, plan smaller."""
         limit = self.settings.max_request_bytes
         for _ in range(8):
-            window = self._plan(room, caps)
+            window = self._plan(room, caps, recipe)
             if not limit:
                 return window, 0
-            body = [system, *window] if system is not None else window
+            body = [*head, *window]
             size = len(json.dumps({"messages": to_openai(body),
                                    "tools": [s.to_openai() for s in specs]},
                                   ensure_ascii=False).encode())
@@ -322,11 +495,36 @@ class Session:
 
     # -- tools ---------------------------------------------------------------------------
 
-    def _tools(self) -> dict[str, Tool[Session]]:
+    def _all_tools(self) -> dict[str, Tool[Session]]:
         tools: dict[str, Tool[Session]] = {}
         if self._paged is not None:
             tools[RECALL_PAGE.spec.name] = RECALL_PAGE
+        tools.update(FILE_TOOLS)
+        tools.update(WORKSPACE_TOOLS)
         return tools
+
+    def _tools(self) -> dict[str, Tool[Session]]:
+        """memci's tools offered in this session: the ``tools`` setting, or by need.
+
+        ``auto``: recall_page with the paged strategy; once the session has tool calls,
+        artifact_get, grep, pins, plan and notebook; file_snippet when file_roots are set.
+        """
+        every = self._all_tools()
+        chosen = self.settings.tools
+        if chosen != "auto":
+            return {name: every[name] for name in chosen if name in every}
+        return {name: tool for name, tool in every.items()
+                if name == "recall_page"
+                or (name == "file_snippet" and self.settings.file_roots)
+                or (self._has_tool_results and name != "file_snippet")}
+
+    def work_state(self) -> WorkState:
+        """The session's pins, plan, notebook and fastmemo (seed 004)."""
+        titles = CHINESE_TITLES if self._language() == "zh" else ENGLISH_TITLES
+        if self._work is None:
+            self._work = WorkState(self.engine.store, self._record, titles=titles)
+        self._work.titles = titles
+        return self._work
 
     def tool_specs(self) -> tuple[ToolSpec, ...]:
         """memci's own tools offered to the model in this session."""
@@ -393,24 +591,61 @@ class Session:
         if store.last_seq(self._record) <= self._last_seq:
             return
         rows = store.token_index(self._record, after=self._last_seq)
-        systems = [seq for seq, role, _ in rows if role == "system"]
+        systems = [seq for seq, role, _, _ in rows if role == "system"]
         if systems:
             self._system = self._load_seqs(systems[-1], systems[-1])[0]
-        for seq, role, tokens in rows:
-            if role != "system":
-                self._log.append(seq, role, tokens)
+        unseen = [seq for seq, role, _, view in rows if role == "tool" and view is None]
+        made: dict[int, int] = {}
+        if unseen:
+            shown = self._views.views_of(self._load_seqs(unseen[0], unseen[-1]))
+            made = {m.seq or 0: m.tokens or 0 for m in shown if m.role == "tool"}
+        for seq, role, tokens, view in rows:
+            if role == "system":
+                continue
+            self._raw_total += tokens
+            self._has_tool_results |= role == "tool"
+            self._log.append(seq, role, view if view is not None else made.get(seq, tokens))
         self._last_seq = rows[-1][0]
 
     def _index(self, stored: list[Message]) -> None:
+        """Index messages this session just stored; store tool results as artifacts."""
+        results = [m for m in stored if m.role == "tool"]
+        for message in stored:
+            for call in message.tool_calls:
+                self._calls[call.id] = call
+        made = {m.seq: (m, a) for m, a in self._views.store_results(results, self._calls)}
         for message in stored:
             if message.role == "system":
                 self._system = message
-            else:
-                self._log.append(message.seq or 0, message.role, message.tokens or 0)
+                continue
+            tokens = message.tokens or 0
+            self._raw_total += tokens
+            self._has_tool_results |= message.role == "tool"
+            if message.seq in made:
+                view = self._views.view(*made[message.seq])
+                tokens = view.tokens or 0
+            self._log.append(message.seq or 0, message.role, tokens)
         self._last_seq = stored[-1].seq or self._last_seq
+        if made:
+            self._note_results(list(made.values()))
+
+    def _note_results(self, made: list[tuple[Message, Any]]) -> None:
+        """One short notebook line per tool result (seed 004, phase 1), with its pointer."""
+        state = self.work_state().with_actor("memci")
+        for message, artifact in made:
+            result = message.tool_result
+            assert result is not None
+            what = artifact.tool_name or "tool"
+            line = artifact.summary[0] if artifact.summary else f"{artifact.lines} lines"
+            state.notebook_add(f"{what}: {line}"[:300], source=f"tool:{result.call_id}",
+                               artifact_ref=artifact.pointer)
 
     def _load_seqs(self, first: int, last: int) -> list[Message]:
         return self.engine.store.messages(self._record, after=first - 1, upto=last)
+
+    def _load_views(self, first: int, last: int) -> list[Message]:
+        """Messages as a context shows them: tool results as their artifacts' views."""
+        return self._views.views_of(self._load_seqs(first, last))
 
     def _load_page_state(self) -> tuple[list[PageRow], dict[str, int]]:
         with self.engine.store.read() as db:
@@ -430,6 +665,10 @@ class Session:
     def _save_changes(self) -> tuple[str, ...]:
         """Save what the strategy changed (one transaction); return the events as text."""
         if self._paged is not None:
+            if self._paged.cut != self._saved_cut:
+                self._saved_cut = self._paged.cut
+                self._state_set("paged.cut", {"page": self._saved_cut[0],
+                                              "hidden": self._saved_cut[1]})
             rows, events = self._paged.take_changes()
             if not rows and not events:
                 return ()

@@ -41,6 +41,8 @@ class SessionSettings:
     evict_unchanged_rounds: int = 20
     contents_max_tokens: int = 0
     contents_entry_lines: int = 8
+    tool_head_tokens: int = 1500
+    tools: str | tuple[str, ...] = "auto"
 
     @property
     def budget(self) -> int:
@@ -52,6 +54,7 @@ class SessionSettings:
         """The settings as a JSON-ready dict."""
         out = asdict(self)
         out["file_roots"] = list(self.file_roots)
+        out["tools"] = self.tools if isinstance(self.tools, str) else list(self.tools)
         return out
 
 
@@ -75,6 +78,8 @@ def resolve_settings(
         "tokenizer": _default_tokenizer(info.encoding),
     }
     values.update(chosen)
+    if isinstance(values.get("tools"), list | tuple):
+        values["tools"] = tuple(str(t) for t in values["tools"])
     if "file_roots" in values:
         values["file_roots"] = tuple(str(r) for r in values["file_roots"])
     settings = SessionSettings(**values)
@@ -103,6 +108,8 @@ def _check(s: SessionSettings) -> None:
             raise ConfigError(f"{name} must be an int >= 0 (0 = no limit), not {value!r}")
     if not isinstance(s.max_message_bytes, int) or s.max_message_bytes <= 0:
         raise ConfigError(f"max_message_bytes must be a positive int, not {s.max_message_bytes!r}")
+    if s.tools != "auto" and not isinstance(s.tools, tuple):
+        raise ConfigError("tools must be 'auto' or a list of memci tool names")
     if s.language not in ("auto", "en", "zh"):
         raise ConfigError(f"language must be 'auto', 'en' or 'zh', not {s.language!r}")
     if not isinstance(s.archive_low_watermark, int | float) or not (
@@ -111,7 +118,7 @@ def _check(s: SessionSettings) -> None:
         raise ConfigError(
             f"archive_low_watermark must be in [0.1, 1], not {s.archive_low_watermark!r}")
     for name in ("evict_unrecalled_rounds", "evict_unchanged_rounds", "contents_max_tokens",
-                 "contents_entry_lines"):
+                 "contents_entry_lines", "tool_head_tokens"):
         value = getattr(s, name)
         if not isinstance(value, int) or value < 0:
             raise ConfigError(f"{name} must be an int >= 0 (0 = off), not {value!r}")

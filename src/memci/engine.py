@@ -18,6 +18,7 @@ from memci._settings import resolve_settings
 from memci.errors import InvalidFileError, InvalidMessageError, StoreError
 from memci.messages import Message, from_wire
 from memci.store import SessionRecord, SQLiteStore
+from memci.workspace import Workspace
 
 __all__ = ["EXPORT_FORMAT", "Engine", "Session", "SessionStats"]
 
@@ -33,6 +34,8 @@ class Engine:
 
     def __init__(self, store: SQLiteStore) -> None:
         self.store = store
+        # Large tool outputs live as files beside the database (seed 004).
+        self.workspace = Workspace(store, store.path.parent / f"{store.path.stem}-artifacts")
         self._sessions: dict[tuple[str, str], Session] = {}
         self._lock = threading.Lock()
 

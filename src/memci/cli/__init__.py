@@ -21,7 +21,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from memci.engine import Engine
-from memci.errors import MemciError
+from memci.errors import InvalidFileError, MemciError
 from memci.replay import load_conversation, replay
 
 __all__ = ["main"]
@@ -73,9 +73,11 @@ def _engine(db: str | None) -> Iterator[Engine]:
 @click.option("--db", default=None,
               help="Keep the replayed session in this SQLite file (default: a temporary one).")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+@click.option("--report", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Also write a self-contained HTML report with charts to this file.")
 def replay_command(
     file: Path, budget: int | None, model: str | None, strategy: str | None,
-    max_messages: int | None, db: str | None, as_json: bool,
+    max_messages: int | None, db: str | None, as_json: bool, report: Path | None,
 ) -> None:
     """Replay a recorded conversation or agent trace through memci.
 
@@ -84,6 +86,8 @@ def replay_command(
     before every assistant message and reports the tokens it sends against the tokens
     of the full history.
     """
+    if report is not None and not report.resolve().parent.is_dir():
+        raise InvalidFileError(f"cannot write the report to {report}: no such directory")
     conversation = load_conversation(file)
     console = Console(stderr=True)
     for note in conversation.skipped:
@@ -104,7 +108,19 @@ def replay_command(
                 task = bar.add_task("replay", total=total)
                 result = replay(session, conversation.messages, budget=budget,
                                 progress=lambda n: bar.update(task, completed=n))
+            events = session.events(limit=1_000_000) if report is not None else []
+            used = {"budget": budget or session.settings.budget,
+                    "strategy": session.settings.strategy, "model": session.settings.model}
     result.skipped.extend(conversation.skipped)
+    if report is not None:
+        from memci.report import write_report
+
+        try:
+            write_report(report, result, source=file.name, events=events, **used)
+        except OSError as exc:
+            raise InvalidFileError(f"cannot write the report to {report}: "
+                                   f"{exc.strerror or exc}") from exc
+        console.print(f"report written to {report}", highlight=False, soft_wrap=True)
     if as_json:
         click.echo(json.dumps(result.to_json(), ensure_ascii=False, indent=2))
         return
@@ -163,3 +179,6 @@ def import_command(file: Path, name: str | None, tenant: str | None, db: str | N
         count = session.count()
     Console(stderr=True).print(f"imported {count} messages into session {session.name!r}",
                                highlight=False)
+
+
+from memci.cli import _inspect  # noqa: E402, F401  (registers inspect, search, stats)

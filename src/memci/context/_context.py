@@ -57,6 +57,7 @@ class ContextStats:
     prefix_tokens: int = 0
     request_bytes: int = 0
     events: tuple[str, ...] = ()
+    recipe: str = "chat"
 
     @property
     def saved_tokens(self) -> int:

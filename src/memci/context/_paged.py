@@ -106,7 +106,7 @@ class PagedContext:
     def __init__(
         self, *, log: LogIndex, loader: Loader, tokenizer: Tokenizer,
         line_of: Callable[[Message], str], config: PagedConfig,
-        detect_language: Callable[[], str] = lambda: "en",
+        detect_language: Callable[[], tuple[str, bool]] = lambda: ("en", True),
     ) -> None:
         self.log = log
         self.loader = loader
@@ -129,9 +129,12 @@ class PagedContext:
     @property
     def language(self) -> str:
         """The language of the contents page's titles: set, or found from the log's start."""
-        if not self._language:
-            self._language = self._detect_language()
-        return self._language
+        if self._language:
+            return self._language
+        language, final = self._detect_language()
+        if final:
+            self._language = language
+        return language
 
     # -- save / load ---------------------------------------------------------------------
 
@@ -152,6 +155,15 @@ class PagedContext:
         for page in sorted(self.recalled):
             self._materialize_recalled(page)
         self.counts.update(counts)
+
+    @property
+    def cut(self) -> tuple[int, int]:
+        """``(page, hidden)``: how many steps of the current page are hidden (to save)."""
+        return self._cut_page, self._cut
+
+    def restore_cut(self, page: int, hidden: int) -> None:
+        """Load a saved cut of the current page."""
+        self._cut_page, self._cut = page, hidden
 
     def take_changes(self) -> tuple[list[PageRow], list[ContextEvent]]:
         """Page rows and events changed since the last call (for the store to save)."""
@@ -176,8 +188,13 @@ class PagedContext:
         """The current round: the newest page's number."""
         return self.log.pages
 
-    def plan(self, room: int, contents_cap: int) -> list[Message]:
-        """Archive, evict and trim so that the contents page and the window fit ``room``."""
+    def plan(self, room: int, contents_cap: int, *, recent_steps: int = 0) -> list[Message]:
+        """Archive, evict and trim so that the contents page and the window fit ``room``.
+
+        With ``recent_steps`` (the tool-loop recipe), the current page shows its opening
+        message and its newest steps only: at least ``recent_steps`` of them, cut back to
+        that many when they pass twice as many less one (so the cut moves in batches).
+        """
         if not len(self.log):
             return []
         cap = min(self.config.contents_max_tokens or contents_cap, contents_cap)
@@ -189,7 +206,7 @@ class PagedContext:
         self._materialize_new()
         contents = self._contents_message()
         budget_left = room - (contents.tokens or 0 if contents else 0)
-        window = list(self._window(budget_left))
+        window = list(self._window(budget_left, recent_steps))
         return [contents, *window] if contents else window
 
     def _active_tokens(self) -> int:
@@ -316,7 +333,7 @@ class PagedContext:
             current.append(message)
         self._next_position = len(log)
 
-    def _window(self, room: int) -> Iterator[Message]:
+    def _window(self, room: int, recent_steps: int) -> Iterator[Message]:
         """Recalled and active pages; the current page trimmed in batches if it must be."""
         current = self.active.pages.get(self.round)
         others = self.active.tokens - (current.tokens if current else 0)
@@ -326,9 +343,9 @@ class PagedContext:
             node = node.next
         if current is None or current.head is None:
             return
-        yield from self._current_page(current, room - others)
+        yield from self._current_page(current, room - others, recent_steps)
 
-    def _current_page(self, page: Page, room: int) -> Iterator[Message]:
+    def _current_page(self, page: Page, room: int, recent_steps: int) -> Iterator[Message]:
         opener = page.head
         assert opener is not None
         if self._cut_page != page.number:
@@ -339,6 +356,9 @@ class PagedContext:
         if room_rest < 0:
             yield shrink_message(opener.message, max(1, room), self.tokenizer)
             return
+        if recent_steps:
+            self._cut = max(self._cut, self._step_cut(page, recent_steps))
+            shown = rest_tokens - self._hidden_tokens(page)
         if shown > room_rest:
             self._cut = self._new_cut(page, int(room_rest * self.config.low_watermark))
         yield opener.message
@@ -349,6 +369,15 @@ class PagedContext:
         while node is not None:
             yield node.message
             node = node.next
+
+    def _step_cut(self, page: Page, steps: int) -> int:
+        """The cut that shows ``steps`` newest steps, if more than ``2 * steps - 1`` show."""
+        start, end = self.log.page_span(page.number)
+        roles = self.log.roles
+        starts = [i for i in range(start + 1 + self._cut, end) if roles[i] != "tool"]
+        if len(starts) <= 2 * steps - 1:
+            return self._cut
+        return starts[-steps] - (start + 1)
 
     def _hidden_tokens(self, page: Page) -> int:
         start, _ = self.log.page_span(page.number)

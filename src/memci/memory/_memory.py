@@ -146,8 +146,9 @@ class Memory:
                                                kinds=item_kinds, exclude_kinds=exclude_item_kinds,
                                                time_range=time_range).items():
                 lists[f"items:{name}"] = [("i", i) for i in ids]
-        weight = index.time_weight
-        fused = rrf(lists, weights={"time": weight, "items:time": weight})[:k]
+        weights = index.fusion_weights(query, message_lists)
+        weights["items:time"] = index.time_weight
+        fused = rrf(lists, weights=weights)[:k]
         message_hits = index.load_docs([(candidates[key[1]], score, _base(names))
                                         for key, score, names in fused if key[0] == "m"])
         item_hits = {h.item.id: h for h in self.items.hits(

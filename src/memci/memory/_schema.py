@@ -81,6 +81,8 @@ MEMORY_MIGRATIONS: tuple[Migration, ...] = (
             vec         BLOB NOT NULL,
             PRIMARY KEY (space_id, kind, ref)
         ) WITHOUT ROWID;
+        -- Counting and finding the newest vector must not read the vectors themselves.
+        CREATE INDEX memory_vectors_refs ON memory_vectors (space_id, kind, session_id);
         CREATE TABLE doc_files (
             id          INTEGER PRIMARY KEY,
             path        TEXT NOT NULL UNIQUE,

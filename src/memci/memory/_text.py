@@ -55,8 +55,9 @@ __all__ = [
 _CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
 _CJK_RUN = re.compile(f"[{_CJK}]+")
 _CJK_CHAR = re.compile(f"[{_CJK}]")
-# A word of the non-CJK part: letters, digits, and inner apostrophes / dots of numbers.
-_WORD = re.compile(rf"[^\W{_CJK}_]+(?:['’.][^\W{_CJK}_]+)*")
+# A word of the non-CJK part: letters and digits with inner apostrophes, or an identifier
+# joined by ``_ . - / :`` ("get_weather", "memci.store", "v1.2"), searched as a phrase.
+_WORD = re.compile(rf"[^\W{_CJK}_]+(?:(?:['’]|[_./:-]+)[^\W{_CJK}_]+)*")
 
 ENGLISH_STOPWORDS = frozenset("""
 a about above after again against all am an and any are aren't as at be because been before
@@ -151,7 +152,8 @@ def _english_terms(text: str) -> Iterator[str]:
             continue
         if word.endswith("'s"):
             word = word[:-2]
-        word = word.replace("'", "")
+        if "'" in word:
+            word = word.replace("'", "")
         if word and (len(word) > 1 or word.isdigit()):
             yield word
 

@@ -95,4 +95,20 @@ CORE_MIGRATIONS: tuple[Migration, ...] = (
         ) WITHOUT ROWID;
         """,
     ),
+    Migration(
+        3,
+        "message views: a tool result's artifact and its tokens as shown",
+        """
+        -- A tool result is shown as its artifact's summary and pointer, not raw; this
+        -- keeps which artifact it is and what that view costs, so planning reads no
+        -- message. Derived: rebuilt from the log and the artifacts when missing.
+        CREATE TABLE message_views (
+            session_id  INTEGER NOT NULL,
+            seq         INTEGER NOT NULL,
+            artifact    TEXT NOT NULL,
+            tokens      INTEGER NOT NULL,
+            PRIMARY KEY (session_id, seq)
+        ) WITHOUT ROWID;
+        """,
+    ),
 )

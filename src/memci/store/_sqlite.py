@@ -274,14 +274,51 @@ class SQLiteStore:
             rows = db.execute(sql + " ORDER BY seq", args).fetchall()
         return [_message(session.name, r) for r in rows]
 
-    def token_index(self, session: SessionRecord, *, after: int = 0) -> list[tuple[int, str, int]]:
-        """``(seq, role, tokens)`` of messages after ``after``: enough to plan a build."""
+    def token_index(
+        self, session: SessionRecord, *, after: int = 0
+    ) -> list[tuple[int, str, int, int | None]]:
+        """``(seq, role, tokens, view tokens)`` of messages after ``after``, to plan a build.
+
+        View tokens are those of a tool result as shown (None when no view is saved yet).
+        """
         with self.read() as db:
             rows = db.execute(
-                "SELECT seq, role, tokens FROM messages WHERE session_id = ? AND seq > ?"
-                " ORDER BY seq", (session.id, after),
+                "SELECT m.seq, m.role, m.tokens, v.tokens FROM messages m"
+                " LEFT JOIN message_views v ON v.session_id = m.session_id AND v.seq = m.seq"
+                " WHERE m.session_id = ? AND m.seq > ? ORDER BY m.seq", (session.id, after),
             ).fetchall()
-        return [(int(r[0]), str(r[1]), int(r[2])) for r in rows]
+        return [(int(r[0]), str(r[1]), int(r[2]), None if r[3] is None else int(r[3]))
+                for r in rows]
+
+    def views(self, session: SessionRecord, first: int, last: int) -> dict[int, str]:
+        """The artifact id of every tool result with ``first <= seq <= last`` that has one."""
+        with self.read() as db:
+            rows = db.execute(
+                "SELECT seq, artifact FROM message_views WHERE session_id = ?"
+                " AND seq BETWEEN ? AND ?", (session.id, first, last),
+            ).fetchall()
+        return {int(r[0]): str(r[1]) for r in rows}
+
+    def save_views(self, session: SessionRecord, views: Sequence[tuple[int, str, int]]) -> None:
+        """Save ``(seq, artifact, tokens)`` views of tool results."""
+        with self.write() as db:
+            db.executemany(
+                "INSERT OR REPLACE INTO message_views (session_id, seq, artifact, tokens)"
+                " VALUES (?, ?, ?, ?)", [(session.id, s, a, t) for s, a, t in views],
+            )
+
+    def tool_call(self, session: SessionRecord, call_id: str, before: int) -> Message | None:
+        """The assistant message with the latest call ``call_id`` made before seq ``before``."""
+        with self.read() as db:
+            row = db.execute(
+                "SELECT call_seq FROM tool_calls WHERE session_id = ? AND call_id = ?"
+                " AND call_seq < ? ORDER BY call_seq DESC LIMIT 1",
+                (session.id, call_id, before),
+            ).fetchone()
+        if row is None:
+            return None
+        found = self.messages(session, after=int(row[0]) - 1, upto=int(row[0]))
+        return found[0] if found else None
 
 
 def _message(session: str, row: tuple[Any, ...]) -> Message:

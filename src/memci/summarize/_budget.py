@@ -12,7 +12,8 @@ section of the input is in the output (possibly as ``""`` when its share is zero
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Hashable, Mapping
+from typing import TypeVar
 
 from memci.errors import InvalidInputError
 from memci.summarize._protocol import Summarizer, TokenCounter
@@ -20,16 +21,19 @@ from memci.summarize._text import shorten, width
 
 __all__ = ["fit_sections", "fit_tokens", "water_fill"]
 
+#: A section's name: any hashable key (``str`` or a ``Literal`` of names).
+K = TypeVar("K", bound=Hashable)
+
 
 def fit_sections(
-    sections: Mapping[str, str],
+    sections: Mapping[K, str],
     budget: int,
     tokenizer: TokenCounter,
     summarizer: Summarizer,
     *,
-    weights: Mapping[str, float] | None = None,
-    keep: Collection[str] = (),
-) -> dict[str, str]:
+    weights: Mapping[K, float] | None = None,
+    keep: Collection[K] = (),
+) -> dict[K, str]:
     """Return ``sections`` within ``budget`` tokens, summarizing the ones over their share.
 
     ``weights`` (default 1.0 each) make a section's share larger: a section of weight 2
@@ -48,17 +52,17 @@ def fit_sections(
     fixed = sum(counts[name] for name in keep)
     if fixed > budget:
         raise InvalidInputError(
-            f"the sections kept whole ({', '.join(keep)}) need {fixed} tokens, more than the "
-            f"budget of {budget}: raise the budget or let them be summarized"
+            f"the sections kept whole ({', '.join(map(str, keep))}) need {fixed} tokens, "
+            f"more than the budget of {budget}: raise the budget or let them be summarized"
         )
-    weights = weights or {}
-    for name, weight in weights.items():
+    given: Mapping[K, float] = weights or {}
+    for name, weight in given.items():
         if not weight > 0:
             raise InvalidInputError(f"weight of section {name!r} must be > 0, got {weight!r}")
     flexible = {name: count for name, count in counts.items() if name not in keep}
-    shares = water_fill(flexible, budget - fixed, weights)
+    shares = water_fill(flexible, budget - fixed, given)
     out = dict(sections)
-    cut: list[str] = []
+    cut: list[K] = []
     for name, share in shares.items():
         if counts[name] > share:
             out[name] = _summarize(sections[name], share, tokenizer, summarizer)
@@ -67,10 +71,10 @@ def fit_sections(
     # were cut, once, so the budget is used rather than wasted.
     spare = budget - sum(tokenizer.count(text) for text in out.values())
     if cut and spare > 8 * len(cut):
-        total = sum(weights.get(name, 1.0) for name in cut)
+        total = sum(given.get(name, 1.0) for name in cut)
         for name in cut:
             now = tokenizer.count(out[name])
-            extra = int(spare * weights.get(name, 1.0) / total)
+            extra = int(spare * given.get(name, 1.0) / total)
             target = min(counts[name], shares[name] + extra)
             if target > now + 4:
                 better = _summarize(sections[name], target, tokenizer, summarizer)
@@ -81,14 +85,14 @@ def fit_sections(
 
 
 def water_fill(
-    counts: Mapping[str, int], budget: int, weights: Mapping[str, float] | None = None
-) -> dict[str, int]:
-    """Max-min fair shares of ``budget``: ``min(count, weight × level)``, summing ≤ budget."""
+    counts: Mapping[K, int], budget: int, weights: Mapping[K, float] | None = None
+) -> dict[K, int]:
+    """Share ``budget`` max-min fairly: ``min(count, weight × level)``, summing ≤ budget."""
     weights = weights or {}
     order = sorted(counts, key=lambda name: counts[name] / weights.get(name, 1.0))
     left = max(0, budget)
     weight_left = sum(weights.get(name, 1.0) for name in order)
-    shares: dict[str, int] = {}
+    shares: dict[K, int] = {}
     for i, name in enumerate(order):
         weight = weights.get(name, 1.0)
         fair = left * weight / weight_left if weight_left > 0 else 0.0

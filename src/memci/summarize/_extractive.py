@@ -53,8 +53,10 @@ from memci.summarize._text import (
 __all__ = ["ExtractiveSummarizer"]
 
 # How much of a long text is read: its head, and its tail (where conclusions sit).
-_HEAD_CHARS = 2500
-_TAIL_CHARS = 600
+_HEAD_CHARS = 1500
+_TAIL_CHARS = 400
+# At most this many sentences are scored for one line (the first ones and the last few).
+_LINE_SENTENCES = 32
 _SUMMARY_HEAD_CHARS = 24000
 
 _RETURNCODE_RE = re.compile(
@@ -156,9 +158,10 @@ class ExtractiveSummarizer:
             return (text + suffix).strip()
         call_line = _calls_line(calls, limit)
         room = limit - width(call_line) - 3
-        if room >= 24 and message.content.strip():
+        if room >= 30 and message.content.strip():
             said = self.best_line(_defiller(message.content), room)
-            if said:
+            # A fragment ("Actually…") says less than the call alone.
+            if len(said.rstrip("…").split()) >= 3 or width(said) >= 20:
                 return f"{said} → {call_line}"
         return call_line
 
@@ -185,7 +188,8 @@ class ExtractiveSummarizer:
         self, text: str, limit: float, *, questions: bool = False, max_sentences: int = 3
     ) -> str:
         """Return the most salient sentences of ``text`` that fit in ``limit`` columns."""
-        ranked = self._rank(_excerpt(text, _HEAD_CHARS, _TAIL_CHARS), questions=questions)
+        ranked = self._rank(_excerpt(text, _HEAD_CHARS, _TAIL_CHARS), questions=questions,
+                            limit=_LINE_SENTENCES)
         if not ranked:
             return ""
         order = sorted(ranked, key=lambda s: (-s.score, s.index))
@@ -352,8 +356,8 @@ class ExtractiveSummarizer:
 
     # -- scoring -------------------------------------------------------------------------
 
-    def _rank(self, text: str, *, questions: bool = False, recency: float = 0.0
-              ) -> list[_Sentence]:
+    def _rank(self, text: str, *, questions: bool = False, recency: float = 0.0,
+              limit: int | None = None) -> list[_Sentence]:
         sentences: list[str] = []
         lines: list[int] = []
         for n, group in enumerate(split_lines(clean_text(text))):
@@ -361,6 +365,10 @@ class ExtractiveSummarizer:
                 if sentence.strip(" -*•"):
                     sentences.append(sentence)
                     lines.append(n)
+        if limit is not None and len(sentences) > limit:
+            keep = list(range(limit - 8)) + list(range(len(sentences) - 8, len(sentences)))
+            sentences = [sentences[i] for i in keep]
+            lines = [lines[i] for i in keep]
         features = [analyze(s, self._segment) for s in sentences]
         tf = term_frequencies(features)
         positions: list[int] = []

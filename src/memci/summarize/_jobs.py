@@ -39,7 +39,6 @@ import uuid
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from pathlib import Path
 from types import MappingProxyType, TracebackType
 from typing import Any, Literal, Self
 
@@ -217,6 +216,46 @@ class JobQueue:
         with self._wake:
             self._wake.notify_all()
         return _job(row)
+
+    def submit_many(
+        self,
+        jobs: Iterable[tuple[str, str, Mapping[str, Any] | None]],
+        *,
+        max_attempts: int | None = None,
+    ) -> list[Job]:
+        """Submit ``(kind, key, payload)`` jobs in one transaction (all or none).
+
+        Keys already submitted keep their job, as with :meth:`submit`.
+        """
+        attempts = self.max_attempts if max_attempts is None else max_attempts
+        _check_attempts(attempts)
+        rows = []
+        for kind, key, payload in jobs:
+            if not isinstance(kind, str) or not kind:
+                raise InvalidInputError("a job kind must be a non-empty string")
+            if not isinstance(key, str) or not key or len(key) > 1000:
+                raise InvalidInputError("a job key must be a non-empty string (≤ 1000 chars)")
+            try:
+                text = json.dumps(dict(payload or {}), ensure_ascii=False, allow_nan=False)
+            except (TypeError, ValueError) as exc:
+                raise InvalidInputError(f"job payload must be a JSON object: {exc}") from exc
+            rows.append((kind, key, text))
+        now, stamp = time.time(), _stamp()
+        out: list[Job] = []
+        with self.store.write() as db:
+            for kind, key, text in rows:
+                db.execute(
+                    "INSERT INTO memci_jobs (kind, key, payload, max_attempts, run_after,"
+                    " created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)"
+                    " ON CONFLICT (key) DO NOTHING",
+                    (kind, key, text, attempts, now, stamp, stamp),
+                )
+                row = db.execute(f"SELECT {_COLUMNS} FROM memci_jobs WHERE key = ?",
+                                 (key,)).fetchone()
+                out.append(_job(row))
+        with self._wake:
+            self._wake.notify_all()
+        return out
 
     # -- reading -------------------------------------------------------------------------
 
@@ -570,8 +609,3 @@ def _job(row: tuple[Any, ...]) -> Job:
 
 def _stamp() -> str:
     return datetime.now(UTC).isoformat()
-
-
-def open_queue(db_path: str | Path, **options: Any) -> JobQueue:
-    """Open the store at ``db_path`` and return its queue (close it with ``queue.store``)."""
-    return JobQueue(SQLiteStore(db_path), **options)

@@ -271,10 +271,25 @@ class LLMSummarizer:
                           self.tokenizer)
 
     def _render(self, messages: Sequence[Message], *, numbered: bool = True) -> str:
-        """Messages as prompt text, each cut so the whole stays within the input budget."""
-        per = max(300, int(self.max_input_tokens * 3 / max(1, len(messages))))
+        """Messages as prompt text, each cut so the whole stays within the input budget.
+
+        When even 300 characters each would pass the budget, the first message (the
+        task) and the newest ones are kept, and the gap is marked.
+        """
+        budget = self.max_input_tokens * 3  # characters, conservatively
+        per = max(300, int(budget / max(1, len(messages))))
+        keep = len(messages)
+        if per * len(messages) > budget * 1.5:
+            keep = max(2, budget // per)
+        chosen = list(enumerate(messages, start=1))
+        if keep < len(chosen):
+            chosen = chosen[:1] + chosen[-(keep - 1):]
         blocks = []
-        for i, m in enumerate(messages, start=1):
+        previous = 0
+        for i, m in chosen:
+            if i > previous + 1:
+                blocks.append(f"(… {i - previous - 1} messages left out …)")
+            previous = i
             body = m.content
             if m.role == "tool":
                 body = _head(body, min(per, 1500))

@@ -25,7 +25,7 @@ from memci.errors import InvalidInputError
 from memci.llm import LLMClient, client_from_env
 from memci.messages import Message, from_wire, to_wire
 from memci.summarize._extractive import ExtractiveSummarizer
-from memci.summarize._jobs import Job, JobQueue
+from memci.summarize._jobs import Effect, Job, JobQueue
 from memci.summarize._llm import LLMSummarizer
 from memci.summarize._protocol import Summarizer
 
@@ -102,8 +102,14 @@ def _budget(payload: Mapping[str, Any]) -> int:
     return value
 
 
-def register_summary_handlers(queue: JobQueue, summarizer: Summarizer) -> None:
-    """Register the three summary kinds on ``queue``, answered by ``summarizer``."""
+def register_summary_handlers(
+    queue: JobQueue, summarizer: Summarizer, *, effect: Effect | None = None
+) -> None:
+    """Register the three summary kinds on ``queue``, answered by ``summarizer``.
+
+    ``effect`` (optional) runs in the transaction that marks each job done, e.g. to copy
+    a page summary into the caller's own table exactly once.
+    """
     source = str(getattr(summarizer, "name", type(summarizer).__name__))
 
     def page(job: Job) -> dict[str, Any]:
@@ -125,9 +131,9 @@ def register_summary_handlers(queue: JobQueue, summarizer: Summarizer) -> None:
         return {"text": summarizer.handoff(_messages(job.payload), _budget(job.payload)),
                 "source": source}
 
-    queue.register(SUMMARIZE_PAGE, page)
-    queue.register(SUMMARIZE_TEXT, text)
-    queue.register(HANDOFF, handoff)
+    queue.register(SUMMARIZE_PAGE, page, effect=effect)
+    queue.register(SUMMARIZE_TEXT, text, effect=effect)
+    queue.register(HANDOFF, handoff, effect=effect)
 
 
 def default_summarizer(client: LLMClient | None = None, *, from_env: bool = True) -> Summarizer:
@@ -173,6 +179,19 @@ class SummaryJobs:
                 max_attempts=self._max_attempts,
             )
         return key
+
+    def submit_pages(
+        self, pages: Sequence[Sequence[Message]], *, session: str | None = None
+    ) -> list[str]:
+        """Queue the model summaries of many pages in one transaction; returns their keys."""
+        keys = [page_key(p, session=session) for p in pages]
+        if self.queue is not None and pages:
+            self.queue.submit_many(
+                [(SUMMARIZE_PAGE, key, {"messages": [to_wire(m) for m in p]})
+                 for key, p in zip(keys, pages, strict=True)],
+                max_attempts=self._max_attempts,
+            )
+        return keys
 
     def page(self, messages: Sequence[Message], *, session: str | None = None) -> PageSummary:
         """Return the best summary ready now; never wait, never write."""

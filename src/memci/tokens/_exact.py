@@ -131,4 +131,4 @@ class ExactTokenizer:
         return count_message(self.count, message, self.overhead)
 
     def __repr__(self) -> str:
-        return f"ExactTokenizer({self.name!r})"
+        return f"ExactTokenizer({self.name!r}, provider={self.overhead.provider!r})"

@@ -15,7 +15,7 @@ prompt), meant to be right within a few tokens, never zero.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Final
 
@@ -29,6 +29,8 @@ __all__ = ["OVERHEADS", "PROVIDERS", "Overhead", "count_message", "overhead_for"
 class Overhead:
     """Token costs of one provider's chat format, beyond the counted text."""
 
+    provider: str
+    """The provider whose format this is ("openai", "anthropic")."""
     per_message: int
     """Every message: start/end markers and the role."""
     per_name: int
@@ -46,6 +48,7 @@ class Overhead:
 
 
 OPENAI: Final = Overhead(
+    provider="openai",
     # <|start|>{role}<|message|>{content}<|end|>: 3 framing tokens + 1 for the role (system,
     # user, assistant and tool are one token each in cl100k_base and o200k_base).
     per_message=4,
@@ -66,6 +69,7 @@ OPENAI: Final = Overhead(
 )
 
 ANTHROPIC: Final = Overhead(
+    provider="anthropic",
     # "\n\nHuman: " / "\n\nAssistant: " turn markers and block framing.
     per_message=4,
     # The Messages API has no name field; memci's Anthropic codec drops it.
@@ -92,9 +96,7 @@ def overhead_for(provider: str) -> Overhead:
     try:
         return OVERHEADS[provider]
     except (KeyError, TypeError):
-        raise ConfigError(
-            f"unknown provider {provider!r}; known: {', '.join(PROVIDERS)}"
-        ) from None
+        raise ConfigError(f"unknown provider {provider!r}; known: {', '.join(PROVIDERS)}") from None
 
 
 def count_message(count: Callable[[str], int], message: Message, overhead: Overhead) -> int:
@@ -116,10 +118,3 @@ def count_message(count: Callable[[str], int], message: Message, overhead: Overh
         elif isinstance(part, ImagePart):
             n += overhead.image_low if part.detail == "low" else overhead.image
     return n
-
-
-def count_all(
-    count_one: Callable[[Message], int], messages: Iterable[Message], overhead: Overhead
-) -> int:
-    """Tokens of a request made of ``messages``: their counts plus the reply priming."""
-    return sum(map(count_one, messages)) + overhead.reply_priming

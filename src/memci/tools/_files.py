@@ -81,6 +81,7 @@ class FileToolLimits:
 
 
 DEFAULT_LIMITS = FileToolLimits()
+_CR = "\r"  # shown lines drop a CRLF file's carriage returns
 _MAX_BAD_UTF8 = 0.01
 
 
@@ -228,17 +229,19 @@ def file_snippet(
         shown, text = _read_text(roots, path, limits)
     except _Refused as exc:
         return ToolResult.error(str(exc))
-    lines = text.split("\n")
+    lines = text.split("\n") if text else []
     if text.endswith("\n"):
         lines.pop()
     total = len(lines)
-    if start > max(total, 1):
+    if total == 0:
+        return ToolResult(True, f"[file_snippet {shown} · empty file]")
+    if start > total:
         return ToolResult.error(f"{shown!r} has {total:,} lines; start must be 1-{total}")
     body: list[str] = []
     used = 0
     last = start - 1
     for number in range(start, min(start + length, total + 1)):
-        row = f"{number}\t{_cut_line(lines[number - 1], limits)}"
+        row = f"{number}\t{_cut_line(lines[number - 1].rstrip(_CR), limits)}"
         if body and used + len(row) + 1 > limits.max_output_chars:
             break
         body.append(row)
@@ -379,6 +382,8 @@ def grep(
         if number % 256 == 0 and time.monotonic() > deadline:
             partial = f"stopped at line {number:,} after {limits.grep_seconds:g} s"
             break
+        if line.endswith(_CR):
+            line = line[:-1]  # a CRLF line ends before its carriage return, also for "$"
         if compiled.search(line, 0, limits.max_line_chars) is None:
             continue
         total += 1

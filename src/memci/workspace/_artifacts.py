@@ -32,7 +32,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
-from memci.errors import InvalidTextError, StoreError
+from memci.errors import InvalidTextError, StoreError, UnknownSessionError
 from memci.store import SessionRecord, SQLiteStore
 from memci.workspace._errors import ArtifactNotFoundError, WorkspaceError
 from memci.workspace._migrations import WORKSPACE_MIGRATIONS
@@ -209,6 +209,9 @@ class ArtifactStore:
             # the name is final unless the 12-digit id turns out to be taken (see below).
             self._write_file(sha[:ARTIFACT_ID_LENGTH], data)
         with self.store.write() as db:
+            if db.execute("SELECT 1 FROM sessions WHERE id = ?", (sid,)).fetchone() is None:
+                raise UnknownSessionError(f"no session with id {sid} in the store "
+                                          f"{self.store.path}: create the session first")
             row = db.execute("SELECT id FROM workspace_blobs WHERE sha256 = ?", (sha,)).fetchone()
             if row is not None:
                 artifact_id = str(row[0])

@@ -31,6 +31,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from memci.errors import UnknownSessionError
 from memci.store import SessionRecord, SQLiteStore
 from memci.workspace._compress import Compressor, extractive_compress
 from memci.workspace._errors import (
@@ -109,6 +110,10 @@ class WorkState:
         auto_compact: bool = True,
     ) -> None:
         store.migrate("workspace", WORKSPACE_MIGRATIONS)
+        with store.read() as db:
+            if db.execute("SELECT 1 FROM sessions WHERE id = ?", (session.id,)).fetchone() is None:
+                raise UnknownSessionError(f"session {session.name!r} (id {session.id}) is not "
+                                          f"in the store {store.path}")
         self.store = store
         self.session = session
         self.compress = compress
@@ -121,12 +126,11 @@ class WorkState:
 
     def with_actor(self, actor: str) -> WorkState:
         """Return the same state, recording ``actor`` on the events it writes."""
-        other = object.__new__(WorkState)
-        for name in ("store", "session", "compress", "fastmemo_compress", "titles",
-                     "auto_compact", "_explicit_limits", "_clock"):
-            setattr(other, name, getattr(self, name))
-        other.actor = check_line(actor, "actor", _ACTOR_MAX)
-        return other
+        return WorkState(
+            self.store, self.session, limits=self._explicit_limits, compress=self.compress,
+            fastmemo_compress=self.fastmemo_compress, titles=self.titles, actor=actor,
+            clock=self._clock, auto_compact=self.auto_compact,
+        )
 
     # -- storage primitives --------------------------------------------------------------
 

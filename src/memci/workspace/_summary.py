@@ -321,7 +321,8 @@ def _paths(content: str) -> tuple[list[str], int]:
     """Up to four distinct paths mentioned in ``content``, and how many more there are."""
     if "import" in content:
         content = _IMPORT.sub(" ", content)  # "from django.conf import x" names no file
-    tokens = [t for t in _TOKEN_SPLIT.split(content) if "/" in t or "." in t]
+    words = [w for w in content.split() if "/" in w or "." in w]
+    tokens = [t for w in words for t in _TOKEN_SPLIT.split(w) if "/" in t or "." in t]
     found = [t for t in dict.fromkeys(t.rstrip(".") for t in tokens)
              if not t.startswith("//") and _is_path(t)]
     return found[:_PATHS_SHOWN], max(len(found) - _PATHS_SHOWN, 0)

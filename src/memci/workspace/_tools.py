@@ -9,6 +9,7 @@ arguments) comes back as a :class:`ToolResult` with ``ok=False`` and a text star
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -40,6 +41,9 @@ class ToolResult:
         return cls(False, f"error: {message}")
 
 
+_INT = re.compile(r"-?\d{1,18}")
+
+
 def parse_tool_arguments(
     arguments: Mapping[str, Any] | str | None, allowed: Mapping[str, type | tuple[type, ...]],
     required: tuple[str, ...] = (),
@@ -69,6 +73,9 @@ def parse_tool_arguments(
             continue
         kinds = allowed[name]
         accepted = kinds if isinstance(kinds, tuple) else (kinds,)
+        if int in accepted and str not in accepted and isinstance(value, str) and _INT.fullmatch(
+                value.strip()):
+            value = int(value)  # models often quote numbers: "5"
         if isinstance(value, bool) and bool not in accepted:
             return ToolResult.error(f"argument {name} has the wrong type (got true/false)")
         if not isinstance(value, kinds):
@@ -96,7 +103,7 @@ def _pin_add(state: WorkState, a: dict[str, Any]) -> str:
 
 
 def _pin_remove(state: WorkState, a: dict[str, Any]) -> str:
-    ids = a["ids"]
+    ids = [int(i) if isinstance(i, str) and _INT.fullmatch(i.strip()) else i for i in a["ids"]]
     if not all(isinstance(i, int) and not isinstance(i, bool) for i in ids):
         raise InvalidInputError("ids must be a list of pin ids (whole numbers)")
     removed = state.pin_remove(ids)

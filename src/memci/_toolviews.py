@@ -1,0 +1,127 @@
+"""How tool results appear in a context: never raw, but as their artifact's view (seed 004).
+
+Every tool result is stored whole as an artifact when it is added. In a context it appears
+as a *view*: the artifact's 1-6 summary lines and its pointer ``artifact:<id>``; the newest
+result of a tool loop also shows the head of its output. A view keeps the tool message's
+call id, so calls and results stay paired. Which artifact a result is, and what its view
+costs in tokens, is saved in ``message_views``, so planning a build reads no message.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+
+from memci.messages import Message, ToolCallPart, ToolResultPart
+from memci.store import SessionRecord, SQLiteStore
+from memci.tokens import Tokenizer
+from memci.workspace import Artifact, ArtifactNotFoundError, ArtifactStore, render_tool_result
+
+__all__ = ["SessionArtifacts", "ToolViews"]
+
+
+class SessionArtifacts:
+    """The artifact store as one session sees it: only artifacts linked to that session."""
+
+    def __init__(self, artifacts: ArtifactStore, session: SessionRecord) -> None:
+        self._artifacts = artifacts
+        self._session = session
+
+    def get(self, artifact_id: str) -> Artifact:
+        """The artifact, if the session has it; else ArtifactNotFoundError."""
+        found = self._artifacts.get(artifact_id)
+        if found.session_id != self._session.id and not any(
+            a.session_id == self._session.id for a in self._artifacts.calls(found.id)
+        ):
+            raise ArtifactNotFoundError(f"no artifact {artifact_id!r} in this session")
+        return found
+
+    def read(self, artifact_id: str, offset: int = 0, length: int | None = None) -> str:
+        """Exactly the characters ``offset`` … ``offset + length`` of the output."""
+        return self._artifacts.read(self.get(artifact_id).id, offset, length)
+
+    def read_lines(self, artifact_id: str, start: int = 1, count: int | None = None) -> str:
+        """Lines ``start`` … ``start + count - 1`` of the output."""
+        return self._artifacts.read_lines(self.get(artifact_id).id, start, count)
+
+
+class ToolViews:
+    """Makes and reads the views of one session's tool results."""
+
+    def __init__(
+        self, store: SQLiteStore, session: SessionRecord, artifacts: ArtifactStore,
+        tokenizer: Tokenizer,
+    ) -> None:
+        self.store = store
+        self.session = session
+        self.artifacts = artifacts
+        self.tokenizer = tokenizer
+
+    def store_results(
+        self, results: Sequence[Message], calls: dict[str, ToolCallPart]
+    ) -> list[tuple[Message, Artifact]]:
+        """Store each tool result as an artifact; save and return the views' figures."""
+        made: list[tuple[Message, Artifact]] = []
+        for message in results:
+            result = message.tool_result
+            assert result is not None and message.seq is not None
+            call = calls.get(result.call_id) or self._find_call(result.call_id, message.seq)
+            artifact = self.artifacts.put(
+                result.content, session=self.session,
+                tool_name=call.name if call else None, call_id=result.call_id,
+                arguments=call.arguments if call else None, is_error=result.is_error,
+                created_at=message.created_at,
+            )
+            made.append((message, artifact))
+        if made:
+            self.store.save_views(self.session, [
+                (m.seq or 0, a.id, self.view(m, a).tokens or 0) for m, a in made])
+        return made
+
+    def _find_call(self, call_id: str, before: int) -> ToolCallPart | None:
+        owner = self.store.tool_call(self.session, call_id, before)
+        if owner is None:
+            return None
+        return next((c for c in owner.tool_calls if c.id == call_id), None)
+
+    def view(self, message: Message, artifact: Artifact, *, head_chars: int = 0) -> Message:
+        """The tool message as shown: summary and pointer (and the head, if asked)."""
+        result = message.tool_result
+        assert result is not None
+        head = self.artifacts.read(artifact.id, 0, head_chars + 1) if head_chars else None
+        text = render_tool_result(artifact, head_chars=head_chars, head=head)
+        shown = replace(message, parts=(ToolResultPart(result.call_id, text, result.is_error),))
+        return replace(shown, tokens=self.tokenizer.count_message(shown))
+
+    def views_of(self, messages: list[Message]) -> list[Message]:
+        """``messages`` with every tool result replaced by its view (made if missing)."""
+        seqs = [m.seq or 0 for m in messages if m.role == "tool"]
+        if not seqs:
+            return messages
+        saved = self.store.views(self.session, seqs[0], seqs[-1])
+        missing = [m for m in messages if m.role == "tool" and (m.seq or 0) not in saved]
+        made = {m.seq: a for m, a in self.store_results(missing, {})}
+        out: list[Message] = []
+        for message in messages:
+            if message.role != "tool":
+                out.append(message)
+                continue
+            artifact = made.get(message.seq)
+            if artifact is None:
+                try:
+                    artifact = self.artifacts.get(saved[message.seq or 0])
+                except ArtifactNotFoundError:
+                    artifact = self.store_results([message], {})[0][1]
+            out.append(self.view(message, artifact))
+        return out
+
+    def artifact_of(self, message: Message) -> Artifact:
+        """The artifact of a stored tool result."""
+        seq = message.seq or 0
+        saved = self.store.views(self.session, seq, seq)
+        if seq in saved:
+            try:
+                return self.artifacts.get(saved[seq])
+            except ArtifactNotFoundError:
+                pass
+        return self.store_results([message], {})[0][1]

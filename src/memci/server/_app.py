@@ -1,0 +1,445 @@
+"""The REST API: sessions, messages, context, search, memci's tools, state and stats.
+
+One :class:`~memci.Engine` serves every request of the process; handlers are plain
+functions run in the server's thread pool (sessions and the store are thread-safe).
+Every route under ``/v1`` needs an API key (``Authorization: Bearer mk_…``) unless the
+server runs with ``auth=False``; the key's tenant is the only tenant the request sees.
+Reads of an unknown session answer 404; adding messages creates the session. Bodies
+larger than ``max_body_bytes`` answer 413 before any handler runs, and a request that
+fails validation stores nothing (``add_many`` is one transaction).
+"""
+
+# No ``from __future__ import annotations`` here: FastAPI reads the routes' annotations,
+# and the ones made inside create_app (Tenant, Sid) only resolve when evaluated in place.
+
+import json
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from typing import Annotated, Any, Literal
+
+import anyio.to_thread
+import httpx
+from fastapi import Depends, FastAPI, Header, Path, Query, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse, Response
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from pydantic import BaseModel, Field, ValidationError
+from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import Message as ASGIMessage
+
+import memci
+from memci._session import Session
+from memci.engine import Engine
+from memci.errors import InvalidMessageError, MemciError
+from memci.server._config import ServerConfig
+from memci.server._errors import ApiError, classify, error_body
+from memci.server._json import hit_json, jsonable, message_json
+from memci.server._keys import KeyStore
+from memci.server._proxy import ChatProxy
+from memci.server._sessions import SessionHub, read_messages
+
+__all__ = ["BodyLimit", "ContextRequest", "create_app"]
+
+_SID = Path(description="The session's name (unique within the key's tenant).",
+            min_length=1, max_length=200)
+
+
+class ContextRequest(BaseModel):
+    """What ``POST /v1/sessions/{sid}/context`` takes."""
+
+    format: Annotated[Literal["openai", "anthropic"], Field(
+        description="The provider format of the payload.")] = "openai"
+    budget: Annotated[int | None, Field(
+        gt=0, description="Token budget (default: the session's).")] = None
+    recipe: Annotated[Literal["auto", "chat", "tool_loop"], Field(
+        description="Section recipe of the build.")] = "auto"
+
+
+def _json(data: Any, status: int = 200) -> JSONResponse:
+    return JSONResponse(data, status_code=status)
+
+
+def _error(exc: ApiError) -> JSONResponse:
+    headers = {"WWW-Authenticate": "Bearer"} if exc.status == 401 else None
+    return JSONResponse(error_body(exc.code, exc.message), status_code=exc.status,
+                        headers=headers)
+
+
+class BodyLimit:
+    """ASGI middleware: refuse a request body over ``max_bytes`` with a JSON 413.
+
+    A declared ``Content-Length`` over the limit is refused before reading; otherwise
+    the body is read up to the limit and replayed to the app, so a chunked upload is
+    held to the same limit.
+    """
+
+    def __init__(self, app: ASGIApp, max_bytes: int) -> None:
+        self.app = app
+        self.max_bytes = max_bytes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        declared = dict(scope.get("headers") or ()).get(b"content-length")
+        if declared is not None and declared.isdigit() and int(declared) > self.max_bytes:
+            await self._refuse(scope, receive, send)
+            return
+        chunks: list[bytes] = []
+        size = 0
+        while True:
+            message = await receive()
+            if message["type"] != "http.request":
+                await self.app(scope, _replay([message], receive), send)
+                return
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > self.max_bytes:
+                await self._refuse(scope, receive, send)
+                return
+            chunks.append(chunk)
+            if not message.get("more_body", False):
+                break
+        body: ASGIMessage = {"type": "http.request", "body": b"".join(chunks), "more_body": False}
+        await self.app(scope, _replay([body], receive), send)
+
+    async def _refuse(self, scope: Scope, receive: Receive, send: Send) -> None:
+        response = JSONResponse(
+            error_body("payload_too_large",
+                       f"the request body is over the server's limit of {self.max_bytes} bytes"),
+            status_code=413, headers={"Connection": "close"})
+        await response(scope, receive, send)
+
+
+def _replay(messages: list[ASGIMessage], receive: Receive) -> Receive:
+    pending = list(messages)
+
+    async def replay() -> ASGIMessage:
+        if pending:
+            return pending.pop(0)
+        return await receive()
+
+    return replay
+
+
+async def _read_json(request: Request) -> Any:
+    """The request body as JSON, whatever its content type says (None when empty)."""
+    raw = await request.body()
+    if not raw.strip():
+        return None
+    try:
+        return json.loads(raw)
+    except ValueError as exc:
+        raise ApiError(400, "invalid_json", f"the body is not valid JSON: {exc}") from exc
+
+
+def _problems(errors: Sequence[Any]) -> str:
+    """Validation errors as one line: ``where: what`` for the first few."""
+    problems = []
+    for error in list(errors)[:5]:
+        where = ".".join(str(p) for p in error.get("loc", ()) if p != "body") or "body"
+        problems.append(f"{where}: {error.get('msg', 'invalid')}")
+    return "; ".join(problems) or "invalid request"
+
+
+def _json_body(description: str) -> dict[str, Any]:
+    """OpenAPI for a JSON body read by hand (any JSON value)."""
+    return {"requestBody": {"required": False, "description": description,
+                            "content": {"application/json": {"schema": {}}}}}
+
+
+def _split_body(body: Any) -> tuple[list[Any], str | None, dict[str, Any] | None]:
+    """Messages, user and settings of a ``POST …/messages`` body."""
+    if isinstance(body, list):
+        return body, None, None
+    if isinstance(body, dict) and "messages" in body and "role" not in body:
+        items = body["messages"]
+        user = body.get("user")
+        settings = body.get("settings")
+        if user is not None and not isinstance(user, str):
+            raise InvalidMessageError("'user' must be a string")
+        if settings is not None and not isinstance(settings, dict):
+            raise InvalidMessageError("'settings' must be a JSON object")
+        return (items if isinstance(items, list) else [items]), user, settings
+    if isinstance(body, dict):
+        return [body], None, None
+    raise InvalidMessageError(
+        "the body must be a message (an object with a role), a list of messages, or "
+        '{"messages": [...], "user": ..., "settings": {...}}')
+
+
+def create_app(
+    engine: Engine, config: ServerConfig | None = None, *, keys: KeyStore | None = None
+) -> FastAPI:
+    """The ASGI app of ``memci serve`` over ``engine`` (which the caller closes).
+
+    The app is wrapped in the body-size limit; ``app.state.hub`` holds the sessions.
+    """
+    config = config or ServerConfig.resolve()
+    keys = keys or KeyStore(engine.store)
+    hub = SessionHub(engine)
+    proxy = ChatProxy(hub, config)
+
+    @asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        async with httpx.AsyncClient(
+            timeout=httpx.Timeout(config.upstream_timeout, connect=10.0),
+            limits=httpx.Limits(max_connections=200, max_keepalive_connections=50),
+        ) as client:
+            proxy.http = client
+            yield
+            proxy.http = None
+
+    app = FastAPI(
+        title="memci",
+        version=memci.__version__,
+        description="REST API and OpenAI-compatible proxy of memci, the context and memory "
+                    "engine for LLM agents. Authenticate with `Authorization: Bearer <key>` "
+                    "(a key made with `memci keys create TENANT`).",
+        lifespan=lifespan,
+    )
+    app.state.hub = hub
+    app.state.keys = keys
+    app.state.config = config
+    app.add_middleware(BodyLimit, max_bytes=config.max_body_bytes)
+
+    @app.exception_handler(ApiError)
+    async def _api_error(_: Request, exc: ApiError) -> JSONResponse:
+        return _error(exc)
+
+    @app.exception_handler(MemciError)
+    async def _memci_error(_: Request, exc: MemciError) -> JSONResponse:
+        return _error(classify(exc))
+
+    @app.exception_handler(RequestValidationError)
+    async def _invalid(_: Request, exc: RequestValidationError) -> JSONResponse:
+        return _error(ApiError(400, "invalid_request", _problems(exc.errors())))
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http_error(_: Request, exc: StarletteHTTPException) -> JSONResponse:
+        codes = {404: "not_found", 405: "method_not_allowed", 413: "payload_too_large"}
+        return _error(ApiError(exc.status_code, codes.get(exc.status_code, "http_error"),
+                               str(exc.detail)))
+
+    bearer = HTTPBearer(auto_error=False, scheme_name="memci API key",
+                        description="A key made with `memci keys create TENANT`.")
+
+    async def tenant_of(
+        credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)],
+        x_api_key: Annotated[str | None, Header(
+            description="The API key, as Anthropic's SDK sends it (instead of Bearer).")
+        ] = None,
+    ) -> str:
+        if not config.auth:
+            return config.default_tenant
+        key = credentials.credentials if credentials is not None else x_api_key
+        if not key:
+            raise ApiError(401, "unauthorized",
+                           "send an API key as 'Authorization: Bearer <key>'")
+        found, tenant = keys.cached(key)  # most requests: no thread, no store read
+        if not found:
+            tenant = await anyio.to_thread.run_sync(keys.tenant_of, key)
+        if tenant is None:
+            raise ApiError(401, "unauthorized", "the API key is unknown or revoked")
+        return tenant
+
+    Tenant = Annotated[str, Depends(tenant_of)]
+    Sid = Annotated[str, _SID]
+
+    def offered(session: Session) -> list[str]:
+        return [t["function"]["name"] for t in session.tools("openai")]
+
+    # -- routes ----------------------------------------------------------------------
+
+    @app.get("/healthz", tags=["server"], summary="Liveness: the server answers")
+    def healthz() -> JSONResponse:
+        return _json({"status": "ok", "version": memci.__version__})
+
+    @app.get("/v1/sessions", tags=["sessions"], summary="The tenant's sessions")
+    def list_sessions(tenant: Tenant) -> JSONResponse:
+        return _json({"sessions": [
+            {"session": r.name, "user": r.user, "created_at": r.created_at.isoformat()}
+            for r in engine.sessions(tenant)]})
+
+    @app.get("/v1/sessions/{sid}", tags=["sessions"], summary="A session's state summary")
+    def get_session(sid: Sid, tenant: Tenant) -> JSONResponse:
+        session = hub.get(tenant, sid)
+        stats = session.stats()
+        return _json({
+            "session": session.name, "user": session.user,
+            "created_at": session.record.created_at.isoformat(),
+            "messages": session.count(), "pages": stats.pages,
+            "settings": jsonable(session.record.settings),
+            "stats": jsonable(stats), "tools": offered(session),
+        })
+
+    @app.post("/v1/sessions/{sid}/messages", tags=["messages"],
+              summary="Add one message or a list (OpenAI or Anthropic format)",
+              openapi_extra=_json_body(
+                  "One message, a list of messages, or {\"messages\": [...], \"user\": "
+                  "\"u1\", \"settings\": {...}}; messages in OpenAI or Anthropic format, "
+                  "as for session.add. All are stored, or none."))
+    async def add_messages(
+        request: Request, sid: Sid, tenant: Tenant,
+        user: Annotated[str | None, Query(description="The session's user.")] = None,
+    ) -> JSONResponse:
+        items, body_user, settings = _split_body(await _read_json(request))
+
+        def store() -> list[Any]:
+            messages = read_messages(items, new_session=not hub.exists(tenant, sid))
+            session = hub.open(tenant, sid, user=body_user or user, settings=settings)
+            return session.add_many(messages)
+
+        stored = await anyio.to_thread.run_sync(store)
+        return _json({"session": sid, "messages": [message_json(m) for m in stored]})
+
+    @app.get("/v1/sessions/{sid}/messages", tags=["messages"],
+             summary="The stored log, in order (seq after `after`)")
+    def get_messages(
+        sid: Sid, tenant: Tenant,
+        after: Annotated[int, Query(ge=0, description="Only messages with seq > after.")] = 0,
+        limit: Annotated[int, Query(ge=1, le=10_000, description="At most this many.")] = 1000,
+    ) -> JSONResponse:
+        session = hub.get(tenant, sid)
+        messages = engine.store.messages(session.record, after=after, upto=after + limit)
+        return _json({"session": sid, "messages": [message_json(m) for m in messages]})
+
+    @app.post("/v1/sessions/{sid}/context", tags=["context"],
+              summary="Build the context: a provider-ready payload and its figures",
+              openapi_extra={"requestBody": {"required": False, "content": {
+                  "application/json": {"schema": ContextRequest.model_json_schema()}}}})
+    async def build_context(request: Request, sid: Sid, tenant: Tenant) -> JSONResponse:
+        try:
+            asked = ContextRequest.model_validate(await _read_json(request) or {})
+        except ValidationError as exc:
+            raise ApiError(400, "invalid_request", _problems(exc.errors())) from exc
+
+        def build() -> dict[str, Any]:
+            session = hub.get(tenant, sid)
+            context = session.build(budget=asked.budget, recipe=asked.recipe)
+            payload = (context.to_openai() if asked.format == "openai"
+                       else context.to_anthropic())
+            stats = jsonable(context.stats)
+            stats["saved_tokens"] = context.stats.saved_tokens
+            return {"session": sid, "format": asked.format, "payload": payload,
+                    "stats": stats}
+
+        return _json(await anyio.to_thread.run_sync(build))
+
+    @app.get("/v1/sessions/{sid}/search", tags=["search"], summary="Search the session's memory")
+    def search(
+        sid: Sid, tenant: Tenant,
+        q: Annotated[str, Query(min_length=1, description="What to look for.")],
+        k: Annotated[int, Query(ge=1, le=100, description="How many hits.")] = 10,
+        scope: Annotated[Literal["session", "user"], Query(
+            description="Search this session, or every session of its user.")] = "session",
+    ) -> JSONResponse:
+        session = hub.get(tenant, sid)
+        method = getattr(session, "search", None)
+        if method is None:
+            raise ApiError(501, "not_implemented", "search is not available in this memci")
+        hits = method(q, k=k, scope=scope)
+        return _json({"session": sid, "query": q, "hits": [hit_json(h) for h in hits]})
+
+    @app.get("/v1/sessions/{sid}/tools", tags=["tools"], summary="memci's tools in this session")
+    def list_tools(
+        sid: Sid, tenant: Tenant,
+        format: Annotated[Literal["openai", "anthropic"], Query(
+            description="Schema format.")] = "openai",
+    ) -> JSONResponse:
+        session = hub.get(tenant, sid)
+        return _json({"session": sid, "tools": session.tools(format)})
+
+    @app.post("/v1/sessions/{sid}/tools/{name}", tags=["tools"],
+              summary="Run one of memci's tools (JSON arguments)",
+              openapi_extra=_json_body("The tool's arguments as a JSON object."))
+    async def call_tool(
+        request: Request, sid: Sid, tenant: Tenant,
+        name: Annotated[str, Path(description="The tool's name.")],
+    ) -> JSONResponse:
+        arguments = await _read_json(request)
+        if arguments is not None and not isinstance(arguments, dict):
+            raise ApiError(400, "invalid_arguments", "the tool's arguments must be a JSON object")
+
+        def run() -> str:
+            session = hub.get(tenant, sid)
+            if name not in offered(session):
+                raise ApiError(404, "unknown_tool",
+                               f"{name!r} is not offered in this session; offered: "
+                               f"{', '.join(offered(session)) or 'none'}")
+            return session.call_tool(name, arguments or {})
+
+        result = await anyio.to_thread.run_sync(run)
+        return _json({"session": sid, "tool": name, "result": result,
+                      "is_error": result.startswith("error:")})
+
+    @app.get("/v1/sessions/{sid}/state", tags=["tools"],
+             summary="Working state: pins and plan (when the session offers them)")
+    def working_state(sid: Sid, tenant: Tenant) -> JSONResponse:
+        session = hub.get(tenant, sid)
+        names = offered(session)
+        state: dict[str, Any] = {"session": sid}
+        for key, tool in (("pins", "pin_list"), ("plan", "plan_list")):
+            state[key] = session.call_tool(tool, {}) if tool in names else None
+        state["tools"] = [n for n in names if n.startswith(("pin_", "plan_", "notebook_"))]
+        return _json(state)
+
+    @app.get("/v1/sessions/{sid}/artifacts/{artifact_id}", tags=["tools"],
+             summary="Read a stored tool output (artifact) by id")
+    def get_artifact(
+        sid: Sid, tenant: Tenant,
+        artifact_id: Annotated[str, Path(description="The id in `artifact:<id>`.")],
+        offset: Annotated[int, Query(ge=0, description="First character.")] = 0,
+        length: Annotated[int, Query(ge=1, le=1_000_000, description="Characters.")] = 4000,
+    ) -> JSONResponse:
+        session = hub.get(tenant, sid)
+        if "artifact_get" not in offered(session):
+            raise ApiError(404, "not_offered", "this session offers no artifact_get tool")
+        text = session.call_tool("artifact_get",
+                                 {"id": artifact_id, "offset": offset, "length": length})
+        if text.startswith("error:"):
+            raise ApiError(404, "unknown_artifact", text.removeprefix("error:").strip())
+        return _json({"session": sid, "id": artifact_id, "offset": offset, "text": text})
+
+    @app.get("/v1/sessions/{sid}/stats", tags=["sessions"], summary="A session's stats")
+    def get_stats(sid: Sid, tenant: Tenant) -> JSONResponse:
+        session = hub.get(tenant, sid)
+        return _json({"session": sid, **jsonable(session.stats())})
+
+    @app.post("/v1/chat/completions", tags=["proxy"],
+              summary="OpenAI-compatible chat completions with memci's context")
+    async def chat_completions(
+        request: Request, tenant: Tenant,
+        session_name: Annotated[str | None, Header(
+            alias="X-Memci-Session", description="The memci session of this conversation.")
+        ] = None,
+        user: Annotated[str | None, Header(
+            alias="X-Memci-User", description="The session's user.")] = None,
+    ) -> Response:
+        if not session_name:
+            raise ApiError(400, "missing_session",
+                           "send the memci session name in the 'X-Memci-Session' header")
+        return await proxy.openai(tenant, session_name, user, await _read_json(request))
+
+    @app.post("/v1/messages", tags=["proxy"],
+              summary="Anthropic-compatible messages with memci's context")
+    async def messages(
+        request: Request, tenant: Tenant,
+        session_name: Annotated[str | None, Header(
+            alias="X-Memci-Session", description="The memci session of this conversation.")
+        ] = None,
+        user: Annotated[str | None, Header(
+            alias="X-Memci-User", description="The session's user.")] = None,
+        anthropic_version: Annotated[str | None, Header(
+            alias="anthropic-version", description="Passed to the upstream.")] = None,
+        anthropic_beta: Annotated[str | None, Header(
+            alias="anthropic-beta", description="Passed to the upstream.")] = None,
+    ) -> Response:
+        if not session_name:
+            raise ApiError(400, "missing_session",
+                           "send the memci session name in the 'X-Memci-Session' header")
+        return await proxy.anthropic(tenant, session_name, user, await _read_json(request),
+                                     anthropic_version, anthropic_beta)
+
+    return app

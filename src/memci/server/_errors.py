@@ -1,0 +1,64 @@
+"""How errors leave the server: one JSON shape, one status per kind of error.
+
+Every error answer is ``{"error": {"code": "...", "message": "..."}}``. memci's own errors
+map by kind: the caller's mistakes (:class:`~memci.errors.InvalidInputError`) are 400, an
+unknown session or tool 404, a missing optional part 501, a store that cannot be written
+503, an upstream model that fails 502; anything else is a 500 that says nothing internal.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from memci.errors import (
+    ConfigError,
+    InvalidInputError,
+    LLMError,
+    MemciError,
+    MissingExtraError,
+    StoreError,
+    UnknownSessionError,
+)
+from memci.tools._registry import UnknownToolError
+
+__all__ = ["ApiError", "classify", "error_body"]
+
+
+class ApiError(Exception):
+    """An answer other than 2xx, with its status, code and message."""
+
+    def __init__(self, status: int, code: str, message: str) -> None:
+        self.status = status
+        self.code = code
+        self.message = message
+        super().__init__(f"{status} {code}: {message}")
+
+
+def error_body(code: str, message: str) -> dict[str, Any]:
+    """The JSON body of every error answer."""
+    return {"error": {"code": code, "message": message}}
+
+
+def _snake(name: str) -> str:
+    name = name.removesuffix("Error") or name
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
+
+
+def classify(exc: MemciError) -> ApiError:
+    """The HTTP answer for one of memci's errors."""
+    if isinstance(exc, UnknownSessionError):
+        return ApiError(404, "unknown_session", str(exc))
+    if isinstance(exc, UnknownToolError):
+        return ApiError(404, "unknown_tool", str(exc))
+    if isinstance(exc, ConfigError):
+        return ApiError(400, "invalid_setting", str(exc))
+    if isinstance(exc, InvalidInputError):
+        return ApiError(400, _snake(type(exc).__name__), str(exc))
+    if isinstance(exc, MissingExtraError):
+        return ApiError(501, "missing_extra", str(exc))
+    if isinstance(exc, StoreError):
+        return ApiError(503, "store_unavailable", str(exc))
+    if isinstance(exc, LLMError):
+        return ApiError(502, "upstream_error", str(exc))
+    return ApiError(500, _snake(type(exc).__name__), str(exc))

@@ -1,0 +1,99 @@
+"""Sessions as the server sees them: keyed by (tenant, name), found or made per request.
+
+A request's API key decides its tenant, and a session is looked up only inside that
+tenant, so another tenant's session of the same name is simply not there (404). Reads
+never create a session; only adding messages (REST or proxy) does. Sessions are never
+deleted, so once found a session object is kept for the life of the server.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping
+from typing import Any
+
+from memci._session import Session
+from memci.engine import Engine
+from memci.errors import InvalidInputError, OrphanToolResultError, UnknownSessionError
+from memci.messages import Message, coerce
+
+__all__ = ["SessionHub", "read_messages"]
+
+
+def read_messages(items: list[Any], *, new_session: bool = False) -> list[Message]:
+    """Read and check messages before anything is stored (errors name the message).
+
+    For a session that does not exist yet, a tool result must answer a call made earlier
+    in the same list, so a bad first request leaves no empty session behind either.
+    """
+    messages: list[Message] = []
+    for number, item in enumerate(items, start=1):
+        try:
+            messages.extend(coerce(item))
+        except InvalidInputError as exc:
+            raise type(exc)(f"message {number}: {exc}") from exc
+    if new_session:
+        open_calls: set[str] = set()
+        for message in messages:
+            open_calls.update(c.id for c in message.tool_calls)
+            result = message.tool_result
+            if result is not None:
+                if result.call_id not in open_calls:
+                    raise OrphanToolResultError(
+                        f"tool result for call id {result.call_id!r} answers no tool call: "
+                        "add the assistant message with that tool call first")
+                open_calls.discard(result.call_id)
+    return messages
+
+
+class SessionHub:
+    """Finds and makes sessions for tenants; shared by every request thread."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+        self._lock = threading.Lock()
+        self._known: dict[tuple[str, str], Session] = {}
+        self._turn_locks: dict[tuple[str, str], threading.Lock] = {}
+
+    def get(self, tenant: str, name: str) -> Session:
+        """The existing session ``name`` of ``tenant``; raises UnknownSessionError."""
+        key = (tenant, name)
+        with self._lock:
+            session = self._known.get(key)
+        if session is not None:
+            return session
+        if self.engine.store.session(tenant, name) is None:
+            raise UnknownSessionError(f"no session {name!r}")
+        return self._remember(key, self.engine.session(name, tenant=tenant))
+
+    def exists(self, tenant: str, name: str) -> bool:
+        """True when the session is in the store."""
+        with self._lock:
+            if (tenant, name) in self._known:
+                return True
+        return self.engine.store.session(tenant, name) is not None
+
+    def open(
+        self, tenant: str, name: str, *, user: str | None = None,
+        settings: Mapping[str, Any] | None = None,
+    ) -> Session:
+        """Get or create the session; ``settings`` apply (and are saved) when given."""
+        key = (tenant, name)
+        if not settings:
+            with self._lock:
+                session = self._known.get(key)
+            if session is not None and user in (None, session.user):
+                return session
+        return self._remember(
+            key, self.engine.session(name, user=user, tenant=tenant, **dict(settings or {})))
+
+    def turn_lock(self, session: Session) -> threading.Lock:
+        """A lock that serializes the proxy's read-compare-append of one session."""
+        key = (session.tenant, session.name)
+        with self._lock:
+            return self._turn_locks.setdefault(key, threading.Lock())
+
+    def _remember(self, key: tuple[str, str], session: Session) -> Session:
+        with self._lock:
+            self._known[key] = session
+        return session

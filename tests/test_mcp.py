@@ -1,0 +1,91 @@
+"""``memci mcp`` over stdio, driven by the official MCP SDK's client in a subprocess."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+pytest.importorskip("mcp", reason="needs memci[mcp]")
+
+import mcp_types as types
+from mcp import Client, StdioServerParameters
+
+import memci
+import memci.cli
+
+from .test_server import ROOT, subprocess_env
+
+
+def _command() -> list[str]:
+    """``python -m memci mcp`` once memci.cli loads the server commands; else an equivalent."""
+    cli_source = Path(memci.cli.__file__).read_text(encoding="utf-8")
+    if "_server" in cli_source:
+        return ["-m", "memci"]
+    return ["-c", "from memci.cli import _server, main; main()"]
+
+
+def _text(result: types.CallToolResult) -> str:
+    (content,) = result.content
+    assert isinstance(content, types.TextContent)
+    return content.text
+
+
+async def _session(db: Path, *calls: tuple[str, dict[str, Any]]
+                   ) -> tuple[list[str], list[types.CallToolResult]]:
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=[*_command(), "mcp", "--session", "notes", "--db", str(db), "--user", "u1"],
+        env=subprocess_env(), cwd=str(ROOT))
+    async with Client(params, cache=None, read_timeout_seconds=60) as client:
+        listed = await client.list_tools()
+        results = [await client.call_tool(name, args) for name, args in calls]
+    return [t.name for t in listed.tools], results
+
+
+def test_mcp_over_stdio_lists_tools_adds_and_builds(tmp_path: Path) -> None:
+    db = tmp_path / "mcp.db"
+    names, results = anyio.run(
+        _session, db,
+        ("add", {"messages": [{"role": "system", "content": "Keep notes."},
+                              {"role": "user", "content": "remember: the key is under the mat"}]}),
+        ("add", {"role": "assistant", "content": "noted"}),
+        ("build", {"format": "anthropic", "budget": 3000}),
+        ("recall_page", {"index": 1}),
+        ("add", {"messages": [{"role": "wizard", "content": "x"}]}),
+        ("no_such_tool", {}),
+    )
+    assert {"add", "build", "recall_page"} <= set(names)
+    added, one, built, recalled, bad, unknown = results
+    assert not added.is_error
+    assert [s["seq"] for s in json.loads(_text(added))["stored"]] == [1, 2]
+    assert json.loads(_text(one))["messages"] == 3
+    payload = json.loads(_text(built))
+    assert payload["format"] == "anthropic" and payload["payload"]["system"] == "Keep notes."
+    assert payload["payload"]["messages"][0]["content"] == "remember: the key is under the mat"
+    assert payload["stats"]["budget"] == 3000
+    assert not recalled.is_error and _text(recalled)
+    assert bad.is_error and "wizard" in _text(bad)
+    assert unknown.is_error
+    with memci.Engine.open(db) as engine:
+        session = engine.session("notes")
+        assert session.user == "u1"
+        assert [m.content for m in session.messages()] == [
+            "Keep notes.", "remember: the key is under the mat", "noted"]
+
+
+def test_mcp_search_tool_when_memci_has_search(tmp_path: Path) -> None:
+    with memci.Engine.open(tmp_path / "s.db") as engine:
+        if not hasattr(engine.session("notes"), "search"):
+            pytest.skip("Session.search does not exist yet (retrieval is built elsewhere)")
+    names, (_, found) = anyio.run(
+        _session, tmp_path / "s.db",
+        ("add", {"messages": [{"role": "user", "content": "my cat is called Mochi"},
+                              {"role": "assistant", "content": "cute"}]}),
+        ("search", {"query": "cat name", "k": 3}))
+    assert "search" in names and not found.is_error
+    assert "Mochi" in _text(found)

@@ -1,0 +1,191 @@
+"""Memory items: dedupe, supersede with history, scopes, episodic pages, gather and cache."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from memci.errors import InvalidInputError
+from memci.memory import Gatherer, Memory, MemoryItems, Scope
+from memci.messages import Message
+from memci.store import SQLiteStore
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[SQLiteStore]:
+    s = SQLiteStore(tmp_path / "memci.db")
+    yield s
+    s.close()
+
+
+@pytest.fixture
+def memory(store: SQLiteStore) -> Memory:
+    return Memory(store, embedder=None)
+
+
+def test_duplicates_merge(store: SQLiteStore) -> None:
+    items = MemoryItems(store, embedder=None)
+    scope = Scope.user_scope("alice")
+    first = items.remember(scope, "Prefers  tea over coffee.", "preference", source="s#p1")
+    again = items.remember(scope, "prefers tea over coffee", "preference", source="s#p4")
+    assert again.id == first.id
+    assert again.seen == 2
+    assert again.source == "s#p4"
+    assert len(items.items(scope)) == 1
+    other_kind = items.remember(scope, "prefers tea over coffee", "fact")
+    assert other_kind.id != first.id
+
+
+def test_newer_fact_supersedes_with_history(store: SQLiteStore) -> None:
+    items = MemoryItems(store, embedder=None)
+    scope = Scope.user_scope("alice")
+    old = items.remember(scope, "Lives in Denver", "fact", subject="Home city",
+                         at=datetime(2025, 1, 1, tzinfo=UTC))
+    new = items.remember(scope, "Moved to Austin", "fact", subject="home city",
+                         at=datetime(2026, 2, 1, tzinfo=UTC))
+    history = items.history(new.id)
+    assert [h.text for h in history] == ["Lives in Denver", "Moved to Austin"]
+    before = history[0]
+    assert before.id == old.id
+    assert before.superseded_by == new.id
+    assert before.valid_to == datetime(2026, 2, 1, tzinfo=UTC)
+    assert not before.current
+    assert history[1].current
+    assert [h.text for h in items.recall("Denver Austin", scope=scope)] == ["Moved to Austin"]
+    everything = items.recall("Denver Austin", scope=scope, include_superseded=True)
+    assert {h.text for h in everything} == {"Lives in Denver", "Moved to Austin"}
+    assert items.items(scope, current=False)[0].text == "Moved to Austin"
+
+
+def test_scopes_and_isolation(store: SQLiteStore) -> None:
+    items = MemoryItems(store, embedder=None)
+    a1 = store.ensure_session("acme", "a1", "alice", {})
+    a2 = store.ensure_session("acme", "a2", "alice", {})
+    b1 = store.ensure_session("acme", "b1", "bob", {})
+    g1 = store.ensure_session("globex", "g1", "alice", {})
+    items.remember(Scope.tenant_scope("acme"), "giraffe policy for everyone", "fact")
+    items.remember(Scope.of(a1, "user"), "giraffe fan alice", "preference")
+    items.remember(Scope.of(a1), "giraffe note in a1", "fact")
+    items.remember(Scope.of(b1, "user"), "giraffe fan bob", "preference")
+    items.remember(Scope.of(g1, "user"), "giraffe other tenant", "preference")
+
+    def seen(scope: Scope) -> set[str]:
+        return {h.text for h in items.recall("giraffe", scope=scope)}
+
+    assert seen(Scope.of(a2)) == {"giraffe policy for everyone", "giraffe fan alice"}
+    assert seen(Scope.of(a2, "user")) == {"giraffe policy for everyone", "giraffe fan alice",
+                                          "giraffe note in a1"}
+    assert seen(Scope.of(b1, "user")) == {"giraffe policy for everyone", "giraffe fan bob"}
+    assert seen(Scope.tenant_scope("acme")) == {
+        "giraffe policy for everyone", "giraffe fan alice", "giraffe note in a1",
+        "giraffe fan bob"}
+    assert seen(Scope.of(g1, "tenant")) == {"giraffe other tenant"}
+    assert {p.text for p in items.preferences(Scope.of(a1))} == {"giraffe fan alice"}
+
+
+def test_invalid_items(store: SQLiteStore) -> None:
+    items = MemoryItems(store, embedder=None)
+    with pytest.raises(InvalidInputError):
+        items.remember(Scope.user_scope("u"), "   ")
+    with pytest.raises(InvalidInputError):
+        Scope("planet", "t")  # type: ignore[arg-type]
+    with pytest.raises(InvalidInputError):
+        Scope("user", "t")
+
+
+def test_remember_page_is_episodic_and_updates_summary(memory: Memory,
+                                                      store: SQLiteStore) -> None:
+    rec = store.ensure_session("t", "s", "u", {})
+    page = memory.remember_page(rec, 3, "user: the wombat escaped\nassistant: oh no")
+    assert page.kind == "episodic"
+    assert page.page == 3
+    again = memory.remember_page(rec, 3, "user: the wombat escaped\nassistant: oh no",
+                                 "A wombat got out of its pen")
+    assert again.id == page.id
+    hits = memory.recall("pen", scope=Scope.of(rec))
+    assert hits[0].item is not None
+    assert hits[0].item.id == page.id
+    assert hits[0].page == 3
+    assert hits[0].session == "s"
+    assert hits[0].message.metadata["kind"] == "episodic"
+    changed = memory.remember_page(rec, 3, "user: the wombat came back")
+    assert changed.id != page.id
+    assert [h.id for h in memory.items.history(changed.id)] == [page.id, changed.id]
+
+
+def test_memory_search_covers_messages_and_items(memory: Memory, store: SQLiteStore) -> None:
+    rec = store.ensure_session("t", "s", "u", {})
+    memory.index(rec, store.append(rec, [Message.user("the capybara bath"),
+                                         Message.assistant("relaxing")]))
+    memory.remember(Scope.of(rec, "user"), "capybara is the favourite animal", "preference")
+    hits = memory.search("capybara", session=rec, scope="user")
+    assert {h.kind for h in hits} == {"message", "item"}
+    assert all(h.retrievers == ("keyword",) for h in hits)
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_gather_parallel_cache_ttl_and_invalidation(memory: Memory, store: SQLiteStore) -> None:
+    rec = store.ensure_session("t", "s", "u", {})
+    old = store.ensure_session("t", "old", "u", {})
+    memory.index(old, store.append(old, [Message.user("my puffin photo trip to Iceland"),
+                                         Message.assistant("nice puffins")]))
+    memory.items.remember_preference(Scope.of(rec, "user"), "likes short answers", "style")
+    clock = Clock()
+    gatherer = Gatherer(memory, ttl=300, clock=clock)
+    try:
+        first = gatherer.gather("puffin trip", session=rec)
+        assert not first.cached
+        assert first.episodes[0].text == "my puffin photo trip to Iceland"
+        assert len(first.episodes) <= 3
+        assert [p.text for p in first.preferences] == ["likes short answers"]
+        kinds = [t.kind for t in first.texts]
+        assert kinds[-1] == "preference"
+        assert first.texts[0].source.startswith("old#p1/")
+        second = gatherer.gather("puffin trip", session=rec)
+        assert second.cached
+        clock.now += 301  # past the TTL
+        assert not gatherer.gather("puffin trip", session=rec).cached
+        assert gatherer.gather("puffin trip", session=rec).cached
+        memory.index(rec, store.append(rec, [Message.user("puffin again")]))
+        fresh = gatherer.gather("puffin trip", session=rec)  # a new message invalidates
+        assert not fresh.cached
+        assert "puffin again" in [h.text for h in fresh.episodes]
+        window = gatherer.gather("puffin trip", session=rec, exclude_from_seq=1)
+        assert "puffin again" not in [h.text for h in window.episodes]
+        memory.items.remember_preference(Scope.of(rec, "user"), "likes tables", "layout")
+        assert not gatherer.gather("puffin trip", session=rec, exclude_from_seq=1).cached
+        assert gatherer.hits >= 2
+        assert gatherer.gather("", session=rec).episodes == ()
+    finally:
+        gatherer.close()
+
+
+def test_episodes_default_to_three(memory: Memory, store: SQLiteStore) -> None:
+    rec = store.ensure_session("t", "many", "u", {})
+    memory.index(rec, store.append(rec, [Message.user(f"narwhal fact {i}") for i in range(8)]))
+    gatherer = Gatherer(memory)
+    try:
+        assert len(gatherer.gather("narwhal", session=rec, scope="session").episodes) == 3
+    finally:
+        gatherer.close()
+
+
+def test_recall_time_hint(store: SQLiteStore) -> None:
+    items = MemoryItems(store, embedder=None)
+    scope = Scope.user_scope("u")
+    now = datetime(2026, 3, 12, 12, tzinfo=UTC)
+    items.remember(scope, "meeting notes about budget", at=now - timedelta(days=40))
+    items.remember(scope, "meeting notes about hiring", at=now - timedelta(days=1))
+    hits = items.recall("meeting notes yesterday", scope=scope, now=now)
+    assert hits[0].text == "meeting notes about hiring"
+    assert "time" in hits[0].retrievers

