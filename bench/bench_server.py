@@ -218,6 +218,7 @@ def main() -> None:
     parser.add_argument("--duration", type=float, default=60.0, help="seconds of load")
     parser.add_argument("--clients", type=int, default=50)
     parser.add_argument("--proxy-requests", type=int, default=200)
+    parser.add_argument("--synchronous", default="FULL", choices=["FULL", "NORMAL"])
     parser.add_argument("--write", type=Path, default=None, help="write the markdown here")
     args = parser.parse_args()
     results: dict[str, Any] = {}
@@ -227,7 +228,7 @@ def main() -> None:
         with memci.Engine.open(db) as engine:
             _, key = KeyStore(engine.store).create("bench")
         acked: dict[int, list[Any]] = {}
-        server = Serve(db)
+        server = Serve(db, "--synchronous", args.synchronous)
         try:
             results["load"] = load(server.url, key, args.clients, args.duration, acked)
         finally:
@@ -236,7 +237,7 @@ def main() -> None:
         results["load"].update(acknowledged=count, lost=lost, gap_free=gaps)
         print(json.dumps(results["load"], indent=1, default=str)[:2000], flush=True)
 
-        server = Serve(db)
+        server = Serve(db, "--synchronous", args.synchronous)
         before = sum(len(v) for v in acked.values())
         killer = threading.Timer(5.0, server.stop, kwargs={"sig": signal.SIGKILL})
         killer.start()
@@ -273,7 +274,8 @@ def report(r: dict[str, Any], args: argparse.Namespace) -> str:
     return f"""## Server (`memci serve`) on loopback
 
 Machine: 2 cores (shared), Python {platform.python_version()}, SQLite
-{__import__('sqlite3').sqlite_version}, synchronous=FULL (durable on every answer).
+{__import__('sqlite3').sqlite_version}, synchronous={args.synchronous} (each answer after its
+commit).
 Date: 2026-11-21. Command: `{command}`.
 
 ### Load: {args.clients} clients, {args.clients} sessions, {load_['seconds']:.0f} s

@@ -180,7 +180,8 @@ class Session:
                     evict_unrecalled_rounds=s.evict_unrecalled_rounds,
                     evict_unchanged_rounds=s.evict_unchanged_rounds,
                     contents_max_tokens=s.contents_max_tokens,
-                    contents_entry_lines=s.contents_entry_lines, language=s.language),
+                    contents_entry_lines=s.contents_entry_lines, language=s.language,
+                    recent_max_tokens=s.ctx_recent_max_tokens),
                 detect_language=self._detect_language,
             )
             rows, counts = self._load_page_state()
@@ -397,9 +398,13 @@ class Session:
             from memci.summarize import ExtractiveSummarizer, fit_sections
 
             title = TITLES[self._language()].state
-            room = max(0, cap - self.tokenizer.count(title) - 8)
-            fitted = fit_sections(sections, room, self.tokenizer, ExtractiveSummarizer())
-            text = "\n\n".join([title, *fitted.values()])
+            heads = {k: v.split("\n", 1)[0] for k, v in sections.items()}
+            bodies = {k: v.split("\n", 1)[1] if "\n" in v else "" for k, v in sections.items()}
+            room = max(0, cap - self.tokenizer.count(title + "".join(heads.values())) - 8)
+            # Over its share, a section is summarized down, never dropped (seed 003).
+            fitted = fit_sections(bodies, room, self.tokenizer, ExtractiveSummarizer())
+            blocks = [f"{heads[k]}\n{fitted[k]}" for k in sections]
+            text = "\n\n".join([title, *blocks])
             if self.tokenizer.count(text) > cap:
                 text = cut_middle(text, max(0, cap - 8), self.tokenizer)
             if text:
@@ -517,6 +522,18 @@ class Session:
                 if name == "recall_page"
                 or (name == "file_snippet" and self.settings.file_roots)
                 or (self._has_tool_results and name != "file_snippet")}
+
+    def export_state(self) -> dict[str, Any]:
+        """The session's ``context_state.json`` (pins, plan, notebook, fastmemo, limits)."""
+        return self.work_state().export_state()
+
+    def import_state(self, data: Any) -> None:
+        """Replace the working state with a ``context_state.json`` object (all or nothing).
+
+        An unknown version or a malformed object raises ``InvalidStateFileError`` and
+        changes nothing.
+        """
+        self.work_state().import_state(data)
 
     def work_state(self) -> WorkState:
         """The session's pins, plan, notebook and fastmemo (seed 004)."""
@@ -672,6 +689,7 @@ class Session:
             rows, events = self._paged.take_changes()
             if not rows and not events:
                 return ()
+            self._pool_evicted([e.page for e in events if e.kind == "evict"])
             now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
             with self.engine.store.write() as db:
                 db.executemany(
@@ -694,6 +712,18 @@ class Session:
             self._state_set("summarize", {"cut": self._window.cut, "text": text})
             return ("summarize",)
         return ()
+
+    def _pool_evicted(self, pages: Sequence[int]) -> None:
+        """Fold evicted pages into the context pool (seed 004's compressed chat history)."""
+        assert self._paged is not None
+        listed = [(p, self._paged.archive.evicted[p].lines) for p in pages
+                  if p in self._paged.archive.evicted and self._paged.archive.evicted[p].lines]
+        if not listed:
+            return
+        state = self.work_state().with_actor("memci")
+        for page, lines in listed:
+            text = f"Page {page}: " + " / ".join(line for line in lines[:3])
+            state.pool_add(text[:380], source=f"chat:page-{page}")
 
     def _state_get(self, key: str) -> dict[str, Any] | None:
         with self.engine.store.read() as db:

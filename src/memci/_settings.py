@@ -42,6 +42,7 @@ class SessionSettings:
     contents_max_tokens: int = 0
     contents_entry_lines: int = 8
     tool_head_tokens: int = 1500
+    ctx_recent_max_tokens: int = 0
     tools: str | tuple[str, ...] = "auto"
 
     @property
@@ -118,7 +119,7 @@ def _check(s: SessionSettings) -> None:
         raise ConfigError(
             f"archive_low_watermark must be in [0.1, 1], not {s.archive_low_watermark!r}")
     for name in ("evict_unrecalled_rounds", "evict_unchanged_rounds", "contents_max_tokens",
-                 "contents_entry_lines", "tool_head_tokens"):
+                 "contents_entry_lines", "tool_head_tokens", "ctx_recent_max_tokens"):
         value = getattr(s, name)
         if not isinstance(value, int) or value < 0:
             raise ConfigError(f"{name} must be an int >= 0 (0 = off), not {value!r}")

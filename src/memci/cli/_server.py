@@ -28,6 +28,10 @@ _LOOPBACK = ("127.0.0.1", "localhost", "::1")
 @click.option("--port", type=click.IntRange(0, 65535), default=8080, show_default=True,
               help="Port to listen on (0: pick a free one; the address is printed).")
 @click.option("--db", default=None, help=_DB_HELP)
+@click.option("--synchronous", type=click.Choice(["FULL", "NORMAL"], case_sensitive=False),
+              default="FULL", show_default=True,
+              help="SQLite durability: FULL survives power loss; NORMAL (faster) survives "
+                   "a killed process, not a power cut.")
 @click.option("--no-auth", is_flag=True,
               help="Serve without API keys, as tenant 'default' (loopback hosts only).")
 @click.option("--max-body-bytes", type=click.IntRange(min=1024), default=None,
@@ -52,7 +56,8 @@ _LOOPBACK = ("127.0.0.1", "localhost", "::1")
                                                 "debug"]), default="warning",
               show_default=True, help="uvicorn's log level.")
 def serve_command(
-    host: str, port: int, db: str | None, no_auth: bool, max_body_bytes: int | None,
+    host: str, port: int, db: str | None, synchronous: str, no_auth: bool,
+    max_body_bytes: int | None,
     upstream_base_url: str | None, upstream_api_key: str | None,
     upstream_anthropic_base_url: str | None, upstream_anthropic_api_key: str | None,
     upstream_timeout: float | None, max_tool_rounds: int | None, log_level: str,
@@ -72,7 +77,8 @@ def serve_command(
         upstream_anthropic_base_url=upstream_anthropic_base_url,
         upstream_anthropic_api_key=upstream_anthropic_api_key, upstream_timeout=upstream_timeout,
         max_tool_rounds=max_tool_rounds)
-    serve(db, host=host, port=port, config=config, log_level=log_level)
+    serve(db, host=host, port=port, config=config, log_level=log_level,
+          synchronous=synchronous.upper())
 
 
 @main.command("mcp")

@@ -55,6 +55,8 @@ class PagedConfig:
     contents_max_tokens: int = 0
     contents_entry_lines: int = 8
     language: str = "auto"
+    recent_max_tokens: int = 0
+    recent_pages: int = 3
 
 
 @dataclass(frozen=True, slots=True)
@@ -201,7 +203,14 @@ class PagedContext:
         self._evict_by_rules()
         high = room - min(self._contents_tokens(), cap)
         if self._active_tokens() > high:
-            self._archive_down_to(int(high * self.config.low_watermark), cap)
+            self._archive_down_to(int(high * self.config.low_watermark), cap,
+                                  "active chapter over its budget")
+            self._evict_lru(cap)
+        if self.compaction_pending and self.log.roles[-1] == "user":
+            # seed 004's soft trigger: run only at a user turn, never inside a tool chain
+            keep = self.round - self.config.recent_pages + 1
+            self._archive_down_to(self._tokens_from(keep), cap,
+                                  "soft trigger: chat tokens over ctx_recent_max_tokens")
             self._evict_lru(cap)
         self._materialize_new()
         contents = self._contents_message()
@@ -209,12 +218,30 @@ class PagedContext:
         window = list(self._window(budget_left, recent_steps))
         return [contents, *window] if contents else window
 
+    @property
+    def compaction_pending(self) -> bool:
+        """Whether the chat tokens (user and assistant) of the active pages older than the
+        newest ``recent_pages`` pass ``recent_max_tokens`` (seed 004's soft trigger)."""
+        limit, keep = self.config.recent_max_tokens, self.config.recent_pages
+        last = self.round - keep
+        if not limit or last < self.first_active:
+            return False
+        end = self.log.page_span(last)[1]
+        start = self.log.page_starts[self.first_active - 1]
+        roles, tokens = self.log.roles, self.log.tokens
+        chat = sum(tokens[i] for i in range(start, end) if roles[i] != "tool")
+        return chat > limit
+
+    def _tokens_from(self, page: int) -> int:
+        start = self.log.page_starts[max(page, 1) - 1]
+        return self.log.span_tokens(start, len(self.log))
+
     def _active_tokens(self) -> int:
         start = self.log.page_starts[self.first_active - 1]
         total = self.log.span_tokens(start, len(self.log))
         return total + sum(self.log.page_tokens(p) for p in self.recalled)
 
-    def _archive_down_to(self, target: int, cap: int) -> None:
+    def _archive_down_to(self, target: int, cap: int, reason: str) -> None:
         """Archive recalled pages, then the oldest active ones, until under ``target``."""
         tokens = self._active_tokens()
         for page in sorted(self.recalled):
@@ -254,10 +281,10 @@ class PagedContext:
             if page in listed:
                 entry.tokens = self._entry_tokens(entry)
                 self.archive.contents[page] = entry
-                self._event("archive", page, "active chapter over its budget")
+                self._event("archive", page, reason)
             else:
                 self.archive.evicted[page] = entry
-                self._event("archive", page, "active chapter over its budget")
+                self._event("archive", page, reason)
                 self._event("evict", page, "lru: contents page over its token limit")
         self._contents = None
 

@@ -42,10 +42,10 @@ def _exit_quietly(signum: int, frame: FrameType | None) -> None:
 
 def run(
     db: str | Path | None, *, host: str, port: int, config: ServerConfig | None,
-    log_level: str = "warning",
+    log_level: str = "warning", synchronous: str = "FULL",
 ) -> None:
     """Serve ``db`` on ``host:port`` until interrupted."""
-    engine = Engine.open(db)
+    engine = Engine.open(db, synchronous=synchronous)
     try:
         app = create_app(engine, config)
         server = _Server(uvicorn.Config(

@@ -1,0 +1,115 @@
+"""Seed 004's acceptance on real agent traces (../shared/data/traces/*.traj.json).
+
+Run: python bench/bench_traces.py
+
+Each trace is replayed with a 128k window (the budget never binds), building before every
+assistant message, and checked:
+
+1. per-request tokens do not grow with the number of tool calls: mean of the last ten
+   requests <= 1.3 x mean of requests 10-19;
+2. on average memci sends at most half the tokens of the full history;
+3. the newest tool output is visible (head, structured summary, pointer) and no older tool
+   output is replayed raw;
+4. every artifact:<id> in any request resolves with artifact_get to the exact original;
+5. pins, notebook and fastmemo stay within their limits and every entry has a source.
+"""
+
+from __future__ import annotations
+
+import re
+import statistics
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import memci
+from _histories import SHARED, trace
+
+POINTER = re.compile(r"artifact:([0-9a-f]{12,})")
+
+
+def read_whole(session: memci.Session, aid: str) -> str:
+    out, offset = [], 0
+    while True:
+        chunk = session.call_tool("artifact_get", {"id": aid, "offset": offset, "length": 16_000})
+        out.append(chunk)
+        if len(chunk) < 16_000:
+            return "".join(out)
+        offset += len(chunk)
+
+
+def run(name: str, tmp: Path) -> dict[str, Any]:
+    messages = trace(name)
+    with memci.Engine.open(tmp / f"{name}.db", synchronous="NORMAL") as eng:
+        s = eng.session(name, context_window=128_000)
+        sent: list[int] = []
+        full: list[int] = []
+        raw_seen = 0
+        newest_ok = 0
+        tool_requests = 0
+        pointers: set[str] = set()
+        for m in messages:
+            if m["role"] == "assistant" and len(s.messages()) > 0:
+                ctx = s.build()
+                sent.append(ctx.stats.total_tokens)
+                full.append(ctx.stats.full_tokens)
+                shown = [x for x in ctx.messages if x.role == "tool"]
+                stored = {x.seq: x.content for x in s.messages() if x.role == "tool"}
+                for x in shown[:-1]:
+                    original = stored[x.seq]
+                    if len(original) > 400 and original[100:400] in x.content:
+                        raw_seen += 1
+                if shown and s.messages()[-1].role == "tool":
+                    tool_requests += 1
+                    newest = shown[-1].content
+                    if "--- output" in newest and POINTER.search(newest):
+                        newest_ok += 1
+                for x in ctx.messages:
+                    pointers.update(POINTER.findall(x.content))
+            s.add(m)
+        originals = {x.content for x in s.messages() if x.role == "tool"}
+        resolved = sum(1 for aid in pointers if read_whole(s, aid) in originals)
+        state = s.export_state()
+        limits = state["limits"]
+        within = (len(state["pins"]) <= limits["pins_max"]
+                  and len(state["notebook"]) <= limits["notebook_max"]
+                  and all(len(v) <= limits["fastmemo_section_max"]
+                          for v in state["fastmemo"].values()))
+        sourced = all(e.get("source") for e in state["pins"] + state["notebook"])
+        sourced = sourced and all(e.get("source") for v in state["fastmemo"].values() for e in v)
+    growth = statistics.mean(sent[-10:]) / statistics.mean(sent[9:19])
+    return {
+        "trace": name, "tool_calls": sum(1 for m in messages if m["role"] == "tool"),
+        "requests": len(sent), "growth": growth,
+        "mean_share": statistics.mean(a / b for a, b in zip(sent, full, strict=True)),
+        "total_share": sum(sent) / sum(full), "mean_sent": statistics.mean(sent),
+        "last10": statistics.mean(sent[-10:]), "req10_19": statistics.mean(sent[9:19]),
+        "newest_ok": f"{newest_ok}/{tool_requests}", "raw_older": raw_seen,
+        "pointers": len(pointers), "resolved": resolved, "limits_ok": within,
+        "sourced": sourced,
+    }
+
+
+def main() -> None:
+    names = sorted(p.name for p in (SHARED / "traces").glob("*.traj.json"))
+    with tempfile.TemporaryDirectory() as d:
+        for name in names:
+            r = run(name, Path(d))
+            print(f"{r['trace']}: {r['tool_calls']} tool calls, {r['requests']} requests")
+            print(f"  growth last10 / req10-19: {r['growth']:.2f}x "
+                  f"({r['last10']:.0f} / {r['req10_19']:.0f} tokens)")
+            print(f"  memci / full history: mean per request {100 * r['mean_share']:.1f}%, "
+                  f"over all requests {100 * r['total_share']:.1f}% "
+                  f"(mean {r['mean_sent']:.0f} tokens per request)")
+            print(f"  newest tool output shown with head+summary+pointer: {r['newest_ok']}; "
+                  f"older outputs replayed raw: {r['raw_older']}")
+            print(f"  artifact pointers: {r['pointers']}, resolved exactly: {r['resolved']}")
+            print(f"  pins/notebook/fastmemo within limits: {r['limits_ok']}; "
+                  f"every entry has a source: {r['sourced']}")
+
+
+if __name__ == "__main__":
+    main()
