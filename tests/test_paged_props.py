@@ -30,7 +30,7 @@ def conversations(draw: st.DrawFn) -> list[tuple[str, Any]]:
     """Steps: ("msg", message dict) to add, ("build", budget), ("recall", page)."""
     steps: list[tuple[str, Any]] = []
     call = 0
-    for turn in range(draw(st.integers(1, 30))):
+    for turn in range(draw(st.integers(1, 24))):
         text = " ".join(draw(st.lists(WORDS, min_size=1, max_size=60)))
         steps.append(("msg", {"role": "user", "content": f"u{turn} {text}"}))
         for _ in range(draw(st.integers(0, 3))):
@@ -92,7 +92,7 @@ def _check(s: memci.Session, ctx: memci.Context, budget: int) -> None:
         assert (page in window_pages) <= (place == "window")
 
 
-@settings(max_examples=40, deadline=None,
+@settings(max_examples=30, deadline=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(steps=conversations())
 def test_paged_invariants(steps: list[tuple[str, Any]]) -> None:

@@ -45,7 +45,7 @@ def test_tool_loop_recipe_shows_newest_head_and_only_summaries_before(
         assert POINTER.search(m.content) and "1 failed" in m.content  # summary + pointer
     # recent steps only: at most 2 * 3 - 1 steps of the loop are shown
     assert 3 <= len(tools) <= 5
-    assert [m for m in ctx.messages if m.role == "user"][0].content == (
+    assert next(m for m in ctx.messages if m.role == "user").content == (
         "Make the test suite pass.")
     # every pointer resolves to the exact original output
     for aid in POINTER.findall(" ".join(m.content for m in ctx.messages)):

@@ -28,6 +28,7 @@ from memci.memory import (
     search,
     time_hint,
 )
+from memci.memory._embed import languages_of, speaks
 from memci.messages import Message, ToolCallPart
 from memci.store import SessionRecord, SQLiteStore
 
@@ -284,6 +285,19 @@ def test_hybrid_search_fuses_keyword_and_dense(store: SQLiteStore) -> None:
     assert stats.vectors == 4
     assert stats.embedder == "test:hash"
     assert stats.vector_backend in ("numpy", "python")
+
+
+def test_english_only_models_skip_cjk_questions(store: SQLiteStore) -> None:
+    embedder = HashEmbedder()
+    embedder.languages = frozenset({"en"})  # type: ignore[attr-defined]
+    assert speaks(embedder, "where is my dog")
+    assert not speaks(embedder, "我的狗叫什么")
+    assert languages_of("all-MiniLM-L6-v2") == frozenset({"en"})
+    assert languages_of("paraphrase-multilingual-MiniLM-L12-v2") is None
+    rec = store.ensure_session("t", "zh", "u", {})
+    index = MessageIndex(store, embedder=embedder)
+    add(store, rec, index, "我的狗叫旺财", "好名字")
+    assert index.search("狗叫什么", sessions=[rec.id])[0].retrievers == ("keyword",)
 
 
 def test_embedder_from_env() -> None:

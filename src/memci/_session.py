@@ -27,6 +27,7 @@ from memci.errors import ConfigError, InvalidMessageError
 from memci.messages import Message, ToolCallPart, coerce, to_openai, to_wire
 from memci.recipes import TITLES, Recipe, choose_recipe
 from memci.store import SessionRecord
+from memci.summarize import SUMMARIZE_PAGE, JobQueue, PageSummary
 from memci.tokens import Tokenizer, get_tokenizer
 from memci.tools._files import FILE_TOOL_SPECS, call_file_tool
 from memci.tools._registry import Tool, ToolArgumentError, int_arg, run_tool
@@ -63,6 +64,8 @@ class SessionStats:
     archived: int
     recalled: int
     evicted: int
+    jobs_pending: int = 0
+    jobs_failed: int = 0
 
 
 def _recall_page(session: Session, args: Mapping[str, Any]) -> str:
@@ -183,6 +186,8 @@ class Session:
                     contents_entry_lines=s.contents_entry_lines, language=s.language,
                     recent_max_tokens=s.ctx_recent_max_tokens),
                 detect_language=self._detect_language,
+                summaries=(_JobSummaries(self.engine.jobs, self._record, self._log)
+                           if self.engine.jobs is not None else None),
             )
             rows, counts = self._load_page_state()
             self._paged.restore(rows, counts)
@@ -326,6 +331,17 @@ class Session:
             reserve = self._head_reserve(chosen, room - state_tokens)
             window, payload_bytes = self._fit_bytes(
                 head, room - state_tokens - reserve, caps, specs, chosen)
+            events = self._save_changes()
+            if events:
+                # Evicted pages went into the context pool: show it in this very request,
+                # the one whose prefix changes anyway, not in the next one.
+                state = self._state(chosen, caps["state"])
+                grown = ((state.tokens or 0) if state else 0) - state_tokens
+                state_tokens += grown
+                if grown > 0:
+                    window, payload_bytes = self._fit_bytes(
+                        head, room - state_tokens - reserve, caps, specs, chosen)
+                    events += self._save_changes()
             if reserve:
                 window = self._with_head(window, reserve)
             body = [*head, *([state] if state else []), *window]
@@ -334,7 +350,6 @@ class Session:
             total = head_tokens + state_tokens + tools_tokens + history + _REPLY_PRIMING
             system_tokens = (self._system.tokens or 0) if self._system else 0
             full = self._raw_total + system_tokens + tools_tokens + _REPLY_PRIMING
-            events = self._save_changes()
             elapsed = (time.perf_counter() - started) * 1000
             stats = ContextStats(
                 total_tokens=total, budget=limit,
@@ -585,7 +600,20 @@ class Session:
                 mean_build_ms=self._build_ms / self._builds if self._builds else 0.0,
                 tokens_saved=self._saved, archived=counts.get("archive", 0),
                 recalled=counts.get("recall", 0), evicted=counts.get("evict", 0),
+                **self._job_counts(),
             )
+
+    def _job_counts(self) -> dict[str, int]:
+        """Background summary jobs of this session still pending, and failed for good."""
+        if self.engine.jobs is None:
+            return {}
+        prefix = f"session:{self._record.id}:%"
+        with self.engine.store.read() as db:
+            rows = dict(db.execute(
+                "SELECT state, COUNT(*) FROM memci_jobs WHERE key LIKE ? GROUP BY state",
+                (prefix,)).fetchall())
+        return {"jobs_pending": int(rows.get("pending", 0)) + int(rows.get("running", 0)),
+                "jobs_failed": int(rows.get("failed", 0))}
 
     def page_of(self, seq: int) -> int:
         """The number of the page holding message ``seq`` (0 for a system message)."""
@@ -675,9 +703,13 @@ class Session:
                 "SELECT kind, COUNT(*) FROM context_events WHERE session_id = ? GROUP BY kind",
                 (self._record.id,),
             ).fetchall())
-        return ([PageRow(int(r[0]), int(r[1]), int(r[2]), str(r[3]), int(r[4]), int(r[5]),
-                         None if r[6] is None else int(r[6]), tuple(json.loads(r[7])))
-                 for r in rows], {str(k): int(v) for k, v in counts.items()})
+        out = []
+        for r in rows:
+            saved = json.loads(r[7])
+            out.append(PageRow(int(r[0]), int(r[1]), int(r[2]), str(r[3]), int(r[4]),
+                               int(r[5]), None if r[6] is None else int(r[6]),
+                               tuple(saved["lines"]), str(saved["source"])))
+        return out, {str(k): int(v) for k, v in counts.items()}
 
     def _save_changes(self) -> tuple[str, ...]:
         """Save what the strategy changed (one transaction); return the events as text."""
@@ -698,7 +730,8 @@ class Session:
                     " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     [(self._record.id, r.page, r.first_seq, r.last_seq, r.state,
                       r.archived_round, r.recall_count, r.last_recall_round,
-                      json.dumps(r.lines, ensure_ascii=False)) for r in rows])
+                      json.dumps({"lines": r.lines, "source": r.source}, ensure_ascii=False))
+                     for r in rows])
                 db.executemany(
                     "INSERT INTO context_events (session_id, round, kind, page, reason,"
                     " created_at) VALUES (?, ?, ?, ?, ?, ?)",
@@ -746,6 +779,35 @@ class Session:
             ).fetchall()
         return [{"round": r[0], "kind": r[1], "page": r[2], "reason": r[3], "at": r[4]}
                 for r in reversed(rows)]
+
+
+class _JobSummaries:
+    """Page summaries by the model through the durable job queue (never waited on)."""
+
+    def __init__(self, queue: JobQueue, record: SessionRecord, log: LogIndex) -> None:
+        self.queue = queue
+        self.record = record
+        self.log = log
+
+    def _key(self, page: int) -> str:
+        first, last = self.log.page_seqs(page)
+        return f"session:{self.record.id}:page:{page}:{first}-{last}"
+
+    def submit(self, pages: Sequence[tuple[int, list[Message]]]) -> None:
+        self.queue.submit_many([
+            (SUMMARIZE_PAGE, self._key(page), {"messages": [to_wire(m) for m in messages]})
+            for page, messages in pages])
+
+    def ready(self, pages: Sequence[int]) -> dict[int, tuple[str, ...]]:
+        keys = {self._key(p): p for p in pages}
+        out: dict[int, tuple[str, ...]] = {}
+        for key, result in self.queue.results(keys).items():
+            page = keys[key]
+            start, end = self.log.page_span(page)
+            summary = PageSummary.from_json(result, end - start)
+            if summary is not None:
+                out[page] = summary.lines
+        return out
 
 
 def _pair_tool_calls(window: list[Message], tokenizer: Tokenizer) -> list[Message]:

@@ -17,7 +17,9 @@ from memci.store import SessionRecord, SQLiteStore
 from memci.tokens import Tokenizer
 from memci.workspace import Artifact, ArtifactNotFoundError, ArtifactStore, render_tool_result
 
-__all__ = ["SessionArtifacts", "ToolViews"]
+__all__ = ["SMALL_OUTPUT_CHARS", "SessionArtifacts", "ToolViews"]
+
+SMALL_OUTPUT_CHARS = 200
 
 
 class SessionArtifacts:
@@ -88,8 +90,13 @@ class ToolViews:
         """The tool message as shown: summary and pointer (and the head, if asked)."""
         result = message.tool_result
         assert result is not None
-        head = self.artifacts.read(artifact.id, 0, head_chars + 1) if head_chars else None
-        text = render_tool_result(artifact, head_chars=head_chars, head=head)
+        if artifact.chars <= SMALL_OUTPUT_CHARS and "\n" not in result.content.strip():
+            # A one-line output is shorter than any summary of it: show it whole.
+            label = " · ".join(x for x in (artifact.tool_name, artifact.pointer) if x)
+            text = f"[tool result · {label}] {result.content}"
+        else:
+            head = self.artifacts.read(artifact.id, 0, head_chars + 1) if head_chars else None
+            text = render_tool_result(artifact, head_chars=head_chars, head=head)
         shown = replace(message, parts=(ToolResultPart(result.call_id, text, result.is_error),))
         return replace(shown, tokens=self.tokenizer.count_message(shown))
 

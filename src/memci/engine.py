@@ -16,8 +16,10 @@ from typing import Any
 from memci._session import EXPORT_FORMAT, Session, SessionStats
 from memci._settings import resolve_settings
 from memci.errors import InvalidFileError, InvalidMessageError, StoreError
+from memci.llm import LLMClient, client_from_env
 from memci.messages import Message, from_wire
 from memci.store import SessionRecord, SQLiteStore
+from memci.summarize import JobQueue, default_summarizer, register_summary_handlers
 from memci.workspace import Workspace
 
 __all__ = ["EXPORT_FORMAT", "Engine", "Session", "SessionStats"]
@@ -32,22 +34,43 @@ def _default_path() -> Path:
 class Engine:
     """A store and the sessions in it."""
 
-    def __init__(self, store: SQLiteStore) -> None:
+    def __init__(
+        self, store: SQLiteStore, *, llm: LLMClient | None = None, workers: int | None = None
+    ) -> None:
         self.store = store
         # Large tool outputs live as files beside the database (seed 004).
         self.workspace = Workspace(store, store.path.parent / f"{store.path.stem}-artifacts")
+        # Summaries by a model are made in the background and never block a build; with
+        # no model configured the extractive stand-in is all there is, and no jobs exist.
+        owned = client_from_env() if llm is None else None
+        self._owned_client = owned
+        client = llm if llm is not None else owned
+        self.jobs: JobQueue | None = None
+        if client is not None:
+            self.jobs = JobQueue(store)
+            register_summary_handlers(self.jobs, default_summarizer(client))
+            count = 1 if workers is None else workers
+            if count:
+                self.jobs.start_workers(count)
         self._sessions: dict[tuple[str, str], Session] = {}
         self._lock = threading.Lock()
 
     @classmethod
-    def open(cls, path: str | Path | None = None, *, synchronous: str = "FULL") -> Engine:
-        """Open the store at ``path``; by default ``$MEMCI_HOME/memci.db`` or ``./.memci/``."""
+    def open(
+        cls, path: str | Path | None = None, *, synchronous: str = "FULL",
+        llm: LLMClient | None = None, workers: int | None = None,
+    ) -> Engine:
+        """Open the store at ``path``; by default ``$MEMCI_HOME/memci.db`` or ``./.memci/``.
+
+        ``llm`` (default: from ``MEMCI_LLM_*``) makes page summaries in the background with
+        ``workers`` threads (default 1; 0 when ``memci worker`` runs them elsewhere).
+        """
         if isinstance(path, str) and "://" in path:
             raise StoreError(
                 f"store URL {path.split('://')[0]}:// is not supported yet; use a file path"
             )
         return cls(SQLiteStore(Path(path) if path is not None else _default_path(),
-                               synchronous=synchronous))
+                               synchronous=synchronous), llm=llm, workers=workers)
 
     def session(
         self, name: str, *, user: str | None = None, tenant: str = "default", **settings: Any
@@ -107,7 +130,11 @@ class Engine:
         return session
 
     def close(self) -> None:
-        """Close the store."""
+        """Stop background workers (finishing the jobs in hand) and close the store."""
+        if self.jobs is not None:
+            self.jobs.stop()
+        if self._owned_client is not None:
+            self._owned_client.close()
         self.store.close()
 
     def __enter__(self) -> Engine:

@@ -36,8 +36,9 @@ class _Group(click.Group):
         try:
             return super().invoke(ctx)
         except MemciError as exc:
-            Console(stderr=True).print(f"[bold red]error:[/] {type(exc).__name__}: {exc}",
-                                       highlight=False, markup=True)
+            Console(stderr=True, soft_wrap=True).print(
+                f"[bold red]error:[/] {type(exc).__name__}: {exc}", highlight=False,
+                markup=True)
             sys.exit(2)
 
 
@@ -53,7 +54,8 @@ def main() -> None:
 
 @contextmanager
 def _engine(db: str | None) -> Iterator[Engine]:
-    engine = Engine.open(db)
+    # Commands never start background workers: `memci worker` runs them.
+    engine = Engine.open(db, workers=0)
     try:
         yield engine
     finally:
@@ -181,4 +183,8 @@ def import_command(file: Path, name: str | None, tenant: str | None, db: str | N
                                highlight=False)
 
 
-from memci.cli import _inspect  # noqa: E402, F401  (registers inspect, search, stats)
+from memci.cli import (
+    _inspect,  # noqa: F401  (registers inspect, search, stats)
+    _server,  # noqa: F401  (registers serve, mcp, keys)
+    _work,  # noqa: F401  (registers worker, state)
+)

@@ -52,7 +52,7 @@ def _session(db: str | None, name: str, tenant: str) -> Iterator[Session]:
     if not path.is_file():
         hint = "pass --db PATH" if db else "pass --db PATH or set MEMCI_HOME"
         raise StoreError(f"no memci store at {path}; {hint}")
-    engine = Engine.open(path)
+    engine = Engine.open(path, workers=0)
     try:
         if engine.store.session(tenant, name) is None:
             names = [r.name for r in engine.sessions(tenant)]

@@ -62,7 +62,7 @@ def serve_command(
     upstream_anthropic_base_url: str | None, upstream_anthropic_api_key: str | None,
     upstream_timeout: float | None, max_tool_rounds: int | None, log_level: str,
 ) -> None:
-    """Serve the REST API and the OpenAI-compatible proxy over HTTP.
+    """Serve the REST API and the OpenAI- and Anthropic-compatible proxies over HTTP.
 
     Sessions, messages, context, search and memci's tools under /v1/sessions; the proxies
     at /v1/chat/completions (OpenAI) and /v1/messages (Anthropic); the OpenAPI schema at

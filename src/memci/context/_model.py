@@ -131,6 +131,7 @@ class ContentsEntry:
     recall_count: int = 0
     last_recall_round: int | None = None
     tokens: int = 0
+    source: str = "extractive"
 
 
 class Page:

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from memci.budget import newest_that_fit, shrink_message
 from memci.context._log import LogIndex
@@ -43,6 +44,18 @@ from memci.tokens import Tokenizer
 __all__ = ["ContextEvent", "PageRow", "PagedConfig", "PagedContext"]
 
 Loader = Callable[[int, int], list[Message]]  # (first_seq, last_seq) -> messages
+
+
+class PageSummaries(Protocol):
+    """Model-made page summaries made in the background (the summaries seam)."""
+
+    def submit(self, pages: Sequence[tuple[int, list[Message]]]) -> None:
+        """Ask for summaries of newly archived pages; never waits."""
+        ...
+
+    def ready(self, pages: Sequence[int]) -> dict[int, tuple[str, ...]]:
+        """The summaries done so far (one line per message), by page; never waits."""
+        ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,6 +94,7 @@ class PageRow:
     recall_count: int
     last_recall_round: int | None
     lines: tuple[str, ...]
+    source: str = "extractive"
 
 
 _TITLES = {
@@ -109,6 +123,7 @@ class PagedContext:
         self, *, log: LogIndex, loader: Loader, tokenizer: Tokenizer,
         line_of: Callable[[Message], str], config: PagedConfig,
         detect_language: Callable[[], tuple[str, bool]] = lambda: ("en", True),
+        summaries: PageSummaries | None = None,
     ) -> None:
         self.log = log
         self.loader = loader
@@ -116,6 +131,7 @@ class PagedContext:
         self.line_of = line_of
         self.config = config
         self._detect_language = detect_language
+        self.summaries = summaries
         self._language = config.language if config.language != "auto" else ""
         self.active = ActiveChapter()
         self.archive = ArchiveChapter()
@@ -145,7 +161,7 @@ class PagedContext:
         for row in rows:
             entry = ContentsEntry(row.page, row.first_seq, row.last_seq, row.lines,
                                   row.archived_round, row.recall_count,
-                                  row.last_recall_round)
+                                  row.last_recall_round, source=row.source)
             entry.tokens = self._entry_tokens(entry)
             if row.state == "archived":
                 self.archive.contents[row.page] = entry
@@ -180,7 +196,7 @@ class PagedContext:
             if page in table:
                 e = table[page]
                 return PageRow(page, e.first_seq, e.last_seq, state, e.archived_round,
-                               e.recall_count, e.last_recall_round, e.lines)
+                               e.recall_count, e.last_recall_round, e.lines, e.source)
         raise AssertionError(f"page {page} has no saved state")
 
     # -- the build -----------------------------------------------------------------------
@@ -204,7 +220,7 @@ class PagedContext:
         high = room - min(self._contents_tokens(), cap)
         if self._active_tokens() > high:
             self._archive_down_to(int(high * self.config.low_watermark), cap,
-                                  "active chapter over its budget")
+                                  "active chapter over its budget", limit=high)
             self._evict_lru(cap)
         if self.compaction_pending and self.log.roles[-1] == "user":
             # seed 004's soft trigger: run only at a user turn, never inside a tool chain
@@ -220,8 +236,11 @@ class PagedContext:
 
     @property
     def compaction_pending(self) -> bool:
-        """Whether the chat tokens (user and assistant) of the active pages older than the
-        newest ``recent_pages`` pass ``recent_max_tokens`` (seed 004's soft trigger)."""
+        """Whether the soft trigger of seed 004 has fired.
+
+        It fires when the chat tokens (user and assistant) of the active pages older than
+        the newest ``recent_pages`` pass ``recent_max_tokens``.
+        """
         limit, keep = self.config.recent_max_tokens, self.config.recent_pages
         last = self.round - keep
         if not limit or last < self.first_active:
@@ -241,17 +260,18 @@ class PagedContext:
         total = self.log.span_tokens(start, len(self.log))
         return total + sum(self.log.page_tokens(p) for p in self.recalled)
 
-    def _archive_down_to(self, target: int, cap: int, reason: str) -> None:
-        """Archive recalled pages, then the oldest active ones, until under ``target``."""
+    def _archive_down_to(self, target: int, cap: int, reason: str, *, limit: int = 0) -> None:
+        """Archive recalled pages, then the oldest active ones, until under ``target``.
+
+        A page recalled in this round stays (the model has not read it yet) unless the
+        window is still over ``limit`` without it.
+        """
         tokens = self._active_tokens()
         for page in sorted(self.recalled):
             if tokens <= target:
                 return
-            entry = self.recalled.pop(page)
-            self.active.pages[page].detach()
-            self.archive.contents[page] = entry
-            tokens -= self.log.page_tokens(page)
-            self._event("archive", page, "aged out after recall")
+            if self.recalled[page].last_recall_round != self.round:
+                tokens -= self._archive_recalled(page)
         # Pages that would not even fit on the contents page are evicted straight away
         # (the LRU rule), so a long unbuilt backlog is never summarized page by page.
         last = self.round - 1
@@ -267,6 +287,7 @@ class PagedContext:
                 break
             listed.add(page)
             listed_budget -= self._estimate_entry_tokens(page)
+        summarize: list[tuple[int, list[Message]]] = []
         for page in batch:
             first, last_seq = self.log.page_seqs(page)
             node_page = self.active.pages.get(page)
@@ -282,11 +303,48 @@ class PagedContext:
                 entry.tokens = self._entry_tokens(entry)
                 self.archive.contents[page] = entry
                 self._event("archive", page, reason)
+                summarize.append((page, messages))
             else:
                 self.archive.evicted[page] = entry
                 self._event("archive", page, reason)
                 self._event("evict", page, "lru: contents page over its token limit")
+        for page in sorted(self.recalled):
+            if tokens <= max(limit, target):
+                break
+            tokens -= self._archive_recalled(page)
+        if self.summaries is not None:
+            if summarize:
+                self.summaries.submit(summarize)
+            self._upgrade_lines()
         self._contents = None
+
+    def _archive_recalled(self, page: int) -> int:
+        """Move a recalled page back to the contents page; return its tokens."""
+        entry = self.recalled.pop(page)
+        self.active.pages[page].detach()
+        self.archive.contents[page] = entry
+        self._event("archive", page, "aged out after recall")
+        return self.log.page_tokens(page)
+
+    def _upgrade_lines(self) -> None:
+        """Swap stand-in lines for the model's where they are ready.
+
+        Called only at an archive event, so the contents page changes only when it changes
+        anyway and the prefix of the requests in between stays the same.
+        """
+        assert self.summaries is not None
+        waiting = [p for p, e in self.archive.contents.items() if e.source != "llm"]
+        if not waiting:
+            return
+        for page, lines in self.summaries.ready(waiting).items():
+            entry = self.archive.contents[page]
+            start, _ = self.log.page_span(page)
+            roles = self.log.roles[start:start + len(lines)]
+            entry.lines = self._capped([f"{r}: {t}" for r, t in zip(roles, lines, strict=True)
+                                        if r != "system"])
+            entry.source = "llm"
+            entry.tokens = self._entry_tokens(entry)
+            self._dirty.pages.add(page)
 
     def _evict_by_rules(self) -> None:
         m, p, now = (self.config.evict_unrecalled_rounds, self.config.evict_unchanged_rounds,
@@ -388,14 +446,23 @@ class PagedContext:
             shown = rest_tokens - self._hidden_tokens(page)
         if shown > room_rest:
             self._cut = self._new_cut(page, int(room_rest * self.config.low_watermark))
-        yield opener.message
         node = opener.next
         for _ in range(self._cut):
             assert node is not None
             node = node.next
+        rest: list[Message] = []
         while node is not None:
-            yield node.message
+            rest.append(node.message)
             node = node.next
+        yield opener.message
+        shown = sum(m.tokens or 0 for m in rest)
+        if shown <= room_rest or not rest:
+            yield from rest
+            return
+        # Even the newest step alone does not fit: cut its text, for this request only.
+        share = max(1, room_rest // len(rest))
+        for m in rest:
+            yield m if (m.tokens or 0) <= share else shrink_message(m, share, self.tokenizer)
 
     def _step_cut(self, page: Page, steps: int) -> int:
         """The cut that shows ``steps`` newest steps, if more than ``2 * steps - 1`` show."""
@@ -422,7 +489,10 @@ class PagedContext:
     # -- the contents page ---------------------------------------------------------------
 
     def _lines(self, messages: Sequence[Message]) -> tuple[str, ...]:
-        lines = [f"{m.role}: {self.line_of(m)}" for m in messages if m.role != "system"]
+        return self._capped([f"{m.role}: {self.line_of(m)}" for m in messages
+                             if m.role != "system"])
+
+    def _capped(self, lines: list[str]) -> tuple[str, ...]:
         limit = self.config.contents_entry_lines
         if limit and len(lines) > limit:
             more = _TITLES[self.language][4].format(k=len(lines) - limit + 1)

@@ -23,7 +23,7 @@ from typing import Literal
 
 from memci.errors import InvalidInputError
 from memci.memory._chunk import CODE_SUFFIXES, TEXT_SUFFIXES, Chunk, chunk_file
-from memci.memory._embed import Embedder, embedder_from_env
+from memci.memory._embed import Embedder, embedder_from_env, speaks
 from memci.memory._hit import rrf
 from memci.memory._schema import MEMORY_MIGRATIONS, ensure_fts, fts_name
 from memci.memory._text import Analyzer, get_analyzer
@@ -282,7 +282,8 @@ class DocIndex:
             if where:
                 allowed = [int(r[0]) for r in db.execute(
                     f"SELECT c.id FROM doc_chunks c WHERE 1 = 1{where}", args)]
-        if self.vectors is not None and self.embedder is not None:
+        if (self.vectors is not None and self.embedder is not None
+                and speaks(self.embedder, query)):
             self.embed_pending()
             vector = self.embedder.embed([query])[0]
             with self.store.read() as db:

@@ -11,6 +11,11 @@
   ``MEMCI_LLM_BASE_URL`` / ``MEMCI_LLM_API_KEY``; an ``httpx.Client`` can be injected.
 - unset or empty — no embedder (keyword retrieval only).
 
+An embedder may say which languages it serves (``languages``, e.g. ``{"en"}``; None means
+any): a question in Chinese or Japanese is not sent to an English-only model such as
+all-MiniLM-L6-v2, whose vectors for CJK text crowd together and only add noise to the
+fusion. Known models are recognised by name (:func:`languages_of`).
+
 The model is loaded on the first :meth:`Embedder.embed` call, never at import or
 construction; a missing package raises :class:`~memci.errors.MissingExtraError` at
 construction, so a misconfiguration shows when the engine starts.
@@ -36,6 +41,7 @@ from memci.errors import (
     LLMTimeoutError,
     MissingExtraError,
 )
+from memci.memory._text import is_cjk
 
 __all__ = [
     "ENV_EMBEDDER",
@@ -45,6 +51,8 @@ __all__ = [
     "OpenAIEmbedder",
     "SentenceTransformerEmbedder",
     "embedder_from_env",
+    "languages_of",
+    "speaks",
     "unit",
 ]
 
@@ -66,6 +74,34 @@ class Embedder(Protocol):
         ...
 
 
+# Models documented as English-only: a question in Chinese or Japanese is not sent to them
+# (their vectors for CJK text crowd together and only add noise to the fusion).
+_ENGLISH_ONLY = ("all-minilm", "all-mpnet", "all-distilroberta", "multi-qa-", "msmarco-",
+                 "bge-small-en", "bge-base-en", "bge-large-en", "nomic-embed-text",
+                 "gte-small", "gte-base", "gte-large", "e5-small-v2", "e5-base-v2",
+                 "e5-large-v2")
+_MULTILINGUAL = ("multilingual", "labse", "bge-m3", "m3e", "text2vec", "chinese", "-zh",
+                 "_zh")
+
+
+def languages_of(model: str) -> frozenset[str] | None:
+    """Return the languages a known model serves (None: any, or not known)."""
+    name = model.lower().replace("\\", "/")
+    if any(m in name for m in _MULTILINGUAL):
+        return None
+    if any(m in name for m in _ENGLISH_ONLY):
+        return frozenset({"en"})
+    return None
+
+
+def speaks(embedder: Embedder, text: str) -> bool:
+    """Whether ``embedder`` serves the language of ``text`` (CJK needs ``zh``/``ja``)."""
+    languages: frozenset[str] | None = getattr(embedder, "languages", None)
+    if languages is None or not is_cjk(text):
+        return True
+    return bool(languages & {"zh", "ja", "cjk"})
+
+
 def unit(vector: Sequence[float]) -> list[float]:
     """``vector`` scaled to length 1 (a zero vector stays zero)."""
     norm = math.sqrt(sum(x * x for x in vector))
@@ -75,7 +111,10 @@ def unit(vector: Sequence[float]) -> list[float]:
 class SentenceTransformerEmbedder:
     """A local sentence-transformers model, loaded from disk on first use."""
 
-    def __init__(self, model: str, *, batch_size: int = 64, device: str = "cpu") -> None:
+    def __init__(
+        self, model: str, *, batch_size: int = 64, device: str = "cpu",
+        languages: frozenset[str] | None = None,
+    ) -> None:
         try:
             import sentence_transformers  # noqa: F401
         except ImportError as exc:
@@ -83,6 +122,7 @@ class SentenceTransformerEmbedder:
                                     "dense retrieval") from exc
         self.model = model
         self.name = f"sentence-transformers:{model}"
+        self.languages = languages if languages is not None else languages_of(model)
         self.batch_size = batch_size
         self.device = device
         self._model: Any = None
@@ -134,6 +174,7 @@ class OpenAIEmbedder:
     ) -> None:
         self.model = model
         self.name = f"openai:{model}"
+        self.languages: frozenset[str] | None = None
         self.base_url = base_url.rstrip("/")
         self.batch_size = batch_size
         self._headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}

@@ -24,16 +24,16 @@ import sqlite3
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from types import MappingProxyType
 from typing import Any, Literal
 
-from memci.memory._embed import Embedder, embedder_from_env
+from memci.memory._embed import Embedder, embedder_from_env, speaks
 from memci.memory._hit import Hit, rrf
 from memci.memory._schema import MEMORY_MIGRATIONS, ensure_fts, fts_name
-from memci.memory._text import Analyzer, MatchPlan, get_analyzer, is_cjk
+from memci.memory._text import Analyzer, MatchPlan, get_analyzer
 from memci.memory._time import TimeRange, time_hint
 from memci.memory._vectors import VectorIndex
 from memci.messages import (
@@ -64,7 +64,6 @@ _CONTEXT_LIMIT = 300  # characters of the previous message indexed as context
 _EMBED_LIMIT = 2_000  # characters embedded (models read ~256-512 tokens anyway)
 _SCOPE_FILTER_MAX = 200  # sessions filtered inside FTS5; more are filtered by a join
 _CONTEXT_WEIGHT = 0.5  # BM25 weight of the previous messages' text
-_COVERAGE_DEPTH = 5  # keyword hits whose query coverage sets the keyword list's weight
 _TIME_WEIGHT = 2.0  # RRF weight of the list of messages inside a time the question names
 
 
@@ -95,11 +94,6 @@ def message_text(message: Message) -> str:
         elif isinstance(part, ToolResultPart):
             pieces.append(part.content)
     return "\n".join(pieces)[:_BODY_LIMIT]
-
-
-def _term_expr(term: str) -> str:
-    quoted = '"' + term.replace('"', '""') + '"'
-    return quoted + "*" if len(term) == 1 and is_cjk(term) else quoted
 
 
 def _epoch(moment: datetime | None) -> float:
@@ -446,51 +440,9 @@ class MessageIndex:
                 score, cand = ranked.get(int(doc), (0.0, Candidate(int(doc), int(sid), int(seq))))
                 ranked[int(doc)] = (score + idf, cand)
 
-    def coverage(self, query: str | MatchPlan, docs: Sequence[int]) -> float:
-        """Return how much of the query the best of ``docs`` matches, from 0 to 1.
-
-        Each query term weighs its IDF in the index; terms no message contains are left
-        out. Used to weigh the keyword list against the dense one: a keyword list whose
-        best hits share only common words with the question is mostly noise.
-        """
-        plan = self.plan(query) if isinstance(query, str) else query
-        terms = [t for t in plan.terms if t not in plan.short_terms]
-        if not terms or not docs:
-            return 0.0
-        t = self.table
-        marks = ",".join("?" * len(docs))
-        matched: dict[int, float] = {}
-        total = 0.0
-        with self.store.read() as db:
-            count = max(1, int(db.execute("SELECT COUNT(*) FROM memory_docs").fetchone()[0]))
-            for term in terms:
-                expr = "{body context} : (" + _term_expr(term) + ")"
-                df = int(db.execute(f"SELECT COUNT(*) FROM {t} WHERE {t} MATCH ?",
-                                    (expr,)).fetchone()[0])
-                if df == 0:
-                    continue
-                idf = math.log(1 + count / df)
-                total += idf
-                for (doc,) in db.execute(
-                        f"SELECT rowid FROM {t} WHERE {t} MATCH ? AND rowid IN ({marks})",
-                        (expr, *docs)):
-                    matched[int(doc)] = matched.get(int(doc), 0.0) + idf
-        return max(matched.values(), default=0.0) / total if total else 0.0
-
-    def fusion_weights(
-        self, query: str | MatchPlan, lists: Mapping[str, Sequence[Candidate]]
-    ) -> dict[str, float]:
-        """Return the RRF weight of each list for this query.
-
-        With both keyword and dense lists, the keyword list weighs ``2 × coverage`` of
-        its top hits (see :meth:`coverage`): full matches count double, matches on a
-        few common words count little. The time list weighs ``time_weight``.
-        """
-        weights = {"time": self.time_weight}
-        if lists.get("keyword") and "dense" in lists:
-            top = [c.doc for c in lists["keyword"][:_COVERAGE_DEPTH]]
-            weights["keyword"] = 2.0 * self.coverage(query, top)
-        return weights
+    def fusion_weights(self) -> dict[str, float]:
+        """Return the RRF weight of each list (keyword and dense 1, time ``time_weight``)."""
+        return {"time": self.time_weight}
 
     def dense(
         self,
@@ -566,7 +518,8 @@ class MessageIndex:
         mode = time_mode or self.time_mode
         plan = self.plan(query)
         use_keyword = "keyword" in retrievers
-        use_dense = "dense" in retrievers and self.vectors is not None
+        use_dense = ("dense" in retrievers and self.vectors is not None
+                     and self.embedder is not None and speaks(self.embedder, query))
 
         def run(window: TimeRange | None) -> dict[str, list[Candidate]]:
             found: dict[str, list[Candidate]] = {}
@@ -624,7 +577,7 @@ class MessageIndex:
                                   time_range=time_range, roles=roles, time_mode=mode,
                                   retrievers=retrievers)
         fused = rrf({name: [c.doc for c in found] for name, found in lists.items()},
-                    weights=self.fusion_weights(query, lists))
+                    weights=self.fusion_weights())
         by_doc = {c.doc: c for found in lists.values() for c in found}
         return self.load([(by_doc[doc], score, names) for doc, score, names in fused[:k]])
 

@@ -27,7 +27,7 @@ from types import MappingProxyType
 from typing import Any, Literal
 
 from memci.errors import InvalidInputError
-from memci.memory._embed import Embedder, embedder_from_env
+from memci.memory._embed import Embedder, embedder_from_env, speaks
 from memci.memory._hit import Hit, rrf
 from memci.memory._schema import MEMORY_MIGRATIONS, ensure_fts, fts_name
 from memci.memory._text import Analyzer, get_analyzer, normalize
@@ -412,7 +412,8 @@ class MemoryItems:
                     " AND i.valid_from < ?",
                     (*args, time_range.start.timestamp(), time_range.end.timestamp()))}
                 lists["time"] = [i for i in lists.get("keyword", []) if i in inside]
-        if self.vectors is not None and self.embedder is not None and allowed and query.strip():
+        if (self.vectors is not None and self.embedder is not None and allowed
+                and query.strip() and speaks(self.embedder, query)):
             self.embed_pending()
             vector = self.embedder.embed([query])[0]
             with self.store.read() as db:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import sqlite3
 import threading
 import weakref
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from datetime import datetime
 from typing import Literal
 
@@ -37,7 +37,12 @@ _SCOPES: tuple[Level, ...] = ("session", "user", "tenant")
 
 
 class Memory:
-    """The long-term memory of ``store``: index messages, remember items, search both."""
+    """The long-term memory of ``store``: index messages, remember items, search both.
+
+    Create it outside any write transaction (it applies migrations and may build an
+    FTS5 table). ``page_of(session_id, seq)`` overrides the page number of hits (by
+    default: user messages with seq ≤ the hit's, counted at indexing).
+    """
 
     def __init__(
         self,
@@ -46,11 +51,12 @@ class Memory:
         analyzer: str | Analyzer | None = None,
         embedder: Embedder | Literal["env"] | None = "env",
         time_mode: TimeMode = "boost",
+        page_of: Callable[[int, int], int] | None = None,
     ) -> None:
         chosen = embedder_from_env() if embedder == "env" else embedder
         self.store = store
         self.messages = MessageIndex(store, analyzer=analyzer, embedder=chosen,
-                                     time_mode=time_mode)
+                                     time_mode=time_mode, page_of=page_of)
         self.items = MemoryItems(store, analyzer=self.messages.analyzer, embedder=chosen)
         self.embedder = chosen
 
@@ -146,7 +152,7 @@ class Memory:
                                                kinds=item_kinds, exclude_kinds=exclude_item_kinds,
                                                time_range=time_range).items():
                 lists[f"items:{name}"] = [("i", i) for i in ids]
-        weights = index.fusion_weights(query, message_lists)
+        weights = index.fusion_weights()
         weights["items:time"] = index.time_weight
         fused = rrf(lists, weights=weights)[:k]
         message_hits = index.load_docs([(candidates[key[1]], score, _base(names))

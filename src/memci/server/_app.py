@@ -1,7 +1,8 @@
 """The REST API: sessions, messages, context, search, memci's tools, state and stats.
 
-One :class:`~memci.Engine` serves every request of the process; handlers are plain
-functions run in the server's thread pool (sessions and the store are thread-safe).
+One :class:`~memci.Engine` serves every request of the process; every call into memci
+runs in the server's thread pool, never on the event loop (sessions and the store are
+thread-safe).
 Every route under ``/v1`` needs an API key (``Authorization: Bearer mk_…``) unless the
 server runs with ``auth=False``; the key's tenant is the only tenant the request sees.
 Reads of an unknown session answer 404; adding messages creates the session. Bodies
@@ -211,6 +212,12 @@ def create_app(
     @app.exception_handler(MemciError)
     async def _memci_error(_: Request, exc: MemciError) -> JSONResponse:
         return _error(classify(exc))
+
+    @app.exception_handler(Exception)
+    async def _unexpected(_: Request, exc: Exception) -> JSONResponse:
+        # Logged by the server (the exception is re-raised after this answer); the client
+        # learns nothing of the internals.
+        return _error(ApiError(500, "internal_error", "internal server error"))
 
     @app.exception_handler(RequestValidationError)
     async def _invalid(_: Request, exc: RequestValidationError) -> JSONResponse:

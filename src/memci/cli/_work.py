@@ -1,0 +1,86 @@
+"""Commands ``memci worker`` and ``memci state``.
+
+``worker`` runs background jobs in their own process; ``state`` exports and imports seed
+004's ``context_state.json``.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+from rich.console import Console
+
+from memci.cli import _DB_HELP, _engine, main
+from memci.engine import _default_path
+from memci.errors import InvalidFileError
+from memci.summarize import run_worker
+
+__all__: list[str] = []
+
+
+@main.command("worker")
+@click.option("--db", default=None, help=_DB_HELP)
+@click.option("--once", is_flag=True, help="Run the jobs ready now, then exit.")
+@click.option("--workers", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Worker threads in this process.")
+@click.option("--poll", type=click.FloatRange(min=0.05), default=1.0, show_default=True,
+              help="Seconds between looks at the job table when it is empty.")
+def worker_command(db: str | None, once: bool, workers: int, poll: float) -> None:
+    """Run memci's background jobs (page summaries by a model) in this process.
+
+    Uses the model configured by MEMCI_LLM_PROVIDER, MEMCI_LLM_BASE_URL, MEMCI_LLM_API_KEY
+    and MEMCI_LLM_MODEL (extractive summaries when none). Jobs survive a crash and each
+    takes effect once; stop it with Ctrl-C or SIGTERM (jobs in hand are finished first).
+    """
+    path = Path(db) if db else _default_path()
+    done = run_worker(path, once=once, workers=workers, poll_interval=poll)
+    Console(stderr=True).print(f"ran {done} jobs", highlight=False)
+
+
+@main.group("state")
+def state_group() -> None:
+    """Export or import a session's working state as context_state.json.
+
+    The working state is its pins, plan, notebook, fastmemo and limits (seed 004).
+    """
+
+
+@state_group.command("export")
+@click.argument("session")
+@click.option("--tenant", default="default", show_default=True, help="The session's tenant.")
+@click.option("--db", default=None, help=_DB_HELP)
+@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Write to this file (default: standard output).")
+def state_export(session: str, tenant: str, db: str | None, output: Path | None) -> None:
+    """Write SESSION's working state as versioned context_state.json."""
+    with _engine(db) as engine:
+        if engine.store.session(tenant, session) is None:
+            raise click.UsageError(f"no session {session!r} in tenant {tenant!r}")
+        text = json.dumps(engine.session(session, tenant=tenant).export_state(),
+                          ensure_ascii=False, indent=2)
+    if output is None:
+        click.echo(text)
+        return
+    tmp = output.with_name(output.name + ".partial")
+    tmp.write_text(text + "\n", encoding="utf-8")
+    tmp.replace(output)
+
+
+@state_group.command("import")
+@click.argument("session")
+@click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--tenant", default="default", show_default=True, help="The session's tenant.")
+@click.option("--db", default=None, help=_DB_HELP)
+def state_import(session: str, file: Path, tenant: str, db: str | None) -> None:
+    """Replace SESSION's working state with FILE (all of it, or nothing)."""
+    try:
+        data = json.loads(file.read_text(encoding="utf-8"))
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise InvalidFileError(f"{file} is not a JSON file: {exc}") from exc
+    with _engine(db) as engine:
+        if engine.store.session(tenant, session) is None:
+            raise click.UsageError(f"no session {session!r} in tenant {tenant!r}")
+        engine.session(session, tenant=tenant).import_state(data)
+    Console(stderr=True).print(f"imported the working state of {session!r}", highlight=False)

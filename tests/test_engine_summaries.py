@@ -1,0 +1,104 @@
+"""Model summaries of archived pages through the engine: background, never blocking a build.
+
+A real fake OpenAI-compatible server on 127.0.0.1 answers (tests/fakellm.py).
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from pathlib import Path
+
+import pytest
+
+import memci
+from memci.llm import OpenAIChatClient
+
+from .fakellm import FakeLLM, RecordedRequest
+
+
+def page_responder(request: RecordedRequest) -> str:
+    """Answer a page-summary prompt with a title and one numbered line per message."""
+    text = request.last_user_text or ""
+    count = len(re.findall(r"^\[\d+\] ", text, re.M)) or 2
+    return "Title: model title\n" + "\n".join(f"{i}. MODEL LINE {i}" for i in range(1, count + 1))
+
+
+def _chat(s: memci.Session, start: int, turns: int) -> None:
+    for t in range(start, start + turns):
+        s.add({"role": "user", "content": f"Question {t} about the harbour museum. " * 6})
+        s.add({"role": "assistant", "content": f"Answer {t}: it opens at nine. " * 6})
+
+
+def _contents(ctx: memci.Context) -> str:
+    return next((m.content for m in ctx.messages if m.content.startswith("## Contents")), "")
+
+
+def test_model_lines_replace_stand_ins_at_the_next_archive_event(tmp_path: Path) -> None:
+    with FakeLLM(responder=page_responder) as fake:
+        client = OpenAIChatClient("fake-model", api_key="k", base_url=fake.openai_base_url)
+        with client, memci.Engine.open(tmp_path / "m.db", llm=client, workers=1) as eng:
+            s = eng.session("s", evict_unrecalled_rounds=0)
+            _chat(s, 0, 30)
+            first = s.build(budget=3000)
+            assert "MODEL LINE" not in _contents(first)  # the stand-in, at once
+            assert eng.jobs is not None
+            deadline = time.monotonic() + 30
+            while s.stats().jobs_pending and time.monotonic() < deadline:
+                time.sleep(0.05)
+            assert s.stats().jobs_pending == 0 and fake.count > 0
+            # no archive event yet: the contents page does not change under the cache
+            assert _contents(s.build(budget=3000)) == _contents(first)
+            for t in range(30, 60):
+                _chat(s, t, 1)
+                ctx = s.build(budget=3000)
+                if ctx.stats.events:
+                    break
+            assert "MODEL LINE 1" in _contents(ctx)
+
+
+def test_build_never_waits_on_a_slow_model(tmp_path: Path) -> None:
+    with FakeLLM(responder=page_responder, delay=2.0) as fake:
+        client = OpenAIChatClient("fake-model", api_key="k", base_url=fake.openai_base_url)
+        with client, memci.Engine.open(tmp_path / "m.db", llm=client, workers=2) as eng:
+            s = eng.session("s", evict_unrecalled_rounds=0)
+            _chat(s, 0, 40)
+            started = time.perf_counter()
+            for t in range(40, 50):
+                _chat(s, t, 1)
+                s.build(budget=3000)
+            assert time.perf_counter() - started < 2.0  # ten builds, no 2 s reply awaited
+            assert s.stats().jobs_pending > 0
+
+
+def test_failed_summaries_are_counted(tmp_path: Path) -> None:
+    with FakeLLM() as fake:
+        fake.status(500, times=1000)
+        client = OpenAIChatClient("fake-model", api_key="k", base_url=fake.openai_base_url,
+                                  max_retries=0)
+        with client, memci.Engine.open(tmp_path / "m.db", llm=client, workers=0) as eng:
+            assert eng.jobs is not None
+            s = eng.session("s", evict_unrecalled_rounds=0)
+            _chat(s, 0, 30)
+            s.build(budget=3000)
+            for _ in range(10):
+                eng.jobs.run_pending()
+                with eng.store.write() as db:  # skip the backoff between attempts
+                    db.execute("UPDATE memci_jobs SET run_after = 0"
+                               " WHERE state = 'pending'")
+            stats = s.stats()
+            assert stats.jobs_failed > 0 and stats.jobs_pending == 0
+            # the stand-in still serves
+            assert "[Page " in _contents(s.build(budget=3000))
+
+
+def test_no_model_means_no_jobs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("MEMCI_LLM_PROVIDER", "MEMCI_LLM_BASE_URL", "MEMCI_LLM_API_KEY",
+                 "MEMCI_LLM_MODEL"):
+        monkeypatch.delenv(name, raising=False)
+    with memci.Engine.open(tmp_path / "m.db") as eng:
+        assert eng.jobs is None
+        s = eng.session("s")
+        _chat(s, 0, 30)
+        assert s.build(budget=3000).stats.total_tokens <= 3000
+        assert s.stats().jobs_pending == 0
