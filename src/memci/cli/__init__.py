@@ -183,8 +183,5 @@ def import_command(file: Path, name: str | None, tenant: str | None, db: str | N
                                highlight=False)
 
 
-from memci.cli import (
-    _inspect,  # noqa: F401  (registers inspect, search, stats)
-    _server,  # noqa: F401  (registers serve, mcp, keys)
-    _work,  # noqa: F401  (registers worker, state)
-)
+# The other commands register themselves on `main` when imported.
+from memci.cli import _inspect, _server, _work  # noqa: E402, F401
