@@ -8,8 +8,8 @@ assistant message, and checked:
 1. per-request tokens do not grow with the number of tool calls: mean of the last ten
    requests <= 1.3 x mean of requests 10-19;
 2. on average memci sends at most half the tokens of the full history;
-3. the newest tool output is visible (head, structured summary, pointer) and no older tool
-   output is replayed raw;
+3. the newest tool output is visible (its head with a structured summary and its pointer,
+   or all of it when it is short) and no older tool output is replayed raw;
 4. every artifact:<id> in any request resolves with artifact_get to the exact original;
 5. pins, notebook and fastmemo stay within their limits and every entry has a source.
 """
@@ -65,7 +65,8 @@ def run(name: str, tmp: Path) -> dict[str, Any]:
                 if shown and s.messages()[-1].role == "tool":
                     tool_requests += 1
                     newest = shown[-1].content
-                    if "--- output" in newest and POINTER.search(newest):
+                    shown_out = "--- output" in newest or "· complete]" in newest
+                    if shown_out and POINTER.search(newest):
                         newest_ok += 1
                 for x in ctx.messages:
                     pointers.update(POINTER.findall(x.content))

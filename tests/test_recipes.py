@@ -39,7 +39,8 @@ def test_tool_loop_recipe_shows_newest_head_and_only_summaries_before(
     assert ctx.stats.recipe == "tool_loop"
     tools = [m for m in ctx.messages if m.role == "tool"]
     newest, older = tools[-1], tools[:-1]
-    assert "--- output" in newest.content and "case_0 PASSED" in newest.content
+    assert "case_0 PASSED" in newest.content and POINTER.search(newest.content)
+    assert "· complete]" in newest.content or "--- output" in newest.content
     for m in older:
         assert "case_40 PASSED" not in m.content  # no older tool output replayed raw
         assert POINTER.search(m.content) and "1 failed" in m.content  # summary + pointer
@@ -80,6 +81,8 @@ def test_recipe_sections_have_titles_and_follow_the_seed(engine: memci.Engine) -
                                      "source": "tool:k0"})
     assert not answer.startswith("error:"), answer
     assert s.call_tool("plan_add", {"text": "build the image"}).startswith("added plan")
+    assert not s.call_tool("notebook_add", {"summary": "chose the slim base image",
+                                            "source": "chat:1"}).startswith("error:")
     assert s.call_tool("pin_add", {"type": "fact", "title": "x", "summary": "y"}).startswith(
         "error:")  # a source is required
     loop = next(m.content for m in s.build(recipe="tool_loop").messages
@@ -93,13 +96,16 @@ def test_recipe_sections_have_titles_and_follow_the_seed(engine: memci.Engine) -
     assert contract and "artifact_get" in contract[0].content
 
 
-def test_notebook_gets_a_sourced_line_per_tool_result_and_stays_bounded(
+def test_notebook_gets_a_sourced_line_per_hidden_step_and_stays_bounded(
     engine: memci.Engine,
 ) -> None:
     s = engine.session("s")
     s.add({"role": "user", "content": "Go."})
-    _loop(s, 40)
+    for i in range(40):
+        _loop(s, 1, start=i)
+        s.build()
     state = s.export_state()
+    assert any(n["source"].startswith("tool:k") for n in state["notebook"])
     notes = state["notebook"]
     limits = state["limits"]
     assert len(notes) <= limits["notebook_max"]
@@ -147,6 +153,7 @@ def test_chinese_session_gets_chinese_titles(engine: memci.Engine) -> None:
     s.add({"role": "user", "content": "还有一个问题：部署失败了。"})
     s.add({"role": "assistant", "content": None, "tool_calls": [_call("c1")]})
     s.add({"role": "tool", "tool_call_id": "c1", "content": "错误：找不到配置文件 /etc/app.yaml"})
+    s.call_tool("notebook_add", {"summary": "配置文件缺失", "source": "tool:c1"})
     texts = [m.content for m in s.build().messages]
     assert any(t.startswith("## 工作状态") for t in texts)
     assert any(t.startswith("## 工具约定") for t in texts)

@@ -671,19 +671,27 @@ class Session:
                 tokens = view.tokens or 0
             self._log.append(message.seq or 0, message.role, tokens)
         self._last_seq = stored[-1].seq or self._last_seq
-        if made:
-            self._note_results(list(made.values()))
 
-    def _note_results(self, made: list[tuple[Message, Any]]) -> None:
-        """One short notebook line per tool result (seed 004, phase 1), with its pointer."""
+    def _note_hidden(self, seqs: Sequence[int]) -> bool:
+        """One short notebook line per tool result that left the window (seed 004, phase 1).
+
+        Steps of a tool loop leave the window in batches; the notebook keeps a sourced line
+        with the pointer for each, so the notebook changes only when the window does.
+        """
+        results = [m for m in self._load_seqs(seqs[0], seqs[-1])
+                   if m.role == "tool" and m.seq in set(seqs)] if seqs else []
+        if not results:
+            return False
         state = self.work_state().with_actor("memci")
-        for message, artifact in made:
+        for message in results:
             result = message.tool_result
             assert result is not None
+            artifact = self._views.artifact_of(message)
             what = artifact.tool_name or "tool"
             line = artifact.summary[0] if artifact.summary else f"{artifact.lines} lines"
             state.notebook_add(f"{what}: {line}"[:300], source=f"tool:{result.call_id}",
                                artifact_ref=artifact.pointer)
+        return True
 
     def _load_seqs(self, first: int, last: int) -> list[Message]:
         return self.engine.store.messages(self._record, after=first - 1, upto=last)
@@ -714,13 +722,14 @@ class Session:
     def _save_changes(self) -> tuple[str, ...]:
         """Save what the strategy changed (one transaction); return the events as text."""
         if self._paged is not None:
+            noted = self._note_hidden(self._paged.take_hidden())
             if self._paged.cut != self._saved_cut:
                 self._saved_cut = self._paged.cut
                 self._state_set("paged.cut", {"page": self._saved_cut[0],
                                               "hidden": self._saved_cut[1]})
             rows, events = self._paged.take_changes()
             if not rows and not events:
-                return ()
+                return ("steps hidden",) if noted else ()
             self._pool_evicted([e.page for e in events if e.kind == "evict"])
             now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
             with self.engine.store.write() as db:
@@ -737,7 +746,8 @@ class Session:
                     " created_at) VALUES (?, ?, ?, ?, ?, ?)",
                     [(self._record.id, e.round, e.kind, e.page, e.reason, now)
                      for e in events])
-            return tuple(f"{e.kind} page {e.page}" for e in events)
+            return tuple(f"{e.kind} page {e.page}" for e in events) + (
+                ("steps hidden",) if noted else ())
         if isinstance(self._window, SummarizeWindow) and self._window.changed:
             self._window.changed = False
             summary = self._window.summary

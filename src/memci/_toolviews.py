@@ -19,7 +19,7 @@ from memci.workspace import Artifact, ArtifactNotFoundError, ArtifactStore, rend
 
 __all__ = ["SMALL_OUTPUT_CHARS", "SessionArtifacts", "ToolViews"]
 
-SMALL_OUTPUT_CHARS = 200
+SMALL_OUTPUT_CHARS = 300
 
 
 class SessionArtifacts:
@@ -90,13 +90,18 @@ class ToolViews:
         """The tool message as shown: summary and pointer (and the head, if asked)."""
         result = message.tool_result
         assert result is not None
-        if artifact.chars <= SMALL_OUTPUT_CHARS and "\n" not in result.content.strip():
-            # A one-line output is shorter than any summary of it: show it whole.
-            label = " · ".join(x for x in (artifact.tool_name, artifact.pointer) if x)
-            text = f"[tool result · {label}] {result.content}"
-        else:
-            head = self.artifacts.read(artifact.id, 0, head_chars + 1) if head_chars else None
+        label = " · ".join(x for x in (
+            artifact.tool_name, f"call {result.call_id}", artifact.pointer) if x)
+        whole = f"[tool result · {label} · complete]\n{result.content}"
+        if head_chars and artifact.chars <= head_chars:
+            text = whole  # the head is the whole output: no summary needed beside it
+        elif head_chars:
+            head = self.artifacts.read(artifact.id, 0, head_chars + 1)
             text = render_tool_result(artifact, head_chars=head_chars, head=head)
+        else:
+            text = render_tool_result(artifact)
+            if artifact.chars <= SMALL_OUTPUT_CHARS and len(whole) <= len(text):
+                text = whole  # a tiny output is shorter than any summary of it
         shown = replace(message, parts=(ToolResultPart(result.call_id, text, result.is_error),))
         return replace(shown, tokens=self.tokenizer.count_message(shown))
 

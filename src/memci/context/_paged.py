@@ -140,6 +140,7 @@ class PagedContext:
         self._next_position = 0  # the next log position to put into a page
         self._cut = 0  # messages of the current page hidden after its opening message
         self._cut_page = 0
+        self._hidden: list[int] = []  # seqs newly hidden by the cut, not yet taken
         self._contents: Message | None = None
         self._dirty = _Dirty()
         self.counts = {"archive": 0, "recall": 0, "evict": 0}
@@ -182,6 +183,11 @@ class PagedContext:
     def restore_cut(self, page: int, hidden: int) -> None:
         """Load a saved cut of the current page."""
         self._cut_page, self._cut = page, hidden
+
+    def take_hidden(self) -> list[int]:
+        """Seqs of the current page's steps hidden since the last call (for notes)."""
+        hidden, self._hidden = self._hidden, []
+        return hidden
 
     def take_changes(self) -> tuple[list[PageRow], list[ContextEvent]]:
         """Page rows and events changed since the last call (for the store to save)."""
@@ -441,11 +447,15 @@ class PagedContext:
         if room_rest < 0:
             yield shrink_message(opener.message, max(1, room), self.tokenizer)
             return
+        before = self._cut
         if recent_steps:
             self._cut = max(self._cut, self._step_cut(page, recent_steps))
             shown = rest_tokens - self._hidden_tokens(page)
         if shown > room_rest:
             self._cut = self._new_cut(page, int(room_rest * self.config.low_watermark))
+        if self._cut > before:
+            start, _ = self.log.page_span(page.number)
+            self._hidden += self.log.seqs[start + 1 + before:start + 1 + self._cut]
         node = opener.next
         for _ in range(self._cut):
             assert node is not None
