@@ -31,7 +31,7 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> Path:
                                        "--db", str(db), "--json"])
     assert result.exit_code == 0, result.output
     with memci.Engine.open(db) as engine:
-        chat = engine.session("chat", user="u1")
+        chat = engine.session("chat", user="u1", retrieval=False)
         chat.set_system("You are helpful.")
         for i in range(1, 41):
             chat.add({"role": "user", "content":

@@ -38,7 +38,7 @@ def test_model_lines_replace_stand_ins_at_the_next_archive_event(tmp_path: Path)
     with FakeLLM(responder=page_responder) as fake:
         client = OpenAIChatClient("fake-model", api_key="k", base_url=fake.openai_base_url)
         with client, memci.Engine.open(tmp_path / "m.db", llm=client, workers=1) as eng:
-            s = eng.session("s", evict_unrecalled_rounds=0)
+            s = eng.session("s", evict_unrecalled_rounds=0, retrieval=False)
             _chat(s, 0, 30)
             first = s.build(budget=3000)
             assert "MODEL LINE" not in _contents(first)  # the stand-in, at once
@@ -61,7 +61,7 @@ def test_build_never_waits_on_a_slow_model(tmp_path: Path) -> None:
     with FakeLLM(responder=page_responder, delay=2.0) as fake:
         client = OpenAIChatClient("fake-model", api_key="k", base_url=fake.openai_base_url)
         with client, memci.Engine.open(tmp_path / "m.db", llm=client, workers=2) as eng:
-            s = eng.session("s", evict_unrecalled_rounds=0)
+            s = eng.session("s", evict_unrecalled_rounds=0, retrieval=False)
             _chat(s, 0, 40)
             started = time.perf_counter()
             for t in range(40, 50):
@@ -78,7 +78,7 @@ def test_failed_summaries_are_counted(tmp_path: Path) -> None:
                                   max_retries=0)
         with client, memci.Engine.open(tmp_path / "m.db", llm=client, workers=0) as eng:
             assert eng.jobs is not None
-            s = eng.session("s", evict_unrecalled_rounds=0)
+            s = eng.session("s", evict_unrecalled_rounds=0, retrieval=False)
             _chat(s, 0, 30)
             s.build(budget=3000)
             for _ in range(10):

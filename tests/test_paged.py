@@ -46,7 +46,8 @@ def test_pages_are_interactions(engine: memci.Engine) -> None:
 
 
 def test_archiving_happens_in_batches_and_keeps_prefix(engine: memci.Engine) -> None:
-    s = engine.session("s", contents_max_tokens=100_000, evict_unrecalled_rounds=0)
+    s = engine.session("s", contents_max_tokens=100_000, evict_unrecalled_rounds=0,
+                       retrieval=False)
     s.set_system("You are a patient tutor.")
     events_at: list[int] = []
     shares: list[float] = []
@@ -59,8 +60,10 @@ def test_archiving_happens_in_batches_and_keeps_prefix(engine: memci.Engine) -> 
             events_at.append(t)
         elif previous is not None:
             # between two archive events a request starts with exactly the previous one
+            # (less its retrieval block, the one part placed last and not carried on)
             assert [m.content for m in ctx.messages[: len(previous)]] == previous
-        previous = [m.content for m in ctx.messages]
+        previous = [m.content for m in ctx.messages
+                    if not m.content.startswith("## Retrieved memory")]
         if t:
             shares.append(ctx.stats.prefix_tokens / ctx.stats.total_tokens)
     assert 2 <= len(events_at) <= 40
@@ -70,7 +73,7 @@ def test_archiving_happens_in_batches_and_keeps_prefix(engine: memci.Engine) -> 
 
 
 def test_contents_page_lists_archived_pages_with_stable_text(engine: memci.Engine) -> None:
-    s = engine.session("s", evict_unrecalled_rounds=0)
+    s = engine.session("s", evict_unrecalled_rounds=0, retrieval=False)
     _chat(s, 40)
     ctx = s.build(budget=2500)
     text = _contents(ctx)
@@ -87,7 +90,7 @@ def test_contents_page_lists_archived_pages_with_stable_text(engine: memci.Engin
 
 
 def test_recall_brings_a_page_back_in_full(engine: memci.Engine) -> None:
-    s = engine.session("s", evict_unrecalled_rounds=0)
+    s = engine.session("s", evict_unrecalled_rounds=0, retrieval=False)
     _chat(s, 40)
     ctx = s.build(budget=2500)
     page = _listed(ctx)[0]
@@ -118,7 +121,8 @@ def test_recall_brings_a_page_back_in_full(engine: memci.Engine) -> None:
 
 
 def test_eviction_rules_are_recorded(engine: memci.Engine) -> None:
-    s = engine.session("s", evict_unrecalled_rounds=10, evict_unchanged_rounds=5)
+    s = engine.session("s", evict_unrecalled_rounds=10, evict_unchanged_rounds=5,
+                       retrieval=False)
     _chat(s, 30, words=100)
     s.build(budget=6000)
     assert s.call_tool("recall_page", {"index": 2}).startswith("Page 2 (")
@@ -134,7 +138,8 @@ def test_eviction_rules_are_recorded(engine: memci.Engine) -> None:
 
 
 def test_lru_eviction_when_contents_page_is_full(engine: memci.Engine) -> None:
-    s = engine.session("s", contents_max_tokens=300, evict_unrecalled_rounds=0)
+    s = engine.session("s", contents_max_tokens=300, evict_unrecalled_rounds=0,
+                       retrieval=False)
     _chat(s, 80)
     ctx = s.build(budget=3000)
     assert s.tokenizer.count(_contents(ctx)) <= 330
@@ -194,7 +199,7 @@ def test_request_size_guard_in_bytes(engine: memci.Engine) -> None:
 
 def test_state_survives_close_and_reopen(db_path: Path) -> None:
     with memci.Engine.open(db_path) as eng:
-        s = eng.session("s", evict_unrecalled_rounds=0)
+        s = eng.session("s", evict_unrecalled_rounds=0, retrieval=False)
         _chat(s, 50)
         s.build(budget=2500)
         s.call_tool("recall_page", {"index": 4})
@@ -210,7 +215,7 @@ def test_state_survives_close_and_reopen(db_path: Path) -> None:
 
 
 def test_chinese_conversation_gets_chinese_contents_page(engine: memci.Engine) -> None:
-    s = engine.session("zh", evict_unrecalled_rounds=0)
+    s = engine.session("zh", evict_unrecalled_rounds=0, retrieval=False)
     for t in range(40):
         s.add_many([
             {"role": "user", "content": f"第{t}个问题：请介绍一下故宫的历史和开放时间。" * 3},

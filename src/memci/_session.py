@@ -14,6 +14,8 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
+from datetime import datetime
+from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 from memci._settings import SessionSettings
@@ -23,8 +25,9 @@ from memci.context import Context, ContextStats, ToolSpec
 from memci.context._log import LogIndex
 from memci.context._paged import PagedConfig, PagedContext, PageRow
 from memci.context._strategies import OldestWindow, SummarizeWindow, WindowLoader
-from memci.errors import ConfigError, InvalidMessageError
-from memci.messages import Message, ToolCallPart, coerce, to_openai, to_wire
+from memci.errors import ConfigError, InvalidMessageError, MemciError
+from memci.memory import DocIndex, Hit, IndexReport, Retrieved
+from memci.messages import Message, ToolCallPart, coerce, parse_timestamp, to_openai, to_wire
 from memci.recipes import TITLES, Recipe, choose_recipe
 from memci.store import SessionRecord
 from memci.summarize import SUMMARIZE_PAGE, JobQueue, PageSummary
@@ -71,6 +74,62 @@ class SessionStats:
 def _recall_page(session: Session, args: Mapping[str, Any]) -> str:
     page = int_arg(args, "index", minimum=1)
     return session._recall(page)
+
+
+def _search_memory(session: Session, args: Mapping[str, Any]) -> str:
+    query = args.get("query")
+    if not isinstance(query, str) or not query.strip():
+        raise ToolArgumentError("'query' must be a non-empty string")
+    k = int_arg(args, "k", default=5, minimum=1)
+    scope = args.get("scope", "session")
+    if scope not in ("session", "user"):
+        raise ToolArgumentError("'scope' must be 'session' or 'user'")
+    since, until = (_date_arg(args, "since"), _date_arg(args, "until"))
+    hits = session.search(query, k=min(k, 20) * (3 if since or until else 1), scope=scope)
+    lines = []
+    for hit in hits:
+        at = hit.message.created_at
+        if at is not None and ((since and at < since) or (until and at >= until)):
+            continue
+        when = at.strftime("%Y-%m-%d %H:%M") if at else "?"
+        text = " ".join(hit.text.split())[:300]
+        where = f"page {hit.page} · seq {hit.message.seq}" if hit.item is None else hit.source
+        lines.append(f"- [{where} · {hit.message.role} · {when}] {text}")
+        if len(lines) >= k:
+            break
+    if not lines:
+        return f"no memory found for {query!r}"
+    return f"{len(lines)} results for {query!r} (recall_page(index) shows a whole page):\n" + (
+        "\n".join(lines))
+
+
+def _date_arg(args: Mapping[str, Any], name: str) -> datetime | None:
+    value = args.get(name)
+    if value is None:
+        return None
+    try:
+        return parse_timestamp(value)
+    except MemciError as exc:
+        raise ToolArgumentError(f"'{name}' must be an ISO 8601 date, e.g. 2026-11-01") from exc
+
+
+SEARCH_MEMORY: Tool[Session] = Tool(
+    ToolSpec(
+        "search_memory",
+        "Search everything said earlier in this conversation (also pages no longer listed) "
+        "or, with scope 'user', in the user's other conversations. Understands times like "
+        "'yesterday' or '上周'.",
+        {"type": "object", "properties": {
+            "query": {"type": "string", "description": "What to look for."},
+            "k": {"type": "integer", "minimum": 1, "maximum": 20,
+                  "description": "How many results (default 5)."},
+            "scope": {"type": "string", "enum": ["session", "user"]},
+            "since": {"type": "string", "description": "Only from this ISO date on."},
+            "until": {"type": "string", "description": "Only before this ISO date."}},
+         "required": ["query"], "additionalProperties": False},
+    ),
+    _search_memory,
+)
 
 
 RECALL_PAGE: Tool[Session] = Tool(
@@ -152,6 +211,7 @@ class Session:
         self._state_message: tuple[str, Message | None] = ("", None)
         self._expired_round = 0
         self._has_tool_results = False
+        self._retrieval_for: tuple[int, tuple[Retrieved, ...]] = (0, ())
         self.artifacts = SessionArtifacts(engine.workspace.artifacts, record)
         self._views = ToolViews(engine.store, record, engine.workspace.artifacts,
                                 self.tokenizer)
@@ -272,7 +332,23 @@ class Session:
                 self._index(stored)
             else:
                 self._sync()
+        # Search indexes are derived: a search first catches up with anything missed here.
+        self.engine.memory.index(self._record, stored)
         return stored
+
+    def search(self, query: str, k: int = 10, scope: str = "session") -> list[Hit]:
+        """Messages (and memory items) for ``query``, best first.
+
+        Keyword search (FTS5, English and Chinese) fused with dense vectors when an
+        embedder is configured, time-aware ("yesterday", "上周"). ``scope``: ``session``,
+        ``user`` (all of the user's sessions) or ``tenant``. Evicted pages are found too.
+        """
+        if scope not in ("session", "user", "tenant"):
+            raise ConfigError(f"scope must be 'session', 'user' or 'tenant', not {scope!r}")
+        if not isinstance(k, int) or isinstance(k, bool) or k < 1:
+            raise ConfigError(f"k must be a positive int, not {k!r}")
+        return self.engine.memory.search(query, session=self._record, k=k,
+                                         scope=scope)  # type: ignore[arg-type]
 
     # -- reading -------------------------------------------------------------------------
 
@@ -318,19 +394,38 @@ class Session:
             specs = self.tool_specs()
             limit = budget if budget is not None else self.settings.budget
             tools_tokens = self._tool_tokens(specs)
-            if tools_tokens > limit // 4:  # a budget this small cannot carry the schemas
-                specs = tuple(s for s in specs if s.name == "recall_page")
+            for keep in (("recall_page", "search_memory"), ("recall_page",), ()):
+                if tools_tokens <= limit // 4:
+                    break  # a small budget cannot carry every schema: keep the essential
+                specs = tuple(s for s in specs if s.name in keep)
                 tools_tokens = self._tool_tokens(specs)
             head = self._head_system(specs)
             head_tokens = sum(m.tokens or 0 for m in head)
             room = limit - tools_tokens - head_tokens - _REPLY_PRIMING
+            # The profile follows the setting, not each page's hits: a profile that came
+            # and went with the hits would resize the contents page back and forth.
             caps = self._allocator.allocate(max(room, 0), turns=self._log.pages,
-                                            has_retrieval=False)
+                                            has_retrieval=self._retrieval_on())
+            found = self._retrieved(gather=False)
+            retrieval = self._retrieval_message(found or (), caps["retrieval"])
+            retrieval_tokens = (retrieval.tokens or 0) if retrieval else 0
             state = self._state(chosen, caps["state"])
             state_tokens = (state.tokens or 0) if state else 0
-            reserve = self._head_reserve(chosen, room - state_tokens)
-            window, payload_bytes = self._fit_bytes(
-                head, room - state_tokens - reserve, caps, specs, chosen)
+            reserve = self._head_reserve(chosen, room - state_tokens - retrieval_tokens)
+
+            def plan() -> tuple[list[Message], int]:
+                return self._fit_bytes(head, room - retrieval_tokens - state_tokens - reserve,
+                                       caps, specs, chosen)
+
+            window, payload_bytes = plan()
+            if found is None:
+                # Gathered once per page, after the first plan has archived what it must,
+                # so that what is still in the window is not fetched again.
+                retrieval = self._retrieval_message(self._retrieved(gather=True) or (),
+                                                    caps["retrieval"])
+                retrieval_tokens = (retrieval.tokens or 0) if retrieval else 0
+                if retrieval_tokens:
+                    window, payload_bytes = plan()
             events = self._save_changes()
             if events:
                 # Evicted pages went into the context pool: show it in this very request,
@@ -339,22 +434,28 @@ class Session:
                 grown = ((state.tokens or 0) if state else 0) - state_tokens
                 state_tokens += grown
                 if grown > 0:
-                    window, payload_bytes = self._fit_bytes(
-                        head, room - state_tokens - reserve, caps, specs, chosen)
+                    window, payload_bytes = plan()
                     events += self._save_changes()
             if reserve:
                 window = self._with_head(window, reserve)
+            if retrieval is not None:
+                window = self._place_retrieval(window, retrieval)
+                if window[-1] is not retrieval:
+                    retrieval, retrieval_tokens = None, 0
             body = [*head, *([state] if state else []), *window]
             history = sum(m.tokens or 0 for m in window)
             contents = sum(m.tokens or 0 for m in window if m.role == "system")
-            total = head_tokens + state_tokens + tools_tokens + history + _REPLY_PRIMING
+            history -= retrieval_tokens
+            total = (head_tokens + state_tokens + tools_tokens + retrieval_tokens + history
+                     + _REPLY_PRIMING)
             system_tokens = (self._system.tokens or 0) if self._system else 0
             full = self._raw_total + system_tokens + tools_tokens + _REPLY_PRIMING
             elapsed = (time.perf_counter() - started) * 1000
             stats = ContextStats(
                 total_tokens=total, budget=limit,
                 sections={"system": head_tokens, "tools": tools_tokens, "state": state_tokens,
-                          "contents": contents, "recent": history - contents},
+                          "retrieval": retrieval_tokens, "contents": contents,
+                          "recent": history - contents},
                 build_ms=elapsed, messages=len(body), full_tokens=full,
                 strategy=self.settings.strategy, shares=caps,
                 prefix_tokens=self._prefix(body, tools_tokens), request_bytes=payload_bytes,
@@ -364,6 +465,75 @@ class Session:
             self._build_ms += elapsed
             self._saved += stats.saved_tokens
         return Context(messages=body, stats=stats, tools=specs)
+
+    def _retrieved(self, *, gather: bool) -> tuple[Retrieved, ...] | None:
+        """Long-term memory for the user message that opened the current page (seed 002).
+
+        Gathered once per page (episodes and preferences, in parallel, cached) and saved,
+        so the requests of a tool loop, and a reopened session, carry the same text.
+        None when this page's retrieval is not gathered yet and ``gather`` is false.
+        """
+        if not self._retrieval_on() or not self._log.pages:
+            return ()
+        start, _ = self._log.page_span(self._log.pages)
+        opener = self._log.seqs[start]
+        if self._retrieval_for[0] == opener:
+            return self._retrieval_for[1]
+        saved = self._state_get("retrieval")
+        if saved and saved.get("opener") == opener:
+            found_saved = tuple(Retrieved(t["text"], t["source"], t["kind"], t["score"])
+                                for t in saved["texts"])
+            self._retrieval_for = (opener, found_saved)
+            return found_saved
+        if not gather:
+            return None
+        first = self._load_seqs(opener, opener)[0]
+        found: tuple[Retrieved, ...] = ()
+        if first.role == "user" and first.content.strip():
+            oldest = self._log.seqs[self._log.page_span(self._first_window_page())[0]]
+            result = self.engine.gatherer.gather(
+                first.content[:500], session=self._record, scope="user",
+                exclude_from_seq=oldest)
+            found = result.texts
+        self._retrieval_for = (opener, found)
+        self._state_set("retrieval", {"opener": opener, "texts": [
+            {"text": r.text, "source": r.source, "kind": r.kind, "score": r.score}
+            for r in found]})
+        return found
+
+    def _retrieval_on(self) -> bool:
+        # The simple strategies of seed 001 stay simple: retrieval goes with paging.
+        return self.settings.retrieval and self._paged is not None
+
+    def _first_window_page(self) -> int:
+        return self._paged.first_active if self._paged is not None else self._log.pages
+
+    def _retrieval_message(self, found: Sequence[Retrieved], cap: int) -> Message | None:
+        """The retrieval segment: a titled user-role block (placed last in the request)."""
+        if not found or cap <= 0:
+            return None
+        titles = TITLES[self._language()]
+        lines = [titles.retrieval]
+        for item in found:
+            text = " ".join(item.text.split())
+            lines.append(f"- [{item.kind} · {item.source}] {text[:600]}")
+        text = "\n".join(lines)
+        if self.tokenizer.count(text) > cap:
+            text = cut_middle(text, max(0, cap - 8), self.tokenizer)
+        if not text:
+            return None
+        built = Message.user(text)
+        return replace(built, tokens=self.tokenizer.count_message(built))
+
+    def _place_retrieval(self, window: list[Message], retrieval: Message) -> list[Message]:
+        """Put the retrieval block at the end, after the newest message.
+
+        It is gathered once per page and is the only part of a request that is not carried
+        into the next one, so everything before it stays a prefix a provider can cache.
+        """
+        if not window or window[-1].role == "assistant":
+            return window  # the model is not answering a user or a tool now: nothing to add
+        return [*window, retrieval]
 
     def _call_pending(self) -> bool:
         """Whether the newest assistant message made tool calls not yet all answered."""
@@ -519,6 +689,7 @@ class Session:
         tools: dict[str, Tool[Session]] = {}
         if self._paged is not None:
             tools[RECALL_PAGE.spec.name] = RECALL_PAGE
+        tools[SEARCH_MEMORY.spec.name] = SEARCH_MEMORY
         tools.update(FILE_TOOLS)
         tools.update(WORKSPACE_TOOLS)
         return tools
@@ -534,7 +705,7 @@ class Session:
         if chosen != "auto":
             return {name: every[name] for name in chosen if name in every}
         return {name: tool for name, tool in every.items()
-                if name == "recall_page"
+                if name in ("recall_page", "search_memory")
                 or (name == "file_snippet" and self.settings.file_roots)
                 or (self._has_tool_results and name != "file_snippet")}
 
@@ -549,6 +720,12 @@ class Session:
         changes nothing.
         """
         self.work_state().import_state(data)
+
+    def index_path(
+        self, path: str | Path, *, progress: Callable[[int, int, str], None] | None = None
+    ) -> IndexReport:
+        """Index text, Markdown and code files under ``path`` for search (incremental)."""
+        return DocIndex(self.engine.store).index_path(path, progress=progress)
 
     def work_state(self) -> WorkState:
         """The session's pins, plan, notebook and fastmemo (seed 004)."""

@@ -43,6 +43,7 @@ class SessionSettings:
     contents_entry_lines: int = 8
     tool_head_tokens: int = 1500
     ctx_recent_max_tokens: int = 0
+    retrieval: bool = True
     tools: str | tuple[str, ...] = "auto"
 
     @property
@@ -109,6 +110,8 @@ def _check(s: SessionSettings) -> None:
             raise ConfigError(f"{name} must be an int >= 0 (0 = no limit), not {value!r}")
     if not isinstance(s.max_message_bytes, int) or s.max_message_bytes <= 0:
         raise ConfigError(f"max_message_bytes must be a positive int, not {s.max_message_bytes!r}")
+    if not isinstance(s.retrieval, bool):
+        raise ConfigError(f"retrieval must be true or false, not {s.retrieval!r}")
     if s.tools != "auto" and not isinstance(s.tools, tuple):
         raise ConfigError("tools must be 'auto' or a list of memci tool names")
     if s.language not in ("auto", "en", "zh"):

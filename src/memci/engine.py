@@ -17,6 +17,7 @@ from memci._session import EXPORT_FORMAT, Session, SessionStats
 from memci._settings import resolve_settings
 from memci.errors import InvalidFileError, InvalidMessageError, StoreError
 from memci.llm import LLMClient, client_from_env
+from memci.memory import Gatherer, Memory
 from memci.messages import Message, from_wire
 from memci.store import SessionRecord, SQLiteStore
 from memci.summarize import JobQueue, default_summarizer, register_summary_handlers
@@ -46,6 +47,8 @@ class Engine:
         self._owned_client = owned
         client = llm if llm is not None else owned
         self.jobs: JobQueue | None = None
+        self._memory: Memory | None = None
+        self._gatherer: Gatherer | None = None
         if client is not None:
             self.jobs = JobQueue(store)
             register_summary_handlers(self.jobs, default_summarizer(client))
@@ -54,6 +57,23 @@ class Engine:
                 self.jobs.start_workers(count)
         self._sessions: dict[tuple[str, str], Session] = {}
         self._lock = threading.Lock()
+
+    @property
+    def memory(self) -> Memory:
+        """Long-term memory and search over this store (made on first use)."""
+        with self._lock:
+            if self._memory is None:
+                self._memory = Memory(self.store)
+            return self._memory
+
+    @property
+    def gatherer(self) -> Gatherer:
+        """Seed 002's long-term extractor over :attr:`memory` (parallel fetch, TTL cache)."""
+        memory = self.memory
+        with self._lock:
+            if self._gatherer is None:
+                self._gatherer = Gatherer(memory)
+            return self._gatherer
 
     @classmethod
     def open(
@@ -135,6 +155,8 @@ class Engine:
             self.jobs.stop()
         if self._owned_client is not None:
             self._owned_client.close()
+        if self._gatherer is not None:
+            self._gatherer.close()
         self.store.close()
 
     def __enter__(self) -> Engine:

@@ -223,7 +223,8 @@ class PagedContext:
             return []
         cap = min(self.config.contents_max_tokens or contents_cap, contents_cap)
         self._evict_by_rules()
-        high = room - min(self._contents_tokens(), cap)
+        self._evict_lru(cap)  # the cap shrinks when the allocator's profile changes
+        high = room - self._contents_tokens()
         if self._active_tokens() > high:
             self._archive_down_to(int(high * self.config.low_watermark), cap,
                                   "active chapter over its budget", limit=high)

@@ -1,0 +1,106 @@
+"""Long-term memory in the session: search, the retrieval segment, search_memory, documents."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import memci
+
+
+def _fill(s: memci.Session, turns: int, start: int = 0) -> None:
+    for t in range(start, start + turns):
+        s.add({"role": "user", "content": f"Let us talk about topic {t}: weather and trains."})
+        s.add({"role": "assistant", "content": f"Topic {t} noted; trains run on time."})
+
+
+def test_session_search_finds_evicted_pages_in_english_and_chinese(
+    engine: memci.Engine,
+) -> None:
+    s = engine.session("s", evict_unrecalled_rounds=3, retrieval=False)
+    s.add({"role": "user", "content": "My cat is called Mochi and she is nine years old."})
+    s.add({"role": "assistant", "content": "Mochi is a lovely name."})
+    s.add({"role": "user", "content": "我住在杭州，最喜欢西湖。"})
+    s.add({"role": "assistant", "content": "杭州很美。"})
+    for t in range(40):
+        _fill(s, 1, start=t)
+        s.build(budget=1500)
+    assert s.place_of_page(1) == "evicted"
+    hits = s.search("what is my cat called", k=5)
+    assert hits and "Mochi" in hits[0].message.content and hits[0].page == 1
+    assert "keyword" in hits[0].retrievers and hits[0].score > 0
+    zh = s.search("西湖", k=3)
+    assert zh and "西湖" in zh[0].message.content and zh[0].page == 2
+    with pytest.raises(memci.ConfigError):
+        s.search("x", scope="galaxy")
+
+
+def test_user_scope_searches_the_users_other_sessions(engine: memci.Engine) -> None:
+    a = engine.session("a", user="u1")
+    a.add({"role": "user", "content": "I prefer window seats on long flights."})
+    b = engine.session("b", user="u1")
+    b.add({"role": "user", "content": "Book me a flight to Osaka."})
+    other = engine.session("c", user="u2")
+    other.add({"role": "user", "content": "I prefer aisle seats."})
+    assert not any("window" in h.message.content for h in b.search("seats", k=5))
+    found = b.search("seats preference", k=5, scope="user")
+    assert any("window seats" in h.message.content for h in found)
+    assert not any("aisle" in h.message.content for h in found)
+
+
+def test_retrieval_segment_is_last_titled_and_stable_within_a_page(
+    engine: memci.Engine,
+) -> None:
+    s = engine.session("s", user="u1")
+    s.add({"role": "user", "content": "The staging database password rotates every Friday."})
+    s.add({"role": "assistant", "content": "Noted: rotation on Fridays."})
+    for t in range(60):
+        s.add({"role": "user", "content": f"Topic {t}: " + "trains and weather " * 30})
+        s.add({"role": "assistant", "content": f"Noted topic {t}. " + "ok " * 30})
+    s.add({"role": "user", "content": "When does the staging database password rotate?"})
+    ctx = s.build(budget=6000)
+    last = ctx.messages[-1]
+    assert last.role == "user" and last.content.startswith("## Retrieved memory")
+    assert "Friday" in last.content
+    assert ctx.stats.sections["retrieval"] > 0
+    assert ctx.stats.total_tokens <= 6000
+    # a tool loop on the same page keeps the same retrieval text
+    s.add({"role": "assistant", "content": None, "tool_calls": [
+        {"id": "t1", "type": "function", "function": {"name": "cal", "arguments": "{}"}}]})
+    s.add({"role": "tool", "tool_call_id": "t1", "content": "calendar: Friday 18:00"})
+    again = s.build(budget=6000)
+    assert again.messages[-1].content == last.content
+    payload = again.to_anthropic()["messages"]
+    assert payload[-1]["role"] == "user"  # merged after the tool result, as the API wants
+
+
+def test_search_memory_tool(engine: memci.Engine) -> None:
+    s = engine.session("s")
+    s.add({"role": "user", "content": "Remember that the invoice total was 53.97 EUR.",
+           "created_at": "2026-11-01T10:00:00Z"})
+    s.add({"role": "assistant", "content": "Noted."})
+    _fill(s, 5)
+    assert "search_memory" in {t["function"]["name"] for t in s.tools()}
+    answer = s.call_tool("search_memory", {"query": "invoice total", "k": 3})
+    assert "53.97" in answer and "page 1" in answer
+    none = s.call_tool("search_memory", {"query": "invoice total", "since": "2026-11-05"})
+    assert "53.97" not in none
+    assert s.call_tool("search_memory", {"query": ""}).startswith("error:")
+    assert s.call_tool("search_memory", {"query": "x", "since": "soon"}).startswith("error:")
+
+
+def test_index_path_and_cli_index(engine: memci.Engine, tmp_path: Path) -> None:
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "guide.md").write_text("# Deploy\n\nRun ops/deploy.sh with --canary first.\n")
+    (docs / "tool.py").write_text('def rotate(key: str) -> str:\n    """Rotate a key."""\n'
+                                  "    return key[::-1]\n")
+    s = engine.session("s")
+    report = s.index_path(docs)
+    assert report.files_indexed == 2
+    assert s.index_path(docs).files_unchanged == 2  # incremental
+    from memci.memory import DocIndex
+
+    hits = DocIndex(engine.store).search_docs("rotate a key", k=3)
+    assert hits and hits[0].path.endswith("tool.py")
