@@ -20,7 +20,7 @@ from typing import IO, TYPE_CHECKING, Any
 
 from memci._settings import SessionSettings
 from memci._toolviews import SessionArtifacts, ToolViews
-from memci.budget import BudgetAllocator, cut_middle
+from memci.budget import BudgetAllocator, PriorityRanker, Section, cut_middle
 from memci.context import Context, ContextStats, ToolSpec
 from memci.context._log import LogIndex
 from memci.context._paged import PagedConfig, PagedContext, PageRow
@@ -205,6 +205,7 @@ class Session:
         self._saved = 0
         self._previous: list[tuple[tuple[int | None, int | None, str | None], int]] = []
         self._allocator = BudgetAllocator()
+        self._ranker = PriorityRanker()
         self._calls: dict[str, ToolCallPart] = {}
         self._raw_total = 0
         self._work: WorkState | None = None
@@ -404,8 +405,8 @@ class Session:
             room = limit - tools_tokens - head_tokens - _REPLY_PRIMING
             # The profile follows the setting, not each page's hits: a profile that came
             # and went with the hits would resize the contents page back and forth.
-            caps = self._allocator.allocate(max(room, 0), turns=self._log.pages,
-                                            has_retrieval=self._retrieval_on())
+            caps = self._trimmed(self._allocator.allocate(
+                max(room, 0), turns=self._log.pages, has_retrieval=self._retrieval_on()), room)
             found = self._retrieved(gather=False)
             retrieval = self._retrieval_message(found or (), caps["retrieval"])
             retrieval_tokens = (retrieval.tokens or 0) if retrieval else 0
@@ -465,6 +466,23 @@ class Session:
             self._build_ms += elapsed
             self._saved += stats.saved_tokens
         return Context(messages=body, stats=stats, tools=specs)
+
+    def _trimmed(self, caps: dict[str, int], room: int) -> dict[str, int]:
+        """Caps cut by priority when the newest page needs more than its share (seed 002).
+
+        The newest page is required; what it needs beyond the recent share comes out of
+        the lowest priorities first: working state (preferences), contents page (episodic),
+        then retrieval.
+        """
+        if not len(self._log):
+            return caps
+        need = min(self._log.page_tokens(self._log.pages), int(room * 0.6))
+        sections = [Section("recent", "recent", max(need, caps["recent"]), required=True),
+                    Section("retrieval", "retrieval", caps["retrieval"]),
+                    Section("contents", "episodic", caps["contents"]),
+                    Section("state", "preferences", caps["state"])]
+        keep = self._ranker.rank_and_truncate(sections, max(room, 0))
+        return {**caps, **{k: keep[k] for k in ("retrieval", "contents", "state")}}
 
     def _retrieved(self, *, gather: bool) -> tuple[Retrieved, ...] | None:
         """Long-term memory for the user message that opened the current page (seed 002).
