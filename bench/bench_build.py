@@ -4,7 +4,9 @@ Run: python bench/bench_build.py [--quick]
 
 - ingest: ``add`` one at a time (synchronous=FULL: durable on return) and ``add_many``;
 - build: steady-state median of build() on sessions of 1k, 10k and 100k messages with a
-  128k window (each iteration adds a user and an assistant message, then builds);
+  128k window (each iteration adds a user and an assistant message, then builds), for the
+  paged machinery alone and with retrieval on (every build then opens a new page, so
+  every build searches the whole history: the worst case for retrieval);
 - prefix: a long Chinese chat (every KdConv dialogue back to back, 600+ turns) replayed
   with an 8k budget; mean share of each request's tokens that is an exact prefix of the
   previous request, for memci's paged strategy and for a naive sliding window.
@@ -43,10 +45,10 @@ def ingest(tmp: Path, n: int) -> dict[str, float]:
     return out
 
 
-def build_times(tmp: Path, n: int, rounds: int) -> dict[str, float]:
+def build_times(tmp: Path, n: int, rounds: int, *, retrieval: bool) -> dict[str, float]:
     history = agent_history(n)
-    with memci.Engine.open(tmp / f"build-{n}.db", synchronous="NORMAL") as eng:
-        s = eng.session(f"b{n}", context_window=128_000)
+    with memci.Engine.open(tmp / f"build-{n}-{retrieval}.db", synchronous="NORMAL") as eng:
+        s = eng.session(f"b{n}", context_window=128_000, retrieval=retrieval)
         s.set_system("You are a coding agent.")
         for i in range(0, len(history), 2000):
             s.add_many(history[i : i + 2000])
@@ -67,7 +69,7 @@ def build_times(tmp: Path, n: int, rounds: int) -> dict[str, float]:
 def prefix_share(tmp: Path, strategy: str) -> dict[str, float]:
     chat = chinese_long_chat()
     with memci.Engine.open(tmp / f"prefix-{strategy}.db", synchronous="NORMAL") as eng:
-        s = eng.session(f"p-{strategy}", strategy=strategy)
+        s = eng.session(f"p-{strategy}", strategy=strategy, retrieval=False)
         s.set_system("你是一位熟悉中国旅游景点的导游，回答要准确简洁。")
         shares, sent = [], []
         for m in chat:
@@ -92,13 +94,17 @@ def main() -> None:
         rates = ingest(tmp, 500 if args.quick else 3000)
         print(f"ingest: add {rates['add_per_s']:.0f} msg/s (durable, synchronous=FULL), "
               f"add_many(100) {rates['add_many_per_s']:.0f} msg/s")
-        results = {n: build_times(tmp, n, 50 if args.quick else 200) for n in sizes}
-        for r in results.values():
-            print(f"build, {r['messages']:>7,} messages, 128k window: "
-                  f"median {r['median_ms']:.3f} ms, p95 {r['p95_ms']:.3f} ms "
-                  f"(first build {r['first_build_ms']:.0f} ms)")
-        big, small = results[sizes[-1]], results[sizes[0]]
-        print(f"ratio {sizes[-1]:,} / {sizes[0]:,}: {big['median_ms'] / small['median_ms']:.2f}x")
+        for retrieval in (False, True):
+            label = "with retrieval (a search per new page)" if retrieval else "paged"
+            results = {n: build_times(tmp, n, 50 if args.quick else 200, retrieval=retrieval)
+                       for n in sizes}
+            for r in results.values():
+                print(f"build ({label}), {r['messages']:>7,} messages, 128k window: "
+                      f"median {r['median_ms']:.3f} ms, p95 {r['p95_ms']:.3f} ms "
+                      f"(first build {r['first_build_ms']:.0f} ms)")
+            big, small = results[sizes[-1]], results[sizes[0]]
+            print(f"ratio {sizes[-1]:,} / {sizes[0]:,} ({label}): "
+                  f"{big['median_ms'] / small['median_ms']:.2f}x")
         for strategy in ("paged", "oldest"):
             p = prefix_share(tmp, strategy)
             label = "memci paged" if strategy == "paged" else "naive sliding window (oldest)"

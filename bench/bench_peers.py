@@ -53,7 +53,9 @@ def _median(fn: Callable[[], object], runs: int) -> float:
 
 def bench_memci(history: list[dict[str, Any]], tmp: Path, runs: int) -> float:
     with memci.Engine.open(tmp / f"m{len(history)}.db", synchronous="NORMAL") as eng:
-        s = eng.session("peers", context_window=128_000, tokenizer="cl100k_base")
+        # Trimming against trimming: no retrieval (the peers do none).
+        s = eng.session("peers", context_window=128_000, tokenizer="cl100k_base",
+                        retrieval=False)
         for i in range(0, len(history), 2000):
             s.add_many(history[i : i + 2000])
         s.build()
@@ -200,8 +202,10 @@ def bench_autogen(history: list[dict[str, Any]], runs: int) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--sizes", type=int, nargs="+", default=[1_000, 10_000, 100_000])
-    parser.add_argument("--autogen-max", type=int, default=10_000,
+    parser.add_argument("--autogen-max", type=int, default=1_000,
                         help="largest history to give autogen (its trimming is quadratic)")
+    parser.add_argument("--llama-max", type=int, default=10_000,
+                        help="largest history to give llama-index (quadratic too)")
     args = parser.parse_args()
     print(f"budget {BUDGET:,} tokens; median ms per call; ratio = peer / memci")
     with tempfile.TemporaryDirectory() as d:
@@ -212,8 +216,9 @@ def main() -> None:
             for name, fn in (("langchain trim_messages", bench_langchain),
                              ("llama-index ChatMemoryBuffer", bench_llama),
                              ("autogen TokenLimitedChatCompletionContext", bench_autogen)):
-                if fn is bench_autogen and n > args.autogen_max:
-                    # it drops one message at a time and recounts all of them: quadratic
+                limit = {bench_autogen: args.autogen_max, bench_llama: args.llama_max}.get(fn)
+                if limit is not None and n > limit:
+                    # they drop one message at a time and recount the rest: quadratic
                     print(f"  ({name} not run at {n:,}: quadratic, hours)")
                     continue
                 figures[name] = fn(history, runs)

@@ -1028,7 +1028,7 @@ def _pair_tool_calls(window: list[Message], tokenizer: Tokenizer) -> list[Messag
         i += 1
         if message.role == "tool":
             continue  # a result whose call is not right before it
-        calls = {c.id for c in message.tool_calls}
+        calls = {c.id for c in message.tool_calls} if message.role == "assistant" else set()
         if not calls:
             out.append(message)
             continue
