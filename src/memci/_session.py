@@ -206,6 +206,8 @@ class Session:
         self._previous: list[tuple[tuple[int | None, int | None, str | None], int]] = []
         self._allocator = BudgetAllocator()
         self._ranker = PriorityRanker()
+        self._tool_token_cache: dict[tuple[str, ...], int] = {}
+        self._call_ids: dict[int, frozenset[str]] = {}
         self._calls: dict[str, ToolCallPart] = {}
         self._raw_total = 0
         self._work: WorkState | None = None
@@ -227,6 +229,7 @@ class Session:
                 self.settings = settings
                 self.tokenizer = get_tokenizer(settings.tokenizer, provider=settings.provider)
                 self._views.tokenizer = self.tokenizer
+                self._tool_token_cache = {}
                 self._make_strategy()
 
     def _make_strategy(self) -> None:
@@ -666,7 +669,7 @@ class Session:
             window = self._window.plan(room, caps["contents"])
         else:
             window = self._window.plan(room)
-        return _pair_tool_calls(window, self.tokenizer)
+        return _pair_tool_calls(window, self.tokenizer, self._call_ids)
 
     def _fit_bytes(
         self, head: list[Message], room: int, caps: Mapping[str, int],
@@ -780,9 +783,12 @@ class Session:
         return answer
 
     def _tool_tokens(self, specs: Sequence[ToolSpec]) -> int:
-        if not specs:
-            return 0
-        return self.tokenizer.count(json.dumps([s.to_openai() for s in specs])) + 4 * len(specs)
+        key = tuple(s.name for s in specs)
+        if key not in self._tool_token_cache:
+            text = json.dumps([s.to_openai() for s in specs]) if specs else ""
+            self._tool_token_cache[key] = (self.tokenizer.count(text) + 4 * len(specs)
+                                           if specs else 0)
+        return self._tool_token_cache[key]
 
     # -- stats ---------------------------------------------------------------------------
 
@@ -1015,23 +1021,36 @@ class _JobSummaries:
         return out
 
 
-def _pair_tool_calls(window: list[Message], tokenizer: Tokenizer) -> list[Message]:
+def _pair_tool_calls(
+    window: list[Message], tokenizer: Tokenizer, call_ids: dict[int, frozenset[str]]
+) -> list[Message]:
     """Keep each tool call only with its result right after it, and each result only there.
 
     Both providers reject an unanswered call or a result that does not follow its call;
-    what is dropped here is dropped from this request only, never from the store.
+    what is dropped here is dropped from this request only, never from the store. Fast
+    path: a window whose calls are all answered in place is returned as it is.
     """
     out: list[Message] = []
     i, n = 0, len(window)
     while i < n:
         message = window[i]
         i += 1
-        if message.role == "tool":
+        role = message.role
+        if role == "tool":
             continue  # a result whose call is not right before it
-        calls = {c.id for c in message.tool_calls} if message.role == "assistant" else set()
-        if not calls:
+        if role != "assistant":
             out.append(message)
             continue
+        seq = message.seq
+        found = call_ids.get(seq) if seq is not None else None
+        if found is None:
+            found = frozenset(c.id for c in message.tool_calls)
+            if seq is not None:
+                call_ids[seq] = found  # a stored message never changes
+        if not found:
+            out.append(message)
+            continue
+        calls = set(found)
         results: list[Message] = []
         seen: set[str] = set()
         while i < n and window[i].role == "tool":
