@@ -104,3 +104,23 @@ def test_index_path_and_cli_index(engine: memci.Engine, tmp_path: Path) -> None:
 
     hits = DocIndex(engine.store).search_docs("rotate a key", k=3)
     assert hits and hits[0].path.endswith("tool.py")
+
+
+def test_archived_pages_become_memory_and_user_facts_pass_the_judge(
+    engine: memci.Engine,
+) -> None:
+    s = engine.session("a", user="u7", retrieval=False)
+    s.add({"role": "user", "content": "I prefer window seats and I am vegetarian."})
+    s.add({"role": "assistant", "content": "Noted."})
+    for t in range(40):
+        s.add({"role": "user", "content": f"Topic {t}: " + "trains and weather " * 20})
+        s.add({"role": "assistant", "content": "ok " * 20})
+        s.build(budget=2000)
+    assert s.place_of_page(1) != "window"
+    other = engine.session("b", user="u7")
+    found = other.search("window seats", k=5, scope="user")
+    items = [h.item for h in found if h.item is not None]
+    prefs = [i for i in items if i.kind == "preference"]
+    assert prefs and "window seats" in prefs[0].text and prefs[0].scope == "user"
+    assert "a#p1" in (prefs[0].source or "") and "prefer" in (prefs[0].source or "")  # why
+    assert any(i.kind == "episodic" and i.page == 1 for i in items)

@@ -26,7 +26,8 @@ from memci.context._log import LogIndex
 from memci.context._paged import PagedConfig, PagedContext, PageRow
 from memci.context._strategies import OldestWindow, SummarizeWindow, WindowLoader
 from memci.errors import ConfigError, InvalidMessageError, MemciError
-from memci.memory import DocIndex, Hit, IndexReport, Retrieved
+from memci.memory import DocIndex, Hit, IndexReport, Retrieved, Scope
+from memci.memory._judge import judge
 from memci.messages import Message, ToolCallPart, coerce, parse_timestamp, to_openai, to_wire
 from memci.recipes import TITLES, Recipe, choose_recipe
 from memci.store import SessionRecord
@@ -932,6 +933,7 @@ class Session:
             if not rows and not events:
                 return ("steps hidden",) if noted else ()
             self._pool_evicted([e.page for e in events if e.kind == "evict"])
+            self._remember_archived([e.page for e in events if e.kind == "archive"])
             now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
             with self.engine.store.write() as db:
                 db.executemany(
@@ -956,6 +958,38 @@ class Session:
             self._state_set("summarize", {"cut": self._window.cut, "text": text})
             return ("summarize",)
         return ()
+
+    def _remember_archived(self, pages: Sequence[int]) -> None:
+        """Keep archived pages as episodic memory, and the user's facts at user scope.
+
+        What the user states about themselves, their preferences, decisions, constraints
+        and corrections passes the eligibility judge (seed 003) into long-term memory,
+        with the judge's reason in its source. The judge here is the rule-based one:
+        a build never waits on a model.
+        """
+        assert self._paged is not None
+        archive = self._paged.archive
+        # At most the newest 100 a build: a long unbuilt backlog stays findable as
+        # messages without being judged page by page.
+        listed = [archive.contents.get(p) or archive.evicted[p] for p in pages[-100:]
+                  if p in archive.contents or p in archive.evicted]
+        if not listed:
+            return
+        memory = self.engine.memory
+        scope = Scope.of(self._record, "user")
+        for entry in listed:
+            messages = self._load_seqs(entry.first_seq, entry.last_seq)
+            said = "\n".join(m.content for m in messages if m.role in ("user", "assistant"))
+            if not said.strip():
+                continue
+            memory.remember_page(self._record, entry.page, said, "\n".join(entry.lines))
+            users = "\n".join(m.content for m in messages if m.role == "user")
+            verdict = judge(users)
+            if not verdict.eligible:
+                continue
+            source = f"{self.name}#p{entry.page} · {verdict.source}: {verdict.reason}"
+            for fact in verdict.facts[:5]:
+                memory.remember(scope, fact, verdict.kind, source=source[:300])
 
     def _pool_evicted(self, pages: Sequence[int]) -> None:
         """Fold evicted pages into the context pool (seed 004's compressed chat history)."""
