@@ -184,20 +184,14 @@ class MessageIndex:
         if not todo:
             return 0
         first = todo[0].seq or 0
-        page = int(db.execute(
-            "SELECT COUNT(*) FROM messages WHERE session_id = ? AND role = 'user' AND seq < ?",
-            (session.id, first),
-        ).fetchone()[0])
+        page = self._page_before(db, session.id, first)
         previous = self._context_before(db, session.id, first)
         added = 0
         last = first - 1
         for message in todo:
             assert message.seq is not None
             if message.seq != last + 1:  # a gap: recount, and no context across it
-                page = int(db.execute(
-                    "SELECT COUNT(*) FROM messages WHERE session_id = ? AND role = 'user'"
-                    " AND seq < ?", (session.id, message.seq),
-                ).fetchone()[0])
+                page = self._page_before(db, session.id, message.seq)
                 previous = self._context_before(db, session.id, message.seq)
             last = message.seq
             if message.role == "user":
@@ -208,6 +202,24 @@ class MessageIndex:
             if message.role != "system":
                 previous = self._roll(previous, text)
         return added
+
+    @staticmethod
+    def _page_before(db: sqlite3.Connection, session_id: int, seq: int) -> int:
+        """The page number of the message before ``seq`` (user messages up to it).
+
+        Read from the indexed message just before, when it is the one right before (an
+        index lookup); counted over the log otherwise (the first message indexed).
+        """
+        row = db.execute(
+            "SELECT seq, page FROM memory_docs WHERE session_id = ? AND seq < ?"
+            " ORDER BY seq DESC LIMIT 1", (session_id, seq),
+        ).fetchone()
+        if row is not None and int(row[0]) == seq - 1:
+            return int(row[1])
+        return int(db.execute(
+            "SELECT COUNT(*) FROM messages WHERE session_id = ? AND role = 'user' AND seq < ?",
+            (session_id, seq),
+        ).fetchone()[0])
 
     def _roll(self, context: str, text: str) -> str:
         """Return the context for the next message: the tail of what came before it."""
@@ -407,11 +419,21 @@ class MessageIndex:
             expr = f"({expr}) AND (scope : ({scope}))"
         where, args = self._filters(sessions, time_range, roles, in_fts=True)
         t = self.table
-        rows = db.execute(
-            f"SELECT d.id, d.session_id, d.seq, bm25({t}, 1.0, ?, 0.0) AS s FROM {t}"
-            f" JOIN memory_docs d ON d.id = {t}.rowid WHERE {t} MATCH ?{where}"
-            " ORDER BY s, d.id LIMIT ?", (self.context_weight, expr, *args, k),
-        ).fetchall()
+        if where:
+            rows = db.execute(
+                f"SELECT d.id, d.session_id, d.seq, bm25({t}, 1.0, ?, 0.0) AS s FROM {t}"
+                f" JOIN memory_docs d ON d.id = {t}.rowid WHERE {t} MATCH ?{where}"
+                " ORDER BY s, d.id LIMIT ?", (self.context_weight, expr, *args, k),
+            ).fetchall()
+        else:
+            # Rank inside FTS5 first and join only the k best: the join no longer runs
+            # for every matching row, which is what made a search grow with the history.
+            rows = db.execute(
+                f"SELECT d.id, d.session_id, d.seq, r.s FROM (SELECT rowid AS id,"
+                f" bm25({t}, 1.0, ?, 0.0) AS s FROM {t} WHERE {t} MATCH ?"
+                " ORDER BY s, rowid LIMIT ?) r JOIN memory_docs d ON d.id = r.id"
+                " ORDER BY r.s, d.id", (self.context_weight, expr, k),
+            ).fetchall()
         return [(-float(r[3]), Candidate(int(r[0]), int(r[1]), int(r[2]))) for r in rows]
 
     def _short(
