@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 import memci
+from memci.store import SQLiteStore
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED_DATA = ROOT.parent / "shared" / "data"
@@ -17,6 +18,14 @@ EXAMPLE_TRACE = ROOT / "examples" / "agent_trace.json"
 @pytest.fixture
 def db_path(tmp_path: Path) -> Path:
     return tmp_path / "memci.db"
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[SQLiteStore]:
+    """A bare store (no engine) in a temporary directory."""
+    s = SQLiteStore(tmp_path / "memci.db")
+    yield s
+    s.close()
 
 
 @pytest.fixture

@@ -6,7 +6,6 @@ import hashlib
 import json
 import re
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -27,13 +26,6 @@ from memci.workspace import (
 from tests.conftest import shared_data
 
 TRACES = ("django__django-11815", "django__django-11964", "pvlib__pvlib-python-1154")
-
-
-@pytest.fixture
-def store(tmp_path: Path) -> Iterator[SQLiteStore]:
-    s = SQLiteStore(tmp_path / "memci.db")
-    yield s
-    s.close()
 
 
 @pytest.fixture

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -41,13 +40,6 @@ def tree(tmp_path: Path) -> Path:
     (root / "dir_out").symlink_to(outside, target_is_directory=True)
     (root / "link_in.py").symlink_to(root / "src" / "pkg" / "app.py")
     return root
-
-
-@pytest.fixture
-def store(tmp_path: Path) -> Iterator[SQLiteStore]:
-    s = SQLiteStore(tmp_path / "memci.db")
-    yield s
-    s.close()
 
 
 @pytest.fixture

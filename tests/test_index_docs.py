@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import textwrap
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -41,13 +40,6 @@ PYTHON = textwrap.dedent('''\
         async def land(self) -> None:
             pass
     ''')
-
-
-@pytest.fixture
-def store(tmp_path: Path) -> Iterator[SQLiteStore]:
-    s = SQLiteStore(tmp_path / "memci.db")
-    yield s
-    s.close()
 
 
 def lines_of(text: str, start: int, end: int) -> str:

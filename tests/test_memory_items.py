@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 
 import pytest
 
@@ -12,13 +10,6 @@ from memci.errors import InvalidInputError
 from memci.memory import Gatherer, Memory, MemoryItems, Scope
 from memci.messages import Message
 from memci.store import SQLiteStore
-
-
-@pytest.fixture
-def store(tmp_path: Path) -> Iterator[SQLiteStore]:
-    s = SQLiteStore(tmp_path / "memci.db")
-    yield s
-    s.close()
 
 
 @pytest.fixture

@@ -7,9 +7,8 @@ import json
 import math
 import re
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 
 import httpx
 import pytest
@@ -53,13 +52,6 @@ class HashEmbedder:
             norm = math.sqrt(sum(x * x for x in vec)) or 1.0
             out.append([x / norm for x in vec])
         return out
-
-
-@pytest.fixture
-def store(tmp_path: Path) -> Iterator[SQLiteStore]:
-    s = SQLiteStore(tmp_path / "memci.db")
-    yield s
-    s.close()
 
 
 def add(store: SQLiteStore, record: SessionRecord, index: MessageIndex | None,

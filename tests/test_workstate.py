@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -42,13 +41,6 @@ class Clock:
 
     def advance(self, **kw: float) -> None:
         self.now += timedelta(**kw)
-
-
-@pytest.fixture
-def store(tmp_path: Path) -> Iterator[SQLiteStore]:
-    s = SQLiteStore(tmp_path / "memci.db")
-    yield s
-    s.close()
 
 
 @pytest.fixture
