@@ -17,6 +17,7 @@ from typing import Any
 
 import click
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
@@ -36,9 +37,11 @@ class _Group(click.Group):
         try:
             return super().invoke(ctx)
         except MemciError as exc:
+            # escape: messages hold brackets (pip install 'memci[server]') that rich would
+            # take for markup
             Console(stderr=True, soft_wrap=True).print(
-                f"[bold red]error:[/] {type(exc).__name__}: {exc}", highlight=False,
-                markup=True)
+                f"[bold red]error:[/] {type(exc).__name__}: {escape(str(exc))}",
+                highlight=False, markup=True)
             sys.exit(2)
 
 
