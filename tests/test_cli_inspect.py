@@ -18,9 +18,6 @@ from .conftest import EXAMPLE_TRACE
 
 REPLAYED = "replay:agent_trace"
 WIDE = {"COLUMNS": "200"}  # rich wraps at 80 columns when not on a terminal
-HAS_SEARCH = hasattr(memci.Session, "search")
-NEEDS_SEARCH = pytest.mark.skipif(
-    not HAS_SEARCH, reason="Session.search does not exist yet (retrieval is being built)")
 
 
 @pytest.fixture(scope="module")
@@ -170,7 +167,6 @@ def test_stats_table_output(store: Path) -> None:
 # -- search ------------------------------------------------------------------------------
 
 
-@NEEDS_SEARCH
 def test_search_json_hits(store: Path) -> None:
     data = _json("search", "chat", "widget_5 enabled", "-k", "3", "--db", str(store))
     assert data["query"] == "widget_5 enabled" and data["scope"] == "session"
@@ -182,21 +178,12 @@ def test_search_json_hits(store: Path) -> None:
     assert top["page"] == 5 and "widget_5" in top["snippet"]  # page 5 was evicted
 
 
-@NEEDS_SEARCH
 def test_search_table_and_user_scope(store: Path) -> None:
     result = _run("search", "chat", "widget", "--db", str(store))
     assert result.exit_code == 0, result.output
     assert "found by" in result.output and "widget" in result.output
     data = _json("search", "chat", "widget", "--scope", "user", "--db", str(store))
     assert data["scope"] == "user" and all(h["session"] == "chat" for h in data["hits"])
-
-
-def test_search_without_session_search_is_one_clear_line(store: Path) -> None:
-    if HAS_SEARCH:
-        pytest.skip("Session.search exists")
-    result = CliRunner(env=WIDE).invoke(main, ["search", "chat", "x", "--db", str(store)])
-    assert result.exit_code == 2
-    assert result.output.startswith("error: ") and "Session.search" in result.output
 
 
 def test_snippet_centres_on_the_first_query_word() -> None:

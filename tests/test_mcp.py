@@ -78,10 +78,7 @@ def test_mcp_over_stdio_lists_tools_adds_and_builds(tmp_path: Path) -> None:
             "Keep notes.", "remember: the key is under the mat", "noted"]
 
 
-def test_mcp_search_tool_when_memci_has_search(tmp_path: Path) -> None:
-    with memci.Engine.open(tmp_path / "s.db") as engine:
-        if not hasattr(engine.session("notes"), "search"):
-            pytest.skip("Session.search does not exist yet (retrieval is built elsewhere)")
+def test_mcp_search_tool(tmp_path: Path) -> None:
     names, (_, found) = anyio.run(
         _session, tmp_path / "s.db",
         ("add", {"messages": [{"role": "user", "content": "my cat is called Mochi"},

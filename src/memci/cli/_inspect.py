@@ -33,7 +33,7 @@ from memci.context import Context
 from memci.context._log import LogIndex
 from memci.context._paged import PagedContext
 from memci.engine import Engine, Session, _default_path
-from memci.errors import ConfigError, StoreError, UnknownSessionError
+from memci.errors import StoreError, UnknownSessionError
 from memci.messages import Message
 
 __all__ = ["inspect_data", "search_data", "stats_data"]
@@ -360,11 +360,7 @@ def snippet(text: str, query: str, width: int = 160) -> str:
 def search_data(session: Session, query: str, *, k: int = 10,
                 scope: str = "session") -> dict[str, Any]:
     """What ``memci search`` shows, as a JSON-ready dict."""
-    search = getattr(session, "search", None)
-    if search is None:
-        raise ConfigError("search is not available in this version of memci "
-                          "(Session.search is missing)")
-    hits = search(query, k=k, scope=scope)
+    hits = session.search(query, k=k, scope=scope)
     rows = []
     for hit in hits:
         m = hit.message

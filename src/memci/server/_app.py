@@ -342,11 +342,7 @@ def create_app(
         scope: Annotated[Literal["session", "user"], Query(
             description="Search this session, or every session of its user.")] = "session",
     ) -> JSONResponse:
-        session = hub.get(tenant, sid)
-        method = getattr(session, "search", None)
-        if method is None:
-            raise ApiError(501, "not_implemented", "search is not available in this memci")
-        hits = method(q, k=k, scope=scope)
+        hits = hub.get(tenant, sid).search(q, k=k, scope=scope)
         return _json({"session": sid, "query": q, "hits": [hit_json(h) for h in hits]})
 
     @app.get("/v1/sessions/{sid}/tools", tags=["tools"], summary="memci's tools in this session")

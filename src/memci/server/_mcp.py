@@ -113,9 +113,7 @@ def create_mcp_server(engine: Engine, session: str, *, tenant: str = "default",
     target = engine.session(session, tenant=tenant, user=user)
 
     def own_tools() -> list[types.Tool]:
-        tools = [_ADD, _BUILD]
-        if hasattr(target, "search"):
-            tools.append(_SEARCH)
+        tools = [_ADD, _BUILD, _SEARCH]
         for spec in target.tool_specs():
             if spec.name not in ("add", "build", "search"):
                 tools.append(types.Tool(name=spec.name, description=spec.description,
