@@ -14,7 +14,6 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from datetime import datetime
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
@@ -24,23 +23,22 @@ from memci.budget import BudgetAllocator, PriorityRanker, Section, cut_middle
 from memci.context import Context, ContextStats, ToolSpec
 from memci.context._log import LogIndex
 from memci.context._paged import PagedConfig, PagedContext, PageRow
+from memci.context._pairing import pair_tool_calls
 from memci.context._strategies import OldestWindow, SummarizeWindow, WindowLoader
-from memci.errors import ConfigError, InvalidMessageError, MemciError
+from memci.errors import ConfigError, InvalidMessageError
 from memci.memory import DocIndex, Hit, IndexReport, Retrieved, Scope
 from memci.memory._judge import judge
-from memci.messages import Message, ToolCallPart, coerce, parse_timestamp, to_openai, to_wire
+from memci.messages import Message, ToolCallPart, coerce, to_openai, to_wire
 from memci.recipes import TITLES, Recipe, choose_recipe
 from memci.store import SessionRecord
 from memci.summarize import SUMMARIZE_PAGE, JobQueue, PageSummary
 from memci.tokens import Tokenizer, get_tokenizer
-from memci.tools._files import FILE_TOOL_SPECS, call_file_tool
-from memci.tools._registry import Tool, ToolArgumentError, int_arg, run_tool
+from memci.tools._builtin import FILE_TOOLS, RECALL_PAGE, SEARCH_MEMORY, WORKSPACE_TOOLS
+from memci.tools._registry import Tool, ToolArgumentError, run_tool
 from memci.workspace import (
     CHINESE_TITLES,
     ENGLISH_TITLES,
-    WORKSPACE_TOOL_SPECS,
     WorkState,
-    call_workspace_tool,
 )
 
 if TYPE_CHECKING:
@@ -70,105 +68,6 @@ class SessionStats:
     evicted: int
     jobs_pending: int = 0
     jobs_failed: int = 0
-
-
-def _recall_page(session: Session, args: Mapping[str, Any]) -> str:
-    page = int_arg(args, "index", minimum=1)
-    return session._recall(page)
-
-
-def _search_memory(session: Session, args: Mapping[str, Any]) -> str:
-    query = args.get("query")
-    if not isinstance(query, str) or not query.strip():
-        raise ToolArgumentError("'query' must be a non-empty string")
-    k = int_arg(args, "k", default=5, minimum=1)
-    scope = args.get("scope", "session")
-    if scope not in ("session", "user"):
-        raise ToolArgumentError("'scope' must be 'session' or 'user'")
-    since, until = (_date_arg(args, "since"), _date_arg(args, "until"))
-    hits = session.search(query, k=min(k, 20) * (3 if since or until else 1), scope=scope)
-    lines = []
-    for hit in hits:
-        at = hit.message.created_at
-        if at is not None and ((since and at < since) or (until and at >= until)):
-            continue
-        when = at.strftime("%Y-%m-%d %H:%M") if at else "?"
-        text = " ".join(hit.text.split())[:300]
-        where = f"page {hit.page} · seq {hit.message.seq}" if hit.item is None else hit.source
-        lines.append(f"- [{where} · {hit.message.role} · {when}] {text}")
-        if len(lines) >= k:
-            break
-    if not lines:
-        return f"no memory found for {query!r}"
-    return f"{len(lines)} results for {query!r} (recall_page(index) shows a whole page):\n" + (
-        "\n".join(lines))
-
-
-def _date_arg(args: Mapping[str, Any], name: str) -> datetime | None:
-    value = args.get(name)
-    if value is None:
-        return None
-    try:
-        return parse_timestamp(value)
-    except MemciError as exc:
-        raise ToolArgumentError(f"'{name}' must be an ISO 8601 date, e.g. 2026-11-01") from exc
-
-
-SEARCH_MEMORY: Tool[Session] = Tool(
-    ToolSpec(
-        "search_memory",
-        "Search everything said earlier in this conversation (also pages no longer listed) "
-        "or, with scope 'user', in the user's other conversations. Understands times like "
-        "'yesterday' or '上周'.",
-        {"type": "object", "properties": {
-            "query": {"type": "string", "description": "What to look for."},
-            "k": {"type": "integer", "minimum": 1, "maximum": 20,
-                  "description": "How many results (default 5)."},
-            "scope": {"type": "string", "enum": ["session", "user"]},
-            "since": {"type": "string", "description": "Only from this ISO date on."},
-            "until": {"type": "string", "description": "Only before this ISO date."}},
-         "required": ["query"], "additionalProperties": False},
-    ),
-    _search_memory,
-)
-
-
-RECALL_PAGE: Tool[Session] = Tool(
-    ToolSpec(
-        "recall_page",
-        "Bring an archived page of this conversation back into your context in full, "
-        "from the next request on. Pages are listed by index on the contents page.",
-        {"type": "object", "properties": {"index": {
-            "type": "integer", "minimum": 1,
-            "description": "The page index, as shown on the contents page ([Page N])."}},
-         "required": ["index"], "additionalProperties": False},
-    ),
-    _recall_page,
-)
-
-
-def _file_tool(session: Session, name: str, args: Mapping[str, Any]) -> str:
-    return call_file_tool(name, dict(args), roots=session.settings.file_roots,
-                          artifacts=session.artifacts).text
-
-
-def _workspace_tool(session: Session, name: str, args: Mapping[str, Any]) -> str:
-    result = call_workspace_tool(session.work_state(), name, dict(args))
-    return result.text
-
-
-def _named(
-    run: Callable[[Session, str, Mapping[str, Any]], str], name: str
-) -> Callable[[Session, Mapping[str, Any]], str]:
-    return lambda session, args: run(session, name, args)
-
-
-FILE_TOOLS: dict[str, Tool[Session]] = {
-    spec.name: Tool(spec, _named(_file_tool, spec.name)) for spec in FILE_TOOL_SPECS
-}
-WORKSPACE_TOOLS: dict[str, Tool[Session]] = {
-    spec.name: Tool(spec, _named(_workspace_tool, spec.name)) for spec in WORKSPACE_TOOL_SPECS
-}
 
 
 def _language(texts: Iterable[str]) -> str:
@@ -670,7 +569,7 @@ class Session:
             window = self._window.plan(room, caps["contents"])
         else:
             window = self._window.plan(room)
-        return _pair_tool_calls(window, self.tokenizer, self._call_ids)
+        return pair_tool_calls(window, self.tokenizer, self._call_ids)
 
     def _fit_bytes(
         self, head: list[Message], room: int, caps: Mapping[str, int],
@@ -1053,53 +952,3 @@ class _JobSummaries:
             if summary is not None:
                 out[page] = summary.lines
         return out
-
-
-def _pair_tool_calls(
-    window: list[Message], tokenizer: Tokenizer, call_ids: dict[int, frozenset[str]]
-) -> list[Message]:
-    """Keep each tool call only with its result right after it, and each result only there.
-
-    Both providers reject an unanswered call or a result that does not follow its call;
-    what is dropped here is dropped from this request only, never from the store. Fast
-    path: a window whose calls are all answered in place is returned as it is.
-    """
-    out: list[Message] = []
-    i, n = 0, len(window)
-    while i < n:
-        message = window[i]
-        i += 1
-        role = message.role
-        if role == "tool":
-            continue  # a result whose call is not right before it
-        if role != "assistant":
-            out.append(message)
-            continue
-        seq = message.seq
-        found = call_ids.get(seq) if seq is not None else None
-        if found is None:
-            found = frozenset(c.id for c in message.tool_calls)
-            if seq is not None:
-                call_ids[seq] = found  # a stored message never changes
-        if not found:
-            out.append(message)
-            continue
-        calls = set(found)
-        results: list[Message] = []
-        seen: set[str] = set()
-        while i < n and window[i].role == "tool":
-            result = window[i].tool_result
-            if result is not None and result.call_id in calls - seen:
-                seen.add(result.call_id)
-                results.append(window[i])
-            i += 1
-        if seen != calls:
-            parts = tuple(p for p in message.parts
-                          if not (isinstance(p, ToolCallPart) and p.id not in seen))
-            if not parts:
-                continue
-            message = replace(message, parts=parts)
-            message = replace(message, tokens=tokenizer.count_message(message))
-        out.append(message)
-        out.extend(results)
-    return out

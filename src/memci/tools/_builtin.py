@@ -1,0 +1,125 @@
+"""The tools a session offers the model.
+
+They are recall_page, search_memory, the file and artifact tools, and the working-state
+tools (pins, plan, notebook).
+
+Each handler takes the session and the parsed arguments and answers with text for the
+model; bad arguments come back as ``error: …`` (see :mod:`memci.tools._registry`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from memci.context import ToolSpec
+from memci.errors import MemciError
+from memci.messages import parse_timestamp
+from memci.tools._files import FILE_TOOL_SPECS, call_file_tool
+from memci.tools._registry import Tool, ToolArgumentError, int_arg
+from memci.workspace import WORKSPACE_TOOL_SPECS, call_workspace_tool
+
+if TYPE_CHECKING:
+    from memci._session import Session
+
+__all__ = ["FILE_TOOLS", "RECALL_PAGE", "SEARCH_MEMORY", "WORKSPACE_TOOLS"]
+
+
+def _recall_page(session: Session, args: Mapping[str, Any]) -> str:
+    page = int_arg(args, "index", minimum=1)
+    return session._recall(page)
+
+
+def _search_memory(session: Session, args: Mapping[str, Any]) -> str:
+    query = args.get("query")
+    if not isinstance(query, str) or not query.strip():
+        raise ToolArgumentError("'query' must be a non-empty string")
+    k = int_arg(args, "k", default=5, minimum=1)
+    scope = args.get("scope", "session")
+    if scope not in ("session", "user"):
+        raise ToolArgumentError("'scope' must be 'session' or 'user'")
+    since, until = (_date_arg(args, "since"), _date_arg(args, "until"))
+    hits = session.search(query, k=min(k, 20) * (3 if since or until else 1), scope=scope)
+    lines = []
+    for hit in hits:
+        at = hit.message.created_at
+        if at is not None and ((since and at < since) or (until and at >= until)):
+            continue
+        when = at.strftime("%Y-%m-%d %H:%M") if at else "?"
+        text = " ".join(hit.text.split())[:300]
+        where = f"page {hit.page} · seq {hit.message.seq}" if hit.item is None else hit.source
+        lines.append(f"- [{where} · {hit.message.role} · {when}] {text}")
+        if len(lines) >= k:
+            break
+    if not lines:
+        return f"no memory found for {query!r}"
+    return f"{len(lines)} results for {query!r} (recall_page(index) shows a whole page):\n" + (
+        "\n".join(lines))
+
+
+def _date_arg(args: Mapping[str, Any], name: str) -> datetime | None:
+    value = args.get(name)
+    if value is None:
+        return None
+    try:
+        return parse_timestamp(value)
+    except MemciError as exc:
+        raise ToolArgumentError(f"'{name}' must be an ISO 8601 date, e.g. 2026-11-01") from exc
+
+
+SEARCH_MEMORY: Tool[Session] = Tool(
+    ToolSpec(
+        "search_memory",
+        "Search everything said earlier in this conversation (also pages no longer listed) "
+        "or, with scope 'user', in the user's other conversations. Understands times like "
+        "'yesterday' or '上周'.",
+        {"type": "object", "properties": {
+            "query": {"type": "string", "description": "What to look for."},
+            "k": {"type": "integer", "minimum": 1, "maximum": 20,
+                  "description": "How many results (default 5)."},
+            "scope": {"type": "string", "enum": ["session", "user"]},
+            "since": {"type": "string", "description": "Only from this ISO date on."},
+            "until": {"type": "string", "description": "Only before this ISO date."}},
+         "required": ["query"], "additionalProperties": False},
+    ),
+    _search_memory,
+)
+
+
+RECALL_PAGE: Tool[Session] = Tool(
+    ToolSpec(
+        "recall_page",
+        "Bring an archived page of this conversation back into your context in full, "
+        "from the next request on. Pages are listed by index on the contents page.",
+        {"type": "object", "properties": {"index": {
+            "type": "integer", "minimum": 1,
+            "description": "The page index, as shown on the contents page ([Page N])."}},
+         "required": ["index"], "additionalProperties": False},
+    ),
+    _recall_page,
+)
+
+
+def _file_tool(session: Session, name: str, args: Mapping[str, Any]) -> str:
+    return call_file_tool(name, dict(args), roots=session.settings.file_roots,
+                          artifacts=session.artifacts).text
+
+
+def _workspace_tool(session: Session, name: str, args: Mapping[str, Any]) -> str:
+    result = call_workspace_tool(session.work_state(), name, dict(args))
+    return result.text
+
+
+def _named(
+    run: Callable[[Session, str, Mapping[str, Any]], str], name: str
+) -> Callable[[Session, Mapping[str, Any]], str]:
+    return lambda session, args: run(session, name, args)
+
+
+FILE_TOOLS: dict[str, Tool[Session]] = {
+    spec.name: Tool(spec, _named(_file_tool, spec.name)) for spec in FILE_TOOL_SPECS
+}
+WORKSPACE_TOOLS: dict[str, Tool[Session]] = {
+    spec.name: Tool(spec, _named(_workspace_tool, spec.name)) for spec in WORKSPACE_TOOL_SPECS
+}
