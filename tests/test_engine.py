@@ -235,3 +235,11 @@ def test_stats_count_builds_and_savings(engine: memci.Engine) -> None:
     st = s.stats()
     assert st.builds == 2 and st.messages == 100
     assert st.tokens_saved > 0 and st.mean_build_ms > 0
+
+
+def test_bad_embedder_setting_fails_at_open_not_after_storing(
+    db_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("MEMCI_EMBEDDER", "bogus")
+    with pytest.raises(memci.ConfigError, match="MEMCI_EMBEDDER"):
+        memci.Engine.open(db_path)

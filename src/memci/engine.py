@@ -47,7 +47,8 @@ class Engine:
         self._owned_client = owned
         client = llm if llm is not None else owned
         self.jobs: JobQueue | None = None
-        self._memory: Memory | None = None
+        # Made now, so a bad MEMCI_EMBEDDER fails here and never after a message is stored.
+        self._memory: Memory | None = Memory(store)
         self._gatherer: Gatherer | None = None
         if client is not None:
             self.jobs = JobQueue(store)
@@ -89,8 +90,13 @@ class Engine:
             raise StoreError(
                 f"store URL {path.split('://')[0]}:// is not supported yet; use a file path"
             )
-        return cls(SQLiteStore(Path(path) if path is not None else _default_path(),
-                               synchronous=synchronous), llm=llm, workers=workers)
+        store = SQLiteStore(Path(path) if path is not None else _default_path(),
+                            synchronous=synchronous)
+        try:
+            return cls(store, llm=llm, workers=workers)
+        except BaseException:
+            store.close()
+            raise
 
     def session(
         self, name: str, *, user: str | None = None, tenant: str = "default", **settings: Any
