@@ -124,3 +124,16 @@ def test_archived_pages_become_memory_and_user_facts_pass_the_judge(
     assert prefs and "window seats" in prefs[0].text and prefs[0].scope == "user"
     assert "a#p1" in (prefs[0].source or "") and "prefer" in (prefs[0].source or "")  # why
     assert any(i.kind == "episodic" and i.page == 1 for i in items)
+
+
+def test_query_about_the_docs_brings_document_chunks(engine: memci.Engine, tmp_path: Path) -> None:
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "deploy.md").write_text("# Deploy\n\nRun ops/deploy.sh with --canary first, "
+                                    "then watch the error rate for ten minutes.\n")
+    s = engine.session("s")
+    s.index_path(docs)
+    s.add({"role": "user", "content": "According to the docs, how do I deploy with canary?"})
+    last = s.build().messages[-1]
+    assert last.content.startswith("## Retrieved memory")
+    assert "[document · " in last.content and "deploy.sh" in last.content

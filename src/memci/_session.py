@@ -28,6 +28,7 @@ from memci.context._strategies import OldestWindow, SummarizeWindow, WindowLoade
 from memci.errors import ConfigError, InvalidMessageError
 from memci.memory import DocIndex, Hit, IndexReport, Retrieved, Scope
 from memci.memory._judge import judge
+from memci.memory._query import analyze_query
 from memci.messages import Message, ToolCallPart, coerce, to_openai, to_wire
 from memci.recipes import TITLES, Recipe, choose_recipe
 from memci.store import SessionRecord
@@ -411,11 +412,20 @@ class Session:
         first = self._load_seqs(opener, opener)[0]
         found: tuple[Retrieved, ...] = ()
         if first.role == "user" and first.content.strip():
-            oldest = self._log.seqs[self._log.page_span(self._first_window_page())[0]]
-            result = self.engine.gatherer.gather(
-                first.content[:500], session=self._record, scope="user",
-                exclude_from_seq=oldest)
-            found = result.texts
+            query = first.content[:500]
+            # The query analyzer (rules: a build never waits on a model) says which
+            # sources this input needs: chat history, documents, code (seed 003).
+            plan = analyze_query(query)
+            if plan.consults("history") or not (plan.consults("documents")
+                                                 or plan.consults("code")):
+                oldest = self._log.seqs[self._log.page_span(self._first_window_page())[0]]
+                found = self.engine.gatherer.gather(
+                    query, session=self._record, scope="user", exclude_from_seq=oldest).texts
+            if plan.consults("documents") or plan.consults("code"):
+                docs = DocIndex(self.engine.store).search_docs(query, k=3)
+                found += tuple(
+                    Retrieved(h.text[:600], f"{h.path}#L{h.start_line}-{h.end_line}",
+                              "document", h.score) for h in docs)
         self._retrieval_for = (opener, found)
         self._state_set("retrieval", {"opener": opener, "texts": [
             {"text": r.text, "source": r.source, "kind": r.kind, "score": r.score}

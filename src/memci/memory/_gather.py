@@ -45,7 +45,7 @@ class Retrieved:
 
     text: str
     source: str
-    kind: Literal["episode", "preference"]
+    kind: Literal["episode", "preference", "document"]
     score: float
 
 
