@@ -108,6 +108,7 @@ class Session:
         self._allocator = BudgetAllocator()
         self._ranker = PriorityRanker()
         self._tool_token_cache: dict[tuple[str, ...], int] = {}
+        self._contract: tuple[str, Message] = ("", Message.system(""))
         self._call_ids: dict[int, frozenset[str]] = {}
         self._calls: dict[str, ToolCallPart] = {}
         self._raw_total = 0
@@ -131,6 +132,7 @@ class Session:
                 self.tokenizer = get_tokenizer(settings.tokenizer, provider=settings.provider)
                 self._views.tokenizer = self.tokenizer
                 self._tool_token_cache = {}
+                self._contract = ("", Message.system(""))
                 self._make_strategy()
 
     def _make_strategy(self) -> None:
@@ -486,9 +488,13 @@ class Session:
         """The system segment: the system prompt, and the tool contract when tools are on."""
         out = [self._system] if self._system is not None else []
         if any(s.name == "artifact_get" for s in specs):
-            titles = TITLES[self._language()]
-            contract = Message.system(f"{titles.contract_title}\n{titles.contract}")
-            out.append(replace(contract, tokens=self.tokenizer.count_message(contract)))
+            language = self._language()
+            if self._contract[0] != language:
+                titles = TITLES[language]
+                contract = Message.system(f"{titles.contract_title}\n{titles.contract}")
+                self._contract = (language, replace(
+                    contract, tokens=self.tokenizer.count_message(contract)))
+            out.append(self._contract[1])
         return out
 
     def _language(self) -> str:
@@ -536,10 +542,20 @@ class Session:
         return int(row[0] or 0)
 
     def _expire_pins(self) -> None:
-        """Expire pins once per round (by time and by rounds): they move to the notebook."""
+        """Expire pins once per round (by time and by rounds): they move to the notebook.
+
+        Only when there are pins: a chat without pins pays no write per round (the round
+        a new pin starts from is recorded by :meth:`record_round` before a state tool runs).
+        """
         if self._log.pages != self._expired_round:
             self._expired_round = self._log.pages
-            self.work_state().expire(round=self._log.pages)
+            state = self.work_state()
+            if state.pin_list():
+                state.expire(round=self._log.pages)
+
+    def record_round(self) -> None:
+        """Record the current round in the working state (TTLs in rounds count from it)."""
+        self.work_state().expire(round=self._log.pages)
 
     def _head_reserve(self, recipe: Recipe, room: int) -> int:
         """Tokens kept for the head of the newest tool output (tool-loop turns)."""

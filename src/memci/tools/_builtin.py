@@ -107,6 +107,8 @@ def _file_tool(session: Session, name: str, args: Mapping[str, Any]) -> str:
 
 
 def _workspace_tool(session: Session, name: str, args: Mapping[str, Any]) -> str:
+    if name == "pin_add":
+        session.record_round()  # a TTL in rounds counts from now
     result = call_workspace_tool(session.work_state(), name, dict(args))
     return result.text
 
