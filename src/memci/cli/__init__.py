@@ -13,7 +13,7 @@ import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import click
 from rich.console import Console
@@ -21,7 +21,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from memci.engine import Engine
+from memci.engine import Engine, Session
 from memci.errors import InvalidFileError, MemciError
 from memci.replay import load_conversation, replay
 
@@ -63,6 +63,22 @@ def _engine(db: str | None) -> Iterator[Engine]:
         yield engine
     finally:
         engine.close()
+
+
+def _existing(engine: Engine, name: str, tenant: str) -> Session:
+    """The session ``name`` of ``tenant``; a usage error (exit 2) when there is none."""
+    if engine.store.session(tenant, name) is None:
+        raise click.UsageError(f"no session {name!r} in tenant {tenant!r}")
+    return engine.session(name, tenant=tenant)
+
+
+@contextmanager
+def _atomic(path: Path) -> Iterator[IO[str]]:
+    """A text file that appears at ``path`` whole, or not at all."""
+    tmp = path.with_name(path.name + ".partial")
+    with tmp.open("w", encoding="utf-8") as fh:
+        yield fh
+    tmp.replace(path)
 
 
 @main.command("replay")
@@ -159,16 +175,12 @@ def replay_command(
 def export_command(session: str, tenant: str, db: str | None, output: Path | None) -> None:
     """Export SESSION as JSONL: a header line, then one message a line (lossless)."""
     with _engine(db) as engine:
-        if engine.store.session(tenant, session) is None:
-            raise click.UsageError(f"no session {session!r} in tenant {tenant!r}")
-        target = engine.session(session, tenant=tenant)
+        target = _existing(engine, session, tenant)
         if output is None:
             target.export_jsonl(sys.stdout)
             return
-        tmp = output.with_name(output.name + ".partial")
-        with tmp.open("w", encoding="utf-8") as fh:
+        with _atomic(output) as fh:
             count = target.export_jsonl(fh)
-        tmp.replace(output)
     Console(stderr=True).print(f"exported {count} messages to {output}", highlight=False)
 
 

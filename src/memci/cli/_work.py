@@ -13,7 +13,7 @@ import click
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
-from memci.cli import _DB_HELP, _engine, main
+from memci.cli import _DB_HELP, _atomic, _engine, _existing, main
 from memci.engine import _default_path
 from memci.errors import InvalidFileError
 from memci.memory import DocIndex
@@ -58,16 +58,13 @@ def state_group() -> None:
 def state_export(session: str, tenant: str, db: str | None, output: Path | None) -> None:
     """Write SESSION's working state as versioned context_state.json."""
     with _engine(db) as engine:
-        if engine.store.session(tenant, session) is None:
-            raise click.UsageError(f"no session {session!r} in tenant {tenant!r}")
-        text = json.dumps(engine.session(session, tenant=tenant).export_state(),
+        text = json.dumps(_existing(engine, session, tenant).export_state(),
                           ensure_ascii=False, indent=2)
     if output is None:
         click.echo(text)
         return
-    tmp = output.with_name(output.name + ".partial")
-    tmp.write_text(text + "\n", encoding="utf-8")
-    tmp.replace(output)
+    with _atomic(output) as fh:
+        fh.write(text + "\n")
 
 
 @state_group.command("import")
@@ -82,9 +79,7 @@ def state_import(session: str, file: Path, tenant: str, db: str | None) -> None:
     except (ValueError, UnicodeDecodeError) as exc:
         raise InvalidFileError(f"{file} is not a JSON file: {exc}") from exc
     with _engine(db) as engine:
-        if engine.store.session(tenant, session) is None:
-            raise click.UsageError(f"no session {session!r} in tenant {tenant!r}")
-        engine.session(session, tenant=tenant).import_state(data)
+        _existing(engine, session, tenant).import_state(data)
     Console(stderr=True).print(f"imported the working state of {session!r}", highlight=False)
 
 
