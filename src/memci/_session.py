@@ -234,13 +234,15 @@ class Session:
         if not ready:
             return []
         with self._lock:
-            stored = self.engine.store.append(self._record, ready)
+            # The search index is written in the same transaction: one commit per add.
+            memory = self.engine.memory
+            stored = self.engine.store.append(
+                self._record, ready,
+                also=lambda db, rows: memory.index_in(db, self._record, rows))
             if stored[0].seq == self._last_seq + 1:
                 self._index(stored)
             else:
                 self._sync()
-        # Search indexes are derived: a search first catches up with anything missed here.
-        self.engine.memory.index(self._record, stored)
         return stored
 
     def search(self, query: str, k: int = 10, scope: str = "session") -> list[Hit]:

@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import threading
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -190,11 +190,15 @@ class SQLiteStore:
 
     # -- messages ------------------------------------------------------------------------
 
-    def append(self, session: SessionRecord, messages: Sequence[Message]) -> list[Message]:
+    def append(
+        self, session: SessionRecord, messages: Sequence[Message], *,
+        also: Callable[[sqlite3.Connection, list[Message]], object] | None = None,
+    ) -> list[Message]:
         """Store ``messages`` (tokens already counted) in one transaction; return them stored.
 
         Raises :class:`OrphanToolResultError` (and stores nothing) when a tool result does
-        not answer an open tool call of the session.
+        not answer an open tool call of the session. ``also(db, stored)`` runs inside the
+        same transaction (derived indexes written with the messages, in one commit).
         """
         stored: list[Message] = []
         now = _now()
@@ -228,6 +232,8 @@ class SQLiteStore:
                     session=session.name, seq=seq, tokens=message.tokens or 0,
                     created_at=created,
                 ))
+            if also is not None:
+                also(db, stored)
         return stored
 
     @staticmethod
