@@ -46,6 +46,7 @@ from bench_summaries import DATA, kdconv_pages, trace_pages, write_section  # no
 from memci.llm import OpenAIChatClient, client_from_env  # noqa: E402
 from memci.messages import Message  # noqa: E402
 from memci.store import SQLiteStore  # noqa: E402
+from memci.store._driver import connect  # noqa: E402
 from memci.summarize import (  # noqa: E402
     ExtractiveSummarizer,
     Job,
@@ -212,7 +213,7 @@ def spawn(db: Path, base_url: str) -> subprocess.Popen[bytes]:
 
 
 def states(db: Path) -> dict[str, int]:
-    with sqlite3.connect(db) as conn:
+    with connect(db) as conn:
         return dict(conn.execute("SELECT state, COUNT(*) FROM memci_jobs GROUP BY state"))
 
 
@@ -250,7 +251,7 @@ def crash(tmp: Path, total: int = 60) -> dict[str, object]:
             second.send_signal(signal.SIGTERM)
             _, err = second.communicate(timeout=60)
     requests = fake.requests
-    with sqlite3.connect(db) as conn:
+    with connect(db) as conn:
         counts = dict(conn.execute("SELECT key, COUNT(*) FROM effects GROUP BY key"))
     rerun = sum(1 for j in queue.jobs(limit=total) if j.attempts > 1)
     final = states(db)

@@ -25,6 +25,7 @@ from memci.errors import ConfigError, InvalidInputError
 from memci.llm import OpenAIChatClient
 from memci.messages import Message, ToolCallPart
 from memci.store import SQLiteStore
+from memci.store._driver import connect
 from memci.summarize import (
     SUMMARIZE_TEXT,
     ExtractiveSummarizer,
@@ -65,7 +66,7 @@ def record_effect(db: sqlite3.Connection, job: Job, result: Any) -> None:
 
 
 def effect_counts(path: Path) -> dict[str, int]:
-    with sqlite3.connect(path) as db:
+    with connect(path) as db:
         return dict(db.execute("SELECT key, COUNT(*) FROM effects GROUP BY key").fetchall())
 
 
@@ -214,7 +215,7 @@ def test_a_worker_that_lost_its_lease_commits_nothing(queue: JobQueue, db_path: 
 
     def slow(job: Job) -> str:
         # While this worker computes, its lease expires and another worker takes the job.
-        with sqlite3.connect(db_path) as other:
+        with connect(db_path) as other:
             other.execute("UPDATE memci_jobs SET lease_owner = 'host:999:other'"
                           " WHERE id = ?", (job.id,))
         return "late"
@@ -451,7 +452,7 @@ def spawn_worker(script: Path, db: Path, workers: int, lease: float) -> subproce
 
 
 def states(db: Path) -> dict[str, int]:
-    with sqlite3.connect(db) as conn:
+    with connect(db) as conn:
         return dict(conn.execute("SELECT state, COUNT(*) FROM memci_jobs GROUP BY state"))
 
 

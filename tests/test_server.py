@@ -11,7 +11,6 @@ import json
 import os
 import re
 import signal
-import sqlite3
 import subprocess
 import sys
 import threading
@@ -35,6 +34,7 @@ import memci
 from memci.cli import _server, main
 from memci.errors import MissingExtraError
 from memci.server import KeyStore, ServerConfig, create_app
+from memci.store._driver import connect
 
 ROOT = Path(__file__).resolve().parents[1]
 assert _server  # registers serve, mcp and keys on memci.cli.main
@@ -490,8 +490,11 @@ def test_keys_create_list_revoke_store_only_a_hash(tmp_path: Path) -> None:
     assert result.exit_code == 0
     key = result.output.strip().splitlines()[-1]
     assert re.fullmatch(r"mk_[A-Za-z0-9_-]{43}", key)
-    with sqlite3.connect(db) as raw:
-        dump = "\n".join(raw.iterdump())
+    with connect(db) as raw:  # every row of every table (pysqlite3 has no iterdump)
+        tables = [r[0] for r in raw.execute("SELECT name FROM sqlite_master"
+                                            " WHERE type = 'table'")]
+        dump = "\n".join(str(row) for table in tables
+                         for row in raw.execute(f'SELECT * FROM "{table}"'))
     raw.close()
     assert key not in dump and key[3:] not in dump
     listed = runner.invoke(main, ["keys", "list", "--db", db, "--json"]).output

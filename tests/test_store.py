@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import io
-import sqlite3
 from pathlib import Path
 
 import pytest
 
 import memci
 from memci.store import CORE_MIGRATIONS, SQLiteStore
+from memci.store._driver import connect
 
 
 def test_every_message_is_stored_in_order_with_tokens(engine: memci.Engine) -> None:
@@ -91,7 +91,7 @@ def test_tool_results_must_answer_an_open_call(engine: memci.Engine) -> None:
 
 def test_wal_and_migrations_recorded(db_path: Path) -> None:
     SQLiteStore(db_path).close()
-    db = sqlite3.connect(db_path)
+    db = connect(db_path)
     assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     versions = [r[0] for r in db.execute(
         "SELECT version FROM memci_migrations WHERE component = 'core' ORDER BY 1")]
@@ -101,7 +101,7 @@ def test_wal_and_migrations_recorded(db_path: Path) -> None:
 
 def test_newer_schema_is_refused(db_path: Path) -> None:
     SQLiteStore(db_path).close()
-    db = sqlite3.connect(db_path)
+    db = connect(db_path)
     db.execute("INSERT INTO memci_migrations VALUES ('core', 999, 'future', '2030-01-01')")
     db.commit()
     db.close()

@@ -103,14 +103,17 @@ class InvalidFileError(InvalidInputError):
 
 
 class MissingExtraError(MemciError, ImportError):
-    """An optional dependency is not installed; the message names the pip command."""
+    """An optional dependency is not installed; the message names the pip command.
 
-    def __init__(self, extra: str, package: str, feature: str) -> None:
+    ``hint``, when given, is added in parentheses: what else stands in the way.
+    """
+
+    def __init__(self, extra: str, package: str, feature: str, *, hint: str = "") -> None:
         self.extra = extra
         self.package = package
         super().__init__(
             f"{feature} needs the optional package {package!r}: "
-            f"install it with  pip install 'memci[{extra}]'"
+            f"install it with  pip install 'memci[{extra}]'" + (f" ({hint})" if hint else "")
         )
 
 

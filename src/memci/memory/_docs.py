@@ -27,7 +27,7 @@ from memci.memory._embed import Embedder, embedder_from_env, speaks
 from memci.memory._hit import rrf
 from memci.memory._schema import MEMORY_MIGRATIONS, ensure_fts, fts_name
 from memci.memory._text import Analyzer, get_analyzer
-from memci.memory._vectors import VectorIndex
+from memci.memory._vectors import VectorIndex, forget_vectors
 from memci.store import SQLiteStore
 
 __all__ = ["DocHit", "DocIndex", "IndexReport", "Progress"]
@@ -98,7 +98,8 @@ class DocIndex:
         self.analyzer = (get_analyzer(analyzer or DEFAULT_ANALYZER)
                          if analyzer is None or isinstance(analyzer, str) else analyzer)
         self.embedder = embedder_from_env() if embedder == "env" else embedder
-        self.vectors = VectorIndex(self.embedder) if self.embedder is not None else None
+        self.vectors = (VectorIndex(self.embedder, store) if self.embedder is not None
+                        else None)
         self.min_tokens, self.max_tokens = min_tokens, max_tokens
         self.max_file_bytes = max_file_bytes
         self.table = fts_name("doc_chunks_fts", self.analyzer)
@@ -212,8 +213,7 @@ class DocIndex:
         ids = [int(r[0]) for r in db.execute("SELECT id FROM doc_chunks WHERE file_id = ?",
                                              (file_id,))]
         db.executemany(f"DELETE FROM {self.table} WHERE rowid = ?", [(i,) for i in ids])
-        db.executemany("DELETE FROM memory_vectors WHERE kind = 'chunk' AND ref = ?",
-                       [(i,) for i in ids])
+        forget_vectors(self.store, db, "chunk", ids)
         db.execute("DELETE FROM doc_chunks WHERE file_id = ?", (file_id,))
 
     def _drop_missing(self, root: Path, seen: set[str]) -> int:

@@ -150,7 +150,8 @@ class MessageIndex:
         self.analyzer = (get_analyzer(analyzer or DEFAULT_ANALYZER)
                          if analyzer is None or isinstance(analyzer, str) else analyzer)
         self.embedder = embedder_from_env() if embedder == "env" else embedder
-        self.vectors = VectorIndex(self.embedder) if self.embedder is not None else None
+        self.vectors = (VectorIndex(self.embedder, store) if self.embedder is not None
+                        else None)
         self.time_mode: TimeMode = time_mode
         self.context_weight = context_weight
         self.context_chars = context_chars
@@ -339,12 +340,7 @@ class MessageIndex:
             with self.store.read() as db:
                 # Messages are embedded in id order, one committed batch at a time, so
                 # everything up to the newest vector has one: only newer ids are pending.
-                space = self.vectors.space(db)
-                after = 0
-                if space is not None:
-                    after = int(db.execute(
-                        "SELECT COALESCE(MAX(ref), 0) FROM memory_vectors WHERE space_id = ?"
-                        " AND kind = 'message'", (space,)).fetchone()[0])
+                after = self.vectors.newest_ref(db, "message")
                 rows = db.execute(
                     "SELECT d.id, d.session_id, m.role, m.parts FROM memory_docs d JOIN"
                     " messages m ON m.session_id = d.session_id AND m.seq = d.seq"
@@ -481,16 +477,24 @@ class MessageIndex:
         vector = self._query_vector(query)
         with self.store.read() as db:
             filtered = time_range is not None or roles is not None
-            found = self.vectors.search(db, "message", vector, k * 4 if filtered else k,
-                                        sessions=sessions)
+            depth = k * 4 if filtered else k
+            found = self.vectors.search(db, "message", vector, depth, sessions=sessions)
             if not found:
                 return []
-            marks = ",".join("?" * len(found))
             where, args = self._filters(None, time_range, roles, in_fts=False)
             rows = db.execute(
-                f"SELECT d.id, d.session_id, d.seq FROM memory_docs d WHERE d.id IN ({marks})"
-                f"{where}", (*[ref for ref, _ in found], *args),
+                "SELECT d.id, d.session_id, d.seq FROM memory_docs d WHERE d.id IN"
+                f" (SELECT value FROM json_each(?)){where}",
+                (json.dumps([ref for ref, _ in found]), *args),
             ).fetchall()
+            if filtered and len(rows) < k and len(found) == depth:
+                # Too few of the nearest pass the time and role filters: search among the
+                # messages that pass them, so the k nearest of those come back.
+                where, args = self._filters(sessions, time_range, roles, in_fts=False)
+                rows = db.execute("SELECT d.id, d.session_id, d.seq FROM memory_docs d"
+                                  f" WHERE d.role != 'system'{where}", args).fetchall()
+                found = self.vectors.search(db, "message", vector, k,
+                                            refs=[int(r[0]) for r in rows])
         keep = {int(r[0]): Candidate(int(r[0]), int(r[1]), int(r[2])) for r in rows}
         return [keep[ref] for ref, _ in found if ref in keep][:k]
 
@@ -642,13 +646,7 @@ class MessageIndex:
         with self.store.read() as db:
             count = int(db.execute("SELECT COUNT(*) FROM memory_docs WHERE role != 'system'"
                                    ).fetchone()[0])
-            vectors = 0
-            if self.vectors is not None:
-                space = self.vectors.space(db)
-                if space is not None:
-                    vectors = int(db.execute(
-                        "SELECT COUNT(*) FROM memory_vectors WHERE space_id = ? AND"
-                        " kind = 'message'", (space,)).fetchone()[0])
+            vectors = self.vectors.count(db, "message") if self.vectors is not None else 0
         return IndexStats(
             analyzer=self.analyzer.name, messages=count,
             embedder=self.embedder.name if self.embedder is not None else None,

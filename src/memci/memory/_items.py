@@ -174,7 +174,8 @@ class MemoryItems:
         self.analyzer = (get_analyzer(analyzer or DEFAULT_ANALYZER)
                          if analyzer is None or isinstance(analyzer, str) else analyzer)
         self.embedder = embedder_from_env() if embedder == "env" else embedder
-        self.vectors = VectorIndex(self.embedder) if self.embedder is not None else None
+        self.vectors = (VectorIndex(self.embedder, store) if self.embedder is not None
+                        else None)
         self.table = fts_name("memory_items_fts", self.analyzer)
         self._clock = clock
         self._lock = threading.Lock()

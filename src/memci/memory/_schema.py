@@ -12,8 +12,12 @@ Tables:
   messages with seq ≤ this one) and ``created`` as Unix seconds (UTC), for time filters;
 - ``memory_items``: long-term items (episodic pages, preferences, explicit facts) with
   their scope, validity interval and supersession link; ``rev`` grows with every change;
-- ``memory_vector_spaces`` and ``memory_vectors``: embeddings (float32 BLOBs) per
-  embedder, for messages (``kind='message'``), items and document chunks;
+- ``memory_vector_spaces``: one vector space per embedder (name, dimension), and
+  ``memory_vector_refs``: which messages (``kind='message'``), items and document chunks
+  have a vector in it; the vectors themselves are in sqlite-vec tables created with the
+  space (see :mod:`memci.memory._vectors`), not by a migration, since they need the
+  extension. Migration 2 dropped ``memory_vectors`` (float32 BLOBs); vectors are derived
+  data and are embedded again;
 - ``doc_files`` and ``doc_chunks``: indexed files (path, mtime, size, sha256) and chunks
   with titles, symbols and line ranges.
 """
@@ -104,6 +108,24 @@ MEMORY_MIGRATIONS: tuple[Migration, ...] = (
             text        TEXT NOT NULL
         );
         CREATE INDEX doc_chunks_file ON doc_chunks (file_id, ordinal);
+        """,
+    ),
+    Migration(
+        2,
+        "vectors move to sqlite-vec tables",
+        """
+        -- Vectors are derived data: the BLOB table goes, and with it every space (a space
+        -- and its sqlite-vec tables are created together, on the next embedding).
+        DROP TABLE memory_vectors;
+        DELETE FROM memory_vector_spaces;
+        -- Which refs have a vector, kept beside the vec0 tables so that counting, finding
+        -- the newest and finding the missing ones are index lookups, not scans of vec0.
+        CREATE TABLE memory_vector_refs (
+            space_id    INTEGER NOT NULL REFERENCES memory_vector_spaces (id),
+            kind        TEXT NOT NULL,
+            ref         INTEGER NOT NULL,
+            PRIMARY KEY (space_id, kind, ref)
+        ) WITHOUT ROWID;
         """,
     ),
 )

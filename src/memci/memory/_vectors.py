@@ -1,85 +1,139 @@
-"""Stored embeddings and nearest-neighbour search over them.
+"""Stored embeddings and exact nearest-neighbour search over them, with sqlite-vec.
 
-Vectors live in ``memory_vectors`` as float32 BLOBs, one vector space per embedder name
-(``memory_vector_spaces``), for three kinds of things: ``message`` (ref = ``memory_docs``
-id), ``item`` (ref = ``memory_items`` id) and ``chunk`` (ref = ``doc_chunks`` id). Search is
-exact (brute-force cosine on unit vectors) over an in-memory matrix that is refreshed when
-the table changes: numpy when it is installed (it comes with ``memci[embeddings]``), plain
-Python otherwise. :attr:`VectorIndex.backend` says which.
+One vector space per embedder name (``memory_vector_spaces``: name and dimension). A space
+has one sqlite-vec ``vec0`` table per kind of thing embedded, ``memory_vec_<space>_<kind>``:
+``message`` (ref = ``memory_docs`` id), ``item`` (ref = ``memory_items`` id) and ``chunk``
+(ref = ``doc_chunks`` id). In it, rowid = ref, the vector (float32, cosine distance) and
+``session_id``, a metadata column to filter by (0 when the thing has no session).
+``memory_vector_refs`` lists the refs that have a vector, so that counting, finding the
+newest and finding the missing ones are index lookups, never scans of a ``vec0`` table.
 
-sqlite-vec's ``vec0`` tables need a Python whose ``sqlite3`` can load extensions; where it
-cannot (common with pyenv and some system builds) the BLOB table is the only form, and it
-is also the source of truth when ``vec0`` is used.
+Invariants:
+
+- a space's row and its ``vec0`` tables are created in one transaction; a ref is in
+  ``memory_vector_refs`` exactly when its ``vec0`` table has a row for it (both are
+  written in the caller's transaction);
+- search is exact: a KNN query (``embedding MATCH ? AND k = ?``) with the session and
+  ref filters inside it (``vec0`` filters before it ranks, so the ``k`` nearest within the
+  filter come back); past ``vec0``'s largest ``k`` (4096), a scan ordered by
+  ``vec_distance_cosine``;
+- the score is the cosine similarity, 1 − cosine distance (vectors are unit length); a
+  zero vector has no direction: it is stored but never found, and a zero query finds
+  nothing.
+
+The ``vec0`` tables need sqlite-vec loaded into the store's connection
+(:attr:`memci.store.SQLiteStore.sqlite_vec`): :class:`VectorIndex` raises
+:class:`~memci.errors.MissingExtraError` when it is created without it.
 """
 
 from __future__ import annotations
 
-import functools
-import importlib
+import json
 import sqlite3
-import threading
 import time
 from array import array
 from collections.abc import Collection, Sequence
-from dataclasses import dataclass, field
-from typing import Any
 
+from memci.errors import ConfigError, InvalidInputError
 from memci.memory._embed import Embedder
+from memci.store import SQLiteStore
+from memci.store._driver import sqlite_vec_missing
 
-__all__ = ["VectorIndex"]
+__all__ = ["KINDS", "VectorIndex", "forget_vectors"]
 
-@functools.cache
-def _numpy() -> Any:
-    """Return numpy, imported on first use, or None when it is not installed."""
-    try:  # numpy arrives with memci[embeddings]; without it, search is pure Python
-        return importlib.import_module("numpy")
-    except ImportError:  # pragma: no cover - exercised only without numpy
-        return None
+KINDS: tuple[str, ...] = ("message", "item", "chunk")
+
+_KNN_MAX = 4096  # the largest k sqlite-vec accepts in a KNN query
+_NO_SESSION = 0  # vec0 metadata columns hold no NULL; session ids start at 1
 
 
-@dataclass(slots=True)
-class _Matrix:
-    signature: tuple[int, int] = (0, 0)
-    refs: list[int] = field(default_factory=list)
-    sessions: list[int] = field(default_factory=list)
-    rows: list[bytes] = field(default_factory=list)
-    dense: Any = None  # numpy array (n, dim) when numpy is present, built on demand
+def _table(space: int, kind: str) -> str:
+    if kind not in KINDS:
+        raise InvalidInputError(f"vector kind must be one of {', '.join(KINDS)}, not {kind!r}")
+    return f"memory_vec_{int(space)}_{kind}"
 
 
 def _pack(vector: Sequence[float]) -> bytes:
     return array("f", vector).tobytes()
 
 
-def _unpack(blob: bytes) -> array[float]:
-    values = array("f")
-    values.frombytes(blob)
-    return values
+def _ids(values: Collection[int]) -> str:
+    """``values`` as one JSON parameter, read with ``json_each`` (no limit on how many)."""
+    return json.dumps(sorted({int(v) for v in values}))
+
+
+def _forget(db: sqlite3.Connection, space: int, kind: str, refs: Collection[int]) -> None:
+    stored = [int(r[0]) for r in db.execute(
+        "SELECT ref FROM memory_vector_refs WHERE space_id = ? AND kind = ?"
+        " AND ref IN (SELECT value FROM json_each(?))", (space, kind, _ids(refs)))]
+    if not stored:
+        return
+    db.executemany(f"DELETE FROM {_table(space, kind)} WHERE rowid = ?",
+                   [(ref,) for ref in stored])
+    db.executemany("DELETE FROM memory_vector_refs WHERE space_id = ? AND kind = ?"
+                   " AND ref = ?", [(space, kind, ref) for ref in stored])
+
+
+def forget_vectors(
+    store: SQLiteStore, db: sqlite3.Connection, kind: str, refs: Collection[int]
+) -> None:
+    """Forget the vectors of ``refs`` in every space (inside a write on ``store``).
+
+    For things deleted at their source, whichever embedder embedded them. Raises
+    :class:`~memci.errors.MissingExtraError` when some are stored and sqlite-vec cannot
+    be loaded (they cannot be removed then).
+    """
+    if not refs:
+        return
+    spaces = [int(r[0]) for r in db.execute(
+        "SELECT DISTINCT space_id FROM memory_vector_refs WHERE kind = ?"
+        " AND ref IN (SELECT value FROM json_each(?))", (kind, _ids(refs)))]
+    if spaces and not store.sqlite_vec:
+        raise sqlite_vec_missing("removing stored vectors")
+    for space in spaces:
+        _forget(db, space, kind, refs)
 
 
 class VectorIndex:
-    """The vectors of one embedder; add and search per kind, filtered by session."""
+    """The vectors of one embedder in one store; add and search per kind, with filters.
 
-    def __init__(self, embedder: Embedder) -> None:
+    Raises :class:`~memci.errors.MissingExtraError` when sqlite-vec is not loaded into the
+    store's connection, so a misconfiguration shows when the index is created.
+    """
+
+    backend = "sqlite-vec"
+
+    def __init__(self, embedder: Embedder, store: SQLiteStore) -> None:
+        if not store.sqlite_vec:
+            raise sqlite_vec_missing(f"dense retrieval with the embedder {embedder.name!r}")
         self.embedder = embedder
-        self.backend = "numpy" if _numpy() is not None else "python"
-        self._space: int | None = None
-        self._lock = threading.Lock()
-        self._cache: dict[str, _Matrix] = {}
+        self._space: tuple[int, int] | None = None  # (id, dim), once seen committed
+
+    def _find(self, db: sqlite3.Connection, dim: int | None = None) -> tuple[int, int] | None:
+        """Return ``(id, dim)`` of this embedder's space; create it when ``dim`` is given."""
+        if self._space is not None:
+            return self._space
+        row = db.execute("SELECT id, dim FROM memory_vector_spaces WHERE embedder = ?",
+                         (self.embedder.name,)).fetchone()
+        if row is not None:
+            self._space = (int(row[0]), int(row[1]))
+            return self._space
+        if dim is None:
+            return None
+        cursor = db.execute("INSERT INTO memory_vector_spaces (embedder, dim, created)"
+                            " VALUES (?, ?, ?)", (self.embedder.name, dim, time.time()))
+        space = int(cursor.lastrowid or 0)
+        for kind in KINDS:
+            db.execute(f"CREATE VIRTUAL TABLE {_table(space, kind)} USING vec0("
+                       f"embedding float[{int(dim)}] distance_metric=cosine,"
+                       " session_id integer)")
+        # Not cached yet: the transaction that creates the space may still roll back.
+        return space, dim
 
     def space(self, db: sqlite3.Connection, dim: int | None = None) -> int | None:
         """Return the id of this embedder's vector space (created when ``dim`` is given)."""
-        if self._space is not None:
-            return self._space
-        row = db.execute("SELECT id FROM memory_vector_spaces WHERE embedder = ?",
-                         (self.embedder.name,)).fetchone()
-        if row is None and dim is not None:
-            db.execute("INSERT INTO memory_vector_spaces (embedder, dim, created)"
-                       " VALUES (?, ?, ?)", (self.embedder.name, dim, time.time()))
-            row = db.execute("SELECT id FROM memory_vector_spaces WHERE embedder = ?",
-                             (self.embedder.name,)).fetchone()
-        if row is not None:
-            self._space = int(row[0])
-        return self._space
+        found = self._find(db, dim)
+        return found[0] if found is not None else None
 
     def add(
         self,
@@ -88,24 +142,40 @@ class VectorIndex:
         rows: Sequence[tuple[int, int | None]],
         vectors: Sequence[Sequence[float]],
     ) -> None:
-        """Store ``vectors`` for ``rows`` of ``(ref, session_id)`` (inside a write)."""
+        """Store ``vectors`` for ``rows`` of ``(ref, session_id)`` (inside a write).
+
+        A ref that has a vector already gets the new one.
+        """
         if not rows:
             return
-        space = self.space(db, len(vectors[0]))
+        if len(rows) != len(vectors):
+            raise InvalidInputError(f"{len(rows)} refs but {len(vectors)} vectors")
+        found = self._find(db, len(vectors[0]))
+        assert found is not None
+        space, dim = found
+        latest: dict[int, tuple[int, bytes]] = {}
+        for (ref, session_id), vector in zip(rows, vectors, strict=True):
+            if len(vector) != dim:
+                raise ConfigError(
+                    f"the embedder {self.embedder.name!r} returned a vector of {len(vector)} "
+                    f"numbers; its vector space holds {dim}: give a different model a "
+                    "different name"
+                )
+            latest[int(ref)] = (session_id or _NO_SESSION, _pack(vector))
+        _forget(db, space, kind, list(latest))
         db.executemany(
-            "INSERT OR REPLACE INTO memory_vectors (space_id, kind, ref, session_id, vec)"
-            " VALUES (?, ?, ?, ?, ?)",
-            [(space, kind, ref, sid, _pack(vec)) for (ref, sid), vec in zip(rows, vectors,
-                                                                            strict=True)],
+            f"INSERT INTO {_table(space, kind)} (rowid, embedding, session_id)"
+            " VALUES (?, ?, ?)", [(ref, vec, sid) for ref, (sid, vec) in latest.items()],
         )
+        db.executemany("INSERT INTO memory_vector_refs (space_id, kind, ref) VALUES (?, ?, ?)",
+                       [(space, kind, ref) for ref in latest])
 
     def delete(self, db: sqlite3.Connection, kind: str, refs: Sequence[int]) -> None:
         """Forget the vectors of ``refs`` (inside a write)."""
-        space = self.space(db)
-        if space is None or not refs:
+        found = self._find(db)
+        if found is None or not refs:
             return
-        db.executemany("DELETE FROM memory_vectors WHERE space_id = ? AND kind = ? AND ref = ?",
-                       [(space, kind, ref) for ref in refs])
+        _forget(db, found[0], kind, refs)
 
     def missing(self, db: sqlite3.Connection, kind: str, table: str, limit: int) -> list[int]:
         """Ids of ``table`` that have no vector of ``kind`` yet, oldest first."""
@@ -114,49 +184,28 @@ class VectorIndex:
             rows = db.execute(f"SELECT id FROM {table} ORDER BY id LIMIT ?", (limit,))
         else:
             rows = db.execute(
-                f"SELECT t.id FROM {table} t WHERE NOT EXISTS (SELECT 1 FROM memory_vectors v"
-                " WHERE v.space_id = ? AND v.kind = ? AND v.ref = t.id) ORDER BY t.id LIMIT ?",
-                (space, kind, limit),
+                f"SELECT t.id FROM {table} t WHERE NOT EXISTS (SELECT 1 FROM"
+                " memory_vector_refs v WHERE v.space_id = ? AND v.kind = ? AND v.ref = t.id)"
+                " ORDER BY t.id LIMIT ?", (space, kind, limit),
             )
         return [int(r[0]) for r in rows]
 
-    def _matrix(self, db: sqlite3.Connection, kind: str) -> _Matrix | None:
+    def newest_ref(self, db: sqlite3.Connection, kind: str) -> int:
+        """Return the largest ref of ``kind`` that has a vector (0 when none has)."""
         space = self.space(db)
         if space is None:
-            return None
-        count, top = db.execute(
-            "SELECT COUNT(*), COALESCE(MAX(ref), 0) FROM memory_vectors"
-            " WHERE space_id = ? AND kind = ?", (space, kind),
-        ).fetchone()
-        signature = (int(count), int(top))
-        with self._lock:
-            cached = self._cache.get(kind)
-            if cached is not None and cached.signature == signature:
-                return cached
-            after = cached.refs[-1] if cached is not None and cached.refs else 0
-            fresh = cached if cached is not None and signature[0] > len(cached.refs) else None
-            rows = db.execute(
-                "SELECT ref, session_id, vec FROM memory_vectors WHERE space_id = ? AND kind = ?"
-                " AND ref > ? ORDER BY ref", (space, kind, after if fresh else 0),
-            ).fetchall()
-            matrix = fresh if fresh is not None else _Matrix()
-            for ref, sid, blob in rows:
-                matrix.refs.append(int(ref))
-                matrix.sessions.append(int(sid) if sid is not None else -1)
-                matrix.rows.append(bytes(blob))
-            if len(matrix.refs) != signature[0]:  # rows were replaced or deleted: reload
-                matrix = _Matrix()
-                for ref, sid, blob in db.execute(
-                    "SELECT ref, session_id, vec FROM memory_vectors WHERE space_id = ?"
-                    " AND kind = ? ORDER BY ref", (space, kind),
-                ):
-                    matrix.refs.append(int(ref))
-                    matrix.sessions.append(int(sid) if sid is not None else -1)
-                    matrix.rows.append(bytes(blob))
-            matrix.signature = signature
-            matrix.dense = None
-            self._cache[kind] = matrix
-            return matrix
+            return 0
+        row = db.execute("SELECT MAX(ref) FROM memory_vector_refs WHERE space_id = ?"
+                         " AND kind = ?", (space, kind)).fetchone()
+        return int(row[0] or 0)
+
+    def count(self, db: sqlite3.Connection, kind: str) -> int:
+        """Return how many refs of ``kind`` have a vector."""
+        space = self.space(db)
+        if space is None:
+            return 0
+        return int(db.execute("SELECT COUNT(*) FROM memory_vector_refs WHERE space_id = ?"
+                              " AND kind = ?", (space, kind)).fetchone()[0])
 
     def search(
         self,
@@ -168,49 +217,34 @@ class VectorIndex:
         sessions: Collection[int] | None = None,
         refs: Collection[int] | None = None,
     ) -> list[tuple[int, float]]:
-        """Return the ``k`` nearest ``(ref, cosine)`` of ``kind`` in ``sessions``/``refs``."""
-        matrix = self._matrix(db, kind)
-        if matrix is None or not matrix.refs or k <= 0:
+        """Return the ``k`` nearest ``(ref, cosine)`` of ``kind`` in ``sessions``/``refs``.
+
+        Best first; ``sessions`` (ids) and ``refs`` restrict the candidates (None: all).
+        """
+        space = self.space(db)
+        if (space is None or k <= 0 or (sessions is not None and not sessions)
+                or (refs is not None and not refs) or not any(vector)):
             return []
-        with self._lock:
-            if _numpy() is not None:
-                return self._search_numpy(matrix, vector, k, sessions, refs)
-            return self._search_python(matrix, vector, k, sessions, refs)
-
-    @staticmethod
-    def _search_numpy(
-        matrix: _Matrix, vector: Sequence[float], k: int,
-        sessions: Collection[int] | None, refs: Collection[int] | None,
-    ) -> list[tuple[int, float]]:
-        _np = _numpy()
-        if matrix.dense is None:
-            matrix.dense = _np.frombuffer(b"".join(matrix.rows), dtype=_np.float32).reshape(
-                len(matrix.rows), -1)
-        scores = matrix.dense @ _np.asarray(vector, dtype=_np.float32)
+        where, args = "", list[object]()
         if sessions is not None:
-            mask = _np.isin(_np.asarray(matrix.sessions), _np.fromiter(sessions, dtype=int))
-            scores = _np.where(mask, scores, -_np.inf)
+            where += " AND session_id IN (SELECT value FROM json_each(?))"
+            args.append(_ids(sessions))
         if refs is not None:
-            mask = _np.isin(_np.asarray(matrix.refs), _np.fromiter(refs, dtype=int))
-            scores = _np.where(mask, scores, -_np.inf)
-        top = min(k, len(scores))
-        best = _np.argpartition(-scores, top - 1)[:top]
-        best = best[_np.argsort(-scores[best], kind="stable")]
-        return [(matrix.refs[i], float(scores[i])) for i in best if _np.isfinite(scores[i])]
-
-    @staticmethod
-    def _search_python(
-        matrix: _Matrix, vector: Sequence[float], k: int,
-        sessions: Collection[int] | None, refs: Collection[int] | None,
-    ) -> list[tuple[int, float]]:  # pragma: no cover - exercised only without numpy
-        wanted = set(sessions) if sessions is not None else None
-        allowed = set(refs) if refs is not None else None
-        scored: list[tuple[float, int]] = []
-        for ref, sid, blob in zip(matrix.refs, matrix.sessions, matrix.rows, strict=True):
-            if (wanted is not None and sid not in wanted) or (
-                    allowed is not None and ref not in allowed):
-                continue
-            row = _unpack(blob)
-            scored.append((sum(a * b for a, b in zip(row, vector, strict=False)), ref))
-        scored.sort(key=lambda t: -t[0])
-        return [(ref, score) for score, ref in scored[:k]]
+            where += " AND rowid IN (SELECT value FROM json_each(?))"
+            args.append(_ids(refs))
+        table = _table(space, kind)
+        query = _pack(vector)
+        if k <= _KNN_MAX:
+            rows = db.execute(
+                f"SELECT rowid, distance FROM {table} WHERE embedding MATCH ? AND k = ?"
+                f"{where}", (query, k, *args),
+            ).fetchall()
+        else:
+            rows = db.execute(
+                f"SELECT ref, distance FROM (SELECT rowid AS ref, vec_distance_cosine("
+                f"embedding, ?) AS distance FROM {table} WHERE 1 = 1{where})"
+                " WHERE distance IS NOT NULL ORDER BY distance, ref LIMIT ?",
+                (query, *args, k),
+            ).fetchall()
+        return [(int(ref), 1.0 - float(distance)) for ref, distance in rows
+                if distance is not None]

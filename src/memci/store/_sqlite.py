@@ -11,7 +11,10 @@ Invariants:
 - a tool result is accepted only if it answers an open tool call of its session (made
   earlier, or earlier in the same batch).
 
-One connection per store, shared by threads under a lock; SQLite serializes the rest.
+One connection per store, shared by threads under a lock; SQLite serializes the rest. It
+is opened with the driver :mod:`memci.store._driver` chooses (the standard ``sqlite3``, or
+``pysqlite3`` where only it can load extensions), and sqlite-vec is loaded into it when
+installed (:attr:`SQLiteStore.sqlite_vec`).
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from typing import Any
 
 from memci.errors import OrphanToolResultError, StoreError
 from memci.messages import Message, dumps_parts, loads_parts
+from memci.store._driver import connect, errors, load_sqlite_vec
 from memci.store._migrations import CORE_MIGRATIONS, Migration
 
 __all__ = ["SQLiteStore", "SessionRecord"]
@@ -49,15 +53,20 @@ class SessionRecord:
 
 
 class SQLiteStore:
-    """The embedded store: one SQLite file in WAL mode."""
+    """The embedded store: one SQLite file in WAL mode.
+
+    :attr:`sqlite_vec` says whether sqlite-vec (vector search) is loaded into the store's
+    connection.
+    """
 
     def __init__(self, path: str | Path, *, synchronous: str = "FULL") -> None:
         self.path = Path(path)
         if synchronous.upper() not in ("FULL", "NORMAL", "EXTRA"):
             raise StoreError(f"synchronous must be FULL, NORMAL or EXTRA, not {synchronous!r}")
+        failures = errors()  # chooses the driver: a bad MEMCI_SQLITE_DRIVER raises here
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._db = sqlite3.connect(
+            self._db = connect(
                 self.path, isolation_level=None, check_same_thread=False,
                 timeout=_BUSY_TIMEOUT_MS / 1000,
             )
@@ -67,8 +76,9 @@ class SQLiteStore:
                 raise StoreError(f"cannot put {self.path} in WAL mode (got {mode})")
             self._db.execute(f"PRAGMA synchronous = {synchronous.upper()}")
             self._db.execute("PRAGMA foreign_keys = ON")
-        except sqlite3.Error as exc:
+        except failures as exc:
             raise StoreError(f"cannot open the store at {self.path}: {exc}") from exc
+        self.sqlite_vec = load_sqlite_vec(self._db)
         self._lock = threading.RLock()
         self._migrated: set[str] = set()
         self.migrate("core", CORE_MIGRATIONS)
@@ -86,7 +96,7 @@ class SQLiteStore:
         with self._lock:
             try:
                 self._db.execute("BEGIN IMMEDIATE")
-            except sqlite3.Error as exc:
+            except errors() as exc:
                 raise StoreError(f"cannot start a write on {self.path}: {exc}") from exc
             try:
                 yield self._db
@@ -95,7 +105,7 @@ class SQLiteStore:
                 raise
             try:
                 self._db.execute("COMMIT")
-            except sqlite3.Error as exc:
+            except errors() as exc:
                 self._db.execute("ROLLBACK")
                 raise StoreError(f"cannot commit to {self.path}: {exc}") from exc
 
