@@ -21,6 +21,7 @@ from memci.memory import (
     Scope,
     TimeRange,
     embedder_from_env,
+    fuse,
     get_analyzer,
     message_text,
     rrf,
@@ -259,6 +260,25 @@ def test_rrf_order_and_sources() -> None:
     tie = rrf({"a": ["x", "y"], "b": ["y", "x"]})
     assert [key for key, _, _ in tie] == ["x", "y"]  # ties keep the first list's order
     assert rrf({"a": [1], "b": [2]}, weights={"b": 2.0})[0][0] == 2
+
+
+def test_fuse_keeps_each_retrievers_best_hit_at_the_top() -> None:
+    # Plain RRF: "x" and "y", ranked 2nd and 3rd by both, beat "d", which only dense found,
+    # and "k", which only keyword found, though each is its retriever's first.
+    lists = {"keyword": ["k", "x", "y"], "dense": ["d", "x", "y"]}
+    assert [key for key, _, _ in rrf(lists)][:2] == ["x", "y"]
+    fused = fuse(lists)
+    assert [key for key, _, _ in fused] == ["k", "d", "x", "y"]
+    scores = [score for _, score, _ in fused]
+    assert scores == sorted(scores, reverse=True)  # order and score agree
+    assert fused[0][2] == ("keyword",) and fused[2][2] == ("keyword", "dense")
+
+
+def test_fuse_keeps_only_the_time_lists_best_when_a_time_is_named() -> None:
+    lists = {"keyword": ["k", "x"], "dense": ["d", "x"], "time": ["t", "x"]}
+    assert [key for key, _, _ in fuse(lists)][:2] == ["t", "x"]  # k, d: ranked as by rrf
+    assert [key for key, _, _ in fuse({"keyword": ["k"], "items:time": ["i"]})] == ["i", "k"]
+    assert fuse({}) == [] and fuse({"keyword": []}) == []
 
 
 def test_hybrid_search_fuses_keyword_and_dense(store: SQLiteStore) -> None:

@@ -27,7 +27,7 @@ from memci.memory._gather import (
     RetrievalResult,
     Retrieved,
 )
-from memci.memory._hit import RRF_K, Hit, rrf
+from memci.memory._hit import RRF_K, Hit, fuse, rrf
 from memci.memory._index import DEFAULT_ANALYZER, IndexStats, MessageIndex, message_text
 from memci.memory._items import Level, MemoryItem, MemoryItems, Scope
 from memci.memory._memory import Memory, memory_for, search
@@ -64,6 +64,7 @@ __all__ = [
     "chunk_markdown",
     "chunk_python",
     "embedder_from_env",
+    "fuse",
     "get_analyzer",
     "memory_for",
     "message_text",

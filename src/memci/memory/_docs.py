@@ -24,7 +24,7 @@ from typing import Literal
 from memci.errors import InvalidInputError
 from memci.memory._chunk import CODE_SUFFIXES, TEXT_SUFFIXES, Chunk, chunk_file
 from memci.memory._embed import Embedder, embedder_from_env, speaks
-from memci.memory._hit import rrf
+from memci.memory._hit import fuse
 from memci.memory._schema import MEMORY_MIGRATIONS, ensure_fts, fts_name
 from memci.memory._text import Analyzer, get_analyzer
 from memci.memory._vectors import VectorIndex, forget_vectors
@@ -289,7 +289,7 @@ class DocIndex:
             with self.store.read() as db:
                 lists["dense"] = [ref for ref, _ in self.vectors.search(
                     db, "chunk", vector, depth, refs=allowed)]
-        fused = rrf(lists)[:k]
+        fused = fuse(lists)[:k]
         hits: list[DocHit] = []
         with self.store.read() as db:
             for chunk_id, score, names in fused:

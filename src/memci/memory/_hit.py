@@ -5,11 +5,18 @@ Reciprocal rank fusion: an entry ranked ``r`` (1-based) by a retriever earns
 Cormack et al. 2009). Ties keep the order of the first list that ranked them, so fusion
 is deterministic. Only ranks matter: keyword (BM25) and dense (cosine) scores never need
 to be comparable.
+
+Plain RRF favours agreement: a message both retrievers rank tenth beats one a single
+retriever ranks first. When the retrievers see different things (a paraphrase only the
+embedder matches, a rare name only keywords match), the best hit of each is then pushed
+down by messages that merely share the topic. :func:`fuse` therefore keeps each list's
+first entry at the top (``keep_first`` of :func:`rrf`); when the question names a time,
+only the best hit inside that time is kept there, since the time is the stronger cue.
 """
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Collection, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Literal, TypeVar
@@ -19,7 +26,7 @@ from memci.messages import Message
 if TYPE_CHECKING:
     from memci.memory._items import MemoryItem
 
-__all__ = ["RRF_K", "Hit", "rrf"]
+__all__ = ["RRF_K", "Hit", "fuse", "rrf"]
 
 RRF_K = 60
 
@@ -73,8 +80,14 @@ def rrf(
     *,
     k: int = RRF_K,
     weights: Mapping[str, float] | None = None,
+    keep_first: Collection[str] = (),
 ) -> list[tuple[K, float, tuple[str, ...]]]:
-    """Fuse ranked lists: ``(key, score, names of the lists that hold it)``, best first."""
+    """Fuse ranked lists: ``(key, score, names of the lists that hold it)``, best first.
+
+    The first entry of each list named in ``keep_first`` goes to the top (in the order of
+    their own fused scores): its score is raised by the best score of the fusion, so
+    order and score agree.
+    """
     scores: dict[K, float] = {}
     found: dict[K, list[str]] = {}
     for name, ranked in lists.items():
@@ -86,6 +99,24 @@ def rrf(
             seen.add(key)
             scores[key] = scores.get(key, 0.0) + weight / (k + rank)
             found.setdefault(key, []).append(name)
+    if scores:
+        lift = max(scores.values())
+        for key in {lists[name][0] for name in keep_first if lists.get(name)}:
+            scores[key] += lift
     order = {key: i for i, key in enumerate(scores)}
     ranked_keys = sorted(scores, key=lambda key: (-scores[key], order[key]))
     return [(key, scores[key], tuple(found[key])) for key in ranked_keys]
+
+
+def fuse(
+    lists: Mapping[str, Sequence[K]],
+    *,
+    weights: Mapping[str, float] | None = None,
+) -> list[tuple[K, float, tuple[str, ...]]]:
+    """:func:`rrf` that keeps each retriever's best hit at the top.
+
+    Lists named ``time`` or ending in ``:time`` hold what matched inside a time the
+    question names; when there are any, only their first entries are kept at the top.
+    """
+    timed = [name for name in lists if name == "time" or name.endswith(":time")]
+    return rrf(lists, weights=weights, keep_first=timed or list(lists))

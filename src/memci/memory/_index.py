@@ -31,7 +31,7 @@ from types import MappingProxyType
 from typing import Any, Literal
 
 from memci.memory._embed import Embedder, embedder_from_env, speaks
-from memci.memory._hit import Hit, rrf
+from memci.memory._hit import Hit, fuse
 from memci.memory._schema import MEMORY_MIGRATIONS, ensure_fts, fts_name
 from memci.memory._text import Analyzer, MatchPlan, get_analyzer
 from memci.memory._time import TimeRange, time_hint
@@ -566,7 +566,7 @@ class MessageIndex:
             return run(None)
         lists = run(None)
         inside_lists = run(time_range)
-        inside = [c for c, _, _ in rrf({n: v for n, v in inside_lists.items()})]
+        inside = [c for c, _, _ in fuse(inside_lists)]
         if not inside:
             inside = self.in_range(k=depth, sessions=sessions, time_range=time_range,
                                    roles=roles)
@@ -602,8 +602,8 @@ class MessageIndex:
         lists = self.ranked_lists(query, depth=max(50, 3 * k), sessions=sessions,
                                   time_range=time_range, roles=roles, time_mode=mode,
                                   retrievers=retrievers)
-        fused = rrf({name: [c.doc for c in found] for name, found in lists.items()},
-                    weights=self.fusion_weights())
+        fused = fuse({name: [c.doc for c in found] for name, found in lists.items()},
+                     weights=self.fusion_weights())
         by_doc = {c.doc: c for found in lists.values() for c in found}
         return self.load([(by_doc[doc], score, names) for doc, score, names in fused[:k]])
 

@@ -28,7 +28,7 @@ from typing import Any, Literal
 
 from memci.errors import InvalidInputError
 from memci.memory._embed import Embedder, embedder_from_env, speaks
-from memci.memory._hit import Hit, rrf
+from memci.memory._hit import Hit, fuse
 from memci.memory._schema import MEMORY_MIGRATIONS, ensure_fts, fts_name
 from memci.memory._text import Analyzer, get_analyzer, normalize
 from memci.memory._time import TimeRange, time_hint
@@ -421,9 +421,9 @@ class MemoryItems:
                 found = self.vectors.search(db, "item", vector, depth, refs=allowed)
             lists["dense"] = [ref for ref, _ in found]
             if time_range is not None:
-                lists["time"] = [i for i, _, _ in rrf({"k": lists.get("time", []),
-                                                       "d": [r for r in lists["dense"]
-                                                             if r in inside]})]
+                both = {"k": lists.get("time", []),
+                        "d": [r for r in lists["dense"] if r in inside]}
+                lists["time"] = [i for i, _, _ in fuse(both)]
         return lists
 
     def recall(
@@ -444,7 +444,7 @@ class MemoryItems:
             time_range = time_hint(query, now=now)
         lists = self.ranked(query, scope, depth=max(50, 3 * k), kinds=kinds,
                             include_superseded=include_superseded, time_range=time_range)
-        fused = rrf(lists)[:k]
+        fused = fuse(lists)[:k]
         return self.hits([(i, score, names) for i, score, names in fused])
 
     def hits(self, ranked: Sequence[tuple[int, float, tuple[str, ...]]]) -> list[Hit]:
