@@ -17,13 +17,14 @@ from __future__ import annotations
 
 import argparse
 import os
+import platform
 import statistics
 import sys
 import tempfile
 import time
 from collections import defaultdict
 from collections.abc import Callable, Sequence
-from datetime import timedelta
+from datetime import date, timedelta
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -33,6 +34,7 @@ from memci.memory import MessageIndex
 from memci.memory._embed import SentenceTransformerEmbedder
 from memci.messages import Message
 from memci.store import SessionRecord, SQLiteStore
+from memci.store._driver import driver
 
 KS = (5, 10, 20)
 
@@ -236,7 +238,9 @@ def write(path: Path, report: str, notes: list[str], lat: dict[str, float] | Non
     lines = [
         "# Retrieval benchmark",
         "",
-        "Machine: 2 cores, 24 GB, SQLite 3.40, Python 3.11. Date: 2026-11-21.",
+        f"Machine: {os.cpu_count()} cores, SQLite {driver().sqlite_version} "
+        f"({driver().__name__}), Python {platform.python_version()}. "
+        f"Date: {date.today():%Y-%m-%d}.",
         f"Command: `PYTHONPATH=src python bench/bench_retrieval.py {argv}`.",
         "",
         "Evidence recall (%) at 5 / 10 / 20 hits; each question searches every session of",

@@ -29,6 +29,7 @@ from memci.memory import (
     time_hint,
 )
 from memci.memory._embed import languages_of, speaks
+from memci.memory._time import without_time
 from memci.messages import Message, ToolCallPart
 from memci.store import SessionRecord, SQLiteStore
 
@@ -260,6 +261,22 @@ def test_rrf_order_and_sources() -> None:
     tie = rrf({"a": ["x", "y"], "b": ["y", "x"]})
     assert [key for key, _, _ in tie] == ["x", "y"]  # ties keep the first list's order
     assert rrf({"a": [1], "b": [2]}, weights={"b": 2.0})[0][0] == 2
+
+
+def test_the_named_time_is_not_searched_as_words(store: SQLiteStore) -> None:
+    rec = store.ensure_session("t", "week", "u", {})
+    index = MessageIndex(store, embedder=None)
+    inside = NOW - timedelta(days=7)  # in "last week" (NOW is a Thursday)
+    add(store, rec, index, "last week, this week, every week: try the plan for a week", "ok",
+        "we had dinner at Osteria Lupa", "lovely", at=inside)
+    hits = index.search("where did we have dinner last week?", sessions=[rec.id], now=NOW)
+    assert hits[0].text == "we had dinner at Osteria Lupa"
+    assert "plan for a week" not in " ".join(h.text for h in hits if "keyword" in h.retrievers)
+    hint = time_hint("where did we have dinner last week?", now=NOW)
+    assert without_time("where did we have dinner last week?", hint).split() == [
+        "where", "did", "we", "have", "dinner", "?"]
+    assert without_time("dinner", hint) == "dinner"  # a range not read from the query
+    assert without_time("dinner last week", None) == "dinner last week"
 
 
 def test_fuse_keeps_each_retrievers_best_hit_at_the_top() -> None:

@@ -34,7 +34,7 @@ from memci.memory._embed import Embedder, embedder_from_env, speaks
 from memci.memory._hit import Hit, fuse
 from memci.memory._schema import MEMORY_MIGRATIONS, ensure_fts, fts_name
 from memci.memory._text import Analyzer, MatchPlan, get_analyzer
-from memci.memory._time import TimeRange, time_hint
+from memci.memory._time import TimeRange, time_hint, without_time
 from memci.memory._vectors import VectorIndex
 from memci.messages import (
     Message,
@@ -542,10 +542,13 @@ class MessageIndex:
         by the same retrievers, or, when nothing inside matches, lists them oldest first.
         """
         mode = time_mode or self.time_mode
-        plan = self.plan(query)
+        # The words of the time the question names are not searched: the range stands for
+        # them ("last week" would match every "try it for a week").
+        topic = without_time(query, time_range) if mode != "off" else query
+        plan = self.plan(topic)
         use_keyword = "keyword" in retrievers
         use_dense = ("dense" in retrievers and self.vectors is not None
-                     and self.embedder is not None and speaks(self.embedder, query))
+                     and self.embedder is not None and speaks(self.embedder, topic))
 
         def run(window: TimeRange | None) -> dict[str, list[Candidate]]:
             found: dict[str, list[Candidate]] = {}
@@ -553,7 +556,7 @@ class MessageIndex:
                 found["keyword"] = self.keyword(plan, k=depth, sessions=sessions,
                                                 time_range=window, roles=roles)
             if use_dense:
-                found["dense"] = self.dense(query, k=depth, sessions=sessions,
+                found["dense"] = self.dense(topic, k=depth, sessions=sessions,
                                             time_range=window, roles=roles)
             return found
 

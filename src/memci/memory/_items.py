@@ -31,7 +31,7 @@ from memci.memory._embed import Embedder, embedder_from_env, speaks
 from memci.memory._hit import Hit, fuse
 from memci.memory._schema import MEMORY_MIGRATIONS, ensure_fts, fts_name
 from memci.memory._text import Analyzer, get_analyzer, normalize
-from memci.memory._time import TimeRange, time_hint
+from memci.memory._time import TimeRange, time_hint, without_time
 from memci.memory._vectors import VectorIndex
 from memci.messages import Message, TextPart
 from memci.store import SessionRecord, SQLiteStore
@@ -387,6 +387,7 @@ class MemoryItems:
             where += " AND i.superseded_by IS NULL AND i.valid_to IS NULL"
         lists: dict[str, list[int]] = {}
         inside: set[int] = set()
+        query = without_time(query, time_range)  # the range stands for those words
         plan = self.analyzer.query(query)
         t = self.table
         with self.store.read() as db:

@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta, tzinfo
 
-__all__ = ["TimeRange", "time_hint"]
+__all__ = ["TimeRange", "time_hint", "without_time"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -290,3 +290,14 @@ def time_hint(query: str, *, now: datetime | None = None) -> TimeRange | None:
         datetime.combine(first, time(), zone), datetime.combine(end, time(), zone),
         best[2].group(0).strip(),
     )
+
+
+def without_time(query: str, time_range: TimeRange | None) -> str:
+    """Return ``query`` without the time expression ``time_range`` was read from, if any.
+
+    The range replaces those words in a search; searched as keywords they match any text
+    that mentions, say, a week.
+    """
+    if time_range is None or not time_range.label or time_range.label not in query:
+        return query
+    return query.replace(time_range.label, " ", 1)
