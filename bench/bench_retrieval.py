@@ -96,17 +96,30 @@ def index_session_id(index: MessageIndex, hit: object) -> int:
 
 
 def evaluate(built: Built, run: Searcher) -> dict[str, dict[int, float]]:
-    """Mean recall@k per question type (and ``all``)."""
+    """Mean recall@k per question type (and ``all``); ``ms``: query time p50 and p95."""
     scores: dict[str, dict[int, list[float]]] = defaultdict(lambda: defaultdict(list))
+    times: list[float] = []
     for question in built.dataset.questions:
+        started = time.perf_counter()
         found = run(question, built.user_sessions[question.user], max(KS))
+        times.append((time.perf_counter() - started) * 1000)
         groups = built.evidence(question)
         for k in KS:
             top = set(found[:k])
             value = sum(1 for g in groups if g & top) / len(groups)
             scores[question.qtype][k].append(value)
             scores["all"][k].append(value)
-    return {t: {k: statistics.mean(v) for k, v in by_k.items()} for t, by_k in scores.items()}
+    times.sort()
+    result = {t: {k: statistics.mean(v) for k, v in by_k.items()} for t, by_k in scores.items()}
+    result["ms"] = {50: times[len(times) // 2], 95: times[int(len(times) * 0.95) - 1]}
+    return result
+
+
+def timing(row: tuple[str, str, dict[str, dict[int, float]]], messages: int) -> str:
+    """A note with a row's query times."""
+    lang, name, result = row
+    return (f"{lang}: {name}: query p50 {result['ms'][50]:.1f} ms, p95 {result['ms'][95]:.1f}"
+            f" ms (k=20, over the {messages} messages of the benchmark, one user's sessions)")
 
 
 def latency(folder: Path, n: int = 10_000, queries: int = 200) -> dict[str, float]:
@@ -176,6 +189,8 @@ def main() -> None:
                 index = MessageIndex(built.store, analyzer=analyzer, embedder=None)
                 name = f"keyword ({analyzer}{', default' if analyzer == 'bigram' else ''})"
                 rows.append((lang, name, evaluate(built, searcher(index))))
+                if analyzer == "bigram":
+                    notes.append(timing(rows[-1], built.messages))
                 print(table(rows[-1:], ("all",)).splitlines()[-1], flush=True)
             if args.ablations:
                 for label, options in (
@@ -203,8 +218,10 @@ def main() -> None:
                              if lang == "zh" else "dense (all-MiniLM-L6-v2)",
                              evaluate(built, searcher(index, retrievers=("dense",)))))
                 print(table(rows[-1:], ("all",)).splitlines()[-1], flush=True)
+                notes.append(timing(rows[-1], built.messages))
                 rows.append((lang, "hybrid (bigram + dense, RRF)",
                              evaluate(built, searcher(index))))
+                notes.append(timing(rows[-1], built.messages))
                 print(table(rows[-1:], ("all",)).splitlines()[-1], flush=True)
                 jieba = MessageIndex(built.store, analyzer="jieba", embedder=embedder)
                 rows.append((lang, "hybrid (jieba + dense, RRF)",
