@@ -375,6 +375,35 @@ def test_openai_embedder_batches_and_errors() -> None:
 # -- scopes --------------------------------------------------------------------------------
 
 
+def test_many_sessions_in_scope_give_the_same_hits_either_way(store: SQLiteStore) -> None:
+    # More than 20 sessions are filtered by a join when they hold most of the store, and
+    # inside FTS5 when they are a small part of it: the hits must not depend on which.
+    index = MessageIndex(store, embedder=None)
+    mine = []
+    for i in range(25):
+        rec = store.ensure_session("t", f"mine-{i}", "me", {})
+        add(store, rec, index, f"kayak trip number {i}", "fun")
+        mine.append(rec.id)
+    other = store.ensure_session("t", "other", "you", {})
+    add(store, other, index, "kayak trip of someone else", "ok")
+
+    def found() -> list[tuple[str | None, int | None]]:
+        return [(h.session, h.message.seq) for h in index.search("kayak trip", k=30,
+                                                                 sessions=mine)]
+
+    with store.read() as db:
+        assert not index._scope_in_fts(db, mine)  # 50 of 52 messages: a join
+    by_join = found()
+    for i in range(60):
+        add(store, store.ensure_session("t", f"filler-{i}", "you", {}), index,
+            f"grocery list {i}", "ok", "more", "text")
+    with store.read() as db:
+        assert index._scope_in_fts(db, mine)  # 50 of 292: scope terms
+    assert found() == by_join
+    assert all(name and name.startswith("mine-") for name, _ in by_join)
+    assert {name for name, seq in by_join if seq == 1} == {f"mine-{i}" for i in range(25)}
+
+
 def test_search_scopes(store: SQLiteStore) -> None:
     memory = Memory(store, embedder=None)
     mine = store.ensure_session("acme", "a", "alice", {})

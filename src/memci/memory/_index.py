@@ -62,7 +62,7 @@ TimeMode = Literal["boost", "filter", "off"]
 _BODY_LIMIT = 20_000  # characters of one message that are indexed (tool output is long)
 _CONTEXT_LIMIT = 300  # characters of the previous message indexed as context
 _EMBED_LIMIT = 2_000  # characters embedded (models read ~256-512 tokens anyway)
-_SCOPE_FILTER_MAX = 200  # sessions filtered inside FTS5; more are filtered by a join
+_SCOPE_TERMS_MAX = 20  # up to this many sessions are always filtered inside FTS5
 _CONTEXT_WEIGHT = 0.5  # BM25 weight of the previous messages' text
 _TIME_WEIGHT = 2.0  # RRF weight of the list of messages inside a time the question names
 
@@ -298,21 +298,19 @@ class MessageIndex:
     def sync(self, sessions: Collection[int] | None = None) -> int:
         """Index what the store holds for ``sessions`` (ids; all when None) and the index not.
 
-        Cheap when nothing is missing (two indexed lookups per session).
+        Cheap when nothing is missing: two grouped scans of the (session, seq) indexes.
         """
+        where, args = "", list[Any]()
+        if sessions is not None:
+            where, args = " WHERE session_id IN (SELECT value FROM json_each(?))", [
+                json.dumps(list(sessions))]
         with self.store.read() as db:
-            if sessions is None:
-                ids = [int(r[0]) for r in db.execute("SELECT id FROM sessions")]
-            else:
-                ids = list(sessions)
-            behind: list[tuple[int, int]] = []
-            for sid in ids:
-                stored = db.execute("SELECT MAX(seq) FROM messages WHERE session_id = ?",
-                                    (sid,)).fetchone()[0]
-                done = db.execute("SELECT MAX(seq) FROM memory_docs WHERE session_id = ?",
-                                  (sid,)).fetchone()[0]
-                if stored is not None and (done is None or int(done) < int(stored)):
-                    behind.append((sid, int(done or 0)))
+            stored = db.execute(f"SELECT session_id, MAX(seq) FROM messages{where}"
+                                " GROUP BY session_id", args).fetchall()
+            done = dict(db.execute(f"SELECT session_id, MAX(seq) FROM memory_docs{where}"
+                                   " GROUP BY session_id", args).fetchall())
+        behind = [(int(sid), int(done.get(sid) or 0)) for sid, top in stored
+                  if top is not None and int(done.get(sid) or 0) < int(top)]
         added = 0
         for sid, after in behind:
             with self.store.write() as db:
@@ -389,10 +387,10 @@ class MessageIndex:
 
     def _filters(
         self, sessions: Collection[int] | None, time_range: TimeRange | None,
-        roles: Collection[str] | None, *, in_fts: bool,
+        roles: Collection[str] | None,
     ) -> tuple[str, list[Any]]:
         sql, args = "", list[Any]()
-        if sessions is not None and not (in_fts and len(sessions) <= _SCOPE_FILTER_MAX):
+        if sessions is not None:
             sql += f" AND d.session_id IN ({','.join('?' * len(sessions))})"
             args.extend(sessions)
         if time_range is not None:
@@ -408,12 +406,13 @@ class MessageIndex:
         time_range: TimeRange | None, roles: Collection[str] | None,
     ) -> list[tuple[float, Candidate]]:
         expr = f"{{body context}} : ({match})"
-        if sessions is not None and len(sessions) <= _SCOPE_FILTER_MAX:
-            if not sessions:
-                return []
+        if sessions is not None and not sessions:
+            return []
+        if sessions is not None and self._scope_in_fts(db, sessions):
             scope = " OR ".join(f'"s{int(s)}x"' for s in sessions)
             expr = f"({expr}) AND (scope : ({scope}))"
-        where, args = self._filters(sessions, time_range, roles, in_fts=True)
+            sessions = None
+        where, args = self._filters(sessions, time_range, roles)
         t = self.table
         if where:
             rows = db.execute(
@@ -432,6 +431,23 @@ class MessageIndex:
             ).fetchall()
         return [(-float(r[3]), Candidate(int(r[0]), int(r[1]), int(r[2]))) for r in rows]
 
+    @staticmethod
+    def _scope_in_fts(db: sqlite3.Connection, sessions: Collection[int]) -> bool:
+        """Whether to filter by ``sessions`` inside FTS5 (scope terms) rather than by a join.
+
+        FTS5 merges one posting list per session, so scope terms cost more with every
+        session; the join ranks every match in the store, then drops the ones outside. Terms
+        win for a few sessions, or for sessions that hold a small part of the store (one
+        user of many); the join wins when they hold most of it (one user's own store).
+        """
+        if len(sessions) <= _SCOPE_TERMS_MAX:
+            return True
+        total = int(db.execute("SELECT COALESCE(MAX(id), 0) FROM memory_docs").fetchone()[0])
+        inside = int(db.execute(
+            "SELECT COUNT(*) FROM memory_docs WHERE session_id IN"
+            " (SELECT value FROM json_each(?))", (json.dumps(list(sessions)),)).fetchone()[0])
+        return inside * 4 < total
+
     def _short(
         self, db: sqlite3.Connection, plan: MatchPlan, k: int, sessions: Collection[int] | None,
         time_range: TimeRange | None, roles: Collection[str] | None,
@@ -442,7 +458,7 @@ class MessageIndex:
         A match adds the term's IDF (``ln(1 + N/df)``) to the BM25 score, so a message
         matching more and rarer short terms ranks higher.
         """
-        where, args = self._filters(sessions, time_range, roles, in_fts=False)
+        where, args = self._filters(sessions, time_range, roles)
         t = self.table
         total = max(1, int(db.execute(f"SELECT COUNT(*) FROM {t}").fetchone()[0]))
         for term in plan.short_terms:
@@ -481,7 +497,7 @@ class MessageIndex:
             found = self.vectors.search(db, "message", vector, depth, sessions=sessions)
             if not found:
                 return []
-            where, args = self._filters(None, time_range, roles, in_fts=False)
+            where, args = self._filters(None, time_range, roles)
             rows = db.execute(
                 "SELECT d.id, d.session_id, d.seq FROM memory_docs d WHERE d.id IN"
                 f" (SELECT value FROM json_each(?)){where}",
@@ -490,7 +506,7 @@ class MessageIndex:
             if filtered and len(rows) < k and len(found) == depth:
                 # Too few of the nearest pass the time and role filters: search among the
                 # messages that pass them, so the k nearest of those come back.
-                where, args = self._filters(sessions, time_range, roles, in_fts=False)
+                where, args = self._filters(sessions, time_range, roles)
                 rows = db.execute("SELECT d.id, d.session_id, d.seq FROM memory_docs d"
                                   f" WHERE d.role != 'system'{where}", args).fetchall()
                 found = self.vectors.search(db, "message", vector, k,
@@ -517,7 +533,7 @@ class MessageIndex:
         roles: Collection[str] | None = None,
     ) -> list[Candidate]:
         """Messages inside ``time_range``, oldest first (for questions naming only a time)."""
-        where, args = self._filters(sessions, time_range, roles, in_fts=False)
+        where, args = self._filters(sessions, time_range, roles)
         with self.store.read() as db:
             rows = db.execute(
                 "SELECT d.id, d.session_id, d.seq FROM memory_docs d WHERE d.role != 'system'"
