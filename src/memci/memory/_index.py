@@ -298,19 +298,18 @@ class MessageIndex:
     def sync(self, sessions: Collection[int] | None = None) -> int:
         """Index what the store holds for ``sessions`` (ids; all when None) and the index not.
 
-        Cheap when nothing is missing: two grouped scans of the (session, seq) indexes.
+        Cheap when nothing is missing: one statement, two indexed lookups per session.
         """
-        where, args = "", list[Any]()
+        source, args = "SELECT id AS sid FROM sessions", list[Any]()
         if sessions is not None:
-            where, args = " WHERE session_id IN (SELECT value FROM json_each(?))", [
-                json.dumps(list(sessions))]
+            source, args = "SELECT value AS sid FROM json_each(?)", [json.dumps(list(sessions))]
         with self.store.read() as db:
-            stored = db.execute(f"SELECT session_id, MAX(seq) FROM messages{where}"
-                                " GROUP BY session_id", args).fetchall()
-            done = dict(db.execute(f"SELECT session_id, MAX(seq) FROM memory_docs{where}"
-                                   " GROUP BY session_id", args).fetchall())
-        behind = [(int(sid), int(done.get(sid) or 0)) for sid, top in stored
-                  if top is not None and int(done.get(sid) or 0) < int(top)]
+            tops = db.execute(
+                "SELECT s.sid, (SELECT MAX(seq) FROM messages WHERE session_id = s.sid),"
+                " (SELECT MAX(seq) FROM memory_docs WHERE session_id = s.sid)"
+                f" FROM ({source}) s", args).fetchall()
+        behind = [(int(sid), int(done or 0)) for sid, top, done in tops
+                  if top is not None and int(done or 0) < int(top)]
         added = 0
         for sid, after in behind:
             with self.store.write() as db:
