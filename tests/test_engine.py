@@ -6,6 +6,7 @@ import itertools
 import json
 import random
 import re
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -123,6 +124,18 @@ def test_bad_input_raises_and_stores_nothing(
     with pytest.raises(error):
         s.add_many([{"role": "user", "content": "first of batch"}, message])
     assert [m.content for m in s.messages()] == ["kept"]
+
+
+def test_system_prompt_is_the_newest_system_message(tmp_path: Path) -> None:
+    with memci.Engine.open(tmp_path / "m.db") as one, memci.Engine.open(tmp_path / "m.db") as two:
+        s = one.session("s")
+        assert s.system_prompt is None
+        s.set_system("You are terse.")
+        s.add({"role": "user", "content": "hi"})
+        s.set_system("You are kind.")
+        assert s.system_prompt == "You are kind."
+        two.session("s").set_system("Answer in French.")  # another engine appends
+        assert s.system_prompt == "Answer in French."
 
 
 def test_build_keeps_system_and_newest_that_fit(engine: memci.Engine) -> None:

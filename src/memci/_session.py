@@ -206,6 +206,13 @@ class Session:
         """The session's row in the store."""
         return self._record
 
+    @property
+    def system_prompt(self) -> str | None:
+        """The text of the newest system message, as stored (None when there is none)."""
+        with self._lock:
+            self._sync()
+            return self._system.content if self._system is not None else None
+
     # -- writing -------------------------------------------------------------------------
 
     def set_system(self, text: str) -> Message:

@@ -246,7 +246,7 @@ class ChatProxy:
     def _store_unseen(self, session: Session, sent: Sequence[Message]) -> None:
         new: list[Message] = []
         systems = [m for m in sent if m.role == "system"]
-        if systems and _system_prompt(session) != systems[-1].content:
+        if systems and session.system_prompt != systems[-1].content:
             new.append(systems[-1])
         rest = [m for m in sent if m.role != "system"]
         visible = _visible_tail(session, len(rest))
@@ -451,19 +451,6 @@ class ChatProxy:
             return
         async for data in sse_data(upstream):
             yield data
-
-
-def _system_prompt(session: Session) -> str | None:
-    """The text of the session's newest system message (None when it has none)."""
-    store = session.engine.store
-    with store.read() as db:
-        row = db.execute("SELECT MAX(seq) FROM messages WHERE session_id = ? AND role = ?",
-                         (session.record.id, "system")).fetchone()
-    if row is None or row[0] is None:
-        return None
-    seq = int(row[0])
-    (message,) = store.messages(session.record, after=seq - 1, upto=seq)
-    return message.content
 
 
 def _visible_tail(session: Session, want: int) -> list[Key]:
