@@ -434,6 +434,11 @@ def test_exclude_window(store: SQLiteStore) -> None:
     memory.index(rec, store.append(rec, [Message.user("quokka old"), Message.user("quokka new")]))
     hits = memory.search("quokka", session=rec, exclude_from_seq=2)
     assert texts(hits) == ["quokka old"]
+    # the whole session in the window: no message comes back, items still do
+    memory.items.remember(Scope.of(rec, "session"), "quokka facts: they smile", "fact")
+    assert texts(memory.search("quokka", session=rec, exclude_from_seq=1)) == [
+        "quokka facts: they smile"]
+    assert len(memory.search("quokka", session=rec, scope="user", exclude_from_seq=1)) == 1
 
 
 @pytest.mark.slow

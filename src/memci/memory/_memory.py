@@ -131,13 +131,19 @@ class Memory:
             return []
         sessions = self.sessions_in(session, scope)
         index = self.messages
-        index.sync(sessions)
-        index.embed_pending()
         if time_range is None and index.time_mode != "off":
             time_range = time_hint(query, now=now)
         depth = max(50, 3 * k)
-        message_lists = index.ranked_lists(query, depth=depth, sessions=sessions,
-                                           time_range=time_range)
+        # Only this session, and all of it excluded (in the window): no message can come
+        # back, so none is searched (a short chat without a user pays nothing).
+        everything_excluded = (sessions == [session.id] and exclude_from_seq is not None
+                               and exclude_from_seq <= 1)
+        message_lists: dict[str, list[Candidate]] = {}
+        if not everything_excluded:
+            index.sync(sessions)
+            index.embed_pending()
+            message_lists = index.ranked_lists(query, depth=depth, sessions=sessions,
+                                               time_range=time_range)
         lists: dict[str, list[tuple[str, int]]] = {}
         candidates: dict[int, Candidate] = {}
         for name, found in message_lists.items():
