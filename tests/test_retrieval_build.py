@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -73,6 +74,30 @@ def test_retrieval_segment_is_last_titled_and_stable_within_a_page(
     assert again.messages[-1].content == last.content
     payload = again.to_anthropic()["messages"]
     assert payload[-1]["role"] == "user"  # merged after the tool result, as the API wants
+
+
+def test_a_time_in_the_question_counts_from_when_it_was_asked(engine: memci.Engine) -> None:
+    # A replayed conversation keeps its dates: "yesterday" is the day before the question,
+    # not before the wall clock.
+    old = engine.session("old", user="u1")
+    for day, text in (("2024-02-01", "Dinner at Golden Lotus: the best dinner, what a dinner."),
+                      ("2024-03-10", "We had dinner at Osteria Lupa.")):
+        old.add({"role": "user", "content": text, "created_at": f"{day}T19:00:00+00:00"})
+        old.add({"role": "assistant", "content": "Lovely.",
+                 "created_at": f"{day}T19:01:00+00:00"})
+    asked = datetime(2024, 3, 11, 20, 0, tzinfo=UTC)
+    now = engine.session("now", user="u1")
+    now.add({"role": "user", "content": "Where did we have dinner yesterday?",
+             "created_at": asked.isoformat()})
+    block = now.build(budget=4000).messages[-1].content
+    assert "Osteria Lupa" in block
+    assert "Golden Lotus" not in block or block.index("Osteria") < block.index("Golden Lotus")
+    hits = now.search("where did we have dinner yesterday?", k=2, scope="user", now=asked)
+    assert "Osteria Lupa" in hits[0].message.content and "time" in hits[0].retrievers
+    by_wall_clock = now.search("where did we have dinner yesterday?", k=2, scope="user")
+    assert "Golden Lotus" in by_wall_clock[0].message.content  # no message from yesterday
+    with pytest.raises(memci.ConfigError):
+        now.search("dinner", now="yesterday")  # type: ignore[arg-type]
 
 
 def test_search_memory_tool(engine: memci.Engine) -> None:

@@ -451,6 +451,15 @@ def test_search_endpoint(client: TestClient, engine: memci.Engine) -> None:
     assert 1 <= len(hits) <= 2
     assert any("Mochi" in h["message"]["content"] for h in hits)
     assert client.get("/v1/sessions/s/search", params={"q": "x", "k": 0}).status_code == 400
+    client.post("/v1/sessions/s/messages", json={
+        "role": "user", "content": "we had dinner at Osteria Lupa",
+        "created_at": "2024-03-10T19:00:00+00:00"})
+    asked = {"q": "where did we have dinner yesterday", "k": 1}
+    r = client.get("/v1/sessions/s/search", params={**asked, "now": "2024-03-11T12:00:00Z"})
+    assert r.status_code == 200 and "Osteria" in r.json()["hits"][0]["message"]["content"]
+    assert "time" in r.json()["hits"][0]["retrievers"]
+    r = client.get("/v1/sessions/s/search", params={**asked, "now": "not a date"})
+    assert r.status_code == 400
 
 
 def test_no_auth_mode_serves_the_default_tenant(engine: memci.Engine) -> None:

@@ -14,6 +14,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
+from datetime import datetime
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
@@ -252,19 +253,24 @@ class Session:
                 self._sync()
         return stored
 
-    def search(self, query: str, k: int = 10, scope: str = "session") -> list[Hit]:
+    def search(
+        self, query: str, k: int = 10, scope: str = "session", *, now: datetime | None = None
+    ) -> list[Hit]:
         """Messages (and memory items) for ``query``, best first.
 
         Keyword search (FTS5, English and Chinese) fused with dense vectors when an
-        embedder is configured, time-aware ("yesterday", "上周"). ``scope``: ``session``,
-        ``user`` (all of the user's sessions) or ``tenant``. Evicted pages are found too.
+        embedder is configured, time-aware ("yesterday", "上周"; counted from ``now``, the
+        current time by default). ``scope``: ``session``, ``user`` (all of the user's
+        sessions) or ``tenant``. Evicted pages are found too.
         """
         if scope not in ("session", "user", "tenant"):
             raise ConfigError(f"scope must be 'session', 'user' or 'tenant', not {scope!r}")
         if not isinstance(k, int) or isinstance(k, bool) or k < 1:
             raise ConfigError(f"k must be a positive int, not {k!r}")
+        if now is not None and not isinstance(now, datetime):
+            raise ConfigError(f"now must be a datetime, not {type(now).__name__}")
         return self.engine.memory.search(query, session=self._record, k=k,
-                                         scope=scope)  # type: ignore[arg-type]
+                                         scope=scope, now=now)  # type: ignore[arg-type]
 
     # -- reading -------------------------------------------------------------------------
 
@@ -430,8 +436,11 @@ class Session:
             if plan.consults("history") or not (plan.consults("documents")
                                                  or plan.consults("code")):
                 oldest = self._log.seqs[self._log.page_span(self._first_window_page())[0]]
+                # "Yesterday" counts from when the question was asked (a replayed or
+                # imported conversation keeps its own dates), not from the wall clock.
                 found = self.engine.gatherer.gather(
-                    query, session=self._record, scope="user", exclude_from_seq=oldest).texts
+                    query, session=self._record, scope="user", exclude_from_seq=oldest,
+                    now=first.created_at).texts
             if plan.consults("documents") or plan.consults("code"):
                 docs = DocIndex(self.engine.store).search_docs(query, k=3)
                 found += tuple(

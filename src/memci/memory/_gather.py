@@ -68,7 +68,7 @@ class RetrievalResult:
         return tuple(out)
 
 
-_Key = tuple[str, str, int, int, int | None, int, tuple[int, int]]
+_Key = tuple[str, str, int, int, int | None, int, tuple[int, int], datetime | None]
 
 
 class Gatherer:
@@ -116,12 +116,13 @@ class Gatherer:
         """Episodes and preferences for ``query``, as seen from ``session`` in ``scope``.
 
         ``exclude_from_seq``: the session's messages from that seq on are already in the
-        context window and are not returned as episodes.
+        context window and are not returned as episodes. ``now``: what a time in the query
+        ("yesterday") counts from (the current time by default).
         """
         started = time.perf_counter()
         count = self.max_episodes if max_episodes is None else max_episodes
         key: _Key = (query.strip(), scope, session.id, count, exclude_from_seq,
-                     self.max_preferences, self.memory.version())
+                     self.max_preferences, self.memory.version(), now)
         moment = self._clock()
         with self._lock:
             entry = self._cache.get(key)

@@ -16,6 +16,7 @@ fails validation stores nothing (``add_many`` is one transaction).
 import json
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
+from datetime import datetime
 from typing import Annotated, Any, Literal
 
 import anyio.to_thread
@@ -341,8 +342,11 @@ def create_app(
         k: Annotated[int, Query(ge=1, le=100, description="How many hits.")] = 10,
         scope: Annotated[Literal["session", "user"], Query(
             description="Search this session, or every session of its user.")] = "session",
+        now: Annotated[datetime | None, Query(
+            description="ISO 8601 date-time a time in q (\"yesterday\") counts from;"
+                        " the server's clock by default.")] = None,
     ) -> JSONResponse:
-        hits = hub.get(tenant, sid).search(q, k=k, scope=scope)
+        hits = hub.get(tenant, sid).search(q, k=k, scope=scope, now=now)
         return _json({"session": sid, "query": q, "hits": [hit_json(h) for h in hits]})
 
     @app.get("/v1/sessions/{sid}/tools", tags=["tools"], summary="memci's tools in this session")

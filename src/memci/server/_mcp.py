@@ -6,7 +6,7 @@ Built on the official MCP SDK's low-level server, so the tool list follows the s
 - ``add`` — store messages (``messages``: a list in OpenAI or Anthropic format, or one
   ``role`` and ``content``); answers the stored seqs;
 - ``build`` — the context to send now (``format``, ``budget``, ``recipe``), as JSON;
-- ``search`` — search the session's memory (``query``, ``k``), when memci has search;
+- ``search`` — search the session's memory (``query``, ``k``);
 - every tool of ``session.tools()`` (``recall_page``, pins, plan, ``artifact_get`` …),
   run with ``session.call_tool``.
 
@@ -97,13 +97,10 @@ def _build(session: Session, args: Mapping[str, Any]) -> str:
 
 
 def _search(session: Session, args: Mapping[str, Any]) -> str:
-    method = getattr(session, "search", None)
-    if method is None:
-        raise InvalidInputError("search is not available in this memci")
     query = args.get("query")
     if not isinstance(query, str) or not query.strip():
         raise InvalidInputError("'query' must be a non-empty string")
-    hits = method(query, k=int(args.get("k", 10)))
+    hits = session.search(query, k=int(args.get("k", 10)))
     return json.dumps({"hits": [hit_json(h) for h in hits]}, ensure_ascii=False)
 
 
