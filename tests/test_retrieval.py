@@ -327,6 +327,10 @@ def test_english_only_models_skip_cjk_questions(store: SQLiteStore) -> None:
     index = MessageIndex(store, embedder=embedder)
     add(store, rec, index, "我的狗叫旺财", "好名字")
     assert index.search("狗叫什么", sessions=[rec.id])[0].retrievers == ("keyword",)
+    # a model that declares no languages (multilingual) is asked Chinese questions too
+    both = MessageIndex(store, embedder=HashEmbedder())
+    top = both.search("狗叫什么", sessions=[rec.id])[0]
+    assert top.text == "我的狗叫旺财" and set(top.retrievers) == {"keyword", "dense"}
 
 
 def test_embedder_from_env() -> None:
