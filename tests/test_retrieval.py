@@ -408,6 +408,24 @@ def test_many_sessions_in_scope_give_the_same_hits_either_way(store: SQLiteStore
     assert {name for name, seq in by_join if seq == 1} == {f"mine-{i}" for i in range(25)}
 
 
+def test_a_scope_of_more_sessions_than_sqlite_has_variables(store: SQLiteStore) -> None:
+    # A statement takes at most MAX_VARIABLE_NUMBER parameters (32,766 by default, 250,000
+    # in Debian's and pysqlite3's builds): session ids go as one JSON value instead.
+    index = MessageIndex(store, embedder=None)
+    rec = store.ensure_session("t", "real", "u", {})
+    add(store, rec, index, "kayak trip", "fun")
+    with store.read() as db:
+        options = [str(r[0]) for r in db.execute("PRAGMA compile_options")]
+    limit = next((int(o.split("=")[1]) for o in options
+                  if o.startswith("MAX_VARIABLE_NUMBER=")), 32_766)
+    with store.write() as db:  # empty sessions, made in bulk (ensure_session commits each)
+        db.executemany("INSERT INTO sessions (tenant, name, user_id, created_at)"
+                       " VALUES ('t', ?, 'u', '2026-01-01T00:00:00+00:00')",
+                       [(f"empty-{i}",) for i in range(limit)])
+        ids = [int(r[0]) for r in db.execute("SELECT id FROM sessions")]
+    assert texts(index.search("kayak", sessions=ids, k=1)) == ["kayak trip"]
+
+
 def test_search_scopes(store: SQLiteStore) -> None:
     memory = Memory(store, embedder=None)
     mine = store.ensure_session("acme", "a", "alice", {})

@@ -389,9 +389,9 @@ class MessageIndex:
         roles: Collection[str] | None,
     ) -> tuple[str, list[Any]]:
         sql, args = "", list[Any]()
-        if sessions is not None:
-            sql += f" AND d.session_id IN ({','.join('?' * len(sessions))})"
-            args.extend(sessions)
+        if sessions is not None:  # one JSON parameter: no limit on how many sessions
+            sql += " AND d.session_id IN (SELECT value FROM json_each(?))"
+            args.append(json.dumps(list(sessions)))
         if time_range is not None:
             sql += " AND d.created >= ? AND d.created < ?"
             args.extend((time_range.start.timestamp(), time_range.end.timestamp()))
