@@ -255,6 +255,18 @@ def create_app(
     Tenant = Annotated[str, Depends(tenant_of)]
     Sid = Annotated[str, _SID]
 
+    def proxy_session(session_name: Annotated[str | None, Header(
+            alias="X-Memci-Session", description="The memci session of this conversation.")
+    ] = None) -> str:
+        if not session_name:
+            raise ApiError(400, "missing_session",
+                           "send the memci session name in the 'X-Memci-Session' header")
+        return session_name
+
+    ProxySession = Annotated[str, Depends(proxy_session)]
+    ProxyUser = Annotated[str | None, Header(alias="X-Memci-User",
+                                             description="The session's user.")]
+
     def offered(session: Session) -> list[str]:
         return [t["function"]["name"] for t in session.tools("openai")]
 
@@ -418,34 +430,22 @@ def create_app(
               summary="OpenAI-compatible chat completions with memci's context")
     async def chat_completions(
         request: Request, tenant: Tenant,
-        session_name: Annotated[str | None, Header(
-            alias="X-Memci-Session", description="The memci session of this conversation.")
-        ] = None,
-        user: Annotated[str | None, Header(
-            alias="X-Memci-User", description="The session's user.")] = None,
+        session_name: ProxySession,
+        user: ProxyUser = None,
     ) -> Response:
-        if not session_name:
-            raise ApiError(400, "missing_session",
-                           "send the memci session name in the 'X-Memci-Session' header")
         return await proxy.openai(tenant, session_name, user, await _read_json(request))
 
     @app.post("/v1/messages", tags=["proxy"],
               summary="Anthropic-compatible messages with memci's context")
     async def messages(
         request: Request, tenant: Tenant,
-        session_name: Annotated[str | None, Header(
-            alias="X-Memci-Session", description="The memci session of this conversation.")
-        ] = None,
-        user: Annotated[str | None, Header(
-            alias="X-Memci-User", description="The session's user.")] = None,
+        session_name: ProxySession,
+        user: ProxyUser = None,
         anthropic_version: Annotated[str | None, Header(
             alias="anthropic-version", description="Passed to the upstream.")] = None,
         anthropic_beta: Annotated[str | None, Header(
             alias="anthropic-beta", description="Passed to the upstream.")] = None,
     ) -> Response:
-        if not session_name:
-            raise ApiError(400, "missing_session",
-                           "send the memci session name in the 'X-Memci-Session' header")
         return await proxy.anthropic(tenant, session_name, user, await _read_json(request),
                                      anthropic_version, anthropic_beta)
 
