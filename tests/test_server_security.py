@@ -15,7 +15,6 @@ import json
 import os
 import re
 import sqlite3
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -175,7 +174,7 @@ def test_request_settings_apply_and_host_settings_only_narrow(
         c.post("/v1/sessions/all/messages", json=_tool_turn("out"))
         assert "acme secret" in _run(c, "all", "file_snippet", path="secret.txt")
         # a relative or dotted root that resolves outside is refused
-        for root in (str(acme / ".." / "globex"), str(acme / "sub" / ".." / "..")):
+        for root in (str(acme / ".." / "globex"), str(acme / "sub" / ".." / ".."), "sub", "."):
             r = c.post("/v1/sessions/m/messages", json={
                 "messages": _tool_turn("out"), "settings": {"file_roots": [root]}})
             assert r.status_code == 400, root
@@ -476,7 +475,7 @@ def test_the_schema_describes_every_accepted_message_form(client: TestClient) ->
 
 def test_schema_driven_fuzz_finds_no_server_error(client: TestClient,
                                                   keys: dict[str, str]) -> None:
-    """schemathesis over the OpenAPI schema: a fixed seed, a bounded number of cases."""
+    """schemathesis over the OpenAPI schema: a fixed seed, 4 x 80 cases (~10-30 s)."""
     schemathesis = pytest.importorskip("schemathesis")
     from hypothesis import HealthCheck, Phase, given, settings
     from schemathesis import GenerationMode
@@ -493,14 +492,14 @@ def test_schema_driven_fuzz_finds_no_server_error(client: TestClient,
     schema = schemathesis.openapi.from_asgi("/openapi.json", client.app)
     # The proxies answer 503 without an upstream; test_proxy.py covers them.
     schema = schema.exclude(tag="proxy")
-    headers = auth(keys["acme"])
-    started = time.monotonic()
+    # Both of the schema's key schemes, with the same key (two different keys are a 401).
+    headers = {**auth(keys["acme"]), "x-api-key": keys["acme"]}
     seen: dict[str, set[int]] = {}
     for mode in (GenerationMode.POSITIVE, GenerationMode.NEGATIVE):
         for fixed in ({"sid": "s"}, None):  # the existing session, and any name
             strategy = schema.as_strategy(mode, headers=headers, path_parameters=fixed)
 
-            @settings(max_examples=100, derandomize=True, deadline=None, database=None,
+            @settings(max_examples=80, derandomize=True, deadline=None, database=None,
                       phases=[Phase.generate], suppress_health_check=list(HealthCheck))
             @given(case=strategy)
             def fuzz(case: Any) -> None:
@@ -509,7 +508,7 @@ def test_schema_driven_fuzz_finds_no_server_error(client: TestClient,
                 case.validate_response(response, checks=checks)
 
             fuzz()
-    assert time.monotonic() - started < 60
     reached = {op for op, codes in seen.items() if 200 in codes}
     assert {"POST /v1/sessions/{sid}/messages", "POST /v1/sessions/{sid}/context",
-            "GET /v1/sessions/{sid}/search"} <= reached, seen
+            "GET /v1/sessions/{sid}/search", "POST /v1/sessions/{sid}/tools/{name}"
+            } <= reached, seen

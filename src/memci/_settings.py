@@ -253,6 +253,9 @@ class HostLimits:
         if "file_roots" in explicit:
             allowed = [_real(r) for r in self.file_roots]
             for root in explicit["file_roots"]:
+                if not os.path.isabs(root):  # relative to what? the server's cwd is no answer
+                    raise ConfigError(f"file_roots: {root!r} is relative; name absolute "
+                                      "directories inside the operator's file roots")
                 if not any(within(_real(root), a) for a in allowed):
                     where = (", ".join(self.file_roots) if self.file_roots
                              else "none are allowed here")

@@ -8,6 +8,12 @@ server runs with ``auth=False``; the key's tenant is the only tenant the request
 Reads of an unknown session answer 404; adding messages creates the session. Bodies
 larger than ``max_body_bytes`` answer 413 before any handler runs, and a request that
 fails validation stores nothing (``add_many`` is one transaction).
+
+Bad input is a 4xx, never a 500: bodies are parsed with a depth limit and without NaN,
+integers and dates are bounded before they reach SQLite or date arithmetic, and a
+request's session settings are checked by key (see :mod:`memci.server._policy` for which
+ones a request may set at all). The OpenAPI schema carries the request models of
+:mod:`memci.server._models`.
 """
 
 # No ``from __future__ import annotations`` here: FastAPI reads the routes' annotations,
@@ -134,6 +140,9 @@ def _replay(messages: list[ASGIMessage], receive: Receive) -> Receive:
     return replay
 
 
+_TOO_DEEP = object()
+
+
 def _not_json(name: str) -> Any:
     raise ValueError(f"{name} is not a JSON number")
 
@@ -157,9 +166,6 @@ async def _read_json(request: Request) -> Any:
         raise ApiError(400, "too_deep",
                        f"the body nests arrays and objects more than {_MAX_DEPTH} deep")
     return body
-
-
-_TOO_DEEP = object()
 
 
 def _deeper_than(value: Any, limit: int) -> bool:
@@ -380,7 +386,7 @@ def create_app(
             for r in engine.sessions(tenant)]})
 
     @app.get("/v1/sessions/{sid}", tags=["sessions"],
-            responses=_ERRORS, summary="A session's state summary")
+             responses=_ERRORS, summary="A session's state summary")
     def get_session(sid: Sid, tenant: Tenant) -> JSONResponse:
         session = hub.get(tenant, sid)
         stats = session.stats()
@@ -449,7 +455,7 @@ def create_app(
         return _json(await anyio.to_thread.run_sync(build))
 
     @app.get("/v1/sessions/{sid}/search", tags=["search"],
-            responses=_ERRORS, summary="Search the session's memory")
+             responses=_ERRORS, summary="Search the session's memory")
     def search(
         sid: Sid, tenant: Tenant,
         q: Annotated[str, Query(min_length=1, max_length=4000,
@@ -465,7 +471,7 @@ def create_app(
         return _json({"session": sid, "query": q, "hits": [hit_json(h) for h in hits]})
 
     @app.get("/v1/sessions/{sid}/tools", tags=["tools"],
-            responses=_ERRORS, summary="memci's tools in this session")
+             responses=_ERRORS, summary="memci's tools in this session")
     def list_tools(
         sid: Sid, tenant: Tenant,
         format: Annotated[Literal["openai", "anthropic"], Query(
@@ -529,7 +535,7 @@ def create_app(
         return _json({"session": sid, "id": artifact_id, "offset": offset, "text": text})
 
     @app.get("/v1/sessions/{sid}/stats", tags=["sessions"],
-            responses=_ERRORS, summary="A session's stats")
+             responses=_ERRORS, summary="A session's stats")
     def get_stats(sid: Sid, tenant: Tenant) -> JSONResponse:
         session = hub.get(tenant, sid)
         return _json({"session": sid, **jsonable(session.stats())})
