@@ -195,6 +195,19 @@ def test_the_python_api_checks_every_setting(engine: memci.Engine) -> None:
     assert engine.store.session("default", "py").settings["file_roots"] == ["/tmp"]
 
 
+def test_the_python_api_refuses_out_of_range_search_and_time_words(engine: memci.Engine) -> None:
+    from datetime import UTC, datetime
+
+    session = engine.session("q")
+    session.add({"role": "user", "content": "hello there"})
+    for k in (0, 2**70, "3"):
+        with pytest.raises(memci.ConfigError):
+            session.search("hello", k=k)  # type: ignore[arg-type]
+    for now in (datetime(1, 1, 1, tzinfo=UTC), datetime(9999, 12, 31, tzinfo=UTC)):
+        for q in ("yesterday", "9999999 days ago", "99999 years ago", "last year"):
+            assert isinstance(session.search(q, now=now), list)
+
+
 def test_saved_settings_of_older_versions_load_and_are_narrowed(
         engine: memci.Engine, keys: dict[str, str], roots: dict[str, Path]) -> None:
     """A store written before this fix (bad types, or the attack's roots) still opens."""
