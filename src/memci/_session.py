@@ -265,8 +265,8 @@ class Session:
         """
         if scope not in ("session", "user", "tenant"):
             raise ConfigError(f"scope must be 'session', 'user' or 'tenant', not {scope!r}")
-        if not isinstance(k, int) or isinstance(k, bool) or k < 1:
-            raise ConfigError(f"k must be a positive int, not {k!r}")
+        if not isinstance(k, int) or isinstance(k, bool) or not 1 <= k <= 10_000:
+            raise ConfigError(f"k must be an int from 1 to 10000, not {k!r}")
         if now is not None and not isinstance(now, datetime):
             raise ConfigError(f"now must be a datetime, not {type(now).__name__}")
         return self.engine.memory.search(query, session=self._record, k=k,

@@ -9,22 +9,31 @@ from __future__ import annotations
 import json
 import os
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
 from memci._session import EXPORT_FORMAT, Session, SessionStats
-from memci._settings import resolve_settings
+from memci._settings import HostLimits, resolve_settings
 from memci.errors import InvalidFileError, InvalidMessageError, StoreError
 from memci.llm import LLMClient, client_from_env
 from memci.memory import Gatherer, Memory
 from memci.messages import Message, from_wire
 from memci.store import SessionRecord, SQLiteStore
 from memci.summarize import JobQueue, default_summarizer, register_summary_handlers
+from memci.tokens import get_tokenizer
 from memci.workspace import Workspace
 
 __all__ = ["EXPORT_FORMAT", "Engine", "Session", "SessionStats"]
 
+
+
+def _valid(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _default_path() -> Path:
@@ -57,7 +66,12 @@ class Engine:
             if count:
                 self.jobs.start_workers(count)
         self._sessions: dict[tuple[str, str], Session] = {}
+        self._limits: dict[tuple[str, str], HostLimits | None] = {}
         self._lock = threading.Lock()
+        #: The operator's limits per tenant (``memci serve`` sets them): file roots and
+        #: message size of every session of a tenant are cut down to them (see
+        #: :class:`~memci._settings.HostLimits`). None: an embedded engine, no limits.
+        self.host_limits: Callable[[str], HostLimits] | None = None
 
     @property
     def memory(self) -> Memory:
@@ -102,16 +116,27 @@ class Engine:
         self, name: str, *, user: str | None = None, tenant: str = "default", **settings: Any
     ) -> Session:
         """Get or create the session ``name``; keyword settings override saved ones."""
-        if not isinstance(name, str) or not name or len(name) > 200:
-            raise InvalidMessageError("a session name must be a non-empty string (≤ 200 chars)")
+        for what, value in (("session name", name), ("tenant", tenant), ("user", user)):
+            if value is None and what == "user":
+                continue
+            if not isinstance(value, str) or not value or len(value) > 200 or not _valid(value):
+                raise InvalidMessageError(
+                    f"a {what} must be a non-empty string of valid Unicode (≤ 200 chars)")
         key = (tenant, name)
+        limits = self.host_limits(tenant) if self.host_limits is not None else None
         with self._lock:
             existing = self._sessions.get(key)
-            if existing is not None and not settings and user in (None, existing.user):
+            if (existing is not None and not settings and user in (None, existing.user)
+                    and self._limits.get(key) == limits):
                 return existing
             saved = self.store.session(tenant, name)
-            resolved, chosen = resolve_settings(settings, saved.settings if saved else {})
+            resolved, chosen = resolve_settings(settings, saved.settings if saved else {},
+                                                limits=limits)
+            # Loaded before anything is saved: an encoding missing here refuses the
+            # settings and leaves the session as it was.
+            get_tokenizer(resolved.tokenizer, provider=resolved.provider)
             record = self.store.ensure_session(tenant, name, user, chosen)
+            self._limits[key] = limits
             if existing is not None:
                 existing._reconfigure(record, resolved)
                 return existing

@@ -1,4 +1,4 @@
-"""The server commands: ``memci serve``, ``memci mcp`` and ``memci keys create|list|revoke``.
+"""The server commands: ``memci serve``, ``memci mcp``, ``memci keys create|list|policy|revoke``.
 
 Registered on :data:`memci.cli.main` when this module is imported. The server parts need
 their extras (``memci[server]``, ``memci[mcp]``); without them the command prints the pip
@@ -8,6 +8,7 @@ line to run and exits with status 2.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 
 import click
 from rich.console import Console
@@ -15,11 +16,17 @@ from rich.table import Table
 
 from memci.cli import _DB_HELP, _engine, main
 from memci.errors import ConfigError
-from memci.server import KeyStore, ServerConfig, run_mcp, serve
+from memci.server import KeyPolicy, KeyStore, ServerConfig, run_mcp, serve
+from memci.server._policy import guarded_paths
 
 __all__ = ["keys_group", "mcp_command", "serve_command"]
 
 _LOOPBACK = ("127.0.0.1", "localhost", "::1")
+
+_ROOT = click.Path(exists=True, file_okay=False, resolve_path=True)
+_FILE_ROOT_HELP = ("A directory the file tools (file_snippet, grep) may read; repeat for "
+                   "more. It may not hold the memci store.")
+_MESSAGE_BYTES_HELP = "Largest message a session accepts, in bytes (requests may lower it)."
 
 
 @main.command("serve")
@@ -37,6 +44,12 @@ _LOOPBACK = ("127.0.0.1", "localhost", "::1")
 @click.option("--max-body-bytes", type=click.IntRange(min=1024), default=None,
               help="Largest request body accepted; larger ones get 413 (default 16 MiB, "
                    "or $MEMCI_SERVER_MAX_BODY_BYTES).")
+@click.option("--file-root", "file_roots", multiple=True, type=_ROOT,
+              help=_FILE_ROOT_HELP + " The default of every tenant whose keys have no policy "
+                                     "(default: none, or $MEMCI_SERVER_FILE_ROOTS).")
+@click.option("--max-message-bytes", type=click.IntRange(min=1), default=None,
+              help=_MESSAGE_BYTES_HELP + " Default of tenants without a key policy (default "
+                                         "10 MiB, or $MEMCI_SERVER_MAX_MESSAGE_BYTES).")
 @click.option("--upstream-base-url", default=None,
               help="Base URL of the model the proxy calls, e.g. https://api.openai.com/v1 "
                    "(default: $MEMCI_UPSTREAM_BASE_URL).")
@@ -57,7 +70,7 @@ _LOOPBACK = ("127.0.0.1", "localhost", "::1")
               show_default=True, help="uvicorn's log level.")
 def serve_command(
     host: str, port: int, db: str | None, synchronous: str, no_auth: bool,
-    max_body_bytes: int | None,
+    max_body_bytes: int | None, file_roots: tuple[str, ...], max_message_bytes: int | None,
     upstream_base_url: str | None, upstream_api_key: str | None,
     upstream_anthropic_base_url: str | None, upstream_anthropic_api_key: str | None,
     upstream_timeout: float | None, max_tool_rounds: int | None, log_level: str,
@@ -68,11 +81,16 @@ def serve_command(
     at /v1/chat/completions (OpenAI) and /v1/messages (Anthropic); the OpenAPI schema at
     /openapi.json. Requests need an API key
     from `memci keys create TENANT` unless --no-auth is given.
+
+    What sessions may reach on this machine is the operator's to set, never a request's:
+    --file-root and --max-message-bytes here (every tenant's default), or a tenant's key
+    policy (`memci keys policy TENANT`).
     """
     if no_auth and host not in _LOOPBACK:
         raise ConfigError(f"--no-auth is allowed only on a loopback host, not {host!r}")
     config = ServerConfig.resolve(
         auth=not no_auth, max_body_bytes=max_body_bytes, upstream_base_url=upstream_base_url,
+        file_roots=file_roots or None, max_message_bytes=max_message_bytes,
         upstream_api_key=upstream_api_key,
         upstream_anthropic_base_url=upstream_anthropic_base_url,
         upstream_anthropic_api_key=upstream_anthropic_api_key, upstream_timeout=upstream_timeout,
@@ -99,24 +117,95 @@ def mcp_command(session: str, db: str | None, tenant: str, user: str | None) -> 
 
 @main.group("keys")
 def keys_group() -> None:
-    """Make, list and revoke the API keys of `memci serve`.
+    """Make, list and revoke the API keys of `memci serve`, and set their tenant's policy.
 
     A key belongs to one tenant and sees only that tenant's sessions. Only a SHA-256
-    hash of it is stored; the key itself is printed once, by `memci keys create`.
+    hash of it is stored; the key itself is printed once, by `memci keys create`. A
+    tenant's policy (file roots, largest message) is the operator's: no request widens it.
     """
+
+
+def _policy(file_roots: tuple[str, ...], no_file_roots: bool,
+            max_message_bytes: int | None) -> KeyPolicy | None:
+    if file_roots and no_file_roots:
+        raise click.UsageError("give --file-root or --no-file-roots, not both")
+    if not (file_roots or no_file_roots or max_message_bytes):
+        return None
+    return KeyPolicy(file_roots=() if no_file_roots else (file_roots or None),
+                     max_message_bytes=max_message_bytes)
+
+
+def _describe(policy: KeyPolicy) -> str:
+    if policy.empty:
+        return "server defaults"
+    parts = []
+    if policy.file_roots is not None:
+        parts.append("file roots: " + (", ".join(policy.file_roots) or "none"))
+    if policy.max_message_bytes is not None:
+        parts.append(f"max message bytes: {policy.max_message_bytes}")
+    return "; ".join(parts)
+
+
+def _policy_options(command: Callable[..., None]) -> Callable[..., None]:
+    command = click.option("--max-message-bytes", type=click.IntRange(min=1), default=None,
+                           help=_MESSAGE_BYTES_HELP)(command)
+    command = click.option("--no-file-roots", is_flag=True,
+                           help="No file access for the tenant, whatever the server's "
+                                "default roots.")(command)
+    return click.option("--file-root", "file_roots", multiple=True, type=_ROOT,
+                        help=_FILE_ROOT_HELP + " Replaces the server's --file-root for "
+                                               "this tenant.")(command)
 
 
 @keys_group.command("create")
 @click.argument("tenant")
 @click.option("--label", default=None, help="A note to recognize the key by in `keys list`.")
+@_policy_options
 @click.option("--db", default=None, help=_DB_HELP)
-def keys_create(tenant: str, label: str | None, db: str | None) -> None:
-    """Make an API key for TENANT and print it (as the last line, shown only once)."""
+def keys_create(tenant: str, label: str | None, file_roots: tuple[str, ...],
+                no_file_roots: bool, max_message_bytes: int | None, db: str | None) -> None:
+    """Make an API key for TENANT and print it (as the last line, shown only once).
+
+    The key takes the policy of the tenant's other keys; --file-root and
+    --max-message-bytes set one for a tenant that has none yet (change an existing one
+    with `memci keys policy`).
+    """
     with _engine(db) as engine:
-        record, key = KeyStore(engine.store).create(tenant, label=label)
-    click.echo(f"API key {record.key_id} for tenant {tenant!r} (store it now; it is not "
-               "shown again):", err=False)
+        record, key = KeyStore(engine.store).create(
+            tenant, label=label, policy=_policy(file_roots, no_file_roots, max_message_bytes),
+            guarded=guarded_paths(engine))
+    click.echo(f"API key {record.key_id} for tenant {tenant!r} ({_describe(record.policy)}); "
+               "store it now, it is not shown again:", err=False)
     click.echo(key)
+
+
+@keys_group.command("policy")
+@click.argument("tenant")
+@_policy_options
+@click.option("--reset", is_flag=True, help="Drop the tenant's policy: the server's defaults "
+                                             "apply again.")
+@click.option("--db", default=None, help=_DB_HELP)
+def keys_policy(tenant: str, file_roots: tuple[str, ...], no_file_roots: bool,
+                max_message_bytes: int | None, reset: bool, db: str | None) -> None:
+    """Show or set what TENANT's sessions may reach: file roots and the largest message.
+
+    Without options, prints the policy. With them, sets it for every key of the tenant
+    (options not given are taken from the server's defaults); a running server applies it
+    within seconds. No request can widen it.
+    """
+    policy = _policy(file_roots, no_file_roots, max_message_bytes)
+    with _engine(db) as engine:
+        store = KeyStore(engine.store)
+        if policy is None and not reset:
+            if not store.keys(tenant):
+                raise ConfigError(f"tenant {tenant!r} has no API keys")
+            click.echo(f"{tenant}: {_describe(store.policy(tenant))}")
+            return
+        if policy is not None and reset:
+            raise click.UsageError("give --reset alone")
+        chosen = policy or KeyPolicy()
+        count = store.set_policy(tenant, chosen, guarded=guarded_paths(engine))
+    click.echo(f"{tenant}: {_describe(chosen)} ({count} key{'s' if count != 1 else ''})")
 
 
 @keys_group.command("list")
@@ -124,19 +213,21 @@ def keys_create(tenant: str, label: str | None, db: str | None) -> None:
 @click.option("--db", default=None, help=_DB_HELP)
 @click.option("--json", "as_json", is_flag=True, help="Print the keys as JSON.")
 def keys_list(tenant: str | None, db: str | None, as_json: bool) -> None:
-    """List the API keys: id, tenant, label, when made and when revoked (never the key)."""
+    """List the API keys: id, tenant, label, policy, when made and revoked (never the key)."""
     with _engine(db) as engine:
         keys = KeyStore(engine.store).keys(tenant)
     if as_json:
         click.echo(json.dumps([{"key_id": k.key_id, "tenant": k.tenant, "label": k.label,
-                                "created_at": k.created_at, "revoked_at": k.revoked_at}
+                                "created_at": k.created_at, "revoked_at": k.revoked_at,
+                                "policy": json.loads(k.policy.to_json() or "{}")}
                                for k in keys], indent=2))
         return
     table = Table(title="memci API keys")
-    for column in ("id", "tenant", "label", "created", "revoked"):
+    for column in ("id", "tenant", "label", "policy", "created", "revoked"):
         table.add_column(column)
     for k in keys:
-        table.add_row(k.key_id, k.tenant, k.label or "", k.created_at, k.revoked_at or "")
+        table.add_row(k.key_id, k.tenant, k.label or "", _describe(k.policy), k.created_at,
+                      k.revoked_at or "")
     Console().print(table)
 
 

@@ -263,6 +263,14 @@ def _span(kind: str, m: re.Match[str], today: date) -> tuple[date, date] | None:
     return None
 
 
+def _span_or_none(kind: str, m: re.Match[str], today: date) -> tuple[date, date] | None:
+    """The span, or None when it falls outside the calendar ("99999 years ago", year 1)."""
+    try:
+        return _span(kind, m, today)
+    except (OverflowError, ValueError):
+        return None
+
+
 def time_hint(query: str, *, now: datetime | None = None) -> TimeRange | None:
     """Return the time range the query names, relative to ``now``; None if none.
 
@@ -278,18 +286,20 @@ def time_hint(query: str, *, now: datetime | None = None) -> TimeRange | None:
         for match in pattern.finditer(query):
             if best is not None and (match.start(), order) >= best[:2]:
                 break
-            if match.group(0).strip() and _span(kind, match, today) is not None:
+            if match.group(0).strip() and _span_or_none(kind, match, today) is not None:
                 best = (match.start(), order, match, kind)
                 break
     if best is None:
         return None
-    span = _span(best[3], best[2], today)
+    span = _span_or_none(best[3], best[2], today)
     assert span is not None
     first, end = span
-    return TimeRange(
-        datetime.combine(first, time(), zone), datetime.combine(end, time(), zone),
-        best[2].group(0).strip(),
-    )
+    try:
+        start, stop = datetime.combine(first, time(), zone), datetime.combine(end, time(), zone)
+        start.astimezone(UTC), stop.astimezone(UTC)  # comparable with stored times
+    except (OverflowError, ValueError):
+        return None
+    return TimeRange(start, stop, best[2].group(0).strip())
 
 
 def without_time(query: str, time_range: TimeRange | None) -> str:

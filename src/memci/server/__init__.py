@@ -4,8 +4,9 @@
   (REST API under ``/v1/sessions``, proxy at ``/v1/chat/completions``);
 - :func:`serve` — run it with uvicorn (what ``memci serve`` does);
 - :func:`create_mcp_server` / :func:`run_mcp` — the MCP server of ``memci mcp``;
-- :class:`KeyStore` — API keys per tenant (``memci keys``), stored as SHA-256 hashes;
-- :class:`ServerConfig` — limits, auth and the proxy's upstream.
+- :class:`KeyStore` — API keys per tenant (``memci keys``), stored as SHA-256 hashes,
+  with the operator's :class:`KeyPolicy` of the tenant (file roots, largest message);
+- :class:`ServerConfig` — limits, auth, the default file roots and the proxy's upstream.
 
 The server needs ``pip install 'memci[server]'`` (fastapi, uvicorn) and the MCP server
 ``pip install 'memci[mcp]'``; without them these functions raise
@@ -20,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from memci.server._config import DEFAULT_MAX_BODY_BYTES, ServerConfig
 from memci.server._extras import require
 from memci.server._keys import ApiKey, KeyStore
+from memci.server._policy import KeyPolicy
 
 if TYPE_CHECKING:
     from fastapi import FastAPI
@@ -30,6 +32,7 @@ if TYPE_CHECKING:
 __all__ = [
     "DEFAULT_MAX_BODY_BYTES",
     "ApiKey",
+    "KeyPolicy",
     "KeyStore",
     "ServerConfig",
     "create_app",

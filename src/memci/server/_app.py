@@ -8,6 +8,12 @@ server runs with ``auth=False``; the key's tenant is the only tenant the request
 Reads of an unknown session answer 404; adding messages creates the session. Bodies
 larger than ``max_body_bytes`` answer 413 before any handler runs, and a request that
 fails validation stores nothing (``add_many`` is one transaction).
+
+Bad input is a 4xx, never a 500: bodies are parsed with a depth limit and without NaN,
+integers and dates are bounded before they reach SQLite or date arithmetic, and a
+request's session settings are checked by key (see :mod:`memci.server._policy` for which
+ones a request may set at all). The OpenAPI schema carries the request models of
+:mod:`memci.server._models`.
 """
 
 # No ``from __future__ import annotations`` here: FastAPI reads the routes' annotations,
@@ -16,7 +22,7 @@ fails validation stores nothing (``add_many`` is one transaction).
 import json
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
 import anyio.to_thread
@@ -24,8 +30,8 @@ import httpx
 from fastapi import Depends, FastAPI, Header, Path, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
-from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
-from pydantic import BaseModel, Field, ValidationError
+from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBearer
+from pydantic import TypeAdapter, ValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Receive, Scope, Send
 from starlette.types import Message as ASGIMessage
@@ -38,8 +44,11 @@ from memci.server._config import ServerConfig
 from memci.server._errors import ApiError, classify, error_body
 from memci.server._json import hit_json, jsonable, message_json
 from memci.server._keys import KeyStore
+from memci.server._models import ContextRequest, ErrorAnswer, MessagesBody
+from memci.server._policy import HostPolicy, guarded_paths, request_settings
 from memci.server._proxy import ChatProxy
 from memci.server._sessions import SessionHub, read_messages
+from memci.tools._builtin import FILE_TOOLS, RECALL_PAGE, SEARCH_MEMORY, WORKSPACE_TOOLS
 
 __all__ = ["BodyLimit", "ContextRequest", "create_app"]
 
@@ -47,15 +56,21 @@ _SID = Path(description="The session's name (unique within the key's tenant).",
             min_length=1, max_length=200)
 
 
-class ContextRequest(BaseModel):
-    """What ``POST /v1/sessions/{sid}/context`` takes."""
+_TOOL_NAMES = [RECALL_PAGE.spec.name, SEARCH_MEMORY.spec.name, *FILE_TOOLS, *WORKSPACE_TOOLS]
+_BIGGEST = 2**62  # seqs and offsets: anything larger is refused before SQLite sees it
+_MAX_DEPTH = 128  # nesting of a JSON body; far deeper than any message
 
-    format: Annotated[Literal["openai", "anthropic"], Field(
-        description="The provider format of the payload.")] = "openai"
-    budget: Annotated[int | None, Field(
-        gt=0, description="Token budget (default: the session's).")] = None
-    recipe: Annotated[Literal["auto", "chat", "tool_loop"], Field(
-        description="Section recipe of the build.")] = "auto"
+
+def _moment(now: datetime | None) -> datetime | None:
+    """``now`` of a search, refused (400) when it cannot be compared with stored times."""
+    if now is None:
+        return None
+    try:
+        return now.astimezone(UTC) if now.tzinfo is not None else now.replace(tzinfo=UTC)
+    except (OverflowError, ValueError) as exc:
+        raise ApiError(400, "invalid_request",
+                       f"now: {now.isoformat()} is out of range; give a date-time between "
+                       "0001-01-01 and 9999-12-31 in UTC") from exc
 
 
 def _json(data: Any, status: int = 200) -> JSONResponse:
@@ -125,15 +140,49 @@ def _replay(messages: list[ASGIMessage], receive: Receive) -> Receive:
     return replay
 
 
+_TOO_DEEP = object()
+
+
+def _not_json(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number")
+
+
 async def _read_json(request: Request) -> Any:
-    """The request body as JSON, whatever its content type says (None when empty)."""
+    """The request body as JSON, whatever its content type says (None when empty).
+
+    Refused with 400: text that is not JSON (NaN and Infinity included), and nesting
+    deeper than ``_MAX_DEPTH`` (no handler ever recurses through a body that deep).
+    """
     raw = await request.body()
     if not raw.strip():
         return None
     try:
-        return json.loads(raw)
+        body = json.loads(raw, parse_constant=_not_json)
+    except RecursionError:
+        body = _TOO_DEEP
     except ValueError as exc:
         raise ApiError(400, "invalid_json", f"the body is not valid JSON: {exc}") from exc
+    if body is _TOO_DEEP or _deeper_than(body, _MAX_DEPTH):
+        raise ApiError(400, "too_deep",
+                       f"the body nests arrays and objects more than {_MAX_DEPTH} deep")
+    return body
+
+
+def _deeper_than(value: Any, limit: int) -> bool:
+    """True when ``value`` nests lists and dicts more than ``limit`` deep (no recursion)."""
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict):
+            children: Any = item.values()
+        elif isinstance(item, list):
+            children = item
+        else:
+            continue
+        if depth > limit:
+            return True
+        stack.extend((child, depth + 1) for child in children)
+    return False
 
 
 def _problems(errors: Sequence[Any]) -> str:
@@ -145,30 +194,54 @@ def _problems(errors: Sequence[Any]) -> str:
     return "; ".join(problems) or "invalid request"
 
 
-def _json_body(description: str) -> dict[str, Any]:
-    """OpenAPI for a JSON body read by hand (any JSON value)."""
-    return {"requestBody": {"required": False, "description": description,
-                            "content": {"application/json": {"schema": {}}}}}
+def _json_body(description: str, schema: dict[str, Any] | None = None,
+               required: bool = False) -> dict[str, Any]:
+    """OpenAPI for a JSON body read by hand (any JSON value unless a schema is given)."""
+    return {"requestBody": {"required": required, "description": description,
+                            "content": {"application/json": {"schema": schema or {}}}}}
 
 
-def _split_body(body: Any) -> tuple[list[Any], str | None, dict[str, Any] | None]:
-    """Messages, user and settings of a ``POST …/messages`` body."""
+_ENVELOPE = frozenset({"messages", "user", "settings"})
+
+
+def _split_body(body: Any) -> tuple[list[Any], str | None, dict[str, Any]]:
+    """Messages, user and settings (checked) of a ``POST …/messages`` body."""
     if isinstance(body, list):
-        return body, None, None
+        return body, None, {}
     if isinstance(body, dict) and "messages" in body and "role" not in body:
+        extra = sorted(str(k)[:80] for k in set(body) - _ENVELOPE)
+        if extra:
+            raise InvalidMessageError(
+                f"{extra[0]!r} is not a field of the messages envelope; it takes "
+                '"messages", "user" and "settings"')
         items = body["messages"]
         user = body.get("user")
-        settings = body.get("settings")
         if user is not None and not isinstance(user, str):
             raise InvalidMessageError("'user' must be a string")
-        if settings is not None and not isinstance(settings, dict):
-            raise InvalidMessageError("'settings' must be a JSON object")
-        return (items if isinstance(items, list) else [items]), user, settings
+        return ((items if isinstance(items, list) else [items]), user,
+                request_settings(body.get("settings")))
     if isinstance(body, dict):
-        return [body], None, None
+        return [body], None, {}
     raise InvalidMessageError(
         "the body must be a message (an object with a role), a list of messages, or "
         '{"messages": [...], "user": ..., "settings": {...}}')
+
+
+def _schemas() -> tuple[dict[str, Any], dict[str, Any]]:
+    """The JSON schemas of the message and context bodies, with their shared definitions."""
+    messages = TypeAdapter(MessagesBody).json_schema(ref_template="#/components/schemas/{model}")
+    context = ContextRequest.model_json_schema(ref_template="#/components/schemas/{model}")
+    defs = {**messages.pop("$defs", {}), **context.pop("$defs", {})}
+    return {"messages": messages, "context": context}, defs
+
+
+_ERRORS: dict[int | str, dict[str, Any]] = {
+    status: {"model": ErrorAnswer, "description": what} for status, what in (
+        (400, "Bad input: the message says what to fix; nothing was stored."),
+        (401, "No API key, or an unknown or revoked one."),
+        (404, "Unknown session, tool, artifact or route."),
+        (413, "The body is over the server's limit."),
+        (503, "The store cannot be written."))}
 
 
 def create_app(
@@ -180,8 +253,13 @@ def create_app(
     """
     config = config or ServerConfig.resolve()
     keys = keys or KeyStore(engine.store)
+    policy = HostPolicy(config, keys, guarded_paths(engine))
+    policy.check()
+    # Every session of the engine, however reached (REST, proxy), gets its tenant's limits.
+    engine.host_limits = policy.limits
     hub = SessionHub(engine)
     proxy = ChatProxy(hub, config)
+    bodies, definitions = _schemas()
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
@@ -204,6 +282,22 @@ def create_app(
     app.state.hub = hub
     app.state.keys = keys
     app.state.config = config
+    app.state.policy = policy
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is None:
+            schema = FastAPI.openapi(app)
+            schema.setdefault("components", {}).setdefault("schemas", {}).update(definitions)
+            for operations in schema.get("paths", {}).values():
+                for operation in operations.values():
+                    # Failed validation answers 400 (see _invalid), never FastAPI's 422.
+                    operation.get("responses", {}).pop("422", None)
+            for unused in ("HTTPValidationError", "ValidationError"):
+                schema["components"]["schemas"].pop(unused, None)
+            app.openapi_schema = schema
+        return app.openapi_schema
+
+    app.openapi = openapi  # type: ignore[method-assign]  # FastAPI's documented hook
     app.add_middleware(BodyLimit, max_bytes=config.max_body_bytes)
 
     @app.exception_handler(ApiError)
@@ -233,15 +327,24 @@ def create_app(
     bearer = HTTPBearer(auto_error=False, scheme_name="memci API key",
                         description="A key made with `memci keys create TENANT`.")
 
+    api_key_header = APIKeyHeader(
+        name="x-api-key", auto_error=False, scheme_name="memci API key (x-api-key)",
+        description="The same key, as Anthropic's SDK sends it (instead of Bearer).")
+
     async def tenant_of(
+        request: Request,
         credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)],
-        x_api_key: Annotated[str | None, Header(
-            description="The API key, as Anthropic's SDK sends it (instead of Bearer).")
-        ] = None,
+        x_api_key: Annotated[str | None, Depends(api_key_header)],
     ) -> str:
         if not config.auth:
             return config.default_tenant
         key = credentials.credentials if credentials is not None else x_api_key
+        sent = request.headers.get("x-api-key")  # also when empty, which x_api_key hides
+        if credentials is not None and sent is not None and sent != key:
+            # Two different keys: answering as either could act for the wrong tenant.
+            raise ApiError(401, "unauthorized",
+                           "the request carries two different API keys (Authorization and "
+                           "x-api-key); send one")
         if not key:
             raise ApiError(401, "unauthorized",
                            "send an API key as 'Authorization: Bearer <key>'")
@@ -276,13 +379,14 @@ def create_app(
     def healthz() -> JSONResponse:
         return _json({"status": "ok", "version": memci.__version__})
 
-    @app.get("/v1/sessions", tags=["sessions"], summary="The tenant's sessions")
+    @app.get("/v1/sessions", tags=["sessions"], responses=_ERRORS, summary="The tenant's sessions")
     def list_sessions(tenant: Tenant) -> JSONResponse:
         return _json({"sessions": [
             {"session": r.name, "user": r.user, "created_at": r.created_at.isoformat()}
             for r in engine.sessions(tenant)]})
 
-    @app.get("/v1/sessions/{sid}", tags=["sessions"], summary="A session's state summary")
+    @app.get("/v1/sessions/{sid}", tags=["sessions"],
+             responses=_ERRORS, summary="A session's state summary")
     def get_session(sid: Sid, tenant: Tenant) -> JSONResponse:
         session = hub.get(tenant, sid)
         stats = session.stats()
@@ -296,13 +400,15 @@ def create_app(
 
     @app.post("/v1/sessions/{sid}/messages", tags=["messages"],
               summary="Add one message or a list (OpenAI or Anthropic format)",
-              openapi_extra=_json_body(
+              responses=_ERRORS, openapi_extra=_json_body(
                   "One message, a list of messages, or {\"messages\": [...], \"user\": "
                   "\"u1\", \"settings\": {...}}; messages in OpenAI or Anthropic format, "
-                  "as for session.add. All are stored, or none."))
+                  "as for session.add. All are stored, or none.", bodies["messages"],
+                  required=True))
     async def add_messages(
         request: Request, sid: Sid, tenant: Tenant,
-        user: Annotated[str | None, Query(description="The session's user.")] = None,
+        user: Annotated[str | None, Query(min_length=1, max_length=200,
+                                          description="The session's user.")] = None,
     ) -> JSONResponse:
         items, body_user, settings = _split_body(await _read_json(request))
 
@@ -314,11 +420,12 @@ def create_app(
         stored = await anyio.to_thread.run_sync(store)
         return _json({"session": sid, "messages": [message_json(m) for m in stored]})
 
-    @app.get("/v1/sessions/{sid}/messages", tags=["messages"],
+    @app.get("/v1/sessions/{sid}/messages", tags=["messages"], responses=_ERRORS,
              summary="The stored log, in order (seq after `after`)")
     def get_messages(
         sid: Sid, tenant: Tenant,
-        after: Annotated[int, Query(ge=0, description="Only messages with seq > after.")] = 0,
+        after: Annotated[int, Query(ge=0, le=_BIGGEST,
+                                    description="Only messages with seq > after.")] = 0,
         limit: Annotated[int, Query(ge=1, le=10_000, description="At most this many.")] = 1000,
     ) -> JSONResponse:
         session = hub.get(tenant, sid)
@@ -327,8 +434,8 @@ def create_app(
 
     @app.post("/v1/sessions/{sid}/context", tags=["context"],
               summary="Build the context: a provider-ready payload and its figures",
-              openapi_extra={"requestBody": {"required": False, "content": {
-                  "application/json": {"schema": ContextRequest.model_json_schema()}}}})
+              responses=_ERRORS, openapi_extra=_json_body(
+                  "What to build (all optional).", bodies["context"]))
     async def build_context(request: Request, sid: Sid, tenant: Tenant) -> JSONResponse:
         try:
             asked = ContextRequest.model_validate(await _read_json(request) or {})
@@ -347,10 +454,12 @@ def create_app(
 
         return _json(await anyio.to_thread.run_sync(build))
 
-    @app.get("/v1/sessions/{sid}/search", tags=["search"], summary="Search the session's memory")
+    @app.get("/v1/sessions/{sid}/search", tags=["search"],
+             responses=_ERRORS, summary="Search the session's memory")
     def search(
         sid: Sid, tenant: Tenant,
-        q: Annotated[str, Query(min_length=1, description="What to look for.")],
+        q: Annotated[str, Query(min_length=1, max_length=4000,
+                                description="What to look for.")],
         k: Annotated[int, Query(ge=1, le=100, description="How many hits.")] = 10,
         scope: Annotated[Literal["session", "user"], Query(
             description="Search this session, or every session of its user.")] = "session",
@@ -358,10 +467,11 @@ def create_app(
             description="ISO 8601 date-time a time in q (\"yesterday\") counts from;"
                         " the server's clock by default.")] = None,
     ) -> JSONResponse:
-        hits = hub.get(tenant, sid).search(q, k=k, scope=scope, now=now)
+        hits = hub.get(tenant, sid).search(q, k=k, scope=scope, now=_moment(now))
         return _json({"session": sid, "query": q, "hits": [hit_json(h) for h in hits]})
 
-    @app.get("/v1/sessions/{sid}/tools", tags=["tools"], summary="memci's tools in this session")
+    @app.get("/v1/sessions/{sid}/tools", tags=["tools"],
+             responses=_ERRORS, summary="memci's tools in this session")
     def list_tools(
         sid: Sid, tenant: Tenant,
         format: Annotated[Literal["openai", "anthropic"], Query(
@@ -372,10 +482,12 @@ def create_app(
 
     @app.post("/v1/sessions/{sid}/tools/{name}", tags=["tools"],
               summary="Run one of memci's tools (JSON arguments)",
-              openapi_extra=_json_body("The tool's arguments as a JSON object."))
+              responses=_ERRORS, openapi_extra=_json_body(
+                  "The tool's arguments as a JSON object.", {"type": "object"}))
     async def call_tool(
         request: Request, sid: Sid, tenant: Tenant,
-        name: Annotated[str, Path(description="The tool's name.")],
+        name: Annotated[str, Path(max_length=100, description="The tool's name.",
+                                  json_schema_extra={"enum": _TOOL_NAMES})],
     ) -> JSONResponse:
         arguments = await _read_json(request)
         if arguments is not None and not isinstance(arguments, dict):
@@ -393,7 +505,7 @@ def create_app(
         return _json({"session": sid, "tool": name, "result": result,
                       "is_error": result.startswith("error:")})
 
-    @app.get("/v1/sessions/{sid}/state", tags=["tools"],
+    @app.get("/v1/sessions/{sid}/state", tags=["tools"], responses=_ERRORS,
              summary="Working state: pins and plan (when the session offers them)")
     def working_state(sid: Sid, tenant: Tenant) -> JSONResponse:
         session = hub.get(tenant, sid)
@@ -404,12 +516,13 @@ def create_app(
         state["tools"] = [n for n in names if n.startswith(("pin_", "plan_", "notebook_"))]
         return _json(state)
 
-    @app.get("/v1/sessions/{sid}/artifacts/{artifact_id}", tags=["tools"],
+    @app.get("/v1/sessions/{sid}/artifacts/{artifact_id}", tags=["tools"], responses=_ERRORS,
              summary="Read a stored tool output (artifact) by id")
     def get_artifact(
         sid: Sid, tenant: Tenant,
-        artifact_id: Annotated[str, Path(description="The id in `artifact:<id>`.")],
-        offset: Annotated[int, Query(ge=0, description="First character.")] = 0,
+        artifact_id: Annotated[str, Path(max_length=80,
+                                         description="The id in `artifact:<id>`.")],
+        offset: Annotated[int, Query(ge=0, le=_BIGGEST, description="First character.")] = 0,
         length: Annotated[int, Query(ge=1, le=1_000_000, description="Characters.")] = 4000,
     ) -> JSONResponse:
         session = hub.get(tenant, sid)
@@ -421,7 +534,8 @@ def create_app(
             raise ApiError(404, "unknown_artifact", text.removeprefix("error:").strip())
         return _json({"session": sid, "id": artifact_id, "offset": offset, "text": text})
 
-    @app.get("/v1/sessions/{sid}/stats", tags=["sessions"], summary="A session's stats")
+    @app.get("/v1/sessions/{sid}/stats", tags=["sessions"],
+             responses=_ERRORS, summary="A session's stats")
     def get_stats(sid: Sid, tenant: Tenant) -> JSONResponse:
         session = hub.get(tenant, sid)
         return _json({"session": sid, **jsonable(session.stats())})

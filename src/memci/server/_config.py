@@ -3,7 +3,13 @@
 Resolution order (resolved when asked for, never at import): explicit arguments >
 ``MEMCI_*`` environment > defaults. Environment: ``MEMCI_UPSTREAM_BASE_URL`` and
 ``MEMCI_UPSTREAM_API_KEY`` (OpenAI-compatible upstream), ``MEMCI_UPSTREAM_ANTHROPIC_BASE_URL``
-and ``MEMCI_UPSTREAM_ANTHROPIC_API_KEY`` (Anthropic upstream), ``MEMCI_SERVER_MAX_BODY_BYTES``.
+and ``MEMCI_UPSTREAM_ANTHROPIC_API_KEY`` (Anthropic upstream), ``MEMCI_SERVER_MAX_BODY_BYTES``,
+``MEMCI_SERVER_FILE_ROOTS`` (directories separated by ``os.pathsep``) and
+``MEMCI_SERVER_MAX_MESSAGE_BYTES``.
+
+``file_roots`` and ``max_message_bytes`` are the operator's defaults for what every
+tenant's sessions may reach on the host (a tenant's key policy replaces them; see
+:mod:`memci.server._policy`); a request can never widen them.
 """
 
 from __future__ import annotations
@@ -13,7 +19,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
+from memci._settings import check_setting
 from memci.errors import ConfigError
+from memci.messages import DEFAULT_MAX_BYTES
 
 __all__ = ["DEFAULT_MAX_BODY_BYTES", "ServerConfig"]
 
@@ -26,7 +34,9 @@ class ServerConfig:
 
     ``auth=False`` serves every request as tenant ``default_tenant`` without a key (for a
     server only its own user can reach); ``max_tool_rounds`` bounds how many times the
-    proxy runs memci's own tools before the model must answer.
+    proxy runs memci's own tools before the model must answer. ``file_roots`` (absolute
+    directories; none by default) and ``max_message_bytes`` are what every tenant without
+    a key policy of its own may reach.
     """
 
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
@@ -38,8 +48,16 @@ class ServerConfig:
     upstream_anthropic_api_key: str | None = None
     upstream_timeout: float = 120.0
     max_tool_rounds: int = 8
+    file_roots: tuple[str, ...] = ()
+    max_message_bytes: int = DEFAULT_MAX_BYTES
 
     def __post_init__(self) -> None:
+        check_setting("file_roots", list(self.file_roots))
+        check_setting("max_message_bytes", self.max_message_bytes)
+        relative = [r for r in self.file_roots if not os.path.isabs(r)]
+        if relative:
+            raise ConfigError(f"file roots of the server must be absolute paths, not "
+                              f"{relative[0]!r}")
         if self.max_body_bytes < 1024:
             raise ConfigError(f"max_body_bytes must be at least 1024, not {self.max_body_bytes}")
         if not 1 <= self.max_tool_rounds <= 64:
@@ -72,5 +90,16 @@ class ServerConfig:
                 values["max_body_bytes"] = int(env["MEMCI_SERVER_MAX_BODY_BYTES"])
             except ValueError as exc:
                 raise ConfigError("MEMCI_SERVER_MAX_BODY_BYTES must be an integer") from exc
+        if env.get("MEMCI_SERVER_FILE_ROOTS"):
+            values["file_roots"] = tuple(
+                os.path.abspath(r) for r in env["MEMCI_SERVER_FILE_ROOTS"].split(os.pathsep)
+                if r)
+        if env.get("MEMCI_SERVER_MAX_MESSAGE_BYTES"):
+            try:
+                values["max_message_bytes"] = int(env["MEMCI_SERVER_MAX_MESSAGE_BYTES"])
+            except ValueError as exc:
+                raise ConfigError("MEMCI_SERVER_MAX_MESSAGE_BYTES must be an integer") from exc
         values.update({k: v for k, v in explicit.items() if v is not None})
+        if "file_roots" in values:
+            values["file_roots"] = tuple(values["file_roots"])
         return replace(cls(), **values)

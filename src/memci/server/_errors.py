@@ -18,6 +18,7 @@ from memci.errors import (
     MemciError,
     MissingExtraError,
     StoreError,
+    TokenizerUnavailableError,
     UnknownSessionError,
 )
 from memci.tools._registry import UnknownToolError
@@ -51,7 +52,7 @@ def classify(exc: MemciError) -> ApiError:
         return ApiError(404, "unknown_session", str(exc))
     if isinstance(exc, UnknownToolError):
         return ApiError(404, "unknown_tool", str(exc))
-    if isinstance(exc, ConfigError):
+    if isinstance(exc, ConfigError | TokenizerUnavailableError):
         return ApiError(400, "invalid_setting", str(exc))
     if isinstance(exc, InvalidInputError):
         return ApiError(400, _snake(type(exc).__name__), str(exc))

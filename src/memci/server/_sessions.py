@@ -3,7 +3,11 @@
 A request's API key decides its tenant, and a session is looked up only inside that
 tenant, so another tenant's session of the same name is simply not there (404). Reads
 never create a session; only adding messages (REST or proxy) does. Sessions are never
-deleted, so once found a session object is kept for the life of the server.
+deleted, so a session once found is known for the life of the server.
+
+Every session is handed out through :meth:`Engine.session`, which applies the tenant's
+host limits (the operator's file roots and message size, see :mod:`memci.server._policy`)
+as they are now, so a policy changed while the server runs applies to open sessions too.
 """
 
 from __future__ import annotations
@@ -52,19 +56,14 @@ class SessionHub:
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
         self._lock = threading.Lock()
-        self._known: dict[tuple[str, str], Session] = {}
+        self._known: set[tuple[str, str]] = set()
         self._turn_locks: dict[tuple[str, str], threading.Lock] = {}
 
     def get(self, tenant: str, name: str) -> Session:
         """The existing session ``name`` of ``tenant``; raises UnknownSessionError."""
-        key = (tenant, name)
-        with self._lock:
-            session = self._known.get(key)
-        if session is not None:
-            return session
-        if self.engine.store.session(tenant, name) is None:
+        if not self.exists(tenant, name):
             raise UnknownSessionError(f"no session {name!r}")
-        return self._remember(key, self.engine.session(name, tenant=tenant))
+        return self._remember(tenant, self.engine.session(name, tenant=tenant))
 
     def exists(self, tenant: str, name: str) -> bool:
         """True when the session is in the store."""
@@ -78,14 +77,8 @@ class SessionHub:
         settings: Mapping[str, Any] | None = None,
     ) -> Session:
         """Get or create the session; ``settings`` apply (and are saved) when given."""
-        key = (tenant, name)
-        if not settings:
-            with self._lock:
-                session = self._known.get(key)
-            if session is not None and user in (None, session.user):
-                return session
-        return self._remember(
-            key, self.engine.session(name, user=user, tenant=tenant, **dict(settings or {})))
+        return self._remember(tenant, self.engine.session(
+            name, user=user, tenant=tenant, **dict(settings or {})))
 
     def turn_lock(self, session: Session) -> threading.Lock:
         """A lock that serializes the proxy's read-compare-append of one session."""
@@ -93,7 +86,7 @@ class SessionHub:
         with self._lock:
             return self._turn_locks.setdefault(key, threading.Lock())
 
-    def _remember(self, key: tuple[str, str], session: Session) -> Session:
+    def _remember(self, tenant: str, session: Session) -> Session:
         with self._lock:
-            self._known[key] = session
+            self._known.add((tenant, session.name))
         return session
