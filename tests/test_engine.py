@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import itertools
 import json
 import random
@@ -256,3 +257,42 @@ def test_bad_embedder_setting_fails_at_open_not_after_storing(
     monkeypatch.setenv("MEMCI_EMBEDDER", "bogus")
     with pytest.raises(memci.ConfigError, match="MEMCI_EMBEDDER"):
         memci.Engine.open(db_path)
+
+
+# -- issue 11 §4: a system prompt may change at any time ----------------------------------
+
+
+@pytest.mark.parametrize("strategy", ["paged", "oldest", "sliding_window", "summarize"])
+def test_system_prompt_changing_mid_page_keeps_the_session_working(
+    db_path: Path, strategy: str
+) -> None:
+    """A system message between a user message and its answer is not part of any page."""
+    with memci.Engine.open(db_path) as engine:
+        extra = {"max_messages": 20} if strategy == "sliding_window" else {}
+        s = engine.session("s", strategy=strategy, **extra)
+        s.add({"role": "user", "content": "hi"})
+        s.set_system("S")
+        s.add({"role": "assistant", "content": "hello"})
+        ctx = s.build()
+        assert [m.content for m in ctx.messages if m.role != "system"] == ["hi", "hello"]
+        assert ctx.messages[0].content == "S"
+        # Pages keep growing, archive and come back with system messages inside their span.
+        for turn in range(40):
+            s.add({"role": "user", "content": f"question {turn} " + "word " * 60})
+            s.set_system(f"S{turn}")
+            s.add({"role": "assistant", "content": f"answer {turn} " + "word " * 60})
+            s.build(budget=1500)
+        if strategy == "paged":
+            assert s.stats().archived > 0
+            assert s.call_tool("recall_page", {"index": 1}).startswith("Page 1 (")
+            assert "hi" in [m.content for m in s.build(budget=1500).messages]
+    with memci.Engine.open(db_path) as engine:
+        s = engine.session("s")
+        ctx = s.build(budget=1500)
+        assert ctx.messages[0].content == "S39"
+        assert sum(m.content == "S39" for m in ctx.messages) == 1
+        s.add({"role": "user", "content": "after reopen"})
+        assert ctx.stats.total_tokens <= 1500
+        assert s.build().messages[-1].content == "after reopen"
+        out = io.StringIO()
+        assert s.export_jsonl(out) == s.count() == 124
