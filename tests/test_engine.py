@@ -7,6 +7,9 @@ import itertools
 import json
 import random
 import re
+import sqlite3
+from dataclasses import replace
+from datetime import UTC
 from pathlib import Path
 from typing import Any
 
@@ -97,6 +100,20 @@ def test_bad_settings_raise_config_error(engine: memci.Engine, bad: dict[str, An
         engine.session("x", **bad)
 
 
+def _deep_value(levels: int) -> dict[str, Any]:
+    value: dict[str, Any] = {}
+    for _ in range(levels):
+        value = {"k": value}
+    return value
+
+
+class _FailingDump:
+    """An SDK-like object whose ``model_dump`` raises."""
+
+    def model_dump(self) -> dict[str, Any]:
+        raise RuntimeError("validation failed")
+
+
 @pytest.mark.parametrize(("message", "error"), [
     ({"role": "wizard", "content": "x"}, memci.UnknownRoleError),
     ({"role": "tool", "tool_call_id": "missing", "content": "x"}, memci.OrphanToolResultError),
@@ -112,6 +129,25 @@ def test_bad_settings_raise_config_error(engine: memci.Engine, bad: dict[str, An
     ({"role": "user", "content": "x", "created_at": "yesterday-ish"},
      memci.InvalidTimestampError),
     ({"role": "user", "content": 42}, memci.InvalidMessageError),
+    # issue 11 §4/§5: each of these used to be stored, then break the session
+    ({"role": "user", "content": "x", "created_at": "0001-01-01T00:00:00+01:00"},
+     memci.InvalidTimestampError),
+    ({"role": "user", "content": "x", "created_at": "9999-12-31T23:30:00-01:00"},
+     memci.InvalidTimestampError),
+    (replace(memci.Message.user("x"), tokens="many"), memci.InvalidMessageError),
+    (replace(memci.Message.user("x"), parts=None), memci.InvalidMessageError),
+    (replace(memci.Message.user("x"), created_at="str"), memci.InvalidTimestampError),
+    (memci.Message.tool("c1", "x", is_error="yes"), memci.InvalidMessageError),
+    ({"role": "user", "content": "x", "metadata": {"m": "y" * 1100}},
+     memci.MessageTooLargeError),
+    ({"role": "user", "content": "x", "metadata": _deep_value(100_000)},
+     memci.InvalidMessageError),
+    ({"role": "assistant", "content": [{"type": "tool_use", "id": "u", "name": "f",
+                                        "input": _deep_value(100_000)}]},
+     memci.InvalidToolArgumentsError),
+    ({"role": "assistant", "tool_calls": [_call("c", args='{"q": "\\ud800"}')]},
+     memci.InvalidTextError),
+    (_FailingDump(), memci.InvalidMessageError),
 ])
 def test_bad_input_raises_and_stores_nothing(
     engine: memci.Engine, message: Any, error: type[Exception]
@@ -125,6 +161,10 @@ def test_bad_input_raises_and_stores_nothing(
     with pytest.raises(error):
         s.add_many([{"role": "user", "content": "first of batch"}, message])
     assert [m.content for m in s.messages()] == ["kept"]
+    # and the session goes on: it builds, takes the next message and reopens
+    s.add({"role": "assistant", "content": "next"})
+    assert [m.content for m in s.build().messages] == ["kept", "next"]
+    assert engine.session("s").count() == 2
 
 
 def test_system_prompt_is_the_newest_system_message(tmp_path: Path) -> None:
@@ -296,3 +336,97 @@ def test_system_prompt_changing_mid_page_keeps_the_session_working(
         assert s.build().messages[-1].content == "after reopen"
         out = io.StringIO()
         assert s.export_jsonl(out) == s.count() == 124
+
+
+def test_rows_older_versions_wrote_are_always_loadable(db_path: Path) -> None:
+    """Rows an older memci stored without checking every field: count, build, export,
+    search and reopen all work, and new messages can still be added."""
+    with memci.Engine.open(db_path) as engine:
+        s = engine.session("s")
+        s.add({"role": "user", "content": "alpha question", "metadata": {"k": "v"}})
+        s.add({"role": "assistant", "content": "", "tool_calls": [
+            _call("c1", args='{"q": "beta"}')]})
+        s.add({"role": "tool", "tool_call_id": "c1", "content": "gamma result"})
+        s.add({"role": "user", "content": [
+            {"type": "text", "text": "delta"},
+            {"type": "image_url", "image_url": {"url": "https://example.com/a.png"}}]})
+        s.add({"role": "assistant", "content": "epsilon answer"})
+        s.add({"role": "user", "content": "zeta"})
+        s.add({"role": "assistant", "content": "eta"})
+        sid = s.record.id
+    old_rows = {  # seq: what an older version could leave in the row
+        1: {"tokens": "many", "created_at": "0001-01-01T00:00:00+01:00",
+            "metadata": "not json"},
+        2: {"tokens": -5, "created_at": "9999-12-31T23:59:59-01:00",
+            "parts": json.dumps([{"kind": "tool_call", "id": "c1", "name": "bash",
+                                  "arguments": '{"q": "\\ud800 beta"}'}])},
+        3: {"tokens": 3.5, "created_at": "garbage",
+            "parts": json.dumps([{"kind": "tool_result", "call_id": "c1",
+                                  "content": "gamma result", "is_error": "yes"}])},
+        4: {"created_at": "2026-01-01T00:00:00", "metadata": "[1, 2]",
+            "parts": json.dumps([{"kind": "text", "text": "delta"},
+                                 {"kind": "image", "url": "https://example.com/a.png",
+                                  "media_type": 5, "detail": ["x"]}])},
+    }
+    db = sqlite3.connect(db_path)
+    with db:
+        for seq, values in old_rows.items():
+            for column, value in values.items():
+                db.execute(f"UPDATE messages SET {column} = ? WHERE session_id = ? AND seq = ?",
+                           (value, sid, seq))
+        db.execute("DELETE FROM memory_docs")  # the index is rebuilt from these rows
+        db.execute("DELETE FROM message_views")  # so are the tool results' views
+    db.close()
+    for _ in range(2):  # and again after a reopen
+        with memci.Engine.open(db_path) as engine:
+            s = engine.session("s")
+            assert s.count() == len(s.messages()) >= 7
+            stored = s.messages()
+            assert all(isinstance(m.tokens, int) and m.tokens >= 0 for m in stored)
+            assert stored[0].metadata == {"unreadable": "not json"}
+            assert stored[2].tool_result is not None and stored[2].tool_result.is_error
+            assert stored[2].created_at is None
+            for m in stored:
+                if m.created_at is not None:
+                    m.created_at.astimezone(UTC)
+            for recipe in ("chat", "tool_loop", "auto"):
+                for budget in (None, 300, 60):
+                    ctx = s.build(recipe=recipe, budget=budget)
+                    assert_openai_valid(ctx.to_openai()["messages"])
+                    assert_anthropic_valid(ctx.to_anthropic())
+            out = io.StringIO()
+            assert s.export_jsonl(out) == s.count()
+            assert s.search("epsilon")[0].message.content == "epsilon answer"
+            assert s.search("beta", scope="user")
+            assert "no memory found" not in s.call_tool(
+                "search_memory", {"query": "gamma", "since": "2000-01-01"})
+            s.add({"role": "user", "content": "theta"})
+            assert s.build().messages[-1].content == "theta"
+    with memci.Engine.open(db_path) as engine:
+        copy = engine.import_jsonl(io.StringIO(out.getvalue()), name="copy")
+        assert copy.count() == 8
+
+
+def test_bad_memci_messages_store_nothing_and_the_session_reopens(db_path: Path) -> None:
+    """issue 11 §4: Message objects with bad fields used to commit and then raise."""
+    bad = [
+        replace(memci.Message.tool("c1", "out"), tokens="many"),
+        memci.Message.tool("c1", "out", is_error="yes"),  # type: ignore[arg-type]
+        replace(memci.Message.tool("c1", "out"), parts=None),
+        replace(memci.Message.tool("c1", "out"), created_at="str"),
+        replace(memci.Message.tool("c1", "out"), metadata={"m": _deep_value(100_000)}),
+    ]
+    with memci.Engine.open(db_path) as engine:
+        s = engine.session("s")
+        s.add({"role": "user", "content": "run it"})
+        s.add({"role": "assistant", "tool_calls": [_call("c1")]})  # the call stays open
+        for message in bad:
+            with pytest.raises(memci.InvalidMessageError):
+                s.add(message)
+            assert s.count() == 2
+        s.add(memci.Message.tool("c1", "out", is_error=True))  # the call is still open
+    with memci.Engine.open(db_path) as engine:
+        s = engine.session("s")
+        assert [m.role for m in s.messages()] == ["user", "assistant", "tool"]
+        assert s.build().messages[-1].role == "tool"
+
