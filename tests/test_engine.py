@@ -430,3 +430,103 @@ def test_bad_memci_messages_store_nothing_and_the_session_reopens(db_path: Path)
         assert [m.role for m in s.messages()] == ["user", "assistant", "tool"]
         assert s.build().messages[-1].role == "tool"
 
+
+
+def test_over_rest_bad_input_is_a_4xx_and_stores_nothing(engine: memci.Engine) -> None:
+    """issue 11 §4/§5 over REST: no 500, no duplicate on retry, refusals as `error:`."""
+    pytest.importorskip("fastapi")
+    from fastapi.testclient import TestClient
+
+    from memci.server import ServerConfig, create_app
+
+    with TestClient(create_app(engine, ServerConfig(auth=False))) as client:
+        url = "/v1/sessions/s"
+        for body in ({"role": "user", "content": "hi"}, {"role": "system", "content": "S"},
+                     {"role": "assistant", "content": "hello"}):
+            assert client.post(f"{url}/messages", json=body).status_code == 200
+        assert client.post(f"{url}/context", json={}).status_code == 200
+        late = {"role": "user", "content": "x", "created_at": "0001-01-01T00:00:00+01:00"}
+        for _ in range(3):
+            answer = client.post(f"{url}/messages", json=late)
+            assert 400 <= answer.status_code < 500, answer.text
+        assert len(client.get(f"{url}/messages").json()["messages"]) == 3
+        for arguments in ({"index": "²"}, {"index": "9" * 5000}, {"index": 2**70}):
+            answer = client.post(f"{url}/tools/recall_page", json=arguments)
+            assert answer.status_code == 200 and answer.json()["is_error"], answer.text
+        assert client.post(f"{url}/context", json={}).status_code == 200
+
+
+_EVERY_TOOL = ("recall_page", "search_memory", "pin_add", "pin_remove", "pin_update",
+               "pin_list", "plan_add", "plan_done", "plan_remove", "plan_list", "notebook_add",
+               "artifact_get", "file_snippet", "grep")
+_DEEP_TEXT = "[" * 100_000 + "]" * 100_000
+# Wrong for any argument: not JSON memci can keep.
+_BAD_VALUES: list[Any] = [2**70, -(2**70), float("nan"), float("inf"), "a\ud800",
+                          _deep_value(100_000), [_deep_value(70)], {"x": [1], "y": "\udfff"}]
+# Wrong for an argument of the schema's type.
+_BAD_FOR_TYPE: dict[str, list[Any]] = {
+    "integer": ["²", "٣", "1.5", "9" * 5000, "9" * 19, 1.5, True, "one", [1], {"x": 1}, ""],
+    "string": [5, 1.5, True, ["x"], {"x": 1}],
+    "boolean": ["yes", "true", 1, [True]],
+    "array": ["abc", 5, {"x": 1}, ["²"], [2.5], [True]],
+}
+_BAD_ARGUMENTS: list[Any] = [5, 2.5, True, [1], ["index", 1], b"\xff", _DEEP_TEXT,
+                             '{"index": ' + "9" * 5000 + "}", '{"a": "\\ud800"}',
+                             '{"a": 1e999}', "not json", "[]", '"text"', {1: 2},
+                             {"unknown": 1}, _deep_value(100_000)]
+
+
+def _every_tool_session(engine: memci.Engine, tmp_path: Path) -> memci.Session:
+    s = engine.session("tools", tools=list(_EVERY_TOOL), file_roots=[str(tmp_path)])
+    (tmp_path / "a.txt").write_text("alpha\nbeta\n")
+    s.add({"role": "user", "content": "hello"})
+    s.add({"role": "assistant", "tool_calls": [_call("c1")]})
+    s.add({"role": "tool", "tool_call_id": "c1", "content": "line\n" * 50})
+    return s
+
+
+@pytest.mark.parametrize("tool", _EVERY_TOOL)
+def test_every_tool_answers_bad_arguments_with_error(
+    engine: memci.Engine, tmp_path: Path, tool: str
+) -> None:
+    """issue 11 §5: arguments of every kind of wrongness, for every tool: `error: …`."""
+    s = _every_tool_session(engine, tmp_path)
+    schema = next(t for t in s.tool_specs() if t.name == tool).parameters
+    attempts: list[Any] = list(_BAD_ARGUMENTS)
+    for name, rule in schema["properties"].items():
+        wrong = _BAD_VALUES + _BAD_FOR_TYPE[rule["type"]]
+        attempts += [{name: value} for value in wrong]
+    for arguments in attempts:
+        answer = s.call_tool(tool, arguments)
+        assert answer.startswith("error: "), (tool, repr(arguments)[:80], answer)
+        answer.encode("utf-8")  # the answer itself is valid text
+    assert s.count() == 3 and s.build().messages  # the session is as it was
+
+
+@pytest.mark.parametrize("arguments", [{"index": 1}, {"index": "1"}, {"index": " 1 "},
+                                        {"index": 1.0}, '{"index": "1"}', b'{"index": 1}',
+                                        {"index": "+1"}])
+def test_quoted_and_float_whole_numbers_are_read(
+    engine: memci.Engine, arguments: Any
+) -> None:
+    s = engine.session("s")
+    s.add({"role": "user", "content": "hi"})
+    assert s.call_tool("recall_page", arguments).startswith("Page 1 is already")
+
+
+def test_tool_name_that_is_not_offered_raises(engine: memci.Engine) -> None:
+    s = engine.session("s")
+    for name in ("nope", 5, None):
+        with pytest.raises(memci.InvalidInputError, match="not one of memci's tools"):
+            s.call_tool(name, {})  # type: ignore[arg-type]
+
+
+def test_counts_over_the_maximum_are_capped_and_under_the_minimum_refused(
+    engine: memci.Engine, tmp_path: Path
+) -> None:
+    s = _every_tool_session(engine, tmp_path)
+    assert "results for 'hello'" in s.call_tool("search_memory", {"query": "hello", "k": 500})
+    assert s.call_tool("search_memory", {"query": "hello", "k": 0}) == (
+        "error: 'k' must be at least 1, not 0")
+    assert s.call_tool("file_snippet", {"path": "a.txt", "length": 10_000}).count("\n") <= 2
+    assert s.call_tool("recall_page", {"index": -(2**62)}).startswith("error: 'index' must")
