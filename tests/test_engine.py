@@ -530,3 +530,17 @@ def test_counts_over_the_maximum_are_capped_and_under_the_minimum_refused(
         "error: 'k' must be at least 1, not 0")
     assert s.call_tool("file_snippet", {"path": "a.txt", "length": 10_000}).count("\n") <= 2
     assert s.call_tool("recall_page", {"index": -(2**62)}).startswith("error: 'index' must")
+
+
+@pytest.mark.parametrize("bad", [5, None, 2.5, object()])
+def test_add_many_of_what_is_not_a_list_is_a_typed_error(engine: memci.Engine, bad: Any) -> None:
+    s = engine.session("s")
+    with pytest.raises(memci.InvalidMessageError, match="add_many takes a list"):
+        s.add_many(bad)
+    assert s.count() == 0
+
+
+@pytest.mark.parametrize("bad", ["3", None, 2.5, True])
+def test_page_of_what_is_not_a_seq_is_a_typed_error(engine: memci.Engine, bad: Any) -> None:
+    with pytest.raises(memci.ConfigError):
+        engine.session("s").page_of(bad)
