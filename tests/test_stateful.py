@@ -236,6 +236,19 @@ class SessionMachine(RuleBasedStateMachine):
                                 metadata=meta or {}, created_at=stamp, tokens=tokens)
         self._add_maybe_out_of_range(message, stamp)
 
+    @rule(text=texts, anthropic=st.booleans(), data_uri=st.booleans())
+    def add_image(self, text: str, anthropic: bool, data_uri: bool) -> None:
+        if anthropic:
+            source = ({"type": "base64", "media_type": "image/png", "data": "iVBORw0KGgo="}
+                      if data_uri else {"type": "url", "url": "https://example.com/a.png"})
+            image: dict[str, Any] = {"type": "image", "source": source}
+        else:
+            url = ("data:image/png;base64,iVBORw0KGgo=" if data_uri
+                   else "https://example.com/a.png")
+            image = {"type": "image_url", "image_url": {"url": url, "detail": "low"}}
+        self._stored([self.session.add(
+            {"role": "user", "content": [{"type": "text", "text": text}, image]})])
+
     @rule(text=texts)
     def add_chat_completion(self, text: str) -> None:
         completion = SDKMessage({"id": "x", "object": "chat.completion", "choices": [
@@ -356,7 +369,7 @@ class SessionMachine(RuleBasedStateMachine):
 
 
 SessionMachine.TestCase.settings = settings(
-    max_examples=40, stateful_step_count=40, derandomize=True, database=None,
+    max_examples=30, stateful_step_count=40, derandomize=True, database=None,
     deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
 TestSessionMachine = SessionMachine.TestCase
