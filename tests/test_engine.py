@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import io
 import itertools
 import json
 import random
 import re
+import sqlite3
+from dataclasses import replace
+from datetime import UTC
 from pathlib import Path
 from typing import Any
 
@@ -96,6 +100,20 @@ def test_bad_settings_raise_config_error(engine: memci.Engine, bad: dict[str, An
         engine.session("x", **bad)
 
 
+def _deep_value(levels: int) -> dict[str, Any]:
+    value: dict[str, Any] = {}
+    for _ in range(levels):
+        value = {"k": value}
+    return value
+
+
+class _FailingDump:
+    """An SDK-like object whose ``model_dump`` raises."""
+
+    def model_dump(self) -> dict[str, Any]:
+        raise RuntimeError("validation failed")
+
+
 @pytest.mark.parametrize(("message", "error"), [
     ({"role": "wizard", "content": "x"}, memci.UnknownRoleError),
     ({"role": "tool", "tool_call_id": "missing", "content": "x"}, memci.OrphanToolResultError),
@@ -111,6 +129,25 @@ def test_bad_settings_raise_config_error(engine: memci.Engine, bad: dict[str, An
     ({"role": "user", "content": "x", "created_at": "yesterday-ish"},
      memci.InvalidTimestampError),
     ({"role": "user", "content": 42}, memci.InvalidMessageError),
+    # issue 11 §4/§5: each of these used to be stored, then break the session
+    ({"role": "user", "content": "x", "created_at": "0001-01-01T00:00:00+01:00"},
+     memci.InvalidTimestampError),
+    ({"role": "user", "content": "x", "created_at": "9999-12-31T23:30:00-01:00"},
+     memci.InvalidTimestampError),
+    (replace(memci.Message.user("x"), tokens="many"), memci.InvalidMessageError),
+    (replace(memci.Message.user("x"), parts=None), memci.InvalidMessageError),
+    (replace(memci.Message.user("x"), created_at="str"), memci.InvalidTimestampError),
+    (memci.Message.tool("c1", "x", is_error="yes"), memci.InvalidMessageError),
+    ({"role": "user", "content": "x", "metadata": {"m": "y" * 1100}},
+     memci.MessageTooLargeError),
+    ({"role": "user", "content": "x", "metadata": _deep_value(100_000)},
+     memci.InvalidMessageError),
+    ({"role": "assistant", "content": [{"type": "tool_use", "id": "u", "name": "f",
+                                        "input": _deep_value(100_000)}]},
+     memci.InvalidToolArgumentsError),
+    ({"role": "assistant", "tool_calls": [_call("c", args='{"q": "\\ud800"}')]},
+     memci.InvalidTextError),
+    (_FailingDump(), memci.InvalidMessageError),
 ])
 def test_bad_input_raises_and_stores_nothing(
     engine: memci.Engine, message: Any, error: type[Exception]
@@ -124,6 +161,10 @@ def test_bad_input_raises_and_stores_nothing(
     with pytest.raises(error):
         s.add_many([{"role": "user", "content": "first of batch"}, message])
     assert [m.content for m in s.messages()] == ["kept"]
+    # and the session goes on: it builds, takes the next message and reopens
+    s.add({"role": "assistant", "content": "next"})
+    assert [m.content for m in s.build().messages] == ["kept", "next"]
+    assert engine.session("s").count() == 2
 
 
 def test_system_prompt_is_the_newest_system_message(tmp_path: Path) -> None:
@@ -256,3 +297,250 @@ def test_bad_embedder_setting_fails_at_open_not_after_storing(
     monkeypatch.setenv("MEMCI_EMBEDDER", "bogus")
     with pytest.raises(memci.ConfigError, match="MEMCI_EMBEDDER"):
         memci.Engine.open(db_path)
+
+
+# -- issue 11 §4: a system prompt may change at any time ----------------------------------
+
+
+@pytest.mark.parametrize("strategy", ["paged", "oldest", "sliding_window", "summarize"])
+def test_system_prompt_changing_mid_page_keeps_the_session_working(
+    db_path: Path, strategy: str
+) -> None:
+    """A system message between a user message and its answer is not part of any page."""
+    with memci.Engine.open(db_path) as engine:
+        extra = {"max_messages": 20} if strategy == "sliding_window" else {}
+        s = engine.session("s", strategy=strategy, **extra)
+        s.add({"role": "user", "content": "hi"})
+        s.set_system("S")
+        s.add({"role": "assistant", "content": "hello"})
+        ctx = s.build()
+        assert [m.content for m in ctx.messages if m.role != "system"] == ["hi", "hello"]
+        assert ctx.messages[0].content == "S"
+        # Pages keep growing, archive and come back with system messages inside their span.
+        for turn in range(40):
+            s.add({"role": "user", "content": f"question {turn} " + "word " * 60})
+            s.set_system(f"S{turn}")
+            s.add({"role": "assistant", "content": f"answer {turn} " + "word " * 60})
+            s.build(budget=1500)
+        if strategy == "paged":
+            assert s.stats().archived > 0
+            assert s.call_tool("recall_page", {"index": 1}).startswith("Page 1 (")
+            assert "hi" in [m.content for m in s.build(budget=1500).messages]
+    with memci.Engine.open(db_path) as engine:
+        s = engine.session("s")
+        ctx = s.build(budget=1500)
+        assert ctx.messages[0].content == "S39"
+        assert sum(m.content == "S39" for m in ctx.messages) == 1
+        s.add({"role": "user", "content": "after reopen"})
+        assert ctx.stats.total_tokens <= 1500
+        assert s.build().messages[-1].content == "after reopen"
+        out = io.StringIO()
+        assert s.export_jsonl(out) == s.count() == 124
+
+
+def test_rows_older_versions_wrote_are_always_loadable(db_path: Path) -> None:
+    """Rows an older memci stored without checking every field: count, build, export,
+    search and reopen all work, and new messages can still be added."""
+    with memci.Engine.open(db_path) as engine:
+        s = engine.session("s")
+        s.add({"role": "user", "content": "alpha question", "metadata": {"k": "v"}})
+        s.add({"role": "assistant", "content": "", "tool_calls": [
+            _call("c1", args='{"q": "beta"}')]})
+        s.add({"role": "tool", "tool_call_id": "c1", "content": "gamma result"})
+        s.add({"role": "user", "content": [
+            {"type": "text", "text": "delta"},
+            {"type": "image_url", "image_url": {"url": "https://example.com/a.png"}}]})
+        s.add({"role": "assistant", "content": "epsilon answer"})
+        s.add({"role": "user", "content": "zeta"})
+        s.add({"role": "assistant", "content": "eta"})
+        sid = s.record.id
+    old_rows = {  # seq: what an older version could leave in the row
+        1: {"tokens": "many", "created_at": "0001-01-01T00:00:00+01:00",
+            "metadata": "not json"},
+        2: {"tokens": -5, "created_at": "9999-12-31T23:59:59-01:00",
+            "parts": json.dumps([{"kind": "tool_call", "id": "c1", "name": "bash",
+                                  "arguments": '{"q": "\\ud800 beta"}'}])},
+        3: {"tokens": 3.5, "created_at": "garbage",
+            "parts": json.dumps([{"kind": "tool_result", "call_id": "c1",
+                                  "content": "gamma result", "is_error": "yes"}])},
+        4: {"created_at": "2026-01-01T00:00:00", "metadata": "[1, 2]",
+            "parts": json.dumps([{"kind": "text", "text": "delta"},
+                                 {"kind": "image", "url": "https://example.com/a.png",
+                                  "media_type": 5, "detail": ["x"]}])},
+    }
+    db = sqlite3.connect(db_path)
+    with db:
+        for seq, values in old_rows.items():
+            for column, value in values.items():
+                db.execute(f"UPDATE messages SET {column} = ? WHERE session_id = ? AND seq = ?",
+                           (value, sid, seq))
+        db.execute("DELETE FROM memory_docs")  # the index is rebuilt from these rows
+        db.execute("DELETE FROM message_views")  # so are the tool results' views
+    db.close()
+    for _ in range(2):  # and again after a reopen
+        with memci.Engine.open(db_path) as engine:
+            s = engine.session("s")
+            assert s.count() == len(s.messages()) >= 7
+            stored = s.messages()
+            assert all(isinstance(m.tokens, int) and m.tokens >= 0 for m in stored)
+            assert stored[0].metadata == {"unreadable": "not json"}
+            assert stored[2].tool_result is not None and stored[2].tool_result.is_error
+            assert stored[2].created_at is None
+            for m in stored:
+                if m.created_at is not None:
+                    m.created_at.astimezone(UTC)
+            for recipe in ("chat", "tool_loop", "auto"):
+                for budget in (None, 300, 60):
+                    ctx = s.build(recipe=recipe, budget=budget)
+                    assert_openai_valid(ctx.to_openai()["messages"])
+                    assert_anthropic_valid(ctx.to_anthropic())
+            out = io.StringIO()
+            assert s.export_jsonl(out) == s.count()
+            assert s.search("epsilon")[0].message.content == "epsilon answer"
+            assert s.search("beta", scope="user")
+            assert "no memory found" not in s.call_tool(
+                "search_memory", {"query": "gamma", "since": "2000-01-01"})
+            s.add({"role": "user", "content": "theta"})
+            assert s.build().messages[-1].content == "theta"
+    with memci.Engine.open(db_path) as engine:
+        copy = engine.import_jsonl(io.StringIO(out.getvalue()), name="copy")
+        assert copy.count() == 8
+
+
+def test_bad_memci_messages_store_nothing_and_the_session_reopens(db_path: Path) -> None:
+    """issue 11 §4: Message objects with bad fields used to commit and then raise."""
+    bad = [
+        replace(memci.Message.tool("c1", "out"), tokens="many"),
+        memci.Message.tool("c1", "out", is_error="yes"),  # type: ignore[arg-type]
+        replace(memci.Message.tool("c1", "out"), parts=None),
+        replace(memci.Message.tool("c1", "out"), created_at="str"),
+        replace(memci.Message.tool("c1", "out"), metadata={"m": _deep_value(100_000)}),
+    ]
+    with memci.Engine.open(db_path) as engine:
+        s = engine.session("s")
+        s.add({"role": "user", "content": "run it"})
+        s.add({"role": "assistant", "tool_calls": [_call("c1")]})  # the call stays open
+        for message in bad:
+            with pytest.raises(memci.InvalidMessageError):
+                s.add(message)
+            assert s.count() == 2
+        s.add(memci.Message.tool("c1", "out", is_error=True))  # the call is still open
+    with memci.Engine.open(db_path) as engine:
+        s = engine.session("s")
+        assert [m.role for m in s.messages()] == ["user", "assistant", "tool"]
+        assert s.build().messages[-1].role == "tool"
+
+
+
+def test_over_rest_bad_input_is_a_4xx_and_stores_nothing(engine: memci.Engine) -> None:
+    """issue 11 §4/§5 over REST: no 500, no duplicate on retry, refusals as `error:`."""
+    pytest.importorskip("fastapi")
+    from fastapi.testclient import TestClient
+
+    from memci.server import ServerConfig, create_app
+
+    with TestClient(create_app(engine, ServerConfig(auth=False))) as client:
+        url = "/v1/sessions/s"
+        for body in ({"role": "user", "content": "hi"}, {"role": "system", "content": "S"},
+                     {"role": "assistant", "content": "hello"}):
+            assert client.post(f"{url}/messages", json=body).status_code == 200
+        assert client.post(f"{url}/context", json={}).status_code == 200
+        late = {"role": "user", "content": "x", "created_at": "0001-01-01T00:00:00+01:00"}
+        for _ in range(3):
+            answer = client.post(f"{url}/messages", json=late)
+            assert 400 <= answer.status_code < 500, answer.text
+        assert len(client.get(f"{url}/messages").json()["messages"]) == 3
+        for arguments in ({"index": "²"}, {"index": "9" * 5000}, {"index": 2**70}):
+            answer = client.post(f"{url}/tools/recall_page", json=arguments)
+            assert answer.status_code == 200 and answer.json()["is_error"], answer.text
+        assert client.post(f"{url}/context", json={}).status_code == 200
+
+
+_EVERY_TOOL = ("recall_page", "search_memory", "pin_add", "pin_remove", "pin_update",
+               "pin_list", "plan_add", "plan_done", "plan_remove", "plan_list", "notebook_add",
+               "artifact_get", "file_snippet", "grep")
+_DEEP_TEXT = "[" * 100_000 + "]" * 100_000
+# Wrong for any argument: not JSON memci can keep.
+_BAD_VALUES: list[Any] = [2**70, -(2**70), float("nan"), float("inf"), "a\ud800",
+                          _deep_value(100_000), [_deep_value(70)], {"x": [1], "y": "\udfff"}]
+# Wrong for an argument of the schema's type.
+_BAD_FOR_TYPE: dict[str, list[Any]] = {
+    "integer": ["²", "٣", "1.5", "9" * 5000, "9" * 19, 1.5, True, "one", [1], {"x": 1}, ""],
+    "string": [5, 1.5, True, ["x"], {"x": 1}],
+    "boolean": ["yes", "true", 1, [True]],
+    "array": ["abc", 5, {"x": 1}, ["²"], [2.5], [True]],
+}
+_BAD_ARGUMENTS: list[Any] = [5, 2.5, True, [1], ["index", 1], b"\xff", _DEEP_TEXT,
+                             '{"index": ' + "9" * 5000 + "}", '{"a": "\\ud800"}',
+                             '{"a": 1e999}', "not json", "[]", '"text"', {1: 2},
+                             {"unknown": 1}, _deep_value(100_000)]
+
+
+def _every_tool_session(engine: memci.Engine, tmp_path: Path) -> memci.Session:
+    s = engine.session("tools", tools=list(_EVERY_TOOL), file_roots=[str(tmp_path)])
+    (tmp_path / "a.txt").write_text("alpha\nbeta\n")
+    s.add({"role": "user", "content": "hello"})
+    s.add({"role": "assistant", "tool_calls": [_call("c1")]})
+    s.add({"role": "tool", "tool_call_id": "c1", "content": "line\n" * 50})
+    return s
+
+
+@pytest.mark.parametrize("tool", _EVERY_TOOL)
+def test_every_tool_answers_bad_arguments_with_error(
+    engine: memci.Engine, tmp_path: Path, tool: str
+) -> None:
+    """issue 11 §5: arguments of every kind of wrongness, for every tool: `error: …`."""
+    s = _every_tool_session(engine, tmp_path)
+    schema = next(t for t in s.tool_specs() if t.name == tool).parameters
+    attempts: list[Any] = list(_BAD_ARGUMENTS)
+    for name, rule in schema["properties"].items():
+        wrong = _BAD_VALUES + _BAD_FOR_TYPE[rule["type"]]
+        attempts += [{name: value} for value in wrong]
+    for arguments in attempts:
+        answer = s.call_tool(tool, arguments)
+        assert answer.startswith("error: "), (tool, repr(arguments)[:80], answer)
+        answer.encode("utf-8")  # the answer itself is valid text
+    assert s.count() == 3 and s.build().messages  # the session is as it was
+
+
+@pytest.mark.parametrize("arguments", [{"index": 1}, {"index": "1"}, {"index": " 1 "},
+                                        {"index": 1.0}, '{"index": "1"}', b'{"index": 1}',
+                                        {"index": "+1"}])
+def test_quoted_and_float_whole_numbers_are_read(
+    engine: memci.Engine, arguments: Any
+) -> None:
+    s = engine.session("s")
+    s.add({"role": "user", "content": "hi"})
+    assert s.call_tool("recall_page", arguments).startswith("Page 1 is already")
+
+
+def test_tool_name_that_is_not_offered_raises(engine: memci.Engine) -> None:
+    s = engine.session("s")
+    for name in ("nope", 5, None):
+        with pytest.raises(memci.InvalidInputError, match="not one of memci's tools"):
+            s.call_tool(name, {})  # type: ignore[arg-type]
+
+
+def test_counts_over_the_maximum_are_capped_and_under_the_minimum_refused(
+    engine: memci.Engine, tmp_path: Path
+) -> None:
+    s = _every_tool_session(engine, tmp_path)
+    assert "results for 'hello'" in s.call_tool("search_memory", {"query": "hello", "k": 500})
+    assert s.call_tool("search_memory", {"query": "hello", "k": 0}) == (
+        "error: 'k' must be at least 1, not 0")
+    assert s.call_tool("file_snippet", {"path": "a.txt", "length": 10_000}).count("\n") <= 2
+    assert s.call_tool("recall_page", {"index": -(2**62)}).startswith("error: 'index' must")
+
+
+@pytest.mark.parametrize("bad", [5, None, 2.5, object()])
+def test_add_many_of_what_is_not_a_list_is_a_typed_error(engine: memci.Engine, bad: Any) -> None:
+    s = engine.session("s")
+    with pytest.raises(memci.InvalidMessageError, match="add_many takes a list"):
+        s.add_many(bad)
+    assert s.count() == 0
+
+
+@pytest.mark.parametrize("bad", ["3", None, 2.5, True])
+def test_page_of_what_is_not_a_seq_is_a_typed_error(engine: memci.Engine, bad: Any) -> None:
+    with pytest.raises(memci.ConfigError):
+        engine.session("s").page_of(bad)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
 
@@ -537,6 +538,186 @@ def test_from_openai_refuses_what_splits() -> None:
         from_openai({"role": "user", "content": [
             {"type": "tool_result", "tool_use_id": "a", "content": "x"},
             {"type": "text", "text": "y"}]})
+
+
+# -- issue 11: every field of every accepted form is checked before anything is stored -----
+
+
+def _deep(levels: int, leaf: Any = 1) -> Any:
+    """A value nested ``levels`` deep, alternating objects and arrays (built iteratively)."""
+    value = leaf
+    for i in range(levels):
+        value = {"k": value} if i % 2 else [value]
+    return value
+
+
+def _tool_use(value: Any) -> dict[str, Any]:
+    return {"role": "assistant", "content": [
+        {"type": "tool_use", "id": "t", "name": "f", "input": value}]}
+
+
+DEEP = 100_000
+
+
+@pytest.mark.parametrize(
+    ("bad", "error", "says"),
+    [
+        # Nesting: a typed error, never a RecursionError, at any depth past the limit.
+        ({"role": "user", "content": "x", "metadata": {"m": _deep(DEEP)}},
+         InvalidMessageError, "nested more than 64 levels"),
+        ({"role": "user", "content": "x", "metadata": {"m": _deep(64)}},
+         InvalidMessageError, "nested more than 64 levels"),
+        (_tool_use({"a": _deep(DEEP)}), InvalidToolArgumentsError, "nested more than 64"),
+        (_call({"a": _deep(DEEP)}), InvalidToolArgumentsError, "nested more than 64"),
+        (_call('{"a":' * DEEP + "1" + "}" * DEEP), InvalidToolArgumentsError,
+         "nested more than 64"),
+        (_call("[" * DEEP + "]" * DEEP), InvalidToolArgumentsError, "nested more than 64"),
+        (_call('{"a":' * 70 + "1" + "}" * 70), InvalidToolArgumentsError,
+         "nested more than 64"),
+        # A lone surrogate written as a JSON escape: refused before the index sees it.
+        (_call('{"q": "\\ud800"}'), InvalidTextError, "not valid Unicode"),
+        (_call('{"\\udc00": 1}'), InvalidTextError, "not valid Unicode"),
+        (_tool_use({"q": "\ud800"}), InvalidTextError, "not valid Unicode"),
+        (_call('{"n": 1e999}'), InvalidToolArgumentsError, "not finite"),
+        ({"role": "user", "content": "x", "metadata": {"m": 10**5000}}, InvalidMessageError,
+         "not JSON"),
+        ({"role": "user", "content": "x", "metadata": {"m": float("nan")}},
+         InvalidMessageError, "not JSON"),
+        ({"role": "user", "content": "x", "metadata": {"m": {1, 2}}}, InvalidMessageError,
+         "not JSON"),
+        # Booleans are booleans.
+        ({"role": "tool", "tool_call_id": "c", "content": "x", "is_error": "yes"},
+         InvalidMessageError, "is_error must be true or false"),
+        ({"role": "user", "content": [{"type": "tool_result", "tool_use_id": "c",
+                                       "is_error": "false"}]},
+         InvalidMessageError, "is_error must be true or false"),
+        # Timestamps whose instant leaves years 1-9999 in UTC.
+        ({"role": "user", "content": "x", "created_at": "0001-01-01T00:00:00+01:00"},
+         InvalidTimestampError, "out of range"),
+        ({"role": "user", "content": "x", "created_at": "9999-12-31T23:59:59-00:01"},
+         InvalidTimestampError, "out of range"),
+        ({"role": "user", "content": "x", "created_at": -62135596801},
+         InvalidTimestampError, "out of range"),
+    ],
+)
+def test_bad_values_inside_messages_are_typed_errors(
+    bad: dict[str, Any], error: type[Exception], says: str
+) -> None:
+    with pytest.raises(error, match=says):
+        coerce(bad)
+
+
+def test_limits_are_inclusive() -> None:
+    assert coerce({"role": "user", "content": "x", "metadata": {"m": _deep(63)}})
+    assert coerce(_call(json.dumps({"a": _deep(63)})))
+    for edge in ("0001-01-01T00:00:00Z", "0001-01-01T00:59:00-01:00",
+                 "9999-12-31T23:59:59.999999Z", "9999-12-31T23:59:59+05:00"):
+        assert one({"role": "user", "content": "x", "created_at": edge}).created_at
+    assert coerce(_call('{"q": "\\ud83d\\ude00"}'))  # an escaped pair is one character
+
+
+class _Dumps:
+    """An SDK-like object: duck-typed through ``model_dump``."""
+
+    def __init__(self, dump: Any) -> None:
+        self._dump = dump
+
+    def model_dump(self) -> Any:
+        return self._dump()
+
+
+class _BrokenMapping(dict[str, Any]):
+    def __iter__(self) -> Any:
+        raise RuntimeError("iteration failed")
+
+    def keys(self) -> Any:
+        raise RuntimeError("keys failed")
+
+
+def _raise(exc: BaseException) -> Any:
+    raise exc
+
+
+@pytest.mark.parametrize("obj", [
+    _Dumps(lambda: _raise(RuntimeError("boom"))),
+    _Dumps(lambda: _raise(RecursionError("deep"))),
+    _Dumps(lambda: _raise(KeyError("k"))),
+    _Dumps(lambda: "not a mapping"),
+    _Dumps(lambda: {"choices": [{"message": "not a dict"}]}),
+    _BrokenMapping(role="user", content="x"),
+])
+def test_sdk_objects_that_fail_are_typed_errors(obj: object) -> None:
+    with pytest.raises(InvalidMessageError):
+        coerce(obj)
+
+
+@pytest.mark.parametrize(
+    ("fields", "says"),
+    [
+        ({"tokens": "many"}, "tokens"),
+        ({"tokens": -1}, "tokens"),
+        ({"tokens": True}, "tokens"),
+        ({"tokens": 2**70}, "tokens"),
+        ({"parts": None}, "parts must be a tuple"),
+        ({"parts": "text"}, "parts must be a tuple"),
+        ({"parts": (None,)}, "unknown message part"),
+        ({"parts": (TextPart(5),)}, "text must be a string"),  # type: ignore[arg-type]
+        ({"created_at": "str"}, "ISO 8601"),
+        ({"created_at": 1e20}, "out of range"),
+        ({"created_at": datetime(1, 1, 1, tzinfo=timezone(timedelta(hours=1)))},
+         "out of range"),
+        ({"metadata": "abc"}, "metadata"),
+        ({"metadata": {"m": _deep(DEEP)}}, "nested more than 64"),
+        ({"name": 5}, "name must be a string"),
+        ({"role": ["user"]}, "unknown role"),
+        ({"role": None}, "unknown role"),
+    ],
+)
+def test_memci_message_with_wrong_field_types_is_refused(
+    fields: dict[str, Any], says: str
+) -> None:
+    with pytest.raises(InvalidMessageError, match=says):
+        coerce(replace(Message.user("hi"), **fields))
+
+
+@pytest.mark.parametrize(
+    ("message", "says"),
+    [
+        (Message.tool("c", "x", is_error="yes"), "is_error"),  # type: ignore[arg-type]
+        (Message("user", (ImagePart("https://x.test/a.png", media_type=5),)),  # type: ignore[arg-type]
+         "media_type"),
+        (Message.assistant("", ToolCallPart("c", "f", {"a": 1})),  # type: ignore[arg-type]
+         "tool arguments must be a string"),
+        (Message.assistant("", ToolCallPart(["c"], "f")), "tool call id"),  # type: ignore[arg-type]
+    ],
+)
+def test_memci_parts_with_wrong_field_types_are_refused(message: Message, says: str) -> None:
+    with pytest.raises(InvalidMessageError, match=says):
+        coerce(message)
+
+
+def test_memci_message_is_normalized_to_its_stored_form() -> None:
+    given = Message("developer", [TextPart("x")],  # type: ignore[arg-type]
+                    metadata={"k": (1, 2)}, created_at="2026-01-02T03:04:05+08:00",  # type: ignore[arg-type]
+                    session="other", seq=9)
+    [read] = coerce(given)
+    assert read.role == "system" and read.parts == (TextPart("x"),)
+    assert dict(read.metadata) == {"k": [1, 2]}
+    assert read.created_at == datetime(2026, 1, 1, 19, 4, 5, tzinfo=UTC)
+    assert read.session is None and read.seq is None
+    naive = coerce(Message("user", (TextPart("x"),), created_at=datetime(2026, 1, 1)))[0]
+    assert naive.created_at == datetime(2026, 1, 1, tzinfo=UTC)
+
+
+def test_metadata_counts_toward_the_size_limit() -> None:
+    small = {"role": "user", "content": "x" * 50}
+    assert coerce(small, max_bytes=100)
+    with pytest.raises(MessageTooLargeError, match="metadata"):
+        coerce({**small, "metadata": {"k": "y" * 60}}, max_bytes=100)
+    with pytest.raises(MessageTooLargeError):
+        coerce({"role": "assistant", "content": [
+            {"type": "text", "text": "x"},
+            {"type": "thinking", "thinking": "z" * 200, "signature": "s"}]}, max_bytes=100)
 
 
 # -- wire form ---------------------------------------------------------------------------

@@ -40,6 +40,7 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from memci.errors import InvalidTimestampError
 from memci.messages import (
     MISSING_RESULT,
     ImagePart,
@@ -112,6 +113,10 @@ offsets = st.sampled_from([UTC, timezone(timedelta(hours=8)),
                            timezone(-timedelta(hours=5, minutes=30)),
                            timezone(timedelta(seconds=3661))])
 stamps = st.none() | st.datetimes() | st.datetimes(timezones=offsets)
+# Instants memci accepts: a day inside the calendar's ends, so that any offset stays in it.
+_FIRST, _LAST = datetime(1, 1, 2), datetime(9999, 12, 30)
+valid_stamps = (st.none() | st.datetimes(_FIRST, _LAST)
+                | st.datetimes(_FIRST, _LAST, timezones=offsets))
 
 
 @st.composite
@@ -127,7 +132,7 @@ def tool_calls(draw: st.DrawFn, prefix: str, max_size: int = 3) -> list[ToolCall
 def valid_messages(draw: st.DrawFn) -> Message:
     """Any single valid message: every role and part kind."""
     role = draw(st.sampled_from(["system", "user", "assistant", "tool"]))
-    extra = {"metadata": draw(metadata), "created_at": draw(stamps)}
+    extra = {"metadata": draw(metadata), "created_at": draw(valid_stamps)}
     if role == "tool":
         result = ToolResultPart(draw(st.text(string.ascii_letters, min_size=1, max_size=6)),
                                 draw(texts), draw(st.booleans()))
@@ -454,11 +459,53 @@ def test_openai_output_keeps_the_rules(conversation: list[Message]) -> None:
 
 
 @settings(max_examples=60, deadline=None)
-@given(valid_messages(), st.datetimes(timezones=offsets))
+@given(valid_messages(), st.datetimes(_FIRST, _LAST, timezones=offsets))
 def test_reading_is_idempotent_through_coerce(message: Message, stamp: datetime) -> None:
-    """coerce(Message) gives the message itself; an OpenAI dict with created_at keeps it."""
-    assert coerce(message) == [message]
+    """coerce(Message) gives the message itself (a naive created_at read as UTC) and
+    reading that again changes nothing; an OpenAI dict with created_at keeps it."""
+    at = message.created_at
+    expected = replace(message, created_at=at.replace(tzinfo=UTC)) if (
+        at is not None and at.tzinfo is None) else message
+    assert coerce(message) == [expected]
+    assert coerce(coerce(message)[0]) == [expected]
     data = {**to_openai_message(message), "created_at": stamp.isoformat()}
     [back] = coerce(data)
     assert back.created_at == stamp
     assert back.created_at is not None and back.created_at.utcoffset() == stamp.utcoffset()
+
+
+# -- issue 11 §4: every created_at either can always be stored and compared, or is refused --
+
+any_offsets = st.timedeltas(-timedelta(hours=23, minutes=59), timedelta(hours=23, minutes=59)
+                            ).map(lambda d: timezone(timedelta(seconds=int(d.total_seconds()))))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.datetimes(timezones=st.none() | any_offsets)
+       | st.datetimes(datetime(1, 1, 1), datetime(1, 1, 2), timezones=any_offsets)
+       | st.datetimes(datetime(9999, 12, 30), datetime(9999, 12, 31, 23, 59, 59),
+                      timezones=any_offsets),
+       st.sampled_from(["datetime", "iso", "message"]))
+def test_created_at_is_accepted_only_when_it_can_always_be_used(
+    stamp: datetime, form: str
+) -> None:
+    value: object = stamp if form != "iso" else stamp.isoformat()
+    try:
+        if form == "message":
+            [read] = coerce(Message("user", (TextPart("x"),), created_at=stamp))
+        else:
+            [read] = coerce({"role": "user", "content": "x", "created_at": value})
+    except InvalidTimestampError as exc:
+        assert "out of range" in str(exc)
+        offset = stamp.utcoffset() or timedelta(0)
+        assert stamp.year in (1, 9999) and offset  # refused only near the calendar's ends
+        return
+    at = read.created_at
+    assert at is not None and at.tzinfo is not None
+    assert at == (stamp if stamp.tzinfo else stamp.replace(tzinfo=UTC))
+    # What the store writes and reads back, converted, compared and ordered: never raises.
+    again = datetime.fromisoformat(at.isoformat())
+    assert again == at and again.utcoffset() == at.utcoffset()
+    assert at.astimezone(UTC) == at
+    assert (at < datetime(5000, 1, 1, tzinfo=UTC)) == (at.astimezone(UTC).year < 5000)
+    assert at.timestamp() == again.timestamp()

@@ -230,8 +230,9 @@ class Session:
 
     def add_many(self, messages: Iterable[object]) -> list[Message]:
         """Store messages in one transaction: all of them, or none (then it raises)."""
-        if isinstance(messages, str | bytes | Mapping):
-            raise InvalidMessageError("add_many takes a list of messages, not one message")
+        if isinstance(messages, str | bytes | Mapping) or not isinstance(messages, Iterable):
+            raise InvalidMessageError(
+                f"add_many takes a list of messages, not {type(messages).__name__}")
         limit = self.settings.max_message_bytes
         ready: list[Message] = []
         for item in messages:
@@ -762,6 +763,8 @@ class Session:
 
     def page_of(self, seq: int) -> int:
         """The number of the page holding message ``seq`` (0 for a system message)."""
+        if not isinstance(seq, int) or isinstance(seq, bool):
+            raise ConfigError(f"seq must be an int, not {type(seq).__name__}")
         with self._lock:
             self._sync()
             return self._log.page_of_seq(seq)

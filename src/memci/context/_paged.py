@@ -16,6 +16,10 @@ its token limit. Every archive, recall and eviction is an event (page, round, re
 
 A round is a page: the round number is the number of the newest page.
 
+System messages are not part of pages. A system prompt may change at any time, so a system
+message can lie inside a page's seq span (between a user message and its answer); pages
+are loaded without it, and it is never archived, recalled or listed.
+
 Invariant: every non-system message of the log is in exactly one place — an active page,
 a recalled page (both in the window), a page listed on the contents page, or an evicted
 page. The current page's opening user message is always in the window in full (cut only
@@ -126,7 +130,7 @@ class PagedContext:
         summaries: PageSummaries | None = None,
     ) -> None:
         self.log = log
-        self.loader = loader
+        self._loader = loader
         self.tokenizer = tokenizer
         self.line_of = line_of
         self.config = config
@@ -144,6 +148,10 @@ class PagedContext:
         self._contents: Message | None = None
         self._dirty = _Dirty()
         self.counts = {"archive": 0, "recall": 0, "evict": 0}
+
+    def _load(self, first: int, last: int) -> list[Message]:
+        """The page messages with ``first <= seq <= last``: system messages left out."""
+        return [m for m in self._loader(first, last) if m.role != "system"]
 
     @property
     def language(self) -> str:
@@ -302,7 +310,7 @@ class PagedContext:
                 messages = node_page.messages()
                 node_page.detach()
             else:
-                messages = self.loader(first, last_seq) if page in listed else []
+                messages = self._load(first, last_seq) if page in listed else []
             entry = ContentsEntry(page, first, last_seq,
                                   self._lines(messages) if page in listed else (),
                                   archived_round=self.round)
@@ -402,7 +410,7 @@ class PagedContext:
 
     def _materialize_recalled(self, page: int) -> None:
         first, last = self.log.page_seqs(page)
-        restored = page_from_messages(page, self.loader(first, last))
+        restored = page_from_messages(page, self._load(first, last))
         later = [p for p in self.active.pages.values() if p.number > page]
         self.active.add_page(restored, before=min(later, key=lambda p: p.number)
                              if later else None)
@@ -416,7 +424,7 @@ class PagedContext:
         if start >= len(log):
             self._next_position = len(log)
             return
-        for message in self.loader(log.seqs[start], log.seqs[-1]):
+        for message in self._load(log.seqs[start], log.seqs[-1]):
             number = log.page_of_seq(message.seq or 0)
             current = self.active.pages.get(number)
             if current is None:

@@ -43,7 +43,7 @@ from memci.messages import (
     ToolResultPart,
     loads_parts,
 )
-from memci.store import SessionRecord, SQLiteStore
+from memci.store import SessionRecord, SQLiteStore, message_from_row
 
 __all__ = [
     "DEFAULT_ANALYZER",
@@ -88,8 +88,12 @@ def message_text(message: Message) -> str:
         elif isinstance(part, ToolCallPart):
             try:
                 args = " ".join(_flatten(json.loads(part.arguments)))
-            except ValueError:
+            except (ValueError, RecursionError):  # RecursionError: older rows nest deeper
                 args = part.arguments
+            if "\\u" in part.arguments:
+                # Arguments an older memci stored may escape a lone surrogate ("\\ud800");
+                # the index holds UTF-8, so such a character is searched as "?".
+                args = args.encode("utf-8", "replace").decode("utf-8")
             pieces.append(f"{part.name} {args}")
         elif isinstance(part, ToolResultPart):
             pieces.append(part.content)
@@ -319,7 +323,7 @@ class MessageIndex:
                     "SELECT seq, role, parts, name, metadata, created_at, tokens FROM messages"
                     " WHERE session_id = ? AND seq > ? ORDER BY seq", (sid, after),
                 ).fetchall()
-                messages = [_message(record.name, r) for r in rows]
+                messages = [message_from_row(record.name, r) for r in rows]
                 added += self.index_in(db, record, messages)
         return added
 
@@ -647,8 +651,8 @@ class MessageIndex:
                 name = self._name(db, cand.session_id)
                 page = (self.page_of(cand.session_id, cand.seq) if self.page_of is not None
                         else int(row[7]))
-                hits[cand.doc] = Hit(message=_message(name, row[:7]), page=page, score=score,
-                                     retrievers=names, session=name)
+                hits[cand.doc] = Hit(message=message_from_row(name, row[:7]), page=page,
+                                     score=score, retrievers=names, session=name)
         return hits
 
     def _name(self, db: sqlite3.Connection, session_id: int) -> str:
@@ -678,11 +682,3 @@ class MessageIndex:
             return int(db.execute("SELECT COALESCE(MAX(id), 0) FROM memory_docs").fetchone()[0])
 
 
-def _message(session: str, row: Sequence[Any]) -> Message:
-    seq, role, parts, name, metadata, created_at, tokens = row
-    return Message(
-        role=role, parts=loads_parts(parts), name=name,
-        metadata=MappingProxyType(json.loads(metadata)) if metadata else MappingProxyType({}),
-        created_at=datetime.fromisoformat(created_at), session=session, seq=int(seq),
-        tokens=int(tokens),
-    )

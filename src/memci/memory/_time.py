@@ -149,6 +149,18 @@ def _latest_month(today: date, month: int, year: int | None) -> date | None:
     return date(today.year if month <= today.month else today.year - 1, month, 1)
 
 
+def _calendar_span(kind: str, m: re.Match[str], today: date) -> tuple[date, date] | None:
+    """:func:`_span`, or None when the span leaves the calendar (years 1 to 9999).
+
+    "5000 years ago", "99999999 days ago", or "yesterday" on 0001-01-01 name no day a
+    message can carry, so they are read as no time at all.
+    """
+    try:
+        return _span(kind, m, today)
+    except (OverflowError, ValueError):
+        return None
+
+
 def _span(kind: str, m: re.Match[str], today: date) -> tuple[date, date] | None:
     """Return the days ``[first, end)`` a matched expression covers."""
     one = timedelta(days=1)
@@ -263,14 +275,6 @@ def _span(kind: str, m: re.Match[str], today: date) -> tuple[date, date] | None:
     return None
 
 
-def _span_or_none(kind: str, m: re.Match[str], today: date) -> tuple[date, date] | None:
-    """The span, or None when it falls outside the calendar ("99999 years ago", year 1)."""
-    try:
-        return _span(kind, m, today)
-    except (OverflowError, ValueError):
-        return None
-
-
 def time_hint(query: str, *, now: datetime | None = None) -> TimeRange | None:
     """Return the time range the query names, relative to ``now``; None if none.
 
@@ -286,12 +290,12 @@ def time_hint(query: str, *, now: datetime | None = None) -> TimeRange | None:
         for match in pattern.finditer(query):
             if best is not None and (match.start(), order) >= best[:2]:
                 break
-            if match.group(0).strip() and _span_or_none(kind, match, today) is not None:
+            if match.group(0).strip() and _calendar_span(kind, match, today) is not None:
                 best = (match.start(), order, match, kind)
                 break
     if best is None:
         return None
-    span = _span_or_none(best[3], best[2], today)
+    span = _calendar_span(best[3], best[2], today)
     assert span is not None
     first, end = span
     try:

@@ -6,10 +6,16 @@ Messages message (one Anthropic user message with ``tool_result`` blocks becomes
 tool message per result, then the user's text), a response object of the official SDKs
 (duck-typed through ``model_dump``; memci does not import them), or a :class:`Message`.
 
-Everything read is checked: roles, tool arguments (JSON objects), text (valid Unicode),
-size (``max_bytes``) and ``created_at`` (ISO 8601). A problem raises a specific
-:class:`~memci.errors.InvalidMessageError` subclass that says what to fix. Nothing here
-does I/O.
+Everything read is checked before anything is stored, in every form (a :class:`Message`
+built by hand included, whose every field is type-checked): roles, parts, tool arguments
+(JSON objects), text (valid Unicode, also inside JSON), metadata (a JSON object),
+nesting (at most :data:`~memci._jsonvalues.MAX_DEPTH` levels in metadata and tool
+arguments), size (text, arguments and metadata together within ``max_bytes``),
+``created_at`` (ISO 8601, a datetime or epoch seconds, and an instant within years
+1-9999 in UTC) and ``tokens``. A problem raises a specific
+:class:`~memci.errors.InvalidMessageError` subclass that says what to fix; a reader that
+fails in an unforeseen way on a caller's object (an SDK object whose ``model_dump``
+raises) raises :class:`~memci.errors.InvalidMessageError` too. Nothing here does I/O.
 
 Reading normalizes a little, always the same way: ``developer`` is read as ``system``;
 empty text blocks are left out; an OpenAI ``refusal`` is read as text; blocks of an
@@ -19,17 +25,19 @@ its results) are kept verbatim in ``metadata["anthropic_blocks"]``.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping
-from datetime import UTC, datetime
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta, timezone
 from types import MappingProxyType
 from typing import Any, cast
 
+from memci import _jsonvalues
 from memci.errors import (
     InvalidMessageError,
     InvalidTextError,
     InvalidTimestampError,
     InvalidToolArgumentsError,
+    MemciError,
     MessageTooLargeError,
     UnknownRoleError,
 )
@@ -53,6 +61,8 @@ __all__ = [
 ]
 
 DEFAULT_MAX_BYTES = 10 * 1024 * 1024
+# A caller's own token count is kept when it is a whole number in this range.
+MAX_TOKENS = 2**32
 
 _ROLE_ALIASES: Mapping[str, Role] = {
     "system": "system",
@@ -76,12 +86,23 @@ def coerce(obj: object, *, max_bytes: int = DEFAULT_MAX_BYTES) -> list[Message]:
     Most inputs give one message; an Anthropic user message that carries tool results
     gives one tool message per result followed by the user's own text, if any.
     """
-    if isinstance(obj, Message):
-        messages = [obj]
-    else:
-        messages = _read(_as_mapping(obj))
-    for message in messages:
-        validate(message, max_bytes=max_bytes)
+    try:
+        if isinstance(obj, Message):
+            messages = [_normalized(obj)]
+        else:
+            messages = _read(_as_mapping(obj))
+        for message in messages:
+            validate(message, max_bytes=max_bytes)
+    except MemciError:
+        raise
+    except (LookupError, TypeError, ValueError, AttributeError, RecursionError,
+            OverflowError) as exc:
+        # The caller's object misbehaved where no check foresaw it (a Mapping whose
+        # methods raise, say): still the caller's input, still a typed error.
+        raise InvalidMessageError(
+            f"the message cannot be read ({type(exc).__name__}: {str(exc)[:200]}); pass an "
+            "OpenAI or Anthropic message dict or a memci.Message"
+        ) from exc
     return messages
 
 
@@ -104,10 +125,19 @@ def from_anthropic(
 
 
 def validate(message: Message, *, max_bytes: int = DEFAULT_MAX_BYTES) -> None:
-    """Check a message's shape, text and size; raise what is wrong with it."""
-    if message.role not in _ROLES:
+    """Check a message's every field, its text and its size; raise what is wrong with it.
+
+    The size is the UTF-8 bytes of its text, image URLs, tool arguments and results, and
+    its metadata as JSON.
+    """
+    if not isinstance(message.role, str) or message.role not in _ROLES:
         raise UnknownRoleError(
             f"unknown role {message.role!r}: use one of system, user, assistant, tool"
+        )
+    if not isinstance(message.parts, tuple):
+        raise InvalidMessageError(
+            f"Message.parts must be a tuple of parts (TextPart, ImagePart, ToolCallPart, "
+            f"ToolResultPart), got {type(message.parts).__name__}"
         )
     size = 0
     call_ids: set[str] = set()
@@ -120,11 +150,16 @@ def validate(message: Message, *, max_bytes: int = DEFAULT_MAX_BYTES) -> None:
                     f"a {message.role} message cannot carry an image; only user messages can"
                 )
             size += _check_text(part.url, "image url")
+            for what, value in (("media_type", part.media_type), ("detail", part.detail)):
+                if value is not None:
+                    _check_text(value, f"image {what}")
         elif isinstance(part, ToolCallPart):
             if message.role != "assistant":
                 raise InvalidMessageError(
                     f"a {message.role} message cannot make tool calls; only assistant can"
                 )
+            _check_text(part.id, "tool call id")
+            _check_text(part.name, "tool name")
             if not part.id or not part.name:
                 raise InvalidMessageError("a tool call needs a non-empty id and name")
             if part.id in call_ids:
@@ -132,15 +167,14 @@ def validate(message: Message, *, max_bytes: int = DEFAULT_MAX_BYTES) -> None:
                     f"tool call id {part.id!r} appears twice in one message; ids must be unique"
                 )
             call_ids.add(part.id)
-            _check_text(part.id, "tool call id")
-            _check_text(part.name, "tool name")
             size += _check_text(part.arguments, "tool arguments")
             _check_arguments(part.arguments, part.name)
         elif isinstance(part, ToolResultPart):
+            _check_text(part.call_id, "tool call id")
             if not part.call_id:
                 raise InvalidMessageError("a tool result needs a non-empty call id")
-            _check_text(part.call_id, "tool call id")
             size += _check_text(part.content, "tool result")
+            _check_flag(part.is_error, "a tool result's is_error")
         else:
             raise InvalidMessageError(f"unknown message part {part!r}")
     if message.role == "tool":
@@ -154,17 +188,34 @@ def validate(message: Message, *, max_bytes: int = DEFAULT_MAX_BYTES) -> None:
         )
     if message.name is not None:
         _check_text(message.name, "name")
+    if not isinstance(message.metadata, Mapping):
+        raise InvalidMessageError(
+            f"'metadata' must be a JSON object (a dict), got {type(message.metadata).__name__}"
+        )
     if message.metadata:
-        _metadata_text(message.metadata)
+        size += len(_metadata_text(message.metadata).encode("utf-8"))
+    if message.created_at is not None:
+        if not isinstance(message.created_at, datetime):
+            raise InvalidTimestampError(
+                f"created_at must be a datetime, got {type(message.created_at).__name__}")
+        _check_instant(message.created_at, message.created_at)
+    _check_tokens(message.tokens)
     if size > max_bytes:
         raise MessageTooLargeError(
-            f"message content is {size:,} bytes, over the limit of {max_bytes:,}; "
-            "store large tool output as an artifact or raise max_message_bytes"
+            f"message content and metadata are {size:,} bytes, over the limit of "
+            f"{max_bytes:,}; store large tool output as an artifact or raise "
+            "max_message_bytes"
         )
 
 
 def parse_timestamp(value: object) -> datetime:
-    """Read an ISO 8601 date-time (or a datetime, or epoch seconds); naive means UTC."""
+    """Read an ISO 8601 date-time (or a datetime, or epoch seconds); naive means UTC.
+
+    The result keeps its UTC offset, as a fixed offset (what the store gives back), and is
+    an instant between 0001-01-01T00:00:00Z and 9999-12-31T23:59:59.999999Z: one that can
+    always be stored, read back, converted to UTC and compared. Outside that range, or
+    with an offset that is not a whole number of seconds under a day, it is refused.
+    """
     if isinstance(value, datetime):
         stamp = value
     elif isinstance(value, int | float) and not isinstance(value, bool):
@@ -187,7 +238,76 @@ def parse_timestamp(value: object) -> datetime:
         raise InvalidTimestampError(
             f"created_at must be an ISO 8601 string, got {type(value).__name__}"
         )
-    return stamp if stamp.tzinfo is not None else stamp.replace(tzinfo=UTC)
+    return _check_instant(stamp, value)
+
+
+def _check_instant(stamp: datetime, value: object) -> datetime:
+    """``stamp`` with a fixed offset (UTC when naive), if its instant is in range."""
+    try:
+        offset = stamp.utcoffset()
+        if offset is None:
+            zone: timezone = UTC
+        elif offset % timedelta(seconds=1):
+            raise ValueError("the UTC offset has a fraction of a second")
+        else:
+            zone = UTC if not offset else timezone(offset)
+        fixed = datetime(stamp.year, stamp.month, stamp.day, stamp.hour, stamp.minute,
+                         stamp.second, stamp.microsecond, tzinfo=zone)
+        fixed.astimezone(UTC)  # in range as an instant, not only on its own clock
+    except (OverflowError, ValueError, TypeError, AttributeError) as exc:
+        raise InvalidTimestampError(
+            f"created_at {_brief(value)} is out of range: it must be an instant between "
+            "0001-01-01T00:00:00Z and 9999-12-31T23:59:59Z (in UTC)"
+        ) from exc
+    return fixed
+
+
+def _check_tokens(tokens: object) -> None:
+    if tokens is None:
+        return
+    if not isinstance(tokens, int) or isinstance(tokens, bool) or not (
+            0 <= tokens <= MAX_TOKENS):
+        raise InvalidMessageError(
+            f"Message.tokens must be None (memci counts them) or a whole number from 0 to "
+            f"{MAX_TOKENS:,}, got {_brief(tokens)}"
+        )
+
+
+def _check_flag(value: object, what: str) -> None:
+    if not isinstance(value, bool):
+        raise InvalidMessageError(f"{what} must be true or false, got {_brief(value)}")
+
+
+def _brief(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _normalized(message: Message) -> Message:
+    """A memci.Message built by hand, its fields checked and in their stored form.
+
+    Store identity (session, seq) is dropped; ``parts`` given as a list become a tuple,
+    ``metadata`` its JSON form, ``created_at`` a fixed-offset datetime (a string or
+    epoch seconds are read as :func:`parse_timestamp` reads them).
+    """
+    parts: object = message.parts
+    if isinstance(parts, list):
+        parts = tuple(cast(list[Part], parts))
+    if not isinstance(parts, tuple):
+        raise InvalidMessageError(
+            f"Message.parts must be a tuple of parts (TextPart, ImagePart, ToolCallPart, "
+            f"ToolResultPart), got {type(parts).__name__}"
+        )
+    role: object = message.role
+    if isinstance(role, str) and role in _ROLE_ALIASES:
+        role = _ROLE_ALIASES[role]
+    created = message.created_at
+    return replace(
+        message, role=cast(Role, role), parts=cast(tuple[Part, ...], parts),
+        metadata=_read_metadata(message.metadata),
+        created_at=parse_timestamp(created) if created is not None else None,
+        session=None, seq=None,
+    )
 
 
 # -- reading dicts -----------------------------------------------------------------------
@@ -195,11 +315,21 @@ def parse_timestamp(value: object) -> datetime:
 
 def _as_mapping(obj: object) -> Mapping[str, Any]:
     if isinstance(obj, Mapping):
-        return cast(Mapping[str, Any], obj)
-    dump = getattr(obj, "model_dump", None)
+        return _plain_dict(cast(Mapping[str, Any], obj), type(obj).__name__)
+    try:
+        dump = getattr(obj, "model_dump", None)
+    except Exception as exc:  # a property of the caller's object raised
+        raise InvalidMessageError(
+            f"cannot read {type(obj).__name__}.model_dump: {_failure(exc)}") from exc
     if callable(dump):
-        data = dump()
+        try:
+            data = dump()
+        except Exception as exc:  # the caller's SDK object could not dump itself
+            raise InvalidMessageError(
+                f"{type(obj).__name__}.model_dump() failed ({_failure(exc)}); pass the "
+                "message as a dict instead") from exc
         if isinstance(data, Mapping):
+            data = _plain_dict(cast(Mapping[str, Any], data), type(obj).__name__)
             data = cast(Mapping[str, Any], data)
             choices = data.get("choices")
             if isinstance(choices, list) and "role" not in data:
@@ -208,12 +338,25 @@ def _as_mapping(obj: object) -> Mapping[str, Any]:
                 message = first.get("message") if isinstance(first, Mapping) else None
                 if not isinstance(message, Mapping):
                     raise InvalidMessageError("the chat completion holds no choice message")
-                return cast(Mapping[str, Any], message)
+                return _plain_dict(cast(Mapping[str, Any], message), "choice message")
             return data
     raise InvalidMessageError(
         f"a message must be a dict (OpenAI or Anthropic format) or a memci.Message, "
         f"got {type(obj).__name__}"
     )
+
+
+def _plain_dict(data: Mapping[str, Any], what: str) -> dict[str, Any]:
+    """A plain dict copy, so that the reading below calls no method of the caller's type."""
+    try:
+        return dict(data)
+    except Exception as exc:  # a Mapping whose iteration or lookup raises
+        raise InvalidMessageError(
+            f"cannot read the {what} as a dict ({_failure(exc)})") from exc
+
+
+def _failure(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {str(exc)[:200]}"
 
 
 def _read(data: Mapping[str, Any]) -> list[Message]:
@@ -239,7 +382,7 @@ def _read(data: Mapping[str, Any]) -> list[Message]:
         if not isinstance(call_id, str) or not call_id:
             raise InvalidMessageError("a tool message needs a non-empty 'tool_call_id' string")
         content = _flatten_text(data.get("content"), "tool message content")
-        part = ToolResultPart(call_id, content, bool(data.get("is_error")))
+        part = ToolResultPart(call_id, content, _read_flag(data.get("is_error"), "is_error"))
         return [Message("tool", (part,), name, metadata, created_at)]
 
     if data.get("function_call") is not None:
@@ -264,21 +407,32 @@ def _read(data: Mapping[str, Any]) -> list[Message]:
     return messages
 
 
+def _read_flag(value: object, what: str) -> bool:
+    """A provider's boolean; absent (None) is false."""
+    if value is None:
+        return False
+    _check_flag(value, what)
+    return bool(value)
+
+
 def _read_metadata(value: object) -> Mapping[str, Any]:
+    """Metadata in its stored form: a read-only copy of its JSON value."""
     if value is None:
         return MappingProxyType({})
     if not isinstance(value, Mapping):
-        raise InvalidMessageError("'metadata' must be a JSON object (a dict)")
-    return MappingProxyType(json.loads(_metadata_text(cast(Mapping[str, Any], value))))
+        raise InvalidMessageError(
+            f"'metadata' must be a JSON object (a dict), got {type(value).__name__}")
+    text = _metadata_text(cast(Mapping[str, Any], value))
+    return MappingProxyType(_jsonvalues.loads(text))
 
 
 def _metadata_text(value: Mapping[str, Any]) -> str:
     try:
-        text = json.dumps(dict(value), ensure_ascii=False, allow_nan=False)
-    except (TypeError, ValueError) as exc:
-        raise InvalidMessageError(f"'metadata' must be JSON-serializable: {exc}") from exc
-    _check_text(text, "metadata")
-    return text
+        return _jsonvalues.dumps(dict(value))
+    except _jsonvalues.JSONTextError as exc:
+        raise InvalidTextError(f"'metadata': {exc}") from exc
+    except _jsonvalues.JSONValueError as exc:
+        raise InvalidMessageError(f"'metadata': {exc}") from exc
 
 
 def _read_content(
@@ -333,7 +487,8 @@ def _read_content(
             if not isinstance(call_id, str) or not call_id:
                 raise InvalidMessageError("a tool_result block needs a 'tool_use_id' string")
             text = _flatten_text(block.get("content"), "tool_result content")
-            results.append(ToolResultPart(call_id, text, bool(block.get("is_error"))))
+            results.append(ToolResultPart(call_id, text, _read_flag(
+                block.get("is_error"), "a tool_result block's is_error")))
         elif role == "assistant" and isinstance(kind, str) and _is_aside(kind):
             aside.append(dict(block))
         else:
@@ -391,12 +546,11 @@ def _arguments_text(value: object, tool: str) -> str:
         return "{}"
     if isinstance(value, Mapping):
         try:
-            return json.dumps(dict(cast(Mapping[str, Any], value)), ensure_ascii=False,
-                              allow_nan=False)
-        except (TypeError, ValueError) as exc:
-            raise InvalidToolArgumentsError(
-                f"arguments of tool call {tool!r} are not JSON-serializable: {exc}"
-            ) from exc
+            return _jsonvalues.dumps(dict(cast(Mapping[str, Any], value)))
+        except _jsonvalues.JSONTextError as exc:
+            raise InvalidTextError(f"arguments of tool call {tool!r}: {exc}") from exc
+        except _jsonvalues.JSONValueError as exc:
+            raise InvalidToolArgumentsError(f"arguments of tool call {tool!r}: {exc}") from exc
     if isinstance(value, str | bytes):
         text = _as_text(value, "tool arguments")
         _check_arguments(text, tool)
@@ -407,21 +561,14 @@ def _arguments_text(value: object, tool: str) -> str:
     )
 
 
-def _reject_constant(name: str) -> object:
-    raise ValueError(f"{name} is not JSON")
-
-
 def _check_arguments(text: str, tool: str) -> None:
     try:
-        parsed = json.loads(text, parse_constant=_reject_constant)
-    except ValueError as exc:
+        parsed = _jsonvalues.loads(text)
+    except _jsonvalues.JSONTextError as exc:
+        raise InvalidTextError(f"arguments of tool call {tool!r}: {exc}") from exc
+    except _jsonvalues.JSONValueError as exc:
         raise InvalidToolArgumentsError(
-            f"arguments of tool call {tool!r} are not valid JSON ({exc}): {text[:80]!r}"
-        ) from exc
-    except RecursionError as exc:
-        raise InvalidToolArgumentsError(
-            f"arguments of tool call {tool!r} are nested too deeply"
-        ) from exc
+            f"arguments of tool call {tool!r}: {exc}: {text[:80]!r}") from exc
     if not isinstance(parsed, dict):
         raise InvalidToolArgumentsError(
             f"arguments of tool call {tool!r} must be a JSON object, "

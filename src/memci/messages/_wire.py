@@ -1,7 +1,13 @@
-"""The wire form of a message: how memci writes one to JSON (store rows, JSONL export).
+r"""The wire form of a message: how memci writes one to JSON (store rows, JSONL export).
 
 Written down once, here. ``to_wire`` / ``from_wire`` are exact inverses for every field of
 :class:`~memci.messages.Message`, so an export and import is lossless.
+
+Reading a part back is tolerant of what an older memci stored before it checked every
+field: an ``is_error`` that is not a boolean is read as a flag (``"yes"``, ``"true"``,
+``1`` are true), an image's ``media_type`` or ``detail`` that is not text as absent, tool
+call arguments whose JSON escapes a lone surrogate (``"\ud800"``) with U+FFFD in its
+place.
 """
 
 from __future__ import annotations
@@ -12,6 +18,7 @@ from datetime import datetime
 from types import MappingProxyType
 from typing import Any, cast
 
+from memci._jsonvalues import without_lone_surrogates
 from memci.errors import InvalidMessageError, InvalidTimestampError
 from memci.messages._model import (
     ROLES,
@@ -54,15 +61,29 @@ def part_from_wire(data: Mapping[str, Any]) -> Part:
         if kind == "text":
             return TextPart(data["text"])
         if kind == "image":
-            return ImagePart(data["url"], data.get("media_type"), data.get("detail"))
+            return ImagePart(data["url"], _text_or_none(data.get("media_type")),
+                             _text_or_none(data.get("detail")))
         if kind == "tool_call":
-            return ToolCallPart(data["id"], data["name"], data["arguments"])
+            arguments = data["arguments"]
+            if isinstance(arguments, str):
+                arguments = without_lone_surrogates(arguments)
+            return ToolCallPart(data["id"], data["name"], arguments)
         if kind == "tool_result":
             return ToolResultPart(data["call_id"], data["content"],
-                                  bool(data.get("is_error", False)))
+                                  _flag(data.get("is_error", False)))
     except KeyError as exc:
         raise InvalidMessageError(f"{kind} part is missing {exc}") from exc
     raise InvalidMessageError(f"unknown part kind {kind!r}")
+
+
+def _flag(value: object) -> bool:
+    if isinstance(value, str):
+        return value.strip().lower() in ("true", "yes", "1")
+    return bool(value)
+
+
+def _text_or_none(value: object) -> str | None:
+    return value if isinstance(value, str) else None
 
 
 def dumps_parts(parts: tuple[Part, ...]) -> str:

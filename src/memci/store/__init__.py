@@ -5,6 +5,6 @@ derived from what the store holds and can be rebuilt from it.
 """
 
 from memci.store._migrations import CORE_MIGRATIONS, Migration
-from memci.store._sqlite import SessionRecord, SQLiteStore
+from memci.store._sqlite import SessionRecord, SQLiteStore, message_from_row
 
-__all__ = ["CORE_MIGRATIONS", "Migration", "SQLiteStore", "SessionRecord"]
+__all__ = ["CORE_MIGRATIONS", "Migration", "SQLiteStore", "SessionRecord", "message_from_row"]

@@ -9,7 +9,12 @@ Invariants:
   processes appending to one session (the next seq is read inside a ``BEGIN IMMEDIATE``
   write transaction, which SQLite serializes across processes);
 - a tool result is accepted only if it answers an open tool call of its session (made
-  earlier, or earlier in the same batch).
+  earlier, or earlier in the same batch);
+- every stored row can be read back (:func:`message_from_row`), also one an older memci
+  wrote before it checked every field: a ``tokens`` that is not a whole number is read as
+  an estimate from the size of its parts, a ``created_at`` outside what can be converted
+  to UTC as the nearest instant that can, an unreadable one as None, metadata that is not
+  a JSON object is kept as text under ``"unreadable"``.
 
 One connection per store, shared by threads under a lock; SQLite serializes the rest. It
 is opened with the driver :mod:`memci.store._driver` chooses (the standard ``sqlite3``, or
@@ -35,7 +40,7 @@ from memci.messages import Message, dumps_parts, loads_parts
 from memci.store._driver import connect, errors, load_sqlite_vec
 from memci.store._migrations import CORE_MIGRATIONS, Migration
 
-__all__ = ["SQLiteStore", "SessionRecord"]
+__all__ = ["SQLiteStore", "SessionRecord", "message_from_row"]
 
 _BUSY_TIMEOUT_MS = 60_000
 
@@ -288,7 +293,7 @@ class SQLiteStore:
             args.append(upto)
         with self.read() as db:
             rows = db.execute(sql + " ORDER BY seq", args).fetchall()
-        return [_message(session.name, r) for r in rows]
+        return [message_from_row(session.name, r) for r in rows]
 
     def token_index(
         self, session: SessionRecord, *, after: int = 0
@@ -299,7 +304,7 @@ class SQLiteStore:
         """
         with self.read() as db:
             rows = db.execute(
-                "SELECT m.seq, m.role, m.tokens, v.tokens FROM messages m"
+                f"SELECT m.seq, m.role, {_TOKENS_SQL}, v.tokens FROM messages m"
                 " LEFT JOIN message_views v ON v.session_id = m.session_id AND v.seq = m.seq"
                 " WHERE m.session_id = ? AND m.seq > ? ORDER BY m.seq", (session.id, after),
             ).fetchall()
@@ -337,14 +342,57 @@ class SQLiteStore:
         return found[0] if found else None
 
 
-def _message(session: str, row: tuple[Any, ...]) -> Message:
+# A row's tokens, or (written by an older memci without checking) an estimate: about four
+# characters of its parts a token. Python's _stored_tokens reads a row the same way.
+_TOKENS_SQL = ("CASE WHEN typeof(m.tokens) = 'integer' AND m.tokens >= 0 THEN m.tokens"
+               " ELSE length(m.parts) / 4 END")
+
+
+def message_from_row(session: str, row: Sequence[Any]) -> Message:
+    """A ``messages`` row (seq, role, parts, name, metadata, created_at, tokens) as a Message.
+
+    Reads every row any memci version wrote (see the module's invariants).
+    """
     seq, role, parts, name, metadata, created_at, tokens = row
     return Message(
-        role=role, parts=loads_parts(parts), name=name,
-        metadata=MappingProxyType(json.loads(metadata)) if metadata else MappingProxyType({}),
-        created_at=datetime.fromisoformat(created_at), session=session, seq=int(seq),
-        tokens=int(tokens),
+        role=role, parts=loads_parts(parts), name=name if isinstance(name, str) else None,
+        metadata=_stored_metadata(metadata), created_at=_stored_instant(created_at),
+        session=session, seq=int(seq), tokens=_stored_tokens(tokens, parts),
     )
+
+
+def _stored_tokens(tokens: object, parts: object) -> int:
+    if isinstance(tokens, int) and tokens >= 0:
+        return tokens
+    return len(parts) // 4 if isinstance(parts, str) else 0
+
+
+def _stored_metadata(text: object) -> Mapping[str, Any]:
+    if not text:
+        return MappingProxyType({})
+    try:
+        value = json.loads(str(text))
+    except (ValueError, RecursionError):
+        value = None
+    if not isinstance(value, dict):
+        return MappingProxyType({"unreadable": str(text)})
+    return MappingProxyType(value)
+
+
+def _stored_instant(text: object) -> datetime | None:
+    try:
+        stamp = datetime.fromisoformat(str(text))
+    except ValueError:
+        return None
+    if stamp.tzinfo is None:
+        return stamp.replace(tzinfo=UTC)
+    try:
+        stamp.astimezone(UTC)
+    except OverflowError:
+        # Older versions took instants just outside years 1-9999 in UTC: the nearest one.
+        edge = datetime.min if stamp.year == 1 else datetime.max
+        return edge.replace(tzinfo=UTC)
+    return stamp
 
 
 def _session_record(row: tuple[Any, ...]) -> SessionRecord:

@@ -1,32 +1,35 @@
 """memci's own tools: their schemas (OpenAI and Anthropic) and how they are dispatched.
 
 A :class:`Tool` pairs a :class:`~memci.context.ToolSpec` with a handler that takes the
-session and the parsed arguments and returns the text the model will read. Handlers never
-raise for bad arguments or refusals: they answer with a line starting ``error:`` so the
-model can correct itself. An unknown tool name is the caller's mistake and raises.
+session and the parsed arguments and returns the text the model will read.
+
+:func:`run_tool` checks the arguments against the tool's schema before the handler runs
+(:mod:`memci.tools._arguments`: JSON object, types, ranges, depth, text), so a handler
+gets a plain dict that conforms and every tool gets the same checks. Bad arguments and
+refusals never raise: they are answered with a line starting ``error:`` so the model can
+correct itself — a :class:`ToolArgumentError` or an
+:class:`~memci.errors.InvalidInputError` from the handler alike. An unknown tool name is
+the caller's mistake and raises :class:`UnknownToolError`.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
 from memci.context import ToolSpec
 from memci.errors import InvalidInputError
+from memci.tools._arguments import MAX_INT, ToolArgumentError, check_arguments
 
-__all__ = ["Tool", "ToolArgumentError", "UnknownToolError", "parse_arguments", "run_tool"]
+__all__ = ["Tool", "ToolArgumentError", "UnknownToolError", "check_arguments", "int_arg",
+           "run_tool"]
 
 S = TypeVar("S")
 
 
 class UnknownToolError(InvalidInputError):
     """A tool name that is not one of memci's own tools in this session."""
-
-
-class ToolArgumentError(Exception):
-    """Raised inside handlers for bad arguments; turned into an ``error:`` answer."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,45 +40,26 @@ class Tool(Generic[S]):
     handler: Callable[[S, Mapping[str, Any]], str]
 
 
-def parse_arguments(arguments: Mapping[str, Any] | str | None) -> dict[str, Any]:
-    """Tool arguments as a dict, from a dict or JSON text of an object."""
-    if arguments is None or arguments == "":
-        return {}
-    if isinstance(arguments, str):
-        try:
-            parsed = json.loads(arguments)
-        except ValueError as exc:
-            raise ToolArgumentError(f"arguments are not valid JSON: {exc}") from exc
-        if not isinstance(parsed, dict):
-            raise ToolArgumentError("arguments must be a JSON object")
-        return parsed
-    return dict(arguments)
-
-
-def run_tool(
-    tools: Mapping[str, Tool[S]], session: S, name: str,
-    arguments: Mapping[str, Any] | str | None,
-) -> str:
-    """Run tool ``name``; bad arguments come back as an ``error:`` line."""
-    tool = tools.get(name)
+def run_tool(tools: Mapping[str, Tool[S]], session: S, name: str, arguments: object) -> str:
+    """Run tool ``name``; bad arguments and refusals come back as an ``error:`` line."""
+    tool = tools.get(name) if isinstance(name, str) else None
     if tool is None:
+        shown = repr(name) if len(repr(name)) <= 60 else repr(name)[:57] + "..."
         raise UnknownToolError(
-            f"{name!r} is not one of memci's tools here; available: {', '.join(sorted(tools))}"
+            f"{shown} is not one of memci's tools here; available: {', '.join(sorted(tools))}"
         )
     try:
-        return tool.handler(session, parse_arguments(arguments))
-    except ToolArgumentError as exc:
+        return tool.handler(session, check_arguments(tool.spec.parameters, arguments))
+    except (ToolArgumentError, InvalidInputError) as exc:
         return f"error: {exc}"
 
 
 def int_arg(args: Mapping[str, Any], name: str, *, default: int | None = None,
             minimum: int | None = None) -> int:
-    """An integer argument, checked."""
+    """An integer argument already checked by :func:`check_arguments` (or its default)."""
     value = args.get(name, default)
-    if isinstance(value, str) and value.strip().lstrip("-").isdigit():
-        value = int(value)
-    if not isinstance(value, int) or isinstance(value, bool):
-        raise ToolArgumentError(f"'{name}' must be an integer")
+    if not isinstance(value, int) or isinstance(value, bool) or abs(value) > MAX_INT:
+        raise ToolArgumentError(f"'{name}' must be a whole number")
     if minimum is not None and value < minimum:
         raise ToolArgumentError(f"'{name}' must be at least {minimum}")
     return value

@@ -8,12 +8,12 @@ arguments) comes back as a :class:`ToolResult` with ``ok=False`` and a text star
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
+from memci import _jsonvalues
 from memci.context import ToolSpec
 from memci.errors import InvalidInputError
 from memci.workspace._state import WorkState
@@ -41,23 +41,33 @@ class ToolResult:
         return cls(False, f"error: {message}")
 
 
-_INT = re.compile(r"-?\d{1,18}")
+# A quoted whole number: ASCII digits only ("²" or "٣" are not numbers to int()).
+_INT = re.compile(r"-?[0-9]{1,18}", re.ASCII)
+_MAX_INT = 2**63 - 1  # SQLite's integers are 64-bit
 
 
 def parse_tool_arguments(
-    arguments: Mapping[str, Any] | str | None, allowed: Mapping[str, type | tuple[type, ...]],
+    arguments: object, allowed: Mapping[str, type | tuple[type, ...]],
     required: tuple[str, ...] = (),
 ) -> dict[str, Any] | ToolResult:
-    """Check the arguments: a dict against ``allowed`` names and types, or a refusal."""
-    if arguments is None or arguments == "":
-        args: Any = {}
-    elif isinstance(arguments, str):
-        try:
-            args = json.loads(arguments)
-        except ValueError as exc:
-            return ToolResult.error(f"arguments are not valid JSON: {exc}")
-    else:
-        args = arguments
+    """Check the arguments: a dict against ``allowed`` names and types, or a refusal.
+
+    The arguments must be JSON memci can keep (:mod:`memci._jsonvalues`: nested at most 64
+    levels, valid Unicode, finite numbers, integers within 64 bits).
+    """
+    try:
+        if arguments is None or (isinstance(arguments, str) and not arguments):
+            args: Any = {}
+        elif isinstance(arguments, str):
+            args = _jsonvalues.loads(arguments, max_int=_MAX_INT)
+        elif isinstance(arguments, Mapping):
+            args = _jsonvalues.loads(_jsonvalues.dumps(dict(cast(Mapping[str, Any], arguments))),
+                                     max_int=_MAX_INT)
+        else:
+            return ToolResult.error(
+                f"arguments must be a JSON object, not {type(arguments).__name__}")
+    except _jsonvalues.JSONValueError as exc:
+        return ToolResult.error(f"arguments: {exc}")
     if not isinstance(args, Mapping):
         return ToolResult.error("arguments must be a JSON object")
     unknown = sorted(set(args) - set(allowed))
