@@ -19,7 +19,9 @@ installed (:attr:`SQLiteStore.sqlite_vec`).
 
 from __future__ import annotations
 
+import contextlib
 import json
+import logging
 import sqlite3
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -33,11 +35,14 @@ from typing import Any
 from memci.errors import OrphanToolResultError, StoreError
 from memci.messages import Message, dumps_parts, loads_parts
 from memci.store._driver import connect, errors, load_sqlite_vec
+from memci.store._failures import store_error
 from memci.store._migrations import CORE_MIGRATIONS, Migration
 
 __all__ = ["SQLiteStore", "SessionRecord"]
 
 _BUSY_TIMEOUT_MS = 60_000
+
+logger = logging.getLogger("memci.store")
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,57 +68,112 @@ class SQLiteStore:
         self.path = Path(path)
         if synchronous.upper() not in ("FULL", "NORMAL", "EXTRA"):
             raise StoreError(f"synchronous must be FULL, NORMAL or EXTRA, not {synchronous!r}")
-        failures = errors()  # chooses the driver: a bad MEMCI_SQLITE_DRIVER raises here
+        errors()  # chooses the driver: a bad MEMCI_SQLITE_DRIVER raises here
+        self._lock = threading.RLock()
+        self._migrated: set[str] = set()
+        self._db: sqlite3.Connection | None = None
+        self.sqlite_vec = False
+        try:
+            self._open(synchronous.upper())
+            self.migrate("core", CORE_MIGRATIONS)
+        except BaseException:
+            with contextlib.suppress(StoreError):
+                self.close()  # the reason it failed is what the caller needs to see
+            raise
+
+    def _open(self, synchronous: str) -> None:
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._db = connect(
+        except OSError as exc:
+            raise StoreError(f"cannot open the store at {self.path}: cannot make its folder "
+                             f"({exc}); check the path and its permissions") from exc
+        try:
+            self._db = db = connect(
                 self.path, isolation_level=None, check_same_thread=False,
                 timeout=_BUSY_TIMEOUT_MS / 1000,
             )
-            self._db.execute(f"PRAGMA busy_timeout = {_BUSY_TIMEOUT_MS}")
-            mode = self._db.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+            db.execute(f"PRAGMA busy_timeout = {_BUSY_TIMEOUT_MS}")
+            mode = db.execute("PRAGMA journal_mode = WAL").fetchone()[0]
             if str(mode).lower() != "wal" and str(self.path) != ":memory:":
                 raise StoreError(f"cannot put {self.path} in WAL mode (got {mode})")
-            self._db.execute(f"PRAGMA synchronous = {synchronous.upper()}")
-            self._db.execute("PRAGMA foreign_keys = ON")
-        except failures as exc:
-            raise StoreError(f"cannot open the store at {self.path}: {exc}") from exc
-        self.sqlite_vec = load_sqlite_vec(self._db)
-        self._lock = threading.RLock()
-        self._migrated: set[str] = set()
-        self.migrate("core", CORE_MIGRATIONS)
+            db.execute(f"PRAGMA synchronous = {synchronous}")
+            db.execute("PRAGMA foreign_keys = ON")
+            # Reading the schema reads page 1 and the schema table: a foreign file, or one
+            # damaged there, fails here, when opened, not at the first session.
+            db.execute("SELECT COUNT(*) FROM sqlite_schema").fetchone()
+        except errors() as exc:
+            raise store_error(exc, self.path, "open the store at") from exc
+        self.sqlite_vec = load_sqlite_vec(db)
 
     # -- lifecycle -----------------------------------------------------------------------
 
     def close(self) -> None:
         """Close the connection (a checkpoint folds the WAL into the database file)."""
         with self._lock:
-            self._db.close()
+            db, self._db = self._db, None
+            if db is None:
+                return
+            try:
+                db.close()
+            except errors() as exc:
+                raise store_error(exc, self.path, "close") from exc
+
+    @property
+    def _conn(self) -> sqlite3.Connection:
+        if self._db is None:
+            raise StoreError(f"the store at {self.path} is closed: open it again")
+        return self._db
 
     @contextmanager
     def write(self) -> Iterator[sqlite3.Connection]:
-        """A write transaction (``BEGIN IMMEDIATE``): commit on success, roll back on error."""
+        """A write transaction (``BEGIN IMMEDIATE``): commit on success, roll back on error.
+
+        A failure of SQLite in the transaction raises :class:`StoreError` (a full disk
+        :class:`~memci.errors.StoreFullError`, a damaged file
+        :class:`~memci.errors.StoreCorruptError`); nothing of the transaction is kept.
+        """
         with self._lock:
+            db = self._conn
             try:
-                self._db.execute("BEGIN IMMEDIATE")
+                db.execute("BEGIN IMMEDIATE")
             except errors() as exc:
-                raise StoreError(f"cannot start a write on {self.path}: {exc}") from exc
+                raise store_error(exc, self.path, "start a write on") from exc
             try:
-                yield self._db
+                yield db
+            except errors() as exc:
+                self._rollback(db)
+                raise store_error(exc, self.path, "write to") from exc
             except BaseException:
-                self._db.execute("ROLLBACK")
+                self._rollback(db)
                 raise
             try:
-                self._db.execute("COMMIT")
+                db.execute("COMMIT")
             except errors() as exc:
-                self._db.execute("ROLLBACK")
-                raise StoreError(f"cannot commit to {self.path}: {exc}") from exc
+                self._rollback(db)
+                raise store_error(exc, self.path, "commit to") from exc
+
+    def _rollback(self, db: sqlite3.Connection) -> None:
+        # SQLite may already have rolled the transaction back by itself (a full disk,
+        # an I/O error): a second ROLLBACK would fail and hide the reason.
+        if not db.in_transaction:
+            return
+        try:
+            db.execute("ROLLBACK")
+        except errors() as exc:
+            # What was not committed is not in the file; the next open recovers.
+            logger.warning("cannot roll back a failed write on %s: %s", self.path, exc)
 
     @contextmanager
     def read(self) -> Iterator[sqlite3.Connection]:
-        """The connection, for reads, under the store's lock."""
+        """The connection, for reads, under the store's lock.
+
+        A failure of SQLite while reading raises :class:`StoreError`.
+        """
         with self._lock:
-            yield self._db
+            try:
+                yield self._conn
+            except errors() as exc:
+                raise store_error(exc, self.path, "read from") from exc
 
     def schema_version(self, component: str = "core") -> int:
         """The number of the newest migration of ``component`` applied."""
