@@ -17,6 +17,7 @@ import subprocess
 import sys
 import textwrap
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -172,6 +173,65 @@ def test_a_full_store_is_503_store_full_over_rest(engine: memci.Engine) -> None:
         assert client.get("/v1/sessions/s/stats").json()["messages"] == stored
 
 
+@pytest.fixture
+def small_disk(tmp_path: Path) -> Iterator[Path]:
+    """A real 2 MiB tmpfs (needs root and mount(8)); skipped where it cannot be made."""
+    folder = tmp_path / "small"
+    folder.mkdir()
+    if not shutil.which("mount") or os.geteuid() != 0:
+        pytest.skip("a small tmpfs needs root and mount(8); the SQLite size limit and "
+                    "RLIMIT_FSIZE tests cover the same paths without them")
+    made = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(folder)],
+                          capture_output=True, text=True)
+    if made.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {made.stderr.strip()}")
+    try:
+        yield folder
+    finally:
+        subprocess.run(["umount", "-l", str(folder)], check=False)
+
+
+def test_a_full_filesystem_loses_nothing_acknowledged(small_disk: Path) -> None:
+    filler = small_disk / "filler"
+    filler.write_bytes(b"\0" * 700_000)
+    db = small_disk / "memci.db"
+    acked: list[str] = []
+    engine = memci.Engine.open(db)
+    error: memci.StoreError | None = None
+    try:
+        session = engine.session("s")
+        for i in range(10_000):
+            # tool outputs too, so the artifact files fill the disk as well as the database
+            call = {"role": "assistant", "content": None, "tool_calls": [
+                {"id": f"c{i}", "type": "function", "function": {"name": "cat",
+                                                                 "arguments": "{}"}}]}
+            batch = [{"role": "user", "content": f"turn {i} " + "words " * 300}, call,
+                     {"role": "tool", "tool_call_id": f"c{i}",
+                      "content": f"output {i}\n" + "line of output\n" * 6000}]
+            try:
+                session.add_many(batch)
+            except memci.StoreError as exc:
+                error = exc
+                break
+            acked.append(batch[0]["content"])
+        assert isinstance(error, memci.StoreFullError), repr(error)
+        assert acked, "the disk filled up before anything was stored"
+    finally:
+        try:
+            engine.close()
+        except memci.StoreError:
+            pass  # closing may not checkpoint on a full disk: the WAL keeps everything
+    filler.unlink()
+    with memci.Engine.open(db) as again:
+        session = again.session("s")
+        users = [m.content for m in session.messages() if m.role == "user"]
+        assert users == acked
+        outputs = [m for m in session.messages() if m.role == "tool"]
+        assert all(m.content.startswith("output ") and m.content.count("\n") == 6001
+                   for m in outputs)
+        session.add({"role": "user", "content": "room again"})
+
+
 FILE_LIMIT = textwrap.dedent("""
     import resource, signal, sys
     import memci
@@ -204,7 +264,7 @@ FILE_LIMIT = textwrap.dedent("""
 """)
 
 
-@pytest.mark.parametrize("what", ["db"])
+@pytest.mark.parametrize("what", ["db", "artifact"])
 def test_a_file_size_limit_is_a_store_error_and_a_retry_works(tmp_path: Path,
                                                                what: str) -> None:
     env = {**os.environ, "PYTHONPATH": SRC + os.pathsep + os.environ.get("PYTHONPATH", "")}

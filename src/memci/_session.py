@@ -10,6 +10,7 @@ memory is derived from the store and rebuilt from it when the session is opened.
 from __future__ import annotations
 
 import json
+import sqlite3
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -40,6 +41,7 @@ from memci.tools._registry import Tool, ToolArgumentError, run_tool
 from memci.workspace import (
     CHINESE_TITLES,
     ENGLISH_TITLES,
+    Artifact,
     WorkState,
 )
 
@@ -242,13 +244,21 @@ class Session:
         if not ready:
             return []
         with self._lock:
-            # The search index is written in the same transaction: one commit per add.
+            # Tool outputs are hashed, summarized and (large ones) written to their files
+            # first; their rows, the messages and the search index then commit together.
+            pending = self._views.prepare(ready, self._calls)
             memory = self.engine.memory
+            linked: list[tuple[Message, Artifact]] = []
+
+            def also(db: sqlite3.Connection, rows: list[Message]) -> None:
+                memory.index_in(db, self._record, ToolViews.as_stored(rows, pending))
+                linked.extend(self._views.link(db, pending, rows))
+
             stored = self.engine.store.append(
-                self._record, ready,
-                also=lambda db, rows: memory.index_in(db, self._record, rows))
+                self._record, ready, also=also,
+                external={p.position: p.prepared.sha256 for p in pending if p.external})
             if stored[0].seq == self._last_seq + 1:
-                self._index(stored)
+                self._index(stored, linked)
             else:
                 self._sync()
         return stored
@@ -797,13 +807,12 @@ class Session:
             self._log.append(seq, role, view if view is not None else made.get(seq, tokens))
         self._last_seq = rows[-1][0]
 
-    def _index(self, stored: list[Message]) -> None:
-        """Index messages this session just stored; store tool results as artifacts."""
-        results = [m for m in stored if m.role == "tool"]
+    def _index(self, stored: list[Message], linked: list[tuple[Message, Artifact]]) -> None:
+        """Index messages this session just stored (``linked``: their tool results' artifacts)."""
         for message in stored:
             for call in message.tool_calls:
                 self._calls[call.id] = call
-        made = {m.seq: (m, a) for m, a in self._views.store_results(results, self._calls)}
+        made = {m.seq: (m, a) for m, a in linked}
         for message in stored:
             if message.role == "system":
                 self._system = message
@@ -839,7 +848,9 @@ class Session:
         return True
 
     def _load_seqs(self, first: int, last: int) -> list[Message]:
-        return self.engine.store.messages(self._record, after=first - 1, upto=last)
+        # A large tool output comes with the head its row holds: contexts show its view.
+        return self.engine.store.messages(self._record, after=first - 1, upto=last,
+                                          whole=False)
 
     def _load_views(self, first: int, last: int) -> list[Message]:
         """Messages as a context shows them: tool results as their artifacts' views."""

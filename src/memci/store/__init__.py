@@ -5,6 +5,7 @@ derived from what the store holds and can be rebuilt from it.
 """
 
 from memci.store._migrations import CORE_MIGRATIONS, Migration
-from memci.store._sqlite import SessionRecord, SQLiteStore
+from memci.store._sqlite import ROW_HEAD_CHARS, SessionRecord, SQLiteStore, row_head
 
-__all__ = ["CORE_MIGRATIONS", "Migration", "SQLiteStore", "SessionRecord"]
+__all__ = ["CORE_MIGRATIONS", "ROW_HEAD_CHARS", "Migration", "SQLiteStore", "SessionRecord",
+           "row_head"]
