@@ -34,6 +34,7 @@ from memci.workspace import (
     summarize_tool_output,
 )
 from memci.workspace._artifacts import _decode_range, _line_range
+from memci.workspace._text import count_lines
 from tests.conftest import shared_data
 
 TRACES = ("django__django-11815", "django__django-11964", "pvlib__pvlib-python-1154")
@@ -508,6 +509,26 @@ def test_a_build_never_reads_a_large_output_whole(engine: memci.Engine) -> None:
     tracemalloc.stop()
 
 
+def test_adding_a_large_output_takes_bounded_memory(engine: memci.Engine) -> None:
+    s = engine.session("s", max_message_bytes=64 * 1024 * 1024)
+    s.add({"role": "user", "content": "go"})
+    s.add(_call("c1", "cat"))
+    output = _output(80_000, "路径 ")  # about 4 MB, not ASCII
+    size = len(output.encode())
+    # Storing it: hashed, summarized and written a block at a time, beside the output.
+    tracemalloc.start()
+    engine.workspace.artifacts.put(output, session=s.record, tool_name="cat", call_id="x")
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert peak < size // 2, peak / size
+    # Adding it: the same, plus the message's own checks (before: twelve times its size).
+    tracemalloc.start()
+    s.add({"role": "tool", "tool_call_id": "c1", "content": output})
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert peak < 4 * size, peak / size
+
+
 @pytest.mark.parametrize("text", [
     "".join(f"line {i}: ascii only\n" for i in range(500_000)),
     "".join(f"第 {i} 行：中文 😀\n" for i in range(400_000)),
@@ -537,3 +558,30 @@ def test_streamed_reads_match_slicing(text: str, offset: int, length: int, start
         text[offset:offset + length]
     assert _line_range(io.BytesIO(data), start, count, chunk=chunk) == \
         slice_lines(text, start, count)
+
+
+def test_the_summary_of_a_large_output_sees_all_of_it() -> None:
+    body = "".join(f"step {i}: ok\n" for i in range(100_000))
+    text = ("starting the build\n" + body + "ERROR: bad key in src/late/config.yaml\n" + body
+            + "----\nfinished in 12 s\n\n")
+    lines = summarize_tool_output(text)
+    assert lines[0] == f"{count_lines(text):,} lines, {len(text):,} chars"
+    assert "error: ERROR: bad key in src/late/config.yaml" in lines
+    assert "first: starting the build" in lines and "last: finished in 12 s" in lines
+    assert "paths: src/late/config.yaml" in lines
+    grep = summarize_tool_output("".join(f"src/a{i}.py:{i}: hit\n" for i in range(30_000)),
+                                 tool_name="grep")
+    assert "matches: 30000 lines in 30000 files" in grep
+
+
+def test_a_huge_output_is_counted_from_samples(engine: memci.Engine) -> None:
+    from memci._toolviews import COUNT_SAMPLES_OVER, count_tool_result
+
+    s = engine.session("s")
+    for text in (_output(60_000, "路径 "), _output(60_000) + "tail words " * 50_000):
+        message = memci.Message.tool("c1", text)
+        assert len(text) > COUNT_SAMPLES_OVER
+        exact = s.tokenizer.count_message(message)
+        assert abs(count_tool_result(s.tokenizer, message) - exact) < exact * 0.03
+    small = memci.Message.tool("c1", _output(100))
+    assert count_tool_result(s.tokenizer, small) == s.tokenizer.count_message(small)

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 from memci._settings import SessionSettings
-from memci._toolviews import SessionArtifacts, ToolViews
+from memci._toolviews import SessionArtifacts, ToolViews, count_tool_result
 from memci.budget import BudgetAllocator, PriorityRanker, Section, cut_middle
 from memci.context import Context, ContextStats, ToolSpec
 from memci.context._log import LogIndex
@@ -239,7 +239,7 @@ class Session:
         for item in messages:
             for message in coerce(item, max_bytes=limit):
                 tokens = (message.tokens if message.tokens is not None
-                          else self.tokenizer.count_message(message))
+                          else count_tool_result(self.tokenizer, message))
                 ready.append(replace(message, tokens=tokens, seq=None, session=None))
         if not ready:
             return []

@@ -26,9 +26,32 @@ from memci.tokens import Tokenizer
 from memci.workspace import Artifact, ArtifactNotFoundError, ArtifactStore, render_tool_result
 from memci.workspace._artifacts import PreparedOutput
 
-__all__ = ["SMALL_OUTPUT_CHARS", "PendingResult", "SessionArtifacts", "ToolViews"]
+__all__ = ["SMALL_OUTPUT_CHARS", "PendingResult", "SessionArtifacts", "ToolViews",
+           "count_tool_result"]
 
 SMALL_OUTPUT_CHARS = 300
+COUNT_SAMPLES_OVER = 1_000_000
+"""Characters of a tool output above which its raw tokens are counted from samples."""
+_SAMPLES = 16
+_SAMPLE_CHARS = 32_768
+
+
+def count_tool_result(tokenizer: Tokenizer, message: Message) -> int:
+    """Tokens of a tool message as sent raw; counted from samples past a million characters.
+
+    The raw count only says what sending the whole output would cost (a context shows
+    its view), so a huge output is counted from evenly spaced samples and scaled: time
+    and memory stay bounded whatever its size.
+    """
+    result = message.tool_result
+    if result is None or len(result.content) <= COUNT_SAMPLES_OVER:
+        return tokenizer.count_message(message)
+    text = result.content
+    step = len(text) // _SAMPLES
+    sample = "".join(text[i * step:i * step + _SAMPLE_CHARS] for i in range(_SAMPLES))
+    empty = tokenizer.count_message(replace(message, parts=(replace(result, content=""),)))
+    counted = tokenizer.count_message(replace(message, parts=(replace(result, content=sample),)))
+    return empty + round((counted - empty) * len(text) / len(sample))
 
 
 @dataclass(frozen=True, slots=True)
