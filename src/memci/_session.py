@@ -34,7 +34,7 @@ from memci.memory._query import analyze_query
 from memci.messages import Message, ToolCallPart, coerce, to_openai, to_wire
 from memci.recipes import TITLES, Recipe, choose_recipe
 from memci.store import SessionRecord
-from memci.summarize import SUMMARIZE_PAGE, JobQueue, PageSummary
+from memci.summarize import SUMMARIZE_PAGE, JobQueue, PageSummary, job_counts
 from memci.tokens import Tokenizer, get_tokenizer
 from memci.tools._builtin import FILE_TOOLS, RECALL_PAGE, SEARCH_MEMORY, WORKSPACE_TOOLS
 from memci.tools._registry import Tool, ToolArgumentError, run_tool
@@ -59,7 +59,10 @@ class SessionStats:
     """What a session has done (seed 002 GetStats).
 
     ``builds``, ``mean_build_ms`` and ``tokens_saved`` count builds in this process;
-    archive, recall and evict counts are the session's whole history.
+    archive, recall and evict counts are the session's whole history. Background jobs of
+    the session (page summaries by a model): ``jobs_pending`` wait or run;
+    ``jobs_failed`` are not done and their latest attempt failed (waiting for a retry, or
+    ``jobs_gave_up``: failed for good); ``jobs_last_error`` is the newest failure's text.
     """
 
     messages: int
@@ -72,6 +75,8 @@ class SessionStats:
     evicted: int
     jobs_pending: int = 0
     jobs_failed: int = 0
+    jobs_gave_up: int = 0
+    jobs_last_error: str | None = None
 
 
 def _language(texts: Iterable[str]) -> str:
@@ -758,17 +763,15 @@ class Session:
                 **self._job_counts(),
             )
 
-    def _job_counts(self) -> dict[str, int]:
-        """Background summary jobs of this session still pending, and failed for good."""
-        if self.engine.jobs is None:
-            return {}
-        prefix = f"session:{self._record.id}:%"
-        with self.engine.store.read() as db:
-            rows = dict(db.execute(
-                "SELECT state, COUNT(*) FROM memci_jobs WHERE key LIKE ? GROUP BY state",
-                (prefix,)).fetchall())
-        return {"jobs_pending": int(rows.get("pending", 0)) + int(rows.get("running", 0)),
-                "jobs_failed": int(rows.get("failed", 0))}
+    def _job_counts(self) -> dict[str, Any]:
+        """Background jobs of this session: pending, failing, given up, the newest error.
+
+        Read from the store whether or not this engine runs a model (``memci stats`` and
+        ``memci inspect`` open it without one).
+        """
+        counts = job_counts(self.engine.store, key_prefix=f"session:{self._record.id}:")
+        return {"jobs_pending": counts.pending, "jobs_failed": counts.failed,
+                "jobs_gave_up": counts.gave_up, "jobs_last_error": counts.last_error}
 
     def page_of(self, seq: int) -> int:
         """The number of the page holding message ``seq`` (0 for a system message)."""
