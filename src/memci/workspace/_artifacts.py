@@ -534,8 +534,8 @@ class ArtifactStore:
     def read(self, artifact_id: str, offset: int = 0, length: int | None = None) -> str:
         """Exactly the characters ``offset`` … ``offset + length`` of the output.
 
-        Reads only what the range needs: the output is never loaded whole for a range of
-        a large file (an ASCII file is read at the offset; others are decoded up to it).
+        Reads only what the range needs: a file is never loaded whole for a range (an
+        ASCII file is read at the offset; others are decoded up to the end of the range).
         """
         if offset < 0:
             raise WorkspaceError(f"offset must be 0 or more, not {offset}")
@@ -549,9 +549,6 @@ class ArtifactStore:
         content, size, chars = self._blob(aid)
         if content is not None:
             return content[offset:] if length is None else content[offset:offset + length]
-        if size <= _CACHE_CHARS // 4:
-            text = self.content(aid)  # small enough to keep: later reads are slices
-            return text[offset:] if length is None else text[offset:offset + length]
         want = chars - offset if length is None else min(length, chars - offset)
         if want <= 0:
             return ""
@@ -576,9 +573,8 @@ class ArtifactStore:
         if cached is not None:
             return slice_lines(cached, start, count)
         content, size, _ = self._blob(aid)
-        if content is not None or size <= _CACHE_CHARS // 4:
-            return slice_lines(content if content is not None else self.content(aid),
-                               start, count)
+        if content is not None:
+            return slice_lines(content, start, count)
         with self._open_file(aid, size) as handle:
             return _line_range(handle, start, count)
 
