@@ -1,19 +1,28 @@
-"""Artifacts: content addressing, storage, exact reads, exit codes, summaries, rendering."""
+"""Artifacts: content addressing, storage with the message, exact reads, summaries, rendering.
+
+Large outputs: stored once, read in ranges, never read whole for a build, added in
+bounded memory. Failures: a file that cannot be written stores nothing; a file without a
+row is reused, then swept.
+"""
 
 from __future__ import annotations
 
 import hashlib
+import io
 import json
+import os
 import re
 import time
+import tracemalloc
 from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import memci
 from memci.errors import InvalidInputError, StoreError
-from memci.store import SessionRecord, SQLiteStore
+from memci.store import ROW_HEAD_CHARS, SessionRecord, SQLiteStore
 from memci.workspace import (
     ArtifactNotFoundError,
     ArtifactStore,
@@ -21,8 +30,11 @@ from memci.workspace import (
     parse_exit_code,
     pointer,
     render_tool_result,
+    slice_lines,
     summarize_tool_output,
 )
+from memci.workspace._artifacts import _decode_range, _line_range
+from memci.workspace._text import count_lines
 from tests.conftest import shared_data
 
 TRACES = ("django__django-11815", "django__django-11964", "pvlib__pvlib-python-1154")
@@ -361,3 +373,229 @@ def test_unknown_session_is_refused(arts: ArtifactStore) -> None:
 
     with pytest.raises(UnknownSessionError):
         arts.put("x", session=999, tool_name="t", call_id="1")
+
+
+# -- stored with the message, or not at all ---------------------------------------------------
+
+
+def _call(call_id: str, name: str = "run") -> dict[str, object]:
+    return {"role": "assistant", "content": None, "tool_calls": [
+        {"id": call_id, "type": "function", "function": {"name": name, "arguments": "{}"}}]}
+
+
+def _output(lines: int, tag: str = "") -> str:
+    return "".join(f"{tag}line {i}: compiled src/pkg/module_{i % 7}.py ok\n" for i in range(lines))
+
+
+def _files(folder: Path) -> list[Path]:
+    return sorted(p for p in folder.rglob("*") if p.is_file()) if folder.exists() else []
+
+
+@pytest.mark.parametrize("batch", [False, True])
+def test_an_artifact_file_that_cannot_be_written_stores_nothing_and_the_retry_works(
+    engine: memci.Engine, batch: bool
+) -> None:
+    s = engine.session("s")
+    s.add({"role": "user", "content": "run it"})
+    if not batch:
+        s.add(_call("c1"))
+    output = _output(5000)
+    folder = engine.workspace.artifacts.files_dir
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    folder.write_text("a file where the artifacts folder should be")
+    result = {"role": "tool", "tool_call_id": "c1", "content": output}
+    attempt = [_call("c1"), result] if batch else [result]
+    before = s.count()
+    with pytest.raises(memci.StoreError, match="cannot write artifact file") as info:
+        s.add_many(attempt)
+    assert str(folder) in str(info.value)
+    assert s.count() == before  # the message was not stored without its output
+    assert [m.role for m in s.messages()] == ["user", *([] if batch else ["assistant"])]
+    s.build()  # the session keeps working
+    folder.unlink()
+    stored = s.add_many(attempt)[-1]  # the retry: no OrphanToolResultError
+    assert stored.seq == before + len(attempt)
+    assert s.messages()[-1].content == output
+    pointer = s.artifacts.get(s.engine.workspace.artifacts.for_call(s.record, "c1").id)
+    assert s.call_tool("artifact_get", {"id": pointer.id, "offset": 0, "length": 60}) == \
+        output[:60]
+
+
+def test_a_file_without_a_row_is_reused_then_swept(engine: memci.Engine) -> None:
+    s = engine.session("s")
+    s.add({"role": "user", "content": "go"})
+    arts = engine.workspace.artifacts
+    output = _output(5000)
+    # A result for a call never made: refused, after its file was written.
+    with pytest.raises(memci.OrphanToolResultError):
+        s.add({"role": "tool", "tool_call_id": "nobody", "content": output})
+    left = _files(arts.files_dir)
+    assert len(left) == 1 and left[0].read_text() == output
+    assert arts.sweep() == 0  # young: a row naming it may be about to commit
+    old = time.time() - 7200
+    os.utime(left[0], (old, old))
+    # The same output, now answering a real call, reuses the file (and makes it young).
+    s.add(_call("c1"))
+    s.add({"role": "tool", "tool_call_id": "c1", "content": output})
+    assert _files(arts.files_dir) == left and left[0].stat().st_mtime > old
+    assert arts.sweep(older_than=0) == 0  # named by a row now
+    # An unnamed file and a temporary file left by a crash go once they are old.
+    with pytest.raises(memci.OrphanToolResultError):
+        s.add({"role": "tool", "tool_call_id": "nobody", "content": _output(5000, "other ")})
+    orphan = next(p for p in _files(arts.files_dir) if p not in left)
+    crashed = orphan.parent / f".{orphan.stem}.x1y2.tmp"
+    crashed.write_text("half a file")
+    assert arts.sweep(older_than=0) == 2
+    assert _files(arts.files_dir) == left
+    assert s.messages()[-1].content == output
+
+
+# -- large outputs: stored once, read in ranges, never whole for a build -----------------------
+
+
+def _database_bytes(engine: memci.Engine) -> int:
+    with engine.store.read() as db:
+        db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    return sum(p.stat().st_size for p in engine.store.path.parent.glob("memci.db*"))
+
+
+def test_a_large_output_is_stored_once(engine: memci.Engine, tmp_path: Path) -> None:
+    s = engine.session("s", max_message_bytes=64 * 1024 * 1024)
+    s.add({"role": "user", "content": "build the project"})
+    s.add(_call("c1", "make"))
+    output = _output(40_000)  # about 2 MB
+    before = _database_bytes(engine)
+    stored = s.add({"role": "tool", "tool_call_id": "c1", "content": output})
+    assert stored.content == output
+    with engine.store.read() as db:
+        parts, sha = db.execute("SELECT parts, output_sha256 FROM messages WHERE seq = ?",
+                                (stored.seq,)).fetchone()
+    assert len(parts) < 2 * ROW_HEAD_CHARS  # the head only (escaped as JSON)
+    assert sha == hashlib.sha256(output.encode()).hexdigest()
+    files = _files(engine.workspace.artifacts.files_dir)
+    assert [f.read_text() for f in files] == [output]
+    assert _database_bytes(engine) - before < len(output) // 10
+    # Whole wherever the log is read: messages, export, search hits point to it, reopen.
+    assert s.messages()[-1].content == output
+    out = io.StringIO()
+    s.export_jsonl(out)
+    assert json.loads(out.getvalue().splitlines()[-1])["parts"][0]["content"] == output
+    assert s.search("module_3", k=3)
+    engine.close()
+    with memci.Engine.open(engine.store.path) as again:
+        assert again.session("s").messages()[-1].content == output
+        assert again.session("s").build().messages
+
+
+def test_a_build_never_reads_a_large_output_whole(engine: memci.Engine) -> None:
+    s = engine.session("s", max_message_bytes=64 * 1024 * 1024)
+    s.add({"role": "user", "content": "show me the log"})
+    s.add(_call("c1", "cat"))
+    output = _output(200_000)  # about 10 MB
+    s.add({"role": "tool", "tool_call_id": "c1", "content": output})
+    for recipe in ("tool_loop", "chat"):
+        tracemalloc.start()
+        ctx = s.build(recipe=recipe)
+        peak = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+        assert peak < len(output) // 10, (recipe, peak)
+        tool = next(m for m in ctx.messages if m.role == "tool")
+        assert "artifact:" in tool.content and len(tool.content) < 20_000
+    s.add({"role": "assistant", "content": "done"})
+    s.add({"role": "user", "content": "and now?"})
+    tracemalloc.start()
+    s.build()
+    assert tracemalloc.get_traced_memory()[1] < len(output) // 10
+    tracemalloc.stop()
+
+
+def test_adding_a_large_output_takes_bounded_memory(engine: memci.Engine) -> None:
+    s = engine.session("s", max_message_bytes=64 * 1024 * 1024)
+    s.add({"role": "user", "content": "go"})
+    s.add(_call("c1", "cat"))
+    output = _output(80_000, "路径 ")  # about 4 MB, not ASCII
+    size = len(output.encode())
+    # Storing it: hashed, summarized and written a block at a time, beside the output.
+    tracemalloc.start()
+    engine.workspace.artifacts.put(output, session=s.record, tool_name="cat", call_id="x")
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert peak < size // 2, peak / size
+    # Adding it: the same, plus the message's own checks (before: twelve times its size).
+    tracemalloc.start()
+    s.add({"role": "tool", "tool_call_id": "c1", "content": output})
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert peak < 4 * size, peak / size
+
+
+@pytest.mark.parametrize("text", [
+    "".join(f"line {i}: ascii only\n" for i in range(100_000)),
+    "".join(f"第 {i} 行：中文 😀\n" for i in range(80_000)),
+])
+def test_range_reads_of_a_large_file_are_exact(store: SQLiteStore, session: SessionRecord,
+                                               tmp_path: Path, text: str) -> None:
+    arts = ArtifactStore(store, tmp_path / "big", inline_max_bytes=1024)
+    a = arts.put(text, session=session, tool_name="cat", call_id="1")
+    assert a.stored == "file" and a.size > 1024 * 1024  # many chunks of the file
+    for offset, length in ((0, 100), (1, 5), (len(text) // 2, 3000), (len(text) - 7, 100),
+                           (len(text), 5), (len(text) + 10, 5)):
+        assert arts.read(a.id, offset, length) == text[offset:offset + length]
+    assert arts.read(a.id, len(text) - 50) == text[-50:]
+    for start, count in ((1, 3), (1000, 10), (79_999, 5), (a.lines, 1), (a.lines + 1, 1)):
+        assert arts.read_lines(a.id, start, count) == slice_lines(text, start, count)
+
+
+@settings(max_examples=80, deadline=None)
+@given(text=st.text(max_size=200), offset=st.integers(0, 220), length=st.integers(0, 220),
+       start=st.integers(1, 30), count=st.one_of(st.none(), st.integers(1, 30)),
+       chunk=st.integers(1, 9))
+def test_streamed_reads_match_slicing(text: str, offset: int, length: int, start: int,
+                                      count: int | None, chunk: int) -> None:
+    text = text.encode("utf-8", "replace").decode("utf-8")
+    data = text.encode()
+    assert _decode_range(io.BytesIO(data), offset, length, chunk=chunk) == \
+        text[offset:offset + length]
+    assert _line_range(io.BytesIO(data), start, count, chunk=chunk) == \
+        slice_lines(text, start, count)
+
+
+def test_the_summary_of_a_large_output_sees_all_of_it() -> None:
+    body = "".join(f"step {i}: ok\n" for i in range(100_000))
+    text = ("starting the build\n" + body + "ERROR: bad key in src/late/config.yaml\n" + body
+            + "----\nfinished in 12 s\n\n")
+    lines = summarize_tool_output(text)
+    assert lines[0] == f"{count_lines(text):,} lines, {len(text):,} chars"
+    assert "error: ERROR: bad key in src/late/config.yaml" in lines
+    assert "first: starting the build" in lines and "last: finished in 12 s" in lines
+    assert "paths: src/late/config.yaml" in lines
+    grep = summarize_tool_output("".join(f"src/a{i}.py:{i}: hit\n" for i in range(30_000)),
+                                 tool_name="grep")
+    assert "matches: 30000 lines in 30000 files" in grep
+
+
+def test_a_huge_output_is_counted_from_samples(engine: memci.Engine) -> None:
+    from memci._toolviews import COUNT_SAMPLES_OVER, count_tool_result
+
+    s = engine.session("s")
+    for text in (_output(60_000, "路径 "), _output(60_000) + "tail words " * 50_000):
+        message = memci.Message.tool("c1", text)
+        assert len(text) > COUNT_SAMPLES_OVER
+        exact = s.tokenizer.count_message(message)
+        assert abs(count_tool_result(s.tokenizer, message) - exact) < exact * 0.03
+    small = memci.Message.tool("c1", _output(100))
+    assert count_tool_result(s.tokenizer, small) == s.tokenizer.count_message(small)
+
+
+def test_a_lost_artifact_file_is_a_store_error_naming_it(engine: memci.Engine) -> None:
+    s = engine.session("s")
+    s.add({"role": "user", "content": "go"})
+    s.add(_call("c1"))
+    s.add({"role": "tool", "tool_call_id": "c1", "content": _output(5000)})
+    (path,) = _files(engine.workspace.artifacts.files_dir)
+    path.unlink()
+    with pytest.raises(memci.StoreError, match="restore the folder") as info:
+        s.messages()
+    assert str(path) in str(info.value)
+    with pytest.raises(memci.StoreError, match="restore the folder"):
+        s.build(recipe="tool_loop")  # it would show the head of that file

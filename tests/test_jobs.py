@@ -1,13 +1,16 @@
 """Durable jobs on a real SQLite file: idempotency, retries, leases, exactly-once effects.
 
 The crash test kills a real worker process with SIGKILL while it holds jobs, and checks
-that every job's effect is committed exactly once after a second worker finishes.
+that every job's effect is committed exactly once after a second worker finishes. Failed
+jobs are visible: a real ``memci worker`` process against a fake model answering 500
+reports them, and so do stats, ``memci stats``, ``memci inspect`` and REST stats.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import sqlite3
 import subprocess
@@ -20,20 +23,26 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from fastapi.testclient import TestClient
 
+import memci
 from memci.errors import ConfigError, InvalidInputError
 from memci.llm import OpenAIChatClient
 from memci.messages import Message, ToolCallPart
+from memci.server import KeyStore, ServerConfig, create_app
 from memci.store import SQLiteStore
 from memci.store._driver import connect
 from memci.summarize import (
     SUMMARIZE_TEXT,
     ExtractiveSummarizer,
     Job,
+    JobCounts,
     JobQueue,
     LLMSummarizer,
     PageSummary,
+    RunReport,
     SummaryJobs,
+    job_counts,
     page_key,
     register_summary_handlers,
     run_worker,
@@ -392,7 +401,8 @@ def test_run_worker_once_with_default_handlers(
     store = SQLiteStore(db_path)
     queue = JobQueue(store)
     key = SummaryJobs(queue).submit_page(PAGE)
-    assert run_worker(db_path, once=True) == 1
+    report = run_worker(db_path, once=True)
+    assert (report.ran, report.succeeded, report.failed) == (1, 1, 0)
     stored = PageSummary.from_json(queue.result(key), len(PAGE))
     extractive = ExtractiveSummarizer()
     assert stored == PageSummary(extractive.page_title(PAGE),
@@ -411,7 +421,7 @@ def test_run_worker_until_stopped(db_path: Path) -> None:
     for i in range(5):
         q.submit("echo", f"e{i}", {"v": i})
     runner = threading.Thread(target=lambda: ran.append(
-        run_worker(db_path, poll_interval=0.05, workers=2, setup=setup, stop=stop)))
+        run_worker(db_path, poll_interval=0.05, workers=2, setup=setup, stop=stop).ran))
     ran: list[int] = []
     runner.start()
     deadline = time.monotonic() + 10
@@ -517,3 +527,96 @@ def test_submit_many_is_one_transaction(queue: JobQueue) -> None:
     keys = SummaryJobs(queue).submit_pages([PAGE, PAGE[:1]], session="s")
     assert keys == [page_key(PAGE, session="s"), page_key(PAGE[:1], session="s")]
     assert queue.stats()["by_kind"]["summarize_page"]["pending"] == 2
+
+
+# -- failures are visible ----------------------------------------------------------------------
+
+LLM_ENV = ("MEMCI_LLM_PROVIDER", "MEMCI_LLM_BASE_URL", "MEMCI_LLM_API_KEY", "MEMCI_LLM_MODEL")
+
+
+def test_a_queue_reports_what_ran_and_how_it_ended(queue: JobQueue) -> None:
+    outcomes = {"ok": lambda job: 1, "flaky": lambda job: 1 / 0,
+                "bad": lambda job: (_ for _ in ()).throw(InvalidInputError("bad payload"))}
+    for kind, handler in outcomes.items():
+        queue.register(kind, handler)
+    queue.submit("ok", "k1")
+    queue.submit("flaky", "k2", max_attempts=2)
+    queue.submit("bad", "k3")
+    assert queue.run_pending() == 4  # the flaky one twice (no backoff here)
+    report = queue.report
+    assert report == RunReport(ran=4, succeeded=1, failed=3, retrying=1, gave_up=2,
+                               last_error="ZeroDivisionError: division by zero")
+    assert report.describe() == "ran 4 jobs: 1 succeeded, 3 failed (1 will be retried, 2 gave up)"
+    assert job_counts(queue.store) == JobCounts(pending=0, failed=2, gave_up=2,
+                                                last_error=report.last_error)
+    stats = queue.stats()
+    assert stats["failing"] == 2 and stats["last_error"] == report.last_error
+
+
+def test_job_counts_of_a_store_without_jobs(store: SQLiteStore) -> None:
+    assert job_counts(store) == JobCounts()
+
+
+def _chat(session: memci.Session, turns: int) -> None:
+    for t in range(turns):
+        session.add({"role": "user", "content": f"Question {t} about the harbour museum. " * 6})
+        session.add({"role": "assistant", "content": f"Answer {t}: it opens at nine. " * 6})
+
+
+def _memci(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "memci.cli", *args], capture_output=True,
+                          text=True, env=env, timeout=120, cwd=ROOT)
+
+
+def test_failed_jobs_are_visible_everywhere(tmp_path: Path,
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """The issue's case: `memci worker --once` said "ran 33 jobs", stats said jobs_failed: 0."""
+    for name in LLM_ENV:
+        monkeypatch.delenv(name, raising=False)
+    db = tmp_path / "m.db"
+    env = {k: v for k, v in os.environ.items() if k not in LLM_ENV}
+    env["PYTHONPATH"] = str(ROOT / "src") + os.pathsep + env.get("PYTHONPATH", "")
+    with FakeLLM() as fake:
+        fake.status(500, retry_after=0, times=100_000)  # every attempt of every job
+        # The agent's process submits page summaries; `memci worker` runs them.
+        client = OpenAIChatClient("fake-model", api_key="k", base_url=fake.openai_base_url)
+        with client, memci.Engine.open(db, llm=client, workers=0) as eng:
+            s = eng.session("s", evict_unrecalled_rounds=0, retrieval=False)
+            _chat(s, 30)
+            s.build(budget=3000)
+            assert eng.jobs is not None
+            submitted = eng.jobs.stats()["pending"]
+        assert submitted >= 3
+        worker = _memci("worker", "--once", "--db", str(db), env={
+            **env, "MEMCI_LLM_PROVIDER": "openai", "MEMCI_LLM_BASE_URL": fake.openai_base_url,
+            "MEMCI_LLM_API_KEY": "k", "MEMCI_LLM_MODEL": "fake-model"})
+    assert worker.returncode == 1, worker.stderr
+    n = submitted
+    assert (f"ran {n} jobs: 0 succeeded, {n} failed ({n} will be retried, 0 gave up)"
+            in worker.stderr)
+    assert "last error: LLMHTTPError:" in worker.stderr and "HTTP 500" in worker.stderr
+
+    # memci stats and memci inspect (no model configured in their environment)
+    stats = json.loads(_memci("stats", "s", "--db", str(db), "--json", env=env).stdout)
+    assert stats["stats"]["jobs_failed"] == n and stats["stats"]["jobs_pending"] == n
+    assert "HTTP 500" in stats["stats"]["jobs_last_error"]
+    shown = _memci("stats", "s", "--db", str(db), env=env).stdout
+    assert re.search(rf"jobs failed\s.*\b{n}\b", shown) and "HTTP 500" in shown
+    inspected = json.loads(_memci("inspect", "s", "--db", str(db), "--json", env=env).stdout)
+    assert inspected["jobs"]["jobs_failed"] == n
+    assert "HTTP 500" in inspected["jobs"]["jobs_last_error"]
+
+    # the Python API and REST stats, from an engine with no model either
+    with memci.Engine.open(db, workers=0) as eng:
+        session = eng.session("s")
+        assert session.stats().jobs_failed == n and session.stats().jobs_gave_up == 0
+        key = KeyStore(eng.store).create("default")[1]
+        with TestClient(create_app(eng, ServerConfig())) as http:
+            http.headers["Authorization"] = f"Bearer {key}"
+            body = http.get("/v1/sessions/s/stats").json()
+        assert body["jobs_failed"] == n and "HTTP 500" in body["jobs_last_error"]
+        # given up for good: counted apart, still failed
+        with eng.store.write() as conn:
+            conn.execute("UPDATE memci_jobs SET state = 'failed'")
+        assert (session.stats().jobs_failed, session.stats().jobs_gave_up) == (n, n)
+        assert session.stats().jobs_pending == 0

@@ -10,6 +10,7 @@ memory is derived from the store and rebuilt from it when the session is opened.
 from __future__ import annotations
 
 import json
+import sqlite3
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -19,7 +20,7 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 from memci._settings import SessionSettings
-from memci._toolviews import SessionArtifacts, ToolViews
+from memci._toolviews import SessionArtifacts, ToolViews, count_tool_result
 from memci.budget import BudgetAllocator, PriorityRanker, Section, cut_middle
 from memci.context import Context, ContextStats, ToolSpec
 from memci.context._log import LogIndex
@@ -33,13 +34,14 @@ from memci.memory._query import analyze_query
 from memci.messages import Message, ToolCallPart, coerce, to_openai, to_wire
 from memci.recipes import TITLES, Recipe, choose_recipe
 from memci.store import SessionRecord
-from memci.summarize import SUMMARIZE_PAGE, JobQueue, PageSummary
+from memci.summarize import SUMMARIZE_PAGE, JobQueue, PageSummary, job_counts
 from memci.tokens import Tokenizer, get_tokenizer
 from memci.tools._builtin import FILE_TOOLS, RECALL_PAGE, SEARCH_MEMORY, WORKSPACE_TOOLS
 from memci.tools._registry import Tool, ToolArgumentError, run_tool
 from memci.workspace import (
     CHINESE_TITLES,
     ENGLISH_TITLES,
+    Artifact,
     WorkState,
 )
 
@@ -57,7 +59,10 @@ class SessionStats:
     """What a session has done (seed 002 GetStats).
 
     ``builds``, ``mean_build_ms`` and ``tokens_saved`` count builds in this process;
-    archive, recall and evict counts are the session's whole history.
+    archive, recall and evict counts are the session's whole history. Background jobs of
+    the session (page summaries by a model): ``jobs_pending`` wait or run;
+    ``jobs_failed`` are not done and their latest attempt failed (waiting for a retry, or
+    ``jobs_gave_up``: failed for good); ``jobs_last_error`` is the newest failure's text.
     """
 
     messages: int
@@ -70,6 +75,8 @@ class SessionStats:
     evicted: int
     jobs_pending: int = 0
     jobs_failed: int = 0
+    jobs_gave_up: int = 0
+    jobs_last_error: str | None = None
 
 
 def _language(texts: Iterable[str]) -> str:
@@ -238,18 +245,26 @@ class Session:
         for item in messages:
             for message in coerce(item, max_bytes=limit):
                 tokens = (message.tokens if message.tokens is not None
-                          else self.tokenizer.count_message(message))
+                          else count_tool_result(self.tokenizer, message))
                 ready.append(replace(message, tokens=tokens, seq=None, session=None))
         if not ready:
             return []
         with self._lock:
-            # The search index is written in the same transaction: one commit per add.
+            # Tool outputs are hashed, summarized and (large ones) written to their files
+            # first; their rows, the messages and the search index then commit together.
+            pending = self._views.prepare(ready, self._calls)
             memory = self.engine.memory
+            linked: list[tuple[Message, Artifact]] = []
+
+            def also(db: sqlite3.Connection, rows: list[Message]) -> None:
+                memory.index_in(db, self._record, ToolViews.as_stored(rows, pending))
+                linked.extend(self._views.link(db, pending, rows))
+
             stored = self.engine.store.append(
-                self._record, ready,
-                also=lambda db, rows: memory.index_in(db, self._record, rows))
+                self._record, ready, also=also,
+                external={p.position: p.prepared.sha256 for p in pending if p.external})
             if stored[0].seq == self._last_seq + 1:
-                self._index(stored)
+                self._index(stored, linked)
             else:
                 self._sync()
         return stored
@@ -749,17 +764,15 @@ class Session:
                 **self._job_counts(),
             )
 
-    def _job_counts(self) -> dict[str, int]:
-        """Background summary jobs of this session still pending, and failed for good."""
-        if self.engine.jobs is None:
-            return {}
-        prefix = f"session:{self._record.id}:%"
-        with self.engine.store.read() as db:
-            rows = dict(db.execute(
-                "SELECT state, COUNT(*) FROM memci_jobs WHERE key LIKE ? GROUP BY state",
-                (prefix,)).fetchall())
-        return {"jobs_pending": int(rows.get("pending", 0)) + int(rows.get("running", 0)),
-                "jobs_failed": int(rows.get("failed", 0))}
+    def _job_counts(self) -> dict[str, Any]:
+        """Background jobs of this session: pending, failing, given up, the newest error.
+
+        Read from the store whether or not this engine runs a model (``memci stats`` and
+        ``memci inspect`` open it without one).
+        """
+        counts = job_counts(self.engine.store, key_prefix=f"session:{self._record.id}:")
+        return {"jobs_pending": counts.pending, "jobs_failed": counts.failed,
+                "jobs_gave_up": counts.gave_up, "jobs_last_error": counts.last_error}
 
     def page_of(self, seq: int) -> int:
         """The number of the page holding message ``seq`` (0 for a system message)."""
@@ -800,13 +813,12 @@ class Session:
             self._log.append(seq, role, view if view is not None else made.get(seq, tokens))
         self._last_seq = rows[-1][0]
 
-    def _index(self, stored: list[Message]) -> None:
-        """Index messages this session just stored; store tool results as artifacts."""
-        results = [m for m in stored if m.role == "tool"]
+    def _index(self, stored: list[Message], linked: list[tuple[Message, Artifact]]) -> None:
+        """Index messages this session just stored (``linked``: their tool results' artifacts)."""
         for message in stored:
             for call in message.tool_calls:
                 self._calls[call.id] = call
-        made = {m.seq: (m, a) for m, a in self._views.store_results(results, self._calls)}
+        made = {m.seq: (m, a) for m, a in linked}
         for message in stored:
             if message.role == "system":
                 self._system = message
@@ -842,7 +854,9 @@ class Session:
         return True
 
     def _load_seqs(self, first: int, last: int) -> list[Message]:
-        return self.engine.store.messages(self._record, after=first - 1, upto=last)
+        # A large tool output comes with the head its row holds: contexts show its view.
+        return self.engine.store.messages(self._record, after=first - 1, upto=last,
+                                          whole=False)
 
     def _load_views(self, first: int, last: int) -> list[Message]:
         """Messages as a context shows them: tool results as their artifacts' views."""

@@ -1,25 +1,70 @@
 """How tool results appear in a context: never raw, but as their artifact's view (seed 004).
 
-Every tool result is stored whole as an artifact when it is added. In a context it appears
-as a *view*: the artifact's 1-6 summary lines and its pointer ``artifact:<id>``; the newest
-result of a tool loop also shows the head of its output. A view keeps the tool message's
+Every tool result is stored whole as an artifact when it is added, in the transaction that
+stores the message (:meth:`ToolViews.prepare` before it, :meth:`ToolViews.link` inside
+it): the message, its artifact, its file and its view are stored together or not at all.
+A large output (one the artifact store keeps as a file) is stored once: its message row
+keeps only the head and names the file (``external``), and is read whole only when asked.
+
+In a context a tool result appears as a *view*: the artifact's 1-6 summary lines and its
+pointer ``artifact:<id>``; the newest result of a tool loop also shows the head of its
+output, read from the artifact (never the whole output). A view keeps the tool message's
 call id, so calls and results stay paired. Which artifact a result is, and what its view
 costs in tokens, is saved in ``message_views``, so planning a build reads no message.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import replace
+import sqlite3
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
 
+from memci.errors import StoreError
 from memci.messages import Message, ToolCallPart, ToolResultPart
-from memci.store import SessionRecord, SQLiteStore
+from memci.store import ROW_HEAD_CHARS, SessionRecord, SQLiteStore, row_head
 from memci.tokens import Tokenizer
 from memci.workspace import Artifact, ArtifactNotFoundError, ArtifactStore, render_tool_result
+from memci.workspace._artifacts import PreparedOutput
 
-__all__ = ["SMALL_OUTPUT_CHARS", "SessionArtifacts", "ToolViews"]
+__all__ = ["SMALL_OUTPUT_CHARS", "PendingResult", "SessionArtifacts", "ToolViews",
+           "count_tool_result"]
 
 SMALL_OUTPUT_CHARS = 300
+COUNT_SAMPLES_OVER = 1_000_000
+"""Characters of a tool output above which its raw tokens are counted from samples."""
+_SAMPLES = 16
+_SAMPLE_CHARS = 32_768
+
+
+def count_tool_result(tokenizer: Tokenizer, message: Message) -> int:
+    """Tokens of a tool message as sent raw; counted from samples past a million characters.
+
+    The raw count only says what sending the whole output would cost (a context shows
+    its view), so a huge output is counted from evenly spaced samples and scaled: time
+    and memory stay bounded whatever its size.
+    """
+    result = message.tool_result
+    if result is None or len(result.content) <= COUNT_SAMPLES_OVER:
+        return tokenizer.count_message(message)
+    text = result.content
+    step = len(text) // _SAMPLES
+    sample = "".join(text[i * step:i * step + _SAMPLE_CHARS] for i in range(_SAMPLES))
+    empty = tokenizer.count_message(replace(message, parts=(replace(result, content=""),)))
+    counted = tokenizer.count_message(replace(message, parts=(replace(result, content=sample),)))
+    return empty + round((counted - empty) * len(text) / len(sample))
+
+
+@dataclass(frozen=True, slots=True)
+class PendingResult:
+    """A tool result of a batch being added, with its artifact prepared (rows not written)."""
+
+    position: int
+    prepared: PreparedOutput
+
+    @property
+    def external(self) -> bool:
+        """Whether its message row keeps only the head (the whole is in the file)."""
+        return self.prepared.stored == "file" and self.prepared.chars > ROW_HEAD_CHARS
 
 
 class SessionArtifacts:
@@ -59,14 +104,67 @@ class ToolViews:
         self.artifacts = artifacts
         self.tokenizer = tokenizer
 
+    def prepare(
+        self, messages: Sequence[Message], calls: Mapping[str, ToolCallPart]
+    ) -> list[PendingResult]:
+        """Prepare the artifact of every tool result in a batch about to be added.
+
+        Runs before the batch's transaction: large outputs' files are written now. A call
+        is looked up in the batch, then in ``calls``, then in the store.
+        """
+        known = dict(calls)
+        out: list[PendingResult] = []
+        for position, message in enumerate(messages):
+            for call in message.tool_calls:
+                known[call.id] = call
+            result = message.tool_result
+            if message.role != "tool" or result is None:
+                continue
+            answered = known.get(result.call_id) or self._find_call(result.call_id, None)
+            prepared = self.artifacts.prepare(
+                result.content, tool_name=answered.name if answered else None,
+                arguments=answered.arguments if answered else None)
+            out.append(PendingResult(position, prepared))
+        return out
+
+    @staticmethod
+    def as_stored(messages: Sequence[Message], pending: Sequence[PendingResult]) -> list[Message]:
+        """``messages`` as their rows keep them: a large output's message holds its head."""
+        external = {p.position for p in pending if p.external}
+        return [row_head(m) if i in external else m for i, m in enumerate(messages)]
+
+    def link(
+        self, db: sqlite3.Connection, pending: Sequence[PendingResult], stored: Sequence[Message]
+    ) -> list[tuple[Message, Artifact]]:
+        """Write the artifacts and views of ``pending`` results inside the batch's transaction."""
+        made: list[tuple[Message, Artifact]] = []
+        for item in pending:
+            message = stored[item.position]
+            result = message.tool_result
+            assert result is not None and message.seq is not None
+            artifact = self.artifacts.link(
+                db, item.prepared, session=self.session, call_id=result.call_id,
+                created_at=message.created_at, is_error=result.is_error)
+            made.append((message, artifact))
+        if made:
+            self.store.save_views(self.session, [
+                (m.seq or 0, a.id, self.view(m, a).tokens or 0) for m, a in made], db=db)
+        return made
+
     def store_results(
         self, results: Sequence[Message], calls: dict[str, ToolCallPart]
     ) -> list[tuple[Message, Artifact]]:
-        """Store each tool result as an artifact; save and return the views' figures."""
+        """Make the views of stored tool results that have none (stored by older versions)."""
         made: list[tuple[Message, Artifact]] = []
+        refs = (self.store.output_refs(self.session, results[0].seq or 0, results[-1].seq or 0)
+                if results else {})
         for message in results:
             result = message.tool_result
             assert result is not None and message.seq is not None
+            if message.seq in refs:
+                # Its row holds only the head: the whole is the artifact it names.
+                made.append((message, self._by_sha(refs[message.seq])))
+                continue
             call = calls.get(result.call_id) or self._find_call(result.call_id, message.seq)
             artifact = self.artifacts.put(
                 result.content, session=self.session,
@@ -80,28 +178,46 @@ class ToolViews:
                 (m.seq or 0, a.id, self.view(m, a).tokens or 0) for m, a in made])
         return made
 
-    def _find_call(self, call_id: str, before: int) -> ToolCallPart | None:
+    def _by_sha(self, sha: str) -> Artifact:
+        with self.store.read() as db:
+            row = db.execute("SELECT id FROM workspace_blobs WHERE sha256 = ?",
+                             (sha,)).fetchone()
+        if row is None:
+            raise StoreError(f"{self.store.path} names a tool output (sha256 {sha}) that no "
+                             "artifact holds: the store is damaged; restore it from a backup")
+        return self.artifacts.get(str(row[0]))
+
+    def _find_call(self, call_id: str, before: int | None) -> ToolCallPart | None:
         owner = self.store.tool_call(self.session, call_id, before)
         if owner is None:
             return None
         return next((c for c in owner.tool_calls if c.id == call_id), None)
 
     def view(self, message: Message, artifact: Artifact, *, head_chars: int = 0) -> Message:
-        """The tool message as shown: summary and pointer (and the head, if asked)."""
+        """The tool message as shown: summary and pointer (and the head, if asked).
+
+        Reads from the artifact only what it shows: a large output's message (as loaded
+        for planning) holds only the head of it.
+        """
         result = message.tool_result
         assert result is not None
         label = " · ".join(x for x in (
             artifact.tool_name, f"call {result.call_id}", artifact.pointer) if x)
-        whole = f"[tool result · {label} · complete]\n{result.content}"
+
+        def whole() -> str:
+            complete = len(result.content) == artifact.chars
+            content = result.content if complete else self.artifacts.read(artifact.id)
+            return f"[tool result · {label} · complete]\n{content}"
+
         if head_chars and artifact.chars <= head_chars:
-            text = whole  # the head is the whole output: no summary needed beside it
+            text = whole()  # the head is the whole output: no summary needed beside it
         elif head_chars:
             head = self.artifacts.read(artifact.id, 0, head_chars + 1)
             text = render_tool_result(artifact, head_chars=head_chars, head=head)
         else:
             text = render_tool_result(artifact)
-            if artifact.chars <= SMALL_OUTPUT_CHARS and len(whole) <= len(text):
-                text = whole  # a tiny output is shorter than any summary of it
+            if artifact.chars <= SMALL_OUTPUT_CHARS and len(all_of := whole()) <= len(text):
+                text = all_of  # a tiny output is shorter than any summary of it
         shown = replace(message, parts=(ToolResultPart(result.call_id, text, result.is_error),))
         return replace(shown, tokens=self.tokenizer.count_message(shown))
 

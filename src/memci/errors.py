@@ -20,7 +20,9 @@ raised while storing, nothing has been written: the store is as it was before th
     │   └── InvalidFileError         an import or trace file that cannot be read
     ├── MissingExtraError            an optional part is not installed; names the pip command
     ├── TokenizerUnavailableError    an exact tokenizer whose encoding is not available offline
-    ├── StoreError                   the store cannot be opened, migrated or written
+    ├── StoreError                   the store cannot be opened, read, migrated or written
+    │   ├── StoreFullError           the disk (or the store's size limit) is full
+    │   └── StoreCorruptError        the store's file is damaged or not a memci store
     └── LLMError                     memci's own upkeep calls to a model endpoint
         ├── LLMHTTPError             carries .status and .body
         ├── LLMTimeoutError          no answer within the timeout (after retries)
@@ -47,7 +49,9 @@ __all__ = [
     "MessageTooLargeError",
     "MissingExtraError",
     "OrphanToolResultError",
+    "StoreCorruptError",
     "StoreError",
+    "StoreFullError",
     "TokenizerUnavailableError",
     "UnknownRoleError",
     "UnknownSessionError",
@@ -122,7 +126,18 @@ class TokenizerUnavailableError(MemciError):
 
 
 class StoreError(MemciError):
-    """The store cannot be opened, migrated or written."""
+    """The store cannot be opened, read, migrated or written; the message says why."""
+
+
+class StoreFullError(StoreError):
+    """The disk holding the store is full (or the store reached its size limit).
+
+    Nothing of the call that raised it was stored; what was stored before stays.
+    """
+
+
+class StoreCorruptError(StoreError):
+    """The store's file is damaged, or is not a memci store; the message says how to recover."""
 
 
 class LLMError(MemciError):

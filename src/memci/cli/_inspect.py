@@ -186,8 +186,9 @@ def _workspace(session: Session) -> dict[str, str]:
 
 
 def _job_failures(stats: Mapping[str, Any]) -> dict[str, Any]:
-    # Background job figures are reported when SessionStats has them (names vary).
-    return {k: v for k, v in stats.items() if "fail" in k or k.startswith("job")}
+    """The session's background job figures, when it has jobs waiting or failing."""
+    jobs = {k: v for k, v in stats.items() if k.startswith("jobs_") and v is not None}
+    return jobs if jobs.get("jobs_pending") or jobs.get("jobs_failed") else {}
 
 
 def inspect_data(session: Session, *, budget: int | None = None) -> dict[str, Any]:
@@ -299,8 +300,11 @@ def _print_inspect(data: Mapping[str, Any], console: Console) -> None:
     else:
         console.print("[dim]no archive, recall or eviction events yet[/]")
     if data.get("jobs"):
+        failing = ("jobs_failed", "jobs_gave_up", "jobs_last_error")
         console.print(Group(Text("background jobs", style="bold"), *[
-            Text(f"  {k}: {v}", style="red" if v else "") for k, v in data["jobs"].items()]))
+            Text(f"  {k.removeprefix('jobs_').replace('_', ' ')}: {v}",
+                 style="red" if v and k in failing else "")
+            for k, v in data["jobs"].items()]))
 
 
 def _page_list(pages: Sequence[int]) -> str:

@@ -35,10 +35,18 @@ def worker_command(db: str | None, once: bool, workers: int, poll: float) -> Non
     Uses the model configured by MEMCI_LLM_PROVIDER, MEMCI_LLM_BASE_URL, MEMCI_LLM_API_KEY
     and MEMCI_LLM_MODEL (extractive summaries when none). Jobs survive a crash and each
     takes effect once; stop it with Ctrl-C or SIGTERM (jobs in hand are finished first).
+    At the end it prints how many jobs ran, succeeded and failed, and the last error;
+    with --once it exits with status 1 when a job failed.
     """
     path = Path(db) if db else _default_path()
-    done = run_worker(path, once=once, workers=workers, poll_interval=poll)
-    Console(stderr=True).print(f"ran {done} jobs", highlight=False)
+    report = run_worker(path, once=once, workers=workers, poll_interval=poll)
+    console = Console(stderr=True, soft_wrap=True)
+    console.print(report.describe(), style="red" if report.failed else None,
+                  highlight=False, markup=False)
+    if report.last_error:
+        console.print(f"last error: {report.last_error}", highlight=False, markup=False)
+    if once and report.failed:
+        raise SystemExit(1)
 
 
 @main.group("state")

@@ -2,8 +2,10 @@
 
 Every error answer is ``{"error": {"code": "...", "message": "..."}}``. memci's own errors
 map by kind: the caller's mistakes (:class:`~memci.errors.InvalidInputError`) are 400, an
-unknown session or tool 404, a missing optional part 501, a store that cannot be written
-503, an upstream model that fails 502; anything else is a 500 that says nothing internal.
+unknown session or tool 404, a missing optional part 501, a store that cannot be read or
+written 503 (``store_full`` when the disk is full, ``store_corrupt`` when its file is
+damaged, else ``store_unavailable``), an upstream model that fails 502; anything else is a
+500 that says nothing internal.
 """
 
 from __future__ import annotations
@@ -17,7 +19,9 @@ from memci.errors import (
     LLMError,
     MemciError,
     MissingExtraError,
+    StoreCorruptError,
     StoreError,
+    StoreFullError,
     TokenizerUnavailableError,
     UnknownSessionError,
 )
@@ -58,6 +62,10 @@ def classify(exc: MemciError) -> ApiError:
         return ApiError(400, _snake(type(exc).__name__), str(exc))
     if isinstance(exc, MissingExtraError):
         return ApiError(501, "missing_extra", str(exc))
+    if isinstance(exc, StoreFullError):
+        return ApiError(503, "store_full", str(exc))
+    if isinstance(exc, StoreCorruptError):
+        return ApiError(503, "store_corrupt", str(exc))
     if isinstance(exc, StoreError):
         return ApiError(503, "store_unavailable", str(exc))
     if isinstance(exc, LLMError):

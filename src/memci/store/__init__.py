@@ -5,6 +5,13 @@ derived from what the store holds and can be rebuilt from it.
 """
 
 from memci.store._migrations import CORE_MIGRATIONS, Migration
-from memci.store._sqlite import SessionRecord, SQLiteStore, message_from_row
+from memci.store._sqlite import (
+    ROW_HEAD_CHARS,
+    SessionRecord,
+    SQLiteStore,
+    message_from_row,
+    row_head,
+)
 
-__all__ = ["CORE_MIGRATIONS", "Migration", "SQLiteStore", "SessionRecord", "message_from_row"]
+__all__ = ["CORE_MIGRATIONS", "ROW_HEAD_CHARS", "Migration", "SQLiteStore", "SessionRecord",
+           "message_from_row", "row_head"]

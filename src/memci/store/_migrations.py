@@ -111,4 +111,13 @@ CORE_MIGRATIONS: tuple[Migration, ...] = (
         ) WITHOUT ROWID;
         """,
     ),
+    Migration(
+        4,
+        "a large tool output is stored once: its row holds the head and names the file",
+        """
+        -- The SHA-256 of a tool output kept whole as an artifact file; the row's parts
+        -- then hold only the head of it (what search indexes). NULL: the row holds all.
+        ALTER TABLE messages ADD COLUMN output_sha256 TEXT;
+        """,
+    ),
 )

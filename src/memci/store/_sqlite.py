@@ -15,6 +15,11 @@ Invariants:
   an estimate from the size of its parts, a ``created_at`` outside what can be converted
   to UTC as the nearest instant that can, an unreadable one as None, metadata that is not
   a JSON object is kept as text under ``"unreadable"``.
+- a tool output kept whole in an artifact file is stored once: its row holds the head
+  (:data:`ROW_HEAD_CHARS`) and the file's SHA-256, and :meth:`SQLiteStore.messages` reads
+  the whole back through :attr:`SQLiteStore.output_reader` (``whole=False``: the head);
+- every failure of SQLite raises :class:`~memci.errors.StoreError` (see
+  :mod:`memci.store._failures`), and a failed write leaves nothing of its transaction.
 
 One connection per store, shared by threads under a lock; SQLite serializes the rest. It
 is opened with the driver :mod:`memci.store._driver` chooses (the standard ``sqlite3``, or
@@ -24,12 +29,14 @@ installed (:attr:`SQLiteStore.sqlite_vec`).
 
 from __future__ import annotations
 
+import contextlib
 import json
+import logging
 import sqlite3
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from types import MappingProxyType
@@ -38,11 +45,20 @@ from typing import Any
 from memci.errors import OrphanToolResultError, StoreError
 from memci.messages import Message, dumps_parts, loads_parts
 from memci.store._driver import connect, errors, load_sqlite_vec
+from memci.store._failures import store_error
 from memci.store._migrations import CORE_MIGRATIONS, Migration
 
-__all__ = ["SQLiteStore", "SessionRecord", "message_from_row"]
+__all__ = ["ROW_HEAD_CHARS", "SQLiteStore", "SessionRecord", "message_from_row", "row_head"]
 
 _BUSY_TIMEOUT_MS = 60_000
+
+ROW_HEAD_CHARS = 20_000
+"""Characters of a tool output kept in its message row when the whole is in a file.
+
+As many as search indexes of one message, so indexes rebuilt from rows see the same text.
+"""
+
+logger = logging.getLogger("memci.store")
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,57 +84,115 @@ class SQLiteStore:
         self.path = Path(path)
         if synchronous.upper() not in ("FULL", "NORMAL", "EXTRA"):
             raise StoreError(f"synchronous must be FULL, NORMAL or EXTRA, not {synchronous!r}")
-        failures = errors()  # chooses the driver: a bad MEMCI_SQLITE_DRIVER raises here
+        errors()  # chooses the driver: a bad MEMCI_SQLITE_DRIVER raises here
+        self._lock = threading.RLock()
+        self._migrated: set[str] = set()
+        self._db: sqlite3.Connection | None = None
+        self.sqlite_vec = False
+        #: Reads a tool output kept whole in an artifact file, by its SHA-256; set by the
+        #: artifact store made over this store (see :meth:`messages`).
+        self.output_reader: Callable[[str], str] | None = None
+        try:
+            self._open(synchronous.upper())
+            self.migrate("core", CORE_MIGRATIONS)
+        except BaseException:
+            with contextlib.suppress(StoreError):
+                self.close()  # the reason it failed is what the caller needs to see
+            raise
+
+    def _open(self, synchronous: str) -> None:
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._db = connect(
+        except OSError as exc:
+            raise StoreError(f"cannot open the store at {self.path}: cannot make its folder "
+                             f"({exc}); check the path and its permissions") from exc
+        try:
+            self._db = db = connect(
                 self.path, isolation_level=None, check_same_thread=False,
                 timeout=_BUSY_TIMEOUT_MS / 1000,
             )
-            self._db.execute(f"PRAGMA busy_timeout = {_BUSY_TIMEOUT_MS}")
-            mode = self._db.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+            db.execute(f"PRAGMA busy_timeout = {_BUSY_TIMEOUT_MS}")
+            mode = db.execute("PRAGMA journal_mode = WAL").fetchone()[0]
             if str(mode).lower() != "wal" and str(self.path) != ":memory:":
                 raise StoreError(f"cannot put {self.path} in WAL mode (got {mode})")
-            self._db.execute(f"PRAGMA synchronous = {synchronous.upper()}")
-            self._db.execute("PRAGMA foreign_keys = ON")
-        except failures as exc:
-            raise StoreError(f"cannot open the store at {self.path}: {exc}") from exc
-        self.sqlite_vec = load_sqlite_vec(self._db)
-        self._lock = threading.RLock()
-        self._migrated: set[str] = set()
-        self.migrate("core", CORE_MIGRATIONS)
+            db.execute(f"PRAGMA synchronous = {synchronous}")
+            db.execute("PRAGMA foreign_keys = ON")
+            # Reading the schema reads page 1 and the schema table: a foreign file, or one
+            # damaged there, fails here, when opened, not at the first session.
+            db.execute("SELECT COUNT(*) FROM sqlite_schema").fetchone()
+        except errors() as exc:
+            raise store_error(exc, self.path, "open the store at") from exc
+        self.sqlite_vec = load_sqlite_vec(db)
 
     # -- lifecycle -----------------------------------------------------------------------
 
     def close(self) -> None:
         """Close the connection (a checkpoint folds the WAL into the database file)."""
         with self._lock:
-            self._db.close()
+            db, self._db = self._db, None
+            if db is None:
+                return
+            try:
+                db.close()
+            except errors() as exc:
+                raise store_error(exc, self.path, "close") from exc
+
+    @property
+    def _conn(self) -> sqlite3.Connection:
+        if self._db is None:
+            raise StoreError(f"the store at {self.path} is closed: open it again")
+        return self._db
 
     @contextmanager
     def write(self) -> Iterator[sqlite3.Connection]:
-        """A write transaction (``BEGIN IMMEDIATE``): commit on success, roll back on error."""
+        """A write transaction (``BEGIN IMMEDIATE``): commit on success, roll back on error.
+
+        A failure of SQLite in the transaction raises :class:`StoreError` (a full disk
+        :class:`~memci.errors.StoreFullError`, a damaged file
+        :class:`~memci.errors.StoreCorruptError`); nothing of the transaction is kept.
+        """
         with self._lock:
+            db = self._conn
             try:
-                self._db.execute("BEGIN IMMEDIATE")
+                db.execute("BEGIN IMMEDIATE")
             except errors() as exc:
-                raise StoreError(f"cannot start a write on {self.path}: {exc}") from exc
+                raise store_error(exc, self.path, "start a write on") from exc
             try:
-                yield self._db
+                yield db
+            except errors() as exc:
+                self._rollback(db)
+                raise store_error(exc, self.path, "write to") from exc
             except BaseException:
-                self._db.execute("ROLLBACK")
+                self._rollback(db)
                 raise
             try:
-                self._db.execute("COMMIT")
+                db.execute("COMMIT")
             except errors() as exc:
-                self._db.execute("ROLLBACK")
-                raise StoreError(f"cannot commit to {self.path}: {exc}") from exc
+                self._rollback(db)
+                raise store_error(exc, self.path, "commit to") from exc
+
+    def _rollback(self, db: sqlite3.Connection) -> None:
+        # SQLite may already have rolled the transaction back by itself (a full disk,
+        # an I/O error): a second ROLLBACK would fail and hide the reason.
+        if not db.in_transaction:
+            return
+        try:
+            db.execute("ROLLBACK")
+        except errors() as exc:
+            # What was not committed is not in the file; the next open recovers.
+            logger.warning("cannot roll back a failed write on %s: %s", self.path, exc)
 
     @contextmanager
     def read(self) -> Iterator[sqlite3.Connection]:
-        """The connection, for reads, under the store's lock."""
+        """The connection, for reads, under the store's lock.
+
+        A failure of SQLite while reading raises :class:`StoreError`.
+        """
         with self._lock:
-            yield self._db
+            try:
+                yield self._conn
+            except errors() as exc:
+                raise store_error(exc, self.path, "read from") from exc
 
     def schema_version(self, component: str = "core") -> int:
         """The number of the newest migration of ``component`` applied."""
@@ -208,21 +282,26 @@ class SQLiteStore:
     def append(
         self, session: SessionRecord, messages: Sequence[Message], *,
         also: Callable[[sqlite3.Connection, list[Message]], object] | None = None,
+        external: Mapping[int, str] | None = None,
     ) -> list[Message]:
         """Store ``messages`` (tokens already counted) in one transaction; return them stored.
 
         Raises :class:`OrphanToolResultError` (and stores nothing) when a tool result does
         not answer an open tool call of the session. ``also(db, stored)`` runs inside the
-        same transaction (derived indexes written with the messages, in one commit).
+        same transaction (derived indexes and artifacts written with the messages, in one
+        commit). ``external`` maps the position of a tool result in ``messages`` to the
+        SHA-256 of the artifact file that holds its whole output (written by ``also``):
+        its row then keeps only the head (:data:`ROW_HEAD_CHARS`), so it is stored once.
         """
         stored: list[Message] = []
         now = _now()
+        external = external or {}
         with self.write() as db:
             row = db.execute(
                 "SELECT MAX(seq) FROM messages WHERE session_id = ?", (session.id,)
             ).fetchone()
             seq = int(row[0] or 0)
-            for message in messages:
+            for position, message in enumerate(messages):
                 seq += 1
                 if message.role == "tool":
                     self._answer_call(db, session, message, seq)
@@ -232,15 +311,17 @@ class SQLiteStore:
                         " VALUES (?, ?, ?)", (session.id, call.id, seq),
                     )
                 created = message.created_at or now
+                sha = external.get(position)
                 db.execute(
                     "INSERT INTO messages (session_id, seq, role, parts, name, metadata,"
-                    " created_at, tokens) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    " created_at, tokens, output_sha256) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     (
-                        session.id, seq, message.role, dumps_parts(message.parts),
+                        session.id, seq, message.role,
+                        dumps_parts(message.parts if sha is None else row_head(message).parts),
                         message.name,
                         json.dumps(dict(message.metadata), ensure_ascii=False)
                         if message.metadata else None,
-                        created.isoformat(), message.tokens or 0,
+                        created.isoformat(), message.tokens or 0, sha,
                     ),
                 )
                 stored.append(message.with_identity(
@@ -282,18 +363,49 @@ class SQLiteStore:
         return int(row[0] or 0)
 
     def messages(
-        self, session: SessionRecord, *, after: int = 0, upto: int | None = None
+        self, session: SessionRecord, *, after: int = 0, upto: int | None = None,
+        whole: bool = True,
     ) -> list[Message]:
-        """Messages with ``after < seq <= upto``, in order."""
-        sql = ("SELECT seq, role, parts, name, metadata, created_at, tokens FROM messages"
-               " WHERE session_id = ? AND seq > ?")
+        """Messages with ``after < seq <= upto``, in order.
+
+        A tool output stored as an artifact file is read back whole from its file; with
+        ``whole=False`` it keeps the head its row holds (planning a context needs no more).
+        """
+        sql = ("SELECT seq, role, parts, name, metadata, created_at, tokens, output_sha256"
+               " FROM messages WHERE session_id = ? AND seq > ?")
         args: list[Any] = [session.id, after]
         if upto is not None:
             sql += " AND seq <= ?"
             args.append(upto)
         with self.read() as db:
             rows = db.execute(sql + " ORDER BY seq", args).fetchall()
-        return [message_from_row(session.name, r) for r in rows]
+        out = [message_from_row(session.name, r[:7]) for r in rows]
+        if whole:
+            out = [self._whole(m, r[7]) if r[7] is not None else m for m, r in zip(out, rows,
+                                                                                     strict=True)]
+        return out
+
+    def output_refs(self, session: SessionRecord, first: int, last: int) -> dict[int, str]:
+        """The SHA-256 of every tool output with ``first <= seq <= last`` kept in a file."""
+        with self.read() as db:
+            rows = db.execute(
+                "SELECT seq, output_sha256 FROM messages WHERE session_id = ?"
+                " AND seq BETWEEN ? AND ? AND output_sha256 IS NOT NULL",
+                (session.id, first, last),
+            ).fetchall()
+        return {int(r[0]): str(r[1]) for r in rows}
+
+    def _whole(self, message: Message, sha: str) -> Message:
+        result = message.tool_result
+        assert result is not None
+        if self.output_reader is None:
+            raise StoreError(
+                f"message {message.seq} of session {message.session!r} in {self.path} keeps "
+                "its tool output in an artifact file: open the store with memci.Engine, "
+                "which reads artifacts"
+            )
+        content = self.output_reader(sha)
+        return replace(message, parts=(replace(result, content=content),))
 
     def token_index(
         self, session: SessionRecord, *, after: int = 0
@@ -320,26 +432,52 @@ class SQLiteStore:
             ).fetchall()
         return {int(r[0]): str(r[1]) for r in rows}
 
-    def save_views(self, session: SessionRecord, views: Sequence[tuple[int, str, int]]) -> None:
-        """Save ``(seq, artifact, tokens)`` views of tool results."""
-        with self.write() as db:
-            db.executemany(
-                "INSERT OR REPLACE INTO message_views (session_id, seq, artifact, tokens)"
-                " VALUES (?, ?, ?, ?)", [(session.id, s, a, t) for s, a, t in views],
-            )
+    def save_views(
+        self, session: SessionRecord, views: Sequence[tuple[int, str, int]], *,
+        db: sqlite3.Connection | None = None,
+    ) -> None:
+        """Save ``(seq, artifact, tokens)`` views of tool results (in ``db``'s transaction)."""
+        if db is None:
+            with self.write() as own:
+                self.save_views(session, views, db=own)
+            return
+        db.executemany(
+            "INSERT OR REPLACE INTO message_views (session_id, seq, artifact, tokens)"
+            " VALUES (?, ?, ?, ?)", [(session.id, s, a, t) for s, a, t in views],
+        )
 
-    def tool_call(self, session: SessionRecord, call_id: str, before: int) -> Message | None:
-        """The assistant message with the latest call ``call_id`` made before seq ``before``."""
+    def tool_call(
+        self, session: SessionRecord, call_id: str, before: int | None
+    ) -> Message | None:
+        """The assistant message with the latest call ``call_id`` made before seq ``before``.
+
+        With ``before=None``: the one with the latest open call of that id (the call a
+        result added now would answer).
+        """
         with self.read() as db:
-            row = db.execute(
-                "SELECT call_seq FROM tool_calls WHERE session_id = ? AND call_id = ?"
-                " AND call_seq < ? ORDER BY call_seq DESC LIMIT 1",
-                (session.id, call_id, before),
-            ).fetchone()
+            if before is None:
+                row = db.execute(
+                    "SELECT call_seq FROM tool_calls WHERE session_id = ? AND call_id = ?"
+                    " AND result_seq IS NULL ORDER BY call_seq DESC LIMIT 1",
+                    (session.id, call_id),
+                ).fetchone()
+            else:
+                row = db.execute(
+                    "SELECT call_seq FROM tool_calls WHERE session_id = ? AND call_id = ?"
+                    " AND call_seq < ? ORDER BY call_seq DESC LIMIT 1",
+                    (session.id, call_id, before),
+                ).fetchone()
         if row is None:
             return None
         found = self.messages(session, after=int(row[0]) - 1, upto=int(row[0]))
         return found[0] if found else None
+
+
+def row_head(message: Message) -> Message:
+    """``message`` as its row keeps it when its tool output is in a file: the head only."""
+    result = message.tool_result
+    assert result is not None
+    return replace(message, parts=(replace(result, content=result.content[:ROW_HEAD_CHARS]),))
 
 
 # A row's tokens, or (written by an older memci without checking) an estimate: about four

@@ -25,7 +25,17 @@ from memci.summarize._default import (
     summarize_text,
 )
 from memci.summarize._extractive import ExtractiveSummarizer
-from memci.summarize._jobs import JOB_STATES, JOBS_MIGRATIONS, Effect, Handler, Job, JobQueue
+from memci.summarize._jobs import (
+    JOB_STATES,
+    JOBS_MIGRATIONS,
+    Effect,
+    Handler,
+    Job,
+    JobCounts,
+    JobQueue,
+    RunReport,
+    job_counts,
+)
 from memci.summarize._llm import LLMSummarizer, conversation_language
 from memci.summarize._protocol import ENTRY_WIDTH, TITLE_WIDTH, Summarizer, TokenCounter
 from memci.summarize._tasks import (
@@ -53,9 +63,11 @@ __all__ = [
     "ExtractiveSummarizer",
     "Handler",
     "Job",
+    "JobCounts",
     "JobQueue",
     "LLMSummarizer",
     "PageSummary",
+    "RunReport",
     "Summarizer",
     "SummaryJobs",
     "TokenCounter",
@@ -66,6 +78,7 @@ __all__ = [
     "fit_tokens",
     "handoff",
     "is_cjk_text",
+    "job_counts",
     "page_key",
     "page_title",
     "register_summary_handlers",

@@ -18,7 +18,11 @@ Invariants:
   until ``max_attempts``, then the job is ``failed``; an
   :class:`~memci.errors.InvalidInputError` from a handler fails it at once (retrying a
   caller's mistake cannot help);
-- reading a result is one indexed SELECT and never waits on a worker.
+- reading a result is one indexed SELECT and never waits on a worker;
+- failures are visible: a queue counts what its workers ran and how each attempt ended
+  (:attr:`JobQueue.report`, what ``memci worker`` prints), and :func:`job_counts` counts
+  the jobs whose latest attempt failed (retrying or given up) with the newest error —
+  what stats, ``memci inspect`` and REST stats show.
 
 Workers run as threads in this process (:meth:`JobQueue.start_workers`) or in another
 process (:func:`run_worker`, behind ``memci worker``). Leases use wall-clock time, so
@@ -51,8 +55,11 @@ __all__ = [
     "Effect",
     "Handler",
     "Job",
+    "JobCounts",
     "JobQueue",
     "JobState",
+    "RunReport",
+    "job_counts",
 ]
 
 logger = logging.getLogger("memci.jobs")
@@ -114,6 +121,75 @@ class Job:
     updated_at: datetime
 
 
+@dataclass(frozen=True, slots=True)
+class RunReport:
+    """What a queue's workers ran, and how each attempt ended.
+
+    ``failed`` counts failed attempts: ``retrying`` of them will be tried again,
+    ``gave_up`` were the jobs' last (or a caller's mistake). ``lost`` counts results
+    dropped because another worker had taken the job. ``last_error`` is the newest
+    failure, as ``"ExceptionType: message"``.
+    """
+
+    ran: int = 0
+    succeeded: int = 0
+    failed: int = 0
+    retrying: int = 0
+    gave_up: int = 0
+    lost: int = 0
+    last_error: str | None = None
+
+    def describe(self) -> str:
+        """One line: ``ran 3 jobs: 1 succeeded, 2 failed (2 will be retried, 0 gave up)``."""
+        text = f"ran {self.ran} job{'s' if self.ran != 1 else ''}: {self.succeeded} succeeded"
+        text += f", {self.failed} failed"
+        if self.failed:
+            text += f" ({self.retrying} will be retried, {self.gave_up} gave up)"
+        if self.lost:
+            text += f", {self.lost} taken over by another worker"
+        return text
+
+
+@dataclass(frozen=True, slots=True)
+class JobCounts:
+    """Jobs of one scope by how they stand (see :func:`job_counts`).
+
+    ``pending``: waiting or running. ``failed``: not done, and their latest attempt
+    failed (waiting for a retry, or given up). ``gave_up``: of those, failed for good.
+    ``last_error``: the newest failure's text, or None.
+    """
+
+    pending: int = 0
+    failed: int = 0
+    gave_up: int = 0
+    last_error: str | None = None
+
+
+def job_counts(store: SQLiteStore, *, key_prefix: str = "") -> JobCounts:
+    """Count the jobs whose key starts with ``key_prefix`` (all: ``""``); never waits.
+
+    Reads the job table whether or not this process runs a queue (zero counts when no
+    job was ever submitted to the store).
+    """
+    if store.schema_version("jobs") == 0:
+        return JobCounts()
+    where, args = "1 = 1", list[Any]()
+    if key_prefix:
+        # A range on the unique key's index (LIKE would scan the table).
+        where, args = "key >= ? AND key < ?", [key_prefix, key_prefix + "\U0010ffff"]
+    with store.read() as db:
+        pending, failed, gave_up = db.execute(
+            "SELECT COALESCE(SUM(state IN ('pending', 'running')), 0),"
+            " COALESCE(SUM(state != 'done' AND last_error IS NOT NULL), 0),"
+            f" COALESCE(SUM(state = 'failed'), 0) FROM memci_jobs WHERE {where}", args,
+        ).fetchone()
+        last = db.execute(
+            f"SELECT last_error FROM memci_jobs WHERE {where} AND state != 'done'"
+            " AND last_error IS NOT NULL ORDER BY updated_at DESC, id DESC LIMIT 1", args,
+        ).fetchone()
+    return JobCounts(int(pending), int(failed), int(gave_up), last[0] if last else None)
+
+
 #: Computes a job's result (JSON-ready) from the job; runs outside any transaction.
 Handler = Callable[[Job], Any]
 #: Applies a result inside the transaction that marks the job done.
@@ -164,6 +240,7 @@ class JobQueue:
         self._in_flight: dict[int, str] = {}
         self._in_flight_lock = threading.Lock()
         self._processed = 0
+        self._report = RunReport()
         self._owner_prefix = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
 
     # -- registering and submitting ----------------------------------------------------------
@@ -305,13 +382,19 @@ class JobQueue:
         return [_job(r) for r in rows]
 
     def stats(self) -> dict[str, Any]:
-        """Count jobs: ``total``, one count per state, ``retried``, ``with_errors``, ``by_kind``.
+        """Count jobs by state, retries, errors, failures and kind.
 
-        ``retried`` sums attempts past the first; ``with_errors`` counts jobs that recorded
-        an error (done after a retry, or failed); ``by_kind`` maps kind → state → count.
+        Keys: ``total``, one per state, ``retried``, ``with_errors``, ``failing``,
+        ``last_error``, ``by_kind``. ``retried`` sums attempts past the first;
+        ``with_errors`` counts jobs that recorded an error (done after a retry, or
+        failed); ``failing`` counts jobs not done whose
+        latest attempt failed (waiting for a retry, or failed); ``last_error`` is the
+        newest of their errors; ``by_kind`` maps kind → state → count.
         """
+        counts = job_counts(self.store)
         out: dict[str, Any] = {"total": 0, **dict.fromkeys(JOB_STATES, 0), "retried": 0,
-                               "with_errors": 0, "by_kind": {}}
+                               "with_errors": 0, "failing": counts.failed,
+                               "last_error": counts.last_error, "by_kind": {}}
         with self.store.read() as db:
             rows = db.execute(
                 "SELECT kind, state, COUNT(*), SUM(MAX(attempts - 1, 0)),"
@@ -355,8 +438,12 @@ class JobQueue:
                 job = self._claim(self.store, owner)
                 if job is None:
                     break
-                self._execute(self.store, job, owner)
                 done += 1
+                try:
+                    self._execute(self.store, job, owner)
+                except StoreError as exc:
+                    self._count("retrying", f"{type(exc).__name__}: {exc}")
+                    raise
         finally:
             stop.set()
             renewer.join()
@@ -419,6 +506,24 @@ class JobQueue:
         """Jobs this queue's workers have finished (done or failed attempts) so far."""
         return self._processed
 
+    @property
+    def report(self) -> RunReport:
+        """What this queue's workers ran so far, and how each attempt ended."""
+        with self._in_flight_lock:
+            return self._report
+
+    def _count(self, outcome: str, error: str | None = None) -> None:
+        """Record one finished attempt: ``done``, ``retrying``, ``gave_up`` or ``lost``."""
+        with self._in_flight_lock:
+            r = self._report
+            failed = outcome in ("retrying", "gave_up")
+            self._report = RunReport(
+                ran=r.ran + 1, succeeded=r.succeeded + (outcome == "done"),
+                failed=r.failed + failed, retrying=r.retrying + (outcome == "retrying"),
+                gave_up=r.gave_up + (outcome == "gave_up"), lost=r.lost + (outcome == "lost"),
+                last_error=error if failed and error else r.last_error,
+            )
+
     def wait_idle(self, timeout: float = 30.0) -> bool:
         """Block until no job of this queue's kinds is pending or running; False on timeout."""
         deadline = time.monotonic() + timeout
@@ -471,6 +576,7 @@ class JobQueue:
             except StoreError as exc:
                 # The outcome could not be written: the lease will expire and the job
                 # runs again, which is safe because only a committed result counts.
+                self._count("retrying", f"{type(exc).__name__}: {exc}")
                 logger.warning("job %s: cannot record the outcome: %s", job.key, exc)
 
     def _renew_leases(self, store: SQLiteStore, stop: threading.Event) -> None:
@@ -560,11 +666,14 @@ class JobQueue:
                     if effect is not None:
                         effect(db, job, result)
             except _LeaseLost:
+                self._count("lost")
                 logger.info("job %s: lease lost to another worker; result discarded", job.key)
             except StoreError:
                 raise
             except Exception as exc:  # the effect failed: nothing was committed
                 self._fail(store, job, owner, exc)
+            else:
+                self._count("done")
         finally:
             with self._in_flight_lock:
                 self._in_flight.pop(job.id, None)
@@ -582,6 +691,7 @@ class JobQueue:
                 ("failed" if final else "pending", error, time.time() + delay, _stamp(),
                  job.id, owner),
             )
+        self._count("gave_up" if final else "retrying", error)
         logger.log(logging.WARNING if final else logging.INFO,
                    "job %s attempt %d of %d failed%s: %s", job.key, job.attempts,
                    job.max_attempts, "" if final else f"; retry in {delay:.1f}s", error)

@@ -3,8 +3,10 @@
 :func:`run_worker` opens the store, registers handlers (the summary kinds, answered by the
 model from ``MEMCI_LLM_*`` when one is configured, else extractively; or whatever a
 ``setup`` function registers), and runs jobs: once (every job ready now, then return) or
-until SIGTERM / SIGINT or ``stop`` is set. A worker killed outright loses nothing: its
-jobs' leases expire and another worker runs them again.
+until SIGTERM / SIGINT or ``stop`` is set. It returns a :class:`RunReport`: how many jobs
+ran, succeeded and failed, and the last error — a run whose every job failed says so. A
+worker killed outright loses nothing: its jobs' leases expire and another worker runs them
+again.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from types import FrameType
 
 from memci.llm import LLMClient
 from memci.store import SQLiteStore
-from memci.summarize._jobs import JobQueue
+from memci.summarize._jobs import JobQueue, RunReport
 from memci.summarize._tasks import default_summarizer, register_summary_handlers
 
 __all__ = ["run_worker"]
@@ -33,8 +35,8 @@ def run_worker(
     setup: Callable[[JobQueue], None] | None = None,
     client: LLMClient | None = None,
     stop: threading.Event | None = None,
-) -> int:
-    """Run background jobs of the store at ``db_path``; return how many were run.
+) -> RunReport:
+    """Run background jobs of the store at ``db_path``; return what ran and how it ended.
 
     ``once``: run every job ready now in this thread, then return. Otherwise start
     ``workers`` threads that poll every ``poll_interval`` seconds until ``stop`` is set
@@ -50,7 +52,8 @@ def run_worker(
         else:
             register_summary_handlers(queue, default_summarizer(client))
         if once:
-            return queue.run_pending()
+            queue.run_pending()
+            return queue.report
         done = stop or threading.Event()
         restore = _on_signals(done)
         try:
@@ -60,7 +63,7 @@ def run_worker(
         finally:
             queue.stop(timeout=None)
             restore()
-        return queue.processed
+        return queue.report
     finally:
         store.close()
 

@@ -6,10 +6,20 @@ so the same output of two calls is one blob linked to two calls. Each link row k
 the call's tool name, call id, arguments, exit code, owner, session, time and summary.
 
 Small outputs (up to ``inline_max_bytes``) live inline in SQLite; larger ones are files
-beside the database, ``files_dir/<first two hex digits>/<id>.txt``, written atomically
-(temporary file, fsync, rename, fsync of the folder) before the row that names them
-commits. So a committed row always names a complete file, and a crash leaves at most an
-unreferenced temporary file.
+beside the database, ``files_dir/<first two hex digits>/<id>.txt``. Storing is two steps:
+:meth:`ArtifactStore.prepare` (outside any transaction) hashes, summarizes and writes the
+file atomically (temporary file, fsync, rename to its content address, fsync of the
+folder); :meth:`ArtifactStore.link` writes the rows inside the caller's transaction — the
+one that stores the tool message, so the message, its artifact and its file are stored
+together or not at all. Invariants:
+
+- a committed row always names a complete file;
+- a file without a row (the transaction that would have named it failed, or a crash came
+  first) is harmless: the next write of the same content reuses it, and
+  :meth:`ArtifactStore.sweep` removes it once it is old;
+- a large output is processed in bounded memory: hashed, written and read in chunks;
+  reading a range (:meth:`ArtifactStore.read`, :meth:`ArtifactStore.read_lines`) reads
+  only as much of the file as the range needs (an ASCII file is read at the offset).
 
 Context text refers to an artifact as ``artifact:<id>`` (:func:`pointer`); the model
 reads more of it through the ``artifact_get`` tool. :func:`render_tool_result` is how a
@@ -19,20 +29,23 @@ the output cut at a line boundary with a note of what was cut and how to get mor
 
 from __future__ import annotations
 
+import codecs
+import errno
 import hashlib
 import json
 import os
 import re
 import tempfile
 import threading
+import time
 from collections import OrderedDict
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-from memci.errors import InvalidTextError, StoreError, UnknownSessionError
+from memci.errors import InvalidTextError, StoreError, StoreFullError, UnknownSessionError
 from memci.store import SessionRecord, SQLiteStore
 from memci.workspace._errors import ArtifactNotFoundError, WorkspaceError
 from memci.workspace._migrations import WORKSPACE_MIGRATIONS
@@ -44,10 +57,14 @@ from memci.workspace._summary import (
 )
 from memci.workspace._text import count_lines, shorten
 
+if TYPE_CHECKING:
+    import sqlite3
+
 __all__ = [
     "ARTIFACT_ID_LENGTH",
     "Artifact",
     "ArtifactStore",
+    "PreparedOutput",
     "parse_artifact_ref",
     "pointer",
     "render_tool_result",
@@ -59,6 +76,8 @@ ARTIFACT_ID_LENGTH = 12
 
 _ID = re.compile(r"[0-9a-f]{12,64}")
 _CACHE_CHARS = 32 * 1024 * 1024
+_CHUNK = 1 << 18  # characters (or bytes) per step when hashing, writing or reading a file
+_SWEEP_AGE = 3600.0
 
 
 def pointer(artifact_id: str) -> str:
@@ -142,13 +161,55 @@ def _artifact(row: Sequence[Any]) -> Artifact:
     )
 
 
-def _clean_summary(lines: Sequence[str], content: str) -> tuple[str, ...]:
+def _clean_summary(
+    lines: Sequence[str], content: str, *, fallback: str | None = None
+) -> tuple[str, ...]:
     """Summary lines as stored: 1 to 6 single lines, whatever a summarizer returned."""
     out = [shorten(str(line), SUMMARY_LINE_WIDTH) for line in lines if str(line).strip()]
     if not out:
-        n = count_lines(content)
-        out = [f"{n:,} lines, {len(content):,} chars"]
+        out = [fallback or f"{count_lines(content):,} lines, {len(content):,} chars"]
     return tuple(out[:6])
+
+
+@dataclass(frozen=True, slots=True)
+class PreparedOutput:
+    """A tool output made ready by :meth:`ArtifactStore.prepare`, before its rows exist.
+
+    ``stored`` says where it will live; ``file_written`` whether its file was written
+    (False for an inline output, or when its blob was already stored).
+    """
+
+    content: str
+    sha256: str
+    size: int
+    chars: int
+    lines: int
+    exit_code: int | None
+    summary: tuple[str, ...]
+    tool_name: str | None
+    arguments: str | None
+    stored: Literal["inline", "file"]
+    file_written: bool
+
+
+def _utf8(content: str) -> Iterator[bytes]:
+    """``content`` as UTF-8, one chunk at a time (a large output is never copied whole)."""
+    for start in range(0, len(content), _CHUNK):
+        try:
+            yield content[start:start + _CHUNK].encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise InvalidTextError(
+                f"tool output is not valid Unicode ({exc.reason} at {start + exc.start}): "
+                "decode it with errors='replace' first"
+            ) from exc
+
+
+def _file_sha(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        while block := handle.read(_CHUNK):
+            digest.update(block)
+    return digest.hexdigest()
 
 
 class ArtifactStore:
@@ -169,8 +230,88 @@ class ArtifactStore:
         self._cache_chars = 0
         self._cache_lock = threading.Lock()
         store.migrate("workspace", WORKSPACE_MIGRATIONS)
+        if store.output_reader is None:
+            # Message rows of large tool outputs hold only a head; the whole is read here.
+            store.output_reader = self.content_by_sha
 
     # -- writing -------------------------------------------------------------------------
+
+    def prepare(
+        self, content: str, *, tool_name: str | None = None,
+        arguments: str | Mapping[str, Any] | None = None,
+    ) -> PreparedOutput:
+        """Hash and summarize one tool output and, when it is large, write its file.
+
+        Runs outside any transaction (the write lock is not held during an fsync); the
+        rows are written by :meth:`link`. ``arguments`` is the call's arguments as JSON
+        text (or a mapping, stored as JSON); they and ``tool_name`` help the summary.
+        """
+        if not isinstance(content, str):
+            raise WorkspaceError(f"tool output must be text, not {type(content).__name__}")
+        args_text = (
+            json.dumps(dict(arguments), ensure_ascii=False, sort_keys=True)
+            if isinstance(arguments, Mapping) else arguments
+        )
+        digest = hashlib.sha256()
+        size = 0
+        for piece in _utf8(content):
+            digest.update(piece)
+            size += len(piece)
+        sha = digest.hexdigest()
+        large = size > self.inline_max_bytes
+        summary = _clean_summary(
+            self.summarize(content, tool_name=tool_name, arguments=args_text), content)
+        written = False
+        if large and self._blob_id(sha) is None:
+            # The name is final unless the 12-digit id turns out to be taken (see link).
+            self._write_file(sha[:ARTIFACT_ID_LENGTH], content, size, sha)
+            written = True
+        return PreparedOutput(
+            content=content, sha256=sha, size=size, chars=len(content),
+            lines=count_lines(content), exit_code=parse_exit_code(content), summary=summary,
+            tool_name=tool_name, arguments=args_text, stored="file" if large else "inline",
+            file_written=written,
+        )
+
+    def link(
+        self, db: sqlite3.Connection, prepared: PreparedOutput, *,
+        session: SessionRecord | int, call_id: str | None, owner: str = "main",
+        created_at: datetime | None = None, is_error: bool = False,
+    ) -> Artifact:
+        """Store a prepared output (once per content) and link it to its call, in ``db``.
+
+        ``db`` is the caller's write transaction: the rows commit with it or not at all.
+        """
+        sid = _session_id(session)
+        when = (created_at or datetime.now(UTC)).astimezone(UTC)
+        sha = prepared.sha256
+        if db.execute("SELECT 1 FROM sessions WHERE id = ?", (sid,)).fetchone() is None:
+            raise UnknownSessionError(f"no session with id {sid} in the store "
+                                      f"{self.store.path}: create the session first")
+        row = db.execute("SELECT id FROM workspace_blobs WHERE sha256 = ?", (sha,)).fetchone()
+        if row is not None:
+            artifact_id = str(row[0])
+        else:
+            artifact_id = self._free_id(db, sha)
+            large = prepared.stored == "file"
+            if large and (artifact_id != sha[:ARTIFACT_ID_LENGTH] or not prepared.file_written):
+                self._write_file(artifact_id, prepared.content, prepared.size, sha)
+            db.execute(
+                "INSERT INTO workspace_blobs (id, sha256, bytes, chars, lines, content,"
+                " created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (artifact_id, sha, prepared.size, prepared.chars, prepared.lines,
+                 None if large else prepared.content, when.isoformat()),
+            )
+        cursor = db.execute(
+            "INSERT INTO workspace_artifacts (artifact_id, session_id, call_id, tool_name,"
+            " arguments, exit_code, is_error, summary, owner, created_at)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (artifact_id, sid, call_id, prepared.tool_name, prepared.arguments,
+             prepared.exit_code, int(is_error),
+             json.dumps(list(prepared.summary), ensure_ascii=False), owner, when.isoformat()),
+        )
+        found = db.execute(_SELECT + " WHERE a.seq = ?", (cursor.lastrowid,)).fetchone()
+        return _artifact(found)
 
     def put(
         self, content: str, *, session: SessionRecord | int, tool_name: str | None,
@@ -179,71 +320,56 @@ class ArtifactStore:
     ) -> Artifact:
         """Store one tool output (once per distinct content) and link it to its call.
 
-        ``arguments`` is the call's arguments as JSON text (or a mapping, stored as JSON).
-        The exit code is read from the output where it reports one; the summary is made
-        by ``summarize`` (by default :func:`summarize_tool_output`).
+        :meth:`prepare` then :meth:`link` in a transaction of its own. The exit code is
+        read from the output where it reports one; the summary is made by ``summarize``
+        (by default :func:`summarize_tool_output`).
         """
-        if not isinstance(content, str):
-            raise WorkspaceError(f"tool output must be text, not {type(content).__name__}")
-        try:
-            data = content.encode("utf-8")
-        except UnicodeEncodeError as exc:
-            raise InvalidTextError(
-                f"tool output is not valid Unicode ({exc.reason} at {exc.start}): "
-                "decode it with errors='replace' first"
-            ) from exc
-        args_text = (
-            json.dumps(dict(arguments), ensure_ascii=False, sort_keys=True)
-            if isinstance(arguments, Mapping) else arguments
-        )
-        sha = hashlib.sha256(data).hexdigest()
-        large = len(data) > self.inline_max_bytes
-        summary = _clean_summary(
-            self.summarize(content, tool_name=tool_name, arguments=args_text), content)
-        exit_code = parse_exit_code(content)
-        when = (created_at or datetime.now(UTC)).astimezone(UTC)
-        sid = _session_id(session)
-
-        if large and self._blob_id(sha) is None:
-            # Written before the transaction so the write lock is not held during fsync;
-            # the name is final unless the 12-digit id turns out to be taken (see below).
-            self._write_file(sha[:ARTIFACT_ID_LENGTH], data)
+        prepared = self.prepare(content, tool_name=tool_name, arguments=arguments)
         with self.store.write() as db:
-            if db.execute("SELECT 1 FROM sessions WHERE id = ?", (sid,)).fetchone() is None:
-                raise UnknownSessionError(f"no session with id {sid} in the store "
-                                          f"{self.store.path}: create the session first")
-            row = db.execute("SELECT id FROM workspace_blobs WHERE sha256 = ?", (sha,)).fetchone()
-            if row is not None:
-                artifact_id = str(row[0])
-            else:
-                artifact_id = self._free_id(db, sha)
-                if large and artifact_id != sha[:ARTIFACT_ID_LENGTH]:
-                    self._write_file(artifact_id, data)
-                db.execute(
-                    "INSERT INTO workspace_blobs (id, sha256, bytes, chars, lines, content,"
-                    " created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                    (artifact_id, sha, len(data), len(content), count_lines(content),
-                     None if large else content, when.isoformat()),
-                )
-            cursor = db.execute(
-                "INSERT INTO workspace_artifacts (artifact_id, session_id, call_id, tool_name,"
-                " arguments, exit_code, is_error, summary, owner, created_at)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (artifact_id, sid, call_id, tool_name, args_text, exit_code, int(is_error),
-                 json.dumps(list(summary), ensure_ascii=False), owner, when.isoformat()),
-            )
-            seq = cursor.lastrowid
-            found = db.execute(_SELECT + " WHERE a.seq = ?", (seq,)).fetchone()
-        return _artifact(found)
+            return self.link(db, prepared, session=session, call_id=call_id, owner=owner,
+                             created_at=created_at, is_error=is_error)
 
     def set_summary(self, artifact: Artifact, lines: Sequence[str]) -> Artifact:
         """Replace the summary of one link (e.g. with an LLM's, made later); 1 to 6 lines."""
-        content = self.read(artifact.id)
-        summary = _clean_summary(lines, content)
+        summary = _clean_summary(lines, "", fallback=f"{artifact.lines:,} lines, "
+                                                     f"{artifact.chars:,} chars")
         with self.store.write() as db:
             db.execute("UPDATE workspace_artifacts SET summary = ? WHERE seq = ?",
                        (json.dumps(list(summary), ensure_ascii=False), artifact.seq))
         return replace(artifact, summary=summary)
+
+    def sweep(self, *, older_than: float = _SWEEP_AGE) -> int:
+        """Remove artifact files no row names (and temporary files), older than ``older_than``.
+
+        Such files are left when the transaction that would have named them failed, or a
+        process died between writing a file and committing its row. Young ones are kept:
+        another process may be about to commit the row that names its file (a write that
+        reuses an old file makes it young again). Returns how many files were removed.
+        """
+        if not self.files_dir.is_dir():
+            return 0
+        with self.store.read() as db:
+            named = {str(r[0]) for r in db.execute(
+                "SELECT id FROM workspace_blobs WHERE content IS NULL")}
+        cutoff = time.time() - older_than
+        removed = 0
+        for folder in self.files_dir.iterdir():
+            if not folder.is_dir():
+                continue
+            for path in folder.iterdir():
+                name = path.name
+                temporary = name.startswith(".") and name.endswith(".tmp")
+                if not temporary and not (name.endswith(".txt") and name[:-4] not in named):
+                    continue
+                try:
+                    if path.stat().st_mtime < cutoff:
+                        path.unlink()
+                        removed += 1
+                except FileNotFoundError:
+                    continue
+                except OSError as exc:
+                    raise StoreError(f"cannot remove unused artifact file {path}: {exc}") from exc
+        return removed
 
     @staticmethod
     def _free_id(db: Any, sha: str) -> str:
@@ -262,17 +388,22 @@ class ArtifactStore:
     def _path(self, artifact_id: str) -> Path:
         return self.files_dir / artifact_id[:2] / f"{artifact_id}.txt"
 
-    def _write_file(self, artifact_id: str, data: bytes) -> None:
+    def _write_file(self, artifact_id: str, content: str, size: int, sha: str) -> None:
+        """Write ``content`` as the file of ``artifact_id``: complete under its name, or absent."""
         path = self._path(artifact_id)
         try:
-            if path.is_file() and path.stat().st_size == len(data):
-                return  # content-addressed: a complete file of this id is this content
+            if path.is_file() and path.stat().st_size == size and _file_sha(path) == sha:
+                # Left by a write whose row never committed: reuse it, and make it young
+                # so a sweep spares it until the row that names it commits.
+                os.utime(path)
+                return
             path.parent.mkdir(parents=True, exist_ok=True)
             fd, tmp = tempfile.mkstemp(prefix=f".{artifact_id}.", suffix=".tmp",
                                        dir=path.parent)
             try:
                 with os.fdopen(fd, "wb") as handle:
-                    handle.write(data)
+                    for piece in _utf8(content):
+                        handle.write(piece)
                     handle.flush()
                     os.fsync(handle.fileno())
                 os.replace(tmp, path)
@@ -281,7 +412,13 @@ class ArtifactStore:
                 raise
             _fsync_dir(path.parent)
         except OSError as exc:
-            raise StoreError(f"cannot write artifact file {path}: {exc}") from exc
+            if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+                raise StoreFullError(
+                    f"cannot write artifact file {path}: the disk is full: nothing of this "
+                    "call was stored; free disk space and retry") from exc
+            raise StoreError(
+                f"cannot write artifact file {path}: {exc}; nothing of this call was stored: "
+                f"check that {self.files_dir} is a writable folder with free space") from exc
 
     # -- reading -------------------------------------------------------------------------
 
@@ -336,24 +473,42 @@ class ArtifactStore:
             if cached is not None:
                 self._cache.move_to_end(aid)
                 return cached
-        with self.store.read() as db:
-            row = db.execute("SELECT content, bytes FROM workspace_blobs WHERE id = ?",
-                             (aid,)).fetchone()
-        if row is None:
-            raise _not_found(aid)
-        if row[0] is not None:
-            return str(row[0])
+        content, size, _ = self._blob(aid)
+        if content is not None:
+            return content
         path = self._path(aid)
         try:
             data = path.read_bytes()
         except OSError as exc:
-            raise StoreError(f"artifact {pointer(aid)} is recorded but its file {path} "
-                             f"cannot be read: {exc}") from exc
-        if len(data) != int(row[1]):
-            raise StoreError(f"artifact file {path} has {len(data)} bytes, not {row[1]}")
+            raise self._unreadable(aid, path, exc) from exc
+        if len(data) != size:
+            raise StoreError(f"artifact file {path} has {len(data)} bytes, not {size}")
         text = data.decode("utf-8")
         self._remember(aid, text)
         return text
+
+    def content_by_sha(self, sha256: str) -> str:
+        """The whole output whose SHA-256 is ``sha256`` (how message rows name their file)."""
+        with self.store.read() as db:
+            row = db.execute("SELECT id FROM workspace_blobs WHERE sha256 = ?",
+                             (sha256,)).fetchone()
+        if row is None:
+            raise StoreError(f"{self.store.path} names a tool output (sha256 {sha256}) that "
+                             "no artifact holds: the store is damaged; restore it from a backup")
+        return self.content(str(row[0]))
+
+    def _blob(self, aid: str) -> tuple[str | None, int, int]:
+        """The inline content (None: in a file), the bytes and the characters of a blob."""
+        with self.store.read() as db:
+            row = db.execute("SELECT content, bytes, chars FROM workspace_blobs WHERE id = ?",
+                             (aid,)).fetchone()
+        if row is None:
+            raise _not_found(aid)
+        return (None if row[0] is None else str(row[0])), int(row[1]), int(row[2])
+
+    def _unreadable(self, aid: str, path: Path, exc: OSError) -> StoreError:
+        return StoreError(f"artifact {pointer(aid)} is recorded but its file {path} cannot be "
+                          f"read: {exc}; restore the folder {self.files_dir} from a backup")
 
     def _remember(self, aid: str, text: str) -> None:
         if len(text) > _CACHE_CHARS // 4:
@@ -365,22 +520,63 @@ class ArtifactStore:
                 _, dropped = self._cache.popitem(last=False)
                 self._cache_chars -= len(dropped)
 
+    def _open_file(self, aid: str, size: int) -> Any:
+        path = self._path(aid)
+        try:
+            handle = path.open("rb")
+        except OSError as exc:
+            raise self._unreadable(aid, path, exc) from exc
+        if os.fstat(handle.fileno()).st_size != size:
+            handle.close()
+            raise StoreError(f"artifact file {path} does not have the {size} bytes recorded")
+        return handle
+
     def read(self, artifact_id: str, offset: int = 0, length: int | None = None) -> str:
-        """Exactly the characters ``offset`` … ``offset + length`` of the output."""
+        """Exactly the characters ``offset`` … ``offset + length`` of the output.
+
+        Reads only what the range needs: a file is never loaded whole for a range (an
+        ASCII file is read at the offset; others are decoded up to the end of the range).
+        """
         if offset < 0:
             raise WorkspaceError(f"offset must be 0 or more, not {offset}")
         if length is not None and length < 0:
             raise WorkspaceError(f"length must be 0 or more, not {length}")
-        text = self.content(artifact_id)
-        return text[offset:] if length is None else text[offset:offset + length]
+        aid = parse_artifact_ref(artifact_id)
+        with self._cache_lock:
+            cached = self._cache.get(aid)
+        if cached is not None:
+            return cached[offset:] if length is None else cached[offset:offset + length]
+        content, size, chars = self._blob(aid)
+        if content is not None:
+            return content[offset:] if length is None else content[offset:offset + length]
+        want = chars - offset if length is None else min(length, chars - offset)
+        if want <= 0:
+            return ""
+        with self._open_file(aid, size) as handle:
+            if size == chars:  # ASCII: one byte a character
+                handle.seek(offset)
+                return bytes(handle.read(want)).decode("utf-8")
+            return _decode_range(handle, offset, want)
 
     def read_lines(self, artifact_id: str, start: int = 1, count: int | None = None) -> str:
-        """Lines ``start`` … ``start + count - 1`` (numbered from 1), with their newlines."""
+        """Lines ``start`` … ``start + count - 1`` (numbered from 1), with their newlines.
+
+        Like :meth:`read`, a large file is read only up to the last line asked for.
+        """
         if start < 1:
             raise WorkspaceError(f"start line must be 1 or more, not {start}")
         if count is not None and count < 1:
             raise WorkspaceError(f"line count must be 1 or more, not {count}")
-        return slice_lines(self.content(artifact_id), start, count)
+        aid = parse_artifact_ref(artifact_id)
+        with self._cache_lock:
+            cached = self._cache.get(aid)
+        if cached is not None:
+            return slice_lines(cached, start, count)
+        content, size, _ = self._blob(aid)
+        if content is not None:
+            return slice_lines(content, start, count)
+        with self._open_file(aid, size) as handle:
+            return _line_range(handle, start, count)
 
     def render_tool_result(self, artifact: Artifact | str, *, head_chars: int = 0) -> str:
         """:func:`render_tool_result` for a stored artifact (reads the head it needs)."""
@@ -449,6 +645,53 @@ def render_tool_result(
         f"search with grep(target=\"{artifact.pointer}\", pattern=...) ---"
     )
     return "\n".join(out)
+
+
+def _decode_range(handle: Any, offset: int, length: int, *, chunk: int = _CHUNK) -> str:
+    """Characters ``offset`` … ``offset + length`` of a UTF-8 file, decoded chunk by chunk."""
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    skip, out, need = offset, [], length
+    while need > 0:
+        block = handle.read(chunk)
+        text = decoder.decode(block, final=not block)
+        if skip:
+            if len(text) <= skip:
+                skip -= len(text)
+                if not block:
+                    break
+                continue
+            text, skip = text[skip:], 0
+        out.append(text[:need])
+        need -= len(out[-1])
+        if not block:
+            break
+    return "".join(out)
+
+
+def _line_range(handle: Any, start: int, count: int | None, *, chunk: int = _CHUNK) -> str:
+    """Lines ``start`` … ``start + count - 1`` of a UTF-8 file (as :func:`slice_lines`)."""
+    skip = start - 1
+    kept: list[bytes] = []
+    while block := handle.read(chunk):
+        at = 0
+        while skip and at < len(block):
+            nl = block.find(b"\n", at)
+            if nl < 0:
+                at = len(block)
+                break
+            at, skip = nl + 1, skip - 1
+        if skip:
+            continue
+        block = block[at:]
+        if count is not None:
+            nl = -1
+            while count and (nl := block.find(b"\n", nl + 1)) >= 0:
+                count -= 1
+            if count == 0:
+                kept.append(block[:nl + 1])
+                break
+        kept.append(block)
+    return b"".join(kept).decode("utf-8")
 
 
 def _fsync_dir(folder: Path) -> None:

@@ -13,15 +13,17 @@ this order and each only when there is something to say:
 6. ``paths:`` a few paths the output mentions, de-duplicated.
 
 It is deterministic and fast: a handful of regular-expression passes over the text, well
-under a millisecond for 10 KB. Lines are cut to :data:`SUMMARY_LINE_WIDTH` columns, with
-wide (CJK) characters counted as two.
+under a millisecond for 10 KB. The passes that look at every line or word go over the text
+a block at a time (cut at line or word boundaries), so the memory a summary needs beyond
+the text itself is bounded whatever the size of the output. Lines are cut to
+:data:`SUMMARY_LINE_WIDTH` columns, with wide (CJK) characters counted as two.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any, Protocol
 
 from memci.workspace._text import count_lines, shorten
@@ -39,6 +41,31 @@ SUMMARY_LINE_WIDTH = 160
 
 _PATHS_SHOWN = 4
 _ERRORS_SHOWN = 2
+_BLOCK = 1 << 16  # characters a whole-text pass looks at in one go
+_PATHS_COUNTED = 100_000  # distinct paths counted at most ("+N+ more" past it)
+_WHITESPACE = re.compile(r"\s")
+
+
+def _blocks(content: str, *, lines: bool) -> Iterator[tuple[int, str]]:
+    """``(offset, block)`` of ``content``, about :data:`_BLOCK` characters each.
+
+    Blocks end at a line end (``lines``) or at whitespace, so no line (or word) is split
+    across two; one longer than a block is a block of its own.
+    """
+    start, end = 0, len(content)
+    while start < end:
+        stop = start + _BLOCK
+        if stop >= end:
+            yield start, content[start:]
+            return
+        cut = content.rfind("\n", start, stop) if lines else max(
+            content.rfind("\n", start, stop), content.rfind(" ", start, stop))
+        if cut < start:
+            found = (content.find("\n", stop) if lines
+                     else (m.start() if (m := _WHITESPACE.search(content, stop)) else -1))
+            cut = end - 1 if found < 0 else found
+        yield start, content[start:cut + 1]
+        start = cut + 1
 
 
 class ToolOutputSummarizer(Protocol):
@@ -102,17 +129,31 @@ def is_meaningful_line(line: str) -> bool:
     return not _WRAPPER.fullmatch(line)
 
 
-def _first_meaningful(lines: list[str]) -> int | None:
-    for i, line in enumerate(lines):
-        if is_meaningful_line(line):
-            return i
-    return None
+def _meaningful_lines(content: str) -> Iterator[tuple[int, str]]:
+    """``(offset, line)`` of every meaningful line of ``content``, first to last."""
+    for offset, block in _blocks(content, lines=True):
+        at = offset
+        for line in block.split("\n"):
+            if is_meaningful_line(line):
+                yield at, line
+            at += len(line) + 1
 
 
-def _last_meaningful(lines: list[str]) -> int | None:
-    for i in range(len(lines) - 1, -1, -1):
-        if is_meaningful_line(lines[i]):
-            return i
+def _last_meaningful(content: str) -> tuple[int, str] | None:
+    """``(offset, line)`` of the last meaningful line, looking at the end of the text first."""
+    end = len(content)
+    while end > 0:
+        start = max(0, end - _BLOCK)
+        if start:
+            start = content.rfind("\n", 0, start) + 1  # whole lines only
+        block = content[start:end]
+        ends = len(block)
+        for line in reversed(block.split("\n")):
+            ends -= len(line)
+            if is_meaningful_line(line):
+                return start + ends, line
+            ends -= 1
+        end = start - 1 if start else 0
     return None
 
 
@@ -277,12 +318,12 @@ def _is_grep_like(tool_name: str | None, command: str) -> bool:
     return bool(_GREP_COMMAND.search(" " + command[:2000]))
 
 
-def _grep_counts(lines: list[str], body: str) -> str:
-    hits = [ln for ln in lines if is_meaningful_line(ln)]
+def _grep_counts(content: str) -> str:
+    hits = sum(1 for _ in _meaningful_lines(content))
     if not hits:
         return "matches: none"
-    files = {m.group(1) for m in _GREP_HIT.finditer(body)}
-    text = f"matches: {len(hits)} line{'s' if len(hits) != 1 else ''}"
+    files = {m.group(1) for m in _GREP_HIT.finditer(content)}
+    text = f"matches: {hits} line{'s' if hits != 1 else ''}"
     if len(files) > 1:
         text += f" in {len(files)} files"
     return text
@@ -317,15 +358,25 @@ def _is_path(token: str) -> bool:
 _IMPORT = re.compile(r"\b(?:from|import) +[\w.]+")
 
 
-def _paths(content: str) -> tuple[list[str], int]:
-    """Up to four distinct paths mentioned in ``content``, and how many more there are."""
-    if "import" in content:
-        content = _IMPORT.sub(" ", content)  # "from django.conf import x" names no file
-    words = [w for w in content.split() if "/" in w or "." in w]
-    tokens = [t for w in words for t in _TOKEN_SPLIT.split(w) if "/" in t or "." in t]
-    found = [t for t in dict.fromkeys(t.rstrip(".") for t in tokens)
-             if not t.startswith("//") and _is_path(t)]
-    return found[:_PATHS_SHOWN], max(len(found) - _PATHS_SHOWN, 0)
+def _paths(content: str) -> tuple[list[str], int, bool]:
+    """Up to four distinct paths mentioned in ``content``, how many more, and if that is all.
+
+    The last is False when more than :data:`_PATHS_COUNTED` distinct paths were seen.
+    """
+    found: dict[str, None] = {}
+    for _, block in _blocks(content, lines=False):
+        if "import" in block:
+            block = _IMPORT.sub(" ", block)  # "from django.conf import x" names no file
+        words = [w for w in block.split() if "/" in w or "." in w]
+        tokens = [t for w in words for t in _TOKEN_SPLIT.split(w) if "/" in t or "." in t]
+        for token in dict.fromkeys(t.rstrip(".") for t in tokens):
+            if token not in found and not token.startswith("//") and _is_path(token):
+                found[token] = None
+                if len(found) > _PATHS_COUNTED:
+                    shown = list(found)
+                    return shown[:_PATHS_SHOWN], len(shown) - _PATHS_SHOWN, False
+    shown = list(found)
+    return shown[:_PATHS_SHOWN], max(len(shown) - _PATHS_SHOWN, 0), True
 
 
 # -- the summary -------------------------------------------------------------------------
@@ -341,19 +392,17 @@ def summarize_tool_output(
     at) help tell a grep-like output, whose lines are matches, from other outputs.
     """
     exit_code = parse_exit_code(content)
-    lines = content.split("\n")
     n_lines = count_lines(content)
     size = f"{n_lines:,} line{'s' if n_lines != 1 else ''}, {len(content):,} chars"
     status = size if exit_code is None else f"exit code {exit_code} · {size}"
-    if not content.strip():
+    if not content or content.isspace():  # (strip() would copy the whole output)
         return [f"exit code {exit_code} · no output" if exit_code is not None else "no output"]
     out = [status]
 
     grep_like = _is_grep_like(tool_name, _command(arguments))
     counts = _test_counts(content) if not grep_like else None
     if counts is None and grep_like and exit_code in (None, 0, 1):
-        body = [ln for ln in lines if not _WRAPPER.fullmatch(ln)]
-        counts = _grep_counts(body, content)
+        counts = _grep_counts(content)
     if counts:
         out.append(counts)
 
@@ -364,19 +413,20 @@ def summarize_tool_output(
             text += f" (+{total_errors - len(errors)} more error lines)"
         out.append("error: " + text)
 
-    first = _first_meaningful(lines)
-    last = _last_meaningful(lines)
+    first = next(_meaningful_lines(content), None)
+    last = _last_meaningful(content)
     if first is None:
         out[0] += " · no output"
     else:
-        label = "output" if first == last else "first"
-        out.append(f"{label}: {lines[first].strip()}")
-        if last is not None and last != first:
-            last_text = lines[last].strip()
+        label = "output" if last is None or first[0] == last[0] else "first"
+        out.append(f"{label}: {first[1].strip()}")
+        if last is not None and last[0] != first[0]:
+            last_text = last[1].strip()
             if last_text not in errors:
                 out.append(f"last: {last_text}")
 
-    paths, extra = _paths(content)
+    paths, extra, complete = _paths(content)
     if paths:
-        out.append("paths: " + ", ".join(paths) + (f" (+{extra} more)" if extra else ""))
+        more = f" (+{extra}{'' if complete else '+'} more)" if extra else ""
+        out.append("paths: " + ", ".join(paths) + more)
     return [shorten(line, SUMMARY_LINE_WIDTH) for line in out[:6]]
