@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pytest
 
+import memci
 from memci.store import SessionRecord, SQLiteStore
 from memci.tools._files import (
     FILE_TOOL_SPECS,
@@ -625,3 +626,16 @@ def test_empty_and_crlf_files(tree: Path) -> None:
     result = file_snippet([tree], "dos.txt", 1, 5)
     assert result.text.split("\n")[1:] == ["1\tone", "2\ttwo"]
     assert grep("dos.txt", "two$", roots=[tree]).text.endswith("\n2: two")
+
+
+# -- in a session, and served ----------------------------------------------------------------
+
+
+def test_grep_is_offered_whenever_file_roots_are_set(engine: memci.Engine, tree: Path) -> None:
+    session = engine.session("files", file_roots=[str(tree)])
+    offered = {t["function"]["name"] for t in session.tools()}
+    assert {"file_snippet", "grep"} <= offered  # before any tool result
+    found = session.call_tool("grep", {"target": "src", "pattern": "def main"})
+    assert "src/pkg/app.py:7: line 7: def main():" in found
+    plain = engine.session("plain")
+    assert not {"file_snippet", "grep"} & {t["function"]["name"] for t in plain.tools()}
