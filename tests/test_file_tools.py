@@ -14,6 +14,7 @@ import json
 import os
 import random
 import socket
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -639,3 +640,160 @@ def test_grep_is_offered_whenever_file_roots_are_set(engine: memci.Engine, tree:
     assert "src/pkg/app.py:7: line 7: def main():" in found
     plain = engine.session("plain")
     assert not {"file_snippet", "grep"} & {t["function"]["name"] for t in plain.tools()}
+
+
+# Slow for RE2 (its DFA keeps running out of cache), catastrophic for Python's re: a grep
+# with it runs until its deadline.
+SLOW_PATTERN = r"(?:a|b)*a(?:a|b){800}c"
+
+
+# A turn with a tool result: grep is then offered even by the rules before file roots
+# offered it, so the tests below are about blocking only.
+TOOL_TURN = [
+    {"role": "user", "content": "look at big.txt"},
+    {"role": "assistant", "content": None, "tool_calls": [{
+        "id": "c1", "type": "function",
+        "function": {"name": "bash", "arguments": "{\"command\": \"ls\"}"}}]},
+    {"role": "tool", "tool_call_id": "c1", "content": "big.txt"},
+]
+
+
+def _slow_tree(tree: Path) -> None:
+    rng = random.Random(7)
+    (tree / "big.txt").write_text("".join(_random_ab(rng, 1_000_000) + "\n" for _ in range(6)),
+                                  encoding="utf-8")
+
+
+def _probe_while(busy: threading.Thread, probe: Callable[[], object]) -> list[float]:
+    """Seconds each call of ``probe`` took while ``busy`` ran."""
+    waits = []
+    while busy.is_alive():
+        start = time.monotonic()
+        probe()
+        waits.append(time.monotonic() - start)
+        time.sleep(0.05)
+    return waits
+
+
+@pytest.mark.slow
+def test_the_server_answers_while_a_long_grep_runs(tmp_path: Path, tree: Path) -> None:
+    pytest.importorskip("fastapi", reason="needs memci[server]")
+    import httpx
+
+    from .test_server import ServeProcess
+
+    _slow_tree(tree)
+    server = ServeProcess(tmp_path / "serve.db", "--no-auth", "--file-root", str(tree)).start()
+    try:
+        with httpx.Client(base_url=server.url, timeout=60) as http:
+            r = http.post("/v1/sessions/g/messages", json={
+                "messages": TOOL_TURN, "settings": {"file_roots": [str(tree)]}})
+            assert r.status_code == 200
+            names = [t["function"]["name"] for t in http.get("/v1/sessions/g/tools").json()[
+                "tools"]]
+            assert "grep" in names
+            answers: list[httpx.Response] = []
+            grep_call = threading.Thread(target=lambda: answers.append(http.post(
+                "/v1/sessions/g/tools/grep",
+                json={"target": "big.txt", "pattern": SLOW_PATTERN})))
+            started = time.monotonic()
+            grep_call.start()
+            time.sleep(0.3)
+            with httpx.Client(base_url=server.url, timeout=5) as probe:
+                waits = _probe_while(grep_call, lambda: probe.get("/healthz").raise_for_status())
+            took = time.monotonic() - started
+        print(f"healthz during grep: {len(waits)} calls, max {max(waits):.3f} s")
+        assert len(waits) >= 5 and max(waits) < 0.2, waits
+        (answer,) = answers
+        assert answer.status_code == 200
+        assert "stopped at line" in answer.json()["result"]  # it ran to its deadline
+        assert took < 4
+    finally:
+        server.stop()
+
+
+@pytest.mark.slow
+def test_the_server_answers_while_many_long_greps_run(tmp_path: Path, tree: Path) -> None:
+    # More at once than anyio's shared pool has threads (40): tool calls queue among
+    # themselves, the rest of the server keeps answering.
+    pytest.importorskip("fastapi", reason="needs memci[server]")
+    import httpx
+
+    from .test_server import ServeProcess
+
+    _slow_tree(tree)
+    server = ServeProcess(tmp_path / "serve.db", "--no-auth", "--file-root", str(tree)).start()
+    try:
+        with httpx.Client(base_url=server.url, timeout=120) as http:
+            for n in range(50):
+                assert http.post(f"/v1/sessions/g{n}/messages", json={
+                    "messages": TOOL_TURN, "settings": {"file_roots": [str(tree)]}},
+                ).status_code == 200
+        statuses: list[int] = []
+
+        def one(n: int) -> None:
+            with httpx.Client(base_url=server.url, timeout=120) as http:
+                statuses.append(http.post(f"/v1/sessions/g{n}/tools/grep", json={
+                    "target": "big.txt", "pattern": SLOW_PATTERN}).status_code)
+
+        calls = [threading.Thread(target=one, args=(n,)) for n in range(50)]
+        for call in calls:
+            call.start()
+        time.sleep(0.5)
+        probing = threading.Thread(target=time.sleep, args=(3,))  # probe for 3 s
+        probing.start()
+        with httpx.Client(base_url=server.url, timeout=10) as probe:
+            waits = _probe_while(probing, lambda: probe.get("/healthz").raise_for_status())
+        assert any(call.is_alive() for call in calls)  # the greps were still running
+        for call in calls:
+            call.join()
+        print(f"healthz during 50 greps: {len(waits)} calls, max {max(waits):.3f} s")
+        assert len(waits) >= 5 and max(waits) < 0.2, waits
+        assert statuses == [200] * 50
+    finally:
+        server.stop()
+
+
+@pytest.mark.slow
+def test_mcp_answers_while_a_long_grep_runs(tmp_path: Path, tree: Path) -> None:
+    pytest.importorskip("mcp", reason="needs memci[mcp]")
+    import anyio
+    from mcp import Client, StdioServerParameters
+
+    from .test_mcp import _command
+    from .test_server import ROOT, subprocess_env
+
+    _slow_tree(tree)
+    db = tmp_path / "mcp.db"
+    with memci.Engine.open(db) as eng:
+        eng.session("notes", file_roots=[str(tree)]).add_many(TOOL_TURN)  # settings are saved
+    params = StdioServerParameters(
+        command=sys.executable, args=[*_command(), "mcp", "--session", "notes", "--db", str(db)],
+        env=subprocess_env(), cwd=str(ROOT))
+    waits: list[float] = []
+    answers: list[str] = []
+
+    async def main() -> None:
+        async with Client(params, cache=None, read_timeout_seconds=60) as client:
+            assert "grep" in {t.name for t in (await client.list_tools()).tools}
+
+            async def long_grep() -> None:
+                result = await client.call_tool("grep", {"target": "big.txt",
+                                                         "pattern": SLOW_PATTERN})
+                (content,) = result.content
+                answers.append(getattr(content, "text", ""))
+
+            async with anyio.create_task_group() as tasks:
+                tasks.start_soon(long_grep)
+                await anyio.sleep(0.3)
+                while not answers:
+                    start = time.monotonic()
+                    with anyio.fail_after(5):
+                        await client.list_tools()
+                    waits.append(time.monotonic() - start)
+                    await anyio.sleep(0.05)
+
+    anyio.run(main)
+    print(f"list_tools during grep: {len(waits)} calls, max {max(waits):.3f} s")
+    assert len(waits) >= 5 and max(waits) < 0.2, waits
+    assert "stopped at line" in answers[0]
