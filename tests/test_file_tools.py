@@ -1,14 +1,28 @@
-"""File tools: confinement to the file roots, bounds, refusals as tool errors, exact reads."""
+"""File tools: confinement to the file roots, bounds, refusals as tool errors, exact reads.
+
+Confinement is tested against real races (a thread swapping a directory for a symlink with
+renameat2 while the tools read), hard links, links at every component and special files;
+grep against patterns that backtrack for ever in Python's ``re``, on long lines; the server
+against a real ``memci serve`` and ``memci mcp`` answering while a long grep runs.
+"""
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
 import json
 import os
+import random
+import socket
+import sys
+import threading
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
+import memci
 from memci.store import SessionRecord, SQLiteStore
 from memci.tools._files import (
     FILE_TOOL_SPECS,
@@ -18,6 +32,7 @@ from memci.tools._files import (
     file_snippet,
     grep,
 )
+from memci.tools._grep import OVERLAP_BYTES, LineMatcher
 from memci.workspace import Artifact, ArtifactStore, ToolResult
 
 SECRET = "TOP-SECRET-CONTENT"
@@ -73,8 +88,8 @@ def _refused(result: ToolResult, *words: str) -> None:
 
 
 @pytest.mark.parametrize("path", [
-    "../outside/secret.txt", "src/../../outside/secret.txt", "link_out.txt",
-    "dir_out/secret.txt",
+    "../outside/secret.txt", "src/../../outside/secret.txt", "..", "src/../..",
+    "/etc/passwd",
 ])
 def test_escapes_are_refused(tree: Path, path: str) -> None:
     _refused(file_snippet([tree], path, 1, 10), "outside the session's file roots")
@@ -84,9 +99,11 @@ def test_escapes_are_refused(tree: Path, path: str) -> None:
 def test_absolute_paths(tree: Path) -> None:
     secret = tree.parent / "outside" / "secret.txt"
     _refused(file_snippet([tree], str(secret), 1, 5), "outside")
-    _refused(file_snippet([tree], "/etc/passwd", 1, 5), "outside")
+    _refused(file_snippet([tree], str(tree) + "/../outside/secret.txt", 1, 5), "outside")
     inside = file_snippet([tree], str(tree / "src" / "pkg" / "app.py"), 1, 2)
     assert inside.ok and inside.text.startswith("[file_snippet src/pkg/app.py · lines 1-2")
+    again = file_snippet([tree], "src/pkg/../pkg/./app.py", 1, 2)
+    assert again.ok and again.text.startswith("[file_snippet src/pkg/app.py · lines 1-2")
 
 
 def test_missing_outside_file_does_not_reveal_existence(tree: Path) -> None:
@@ -94,10 +111,56 @@ def test_missing_outside_file_does_not_reveal_existence(tree: Path) -> None:
     _refused(file_snippet([tree], "nothing.txt", 1, 5), "no file")
 
 
-def test_symlink_inside_the_root_is_fine(tree: Path) -> None:
-    result = file_snippet([tree], "link_in.py", 7, 1)
-    assert result.ok and "7\tline 7: def main():" in result.text
-    assert result.text.startswith("[file_snippet src/pkg/app.py")
+@pytest.mark.parametrize("path", ["link_out.txt", "dir_out/secret.txt", "link_in.py"])
+def test_symlinks_are_never_followed(tree: Path, path: str) -> None:
+    # Also a link that points inside: its target can be changed between two calls.
+    _refused(file_snippet([tree], path, 1, 10), "symbolic link")
+    _refused(grep(path, "SECRET|main", roots=[tree]), "symbolic link")
+
+
+@pytest.mark.parametrize("component", [0, 1, 2, 3])
+@pytest.mark.parametrize("points", ["in", "out"])
+def test_a_symlink_at_any_component_is_refused(tmp_path: Path, component: int,
+                                               points: str) -> None:
+    root = tmp_path / "root"
+    real = root / "real"
+    (real / "a" / "b" / "c").mkdir(parents=True)
+    (real / "a" / "b" / "c" / "f.txt").write_text("inside\n", encoding="utf-8")
+    outside = tmp_path / "outside"
+    (outside / "a" / "b" / "c").mkdir(parents=True)
+    (outside / "a" / "b" / "c" / "f.txt").write_text(SECRET + "\n", encoding="utf-8")
+    names = ["a", "b", "c", "f.txt"]
+    base = real if points == "in" else outside
+    # real/a/b/c/f.txt with one component (and what is below it) replaced by a link
+    walked = root / "walk"
+    walked.mkdir()
+    parent = walked
+    for name in names[:component]:
+        parent = parent / name
+        parent.mkdir()
+    target = base.joinpath(*names[:component + 1])
+    (parent / names[component]).symlink_to(target, target_is_directory=target.is_dir())
+    path = "walk/" + "/".join(names)
+    shown = "walk/" + "/".join(names[:component + 1])
+    _refused(file_snippet([root], path, 1, 5), f"{shown!r} is a symbolic link")
+    _refused(grep(path, "inside|SECRET", roots=[root]), "symbolic link")
+    tree = grep("walk", "inside|SECRET", roots=[root])
+    assert tree.ok and "0 matching lines" in tree.text
+    assert "skipped 1 (1 symbolic link)" in tree.text
+    assert SECRET not in tree.text
+
+
+def test_hard_links_are_refused(tree: Path) -> None:
+    secret = tree.parent / "outside" / "secret.txt"
+    os.link(secret, tree / "hard.txt")
+    _refused(file_snippet([tree], "hard.txt", 1, 5), "2 hard links")
+    _refused(grep("hard.txt", "SECRET", roots=[tree]), "hard links")
+    walked = grep(".", "SECRET", roots=[tree])
+    assert walked.ok and "0 matching lines" in walked.text and "1 hard-linked file" in walked.text
+    assert SECRET not in walked.text
+    # Two names inside the root are refused too: the count cannot tell where the other is.
+    os.link(tree / "src" / "pkg" / "app.py", tree / "copy.py")
+    _refused(file_snippet([tree], "src/pkg/app.py", 1, 5), "hard links")
 
 
 def test_several_roots(tree: Path, tmp_path: Path) -> None:
@@ -106,8 +169,18 @@ def test_several_roots(tree: Path, tmp_path: Path) -> None:
     (second / "other.txt").write_text("hello\n", encoding="utf-8")
     result = file_snippet([tree, second], "other.txt", 1, 1)
     assert result.ok and "1\thello" in result.text
+    absolute = file_snippet([tree, second], str(second / "other.txt"), 1, 1)
+    assert absolute.ok and "1\thello" in absolute.text
     _refused(file_snippet([], "other.txt", 1, 1), "no file roots")
     _refused(file_snippet([tmp_path / "missing-root"], "x", 1, 1), "no file roots")
+
+
+def test_a_root_given_through_a_link_is_followed_once(tree: Path, tmp_path: Path) -> None:
+    alias = tmp_path / "alias"
+    alias.symlink_to(tree, target_is_directory=True)  # the operator's choice, not the model's
+    result = file_snippet([alias], "src/pkg/app.py", 7, 1)
+    assert result.ok and "7\tline 7: def main():" in result.text
+    assert file_snippet([alias], str(alias / "src" / "pkg" / "app.py"), 7, 1).ok
 
 
 def test_binary_and_non_utf8_files_are_refused(tree: Path) -> None:
@@ -129,16 +202,25 @@ def test_huge_file_is_refused(tree: Path) -> None:
 def test_directories_and_special_files_are_refused(tree: Path) -> None:
     _refused(file_snippet([tree], "src", 1, 5), "directory")
     _refused(file_snippet([tree], ".", 1, 5), "directory")
-    fifo = tree / "pipe"
-    os.mkfifo(fifo)
-    start = time.monotonic()
-    _refused(file_snippet([tree], "pipe", 1, 5), "not a regular file")
-    assert time.monotonic() - start < 5
+    os.mkfifo(tree / "pipe")
+    with socket.socket(socket.AF_UNIX) as server:
+        server.bind(str(tree / "sock"))
+        start = time.monotonic()
+        for path in ("pipe", "sock"):
+            _refused(file_snippet([tree], path, 1, 5), "not a regular file")
+            _refused(grep(path, "x", roots=[tree]), "not a regular file")
+        walked = grep(".", "x", roots=[tree])
+        assert walked.ok and "2 special files" in walked.text
+        assert time.monotonic() - start < 5  # opening a FIFO did not wait for a writer
 
 
-@pytest.mark.parametrize("path", ["", "  ", "a\x00b", "x" * 5000])
+@pytest.mark.parametrize("path", [
+    "", "  ", "a\x00b", "src/\x00/app.py", "x" * 5000, "y" * 300, "a/" * 2000 + "f",
+    "src/" + "z" * 300 + "/app.py",
+])
 def test_unusable_paths(tree: Path, path: str) -> None:
     _refused(file_snippet([tree], path, 1, 5))
+    _refused(grep(path, "x", roots=[tree]))
 
 
 # -- file_snippet ------------------------------------------------------------------------
@@ -191,22 +273,267 @@ def test_grep_a_file(tree: Path) -> None:
 
 
 @pytest.mark.parametrize(("pattern", "why"), [
-    ("(unclosed", "bad regular expression"),
+    ("(unclosed", "bad regular expression '(unclosed': missing ): (unclosed"),
     ("[z-a]", "bad regular expression"),
-    ("(a+)+$", "nested repeats"),
-    (r"(\w+\s?)*x", "nested repeats"),
-    (r"(x)\1", "backreferences"),
+    (r"(x)\1", "no backreferences"),
+    (r"(?P<w>x)(?P=w)", "no backreferences"),
+    (r"(?<w>x)\k<w>", "no backreferences"),
+    ("a(?=b)", "no lookahead"),
+    ("a(?!b)", "no lookahead"),
+    ("(?<=a)b", "no lookbehind"),
+    ("(?<!a)b", "no lookbehind"),
+    ("a++", "no possessive repeats"),
+    (r"\w*+x", "no possessive repeats"),
+    ("(?>a|ab)c", "no atomic groups"),
+    ("(a)?(?(1)b|c)", "no conditionals"),
+    ("(?#note)x", "no comments"),
+    ("(?x) a b", "no flags x"),
+    (r"end\Z", r"write \z"),
+    (r"a\hb", "[ \\t]"),
+    ("a{5000}", "repeats too many times"),
+    ("((a{100}){100}){100}", "repeats too many times"),
+    ("(.{1,100}){1,10}", "too complex for grep"),
+    (r"(\pL{1,10}){1,10}", "too complex for grep"),
+    (r"a\nb", "within one line"),
+    ("a\nb", "within one line"),
     ("a" * 300, "over the limit"),
     ("", "non-empty"),
-    (".*a.*b.*c.*d.*e.*f.*g", "unbounded repeats"),
 ])
 def test_bad_patterns_are_refused(tree: Path, pattern: str, why: str) -> None:
     _refused(grep("src/pkg/app.py", pattern, roots=[tree]), why)
 
 
 def test_allowed_patterns(tree: Path) -> None:
-    assert grep("src/pkg/app.py", r"(\d{1,3}\.){3}\d{1,3}", roots=[tree]).ok
-    assert grep("src/pkg/app.py", r"line (1|2)\d*: pass", roots=[tree]).ok
+    for pattern in (r"(\d{1,3}\.){3}\d{1,3}", r"line (1|2)\d*: pass", "(a+)+$",
+                    r"(\w+\s?)*x", ".*a.*b.*c.*d.*e.*f.*g", r"(?i)DEF\s+\w+", r"\pL+",
+                    r"\p{Han}+", r"(?P<name>def) (?<fn>\w+)", r"\(\?=", r"\\1"):
+        assert grep("src/pkg/app.py", pattern, roots=[tree]).ok, pattern
+
+
+def test_grep_lines_and_anchors(tree: Path) -> None:
+    (tree / "a.txt").write_text("alpha\nbeta\n\ngamma beta\nBETA\n", encoding="utf-8")
+    assert grep("a.txt", "^beta$", roots=[tree]).text.endswith("· 1 matching line]\n2: beta")
+    assert "3 matching lines" in grep("a.txt", "beta$", roots=[tree], ignore_case=True).text
+    assert grep("a.txt", "^$", roots=[tree]).text.endswith("\n3: ")  # no phantom last line
+    assert "4 matching lines" in grep("a.txt", ".", roots=[tree]).text
+    assert "5 matching lines" in grep("a.txt", "^", roots=[tree]).text
+    assert grep("a.txt", r"\Aalpha", roots=[tree]).text.endswith("\n1: alpha")
+    assert "0 matching lines" in grep("a.txt", r"\Abeta", roots=[tree]).text
+    assert "0 matching lines" in grep("a.txt", r"alpha\sbeta", roots=[tree]).text  # one line
+    assert "0 matching lines" in grep("a.txt", r"alpha[^x]beta", roots=[tree]).text
+    zh = grep("中文.md", r"错误.没有", roots=[tree])
+    assert zh.text.endswith("\n2: 错误：没有找到")
+
+
+@pytest.mark.parametrize("at", [0, 500_000, 1_000_000 - 6])
+def test_long_lines_are_searched_whole(tree: Path, at: int) -> None:
+    line = "x" * at + "needle" + "y" * (1_000_000 - at - 6)
+    (tree / "long.txt").write_text("short\n" + line + "\nlast\n", encoding="utf-8")
+    result = grep("long.txt", "needle", roots=[tree])
+    assert "· 1 matching line]" in result.text
+    assert result.text.split("\n")[1].startswith("2: ")
+    assert "…[+" in result.text  # shown cut at max_line_chars
+    if at == 1_000_000 - 6:
+        assert "1 matching line" in grep("long.txt", "needle$", roots=[tree]).text
+    assert "1 matching line" in grep("long.txt", "^x*needley*$", roots=[tree]).text
+    assert "0 matching lines" in grep("long.txt", "x$", roots=[tree]).text
+
+
+def test_a_match_across_a_window_edge_is_found() -> None:
+    # A big program gets small windows (a bounded time per RE2 call); the windows overlap.
+    matcher = LineMatcher("needle|[ab]{1000}q", ignore_case=False, max_chars=200,
+                          max_size=4000)
+    w = matcher.window
+    assert w < 64 * 1024
+    step = w - OVERLAP_BYTES
+    head = b"short\n"
+    for start in (0, w - 6, w - 3, w - 1, step, step + w - 3, 2 * step + w - 5, 5 * step + 2):
+        at = start - len(head)
+        if at < 0:
+            continue
+        data = head + b"x" * at + b"needle" + b"y" * (6 * w) + b"\nlast\n"
+        found = [n for n, _ in matcher.scan(data, time.monotonic() + 10)]
+        assert found == [2], (start, w)
+        assert [n for n, _ in matcher.scan(data + b"needle\n", time.monotonic() + 10)] == [2, 4]
+
+
+def test_multibyte_text_across_windows(tree: Path) -> None:
+    line = "数据" * 20_000 + "错误" + "数据" * 20_000  # 3 bytes a character
+    (tree / "zh.txt").write_text(line + "\n", encoding="utf-8")
+    assert "1 matching line" in grep("zh.txt", "错误", roots=[tree]).text
+    assert "1 matching line" in grep("zh.txt", r"^(数据)+错", roots=[tree]).text
+    assert "0 matching lines" in grep("zh.txt", "错误错", roots=[tree]).text
+
+
+# Patterns that backtrack for ever in Python's re (issue 11 §2), and others of the kind.
+CATASTROPHIC = [
+    "a*a*a*c", "(a|aa)+$", "(a|a)+$", r"\w*\w*\w*\w*$x", "(a{1,10}){1,10}$",
+    "(a+)+$", "(x+x+)+y", r"(\w+\s?)*$", "^(a|a?)+$", "(.*a){12}c", "(a|b|ab)*c",
+    r"(?:a|b)*a(?:a|b){200}c",
+]
+
+
+_AB = bytes(ord("a") + (b & 1) for b in range(256))
+
+
+def _random_ab(rng: random.Random, chars: int) -> str:
+    return rng.randbytes(chars).translate(_AB).decode("ascii")
+
+
+def _line_file(tree: Path, name: str, chars: int, kind: str = "ab") -> str:
+    """One line: random a/b, or a run of a that ends in '!' (the classic worst case)."""
+    if kind == "ab":
+        text = _random_ab(random.Random(chars), chars)
+    else:
+        text = "a" * (chars - 1) + "!"
+    (tree / name).write_text(text + "\n", encoding="utf-8")
+    return name
+
+
+@pytest.mark.parametrize("pattern", CATASTROPHIC)
+def test_catastrophic_patterns_run_in_bounded_time(tree: Path, pattern: str) -> None:
+    limits = FileToolLimits(grep_seconds=0.5)
+    for chars in (2_000, 1_000_000):
+        for kind in ("run", "ab"):
+            name = _line_file(tree, f"{kind}-{chars}.txt", chars, kind)
+            start = time.monotonic()
+            result = grep(name, pattern, roots=[tree], limits=limits)
+            took = time.monotonic() - start
+            assert result.ok, result.text
+            assert took < limits.grep_seconds + 1.0, (pattern, name, took)
+
+
+def test_the_deadline_is_checked_inside_one_long_line(tree: Path) -> None:
+    # One 4 MB line that RE2 needs seconds for: the scan stops at the deadline, mid-line.
+    _line_file(tree, "slow.txt", 4_000_000)
+    limits = FileToolLimits(grep_seconds=0.3)
+    start = time.monotonic()
+    result = grep("slow.txt", r"(?:a|b)*a(?:a|b){800}c", roots=[tree], limits=limits)
+    took = time.monotonic() - start
+    assert result.ok and "stopped at line 1 after 0.3 s" in result.text
+    assert took < 1.3
+
+
+def test_grep_output_is_bounded(tree: Path) -> None:
+    (tree / "wide.txt").write_text(("hit " + "z" * 5000 + "\n") * 500, encoding="utf-8")
+    limits = FileToolLimits(max_line_chars=100, max_output_chars=1000, max_matches=50)
+    result = grep("wide.txt", "hit", 1000, roots=[tree], limits=limits)
+    assert result.ok and len(result.text) < 1300
+    assert "500 matching lines, showing the first" in result.text
+
+
+# -- grep over a directory -----------------------------------------------------------------
+
+
+def test_grep_a_directory(tree: Path) -> None:
+    (tree / "src" / "pkg" / "util.py").write_text("def helper():\n    pass\n", encoding="utf-8")
+    (tree / ".git").mkdir()
+    (tree / ".git" / "config.py").write_text("def hidden():\n", encoding="utf-8")
+    result = grep(".", r"def \w+", roots=[tree])
+    lines = result.text.split("\n")
+    assert lines[0] == (r"[grep . /def \w+/ · 2 matching lines in 2 files; searched 3 files, "
+                        "skipped 5 (2 binary files, 3 symbolic links)]")
+    assert lines[1:] == ["src/pkg/app.py:7: line 7: def main():",
+                         "src/pkg/util.py:1: def helper():"]
+    assert SECRET not in result.text
+    sub = grep("src", "def", 1, roots=[tree])
+    assert sub.text.split("\n")[1:] == ["src/pkg/app.py:7: line 7: def main():"]
+    assert "showing the first 1" in sub.text
+    capped = grep(".", "def", roots=[tree], limits=FileToolLimits(max_files=1))
+    assert "stopped after 1 file" in capped.text
+    late = grep(".", "def", roots=[tree], limits=FileToolLimits(grep_seconds=0))
+    assert late.ok and "0 matching lines" in late.text and "stopped after 0 s" in late.text
+
+
+def test_grep_a_deep_directory(tree: Path) -> None:
+    deep = tree / "deep"
+    for _ in range(40):
+        deep = deep / "d"
+    deep.mkdir(parents=True)
+    (deep / "bottom.txt").write_text("def bottom():\n", encoding="utf-8")
+    result = grep("deep", "bottom", roots=[tree])
+    assert "0 matching lines" in result.text and "1 directory too deep" in result.text
+    shallow = grep("deep", "bottom", roots=[tree], limits=FileToolLimits(max_depth=64))
+    assert "1 matching line in 1 file" in shallow.text
+
+
+# -- races -----------------------------------------------------------------------------------
+
+
+def _exchanger() -> Callable[[Path, Path], None]:
+    """Swap two paths atomically (renameat2 RENAME_EXCHANGE), or by three renames."""
+    libc = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)
+    renameat2 = getattr(libc, "renameat2", None)
+
+    def exchange(a: Path, b: Path) -> None:
+        assert renameat2 is not None
+        if renameat2(-100, bytes(a), -100, bytes(b), 2) != 0:  # AT_FDCWD, RENAME_EXCHANGE
+            raise OSError(ctypes.get_errno(), "renameat2")
+
+    def three_renames(a: Path, b: Path) -> None:
+        spare = a.with_name(a.name + ".spare")
+        os.rename(a, spare)
+        os.rename(b, a)
+        os.rename(spare, b)
+
+    if renameat2 is not None:
+        try:
+            probe_a, probe_b = Path(os.devnull), Path(os.devnull)
+            exchange(probe_a, probe_b)
+        except OSError as exc:
+            if exc.errno in (38, 22, 95):  # ENOSYS, EINVAL, EOPNOTSUPP: no exchange here
+                return three_renames
+        return exchange
+    return three_renames
+
+
+@pytest.fixture
+def racing_tree(tmp_path: Path) -> Iterator[tuple[Path, threading.Event, list[int]]]:
+    """root/d/f.txt says "inside"; a thread swaps root/d with a link to outside/d, non-stop."""
+    root, outside = tmp_path / "root", tmp_path / "outside"
+    for base, text in ((root, "inside"), (outside, SECRET)):
+        (base / "d" / "e").mkdir(parents=True)
+        (base / "d" / "f.txt").write_text(text + "\n", encoding="utf-8")
+        (base / "d" / "e" / "g.txt").write_text(text + "\n", encoding="utf-8")
+    (root / "swap").symlink_to(outside / "d", target_is_directory=True)
+    exchange = _exchanger()
+    stop = threading.Event()
+    swaps = [0]
+
+    def race() -> None:
+        while not stop.is_set():
+            exchange(root / "d", root / "swap")
+            swaps[0] += 1
+
+    racer = threading.Thread(target=race, daemon=True)
+    racer.start()
+    yield root, stop, swaps
+    stop.set()
+    racer.join()
+
+
+def test_no_escape_while_a_directory_is_swapped_for_a_link(
+    racing_tree: tuple[Path, threading.Event, list[int]],
+) -> None:
+    root, stop, swaps = racing_tree
+    calls = [
+        lambda: file_snippet([root], "d/f.txt", 1, 5),
+        lambda: grep("d/f.txt", "inside|SECRET", roots=[root]),
+        lambda: file_snippet([root], "d/e/g.txt", 1, 5),
+        lambda: grep("d", "inside|SECRET", roots=[root]),
+        lambda: grep(".", "inside|SECRET", roots=[root]),
+    ]
+    escapes = read = 0
+    deadline = time.monotonic() + 20
+    n = 0
+    while n < 12_000 and time.monotonic() < deadline:
+        text = calls[n % len(calls)]().text
+        escapes += SECRET in text
+        read += "inside" in text
+        n += 1
+    stop.set()
+    assert escapes == 0, f"{escapes} reads out of {n} returned a file outside the root"
+    assert read > 0 and swaps[0] > 1000  # the race really ran, and reads went through
 
 
 def test_grep_an_artifact(arts: ArtifactStore, artifact: Artifact, tree: Path) -> None:
@@ -300,3 +627,173 @@ def test_empty_and_crlf_files(tree: Path) -> None:
     result = file_snippet([tree], "dos.txt", 1, 5)
     assert result.text.split("\n")[1:] == ["1\tone", "2\ttwo"]
     assert grep("dos.txt", "two$", roots=[tree]).text.endswith("\n2: two")
+
+
+# -- in a session, and served ----------------------------------------------------------------
+
+
+def test_grep_is_offered_whenever_file_roots_are_set(engine: memci.Engine, tree: Path) -> None:
+    session = engine.session("files", file_roots=[str(tree)])
+    offered = {t["function"]["name"] for t in session.tools()}
+    assert {"file_snippet", "grep"} <= offered  # before any tool result
+    found = session.call_tool("grep", {"target": "src", "pattern": "def main"})
+    assert "src/pkg/app.py:7: line 7: def main():" in found
+    plain = engine.session("plain")
+    assert not {"file_snippet", "grep"} & {t["function"]["name"] for t in plain.tools()}
+
+
+# Slow for RE2 (its DFA keeps running out of cache), catastrophic for Python's re: a grep
+# with it runs until its deadline.
+SLOW_PATTERN = r"(?:a|b)*a(?:a|b){800}c"
+
+
+# A turn with a tool result: grep is then offered even by the rules before file roots
+# offered it, so the tests below are about blocking only.
+TOOL_TURN = [
+    {"role": "user", "content": "look at big.txt"},
+    {"role": "assistant", "content": None, "tool_calls": [{
+        "id": "c1", "type": "function",
+        "function": {"name": "bash", "arguments": "{\"command\": \"ls\"}"}}]},
+    {"role": "tool", "tool_call_id": "c1", "content": "big.txt"},
+]
+
+
+def _slow_tree(tree: Path) -> None:
+    rng = random.Random(7)
+    (tree / "big.txt").write_text("".join(_random_ab(rng, 1_000_000) + "\n" for _ in range(6)),
+                                  encoding="utf-8")
+
+
+def _probe_while(busy: threading.Thread, probe: Callable[[], object]) -> list[float]:
+    """Seconds each call of ``probe`` took while ``busy`` ran."""
+    waits = []
+    while busy.is_alive():
+        start = time.monotonic()
+        probe()
+        waits.append(time.monotonic() - start)
+        time.sleep(0.05)
+    return waits
+
+
+@pytest.mark.slow
+def test_the_server_answers_while_a_long_grep_runs(tmp_path: Path, tree: Path) -> None:
+    pytest.importorskip("fastapi", reason="needs memci[server]")
+    import httpx
+
+    from .test_server import ServeProcess
+
+    _slow_tree(tree)
+    server = ServeProcess(tmp_path / "serve.db", "--no-auth", "--file-root", str(tree)).start()
+    try:
+        with httpx.Client(base_url=server.url, timeout=60) as http:
+            r = http.post("/v1/sessions/g/messages", json={
+                "messages": TOOL_TURN, "settings": {"file_roots": [str(tree)]}})
+            assert r.status_code == 200
+            names = [t["function"]["name"] for t in http.get("/v1/sessions/g/tools").json()[
+                "tools"]]
+            assert "grep" in names
+            answers: list[httpx.Response] = []
+            grep_call = threading.Thread(target=lambda: answers.append(http.post(
+                "/v1/sessions/g/tools/grep",
+                json={"target": "big.txt", "pattern": SLOW_PATTERN})))
+            started = time.monotonic()
+            grep_call.start()
+            time.sleep(0.3)
+            with httpx.Client(base_url=server.url, timeout=5) as probe:
+                waits = _probe_while(grep_call, lambda: probe.get("/healthz").raise_for_status())
+            took = time.monotonic() - started
+        print(f"healthz during grep: {len(waits)} calls, max {max(waits):.3f} s")
+        assert len(waits) >= 5 and max(waits) < 0.2, waits
+        (answer,) = answers
+        assert answer.status_code == 200
+        assert "stopped at line" in answer.json()["result"]  # it ran to its deadline
+        assert took < 4
+    finally:
+        server.stop()
+
+
+@pytest.mark.slow
+def test_the_server_answers_while_many_long_greps_run(tmp_path: Path, tree: Path) -> None:
+    # More at once than anyio's shared pool has threads (40): tool calls queue among
+    # themselves, the rest of the server keeps answering.
+    pytest.importorskip("fastapi", reason="needs memci[server]")
+    import httpx
+
+    from .test_server import ServeProcess
+
+    _slow_tree(tree)
+    server = ServeProcess(tmp_path / "serve.db", "--no-auth", "--file-root", str(tree)).start()
+    try:
+        with httpx.Client(base_url=server.url, timeout=120) as http:
+            for n in range(50):
+                assert http.post(f"/v1/sessions/g{n}/messages", json={
+                    "messages": TOOL_TURN, "settings": {"file_roots": [str(tree)]}},
+                ).status_code == 200
+        statuses: list[int] = []
+
+        def one(n: int) -> None:
+            with httpx.Client(base_url=server.url, timeout=120) as http:
+                statuses.append(http.post(f"/v1/sessions/g{n}/tools/grep", json={
+                    "target": "big.txt", "pattern": SLOW_PATTERN}).status_code)
+
+        calls = [threading.Thread(target=one, args=(n,)) for n in range(50)]
+        for call in calls:
+            call.start()
+        time.sleep(0.5)
+        probing = threading.Thread(target=time.sleep, args=(3,))  # probe for 3 s
+        probing.start()
+        with httpx.Client(base_url=server.url, timeout=10) as probe:
+            waits = _probe_while(probing, lambda: probe.get("/healthz").raise_for_status())
+        assert any(call.is_alive() for call in calls)  # the greps were still running
+        for call in calls:
+            call.join()
+        print(f"healthz during 50 greps: {len(waits)} calls, max {max(waits):.3f} s")
+        assert len(waits) >= 5 and max(waits) < 0.2, waits
+        assert statuses == [200] * 50
+    finally:
+        server.stop()
+
+
+@pytest.mark.slow
+def test_mcp_answers_while_a_long_grep_runs(tmp_path: Path, tree: Path) -> None:
+    pytest.importorskip("mcp", reason="needs memci[mcp]")
+    import anyio
+    from mcp import Client, StdioServerParameters
+
+    from .test_mcp import _command
+    from .test_server import ROOT, subprocess_env
+
+    _slow_tree(tree)
+    db = tmp_path / "mcp.db"
+    with memci.Engine.open(db) as eng:
+        eng.session("notes", file_roots=[str(tree)]).add_many(TOOL_TURN)  # settings are saved
+    params = StdioServerParameters(
+        command=sys.executable, args=[*_command(), "mcp", "--session", "notes", "--db", str(db)],
+        env=subprocess_env(), cwd=str(ROOT))
+    waits: list[float] = []
+    answers: list[str] = []
+
+    async def main() -> None:
+        async with Client(params, cache=None, read_timeout_seconds=60) as client:
+            assert "grep" in {t.name for t in (await client.list_tools()).tools}
+
+            async def long_grep() -> None:
+                result = await client.call_tool("grep", {"target": "big.txt",
+                                                         "pattern": SLOW_PATTERN})
+                (content,) = result.content
+                answers.append(getattr(content, "text", ""))
+
+            async with anyio.create_task_group() as tasks:
+                tasks.start_soon(long_grep)
+                await anyio.sleep(0.3)
+                while not answers:
+                    start = time.monotonic()
+                    with anyio.fail_after(5):
+                        await client.list_tools()
+                    waits.append(time.monotonic() - start)
+                    await anyio.sleep(0.05)
+
+    anyio.run(main)
+    print(f"list_tools during grep: {len(waits)} calls, max {max(waits):.3f} s")
+    assert len(waits) >= 5 and max(waits) < 0.2, waits
+    assert "stopped at line" in answers[0]

@@ -20,7 +20,7 @@ SRC = ROOT / "src" / "memci"
 # Import names of what the core dependencies and each extra install (their own
 # dependencies included where memci imports them by name).
 PROVIDED_BY = {
-    "click": "core", "rich": "core", "httpx": "core", "anyio": "core",
+    "click": "core", "rich": "core", "httpx": "core", "anyio": "core", "re2": "core",
     "tiktoken": "tiktoken", "jieba": "jieba",
     "fastapi": "server", "starlette": "server", "pydantic": "server", "uvicorn": "server",
     "mcp": "mcp", "mcp_types": "mcp", "sqlite_vec": "vectors", "pysqlite3": "vectors",

@@ -679,7 +679,8 @@ class Session:
         """memci's tools offered in this session: the ``tools`` setting, or by need.
 
         ``auto``: recall_page with the paged strategy; once the session has tool calls,
-        artifact_get, grep, pins, plan and notebook; file_snippet when file_roots are set.
+        artifact_get, grep, pins, plan and notebook; file_snippet and grep when file_roots
+        are set.
         """
         every = self._all_tools()
         chosen = self.settings.tools
@@ -687,7 +688,7 @@ class Session:
             return {name: every[name] for name in chosen if name in every}
         return {name: tool for name, tool in every.items()
                 if name in ("recall_page", "search_memory")
-                or (name == "file_snippet" and self.settings.file_roots)
+                or (name in ("file_snippet", "grep") and self.settings.file_roots)
                 or (self._has_tool_results and name != "file_snippet")}
 
     def export_state(self) -> dict[str, Any]:

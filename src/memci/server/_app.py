@@ -48,6 +48,7 @@ from memci.server._models import ContextRequest, ErrorAnswer, MessagesBody
 from memci.server._policy import HostPolicy, guarded_paths, request_settings
 from memci.server._proxy import ChatProxy
 from memci.server._sessions import SessionHub, read_messages
+from memci.server._threads import ToolThreads
 from memci.tools._builtin import FILE_TOOLS, RECALL_PAGE, SEARCH_MEMORY, WORKSPACE_TOOLS
 
 __all__ = ["BodyLimit", "ContextRequest", "create_app"]
@@ -260,6 +261,7 @@ def create_app(
     hub = SessionHub(engine)
     proxy = ChatProxy(hub, config)
     bodies, definitions = _schemas()
+    tool_threads = ToolThreads()
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
@@ -501,7 +503,7 @@ def create_app(
                                f"{', '.join(offered(session)) or 'none'}")
             return session.call_tool(name, arguments or {})
 
-        result = await anyio.to_thread.run_sync(run)
+        result = await tool_threads.run(run)
         return _json({"session": sid, "tool": name, "result": result,
                       "is_error": result.startswith("error:")})
 

@@ -10,8 +10,9 @@ Built on the official MCP SDK's low-level server, so the tool list follows the s
 - every tool of ``session.tools()`` (``recall_page``, pins, plan, ``artifact_get`` …),
   run with ``session.call_tool``.
 
-Blocking store work runs in worker threads, never on the event loop. Bad input is a
-tool error (``isError``) whose text says what to fix; nothing is stored then.
+Blocking store work runs in worker threads, never on the event loop; tool calls in their
+own few (:mod:`memci.server._threads`), so a long grep never holds up the other requests.
+Bad input is a tool error (``isError``) whose text says what to fix; nothing is stored then.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from memci._session import Session
 from memci.engine import Engine
 from memci.errors import InvalidInputError, MemciError
 from memci.server._json import hit_json, jsonable
+from memci.server._threads import ToolThreads
 
 __all__ = ["create_mcp_server", "run_stdio"]
 
@@ -108,6 +110,7 @@ def create_mcp_server(engine: Engine, session: str, *, tenant: str = "default",
                       user: str | None = None) -> Server[Any]:
     """An MCP server for the session ``session`` of ``engine`` (made if it is new)."""
     target = engine.session(session, tenant=tenant, user=user)
+    tool_threads = ToolThreads()
 
     def own_tools() -> list[types.Tool]:
         tools = [_ADD, _BUILD, _SEARCH]
@@ -140,7 +143,8 @@ def create_mcp_server(engine: Engine, session: str, *, tenant: str = "default",
     async def call_tool(
         _: ServerRequestContext[Any], params: types.CallToolRequestParams
     ) -> types.CallToolResult:
-        return await anyio.to_thread.run_sync(call, params.name, dict(params.arguments or {}))
+        arguments = dict(params.arguments or {})
+        return await tool_threads.run(lambda: call(params.name, arguments))
 
     return Server(
         "memci", version=memci.__version__,

@@ -1,20 +1,20 @@
 """On-demand reading tools: ``artifact_get``, ``file_snippet`` and ``grep``.
 
 Point reads, never whole replays (seed 004 §4.2): each call returns a bounded piece of a
-stored tool output or of a file under the session's ``file_roots``.
+stored tool output or of files under the session's ``file_roots``.
 
 Invariants:
 
-- a file is read only if its real path (symlinks resolved) lies inside one of the roots:
-  ``..`` escapes, symlinks pointing out and absolute paths elsewhere are refused, and the
-  file is opened without following a symlink swapped in after the check, then checked to
-  be the regular file that was resolved;
+- files are opened only beneath the roots, one path component at a time from the root's
+  directory descriptor, never through a symbolic link, and only regular files with one link
+  (see :mod:`memci.tools._confine`): ``..`` escapes, links, hard links, FIFOs and devices are
+  refused, with no window between a check and the open;
 - every answer is bounded: files over ``max_file_bytes`` are refused, at most
   ``max_lines`` lines and ``max_output_chars`` characters come back, long lines are cut;
 - binary files (a NUL byte, or not UTF-8 text) are refused;
-- ``grep`` patterns are bounded (length, no nested or too many unbounded repeats, no
-  backreferences), lines are searched only up to ``max_line_chars``, the scan stops at
-  ``max_scan_chars`` or ``grep_seconds``;
+- ``grep`` runs RE2 patterns (see :mod:`memci.tools._grep`): linear time, a bounded program
+  size, a deadline checked inside long lines too; the scan stops at ``max_scan_chars``,
+  ``max_files`` or ``grep_seconds`` and says so;
 - ``artifact_get`` returns exactly the requested characters (or lines) of the original
   output, nothing added;
 - a refusal is a :class:`ToolResult` with ``ok=False`` and a text starting with
@@ -23,18 +23,19 @@ Invariants:
 
 from __future__ import annotations
 
-import importlib
 import os
 import re
-import stat
 import time
+from collections import Counter
 from collections.abc import Mapping, Sequence
+from contextlib import closing
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Protocol
 
 from memci.context import ToolSpec
 from memci.errors import InvalidInputError
+from memci.tools._confine import FileRoots, Refused, Skipped, Target, read_bytes, walk
+from memci.tools._grep import LineMatcher, PatternRefused
 from memci.workspace import Artifact, ToolResult, parse_artifact_ref, parse_tool_arguments
 
 __all__ = [
@@ -73,11 +74,13 @@ class FileToolLimits:
     max_output_chars: int = 16_000
     max_line_chars: int = 2_000
     max_pattern_chars: int = 200
-    max_pattern_repeats: int = 6
+    max_pattern_size: int = 4_000  # instructions of the compiled RE2 program
     max_scan_chars: int = 8 * 1024 * 1024
     max_matches: int = 100
     grep_seconds: float = 2.0
     max_path_chars: int = 4096
+    max_files: int = 2_000  # files one grep over a directory searches
+    max_depth: int = 32  # directory levels one grep over a directory goes down
 
 
 DEFAULT_LIMITS = FileToolLimits()
@@ -85,114 +88,48 @@ _CR = "\r"  # shown lines drop a CRLF file's carriage returns
 _MAX_BAD_UTF8 = 0.01
 
 
-# -- confinement -------------------------------------------------------------------------
-
-
-class _Refused(Exception):
-    """A refusal on the way to an answer; becomes an ``error:`` ToolResult."""
-
-
-def _roots(roots: Sequence[str | os.PathLike[str]]) -> list[Path]:
-    resolved = []
-    for root in roots:
-        try:
-            resolved.append(Path(root).resolve(strict=True))
-        except (OSError, RuntimeError):
-            continue  # a root that does not exist confines nothing and grants nothing
-    if not resolved:
-        raise _Refused("no file roots are configured for this session, so files cannot be "
-                       "read; use artifact_get for stored tool outputs")
-    return resolved
-
-
-def _inside(path: Path, roots: list[Path]) -> Path | None:
-    for root in roots:
-        if path == root or path.is_relative_to(root):
-            return root
-    return None
-
-
-def _locate(roots: Sequence[str | os.PathLike[str]], path: Any,
-            limits: FileToolLimits) -> tuple[Path, str, os.stat_result]:
-    """Find ``path`` under a root: its real path, how to show it, its stat; or refuse."""
-    if not isinstance(path, str) or not path.strip():
-        raise _Refused("path must be a non-empty text")
-    if "\x00" in path or len(path) > limits.max_path_chars:
-        raise _Refused("path is not a usable file path")
-    allowed = _roots(roots)
-    given = Path(path)
-    candidates = [given] if given.is_absolute() else [root / given for root in allowed]
-    outside = False
-    for candidate in candidates:
-        try:
-            real = candidate.resolve(strict=False)
-        except (OSError, RuntimeError):  # a symlink loop
-            continue
-        root = _inside(real, allowed)
-        if root is None:
-            outside = True
-            continue
-        try:
-            info = real.stat()
-        except OSError:
-            continue
-        shown = real.relative_to(root).as_posix() or "."
-        return real, shown, info
-    if outside:
-        raise _Refused(f"{path!r} is outside the session's file roots; only files under "
-                       f"them can be read (paths relative to a root, no '..' escapes, no "
-                       f"links pointing out)")
-    raise _Refused(f"no file {path!r} under the session's file roots")
+# -- reading -----------------------------------------------------------------------------
 
 
 def _read_text(roots: Sequence[str | os.PathLike[str]], path: Any,
                limits: FileToolLimits) -> tuple[str, str]:
     """``(shown path, text)`` of a confined, bounded, textual file; or refuse."""
-    real, shown, info = _locate(roots, path, limits)
-    if stat.S_ISDIR(info.st_mode):
-        raise _Refused(f"{shown!r} is a directory; give a file path")
-    if not stat.S_ISREG(info.st_mode):
-        raise _Refused(f"{shown!r} is not a regular file")
-    if info.st_size > limits.max_file_bytes:
-        raise _Refused(f"{shown!r} is {info.st_size:,} bytes, over the {limits.max_file_bytes:,}"
-                       "-byte limit of the file tools")
-    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
-    try:
-        fd = os.open(real, flags)
-    except OSError as exc:
-        raise _Refused(f"cannot open {shown!r}: {exc.strerror}") from None
-    try:
-        opened = os.fstat(fd)
-        if (not stat.S_ISREG(opened.st_mode)
-                or (opened.st_dev, opened.st_ino) != (info.st_dev, info.st_ino)):
-            raise _Refused(f"{shown!r} changed while it was being opened; try again")
-        chunks = []
-        remaining = limits.max_file_bytes + 1
-        while remaining > 0:
-            chunk = os.read(fd, min(remaining, 1 << 20))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            remaining -= len(chunk)
-    finally:
-        os.close(fd)
-    data = b"".join(chunks)
-    if len(data) > limits.max_file_bytes:
-        raise _Refused(f"{shown!r} is over the {limits.max_file_bytes:,}-byte limit of the "
-                       "file tools")
-    return shown, _decode(data, shown)
+    if not isinstance(path, str) or not path.strip():
+        raise Refused("path must be a non-empty text")
+    with FileRoots(roots) as opened:
+        target = opened.open(path, max_chars=limits.max_path_chars)
+        try:
+            if target.is_dir:
+                raise Refused(f"{target.shown!r} is a directory; give a file path")
+            return target.shown, _text_of(target, limits)
+        finally:
+            os.close(target.fd)
+
+
+def _text_of(target: Target, limits: FileToolLimits) -> str:
+    """The text of an opened regular file, or refuse (too big, binary, not UTF-8)."""
+    over = (f"{target.shown!r} is {{size:,}} bytes, over the {limits.max_file_bytes:,}-byte "
+            "limit of the file tools")
+    if target.size > limits.max_file_bytes:
+        raise Refused(over.format(size=target.size), "file over the size limit")
+    data = read_bytes(target, limits.max_file_bytes)
+    if len(data) > limits.max_file_bytes:  # it grew since it was opened
+        raise Refused(f"{target.shown!r} is over the {limits.max_file_bytes:,}-byte limit of "
+                      "the file tools", "file over the size limit")
+    return _decode(data, target.shown)
 
 
 def _decode(data: bytes, shown: str) -> str:
     if b"\x00" in data:
-        raise _Refused(f"{shown!r} is a binary file; the file tools read text only")
+        raise Refused(f"{shown!r} is a binary file; the file tools read text only",
+                      "binary file")
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError:
         text = data.decode("utf-8", errors="replace")
         if text.count("\ufffd") > max(len(text) * _MAX_BAD_UTF8, 1):
-            raise _Refused(f"{shown!r} is not UTF-8 text (binary or another encoding); "
-                           "the file tools read UTF-8 text only") from None
+            raise Refused(f"{shown!r} is not UTF-8 text (binary or another encoding); "
+                          "the file tools read UTF-8 text only", "binary file") from None
         return text
 
 
@@ -207,7 +144,7 @@ def _cut_line(line: str, limits: FileToolLimits) -> str:
 
 def _whole(value: Any, name: str, minimum: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise _Refused(f"{name} must be a whole number, {minimum} or more")
+        raise Refused(f"{name} must be a whole number, {minimum} or more")
     return value
 
 
@@ -227,7 +164,7 @@ def file_snippet(
         start = _whole(start, "start", 1)
         length = min(_whole(length, "length", 1), limits.max_lines)
         shown, text = _read_text(roots, path, limits)
-    except _Refused as exc:
+    except Refused as exc:
         return ToolResult.error(str(exc))
     lines = text.split("\n") if text else []
     if text.endswith("\n"):
@@ -257,76 +194,13 @@ def file_snippet(
 
 # -- grep --------------------------------------------------------------------------------
 
-_REPEATS = frozenset({"MAX_REPEAT", "MIN_REPEAT", "POSSESSIVE_REPEAT"})
-_SMALL_REPEAT = 10
-
-
-def _check_pattern(pattern: Any, ignore_case: bool, limits: FileToolLimits) -> re.Pattern[str]:
-    if not isinstance(pattern, str) or not pattern:
-        raise _Refused("pattern must be a non-empty regular expression")
-    if len(pattern) > limits.max_pattern_chars:
-        raise _Refused(f"pattern is {len(pattern)} characters, over the limit of "
-                       f"{limits.max_pattern_chars}")
-    flags = re.IGNORECASE if ignore_case else 0
-    try:
-        compiled = re.compile(pattern, flags)
-    except re.error as exc:
-        raise _Refused(f"bad regular expression {pattern!r}: {exc}") from None
-    _check_structure(pattern, flags, limits)
-    return compiled
-
-
-def _check_structure(pattern: str, flags: int, limits: FileToolLimits) -> None:
-    """Refuse patterns that can backtrack catastrophically (nested repeats, backrefs)."""
-    try:
-        parser: Any = importlib.import_module("re._parser")
-        tree = parser.parse(pattern, flags)
-        huge = int(parser.MAXREPEAT)
-    except (ImportError, AttributeError):  # pragma: no cover - another Python's internals
-        if re.search(r"\([^)]*[+*][^)]*\)\s*[+*{]", pattern):
-            raise _Refused("nested repeats like (a+)+ are not allowed in grep patterns"
-                           ) from None
-        return
-    unbounded = 0
-
-    def walk(items: Any, in_repeat: bool) -> None:
-        nonlocal unbounded
-        for op, av in items:
-            name = str(op)
-            if name in _REPEATS:
-                _low, high, sub = av
-                if high >= huge or high > _SMALL_REPEAT:
-                    unbounded += 1
-                    if in_repeat:
-                        raise _Refused("nested repeats like (a+)+ or (\\w+\\s?)* can take "
-                                       "forever; write the pattern without a repeat inside "
-                                       "a repeat")
-                walk(sub, in_repeat or high > 1)
-            elif name == "SUBPATTERN":
-                walk(av[3], in_repeat)
-            elif name == "BRANCH":
-                for branch in av[1]:
-                    walk(branch, in_repeat)
-            elif name in ("ASSERT", "ASSERT_NOT"):
-                walk(av[1], in_repeat)
-            elif name == "ATOMIC_GROUP":
-                walk(av, in_repeat)
-            elif name in ("GROUPREF", "GROUPREF_EXISTS", "GROUPREF_IGNORE", "GROUPREF_LOC_IGNORE",
-                          "GROUPREF_UNI_IGNORE"):
-                raise _Refused("backreferences (\\1, (?P=name)) are not allowed in grep patterns")
-
-    walk(tree, False)
-    if unbounded > limits.max_pattern_repeats:
-        raise _Refused(f"pattern has {unbounded} unbounded repeats (*, +, {{n,}}), more than "
-                       f"{limits.max_pattern_repeats}; simplify it")
-
 
 def _resolve_target(
     target: Any, artifacts: ArtifactReader | None
 ) -> tuple[str, str | None]:
     """``(kind, artifact id)``: ``("artifact", id)`` or ``("file", None)``."""
     if not isinstance(target, str) or not target.strip():
-        raise _Refused("target must be artifact:<id> or a file path")
+        raise Refused("target must be artifact:<id>, or the path of a file or directory")
     text = target.strip()
     explicit = text.startswith("artifact:")
     bare = re.fullmatch(r"[0-9a-f]{12,64}", text) is not None
@@ -334,15 +208,120 @@ def _resolve_target(
         return "file", None
     if artifacts is None:
         if explicit:
-            raise _Refused("no artifact store in this session")
+            raise Refused("no artifact store in this session")
         return "file", None
     try:
         found = artifacts.get(parse_artifact_ref(text))
     except InvalidInputError as exc:
         if explicit:
-            raise _Refused(str(exc)) from None
+            raise Refused(str(exc)) from None
         return "file", None  # a bare hex name that is no artifact: try it as a file
     return "artifact", found.id
+
+
+class _Hits:
+    """The matching lines of one grep: all counted, the first ``limit`` kept, bounded."""
+
+    def __init__(self, limit: int, limits: FileToolLimits) -> None:
+        self.limit = limit
+        self.limits = limits
+        self.rows: list[str] = []
+        self.total = 0
+        self.files: set[str] = set()
+        self._used = 0
+
+    def add(self, where: str, number: int, line: bytes) -> None:
+        self.total += 1
+        self.files.add(where)
+        if len(self.rows) >= self.limit:
+            return
+        text = _cut_line(line.decode("utf-8", errors="replace"), self.limits)
+        row = f"{where}:{number}: {text}" if where else f"{number}: {text}"
+        if self._used + len(row) <= self.limits.max_output_chars:
+            self.rows.append(row)
+            self._used += len(row) + 1
+
+    def answer(self, head: str, notes: list[str]) -> ToolResult:
+        if self.total > len(self.rows):
+            head += f", showing the first {len(self.rows)}"
+        notes = [n for n in notes if n]
+        text = f"{head}{'; ' + '; '.join(notes) if notes else ''}]"
+        return ToolResult(True, "\n".join([text, *self.rows]))
+
+
+def _plural(count: int, word: str) -> str:
+    return f"{count:,} {word}{'' if count == 1 else 's'}"
+
+
+def _search(matcher: LineMatcher, where: str, text: str, hits: _Hits, deadline: float,
+            limits: FileToolLimits) -> str:
+    """Add the matching lines of ``text`` to ``hits``; a note if the deadline stopped it."""
+    scan = matcher.scan(text.encode("utf-8"), deadline)
+    for number, line in scan:
+        hits.add(where, number, line)
+    if scan.stopped_at is None:
+        return ""
+    inside = f" in {where}" if where else ""
+    return f"stopped{inside} at line {scan.stopped_at:,} after {limits.grep_seconds:g} s"
+
+
+def _grep_text(shown: str, text: str, matcher: LineMatcher, hits: _Hits, deadline: float,
+               limits: FileToolLimits) -> ToolResult:
+    cut = ""
+    if len(text) > limits.max_scan_chars:
+        text = text[:limits.max_scan_chars]
+        cut = f"searched only the first {limits.max_scan_chars:,} characters"
+    stopped = _search(matcher, "", text, hits, deadline, limits)
+    head = f"[grep {shown} /{matcher.pattern}/ · {_plural(hits.total, 'matching line')}"
+    return hits.answer(head, [cut, stopped])
+
+
+def _grep_tree(directory: Target, matcher: LineMatcher, hits: _Hits, deadline: float,
+               limits: FileToolLimits) -> ToolResult:
+    """grep every readable text file under an opened directory, in name order."""
+    searched = 0
+    scanned = 0
+    skipped: Counter[str] = Counter()
+    stop = ""
+    with closing(walk(directory, max_depth=limits.max_depth, deadline=deadline)) as entries:
+        for entry in entries:
+            if isinstance(entry, Skipped):
+                skipped[entry.kind] += 1
+                continue
+            try:
+                if searched >= limits.max_files:
+                    stop = f"stopped after {_plural(limits.max_files, 'file')}"
+                    break
+                if time.monotonic() > deadline:
+                    stop = f"stopped after {limits.grep_seconds:g} s"
+                    break
+                try:
+                    text = _text_of(entry, limits)
+                except Refused as exc:
+                    skipped[exc.kind] += 1
+                    continue
+            finally:
+                os.close(entry.fd)
+            room = limits.max_scan_chars - scanned
+            if len(text) > room:
+                text = text[:room]
+                stop = f"searched only the first {limits.max_scan_chars:,} characters"
+            scanned += len(text)
+            searched += 1
+            stopped = _search(matcher, entry.shown, text, hits, deadline, limits)
+            if stopped or stop:
+                stop = stopped or stop
+                break
+    if not stop and time.monotonic() > deadline:
+        stop = f"stopped after {limits.grep_seconds:g} s"
+    shown = directory.shown
+    head = (f"[grep {shown} /{matcher.pattern}/ · {_plural(hits.total, 'matching line')} in "
+            f"{_plural(len(hits.files), 'file')}")
+    done = f"searched {_plural(searched, 'file')}"
+    if skipped:
+        why = ", ".join(_plural(n, reason) for reason, n in sorted(skipped.items()))
+        done += f", skipped {sum(skipped.values()):,} ({why})"
+    return hits.answer(head, [done, stop])
 
 
 def grep(
@@ -350,52 +329,36 @@ def grep(
     artifacts: ArtifactReader | None = None, ignore_case: bool = False,
     limits: FileToolLimits = DEFAULT_LIMITS,
 ) -> ToolResult:
-    """Lines of an artifact (``artifact:<id>`` or a bare id) or a file matching ``pattern``.
+    """Lines matching an RE2 ``pattern`` in an artifact, a file or the files of a directory.
 
-    The answer starts with ``[grep <target> /pattern/ · N matching lines …]``, then one
-    ``<line number>: <line>`` a match (at most ``limit``, capped by ``max_matches``).
+    ``target`` is ``artifact:<id>`` (or a bare id), a file path, or a directory path under
+    the roots (searched depth first, in name order). The answer starts with
+    ``[grep <target> /pattern/ · N matching lines …]``, then one ``<line number>: <line>``
+    (``<path>:<line number>: <line>`` in a directory) a match, at most ``limit`` of them
+    (capped by ``max_matches``).
     """
     try:
-        limit = min(_whole(limit, "limit", 1), limits.max_matches)
-        compiled = _check_pattern(pattern, ignore_case, limits)
+        hits = _Hits(min(_whole(limit, "limit", 1), limits.max_matches), limits)
+        matcher = LineMatcher(pattern, ignore_case=ignore_case,
+                              max_chars=limits.max_pattern_chars,
+                              max_size=limits.max_pattern_size)
         kind, artifact_id = _resolve_target(target, artifacts)
+        deadline = time.monotonic() + limits.grep_seconds
         if kind == "artifact":
             assert artifacts is not None and artifact_id is not None
-            shown = f"artifact:{artifact_id}"
             text = artifacts.read(artifact_id, 0, limits.max_scan_chars + 1)
-        else:
-            shown, text = _read_text(roots, target, limits)
-    except _Refused as exc:
+            return _grep_text(f"artifact:{artifact_id}", text, matcher, hits, deadline, limits)
+        with FileRoots(roots) as opened:
+            found = opened.open(target, max_chars=limits.max_path_chars)
+            try:
+                if found.is_dir:
+                    return _grep_tree(found, matcher, hits, deadline, limits)
+                text = _text_of(found, limits)
+            finally:
+                os.close(found.fd)
+        return _grep_text(found.shown, text, matcher, hits, deadline, limits)
+    except (Refused, PatternRefused, InvalidInputError) as exc:
         return ToolResult.error(str(exc))
-    except InvalidInputError as exc:
-        return ToolResult.error(str(exc))
-
-    partial = ""
-    if len(text) > limits.max_scan_chars:
-        text = text[:limits.max_scan_chars]
-        partial = f"searched only the first {limits.max_scan_chars:,} characters"
-    deadline = time.monotonic() + limits.grep_seconds
-    hits: list[str] = []
-    total = 0
-    used = 0
-    for number, line in enumerate(text.split("\n"), start=1):
-        if number % 256 == 0 and time.monotonic() > deadline:
-            partial = f"stopped at line {number:,} after {limits.grep_seconds:g} s"
-            break
-        if line.endswith(_CR):
-            line = line[:-1]  # a CRLF line ends before its carriage return, also for "$"
-        if compiled.search(line, 0, limits.max_line_chars) is None:
-            continue
-        total += 1
-        row = f"{number}: {_cut_line(line, limits)}"
-        if len(hits) < limit and used + len(row) <= limits.max_output_chars:
-            hits.append(row)
-            used += len(row) + 1
-    head = f"[grep {shown} /{pattern}/ · {total:,} matching line{'s' if total != 1 else ''}"
-    if total > len(hits):
-        head += f", showing the first {len(hits)}"
-    head += f"{'; ' + partial if partial else ''}]"
-    return ToolResult(True, "\n".join([head, *hits]) if hits else head)
 
 
 # -- artifact_get ------------------------------------------------------------------------
@@ -414,20 +377,20 @@ def artifact_get(
     """
     try:
         if artifacts is None:
-            raise _Refused("no artifact store in this session")
+            raise Refused("no artifact store in this session")
         if (offset is not None or length is not None) and (
                 start_line is not None or line_count is not None):
-            raise _Refused("give offset/length (characters) or start_line/line_count "
+            raise Refused("give offset/length (characters) or start_line/line_count "
                            "(lines), not both")
         if not isinstance(id, str):
-            raise _Refused("id must be the artifact id, e.g. artifact:0123456789ab")
+            raise Refused("id must be the artifact id, e.g. artifact:0123456789ab")
         found = artifacts.get(parse_artifact_ref(id))
         if start_line is not None or line_count is not None:
             first = _whole(1 if start_line is None else start_line, "start_line", 1)
             count = min(_whole(limits.max_lines if line_count is None else line_count,
                                "line_count", 1), limits.max_lines)
             if first > max(found.lines, 1):
-                raise _Refused(f"artifact:{found.id} has {found.lines:,} lines; start_line "
+                raise Refused(f"artifact:{found.id} has {found.lines:,} lines; start_line "
                                f"must be 1-{max(found.lines, 1)}")
             text = artifacts.read_lines(found.id, first, count)
             return ToolResult(True, text[:limits.max_output_chars])
@@ -435,12 +398,10 @@ def artifact_get(
         size = min(_whole(limits.max_output_chars if length is None else length, "length", 0),
                    limits.max_output_chars)
         if start > found.chars:
-            raise _Refused(f"artifact:{found.id} has {found.chars:,} characters; offset must "
+            raise Refused(f"artifact:{found.id} has {found.chars:,} characters; offset must "
                            f"be 0-{found.chars}")
         return ToolResult(True, artifacts.read(found.id, start, size))
-    except _Refused as exc:
-        return ToolResult.error(str(exc))
-    except InvalidInputError as exc:
+    except (Refused, InvalidInputError) as exc:
         return ToolResult.error(str(exc))
 
 
@@ -514,12 +475,14 @@ FILE_TOOL_SPECS: tuple[ToolSpec, ...] = (
     ),
     ToolSpec(
         "grep",
-        "Find the lines matching a regular expression in a stored tool output "
-        "(artifact:<id>) or in a file under the session's file roots.",
+        "Find the lines matching a regular expression (RE2 syntax: no backreferences or "
+        "lookaround) in a stored tool output (artifact:<id>), or in a file or the files of "
+        "a directory under the session's file roots.",
         _schema({
-            "target": {"type": "string", "description": "artifact:<id> or a file path"},
+            "target": {"type": "string",
+                       "description": "artifact:<id>, or a file or directory path"},
             "pattern": {"type": "string", "maxLength": 200,
-                        "description": "Python regular expression"},
+                        "description": "RE2 regular expression, matched within each line"},
             "limit": {"type": "integer", "minimum": 1, "maximum": 100,
                       "description": "most matching lines to show (default 20)"},
             "ignore_case": {"type": "boolean"},
