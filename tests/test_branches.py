@@ -177,3 +177,25 @@ def test_branch_links_are_read_only_from_valid_metadata(engine: memci.Engine) ->
                    ('{"memci_branch": {"after": "x"}}',))
         db.execute("UPDATE messages SET metadata = ? WHERE seq = 1", ("not json memci_branch",))
     assert store.branch_links(s.record) == {}
+
+
+def test_retrieved_memory_leaves_the_other_branches_out(engine: memci.Engine) -> None:
+    def retrieved(ctx: memci.Context) -> str:
+        return "".join(m.content for m in ctx.messages
+                       if m.seq is None and m.content.startswith("## Retrieved memory"))
+
+    s = engine.session("c")
+    for n in range(1, 31):
+        s.add_many([{"role": "user", "content": f"Tell me about the lighthouse keeper {n}. "
+                                                 + "Details please. " * 30},
+                    {"role": "assistant", "content": f"The lighthouse keeper {n} was kind. "
+                                                      + "More facts. " * 30}])
+        s.build(budget=2500)
+    s.add({"role": "user", "content": "What did the lighthouse keeper do?"})
+    assert "lighthouse keeper" in retrieved(s.build(budget=2500))  # the same branch: found
+    s.fork(after=0)
+    s.add({"role": "user", "content": "What did the lighthouse keeper do?"})
+    ctx = s.build(budget=2500)
+    assert said(ctx) == ["What did the lighthouse keeper do?"]
+    assert retrieved(ctx) == ""
+    assert s.search("lighthouse keeper was kind")  # still found by an explicit search

@@ -417,6 +417,23 @@ class Session:
         return start + 1 + hidden <= end and cut_fits(self._log, start + 1, hidden,
                                                         saved.get("through"))
 
+    def _on_branch(self, hit: Hit) -> bool:
+        """Whether a retrieved hit is not this session's past that left the branch.
+
+        Another branch of this very conversation is not an earlier conversation: its
+        messages, and the episodes remembered of its archived pages, are not retrieved.
+        """
+        if not self._off_branch():
+            return True
+        item = hit.item
+        if item is None:
+            return hit.session != self.name or bool(self._log.page_of_seq(hit.message.seq or 0))
+        if item.session_id != self._record.id or item.page is None:
+            return True
+        paged = self._paged
+        return paged is not None and (item.page in paged.archive.contents
+                                      or item.page in paged.archive.evicted)
+
     def _load_branch(self, first: int, last: int) -> list[Message]:
         """Messages with ``first <= seq <= last`` on the followed branch (and system ones)."""
         if not self._off_branch():
@@ -570,9 +587,11 @@ class Session:
                 oldest = self._log.seqs[self._log.page_span(self._first_window_page())[0]]
                 # "Yesterday" counts from when the question was asked (a replayed or
                 # imported conversation keeps its own dates), not from the wall clock.
-                found = self.engine.gatherer.gather(
+                gathered = self.engine.gatherer.gather(
                     query, session=self._record, scope="user", exclude_from_seq=oldest,
-                    now=first.created_at).texts
+                    now=first.created_at)
+                found = replace(gathered, episodes=tuple(
+                    h for h in gathered.episodes if self._on_branch(h))).texts
             if plan.consults("documents") or plan.consults("code"):
                 docs = DocIndex(self.engine.store).search_docs(query, k=3)
                 found += tuple(
