@@ -450,44 +450,52 @@ def test_anthropic_stream_sends_the_final_message_as_events(
 
 
 def test_overlap_rule_cases() -> None:
-    from memci.server._overlap import Placement, placement
+    from memci.server._overlap import BranchView, Placement, placement
 
     def k(*names: str) -> list[tuple[str, str, tuple[str, ...], None]]:
         return [("user" if n.startswith("u") else "assistant", n, (), None) for n in names]
 
-    def place(branch: list[str], sent: list[str]) -> Placement:
+    def place(branch: list[str], sent: list[str], history: bool = False) -> tuple[int, int | None]:
         """The rule on a short branch (read whole); seqs are 1, 2, 3 … along it."""
         seen = list(zip(k(*branch), range(1, len(branch) + 1), strict=True))
-        return placement(seen, seen, True, k(*sent))
+        found = placement(BranchView(seen, seen, True, history), k(*sent))
+        return found.start, found.after
 
     log = ["u1", "a1", "u2", "a2"]
-    assert place(log, ["u3"]) == Placement(0)                          # new messages only
-    assert place(log, ["u1", "a1", "u2", "a2", "u3"]) == Placement(4)  # whole history
-    assert place(log, ["u2", "a2", "u3"]) == Placement(2)              # a window of it
-    assert place(log, ["a2"]) == Placement(1)                          # a resend: nothing new
-    assert place(log, ["u1", "a1", "u2"]) == Placement(3, 3)           # regenerate / lost reply
-    assert place(log, ["u1", "a1", "u2x"]) == Placement(2, 2)          # an edit of u2
-    assert place(log, ["u1", "a1", "u2", "u3"]) == Placement(3, 3)     # a2 dropped
-    assert place(log, ["u1", "a1", "u2", "b2", "u3"]) == Placement(3, 3)  # another a2
-    assert place([], ["u1"]) == Placement(0)
-    assert place(["u1", "a1", "u1", "a1"], ["u1", "a1", "u1", "a1", "u9"]) == Placement(4)
+    assert place(log, ["u3"]) == (0, None)                          # new messages only
+    assert place(log, ["u1", "a1", "u2", "a2", "u3"]) == (4, None)  # whole history
+    assert place(log, ["u2", "a2", "u3"]) == (2, None)              # a window of it
+    assert place(log, ["a2"]) == (1, None)                          # a resend: nothing new
+    assert place(log, ["u1", "a1", "u2"]) == (3, 3)                 # regenerate / lost reply
+    assert place(log, ["u1", "a1", "u2x"]) == (2, 2)                # an edit of u2
+    assert place(log, ["u1", "a1", "u2", "u3"]) == (3, 3)           # a2 dropped
+    assert place(log, ["u1", "a1", "u2", "b2", "u3"]) == (3, 3)     # another a2
+    assert place(log, ["u1", "a1x", "u2", "u3"]) == (1, 1)          # an edit of a1
+    assert place([], ["u1"]) == (0, None)
+    assert place(["u1", "a1", "u1", "a1"], ["u1", "a1", "u1", "a1", "u9"]) == (4, None)
     # a repeated exchange: the history from the start wins over the run at the end
-    assert place(["u1", "a1", "u1", "a1"], ["u1", "a1", "u1"]) == Placement(3, 3)
-    # the first turn asked again forks; a repeated first message later in a chat does not
-    assert place(["u1", "a1"], ["u1"]) == Placement(1, 1)
-    assert place(log, ["u1"]) == Placement(0)
+    assert place(["u1", "a1", "u1", "a1"], ["u1", "a1", "u1"]) == (3, 3)
+    # the first turn asked again forks; a repeated first message later in a chat does not,
+    # unless the client is known to send its history
+    assert place(["u1", "a1"], ["u1"]) == (1, 1)
+    assert place(log, ["u1"]) == (0, None)
+    assert place(log, ["u1"], history=True) == (1, 1)
+    # an edited first message: new, or a branch from the start for a history client
+    assert place(log, ["u1x"]) == (0, None)
+    assert place(log, ["u1x"], history=True) == (0, 0)
+    assert place(log, ["u2", "a2", "u3"], history=True) == (2, None)  # still a window
     # a window client that regenerates (a run of two or more inside the branch)
     long = ["u1", "a1", "u2", "a2", "u3", "a3", "u4", "a4"]
-    assert place(long, ["u3", "a3", "u4"]) == Placement(3, 7)
-    assert place(long, ["u3", "a3", "u4x"]) == Placement(2, 6)
-    assert place(long, ["a3", "u4x"]) == Placement(0)  # one message in common: all new
-    assert place(long, ["u4"]) == Placement(0)  # one message: as new, never a rewind
+    assert place(long, ["u3", "a3", "u4"]) == (3, 7)
+    assert place(long, ["u3", "a3", "u4x"]) == (2, 6)
+    assert place(long, ["a3", "u4x"]) == (0, None)  # one message in common: all new
+    assert place(long, ["u4"]) == (0, None)  # one message: as new, never a rewind
     # only the ends of a long branch are read: the rule works on head and tail alone
     head = list(zip(k("u1", "a1", "u2"), [1, 2, 3], strict=True))
     tail = list(zip(k("u50", "a50"), [99, 100], strict=True))
-    assert placement(head, tail, False, k("u1", "a1")) == Placement(2, 2)
-    assert placement(head, tail, False, k("u1")) == Placement(0)
-    assert placement(head, tail, False, k("a50", "u51")) == Placement(1)
+    assert placement(BranchView(head, tail, False), k("u1", "a1")) == Placement(2, 2, "history")
+    assert placement(BranchView(head, tail, False), k("u1")) == Placement(0)
+    assert placement(BranchView(head, tail, False), k("a50", "u51")) == Placement(1, kind="tail")
 
 
 # -- branches: a history that leaves the stored log is a fork or a retry ----------------------
@@ -660,6 +668,20 @@ def test_edited_message_is_a_branch(chat: Chat, engine: memci.Engine) -> None:
     assert len(stored(engine)) == 8
 
 
+def test_edited_first_message_is_a_branch_from_the_start(
+        chat: Chat, engine: memci.Engine) -> None:
+    two_turns(chat)  # the client sent its history: memci knows it does
+    chat.script("b1")
+    assert chat.ask([("user", "u1, edited")]) == "b1"
+    assert said(chat.upstream[-1]) == [("user", "u1, edited")]
+    assert stored(engine) == [U1, A1, U2, A2, ("user", "u1, edited"), ("assistant", "b1")]
+    chat.script("b2")
+    chat.ask([("user", "u1, edited"), ("assistant", "b1"), U2])
+    assert said(chat.upstream[-1]) == [("user", "u1, edited"), ("assistant", "b1"), U2]
+    assert branch(engine) == [("user", "u1, edited"), ("assistant", "b1"), U2,
+                              ("assistant", "b2")]
+
+
 def test_dropped_reply_then_a_new_message(chat: Chat, engine: memci.Engine) -> None:
     two_turns(chat)
     chat.script("a3")
@@ -737,3 +759,29 @@ def test_an_edited_tool_result_is_refused_and_leaves_the_branch_as_it_was(
         tools=[WEATHER])
     assert said(fake.requests[-1].json)[-2:] == [("assistant", "Sunny."), ("user", "thanks")]
     assert stored(engine) == [*before, ("user", "thanks"), ("assistant", "You are welcome.")]
+
+
+def test_a_client_sending_only_new_messages_may_repeat_itself(
+        proxy: httpx.Client, fake: FakeLLM, engine: memci.Engine) -> None:
+    for text in ("hi", "what is memci?", "hi"):
+        fake.reply(f"re: {text}")
+        ask(proxy, [{"role": "user", "content": text}])
+    assert said(fake.requests[-1].json) == [
+        ("user", "hi"), ("assistant", "re: hi"), ("user", "what is memci?"),
+        ("assistant", "re: what is memci?"), ("user", "hi")]
+    assert len(stored(engine)) == 6
+
+
+def test_regenerating_the_first_reply_after_later_turns(
+        proxy: httpx.Client, fake: FakeLLM, engine: memci.Engine) -> None:
+    history: list[dict[str, Any]] = []
+    for n in (1, 2):
+        fake.reply(f"a{n}")
+        history.append({"role": "user", "content": f"u{n}"})
+        history.append(answer(ask(proxy, history)))
+    fake.reply("a1 again")
+    ask(proxy, history[:1])  # the client went back to its first message
+    assert said(fake.requests[-1].json) == [U1]
+    assert stored(engine) == [U1, A1, U2, A2, ("assistant", "a1 again")]
+    log = engine.session("chat", tenant="acme").messages()
+    assert log[3].metadata["memci_proxy"] == {"history": True}  # a2 answered a history

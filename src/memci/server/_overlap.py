@@ -17,9 +17,9 @@ append of the whole history. For the sent list ``S`` (:func:`placement`):
    and ``L`` longer than the run of rule 2: the client's conversation leaves the branch
    after ``B[L-1]`` — a regenerated or lost reply (``S`` ends there: nothing is new), an
    edited message, a dropped reply — and ``S[L:]`` is new, continuing ``B[L-1]`` (a fork).
-   With ``L = 1`` a fork also needs ``B[1:]`` to hold no user message (the first turn asked
-   again): a client that sends only new messages and repeats its first one must not rewind
-   the conversation.
+   A single message equal to ``B[0]`` forks only when ``B`` holds one user message (the
+   first turn asked again) or the client is known to send its history: a client that sends
+   only new messages and repeats its first one must not rewind the conversation.
 2. **Tail.** Among the ends ``e`` of ``S``, the longest run of ``S`` ending at ``e`` that
    equals the end of ``B`` (the later ``e`` on a tie): ``S[e:]`` is new and continues the
    branch. So a window of the history, or a resend of the newest message, stores nothing
@@ -27,10 +27,13 @@ append of the whole history. For the sent list ``S`` (:func:`placement`):
 3. **Window fork.** ``S`` starts with a run of at least two messages found inside ``B``
    but not at its end, longer than rule 2's run: a client that keeps a window regenerated or
    edited; ``S[r:]`` continues the run's last message.
-4. Otherwise everything sent is new and continues the branch.
+4. **Restart.** Nothing in common, from a client known to send its history: it edited its
+   first message, and ``S`` is a new branch from the conversation's start.
+5. Otherwise everything sent is new and continues the branch.
 
-The proxy reads only the ends of a long branch: ``head``, its first ``len(S) + 1`` visible
-messages, and ``tail``, its last ``2 * len(S) + 16``; ``whole`` says they are the whole of it.
+A client is *known to send its history* when the newest reply on the branch answered a
+request of two or more messages placed by rule 1 (the proxy marks that reply
+``history``). The proxy reads only the ends of a long branch (:class:`BranchView`).
 """
 
 from __future__ import annotations
@@ -43,6 +46,7 @@ from memci.messages import Message
 
 __all__ = [
     "PROXY_META",
+    "BranchView",
     "Key",
     "Placement",
     "Seen",
@@ -63,12 +67,30 @@ Seen = tuple[Key, int]  # a visible message of the branch: its key and its seq
 class Placement:
     """Where the sent messages go: ``sent[start:]`` is new.
 
-    It continues the message ``after`` (a seq of the branch: a fork), or the branch's end
-    when ``after`` is None.
+    It continues the message ``after`` (a seq of the branch, or 0 for its start: a fork),
+    or the branch's end when ``after`` is None. ``kind`` names the rule that placed it:
+    ``history``, ``tail``, ``window``, ``restart`` or ``new``.
     """
 
     start: int
     after: int | None = None
+    kind: str = "new"
+
+
+@dataclass(frozen=True, slots=True)
+class BranchView:
+    """What the proxy read of the visible branch.
+
+    ``head`` and ``tail``: its first ``len(sent) + 1`` and last ``2 * len(sent) + 16``
+    visible messages (fewer when it is shorter); ``whole``: ``head`` is all of it (and so
+    is ``tail``); ``history``: its newest reply answered a request that sent the client's
+    history.
+    """
+
+    head: Sequence[Seen]
+    tail: Sequence[Seen]
+    whole: bool
+    history: bool = False
 
 
 def message_key(message: Message) -> Key:
@@ -147,27 +169,23 @@ def _window_run(tail: Sequence[Key], sent: Sequence[Key]) -> tuple[int, int]:
     return best_run, best_last
 
 
-def placement(
-    head: Sequence[Seen], tail: Sequence[Seen], whole: bool, sent: Sequence[Key]
-) -> Placement:
-    """Where ``sent`` goes on the visible branch (see the module's rule).
-
-    ``head`` and ``tail`` are the first ``len(sent) + 1`` and the last ``2 * len(sent) + 16``
-    visible messages of the branch (or fewer, when it is shorter); ``whole`` says that
-    ``head`` holds the whole branch (and then ``tail`` does too).
-    """
+def placement(view: BranchView, sent: Sequence[Key]) -> Placement:
+    """Where ``sent`` goes on the visible branch (see the module's rule)."""
+    head, tail = view.head, view.tail
     head_keys = [k for k, _ in head]
     tail_keys = [k for k, _ in tail]
     common = _common_start(sent, head_keys)
-    if whole and common == len(head_keys):
-        return Placement(common)
+    if view.whole and common == len(head_keys):
+        return Placement(common, kind="history")
     run, end = _tail_run(tail_keys, sent)
-    if common > run and (common >= 2 or (
-            whole and not any(k[0] == "user" for k in head_keys[common:]))):
-        return Placement(common, head[common - 1][1])
+    if common > run and (common >= 2 or len(sent) >= 2 or view.history or (
+            view.whole and not any(k[0] == "user" for k in head_keys[common:]))):
+        return Placement(common, head[common - 1][1], "history")
     window, last = _window_run(tail_keys, sent)
     if run >= 1 and run >= window:
-        return Placement(end)
+        return Placement(end, kind="tail")
     if window >= 2:
-        return Placement(window, tail[last][1])
+        return Placement(window, tail[last][1], "window")
+    if view.history and sent and common == 0 and head:
+        return Placement(0, 0, "restart")
     return Placement(0)

@@ -8,7 +8,9 @@
    (a regenerated or lost reply, an edited message, a dropped reply) forks the session
    after the last message they share (:meth:`memci.Session.fork`), so the new messages,
    or only the reply when nothing is new, continue that message, and the context sent
-   upstream is the client's branch. Nothing stored is removed;
+   upstream is the client's branch. Nothing stored is removed. The reply to a request
+   that sent the client's history is marked ``history``: the rule then knows that the
+   client sends its history;
 2. build the context (``session.build()``, with the budget less the client's tool schemas)
    and send it upstream with the client's tools and memci's own (a memci tool whose name
    a client tool also uses is not offered);
@@ -55,6 +57,7 @@ from memci.server._config import ServerConfig
 from memci.server._errors import ApiError, classify, error_body
 from memci.server._overlap import (
     PROXY_META,
+    BranchView,
     Seen,
     message_key,
     placement,
@@ -90,6 +93,7 @@ class _Turn:
     client_names: frozenset[str]
     budget: int
     shown_text: str = ""  # text streamed to the client in rounds memci kept to itself
+    history: bool = False  # the client sent its history: its reply says so (_overlap)
 
 
 def _request_parts(body: Any) -> tuple[dict[str, Any], list[Any], list[Any]]:
@@ -254,20 +258,22 @@ class ChatProxy:
         settings = {"model": model} if isinstance(model, str) and model and new_session else None
         session = self.hub.open(tenant, name, user=user, settings=settings)
         with self.hub.turn_lock(session):
-            self._store_unseen(session, sent)
+            history = self._store_unseen(session, sent)
         schema_tokens = session.tokenizer.count(json.dumps(tools)) if tools else 0
         budget = max(256, session.settings.budget - schema_tokens)
-        return _Turn(session, body, tools, names, budget)
+        return _Turn(session, body, tools, names, budget, history=history)
 
-    def _store_unseen(self, session: Session, sent: Sequence[Message]) -> None:
-        """Store what is new; when the client's history left the branch, fork first."""
+    def _store_unseen(self, session: Session, sent: Sequence[Message]) -> bool:
+        """Store what is new (forking when the client's history left the branch).
+
+        Returns whether the client sent its history (two messages or more, from the start).
+        """
         new: list[Message] = []
         systems = [m for m in sent if m.role == "system"]
         if systems and session.system_prompt != systems[-1].content:
             new.append(systems[-1])
         rest = [m for m in sent if m.role != "system"]
-        head, tail, whole = _branch_view(session, len(rest))
-        place = placement(head, tail, whole, [message_key(m) for m in rest])
+        place = placement(_branch_view(session, len(rest)), [message_key(m) for m in rest])
         unseen = rest[place.start:]
         if place.after is not None:
             point = _fork_point(session, place.after)
@@ -280,6 +286,7 @@ class ChatProxy:
         new.extend(unseen)
         if new:
             session.add_many(new)
+        return place.kind == "history" and len(rest) >= 2
 
     def _request(self, turn: _Turn, offer_own: bool) -> tuple[dict[str, Any], frozenset[str]]:
         """The upstream request body of one round, and memci's tool names offered in it."""
@@ -297,9 +304,10 @@ class ChatProxy:
         return out, frozenset(t["function"]["name"] for t in own)
 
     def _store_reply(self, turn: _Turn, reply: Message) -> None:
+        note: dict[str, Any] = {"history": True} if turn.history else {}
         if turn.shown_text:
-            reply = _with_meta(reply, {"client_text": turn.shown_text + reply.content})
-        turn.session.add(reply)
+            note["client_text"] = turn.shown_text + reply.content
+        turn.session.add(_with_meta(reply, note) if note else reply)
 
     def _run_own(
         self, turn: _Turn, reply: Message, own: Sequence[ToolCallPart], final: bool
@@ -314,6 +322,8 @@ class ChatProxy:
             results.append(_with_meta(Message.tool(call.id, text), {"internal": True}))
         if final:
             note: dict[str, Any] = {"internal_calls": [c.id for c in own]}
+            if turn.history:
+                note["history"] = True
             if turn.shown_text:
                 note["client_text"] = turn.shown_text + reply.content
             reply = _with_meta(reply, note)
@@ -494,28 +504,39 @@ def _visible(messages: Sequence[Message]) -> list[Seen]:
     return [(k, m.seq or 0) for m in messages if (k := visible_key(m)) is not None]
 
 
-def _branch_view(session: Session, sent: int) -> tuple[list[Seen], list[Seen], bool]:
+def _branch_view(session: Session, sent: int) -> BranchView:
     """The overlap rule's view of the session's branch (see memci.server._overlap).
 
-    Its first ``sent + 1`` and last ``2 * sent + 16`` visible messages, and whether they
-    are all of it; a long branch is read at its two ends only.
+    A long branch is read at its two ends only.
     """
     seqs = session.branch_seqs()
     want_head, want_tail = sent + 1, 2 * sent + 16
     span = want_tail + 16
     while True:
-        head = _visible(_load(session, seqs[:span]))
+        loaded = _load(session, seqs[:span])
+        head = _visible(loaded)
         if span >= len(seqs):
-            return head, head, True
+            return BranchView(head, head, True, _sent_history(loaded))
         if len(head) >= want_head:
             break
         span *= 4
     span = want_tail + 16
     while True:
-        tail = _visible(_load(session, seqs[-span:]))
+        loaded = _load(session, seqs[-span:])
+        tail = _visible(loaded)
         if len(tail) >= want_tail or span >= len(seqs):
-            return head[:want_head], tail[-want_tail:], False
+            return BranchView(head[:want_head], tail[-want_tail:], False,
+                              _sent_history(loaded))
         span *= 4
+
+
+def _sent_history(messages: Sequence[Message]) -> bool:
+    """Whether the newest reply among ``messages`` answered a client that sent its history."""
+    for message in reversed(messages):
+        meta = proxy_meta(message)
+        if message.role == "assistant" and not meta.get("internal"):
+            return meta.get("history") is True
+    return False
 
 
 def _fork_point(session: Session, after: int) -> int:
@@ -524,6 +545,8 @@ def _fork_point(session: Session, after: int) -> int:
     After it and after the results of memci's own calls it made: they belong to it, and
     the client never saw them.
     """
+    if after == 0:
+        return 0
     seqs = session.branch_seqs()
     at = bisect_left(seqs, after)
     (message,) = _load(session, [after])
