@@ -785,3 +785,22 @@ def test_regenerating_the_first_reply_after_later_turns(
     assert stored(engine) == [U1, A1, U2, A2, ("assistant", "a1 again")]
     log = engine.session("chat", tenant="acme").messages()
     assert log[3].metadata["memci_proxy"] == {"history": True}  # a2 answered a history
+
+
+def test_an_edit_far_back_in_a_long_conversation(
+        proxy: httpx.Client, fake: FakeLLM, engine: memci.Engine) -> None:
+    history: list[dict[str, Any]] = []
+    for n in range(1, 31):
+        fake.reply(f"a{n}")
+        history.append({"role": "user", "content": f"u{n}"})
+        history.append(answer(ask(proxy, history)))
+    fake.reply("b10")
+    ask(proxy, [*history[:18], {"role": "user", "content": "u10, edited"}])
+    got = said(fake.requests[-1].json)
+    assert got[-1] == ("user", "u10, edited") and len(got) == 19
+    assert [c for r, c in got if r == "user"].count("u10") == 0
+    assert len(stored(engine)) == 62
+    fake.reply("b1")
+    ask(proxy, history[:1])  # then the first turn asked again: the branch is long
+    assert said(fake.requests[-1].json) == [U1]
+    assert len(stored(engine)) == 63
