@@ -7,6 +7,7 @@ tests use a small scripted SSE upstream defined here (FakeLLM answers JSON only)
 from __future__ import annotations
 
 import json
+import time
 from collections import deque
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
@@ -15,6 +16,7 @@ import pytest
 
 pytest.importorskip("fastapi", reason="needs memci[server]")
 
+import anyio
 import httpx
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -260,14 +262,17 @@ class SSEUpstream:
 
     def __init__(self) -> None:
         self.script: deque[list[dict[str, Any]]] = deque()
+        self.delays: deque[float] = deque()  # seconds before a reply's first chunk
         self.requests: list[dict[str, Any]] = []
 
     def app(self) -> Starlette:
         async def completions(request: Request) -> Response:
             self.requests.append(await request.json())
             chunks = self.script.popleft()
+            delay = self.delays.popleft() if self.delays else 0.0
 
             async def events() -> AsyncIterator[str]:
+                await anyio.sleep(delay)
                 for c in chunks:
                     yield f"data: {json.dumps(c)}\n\n"
                 yield "data: [DONE]\n\n"
@@ -445,16 +450,357 @@ def test_anthropic_stream_sends_the_final_message_as_events(
 
 
 def test_overlap_rule_cases() -> None:
-    from memci.server._overlap import new_start
+    from memci.server._overlap import BranchView, Placement, placement
 
     def k(*names: str) -> list[tuple[str, str, tuple[str, ...], None]]:
         return [("user" if n.startswith("u") else "assistant", n, (), None) for n in names]
 
-    log = k("u1", "a1", "u2", "a2")
-    assert new_start(log, k("u3")) == 0                          # new messages only
-    assert new_start(log, k("u1", "a1", "u2", "a2", "u3")) == 4   # whole history
-    assert new_start(log, k("u2", "a2", "u3")) == 2               # a window of it
-    assert new_start(log, k("a2")) == 1                           # a resend: nothing new
-    assert new_start(log, k("u1", "a1", "u2", "b2", "u3")) == 0   # a branch: all new
-    assert new_start([], k("u1")) == 0
-    assert new_start(k("u1", "a1", "u1", "a1"), k("u1", "a1", "u1", "a1", "u9")) == 4
+    def place(branch: list[str], sent: list[str], history: bool = False) -> tuple[int, int | None]:
+        """The rule on a short branch (read whole); seqs are 1, 2, 3 … along it."""
+        seen = list(zip(k(*branch), range(1, len(branch) + 1), strict=True))
+        found = placement(BranchView(seen, seen, True, history), k(*sent))
+        return found.start, found.after
+
+    log = ["u1", "a1", "u2", "a2"]
+    assert place(log, ["u3"]) == (0, None)                          # new messages only
+    assert place(log, ["u1", "a1", "u2", "a2", "u3"]) == (4, None)  # whole history
+    assert place(log, ["u2", "a2", "u3"]) == (2, None)              # a window of it
+    assert place(log, ["a2"]) == (1, None)                          # a resend: nothing new
+    assert place(log, ["u1", "a1", "u2"]) == (3, 3)                 # regenerate / lost reply
+    assert place(log, ["u1", "a1", "u2x"]) == (2, 2)                # an edit of u2
+    assert place(log, ["u1", "a1", "u2", "u3"]) == (3, 3)           # a2 dropped
+    assert place(log, ["u1", "a1", "u2", "b2", "u3"]) == (3, 3)     # another a2
+    assert place(log, ["u1", "a1x", "u2", "u3"]) == (1, 1)          # an edit of a1
+    assert place([], ["u1"]) == (0, None)
+    assert place(["u1", "a1", "u1", "a1"], ["u1", "a1", "u1", "a1", "u9"]) == (4, None)
+    # a repeated exchange: the history from the start wins over the run at the end
+    assert place(["u1", "a1", "u1", "a1"], ["u1", "a1", "u1"]) == (3, 3)
+    # the first turn asked again forks; a repeated first message later in a chat does not,
+    # unless the client is known to send its history
+    assert place(["u1", "a1"], ["u1"]) == (1, 1)
+    assert place(log, ["u1"]) == (0, None)
+    assert place(log, ["u1"], history=True) == (1, 1)
+    # an edited first message: new, or a branch from the start for a history client
+    assert place(log, ["u1x"]) == (0, None)
+    assert place(log, ["u1x"], history=True) == (0, 0)
+    assert place(log, ["u2", "a2", "u3"], history=True) == (2, None)  # still a window
+    # a window client that regenerates (a run of two or more inside the branch)
+    long = ["u1", "a1", "u2", "a2", "u3", "a3", "u4", "a4"]
+    assert place(long, ["u3", "a3", "u4"]) == (3, 7)
+    assert place(long, ["u3", "a3", "u4x"]) == (2, 6)
+    assert place(long, ["a3", "u4x"]) == (0, None)  # one message in common: all new
+    assert place(long, ["u4"]) == (0, None)  # one message: as new, never a rewind
+    # only the ends of a long branch are read: the rule works on head and tail alone
+    head = list(zip(k("u1", "a1", "u2"), [1, 2, 3], strict=True))
+    tail = list(zip(k("u50", "a50"), [99, 100], strict=True))
+    assert placement(BranchView(head, tail, False), k("u1", "a1")) == Placement(2, 2, "history")
+    assert placement(BranchView(head, tail, False), k("u1")) == Placement(0)
+    assert placement(BranchView(head, tail, False), k("a50", "u51")) == Placement(1, kind="tail")
+
+
+# -- branches: a history that leaves the stored log is a fork or a retry ----------------------
+#
+# Each scenario runs on both endpoints, with and without streaming, against a real upstream
+# on loopback (FakeLLM; the OpenAI stream against the scripted SSE upstream above).
+
+
+class Chat:
+    """One way of talking to the proxy: endpoint × streaming, with its upstream."""
+
+    def __init__(self, mode: str, http: httpx.Client, fake: FakeLLM,
+                 sse: SSEUpstream) -> None:
+        self.mode, self.http, self.fake, self.sse = mode, http, fake, sse
+
+    def script(self, text: str, *, delay: float = 0.0) -> None:
+        if self.mode == "openai-stream":
+            self.sse.script.append([chunk(text[:2]), chunk(text[2:]), chunk(finish="stop")])
+            self.sse.delays.append(delay)
+        elif delay:
+            self.fake.slow(delay, text)
+        else:
+            self.fake.reply(text)
+
+    @property
+    def upstream(self) -> list[dict[str, Any]]:
+        """The bodies the upstream received, in order."""
+        if self.mode == "openai-stream":
+            return list(self.sse.requests)
+        return [r.json for r in self.fake.requests]
+
+    def request(self, history: list[tuple[str, str]], *, timeout: float | None = None
+                ) -> httpx.Response:
+        messages = [{"role": r, "content": c} for r, c in history]
+        stream = self.mode.endswith("-stream")
+        if self.mode.startswith("anthropic"):
+            path, body = "/v1/messages", {"model": "claude-x", "max_tokens": 64}
+        else:
+            path, body = "/v1/chat/completions", {"model": "fake-model"}
+        body.update(messages=messages, stream=stream)
+        return self.http.post(path, json=body, timeout=timeout or 30)
+
+    def ask(self, history: list[tuple[str, str]]) -> str:
+        """Send ``history``; the reply's text, as the client reads it."""
+        r = self.request(history)
+        assert r.status_code == 200, r.text
+        if not self.mode.endswith("-stream"):
+            data = r.json()
+            if self.mode == "anthropic":
+                return "".join(b["text"] for b in data["content"] if b["type"] == "text")
+            return str(data["choices"][0]["message"]["content"])
+        events = [json.loads(line[6:]) for line in r.text.splitlines()
+                  if line.startswith("data: ") and line != "data: [DONE]"]
+        if self.mode == "anthropic-stream":
+            return "".join(e["delta"]["text"] for e in events
+                           if e["type"] == "content_block_delta")
+        return "".join(e["choices"][0]["delta"].get("content") or "" for e in events)
+
+
+def said(body: dict[str, Any]) -> list[tuple[str, str]]:
+    """The conversation in an upstream request: (role, text), system left out."""
+    out: list[tuple[str, str]] = []
+    for m in body["messages"]:
+        if m["role"] == "system":
+            continue
+        content = m.get("content")
+        if isinstance(content, str):
+            out.append((m["role"], content))
+            continue
+        out += [(m["role"], b["text"]) for b in content or () if b.get("type") == "text"]
+    return out
+
+
+MODES = ["openai", "openai-stream", "anthropic", "anthropic-stream"]
+
+
+@pytest.fixture(params=MODES)
+def chat(request: pytest.FixtureRequest, engine: memci.Engine, key: str, fake: FakeLLM,
+         sse: SSEUpstream) -> Iterator[Chat]:
+    with LiveServer(sse.app()) as upstream:
+        config = ServerConfig(upstream_base_url=(upstream.url + "/v1"
+                                                 if request.param == "openai-stream"
+                                                 else fake.openai_base_url),
+                              upstream_anthropic_base_url=fake.anthropic_base_url)
+        headers = {**auth(key), "X-Memci-Session": "chat"}
+        if request.param.startswith("anthropic"):
+            headers = {"x-api-key": key, "anthropic-version": "2023-06-01",
+                       "X-Memci-Session": "chat"}
+        with LiveServer(create_app(engine, config)) as server, httpx.Client(
+                base_url=server.url, timeout=30, headers=headers) as http:
+            yield Chat(request.param, http, fake, sse)
+
+
+def branch(engine: memci.Engine) -> list[tuple[str, str]]:
+    """The conversation the session's context follows now."""
+    return [(m.role, m.content) for m in engine.session("chat", tenant="acme").branch()]
+
+
+U1, A1, U2, A2 = ("user", "u1"), ("assistant", "a1"), ("user", "u2"), ("assistant", "a2")
+
+
+def two_turns(chat: Chat) -> None:
+    chat.script("a1")
+    assert chat.ask([U1]) == "a1"
+    chat.script("a2")
+    assert chat.ask([U1, A1, U2]) == "a2"
+
+
+def test_plain_continuation_appends_only_the_new_messages(
+        chat: Chat, engine: memci.Engine) -> None:
+    two_turns(chat)
+    chat.script("a3")
+    assert chat.ask([U1, A1, U2, A2, ("user", "u3")]) == "a3"
+    assert stored(engine) == [U1, A1, U2, A2, ("user", "u3"), ("assistant", "a3")]
+    assert said(chat.upstream[-1]) == [U1, A1, U2, A2, ("user", "u3")]
+
+
+def test_regenerate_keeps_both_replies_and_sends_the_history_once(
+        chat: Chat, engine: memci.Engine) -> None:
+    two_turns(chat)
+    chat.script("a2 again")
+    assert chat.ask([U1, A1, U2]) == "a2 again"  # the same request, sent again
+    assert said(chat.upstream[-1]) == [U1, A1, U2]
+    assert stored(engine) == [U1, A1, U2, A2, ("assistant", "a2 again")]
+    assert branch(engine) == [U1, A1, U2, ("assistant", "a2 again")]
+    # a third time, then the client goes on from the reply it kept
+    chat.script("a2 third")
+    chat.ask([U1, A1, U2])
+    assert said(chat.upstream[-1]) == [U1, A1, U2]
+    chat.script("a3")
+    chat.ask([U1, A1, U2, ("assistant", "a2 third"), ("user", "u3")])
+    assert said(chat.upstream[-1]) == [U1, A1, U2, ("assistant", "a2 third"), ("user", "u3")]
+    assert stored(engine) == [U1, A1, U2, A2, ("assistant", "a2 again"),
+                              ("assistant", "a2 third"), ("user", "u3"), ("assistant", "a3")]
+
+
+def test_lost_reply_is_asked_again_without_storing_the_history_twice(
+        chat: Chat, engine: memci.Engine) -> None:
+    chat.script("a1")
+    chat.ask([U1])
+    chat.script("a2", delay=1.0)
+    with pytest.raises(httpx.TimeoutException):  # the client never sees a2
+        chat.request([U1, A1, U2], timeout=0.3)
+    if chat.mode != "openai-stream":
+        # the proxy finishes the turn without its client: a2 is stored, not lost
+        deadline = time.monotonic() + 10
+        while stored(engine)[-1:] != [A2] and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert stored(engine) == [U1, A1, U2, A2]
+    chat.script("a2, once more")
+    assert chat.ask([U1, A1, U2]) == "a2, once more"
+    assert said(chat.upstream[-1]) == [U1, A1, U2]
+    log = stored(engine)
+    assert [c for r, c in log if r == "user"] == ["u1", "u2"]
+    assert log[-1] == ("assistant", "a2, once more")
+    assert branch(engine) == [U1, A1, U2, ("assistant", "a2, once more")]
+
+
+def test_edited_message_is_a_branch(chat: Chat, engine: memci.Engine) -> None:
+    two_turns(chat)
+    edited = ("user", "u2, edited")
+    chat.script("b2")
+    assert chat.ask([U1, A1, edited]) == "b2"
+    assert said(chat.upstream[-1]) == [U1, A1, edited]
+    assert stored(engine) == [U1, A1, U2, A2, edited, ("assistant", "b2")]
+    assert branch(engine) == [U1, A1, edited, ("assistant", "b2")]
+    chat.script("b3")
+    chat.ask([U1, A1, edited, ("assistant", "b2"), ("user", "u3")])
+    assert said(chat.upstream[-1]) == [U1, A1, edited, ("assistant", "b2"), ("user", "u3")]
+    assert len(stored(engine)) == 8
+
+
+def test_edited_first_message_is_a_branch_from_the_start(
+        chat: Chat, engine: memci.Engine) -> None:
+    two_turns(chat)  # the client sent its history: memci knows it does
+    chat.script("b1")
+    assert chat.ask([("user", "u1, edited")]) == "b1"
+    assert said(chat.upstream[-1]) == [("user", "u1, edited")]
+    assert stored(engine) == [U1, A1, U2, A2, ("user", "u1, edited"), ("assistant", "b1")]
+    chat.script("b2")
+    chat.ask([("user", "u1, edited"), ("assistant", "b1"), U2])
+    assert said(chat.upstream[-1]) == [("user", "u1, edited"), ("assistant", "b1"), U2]
+    assert branch(engine) == [("user", "u1, edited"), ("assistant", "b1"), U2,
+                              ("assistant", "b2")]
+
+
+def test_dropped_reply_then_a_new_message(chat: Chat, engine: memci.Engine) -> None:
+    two_turns(chat)
+    chat.script("a3")
+    assert chat.ask([U1, A1, U2, ("user", "u3")]) == "a3"
+    assert said(chat.upstream[-1]) == [U1, A1, U2, ("user", "u3")]
+    assert stored(engine) == [U1, A1, U2, A2, ("user", "u3"), ("assistant", "a3")]
+    assert branch(engine) == [U1, A1, U2, ("user", "u3"), ("assistant", "a3")]
+
+
+def test_regenerate_after_a_memci_tool_round_drops_that_round_from_the_context(
+        proxy: httpx.Client, fake: FakeLLM, engine: memci.Engine) -> None:
+    fake.json(completion(None, ("call_r", "search_memory", {"query": "x"}))).reply("a1")
+    ask(proxy, [{"role": "user", "content": "u1"}])
+    fake.reply("a1 again")
+    assert answer(ask(proxy, [{"role": "user", "content": "u1"}]))["content"] == "a1 again"
+    assert said(fake.requests[-1].json) == [U1]
+    assert "tool" not in [m["role"] for m in fake.requests[-1].messages]
+    assert [r for r, _ in stored(engine)] == ["user", "assistant", "tool", "assistant",
+                                              "assistant"]
+    assert branch(engine) == [U1, ("assistant", "a1 again")]
+
+
+def test_a_failed_regenerate_is_retried_on_the_same_branch(
+        proxy: httpx.Client, fake: FakeLLM, engine: memci.Engine) -> None:
+    history: list[dict[str, Any]] = []
+    for n in (1, 2):
+        fake.reply(f"a{n}")
+        history.append({"role": "user", "content": f"u{n}"})
+        history.append(answer(ask(proxy, history)))
+    fake.server_error(503)
+    r = proxy.post("/v1/chat/completions", json={"model": "m", "messages": history[:3]})
+    assert r.status_code == 503
+    assert stored(engine) == [U1, A1, U2, A2]
+    fake.reply("a2 again")
+    assert answer(ask(proxy, history[:3]))["content"] == "a2 again"
+    assert [said(r.json) for r in fake.requests[-2:]] == [[U1, A1, U2]] * 2
+    assert stored(engine) == [U1, A1, U2, A2, ("assistant", "a2 again")]
+    assert branch(engine) == [U1, A1, U2, ("assistant", "a2 again")]
+
+
+def test_a_client_that_keeps_a_window_regenerates_and_edits(
+        proxy: httpx.Client, fake: FakeLLM, engine: memci.Engine) -> None:
+    history: list[dict[str, Any]] = []
+    for n in (1, 2, 3):
+        fake.reply(f"a{n}")
+        history.append({"role": "user", "content": f"u{n}"})
+        history.append(answer(ask(proxy, history[-3:])))  # a window of three messages
+    assert len(stored(engine)) == 6
+    fake.reply("a3 again")
+    ask(proxy, history[-4:-1])  # [u2, a2, u3] again
+    assert said(fake.requests[-1].json) == [U1, A1, U2, A2, ("user", "u3")]
+    fake.reply("b3")
+    ask(proxy, [*history[-4:-2], {"role": "user", "content": "u3, edited"}])
+    assert said(fake.requests[-1].json) == [U1, A1, U2, A2, ("user", "u3, edited")]
+    assert stored(engine) == [U1, A1, U2, A2, ("user", "u3"), ("assistant", "a3"),
+                              ("assistant", "a3 again"), ("user", "u3, edited"),
+                              ("assistant", "b3")]
+
+
+def test_an_edited_tool_result_is_refused_and_leaves_the_branch_as_it_was(
+        proxy: httpx.Client, fake: FakeLLM, engine: memci.Engine) -> None:
+    user = {"role": "user", "content": "weather in Paris?"}
+    fake.json(completion(None, ("call_w", "get_weather", {"city": "Paris"})))
+    call = answer(ask(proxy, [user], tools=[WEATHER]))
+    fake.reply("Sunny.")
+    result = {"role": "tool", "tool_call_id": "call_w", "content": "sunny"}
+    reply = answer(ask(proxy, [user, call, result], tools=[WEATHER]))
+    before = stored(engine)
+    r = proxy.post("/v1/chat/completions", json={"model": "m", "tools": [WEATHER], "messages": [
+        user, call, {**result, "content": "rainy"}]})
+    assert r.status_code == 400 and r.json()["error"]["code"] == "orphan_tool_result"
+    assert stored(engine) == before and fake.count == 2
+    fake.reply("You are welcome.")
+    ask(proxy, [user, call, result, reply, {"role": "user", "content": "thanks"}],
+        tools=[WEATHER])
+    assert said(fake.requests[-1].json)[-2:] == [("assistant", "Sunny."), ("user", "thanks")]
+    assert stored(engine) == [*before, ("user", "thanks"), ("assistant", "You are welcome.")]
+
+
+def test_a_client_sending_only_new_messages_may_repeat_itself(
+        proxy: httpx.Client, fake: FakeLLM, engine: memci.Engine) -> None:
+    for text in ("hi", "what is memci?", "hi"):
+        fake.reply(f"re: {text}")
+        ask(proxy, [{"role": "user", "content": text}])
+    assert said(fake.requests[-1].json) == [
+        ("user", "hi"), ("assistant", "re: hi"), ("user", "what is memci?"),
+        ("assistant", "re: what is memci?"), ("user", "hi")]
+    assert len(stored(engine)) == 6
+
+
+def test_regenerating_the_first_reply_after_later_turns(
+        proxy: httpx.Client, fake: FakeLLM, engine: memci.Engine) -> None:
+    history: list[dict[str, Any]] = []
+    for n in (1, 2):
+        fake.reply(f"a{n}")
+        history.append({"role": "user", "content": f"u{n}"})
+        history.append(answer(ask(proxy, history)))
+    fake.reply("a1 again")
+    ask(proxy, history[:1])  # the client went back to its first message
+    assert said(fake.requests[-1].json) == [U1]
+    assert stored(engine) == [U1, A1, U2, A2, ("assistant", "a1 again")]
+    log = engine.session("chat", tenant="acme").messages()
+    assert log[3].metadata["memci_proxy"] == {"history": True}  # a2 answered a history
+
+
+def test_an_edit_far_back_in_a_long_conversation(
+        proxy: httpx.Client, fake: FakeLLM, engine: memci.Engine) -> None:
+    history: list[dict[str, Any]] = []
+    for n in range(1, 31):
+        fake.reply(f"a{n}")
+        history.append({"role": "user", "content": f"u{n}"})
+        history.append(answer(ask(proxy, history)))
+    fake.reply("b10")
+    ask(proxy, [*history[:18], {"role": "user", "content": "u10, edited"}])
+    got = said(fake.requests[-1].json)
+    assert got[-1] == ("user", "u10, edited") and len(got) == 19
+    assert [c for r, c in got if r == "user"].count("u10") == 0
+    assert len(stored(engine)) == 62
+    fake.reply("b1")
+    ask(proxy, history[:1])  # then the first turn asked again: the branch is long
+    assert said(fake.requests[-1].json) == [U1]
+    assert len(stored(engine)) == 63

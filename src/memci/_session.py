@@ -3,8 +3,10 @@
 A session takes messages in (``add``, ``add_many``: each is stored before it returns) and
 answers "what do I send now?" with ``build()``. It keeps a :class:`LogIndex` of its log in
 memory (seq, role, tokens, pages), so planning a build reads no message; before every build
-it catches up with the store, so appends made by other processes are seen. Everything in
-memory is derived from the store and rebuilt from it when the session is opened.
+it catches up with the store, so appends made by other processes are seen. The index holds
+the branch the context follows (:mod:`memci.context._branches`): a fork keeps every message
+stored and rebuilds the index over the branch. Everything in memory is derived from the
+store and rebuilt from it when the session is opened.
 """
 
 from __future__ import annotations
@@ -23,6 +25,17 @@ from memci._settings import SessionSettings
 from memci._toolviews import SessionArtifacts, ToolViews, count_tool_result
 from memci.budget import BudgetAllocator, PriorityRanker, Section, cut_middle
 from memci.context import Context, ContextStats, ToolSpec
+from memci.context._branches import (
+    BRANCH_META,
+    Branches,
+    check_links,
+    cut_fits,
+    link_of,
+    pages_on,
+    runs,
+    seq_at,
+    within,
+)
 from memci.context._log import LogIndex
 from memci.context._paged import PagedConfig, PagedContext, PageRow
 from memci.context._pairing import pair_tool_calls
@@ -125,6 +138,9 @@ class Session:
         self._expired_round = 0
         self._has_tool_results = False
         self._retrieval_for: tuple[int, tuple[Retrieved, ...]] = (0, ())
+        self._branches = Branches()  # the log's tree; self._log is the branch followed
+        self._followed = 0  # positions of self._log checked against the branches
+        self._at: int | None = None  # the message fork() continues from, until an add
         self.artifacts = SessionArtifacts(engine.workspace.artifacts, record)
         self._views = ToolViews(engine.store, record, engine.workspace.artifacts,
                                 self.tokenizer)
@@ -165,16 +181,19 @@ class Session:
                            if self.engine.jobs is not None else None),
             )
             rows, counts = self._load_page_state()
+            if self._off_branch():
+                rows = pages_on(rows, self._log)  # states saved on other branches
             self._paged.restore(rows, counts)
             saved_cut = self._state_get("paged.cut")
-            if saved_cut:
+            if saved_cut and self._cut_holds(saved_cut):
                 self._paged.restore_cut(int(saved_cut["page"]), int(saved_cut["hidden"]))
             self._saved_cut = self._paged.cut
         elif s.strategy == "summarize":
             window = SummarizeWindow(loader, self.tokenizer, _summarize_texts,
                                      low_watermark=s.archive_low_watermark)
             saved = self._state_get("summarize")
-            if saved:
+            if saved and (not self._off_branch() or cut_fits(
+                    self._log, 0, int(saved["cut"]), saved.get("through"))):
                 window.restore(int(saved["cut"]), str(saved["text"]))
             self._window = window
         else:
@@ -188,7 +207,7 @@ class Session:
         if not len(self._log):
             return "en", False
         last = self._log.seqs[min(3, len(self._log) - 1)]
-        texts = [m.content for m in self._load_seqs(self._log.seqs[0], last)
+        texts = [m.content for m in self._load_branch(self._log.seqs[0], last)
                  if m.role != "system"]
         return _language(texts), len(self._log) >= 4
 
@@ -250,6 +269,7 @@ class Session:
         if not ready:
             return []
         with self._lock:
+            ready = self._linked(ready)
             # Tool outputs are hashed, summarized and (large ones) written to their files
             # first; their rows, the messages and the search index then commit together.
             pending = self._views.prepare(ready, self._calls)
@@ -310,6 +330,135 @@ class Session:
             out.write(json.dumps(to_wire(message), ensure_ascii=False) + "\n")
             count += 1
         return count
+
+    # -- branches (memci.context._branches) ---------------------------------------------
+
+    def fork(self, after: int) -> None:
+        """Continue the conversation after message ``after`` (``0``: from its start).
+
+        A regenerated reply, an edited message or a retried turn is a branch: from now on
+        this session's builds and tools use the branch that ends at ``after``, and the next
+        message added continues it (its metadata records ``memci_branch: {"after": …}``,
+        so every process follows it from then on). Nothing is removed: what came after
+        ``after`` on the old branch stays in ``messages()`` and in search, and leaves the
+        context. Raises ConfigError when ``after`` is neither 0 nor the seq of a user,
+        assistant or tool message of the session.
+        """
+        if isinstance(after, bool) or not isinstance(after, int):
+            raise ConfigError(f"after must be a message seq (an int), not {after!r}")
+        with self._lock:
+            self._sync()
+            if after != 0 and after not in self._branches:
+                raise ConfigError(
+                    f"after={after} is not the seq of a user, assistant or tool message of "
+                    f"session {self.name!r}: pass one of those seqs, or 0 for the start")
+            self._at = after
+            self._follow_branch({})
+
+    def branch_seqs(self) -> list[int]:
+        """The seqs of the branch the context follows (system messages aside), in order."""
+        with self._lock:
+            self._sync()
+            return list(self._log.seqs)
+
+    def branch(self) -> list[Message]:
+        """The messages of the branch the context follows, with the system messages."""
+        with self._lock:
+            self._sync()
+            keep = set(self._log.seqs)
+        return [m for m in self.messages() if m.role == "system" or m.seq in keep]
+
+    def _off_branch(self) -> bool:
+        """Whether the log holds non-system messages that the followed branch leaves out."""
+        return len(self._log) < len(self._branches)
+
+    def _linked(self, ready: list[Message]) -> list[Message]:
+        """Messages to store, checked for branch links; after ``fork`` the first one links."""
+        if self._at is not None:
+            first = next((i for i, m in enumerate(ready) if m.role != "system"), None)
+            if first is not None and BRANCH_META not in ready[first].metadata:
+                message = ready[first]
+                ready = [*ready[:first], replace(message, metadata={
+                    **message.metadata, BRANCH_META: {"after": self._at}}), *ready[first + 1:]]
+        if any(BRANCH_META in m.metadata for m in ready):
+            check_links(ready, self._branches, self._last_seq)
+        return ready
+
+    def _follow_branch(self, links: Mapping[int, int]) -> None:
+        """Record the messages just indexed in the tree; keep the index on the followed branch.
+
+        Messages that continue the followed branch were appended to the index already;
+        anything else (a link to an earlier message, a message added elsewhere while this
+        session was on a forked branch) rebuilds the index from the store.
+        """
+        log = self._log
+        tip = log.seqs[self._followed - 1] if self._followed else 0
+        continues = True
+        new = log.seqs[self._followed:]
+        if not links and tip == self._branches.newest:
+            self._branches.extend(new)  # the plain case, in bulk: each continues the last
+            tip = new[-1] if new else tip
+        else:
+            for seq in new:
+                parent = self._branches.add(seq, links.get(seq))
+                continues = continues and parent == tip
+                tip = seq
+        if new:
+            self._at = None  # a message was added: follow the newest from now on
+        self._followed = len(log)
+        target = self._at if self._at is not None else self._branches.newest
+        if not continues or tip != target:
+            self._rebuild_branch(target)
+
+    def _rebuild_branch(self, tip: int) -> None:
+        """Index the branch that ends at ``tip`` and remake the strategy over it."""
+        keep = set(self._branches.chain(tip))
+        log = LogIndex()
+        raw = 0
+        for seq, role, tokens, view in self.engine.store.token_index(self._record):
+            if seq in keep:
+                raw += tokens
+                log.append(seq, role, view if view is not None else tokens)
+        self._log, self._raw_total, self._followed = log, raw, len(log)
+        self._make_strategy()
+
+    def _cut_holds(self, saved: Mapping[str, Any]) -> bool:
+        """Whether a saved cut of a page holds on the followed branch."""
+        page, hidden = int(saved["page"]), int(saved["hidden"])
+        if not self._off_branch() or hidden == 0:
+            return True
+        if not 0 < page <= self._log.pages:
+            return False
+        start, end = self._log.page_span(page)
+        return start + 1 + hidden <= end and cut_fits(self._log, start + 1, hidden,
+                                                        saved.get("through"))
+
+    def _on_branch(self, hit: Hit) -> bool:
+        """Whether a retrieved hit is not this session's past that left the branch.
+
+        Another branch of this very conversation is not an earlier conversation: its
+        messages, and the episodes remembered of its archived pages, are not retrieved.
+        """
+        if not self._off_branch():
+            return True
+        item = hit.item
+        if item is None:
+            return hit.session != self.name or bool(self._log.page_of_seq(hit.message.seq or 0))
+        if item.session_id != self._record.id or item.page is None:
+            return True
+        paged = self._paged
+        return paged is not None and (item.page in paged.archive.contents
+                                      or item.page in paged.archive.evicted)
+
+    def _load_branch(self, first: int, last: int) -> list[Message]:
+        """Messages with ``first <= seq <= last`` on the followed branch (and system ones)."""
+        if not self._off_branch():
+            return self._load_seqs(first, last)
+        out: list[Message] = []
+        for a, b in runs(within(self._log, first, last)):
+            out += [m for m in self._load_seqs(a, b)
+                    if m.role == "system" or self._log.page_of_seq(m.seq or 0)]
+        return out
 
     # -- building ------------------------------------------------------------------------
 
@@ -454,9 +603,11 @@ class Session:
                 oldest = self._log.seqs[self._log.page_span(self._first_window_page())[0]]
                 # "Yesterday" counts from when the question was asked (a replayed or
                 # imported conversation keeps its own dates), not from the wall clock.
-                found = self.engine.gatherer.gather(
+                gathered = self.engine.gatherer.gather(
                     query, session=self._record, scope="user", exclude_from_seq=oldest,
-                    now=first.created_at).texts
+                    now=first.created_at)
+                found = replace(gathered, episodes=tuple(
+                    h for h in gathered.episodes if self._on_branch(h))).texts
             if plan.consults("documents") or plan.consults("code"):
                 docs = DocIndex(self.engine.store).search_docs(query, k=3)
                 found += tuple(
@@ -813,6 +964,7 @@ class Session:
             self._has_tool_results |= role == "tool"
             self._log.append(seq, role, view if view is not None else made.get(seq, tokens))
         self._last_seq = rows[-1][0]
+        self._follow_branch(store.branch_links(self._record, after=rows[0][0] - 1))
 
     def _index(self, stored: list[Message], linked: list[tuple[Message, Artifact]]) -> None:
         """Index messages this session just stored (``linked``: their tool results' artifacts)."""
@@ -832,6 +984,8 @@ class Session:
                 tokens = view.tokens or 0
             self._log.append(message.seq or 0, message.role, tokens)
         self._last_seq = stored[-1].seq or self._last_seq
+        self._follow_branch({m.seq: after for m in stored
+                             if m.seq is not None and (after := link_of(m.metadata)) is not None})
 
     def _note_hidden(self, seqs: Sequence[int]) -> bool:
         """One short notebook line per tool result that left the window (seed 004, phase 1).
@@ -861,7 +1015,7 @@ class Session:
 
     def _load_views(self, first: int, last: int) -> list[Message]:
         """Messages as a context shows them: tool results as their artifacts' views."""
-        return self._views.views_of(self._load_seqs(first, last))
+        return self._views.views_of(self._load_branch(first, last))
 
     def _load_page_state(self) -> tuple[list[PageRow], dict[str, int]]:
         with self.engine.store.read() as db:
@@ -888,8 +1042,10 @@ class Session:
             noted = self._note_hidden(self._paged.take_hidden())
             if self._paged.cut != self._saved_cut:
                 self._saved_cut = self._paged.cut
-                self._state_set("paged.cut", {"page": self._saved_cut[0],
-                                              "hidden": self._saved_cut[1]})
+                page, hidden = self._saved_cut
+                start = self._log.page_span(page)[0] if 0 < page <= self._log.pages else 0
+                self._state_set("paged.cut", {"page": page, "hidden": hidden,
+                                              "through": seq_at(self._log, start + hidden)})
             rows, events = self._paged.take_changes()
             if not rows and not events:
                 return ("steps hidden",) if noted else ()
@@ -916,7 +1072,8 @@ class Session:
             self._window.changed = False
             summary = self._window.summary
             text = summary.content.split("\n", 1)[1] if summary else ""
-            self._state_set("summarize", {"cut": self._window.cut, "text": text})
+            self._state_set("summarize", {"cut": self._window.cut, "text": text,
+                                          "through": seq_at(self._log, self._window.cut - 1)})
             return ("summarize",)
         return ()
 
@@ -939,7 +1096,7 @@ class Session:
         memory = self.engine.memory
         scope = Scope.of(self._record, "user")
         for entry in listed:
-            messages = self._load_seqs(entry.first_seq, entry.last_seq)
+            messages = self._load_branch(entry.first_seq, entry.last_seq)
             said = "\n".join(m.content for m in messages if m.role in ("user", "assistant"))
             if not said.strip():
                 continue

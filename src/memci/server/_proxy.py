@@ -2,8 +2,15 @@
 
 ``POST /v1/chat/completions`` with ``X-Memci-Session: <name>`` does one turn:
 
-1. store what the client sent that the session has not seen (the overlap rule of
-   :mod:`memci.server._overlap`), in one transaction;
+1. store what the client sent that the session has not seen, in one transaction. The
+   overlap rule (:mod:`memci.server._overlap`) places what was sent on the session's
+   branch: a history that continues it appends its new messages; one that leaves it
+   (a regenerated or lost reply, an edited message, a dropped reply) forks the session
+   after the last message they share (:meth:`memci.Session.fork`), so the new messages,
+   or only the reply when nothing is new, continue that message, and the context sent
+   upstream is the client's branch. Nothing stored is removed. The reply to a request
+   that sent the client's history is marked ``history``: the rule then knows that the
+   client sends its history;
 2. build the context (``session.build()``, with the budget less the client's tool schemas)
    and send it upstream with the client's tools and memci's own (a memci tool whose name
    a client tool also uses is not offered);
@@ -23,14 +30,17 @@ The text the client was sent across rounds is recorded on the final reply
 ``tool_result`` blocks); its rounds are made without streaming upstream, and with
 ``stream: true`` the final message is sent as Anthropic's event stream.
 
-Invariants: a message is stored once; a request whose messages cannot be read stores
-nothing (400); an upstream error is passed through with its status and body before
-anything is streamed, and as an SSE ``error`` event after.
+Invariants: a message is stored once (a retried or regenerated turn stores only its new
+reply); the upstream gets the client's branch, never the conversation twice; a request
+whose messages cannot be read stores nothing (400) and forks nothing; an upstream error is
+passed through with its status and body before anything is streamed, and as an SSE
+``error`` event after.
 """
 
 from __future__ import annotations
 
 import json
+from bisect import bisect_left
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, TypeVar
@@ -40,11 +50,20 @@ import httpx
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
 from memci._session import Session
+from memci.context._branches import BRANCH_META, runs
 from memci.errors import MemciError
 from memci.messages import Message, ToolCallPart, coerce
 from memci.server._config import ServerConfig
 from memci.server._errors import ApiError, classify, error_body
-from memci.server._overlap import PROXY_META, Key, message_key, new_start, visible_key
+from memci.server._overlap import (
+    PROXY_META,
+    BranchView,
+    Seen,
+    message_key,
+    placement,
+    proxy_meta,
+    visible_key,
+)
 from memci.server._sessions import SessionHub, read_messages
 from memci.server._sse import (
     Chunks,
@@ -74,6 +93,7 @@ class _Turn:
     client_names: frozenset[str]
     budget: int
     shown_text: str = ""  # text streamed to the client in rounds memci kept to itself
+    history: bool = False  # the client sent its history: its reply says so (_overlap)
 
 
 def _request_parts(body: Any) -> tuple[dict[str, Any], list[Any], list[Any]]:
@@ -238,21 +258,35 @@ class ChatProxy:
         settings = {"model": model} if isinstance(model, str) and model and new_session else None
         session = self.hub.open(tenant, name, user=user, settings=settings)
         with self.hub.turn_lock(session):
-            self._store_unseen(session, sent)
+            history = self._store_unseen(session, sent)
         schema_tokens = session.tokenizer.count(json.dumps(tools)) if tools else 0
         budget = max(256, session.settings.budget - schema_tokens)
-        return _Turn(session, body, tools, names, budget)
+        return _Turn(session, body, tools, names, budget, history=history)
 
-    def _store_unseen(self, session: Session, sent: Sequence[Message]) -> None:
+    def _store_unseen(self, session: Session, sent: Sequence[Message]) -> bool:
+        """Store what is new (forking when the client's history left the branch).
+
+        Returns whether the client sent its history (two messages or more, from the start).
+        """
         new: list[Message] = []
         systems = [m for m in sent if m.role == "system"]
         if systems and session.system_prompt != systems[-1].content:
             new.append(systems[-1])
         rest = [m for m in sent if m.role != "system"]
-        visible = _visible_tail(session, len(rest))
-        new.extend(rest[new_start(visible, [message_key(m) for m in rest]):])
+        place = placement(_branch_view(session, len(rest)), [message_key(m) for m in rest])
+        unseen = rest[place.start:]
+        if place.after is not None:
+            point = _fork_point(session, place.after)
+            if unseen:
+                # The link goes in with the messages: all stored, or none and no fork.
+                unseen[0] = replace(unseen[0], metadata={
+                    **unseen[0].metadata, BRANCH_META: {"after": point}})
+            else:
+                session.fork(point)  # only the reply is new: it will record the link
+        new.extend(unseen)
         if new:
             session.add_many(new)
+        return place.kind == "history" and len(rest) >= 2
 
     def _request(self, turn: _Turn, offer_own: bool) -> tuple[dict[str, Any], frozenset[str]]:
         """The upstream request body of one round, and memci's tool names offered in it."""
@@ -270,9 +304,10 @@ class ChatProxy:
         return out, frozenset(t["function"]["name"] for t in own)
 
     def _store_reply(self, turn: _Turn, reply: Message) -> None:
+        note: dict[str, Any] = {"history": True} if turn.history else {}
         if turn.shown_text:
-            reply = _with_meta(reply, {"client_text": turn.shown_text + reply.content})
-        turn.session.add(reply)
+            note["client_text"] = turn.shown_text + reply.content
+        turn.session.add(_with_meta(reply, note) if note else reply)
 
     def _run_own(
         self, turn: _Turn, reply: Message, own: Sequence[ToolCallPart], final: bool
@@ -287,6 +322,8 @@ class ChatProxy:
             results.append(_with_meta(Message.tool(call.id, text), {"internal": True}))
         if final:
             note: dict[str, Any] = {"internal_calls": [c.id for c in own]}
+            if turn.history:
+                note["history"] = True
             if turn.shown_text:
                 note["client_text"] = turn.shown_text + reply.content
             reply = _with_meta(reply, note)
@@ -453,15 +490,72 @@ class ChatProxy:
             yield data
 
 
-def _visible_tail(session: Session, want: int) -> list[Key]:
-    """Keys of at least ``want`` client-visible messages at the end of the log (or all)."""
-    store = session.engine.store
-    last = store.last_seq(session.record)
-    span = 2 * want + 16
+def _load(session: Session, seqs: Sequence[int]) -> list[Message]:
+    """The messages with these seqs (increasing), read in few queries."""
+    wanted = set(seqs)
+    out: list[Message] = []
+    for first, last in runs(seqs):
+        out += [m for m in session.engine.store.messages(session.record, after=first - 1,
+                                                         upto=last) if m.seq in wanted]
+    return out
+
+
+def _visible(messages: Sequence[Message]) -> list[Seen]:
+    return [(k, m.seq or 0) for m in messages if (k := visible_key(m)) is not None]
+
+
+def _branch_view(session: Session, sent: int) -> BranchView:
+    """The overlap rule's view of the session's branch (see memci.server._overlap).
+
+    A long branch is read at its two ends only.
+    """
+    seqs = session.branch_seqs()
+    want_head, want_tail = sent + 1, 2 * sent + 16
+    span = want_tail + 16
     while True:
-        after = max(0, last - span)
-        keys = [k for m in store.messages(session.record, after=after, upto=last)
-                if (k := visible_key(m)) is not None]
-        if len(keys) >= want or after == 0:
-            return keys
+        loaded = _load(session, seqs[:span])
+        head = _visible(loaded)
+        if span >= len(seqs):
+            return BranchView(head, head, True, _sent_history(loaded))
+        if len(head) >= want_head:
+            break
         span *= 4
+    span = want_tail + 16
+    while True:
+        loaded = _load(session, seqs[-span:])
+        tail = _visible(loaded)
+        if len(tail) >= want_tail or span >= len(seqs):
+            return BranchView(head[:want_head], tail[-want_tail:], False,
+                              _sent_history(loaded))
+        span *= 4
+
+
+def _sent_history(messages: Sequence[Message]) -> bool:
+    """Whether the newest reply among ``messages`` answered a client that sent its history."""
+    for message in reversed(messages):
+        meta = proxy_meta(message)
+        if message.role == "assistant" and not meta.get("internal"):
+            return meta.get("history") is True
+    return False
+
+
+def _fork_point(session: Session, after: int) -> int:
+    """Where a fork after the visible message ``after`` starts.
+
+    After it and after the results of memci's own calls it made: they belong to it, and
+    the client never saw them.
+    """
+    if after == 0:
+        return 0
+    seqs = session.branch_seqs()
+    at = bisect_left(seqs, after)
+    (message,) = _load(session, [after])
+    own = set(proxy_meta(message).get("internal_calls") or ())
+    point = after
+    for follower in _load(session, seqs[at + 1:at + 1 + len(own)]) if own else ():
+        result = follower.tool_result
+        if result is None or not proxy_meta(follower).get("internal") \
+                or result.call_id not in own:
+            break
+        point = follower.seq or point
+    return point

@@ -423,6 +423,24 @@ class SQLiteStore:
         return [(int(r[0]), str(r[1]), int(r[2]), None if r[3] is None else int(r[3]))
                 for r in rows]
 
+    def branch_links(self, session: SessionRecord, *, after: int = 0) -> dict[int, int]:
+        """``{seq: linked seq}`` of the messages after ``after`` that name what they continue.
+
+        The link is the integer ``memci_branch.after`` of a message's metadata (see
+        :mod:`memci.context._branches`); anything else there is no link.
+        """
+        with self.read() as db:
+            # CASE, not AND: SQLite may evaluate AND's terms in any order, and json_type
+            # raises on a value that is not JSON.
+            rows = db.execute(
+                "SELECT seq, CASE WHEN json_valid(metadata) THEN CASE WHEN json_type(metadata,"
+                " '$.memci_branch.after') = 'integer' THEN json_extract(metadata,"
+                " '$.memci_branch.after') END END FROM messages WHERE session_id = ?"
+                " AND seq > ? AND metadata LIKE '%memci_branch%' ORDER BY seq",
+                (session.id, after),
+            ).fetchall()
+        return {int(r[0]): int(r[1]) for r in rows if r[1] is not None}
+
     def views(self, session: SessionRecord, first: int, last: int) -> dict[int, str]:
         """The artifact id of every tool result with ``first <= seq <= last`` that has one."""
         with self.read() as db:
