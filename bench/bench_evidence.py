@@ -1,7 +1,7 @@
 """What the request holds: memci against three baselines on long real conversations.
 
-Run:  python bench/bench_evidence.py                      (all development data, ~7 min)
-      python bench/bench_evidence.py --feed live bulk     (memci fed both ways, ~12 min)
+Run:  python bench/bench_evidence.py                      (all development data, ~6 min)
+      python bench/bench_evidence.py --feed live bulk     (memci fed both ways, ~10 min)
       python bench/bench_evidence.py --quick              (a subset, ~1 min)
       python bench/bench_evidence.py --locomo other/*.json --kdconv other.json \
           --longmemeval lme.json --traces other/*.traj.json   (held-out files, same code)
@@ -284,13 +284,17 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--kdconv", type=Path, metavar="FILE",
                         help="a KdConv file (default ../shared/data/zh/kdconv_travel_test.json)")
     parser.add_argument("--longmemeval", type=Path, nargs="+", default=[], metavar="FILE",
-                        help="LongMemEval files (none by default)")
+                        help="LongMemEval files (none by default; every question has its "
+                             "own haystack, fed per budget: --max-questions samples big files)")
     parser.add_argument("--traces", type=Path, nargs="+", metavar="FILE",
                         help="agent traces (default ../shared/data/traces/*.traj.json)")
     parser.add_argument("--skip", nargs="+", default=[], choices=["locomo", "kdconv", "traces"],
                         help="leave these parts out")
-    parser.add_argument("--budgets", type=int, nargs="+", default=[2000, 4000, 8000])
-    parser.add_argument("--trace-budgets", type=int, nargs="+", default=[8000, 16000, 96000])
+    parser.add_argument("--budgets", type=int, nargs="+", default=[2000, 4000, 8000],
+                        help="request budgets in tokens for the questions (default 2000 4000 "
+                             "8000)")
+    parser.add_argument("--trace-budgets", type=int, nargs="+", default=[8000, 16000, 96000],
+                        help="request budgets for the tool loops (default 8000 16000 96000)")
     parser.add_argument("--feed", nargs="+", choices=["live", "bulk"], default=["live"],
                         help="how memci is fed before the questions: live (a build before "
                              "every assistant turn, as an agent does; the default) and/or "
