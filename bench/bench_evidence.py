@@ -45,7 +45,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import memci
 from _histories import SHARED
-from evidence_data import Conversation, all_locomo, kdconv, longmemeval
+from evidence_data import Conversation, Question, all_locomo, kdconv, longmemeval
 from evidence_match import Request, request_tokens
 from evidence_systems import BASELINES, History, MemciConversation
 from evidence_traces import LAST_N, TraceResult, replay
@@ -125,7 +125,7 @@ class Run:
         for baseline in BASELINES:  # imports and first-call work, untimed
             baseline.run(history, conv.questions[0], self.budgets[0])
         for budget in self.budgets:
-            fed = {}
+            fed: dict[str, MemciConversation] = {}
             for feed in self.feeds:
                 fed[feed] = MemciConversation(conv, budget, self.workdir, feed)
                 self.feed_ms.setdefault((conv.dataset, budget), []).extend(
@@ -141,7 +141,7 @@ class Run:
                 for m in fed.values():
                     m.close()
 
-    def _measure(self, conv: Conversation, q: Any, budget: int, system: str,
+    def _measure(self, conv: Conversation, q: Question, budget: int, system: str,
                  payload: dict[str, Any], ms: float, text: dict[str, str]) -> None:
         request = Request(payload, q.text)
         strict = [e for e in q.evidence if request.strict(text[e])]

@@ -40,7 +40,7 @@ from typing import Any
 
 import memci
 from evidence_data import Conversation, Question, Turn
-from evidence_match import message_text, message_tokens
+from evidence_match import message_tokens
 
 __all__ = [
     "BASELINES",
@@ -238,8 +238,3 @@ class MemciConversation:
 
 def _with_time(turn: Turn) -> dict[str, Any]:
     return {**turn.message(), "created_at": turn.created_at}
-
-
-def payload_texts(payload: dict[str, Any]) -> list[str]:
-    """Every message text of a request (for dumps)."""
-    return [message_text(m) for m in payload["messages"]]
