@@ -259,9 +259,9 @@ def create_app(
     # Every session of the engine, however reached (REST, proxy), gets its tenant's limits.
     engine.host_limits = policy.limits
     hub = SessionHub(engine)
-    proxy = ChatProxy(hub, config)
-    bodies, definitions = _schemas()
     tool_threads = ToolThreads()
+    proxy = ChatProxy(hub, config, tool_threads)
+    bodies, definitions = _schemas()
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:

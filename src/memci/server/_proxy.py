@@ -43,6 +43,7 @@ import json
 from bisect import bisect_left
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
+from functools import partial
 from typing import Any, TypeVar
 
 import anyio.to_thread
@@ -73,6 +74,7 @@ from memci.server._sse import (
     sse,
     sse_data,
 )
+from memci.server._threads import ToolThreads
 
 __all__ = ["ChatProxy"]
 
@@ -139,10 +141,14 @@ def _with_meta(message: Message, note: Mapping[str, Any]) -> Message:
 class ChatProxy:
     """Proxies chat completions to an upstream, with memci's context and tools."""
 
-    def __init__(self, hub: SessionHub, config: ServerConfig) -> None:
+    def __init__(
+        self, hub: SessionHub, config: ServerConfig, tool_threads: ToolThreads | None = None
+    ) -> None:
         self.hub = hub
         self.config = config
         self.http: httpx.AsyncClient | None = None
+        # memci's own tools run in the server's tool threads (see memci.server._threads)
+        self.tool_threads = tool_threads or ToolThreads()
 
     # -- the turn ------------------------------------------------------------------------
 
@@ -218,7 +224,7 @@ class ChatProxy:
                 await _run(self._store_reply, turn, reply)
                 break
             final = len(own) < len(reply.tool_calls)
-            await _run(self._run_own, turn, reply, own, final)
+            await self.tool_threads.run(partial(self._run_own, turn, reply, own, final))
             if final:
                 ids = {c.id for c in own}
                 data["content"] = [b for b in blocks
@@ -387,7 +393,7 @@ class ChatProxy:
                 await _run(self._store_reply, turn, reply)
                 return JSONResponse(data)
             final = len(own) < len(reply.tool_calls)
-            await _run(self._run_own, turn, reply, own, final)
+            await self.tool_threads.run(partial(self._run_own, turn, reply, own, final))
             if final:
                 ids = {c.id for c in own}
                 message["tool_calls"] = [c for c in message.get("tool_calls") or ()
@@ -445,7 +451,7 @@ class ChatProxy:
                     await _run(self._store_reply, turn, reply)
                     return
                 final = len(own) < len(reply.tool_calls)
-                await _run(self._run_own, turn, reply, own, final)
+                await self.tool_threads.run(partial(self._run_own, turn, reply, own, final))
                 if final:
                     drop = {i for i, c in chunks.calls.items() if c["id"] in {o.id for o in own}}
                     index_of = {i: n for n, i in enumerate(sorted(set(chunks.calls) - drop))}
