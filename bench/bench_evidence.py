@@ -49,7 +49,7 @@ from evidence_data import Conversation, Question, all_locomo, kdconv, longmemeva
 from evidence_match import Request, request_tokens
 from evidence_systems import BASELINES, History, MemciConversation
 from evidence_traces import LAST_N, TraceResult, replay
-from memci.store._driver import driver
+from memci.store.sqlite._driver import driver
 
 REFERENCE = "bm25"
 NOT_ASKED = {

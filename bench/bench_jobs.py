@@ -46,7 +46,7 @@ from bench_summaries import DATA, kdconv_pages, trace_pages, write_section  # no
 from memci.llm import OpenAIChatClient, client_from_env  # noqa: E402
 from memci.messages import Message  # noqa: E402
 from memci.store import SQLiteStore  # noqa: E402
-from memci.store._driver import connect  # noqa: E402
+from memci.store.sqlite._driver import connect  # noqa: E402
 from memci.summarize import (  # noqa: E402
     ExtractiveSummarizer,
     Job,

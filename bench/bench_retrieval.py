@@ -34,7 +34,7 @@ from memci.memory import MessageIndex
 from memci.memory._embed import SentenceTransformerEmbedder
 from memci.messages import Message
 from memci.store import SessionRecord, SQLiteStore
-from memci.store._driver import driver
+from memci.store.sqlite._driver import driver
 
 KS = (5, 10, 20)
 

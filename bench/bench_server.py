@@ -40,7 +40,7 @@ from tests.fakellm import FakeLLM  # noqa: E402
 
 import memci  # noqa: E402
 from memci.server import KeyStore  # noqa: E402
-from memci.store._driver import driver  # noqa: E402
+from memci.store.sqlite._driver import driver  # noqa: E402
 
 MEMCI = [sys.executable, "-c", "from memci.cli import _server, main; main()"]
 

@@ -25,7 +25,7 @@ from fastapi.testclient import TestClient
 
 import memci
 from memci.server import KeyStore, ServerConfig, create_app
-from memci.store._driver import errors as driver_errors
+from memci.store.sqlite._driver import errors as driver_errors
 
 pytestmark = pytest.mark.slow
 

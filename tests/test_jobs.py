@@ -31,7 +31,7 @@ from memci.llm import OpenAIChatClient
 from memci.messages import Message, ToolCallPart
 from memci.server import KeyStore, ServerConfig, create_app
 from memci.store import SQLiteStore
-from memci.store._driver import connect
+from memci.store.sqlite._driver import connect
 from memci.summarize import (
     SUMMARIZE_TEXT,
     ExtractiveSummarizer,

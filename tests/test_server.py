@@ -34,7 +34,7 @@ import memci
 from memci.cli import _server, main
 from memci.errors import MissingExtraError
 from memci.server import KeyStore, ServerConfig, create_app
-from memci.store._driver import connect
+from memci.store.sqlite._driver import connect
 
 ROOT = Path(__file__).resolve().parents[1]
 assert _server  # registers serve, mcp and keys on memci.cli.main

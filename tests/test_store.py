@@ -9,7 +9,7 @@ import pytest
 
 import memci
 from memci.store import CORE_MIGRATIONS, SQLiteStore
-from memci.store._driver import connect
+from memci.store.sqlite._driver import connect
 
 
 def test_every_message_is_stored_in_order_with_tokens(engine: memci.Engine) -> None:

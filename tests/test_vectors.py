@@ -20,7 +20,7 @@ from memci.memory._schema import MEMORY_MIGRATIONS
 from memci.memory._vectors import VectorIndex
 from memci.messages import Message
 from memci.store import SQLiteStore
-from memci.store._driver import ENV_SQLITE_DRIVER, _choose, connect, driver, errors
+from memci.store.sqlite._driver import ENV_SQLITE_DRIVER, _choose, connect, driver, errors
 from tests.test_retrieval import HashEmbedder
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -309,7 +309,7 @@ def test_an_embedder_without_sqlite_vec_fails_at_startup(tmp_path: Path) -> None
         from memci.errors import MissingExtraError
         from memci.memory import Memory
         from memci.store import SQLiteStore
-        from memci.store._driver import driver
+        from memci.store.sqlite._driver import driver
         from tests.test_retrieval import HashEmbedder
 
         store = SQLiteStore(sys.argv[1] + "/m.db")
@@ -339,7 +339,7 @@ def test_the_store_works_without_sqlite_vec(tmp_path: Path) -> None:
         import sys
         import memci
         from memci.memory import DocIndex
-        from memci.store._driver import driver
+        from memci.store.sqlite._driver import driver
 
         with memci.Engine.open(sys.argv[1] + "/m.db") as engine:
             assert driver().__name__ == "sqlite3" and not engine.store.sqlite_vec

@@ -37,7 +37,7 @@ from collections.abc import Collection, Sequence
 from memci.errors import ConfigError, InvalidInputError
 from memci.memory._embed import Embedder
 from memci.store import SQLiteStore
-from memci.store._driver import sqlite_vec_missing
+from memci.store.sqlite._driver import sqlite_vec_missing
 
 __all__ = ["KINDS", "VectorIndex", "forget_vectors"]
 

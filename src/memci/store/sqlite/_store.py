@@ -19,10 +19,10 @@ Invariants:
   (:data:`ROW_HEAD_CHARS`) and the file's SHA-256, and :meth:`SQLiteStore.messages` reads
   the whole back through :attr:`SQLiteStore.output_reader` (``whole=False``: the head);
 - every failure of SQLite raises :class:`~memci.errors.StoreError` (see
-  :mod:`memci.store._failures`), and a failed write leaves nothing of its transaction.
+  :mod:`memci.store.sqlite._failures`), and a failed write leaves nothing of its transaction.
 
 One connection per store, shared by threads under a lock; SQLite serializes the rest. It
-is opened with the driver :mod:`memci.store._driver` chooses (the standard ``sqlite3``, or
+is opened with the driver :mod:`memci.store.sqlite._driver` chooses (the standard ``sqlite3``, or
 ``pysqlite3`` where only it can load extensions), and sqlite-vec is loaded into it when
 installed (:attr:`SQLiteStore.sqlite_vec`).
 """
@@ -36,7 +36,7 @@ import sqlite3
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from types import MappingProxyType
@@ -44,11 +44,12 @@ from typing import Any
 
 from memci.errors import OrphanToolResultError, StoreError
 from memci.messages import Message, dumps_parts, loads_parts
-from memci.store._driver import connect, errors, load_sqlite_vec
-from memci.store._failures import store_error
-from memci.store._migrations import CORE_MIGRATIONS, Migration
+from memci.store._records import SessionRecord
+from memci.store.sqlite._driver import connect, errors, load_sqlite_vec
+from memci.store.sqlite._failures import store_error
+from memci.store.sqlite._migrations import CORE_MIGRATIONS, Migration
 
-__all__ = ["ROW_HEAD_CHARS", "SQLiteStore", "SessionRecord", "message_from_row", "row_head"]
+__all__ = ["ROW_HEAD_CHARS", "SQLiteStore", "message_from_row", "row_head"]
 
 _BUSY_TIMEOUT_MS = 60_000
 
@@ -59,18 +60,6 @@ As many as search indexes of one message, so indexes rebuilt from rows see the s
 """
 
 logger = logging.getLogger("memci.store")
-
-
-@dataclass(frozen=True, slots=True)
-class SessionRecord:
-    """A session's row: its key, tenant, name, owner and saved settings."""
-
-    id: int
-    tenant: str
-    name: str
-    user: str | None
-    settings: Mapping[str, Any]
-    created_at: datetime
 
 
 class SQLiteStore:
@@ -86,6 +75,7 @@ class SQLiteStore:
             raise StoreError(f"synchronous must be FULL, NORMAL or EXTRA, not {synchronous!r}")
         errors()  # chooses the driver: a bad MEMCI_SQLITE_DRIVER raises here
         self._lock = threading.RLock()
+        self._depth = 0  # nesting of write(): >0 while a transaction is open
         self._migrated: set[str] = set()
         self._db: sqlite3.Connection | None = None
         self.sqlite_vec = False
@@ -147,16 +137,28 @@ class SQLiteStore:
     def write(self) -> Iterator[sqlite3.Connection]:
         """A write transaction (``BEGIN IMMEDIATE``): commit on success, roll back on error.
 
+        Writes opened inside it (by this thread, which holds the store's lock) join it, so
+        :meth:`atomic` makes several parts' writes one transaction.
+
         A failure of SQLite in the transaction raises :class:`StoreError` (a full disk
         :class:`~memci.errors.StoreFullError`, a damaged file
         :class:`~memci.errors.StoreCorruptError`); nothing of the transaction is kept.
         """
         with self._lock:
             db = self._conn
+            if self._depth:
+                # Inside a write already (``atomic``): join it; the outermost one commits.
+                self._depth += 1
+                try:
+                    yield db
+                finally:
+                    self._depth -= 1
+                return
             try:
                 db.execute("BEGIN IMMEDIATE")
             except errors() as exc:
                 raise store_error(exc, self.path, "start a write on") from exc
+            self._depth = 1
             try:
                 yield db
             except errors() as exc:
@@ -165,11 +167,19 @@ class SQLiteStore:
             except BaseException:
                 self._rollback(db)
                 raise
+            finally:
+                self._depth = 0
             try:
                 db.execute("COMMIT")
             except errors() as exc:
                 self._rollback(db)
                 raise store_error(exc, self.path, "commit to") from exc
+
+    @contextmanager
+    def atomic(self) -> Iterator[None]:
+        """One transaction for every write made inside the block (all or nothing)."""
+        with self.write():
+            yield
 
     def _rollback(self, db: sqlite3.Connection) -> None:
         # SQLite may already have rolled the transaction back by itself (a full disk,
