@@ -245,6 +245,13 @@ class WorkState:
         with self.store.read() as db:
             return self._round_in(db)
 
+    def version(self) -> int:
+        """A number that grows with every change of this working state (for caches)."""
+        with self.store.read() as db:
+            row = db.execute("SELECT MAX(id) FROM workspace_events WHERE session_id = ?",
+                             (self.session.id,)).fetchone()
+        return int(row[0] or 0)
+
     # -- pins ----------------------------------------------------------------------------
 
     def _pin_values(

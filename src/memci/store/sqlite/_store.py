@@ -44,7 +44,9 @@ from typing import Any
 
 from memci.errors import OrphanToolResultError, StoreError
 from memci.messages import Message, dumps_parts, loads_parts
+from memci.store._log import LogRow
 from memci.store._records import SessionRecord
+from memci.store.sqlite._context import SQLiteContextStore
 from memci.store.sqlite._driver import connect, errors, load_sqlite_vec
 from memci.store.sqlite._failures import store_error
 from memci.store.sqlite._migrations import CORE_MIGRATIONS, Migration
@@ -82,6 +84,8 @@ class SQLiteStore:
         #: Reads a tool output kept whole in an artifact file, by its SHA-256; set by the
         #: artifact store made over this store (see :meth:`messages`).
         self.output_reader: Callable[[str], str] | None = None
+        #: Page states, events and keyed values of sessions (compare-and-swap on a version).
+        self.context = SQLiteContextStore(self)
         try:
             self._open(synchronous.upper())
             self.migrate("core", CORE_MIGRATIONS)
@@ -417,12 +421,10 @@ class SQLiteStore:
         content = self.output_reader(sha)
         return replace(message, parts=(replace(result, content=content),))
 
-    def token_index(
-        self, session: SessionRecord, *, after: int = 0
-    ) -> list[tuple[int, str, int, int | None]]:
-        """``(seq, role, tokens, view tokens)`` of messages after ``after``, to plan a build.
+    def log_rows(self, session: SessionRecord, *, after: int = 0) -> list[LogRow]:
+        """Planning rows (seq, role, tokens, tokens as shown) of the messages after ``after``.
 
-        View tokens are those of a tool result as shown (None when no view is saved yet).
+        Tokens as shown are a tool result's view's (None when no view is saved yet).
         """
         with self.read() as db:
             rows = db.execute(
@@ -430,7 +432,7 @@ class SQLiteStore:
                 " LEFT JOIN message_views v ON v.session_id = m.session_id AND v.seq = m.seq"
                 " WHERE m.session_id = ? AND m.seq > ? ORDER BY m.seq", (session.id, after),
             ).fetchall()
-        return [(int(r[0]), str(r[1]), int(r[2]), None if r[3] is None else int(r[3]))
+        return [LogRow(int(r[0]), str(r[1]), int(r[2]), None if r[3] is None else int(r[3]))
                 for r in rows]
 
     def branch_links(self, session: SessionRecord, *, after: int = 0) -> dict[int, int]:
