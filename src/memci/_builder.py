@@ -120,6 +120,7 @@ class _Plan:
     evicted: dict[int, ContentsEntry] = field(default_factory=dict)
     archived: list[tuple[int, list[Message]]] = field(default_factory=list)
     payload_bytes: int = 0
+    cache: dict[str, Any] = field(default_factory=dict)  # derived values, saved unguarded
 
     @property
     def events(self) -> tuple[str, ...]:
@@ -339,9 +340,9 @@ class ContextBuilder:
         retrieval = self._retrieval_message(
             [c for c in snap.candidates if not self._in_window(c, window)], retrieval_room)
         values: dict[str, Any] = {}
-        if snap.gathered:
-            values["retrieval"] = self._saved_retrieval(snap.candidates)
-        plan = _Plan(window, retrieval, ContextChanges(values=values), payload_bytes=payload)
+        plan = _Plan(window, retrieval, ContextChanges(values=values), payload_bytes=payload,
+                     cache={"retrieval": self._saved_retrieval(snap.candidates)}
+                     if snap.gathered else {})
         if self.paged is not None:
             paged = self.paged
             rows, events = paged.take_changes()
@@ -350,7 +351,7 @@ class ContextBuilder:
             plan.archived = paged.take_archived()
             index = self.log.index
             cut = paged.cut
-            if cut != self._saved_cut():
+            if cut != self._saved_cut() and (cut[1] or self._saved_cut()[1]):
                 page, hidden = cut
                 start = index.page_span(page)[0] if 0 < page <= index.pages else 0
                 values["paged.cut"] = {"page": page, "hidden": hidden,
@@ -373,9 +374,11 @@ class ContextBuilder:
 
     def _commit(self, snap: _Snapshot, plan: _Plan) -> None:
         """Write what the plan changed, once, if the context version is still ours."""
-        if not plan.changes and not plan.hidden:
-            return
         store = self.services.store
+        if not plan.changes and not plan.hidden:
+            for key, value in plan.cache.items():
+                store.context.put(self.record, key, value)
+            return
         with store.atomic():
             if not store.context.commit(self.record, self._version, plan.changes):
                 raise _Conflict
@@ -385,8 +388,11 @@ class ContextBuilder:
             if self.summaries is not None and plan.archived:
                 self.summaries.submit_keyed([(self._summary_key(page), messages)
                                              for page, messages in plan.archived])
+            for key, value in plan.cache.items():
+                store.context.put(self.record, key, value)
         self._version += 1
         self._values.update(plan.changes.values)
+        self._values.update(plan.cache)
 
     def _assemble(self, snap: _Snapshot, plan: _Plan, started: float) -> Context:
         """The request: head, working state, window, memory; labelled by segment."""

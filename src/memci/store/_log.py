@@ -187,6 +187,10 @@ class ContextStore(Protocol):
         """
         ...
 
+    def put(self, session: SessionRecord, key: str, value: Any) -> None:
+        """Save a keyed value that only caches what is derived (no version check or bump)."""
+        ...
+
     def page(self, session: SessionRecord, page: int) -> PageRow | None:
         """The saved row of one page (an evicted one included), or None."""
         ...

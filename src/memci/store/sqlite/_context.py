@@ -109,6 +109,17 @@ class SQLiteContextStore:
                                (session.id, key, json.dumps(value, ensure_ascii=False)))
         return True
 
+    def put(self, session: SessionRecord, key: str, value: Any) -> None:
+        """Save a keyed value that caches what any process would derive the same way.
+
+        Not guarded by the version (and not bumping it): a cache read stale is only
+        derived again.
+        """
+        with self._store.write() as db:
+            db.execute("INSERT OR REPLACE INTO session_state (session_id, key, value)"
+                       " VALUES (?, ?, ?)",
+                       (session.id, key, json.dumps(value, ensure_ascii=False)))
+
     def events(self, session: SessionRecord, *, limit: int = 1000) -> list[ContextEvent]:
         """The newest ``limit`` events, oldest first."""
         with self._store.read() as db:
