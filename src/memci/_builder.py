@@ -302,9 +302,9 @@ class ContextBuilder:
                 keys = {self._summary_key(p): p for p in self.paged.waiting()}
                 ready = {keys[k]: lines for k, lines in self.summaries.ready(
                     {k: self._entries(p) for k, p in keys.items()}).items()}
-            # A window holds at most the budget: an active backlog older than twice that
-            # is archived as one range, never read.
-            self.paged.prepare(max(2 * limit, 8_000), ready)
+            # A window holds at most the budget: an active backlog older than that is
+            # archived as one range, never read.
+            self.paged.prepare(max(limit, 4_000), ready)
         elif self.window is not None:
             self.window.loader.prefetch(0 if isinstance(self.window, SummarizeWindow)
                                         and not self.window.cut else self.window_start(limit))

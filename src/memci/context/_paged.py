@@ -305,6 +305,8 @@ class PagedContext:
         if self._backlog < self.first_active:
             return
         first, last = self.first_active, self._backlog
+        for page in [p for p in self.active.pages if p <= last and p not in self.recalled]:
+            self.active.pages[page].detach()  # loaded by an earlier build
         self.first_active = last + 1
         reason = "backlog: older than what the window can hold"
         self._event("archive", first, reason, last)
@@ -458,7 +460,9 @@ class PagedContext:
     def _materialize_new(self) -> None:
         """Put log positions not yet in a page into the active chapter."""
         log = self.log
-        start = max(self._next_position, log.page_starts[self.first_active - 1])
+        start = max(self._next_position,
+                    log.page_starts[max(self.first_active, self._backlog + 1) - 1]
+                    if self._backlog < log.pages else len(log))
         if start >= len(log):
             self._next_position = len(log)
             return
