@@ -784,3 +784,33 @@ def test_damaged_files_replay_whole_or_stop_with_one_error(
         assert "InvalidFileError" in result.output
     else:
         assert json.loads(result.stdout)["messages"] > 0
+
+
+def test_openai_responses_items(tmp_path: Path) -> None:
+    items = [
+        {"role": "user", "content": [{"type": "input_text", "text": "Weather in Paris and Rome?"}]},
+        {"type": "reasoning", "id": "rs_1", "summary": []},
+        {"type": "function_call", "id": "fc_1", "call_id": "call_a", "name": "get_weather",
+         "arguments": "{\"city\": \"Paris\"}", "status": "completed"},
+        {"type": "function_call", "id": "fc_2", "call_id": "call_b", "name": "get_weather",
+         "arguments": "{\"city\": \"Rome\"}", "status": "completed"},
+        {"type": "function_call_output", "call_id": "call_a", "output": "18C"},
+        {"type": "function_call_output", "call_id": "call_b", "output": "24C"},
+        {"role": "assistant", "type": "message", "id": "msg_1", "status": "completed",
+         "content": [{"type": "output_text", "text": "18C and 24C.", "annotations": []}]},
+        {"role": "user", "content": "And Oslo?"},
+        {"type": "function_call", "call_id": "call_c", "name": "get_weather",
+         "arguments": "{\"city\": \"Oslo\"}"},
+        {"type": "function_call_output", "call_id": "call_c", "output": "3C"},
+        {"role": "assistant", "content": [{"type": "output_text", "text": "3C."}]},
+    ]
+    path = _write(tmp_path, "agents_session.json", items)
+    trace = read_trace(path)
+    assert trace.format == "openai"
+    assert _roles(trace) == ["user", "assistant", "tool", "tool", "assistant", "user",
+                             "assistant", "tool", "assistant"]
+    assert [c["id"] for c in trace.messages[1]["tool_calls"]] == ["call_a", "call_b"]
+    assert trace.messages[0]["content"] == "Weather in Paris and Rome?"
+    assert any("reasoning" in n for n in trace.notes)
+    _assert_paired(trace)
+    _check_replays(path, trace)

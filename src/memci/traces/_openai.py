@@ -5,7 +5,9 @@ messages; an object with a ``messages`` list and optionally ``system`` and ``too
 (a request log, mini-swe-agent's ``*.traj.json``, memci's examples); a list (or JSONL) of
 such objects, one conversation each (fine-tuning files). Legacy ``function_call`` and
 ``function`` messages are read as tool calls and results. Entries whose role is not a
-chat role (``exit`` in mini-swe-agent traces) are left out with a note.
+chat role (``exit`` in mini-swe-agent traces) are left out with a note. Items of the
+Responses API (``function_call``, ``function_call_output``, as the OpenAI Agents SDK keeps
+a session) are read too.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ def _conversations(data: Any, strict: bool) -> list[Any] | None:
     items = dicts(data)
     if items and all(isinstance(i.get("messages"), list) for i in items):
         return list(items)
-    if any("role" in i for i in items):
+    if any("role" in i or i.get("type") == "function_call_output" for i in items):
         return [data]
     return None
 
@@ -47,5 +49,6 @@ def _read(record: Any, out: Transcript) -> None:
 
 
 OPENAI = Format(
-    "openai", "OpenAI chat messages: a list or JSONL of {role, content, tool_calls}, or "
-    "{messages: [...], tools?} (mini-swe-agent .traj.json)", _conversations, _read)
+    "openai", "OpenAI chat messages: a list or JSONL of {role, content, tool_calls} (or "
+    "Responses items), or {messages: [...], tools?} (mini-swe-agent .traj.json)",
+    _conversations, _read)

@@ -235,25 +235,29 @@ class Transcript:
             message["is_error"] = True
         self._append(message, origin, created_at)
 
-    def add_calls(self, calls: Sequence[Call]) -> list[str] | None:
+    def add_calls(self, calls: Sequence[Call], *, after_results: bool = True
+                  ) -> list[str] | None:
         """More calls of the newest assistant message (None when it cannot take them).
 
-        For formats that log the calls of one model response one by one, with results
-        in between: the calls join the assistant message while only tool results follow.
+        For formats that log the calls of one model response one by one: they join the
+        newest assistant message that made calls, while only tool results follow it
+        (``after_results``), or only while it is the newest message (without).
         """
         index = len(self.messages) - 1
-        while index >= 0 and self.messages[index]["role"] == "tool":
+        while after_results and index >= 0 and self.messages[index]["role"] == "tool":
             index -= 1
-        if index < 0 or "tool_calls" not in self.messages[index]:
+        if index < 0 or self.messages[index]["role"] != "assistant" or (
+                after_results and "tool_calls" not in self.messages[index]):
             return None
         ids = []
+        wire = self.messages[index].setdefault("tool_calls", [])
         for call in calls:
             call_id = self._call_id(call.id)
             ids.append(call_id)
             self._open[call_id] = call.name
-            self.messages[index]["tool_calls"].append(
-                {"id": call_id, "type": "function",
-                 "function": {"name": call.name, "arguments": arguments_text(call.arguments)}})
+            wire.append({"id": call_id, "type": "function",
+                         "function": {"name": call.name,
+                                      "arguments": arguments_text(call.arguments)}})
         return ids
 
     def openai(self, item: Mapping[str, Any], *, origin: str) -> None:
@@ -270,7 +274,22 @@ class Transcript:
     def _openai(self, item: Mapping[str, Any], origin: str) -> None:
         role = item.get("role")
         created = item.get("created_at", item.get("timestamp"))
-        if role in ("system", "developer"):
+        kind = item.get("type")
+        if role is None and kind in ("function_call", "custom_tool_call"):
+            # Responses API items: the calls of one response follow its message, if any.
+            name, call_id = item.get("name"), item.get("call_id", item.get("id"))
+            call = Call(name if isinstance(name, str) and name else "function",
+                        item.get("arguments", item.get("input")),
+                        call_id if isinstance(call_id, str) and call_id else None)
+            if self.add_calls([call], after_results=False) is None:
+                self.assistant("", [call], origin=origin, created_at=created)
+        elif role is None and kind in ("function_call_output", "custom_tool_call_output"):
+            call_id = item.get("call_id")
+            self.result(item.get("output"), origin=origin, created_at=created,
+                        call_id=call_id if isinstance(call_id, str) and call_id else None)
+        elif role is None and kind == "reasoning":
+            self.skip(origin, "reasoning items (not sent back as input), skipped")
+        elif role in ("system", "developer"):
             self.system(item.get("content"), origin=origin, created_at=created)
         elif role == "user":
             calls = _calls(item)
