@@ -189,15 +189,8 @@ class Transcript:
         message: dict[str, Any] = {"role": "assistant", "content": body}
         ids: list[str] = []
         if calls:
-            wire = []
-            for call in calls:
-                call_id = self._call_id(call.id)
-                ids.append(call_id)
-                self._open[call_id] = call.name
-                wire.append({"id": call_id, "type": "function",
-                             "function": {"name": call.name,
-                                          "arguments": arguments_text(call.arguments)}})
-            message["tool_calls"] = wire
+            message["tool_calls"] = [self._open_call(call) for call in calls]
+            ids = [c["id"] for c in message["tool_calls"]]
         self._append(message, origin, created_at)
         return ids
 
@@ -249,16 +242,9 @@ class Transcript:
         if index < 0 or self.messages[index]["role"] != "assistant" or (
                 after_results and "tool_calls" not in self.messages[index]):
             return None
-        ids = []
-        wire = self.messages[index].setdefault("tool_calls", [])
-        for call in calls:
-            call_id = self._call_id(call.id)
-            ids.append(call_id)
-            self._open[call_id] = call.name
-            wire.append({"id": call_id, "type": "function",
-                         "function": {"name": call.name,
-                                      "arguments": arguments_text(call.arguments)}})
-        return ids
+        added = [self._open_call(call) for call in calls]
+        self.messages[index].setdefault("tool_calls", []).extend(added)
+        return [c["id"] for c in added]
 
     def openai(self, item: Mapping[str, Any], *, origin: str) -> None:
         """One message in OpenAI chat form, or close to it (flat or legacy calls).
@@ -387,6 +373,13 @@ class Transcript:
                 self.skip(origin, "a time memci cannot read, left out")
         self.messages.append(message)
         self.origins.append(origin)
+
+    def _open_call(self, call: Call) -> dict[str, Any]:
+        """``call`` in OpenAI form, with its id, now open for a result."""
+        call_id = self._call_id(call.id)
+        self._open[call_id] = call.name
+        return {"id": call_id, "type": "function",
+                "function": {"name": call.name, "arguments": arguments_text(call.arguments)}}
 
     def _call_id(self, given: str | None) -> str:
         if given and given not in self._ids:
