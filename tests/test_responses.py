@@ -407,7 +407,9 @@ def test_context_to_responses_carries_instructions_and_tools(engine: memci.Engin
 def test_round_trip_through_the_openai_sdk_and_a_local_server(engine: memci.Engine) -> None:
     session = engine.session("sdk-e2e")
     session.set_system("You are a weather bot.")
-    session.add({"role": "user", "content": "Weather in Paris?"})
+    session.add_many([{"role": "user", "content": "Hi"},
+                      {"role": "assistant", "content": "Hello! Ask me about the weather."},
+                      {"role": "user", "content": "Weather in Paris?"}])
     with FakeLLM() as fake, openai.OpenAI(base_url=fake.openai_base_url, api_key="test",
                                           max_retries=0) as client:
         fake.push(Reply("Let me check.", calls=(("weather", {"city": "Paris"}),)),
@@ -584,11 +586,17 @@ def check_responses_rules(instructions: str | None, items: list[dict[str, Any]])
             continue
         if kind == "message" and item["role"] == "user":
             assert not pending and item["content"]
+            assert all(b["type"] in ("input_text", "input_image") for b in item["content"])
         else:
             assert not (after_output and pending)  # the model speaks again: all answered
         if kind == "function_call":
             pending.add(item["call_id"])
         after_output = False
+        if kind == "message" and item["role"] == "assistant" and not isinstance(
+                item["content"], str):
+            # The API takes only output_text and refusal from the assistant.
+            assert item["status"] == "completed"
+            assert all(b["type"] == "output_text" for b in item["content"])
         if kind == "reasoning":
             after = items[i + 1]
             assert after["type"] in ("function_call", "message") and "id" in after

@@ -4,7 +4,9 @@ One tolerant reader understands the content blocks of both providers, so a calle
 hand memci whatever its agent has: an OpenAI Chat Completions message, an Anthropic
 Messages message (one Anthropic user message with ``tool_result`` blocks becomes one memci
 tool message per result, then the user's text), a response object of the official SDKs
-(duck-typed through ``model_dump``; memci does not import them), or a :class:`Message`.
+(duck-typed through ``model_dump``; memci does not import them), a :class:`Message`, or
+OpenAI Responses items (read by :mod:`memci.messages._responses`; in a batch read by
+:func:`coerce_many`, the items of one assistant turn make one assistant message).
 
 Everything read is checked before anything is stored, in every form (a :class:`Message`
 built by hand included, whose every field is type-checked): roles, parts, tool arguments

@@ -111,7 +111,7 @@ def item_kind(data: Mapping[str, Any]) -> str | None:
     if "role" in data:
         if known:
             raise InvalidMessageError(
-                f"a {kind} item has no 'role' (this one has {data['role']!r}): remove the "
+                f"a {kind} item has no 'role' (this one has {_brief(data['role'])}): remove the "
                 "role, or send a message")
         return None  # a chat or Anthropic message that carries a type of its own
     if known:
