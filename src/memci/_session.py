@@ -44,7 +44,7 @@ from memci.errors import ConfigError, InvalidMessageError
 from memci.memory import DocIndex, Hit, IndexReport, Retrieved, Scope
 from memci.memory._judge import judge
 from memci.memory._query import analyze_query
-from memci.messages import Message, ToolCallPart, coerce, to_openai, to_wire
+from memci.messages import Message, ToolCallPart, coerce_many, to_openai, to_wire
 from memci.recipes import TITLES, Recipe, choose_recipe
 from memci.store import SessionRecord
 from memci.summarize import SUMMARIZE_PAGE, JobQueue, PageSummary, job_counts
@@ -261,11 +261,10 @@ class Session:
                 f"add_many takes a list of messages, not {type(messages).__name__}")
         limit = self.settings.max_message_bytes
         ready: list[Message] = []
-        for item in messages:
-            for message in coerce(item, max_bytes=limit):
-                tokens = (message.tokens if message.tokens is not None
-                          else count_tool_result(self.tokenizer, message))
-                ready.append(replace(message, tokens=tokens, seq=None, session=None))
+        for message in coerce_many(messages, max_bytes=limit):
+            tokens = (message.tokens if message.tokens is not None
+                      else count_tool_result(self.tokenizer, message))
+            ready.append(replace(message, tokens=tokens, seq=None, session=None))
         if not ready:
             return []
         with self._lock:
