@@ -5,9 +5,14 @@ background thread. It serves
 
 - ``POST /v1/chat/completions`` and ``POST /chat/completions`` — OpenAI Chat Completions;
 - ``POST /v1/messages`` — Anthropic Messages;
+- ``POST /v1/responses`` and ``POST /responses`` — OpenAI Responses, answered as a
+  reasoning model answers: a ``reasoning`` item (with ``encrypted_content``), a
+  ``message`` with the reply's text and one ``function_call`` per call the reply
+  scripts (``Reply(text, calls=(("name", {...}),))``);
 
 so ``fake.base_url`` works as the base URL of both ``OpenAIChatClient`` (it appends
-``/chat/completions``) and ``AnthropicClient`` (it appends ``/v1/messages``).
+``/chat/completions``) and ``AnthropicClient`` (it appends ``/v1/messages``), and
+``fake.openai_base_url`` as the ``base_url`` of the ``openai`` SDK.
 
 Scripting: each request takes the next behaviour from a FIFO queue the test fills
 (``reply``, ``slow``, ``status``, ``rate_limit``, ``server_error``, ``malformed``,
@@ -23,6 +28,12 @@ handler thread and closes the listening socket, so nothing outlives the ``with``
 and no ``ResourceWarning`` is left behind. With ``strict=True`` (the default) requests
 that the real APIs would reject (no model, no messages, Anthropic turns out of order or
 without ``max_tokens`` / ``anthropic-version``) get a 400 without consuming a behaviour.
+Responses requests are held to the rules the real API enforces on ``input`` and
+``tools``: content types by role, item id prefixes, every ``function_call_output``
+answering an earlier ``function_call``, a reasoning item passed back only right before
+the item it came before (as this server issued them, paired by id) and an item id passed
+back only after its reasoning, ids it never issued refused, and function tools that are
+strict (the API's default) only with a strict schema.
 
 Example::
 
@@ -60,9 +71,10 @@ __all__ = [
     "echo_reply",
 ]
 
-Provider = Literal["openai", "anthropic"]
+Provider = Literal["openai", "anthropic", "responses"]
 OPENAI_PATHS = ("/v1/chat/completions", "/chat/completions")
 ANTHROPIC_PATHS = ("/v1/messages",)
+RESPONSES_PATHS = ("/v1/responses", "/responses")
 
 
 # -- recorded requests ---------------------------------------------------------------------
@@ -83,9 +95,10 @@ class RecordedRequest:
 
     @property
     def messages(self) -> list[dict[str, Any]]:
-        """The ``messages`` of the JSON body (empty when there are none)."""
-        if isinstance(self.json, dict) and isinstance(self.json.get("messages"), list):
-            return list(self.json["messages"])
+        """The ``messages`` of the JSON body (Responses: ``input``; empty when none)."""
+        key = "input" if self.provider == "responses" else "messages"
+        if isinstance(self.json, dict) and isinstance(self.json.get(key), list):
+            return list(self.json[key])
         return []
 
     @property
@@ -111,6 +124,7 @@ class Reply:
     model: str | None = None
     stop_reason: str | None = None
     usage: bool = True
+    calls: tuple[tuple[str, Mapping[str, Any]], ...] = ()  # Responses function calls
 
 
 @dataclass(frozen=True)
@@ -183,6 +197,10 @@ class FakeLLM:
         self._requests: list[RecordedRequest] = []
         self._errors: list[BaseException] = []
         self._stopping = threading.Event()
+        # Responses item ids issued after a reasoning item: item id -> reasoning id; and
+        # reasoning id -> the id of the item right after it.
+        self._reasoning_of: dict[str, str] = {}
+        self._follower_of: dict[str, str] = {}
         self._server: _Server | None = None
         self._thread: threading.Thread | None = None
 
@@ -359,6 +377,17 @@ class FakeLLM:
         with self._lock:
             return self._queue.popleft() if self._queue else Reply()
 
+    def _issue(self, reasoning_id: str, item_ids: list[str]) -> None:
+        with self._lock:
+            if item_ids:
+                self._follower_of[reasoning_id] = item_ids[0]
+            for item_id in item_ids:
+                self._reasoning_of[item_id] = reasoning_id
+
+    def _issued(self) -> tuple[dict[str, str], dict[str, str]]:
+        with self._lock:
+            return dict(self._reasoning_of), dict(self._follower_of)
+
     def _record_error(self, error: BaseException) -> None:
         with self._lock:
             self._errors.append(error)
@@ -428,7 +457,7 @@ class _Handler(BaseHTTPRequestHandler):
         path = self.path.split("?", 1)[0]
         provider: Provider | None = (
             "openai" if path in OPENAI_PATHS else "anthropic" if path in ANTHROPIC_PATHS
-            else None
+            else "responses" if path in RESPONSES_PATHS else None
         )
         try:
             decoded: Any = json.loads(body) if body else None
@@ -443,7 +472,8 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_json(404, _error_body("openai", 404, f"no route for POST {path}"))
             return
         problem = self._auth_problem(request) or (
-            _shape_problem(request) if fake.strict else None
+            (_responses_problem(request, *fake._issued()) if provider == "responses"
+             else _shape_problem(request)) if fake.strict else None
         )
         if problem is not None:
             status, message = problem
@@ -477,6 +507,12 @@ class _Handler(BaseHTTPRequestHandler):
                 self._send_json(behaviour.status, behaviour.body, headers)
         else:
             text = behaviour.text if behaviour.text is not None else fake.responder(request)
+            if provider == "responses":
+                body = _response_body(request, behaviour, text, fake.model)
+                output = body["output"]
+                fake._issue(output[0]["id"], [item["id"] for item in output[1:]])
+                self._send_json(200, body)
+                return
             self._send_json(200, _success_body(provider, request, behaviour, text, fake.model))
 
     def _auth_problem(self, request: RecordedRequest) -> tuple[int, str] | None:
@@ -567,6 +603,48 @@ _ERROR_TYPES = {400: "invalid_request_error", 401: "authentication_error",
                 529: "overloaded_error"}
 
 
+def _response_body(
+    request: RecordedRequest, reply: Reply, text: str, default_model: str
+) -> dict[str, Any]:
+    """A completed Response: reasoning, the text as a message (if any), the calls."""
+    data = request.json
+    asked = data.get("model")
+    model = reply.model or (asked if isinstance(asked, str) else default_model)
+    n = request.index
+    output: list[dict[str, Any]] = [{
+        "type": "reasoning", "id": f"rs_fake_{n}",
+        "summary": [{"type": "summary_text", "text": f"thought about request {n}"}],
+        "encrypted_content": f"opaque-reasoning-{n}-" + "x" * 40,
+    }]
+    if text:
+        output.append({"type": "message", "id": f"msg_fake_{n}", "role": "assistant",
+                       "status": "completed", "content": [
+                           {"type": "output_text", "text": text, "annotations": []}]})
+    for i, (name, arguments) in enumerate(reply.calls):
+        output.append({"type": "function_call", "id": f"fc_fake_{n}_{i}",
+                       "call_id": f"call_fake_{n}_{i}", "name": name,
+                       "arguments": json.dumps(dict(arguments)), "status": "completed"})
+    input_tokens = reply.input_tokens if reply.input_tokens is not None else _estimate(
+        _request_texts(request))
+    output_tokens = reply.output_tokens if reply.output_tokens is not None else _estimate(
+        [text])
+    body: dict[str, Any] = {
+        "id": f"resp_fake_{n}", "object": "response", "created_at": time.time(),
+        "status": "completed", "model": model, "output": output,
+        "instructions": data.get("instructions"), "tools": data.get("tools") or [],
+        "tool_choice": "auto", "parallel_tool_calls": True, "error": None,
+        "incomplete_details": None, "metadata": {}, "temperature": 1.0, "top_p": 1.0,
+    }
+    if reply.usage:
+        body["usage"] = {
+            "input_tokens": input_tokens, "output_tokens": output_tokens,
+            "total_tokens": input_tokens + output_tokens,
+            "input_tokens_details": {"cached_tokens": 0},
+            "output_tokens_details": {"reasoning_tokens": 1},
+        }
+    return body
+
+
 def _error_body(provider: Provider, status: int, message: str) -> dict[str, Any]:
     kind = _ERROR_TYPES.get(status, "api_error")
     if provider == "anthropic":
@@ -601,6 +679,141 @@ def _shape_problem(request: RecordedRequest) -> tuple[int, str] | None:
     return None
 
 
+_ID_PREFIX = {"message": "msg_", "function_call": "fc_", "reasoning": "rs_"}
+_BLOCKS = {"assistant": ("output_text", "refusal")}
+_INPUT_BLOCKS = ("input_text", "input_image", "input_file")
+
+
+def _responses_problem(
+    request: RecordedRequest, reasoning_of: Mapping[str, str], follower_of: Mapping[str, str]
+) -> tuple[int, str] | None:
+    """What the Responses API would refuse in this request (its message), or None."""
+    data = request.json
+    if not isinstance(data, dict):
+        return 400, "the body must be a JSON object"
+    if not isinstance(data.get("model"), str) or not data["model"]:
+        return 400, "Missing required parameter: 'model'."
+    if data.get("instructions") is not None and not isinstance(data["instructions"], str):
+        return 400, "Invalid type for 'instructions': expected a string."
+    problem = _tools_problem(data.get("tools"))
+    if problem is not None:
+        return 400, problem
+    items = data.get("input")
+    if isinstance(items, str):
+        return None if items else (400, "Invalid 'input': empty string.")
+    if not isinstance(items, list) or not items:
+        return 400, "Invalid 'input': expected a string or a non-empty array of items."
+    calls: set[str] = set()
+    for i, item in enumerate(items):
+        if not isinstance(item, dict):
+            return 400, f"Invalid 'input[{i}]': expected an object."
+        kind = item.get("type", "message" if "role" in item else None)
+        item_id = item.get("id")
+        if item_id is not None:
+            prefix = _ID_PREFIX.get(str(kind))
+            if prefix is None or not isinstance(item_id, str) or not item_id.startswith(prefix):
+                return 400, (f"Invalid 'input[{i}].id': {item_id!r}. Expected an ID that "
+                             f"begins with '{(prefix or '?')[:-1]}'.")
+            if item_id not in reasoning_of and item_id not in follower_of:
+                return 404, f"Item with id '{item_id}' not found."
+        if kind == "message":
+            problem = _message_problem(item, i)
+        elif kind == "function_call":
+            problem = _call_problem(item, i)
+            calls.add(item.get("call_id"))
+        elif kind == "function_call_output":
+            if item.get("call_id") not in calls:
+                problem = ("No tool call found for function call output with call_id "
+                           f"{item.get('call_id')}.")
+            elif not isinstance(item.get("output"), str | list):
+                problem = f"Missing required parameter: 'input[{i}].output'."
+        elif kind == "reasoning":
+            problem = _reasoning_problem(items, i, follower_of)
+        else:
+            problem = f"Invalid value: {kind!r} at 'input[{i}].type'."
+        if problem is None and item_id in reasoning_of and kind != "reasoning":
+            problem = _paired_problem(items, i, reasoning_of[item_id], str(kind))
+        if problem is not None:
+            return 400, problem
+    return None
+
+
+def _message_problem(item: dict[str, Any], i: int) -> str | None:
+    role, content = item.get("role"), item.get("content")
+    if role not in ("user", "assistant", "system", "developer"):
+        return f"Invalid value: {role!r} at 'input[{i}].role'."
+    if isinstance(content, str):
+        return None
+    if not isinstance(content, list):
+        return f"Invalid type for 'input[{i}].content': expected a string or an array."
+    allowed = _BLOCKS.get(role, _INPUT_BLOCKS)
+    for j, block in enumerate(content):
+        kind = block.get("type") if isinstance(block, dict) else None
+        if kind not in allowed:
+            return (f"Invalid value: {kind!r} at 'input[{i}].content[{j}].type'. Supported "
+                    f"values are: {', '.join(repr(a) for a in allowed)}.")
+        if kind == "input_image" and block.get("detail") not in ("low", "high", "auto",
+                                                                 "original"):
+            return f"Invalid value for 'input[{i}].content[{j}].detail'."
+    return None
+
+
+def _call_problem(item: dict[str, Any], i: int) -> str | None:
+    for key in ("call_id", "name", "arguments"):
+        if not isinstance(item.get(key), str):
+            return f"Missing required parameter: 'input[{i}].{key}'."
+    return None
+
+
+def _reasoning_problem(
+    items: list[Any], i: int, follower_of: Mapping[str, str]
+) -> str | None:
+    item = items[i]
+    if not isinstance(item.get("summary"), list):
+        return f"Missing required parameter: 'input[{i}].summary'."
+    after = items[i + 1] if i + 1 < len(items) else None
+    needed = follower_of.get(item.get("id", ""))
+    if not isinstance(after, dict) or after.get("type") == "reasoning" or (
+            needed is not None and after.get("id") != needed):
+        return (f"Item '{item.get('id')}' of type 'reasoning' was provided without its "
+                "required following item.")
+    return None
+
+
+def _paired_problem(items: list[Any], i: int, reasoning_id: str, kind: str) -> str | None:
+    """An item issued after a reasoning item must come after it, in the same run."""
+    for before in reversed(items[:i]):
+        if not isinstance(before, dict) or before.get("type") not in (
+                "reasoning", "function_call", "message") or before.get("role") == "user":
+            break
+        if before.get("type") == "reasoning" and before.get("id") == reasoning_id:
+            return None
+    return (f"Item '{items[i].get('id')}' of type '{kind}' was provided without its "
+            f"required 'reasoning' item: '{reasoning_id}'.")
+
+
+def _tools_problem(tools: Any) -> str | None:
+    if tools is None:
+        return None
+    if not isinstance(tools, list):
+        return "Invalid type for 'tools': expected an array."
+    for i, tool in enumerate(tools):
+        if not isinstance(tool, dict) or tool.get("type") != "function":
+            return f"Invalid value at 'tools[{i}].type': this server knows function tools."
+        if not isinstance(tool.get("name"), str) or not isinstance(tool.get("parameters"),
+                                                                   dict):
+            return f"Missing required parameter: 'tools[{i}].name' or 'parameters'."
+        schema = tool["parameters"]
+        properties = schema.get("properties") or {}
+        if tool.get("strict", True) and (schema.get("additionalProperties") is not False
+                                         or set(schema.get("required") or ()) != set(
+                                             properties)):
+            return (f"Invalid schema for function '{tool['name']}': In context=(), 'required' "
+                    "is required to be supplied and to be an array including every key in "
+                    "properties, and 'additionalProperties' must be false (strict mode).")
+    return None
+
+
 # -- helpers -------------------------------------------------------------------------------
 
 
@@ -610,15 +823,16 @@ def _text_of(content: Any) -> str:
     if isinstance(content, list):
         return "".join(
             block.get("text", "") for block in content
-            if isinstance(block, dict) and block.get("type") == "text"
+            if isinstance(block, dict) and block.get("type") in ("text", "input_text")
         )
     return ""
 
 
 def _request_texts(request: RecordedRequest) -> Iterable[str]:
     data = request.json if isinstance(request.json, dict) else {}
-    if isinstance(data.get("system"), str):
-        yield data["system"]
+    for key in ("system", "instructions"):
+        if isinstance(data.get(key), str):
+            yield data[key]
     for message in request.messages:
         if isinstance(message, dict):
             yield _text_of(message.get("content"))

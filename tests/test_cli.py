@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
+from typing import Any
 
 import click
 import pytest
@@ -78,6 +79,123 @@ def test_replay_reads_jsonl_and_lists(tmp_path: Path) -> None:
     for name in ("a.jsonl", "b.json"):
         data = json.loads(_run("replay", str(tmp_path / name), "--json").output)
         assert data["totals"]["requests"] == 1
+
+
+# -- honest figures: the baseline is the conversation's own, caching on both sides --------
+
+
+def _trace_with_tools(tmp_path: Path) -> tuple[Path, Path, list[dict[str, Any]]]:
+    """The example trace as a request log with the agent's own bash tool, and without."""
+    messages = json.loads(EXAMPLE_TRACE.read_text())["messages"]
+    bash = {"type": "function", "function": {
+        "name": "bash", "description": "Run a bash command in the repository and return "
+        "its exit code and output.", "parameters": {
+            "type": "object", "properties": {"command": {"type": "string",
+                                                         "description": "The command."}},
+            "required": ["command"]}}}
+    # One file name for both: memci's context names the session, which is named after it.
+    (tmp_path / "tools").mkdir()
+    (tmp_path / "plain").mkdir()
+    with_tools = tmp_path / "tools" / "trace.json"
+    with_tools.write_text(json.dumps({"model": "gpt-4o", "tools": [bash],
+                                      "messages": messages}))
+    without = tmp_path / "plain" / "trace.json"
+    without.write_text(json.dumps({"messages": messages}))
+    return with_tools, without, [bash]
+
+
+def _rows(path: Path, *args: str) -> dict[str, Any]:
+    result = _run("replay", str(path), "--json", *args)
+    assert result.exit_code == 0, result.output
+    data: dict[str, Any] = json.loads(result.stdout)
+    return data
+
+
+@pytest.mark.parametrize("trace", ["example", "with_tools"])
+def test_baseline_is_the_same_whatever_the_strategy_or_budget(
+    tmp_path: Path, trace: str,
+) -> None:
+    path = EXAMPLE_TRACE if trace == "example" else _trace_with_tools(tmp_path)[0]
+    runs = [_rows(path, *args) for args in (
+        ("--budget", "600"), ("--budget", "4000"), ("--budget", "1500", "--strategy", "oldest"),
+        ("--strategy", "sliding_window", "--max-messages", "6"),
+        ("--budget", "2000", "--strategy", "summarize"))]
+    baselines = [[r["full_tokens"] for r in run["requests"]] for run in runs]
+    assert all(b == baselines[0] for b in baselines), baselines
+    sent = [[r["memci_tokens"] for r in run["requests"]] for run in runs]
+    assert len({tuple(s) for s in sent}) > 1  # the strategies did differ
+    for run in runs:
+        totals = run["totals"]
+        assert totals["saved_tokens"] == totals["full_tokens"] - totals["memci_tokens"]
+
+
+def test_baseline_is_the_conversations_own_messages_and_tools(tmp_path: Path) -> None:
+    from memci.messages import coerce
+    from memci.replay import tool_tokens
+    from memci.tokens import available, get_tokenizer
+
+    with_tools, _, tools = _trace_with_tools(tmp_path)
+    messages = json.loads(EXAMPLE_TRACE.read_text())["messages"]
+    for model, encoding in (("gpt-4-turbo", "cl100k_base"), (None, "estimate")):
+        if not available(encoding):  # no tiktoken, or its encoding is not on disk here
+            continue
+        tok = get_tokenizer(encoding)
+        data = _rows(with_tools, "--budget", "1500", *(("--model", model) if model else ()))
+        schemas = tool_tokens(tok, tools)
+        assert data["tools_tokens"] == schemas > 0
+        for row in data["requests"]:
+            own = sum(tok.count_message(m) for raw in messages[:row["seq"] - 1]
+                      for m in coerce(raw))
+            assert row["full_tokens"] == own + schemas + 3  # + the reply's header
+    # memci's own tool schemas (~300 tokens) are memci's cost, not the agent's: the first
+    # request of a short conversation costs memci more than its whole history.
+    first = _rows(EXAMPLE_TRACE, "--budget", "4000")["requests"][0]
+    assert first["full_tokens"] < first["memci_tokens"] - 200
+
+
+def test_the_agents_tools_count_on_both_sides(tmp_path: Path) -> None:
+    with_tools, without, _ = _trace_with_tools(tmp_path)
+    a, b = _rows(with_tools, "--budget", "1500"), _rows(without, "--budget", "1500")
+    extra = a["tools_tokens"]
+    assert b["tools_tokens"] == 0 and isinstance(extra, int) and extra > 0
+    for x, y in zip(a["requests"], b["requests"], strict=True):
+        assert x["full_tokens"] - y["full_tokens"] == extra
+        assert x["memci_tokens"] - y["memci_tokens"] == extra
+    assert a["totals"]["saved_tokens"] == b["totals"]["saved_tokens"]
+
+
+def test_cost_with_prompt_caching_on_both_sides(tmp_path: Path) -> None:
+    with_tools, _, _ = _trace_with_tools(tmp_path)
+    data = _rows(with_tools, "--budget", "1500")
+    rows, cost = data["requests"], data["cost"]
+    assert cost["cached_discount"] == 0.5
+    for i, row in enumerate(rows):
+        # The full history only grows: all of the previous request is cached.
+        previous = rows[i - 1]["full_tokens"] - 3 if i else 0
+        assert row["full_cached_tokens"] == previous
+        assert row["full_cost_cached"] == row["full_tokens"] - 0.5 * previous
+        # memci's cached part is the prefix it repeats (its and the agent's tools first).
+        assert 0 <= row["prefix_tokens"] <= row["memci_tokens"]
+        assert row["memci_cost_cached"] == row["memci_tokens"] - 0.5 * row["prefix_tokens"]
+    assert rows[1]["prefix_tokens"] >= data["tools_tokens"]
+    memci, full = cost["memci"], cost["full"]
+    assert memci["cost_cached"] == pytest.approx(sum(r["memci_cost_cached"] for r in rows))
+    assert full["cost_cached"] == pytest.approx(sum(r["full_cost_cached"] for r in rows))
+    assert cost["ratio_cached"] == pytest.approx(memci["cost_cached"] / full["cost_cached"],
+                                                 abs=1e-4)
+    # The discount is the provider's, or the one given; dollars when a price is given.
+    claude = _rows(with_tools, "--budget", "1500", "--model", "claude-sonnet-4-20250514")
+    assert claude["cost"]["cached_discount"] == 0.9
+    given = _rows(with_tools, "--budget", "1500", "--cached-discount", "0.75",
+                  "--price", "2.5")
+    assert given["cost"]["cached_discount"] == 0.75
+    assert given["cost"]["full"]["usd"] == pytest.approx(
+        full["tokens"] * 2.5 / 1e6)
+    text = CliRunner(env={"COLUMNS": "200"}).invoke(
+        main, ["replay", str(with_tools), "--budget", "1500", "--price", "2.5"]).output
+    assert "cost with cache (token equivalents)" in text and "USD with cache" in text
+    assert f"{full['cost_cached']:,.0f}" in text and f"{memci['cost_cached']:,.0f}" in text
+    assert "with prompt caching (50% off cached input)" in text
 
 
 def test_export_import_round_trip(tmp_path: Path) -> None:

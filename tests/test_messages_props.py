@@ -46,6 +46,7 @@ from memci.messages import (
     ImagePart,
     Message,
     Part,
+    ReasoningPart,
     TextPart,
     ToolCallPart,
     ToolResultPart,
@@ -151,10 +152,14 @@ def valid_messages(draw: st.DrawFn) -> Message:
 
 @st.composite
 def any_messages(draw: st.DrawFn) -> Message:
-    """Any Message value at all, valid or not, with identity: for the wire form."""
-    part = text_parts | images() | st.builds(
-        ToolCallPart, texts, texts, texts) | st.builds(ToolResultPart, texts, texts,
-                                                       st.booleans())
+    """Any Message value at all, valid or not, with identity: for the wire form (reasoning
+    parts and Responses item ids included)."""
+    item_ids = st.none() | texts
+    part = text_parts | st.builds(TextPart, texts, item_id=item_ids) | images() | st.builds(
+        ToolCallPart, texts, texts, texts, item_id=item_ids) | st.builds(
+        ToolResultPart, texts, texts, st.booleans()) | st.builds(
+        ReasoningPart, texts, st.lists(texts, max_size=2).map(tuple), st.none() | texts,
+        st.lists(texts, max_size=2).map(tuple))
     return Message(
         draw(st.sampled_from(["system", "user", "assistant", "tool"])),
         tuple(draw(st.lists(part, max_size=4))),

@@ -13,7 +13,7 @@ PUBLIC = {
     # the engine and a session, and what a build returns
     "Engine", "Session", "SessionStats", "Context", "ContextStats", "Segment", "ToolSpec",
     # messages
-    "Message", "TextPart", "ImagePart", "ToolCallPart", "ToolResultPart",
+    "Message", "TextPart", "ImagePart", "ToolCallPart", "ToolResultPart", "ReasoningPart",
     # the error tree
     "MemciError", "ConfigError", "InvalidInputError", "InvalidMessageError",
     "InvalidTextError", "InvalidTimestampError", "InvalidToolArgumentsError",

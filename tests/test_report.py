@@ -32,7 +32,7 @@ WIDTH, HEIGHT = 1280, 900
 
 _PROBE = """<script>(function () {
   var out = {dpr: window.devicePixelRatio, width: window.innerWidth, charts: {}};
-  ['tokens', 'saved', 'prefix'].forEach(function (id) {
+  ['tokens', 'saved', 'prefix', 'cost'].forEach(function (id) {
     var el = document.getElementById('chart-' + id);
     if (el) { var r = el.getBoundingClientRect();
       out.charts[id] = [r.left, r.top, r.right, r.bottom]; }
@@ -159,7 +159,7 @@ def _check_dom(dom: _Dom, data: dict[str, Any], probe: dict[str, Any]) -> None:
     assert dom.text["memci-tokens"] == f"{totals['memci_tokens']:,}"
     assert dom.text["full-tokens"] == f"{totals['full_tokens']:,}"
     assert dom.text["requests"] == f"{totals['requests']:,}"
-    assert len([a for t, a in dom.elements if t == "svg" and "chart" in a.get("class", "")]) == 3
+    assert len([a for t, a in dom.elements if t == "svg" and "chart" in a.get("class", "")]) == 4
     for key in ("memci", "full"):
         (line,) = dom.having("polyline", f"line-{key}")
         assert len(line["points"].split()) == len(requests)
@@ -169,6 +169,17 @@ def _check_dom(dom: _Dom, data: dict[str, Any], probe: dict[str, Any]) -> None:
         for i in range(1, len(values)):
             if values[i] > values[i - 1]:
                 assert ys[i] <= ys[i - 1]
+    # Cost with prompt caching, both sides: the table's text is the replay's figures.
+    cost = data.get("cost")
+    if cost is not None:
+        for side in ("memci", "full"):
+            shown = float(dom.text[f"cost-cached-{side}"].replace(",", ""))
+            assert abs(shown - cost[side]["cost_cached"]) <= 1
+            assert dom.text[f"tokens-{side}"] == f"{cost[side]['tokens']:,}"
+            assert dom.text[f"cached-{side}"] == f"{cost[side]['cached_tokens']:,}"
+        assert len(dom.having("polyline", "line-memci-cached")) == 1
+        assert len(dom.having("polyline", "line-full-cached")) == 1
+        assert "with cache    memci" in probe["tip"]
     embedded = json.loads(dom.text["replay-data"])
     assert embedded["memci"] == [r["memci_tokens"] for r in requests]
     assert embedded["full"] == [r["full_tokens"] for r in requests]
@@ -189,7 +200,7 @@ def _check_dom(dom: _Dom, data: dict[str, Any], probe: dict[str, Any]) -> None:
     assert found.group(2) == f"{row['seq']:,}"
     assert f"memci         {row['memci_tokens']:,} tokens" in probe["tip"]
     assert f"full history  {row['full_tokens']:,} tokens" in probe["tip"]
-    assert probe["hoverLines"] == ["visible"] * 3
+    assert probe["hoverLines"] == ["visible"] * 4
 
 
 def _check_not_blank(shot: _Shot) -> None:
@@ -308,7 +319,7 @@ def test_report_is_self_contained(tmp_path: Path) -> None:
     text = render_report(_synthetic(50), source="x.json", budget=8000)
     assert "http" not in text and "//" not in re.sub(r"<script>.*?</script>", "", text, flags=re.S)
     assert not re.search(r"""(?i)\b(src|href)\s*=|url\(|@import|<link|<img|<iframe""", text)
-    assert text.count("<svg") == 3 and "<script>" in text
+    assert text.count("<svg") == 4 and "<script>" in text
 
 
 def test_report_escapes_what_it_shows() -> None:
@@ -334,6 +345,35 @@ def test_report_without_requests_and_with_reasons(tmp_path: Path) -> None:
     assert "active chapter over its budget" in text and "lru: contents page" in text
     assert "role &#x27;exit&#x27;" in text
     assert not list(tmp_path.glob("*.partial"))
+
+
+def test_report_shows_cost_with_caching_and_losses() -> None:
+    # A short conversation: memci's own tools cost more than the history saves.
+    result = ReplayResult(requests=[
+        Request(1, 3, 400, 80, 0.1, 0, (), 0),
+        Request(2, 5, 500, 300, 0.1, 380, (), 77),
+        Request(3, 7, 600, 700, 0.1, 480, (), 297),
+        Request(4, 9, 650, 1200, 0.1, 590, (), 697),
+    ], messages=9, format="sharegpt", cached_discount=0.9, price=3.0)
+    text = render_report(result, source="chat.json")
+    dom = _Dom(text)
+    assert dom.text["cost-cached-memci"] == f"{result.memci_cached_cost:,.0f}"
+    assert dom.text["cost-cached-full"] == f"{result.full_cached_cost:,.0f}"
+    assert dom.text["cost-cached-ratio"] == (
+        f"{100 * result.memci_cached_cost / result.full_cached_cost:.1f}%")
+    assert dom.text["usd-cached-memci"] == f"${result.memci_cached_cost * 3 / 1e6:,.4f}"
+    assert "cached input 90% off" in text and "format sharegpt" in text
+    # Saved goes below zero before it climbs: a red area under the zero line, not hidden.
+    assert dom.having("polygon", "area-lost") and dom.having("polygon", "area-saved")
+    assert dom.having("line", "zero-line")
+    assert result.saved_tokens == 130 and "130 saved" in dom.text["chart-saved"]
+    # Ending below zero: said in words, and the saved figure is not shown as a gain.
+    behind = ReplayResult(requests=result.requests[:2], messages=5)
+    dom = _Dom(render_report(behind, source="chat.json"))
+    assert "520 more than the full history" in dom.text["chart-saved"]
+    assert dom.text["saved-tokens"] == "-520"
+    assert "negative" in next(a for t, a in dom.elements if a.get("id") == "saved-tokens")[
+        "class"]
 
 
 def test_long_replays_are_thinned_to_the_pixels() -> None:

@@ -41,7 +41,14 @@ from memci.errors import (
     UnknownRoleError,
     UnknownSessionError,
 )
-from memci.messages import ImagePart, Message, TextPart, ToolCallPart, ToolResultPart
+from memci.messages import (
+    ImagePart,
+    Message,
+    ReasoningPart,
+    TextPart,
+    ToolCallPart,
+    ToolResultPart,
+)
 
 __version__ = "0.1.0"
 
@@ -67,6 +74,7 @@ __all__ = [
     "MessageTooLargeError",
     "MissingExtraError",
     "OrphanToolResultError",
+    "ReasoningPart",
     "Segment",
     "Session",
     "SessionStats",

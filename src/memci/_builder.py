@@ -429,8 +429,8 @@ class ContextBuilder:
         total = (head_tokens + state_tokens + snap.tools_tokens + window_tokens
                  + retrieval_tokens + REPLY_PRIMING)
         system = self.log.system
-        full = (self.log.raw_total + ((system.tokens or 0) if system else 0)
-                + snap.tools_tokens + REPLY_PRIMING)
+        # The conversation's own full history: its messages as stored, not memci's tools.
+        full = self.log.raw_total + ((system.tokens or 0) if system else 0) + REPLY_PRIMING
         elapsed = (time.perf_counter() - started) * 1000
         stats = ContextStats(
             total_tokens=total, budget=snap.limit,

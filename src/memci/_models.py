@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-__all__ = ["DEFAULT_WINDOW", "ModelInfo", "model_info"]
+__all__ = ["DEFAULT_WINDOW", "KNOWN_MODELS", "ModelInfo", "is_known", "model_info"]
 
 DEFAULT_WINDOW = 128_000
 
@@ -59,6 +59,8 @@ _KNOWN: dict[str, ModelInfo] = {
     "qwen": ModelInfo(32_768, "openai", "estimate"),
 }
 _PREFIXES = sorted(_KNOWN, key=len, reverse=True)
+KNOWN_MODELS: tuple[str, ...] = tuple(_KNOWN)
+"""The model names (and name prefixes) memci has defaults for."""
 
 
 def model_info(model: str | None) -> ModelInfo:
@@ -69,3 +71,9 @@ def model_info(model: str | None) -> ModelInfo:
             if name.startswith(prefix):
                 return _KNOWN[prefix]
     return ModelInfo(DEFAULT_WINDOW, "openai", "estimate")
+
+
+def is_known(model: str) -> bool:
+    """Whether ``model`` is one of :data:`KNOWN_MODELS` (by prefix), not a guess."""
+    name = model.lower().rsplit("/", 1)[-1]
+    return any(name.startswith(prefix) for prefix in _PREFIXES)

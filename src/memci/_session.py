@@ -30,7 +30,7 @@ from memci._toolviews import SessionArtifacts, ToolViews, count_tool_result
 from memci.context import Context, ToolSpec
 from memci.errors import ConfigError, InvalidMessageError
 from memci.memory import DocIndex, Hit, IndexReport
-from memci.messages import Message, coerce, to_wire
+from memci.messages import Message, coerce_many, to_wire
 from memci.store import SessionRecord
 from memci.summarize import job_counts
 from memci.tokens import Tokenizer, get_tokenizer
@@ -153,11 +153,10 @@ class Session:
                 f"add_many takes a list of messages, not {type(messages).__name__}")
         limit = self.settings.max_message_bytes
         ready: list[Message] = []
-        for item in messages:
-            for message in coerce(item, max_bytes=limit):
-                tokens = (message.tokens if message.tokens is not None
-                          else count_tool_result(self.tokenizer, message))
-                ready.append(replace(message, tokens=tokens, seq=None, session=None))
+        for message in coerce_many(messages, max_bytes=limit):
+            tokens = (message.tokens if message.tokens is not None
+                      else count_tool_result(self.tokenizer, message))
+            ready.append(replace(message, tokens=tokens, seq=None, session=None))
         if not ready:
             return []
         with self._lock:

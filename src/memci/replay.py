@@ -1,42 +1,73 @@
-"""Replaying a recorded conversation or agent trace through a session.
+"""Replaying a recorded conversation or agent trace through a session, with honest figures.
 
 A replay feeds the messages one at a time and builds the context before every assistant
 message, as an agent would before calling its model, and records what memci would have
-sent against what the full history costs.
+sent against what the agent sent without memci. Files are read by :mod:`memci.traces`
+(the formats agents write; :func:`load_conversation` here).
 
-Accepted files: a JSON list of messages, JSONL (one message a line), or a JSON object
-with a ``messages`` list (and optionally a ``system`` string), such as the
-mini-swe-agent ``*.traj.json`` traces. Entries whose role is not a chat role (``exit``
-in those traces) are skipped and reported.
+The figures, and what keeps them honest:
+
+- **full history** (the baseline) is the request of an agent that sends its whole
+  conversation every time: the conversation's own messages up to that point, plus the
+  agent's own tool schemas when the file records them — never memci's tools or memci's
+  system text — counted with the session's tokenizer, the one that counts memci's
+  request. It depends on the file and the model only: two replays with different
+  strategies or budgets report the same baseline;
+- **memci** is what memci's context costs, plus the agent's tool schemas (the agent
+  sends them beside memci's context); saved = full history − memci;
+- **with prompt caching**: providers bill input that repeats the start of the previous
+  request at a discount (OpenAI: 50% off; Anthropic cache reads: 90% off). memci's cached
+  part is the prefix identical to its previous request (``prefix_tokens``); the full
+  history's is the whole previous request, since it only grows. Cost is counted in
+  input-token equivalents (a cached token costs ``1 − discount``), the same for both;
+  output is the same for both and left out. The cache is taken as ideal (every repeated
+  prefix hits; no minimum length, no expiry, no write premium), for both alike.
+
+Nothing is stored unless every message of the file can be: all are checked first.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
+from memci._models import model_info
 from memci.engine import Session
 from memci.errors import InvalidFileError, MemciError
+from memci.messages import coerce
+from memci.tokens import Tokenizer, count_messages
+from memci.traces import Trace, read_trace
 
-__all__ = ["Conversation", "ReplayResult", "Request", "load_conversation", "replay"]
+__all__ = ["CACHED_DISCOUNTS", "ReplayResult", "Request", "cached_discount",
+           "load_conversation", "replay", "tool_tokens"]
 
-_CHAT_ROLES = frozenset({"system", "developer", "user", "assistant", "tool"})
+CACHED_DISCOUNTS: Mapping[str, float] = {"openai": 0.5, "anthropic": 0.9}
+"""The share of the input price taken off cached input, per provider (published prices:
+OpenAI's cached input at half price, Anthropic's cache reads at a tenth)."""
 
 
-@dataclass(frozen=True, slots=True)
-class Conversation:
-    """The chat messages of a file, and notes on what was skipped."""
+def cached_discount(model: str | None) -> float:
+    """The cached-input discount of ``model``'s provider (OpenAI's when unknown)."""
+    return CACHED_DISCOUNTS.get(model_info(model).provider, CACHED_DISCOUNTS["openai"])
 
-    messages: list[dict[str, Any]]
-    skipped: list[str]
+
+def tool_tokens(tokenizer: Tokenizer, tools: Sequence[Mapping[str, Any]]) -> int:
+    """Tokens of tool schemas in a request, counted as memci counts its own tools."""
+    if not tools:
+        return 0
+    return tokenizer.count(json.dumps(list(tools))) + 4 * len(tools)
 
 
 @dataclass(frozen=True, slots=True)
 class Request:
-    """One build during a replay: what memci sends against the whole history."""
+    """One build during a replay: what memci sends against the whole history.
+
+    ``prefix_tokens`` is the start of memci's request that repeats its previous request
+    (what a prompt cache reuses); ``full_cached_tokens`` the same for the full history.
+    """
 
     number: int
     seq: int
@@ -45,15 +76,26 @@ class Request:
     build_ms: float
     prefix_tokens: int
     events: tuple[str, ...] = ()
+    full_cached_tokens: int = 0
+
+
+def _cost(tokens: int, cached: int, discount: float) -> float:
+    return tokens - discount * cached
 
 
 @dataclass(slots=True)
 class ReplayResult:
-    """Every request of a replay, with totals."""
+    """Every request of a replay, with totals; costs use ``cached_discount``."""
 
-    requests: list[Request] = field(default_factory=list)
-    skipped: list[str] = field(default_factory=list)
+    requests: list[Request] = field(default_factory=list[Request])
+    skipped: list[str] = field(default_factory=list[str])
     messages: int = 0
+    format: str = ""
+    tools_tokens: int = 0
+    """Tokens of the agent's own tool schemas, in every request of both sides."""
+    cached_discount: float = CACHED_DISCOUNTS["openai"]
+    price: float | None = None
+    """USD per million input tokens, when given: costs are also shown in dollars."""
 
     @property
     def memci_tokens(self) -> int:
@@ -70,92 +112,142 @@ class ReplayResult:
         """Tokens saved against sending the full history every time."""
         return self.full_tokens - self.memci_tokens
 
+    @property
+    def memci_cached_tokens(self) -> int:
+        """memci's tokens that repeat its previous request (billed at the discount)."""
+        return sum(r.prefix_tokens for r in self.requests)
+
+    @property
+    def full_cached_tokens(self) -> int:
+        """The full history's tokens that repeat its previous request."""
+        return sum(r.full_cached_tokens for r in self.requests)
+
+    def memci_cost(self, request: Request) -> float:
+        """One memci request's cost with prompt caching, in input-token equivalents."""
+        return _cost(request.memci_tokens, request.prefix_tokens, self.cached_discount)
+
+    def full_cost(self, request: Request) -> float:
+        """One full-history request's cost with prompt caching, in input-token equivalents."""
+        return _cost(request.full_tokens, request.full_cached_tokens, self.cached_discount)
+
+    @property
+    def memci_cached_cost(self) -> float:
+        """memci's cost over all requests with prompt caching (input-token equivalents)."""
+        return sum(self.memci_cost(r) for r in self.requests)
+
+    @property
+    def full_cached_cost(self) -> float:
+        """The full history's cost over all requests with prompt caching."""
+        return sum(self.full_cost(r) for r in self.requests)
+
+    def dollars(self, tokens: float) -> float | None:
+        """``tokens`` (or token equivalents) in USD at :attr:`price`, if one was given."""
+        return None if self.price is None else tokens * self.price / 1e6
+
     def to_json(self) -> dict[str, Any]:
         """The result as a JSON-ready dict."""
+        d = self.cached_discount
+
+        def side(tokens: int, cached: int, cost: float) -> dict[str, Any]:
+            out: dict[str, Any] = {"tokens": tokens, "cached_tokens": cached,
+                                   "cost_cached": round(cost, 1)}
+            if self.price is not None:
+                out["usd"] = round(tokens * self.price / 1e6, 8)
+                out["usd_cached"] = round(cost * self.price / 1e6, 8)
+            return out
+
+        memci, full = self.memci_cached_cost, self.full_cached_cost
         return {
+            "format": self.format,
             "messages": self.messages,
             "skipped": self.skipped,
+            "tools_tokens": self.tools_tokens,
             "requests": [
                 {"request": r.number, "seq": r.seq, "memci_tokens": r.memci_tokens,
                  "full_tokens": r.full_tokens, "build_ms": round(r.build_ms, 3),
-                 "prefix_tokens": r.prefix_tokens, "events": list(r.events)}
+                 "prefix_tokens": r.prefix_tokens,
+                 "full_cached_tokens": r.full_cached_tokens,
+                 "memci_cost_cached": round(self.memci_cost(r), 1),
+                 "full_cost_cached": round(self.full_cost(r), 1),
+                 "events": list(r.events)}
                 for r in self.requests
             ],
             "totals": {"requests": len(self.requests), "memci_tokens": self.memci_tokens,
                        "full_tokens": self.full_tokens, "saved_tokens": self.saved_tokens},
+            "cost": {
+                "cached_discount": d, "price_per_million": self.price,
+                "unit": "input-token equivalents (a cached token costs 1 - cached_discount)",
+                "memci": side(self.memci_tokens, self.memci_cached_tokens, memci),
+                "full": side(self.full_tokens, self.full_cached_tokens, full),
+                "ratio": _ratio(self.memci_tokens, self.full_tokens),
+                "ratio_cached": _ratio(memci, full),
+                "saved_cached": round(full - memci, 1),
+            },
         }
 
 
-def load_conversation(path: Path) -> Conversation:
-    """Read a conversation file; raise :class:`InvalidFileError` saying what is wrong."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise InvalidFileError(f"cannot read {path}: {exc.strerror or exc}") from exc
-    except UnicodeDecodeError as exc:
-        raise InvalidFileError(f"{path} is not UTF-8 text: {exc}") from exc
-    data: Any
-    try:
-        data = json.loads(text)
-    except ValueError:
-        data = []
-        for number, line in enumerate(text.splitlines(), start=1):
-            if not line.strip():
-                continue
-            try:
-                data.append(json.loads(line))
-            except ValueError as exc:
-                raise InvalidFileError(
-                    f"{path} is neither JSON nor JSONL (line {number}: {exc})"
-                ) from exc
-    raw: list[Any]
-    system: Any = None
-    if isinstance(data, dict):
-        data = cast(dict[str, Any], data)
-        if not isinstance(data.get("messages"), list):
-            raise InvalidFileError(f"{path}: a JSON object must have a 'messages' list")
-        raw, system = data["messages"], data.get("system")
-    elif isinstance(data, list):
-        raw = data
-    else:
-        raise InvalidFileError(f"{path}: expected a list of messages or an object with one")
-    messages: list[dict[str, Any]] = []
-    skipped: list[str] = []
-    if isinstance(system, str) and system:
-        messages.append({"role": "system", "content": system})
-    for number, item in enumerate(raw, start=1):
-        if not isinstance(item, dict):
-            raise InvalidFileError(f"{path}: message {number} is not an object")
-        role = cast(dict[str, Any], item).get("role")
-        if role not in _CHAT_ROLES:
-            skipped.append(f"message {number}: role {role!r} is not a chat role, skipped")
-            continue
-        messages.append(cast(dict[str, Any], item))
-    return Conversation(messages, skipped)
+def _ratio(part: float, whole: float) -> float | None:
+    return round(part / whole, 4) if whole else None
+
+
+def load_conversation(
+    path: Path, *, format: str | None = None, item: int | None = None,
+) -> Trace:
+    """Read a trace file (any format :mod:`memci.traces` knows, or ``format``)."""
+    return read_trace(path, format=format, item=item)
 
 
 def replay(
     session: Session,
-    messages: Sequence[dict[str, Any]],
+    messages: Sequence[Mapping[str, Any]],
     *,
     budget: int | None = None,
+    tools: Sequence[Mapping[str, Any]] = (),
+    origins: Sequence[str] | None = None,
     progress: Callable[[int], None] | None = None,
 ) -> ReplayResult:
-    """Feed ``messages`` into ``session``, building before every assistant message."""
-    result = ReplayResult()
+    """Feed ``messages`` into ``session``, building before every assistant message.
+
+    ``tools`` are the agent's own tool schemas (OpenAI form), counted on both sides;
+    ``origins`` say where each message came from, for errors. Every message is checked
+    before the first is stored: a bad one raises :class:`InvalidFileError` naming it.
+    """
+    def where(number: int) -> str:
+        return origins[number - 1] if origins and number <= len(origins) else \
+            f"message {number}"
+
+    limit = session.settings.max_message_bytes
+    for number, message in enumerate(messages, start=1):
+        try:
+            coerce(message, max_bytes=limit)
+        except MemciError as exc:
+            raise InvalidFileError(f"{where(number)}: {exc}") from exc
+    tokenizer = session.tokenizer
+    result = ReplayResult(tools_tokens=tool_tokens(tokenizer, tools))
+    priming = count_messages(tokenizer, ())  # once per request: the reply's header
+    history = 0  # tokens of the conversation's own messages so far
+    previous = 0  # the full history's previous request, less its reply header
     for number, message in enumerate(messages, start=1):
         if message.get("role") == "assistant" and result.messages:
             ctx = session.build(budget=budget)
+            agent_tools = result.tools_tokens
+            first = not result.requests
             result.requests.append(Request(
                 number=len(result.requests) + 1, seq=number,
-                memci_tokens=ctx.stats.total_tokens, full_tokens=ctx.stats.full_tokens,
-                build_ms=ctx.stats.build_ms, prefix_tokens=ctx.stats.prefix_tokens,
-                events=ctx.stats.events,
+                memci_tokens=ctx.stats.total_tokens + agent_tools,
+                full_tokens=agent_tools + history + priming,
+                build_ms=ctx.stats.build_ms,
+                # The agent's tools come first in its request and never change.
+                prefix_tokens=ctx.stats.prefix_tokens + (0 if first else agent_tools),
+                events=ctx.stats.events, full_cached_tokens=previous,
             ))
+            previous = agent_tools + history
         try:
-            session.add(message)
+            stored = session.add_many([message])
         except MemciError as exc:
-            raise InvalidFileError(f"message {number}: {exc}") from exc
+            raise InvalidFileError(f"{where(number)}: {exc}") from exc
+        history += sum(m.tokens if m.tokens is not None else tokenizer.count_message(m)
+                       for m in stored)
         result.messages += 1
         if progress is not None:
             progress(number)

@@ -4,7 +4,9 @@
 :func:`write_report` writes it atomically. The page shows a summary, tokens per request
 (memci against the full history, with the budget), the cumulative tokens saved, the share
 of every request that repeats the previous one (what a provider's prompt cache reuses),
-archive / recall / eviction events on the same request axis, and a table of the events.
+the cost per request with prompt caching (both sides cached alike, see
+:mod:`memci.replay`), archive / recall / eviction events on the same request axis, and a
+table of the events.
 
 Invariants: the file loads nothing from anywhere (no scripts, styles, fonts or images from
 elsewhere), so it works offline and can be mailed; every figure drawn can also be read as
@@ -35,6 +37,7 @@ COLORS: Mapping[str, str] = {
     "budget": "#6b7280",
     "saved": "#86efac",
     "saved_line": "#16a34a",
+    "lost": "#fca5a5",
     "prefix": "#a78bfa",
     "prefix_mean": "#6d28d9",
     "archive": "#0891b2",
@@ -124,6 +127,7 @@ class _Frame:
     bottom: int  # the plot's lower edge (y)
     n: int
     y_max: float
+    y_min: float = 0.0
 
     def x(self, request: float) -> float:
         """The x of request ``request`` (requests sit at the middle of their slot)."""
@@ -131,8 +135,9 @@ class _Frame:
         return self.left + (request - 0.5) * span / self.n
 
     def y(self, value: float) -> float:
-        """The y of ``value`` (0 at the bottom of the plot)."""
-        return self.bottom - value * (self.bottom - self.top) / (self.y_max or 1)
+        """The y of ``value`` (``y_min``, 0 unless values go below, at the plot's bottom)."""
+        return self.bottom - (value - self.y_min) * (self.bottom - self.top) / (
+            (self.y_max - self.y_min) or 1)
 
     @property
     def slot(self) -> float:
@@ -273,27 +278,61 @@ def _tokens_chart(result: ReplayResult, events: Sequence[_Event], budget: int | 
     return _svg(f, "tokens", body, "tokens per request, memci against the full history")
 
 
+def _side(frame: _Frame, values: Sequence[float], sign: int) -> str:
+    """Polyline points of the part of ``values`` on one side of zero (the rest at zero).
+
+    Where the line crosses zero a point is added at the crossing, so the areas of the two
+    sides meet there; past ~2 points per pixel the crossings are below a pixel and the
+    thinned line is clipped instead.
+    """
+    clipped = [max(0.0, v * sign) * sign for v in values]
+    if len(values) > 2 * (frame.width - frame.left - frame.right):
+        return _points(frame, clipped)
+    pairs: list[tuple[float, float]] = []
+    for i, v in enumerate(values):
+        if i and (values[i - 1] < 0 < v or v < 0 < values[i - 1]):
+            t = values[i - 1] / (values[i - 1] - v)  # where the segment meets zero
+            pairs.append((frame.x(i + t), frame.y(0)))
+        pairs.append((frame.x(i + 1), frame.y(clipped[i])))
+    return " ".join(f"{_f(x)},{_f(y)}" for x, y in pairs)
+
+
 def _saved_chart(result: ReplayResult) -> str:
-    """The cumulative tokens saved against sending the full history every time."""
+    """The cumulative tokens saved against sending the full history every time.
+
+    Below zero (memci sent more than the full history: its own tools and sections
+    outweigh a short conversation) the area is drawn in red, under the zero line.
+    """
     reqs = result.requests
     running, cumulative = 0, []
     for r in reqs:
         running += r.full_tokens - r.memci_tokens
         cumulative.append(running)
-    top = max([*cumulative, 0])
-    y_ticks = nice_ticks(0, top, 4, cover=True) if top > 0 else [0.0, 1.0]
-    f = _Frame(570, 236, 64, 16, 22, 192, len(reqs), y_ticks[-1])
-    body = _axes(f, y_ticks if top > 0 else [0.0], "tokens saved", _short, f.height - 22)
-    line = _points(f, [max(0, v) for v in cumulative])
+    top, bottom = max([*cumulative, 0]), min([*cumulative, 0])
+    y_ticks = nice_ticks(bottom, top, 4, cover=True) if top > bottom else [0.0, 1.0]
+    if y_ticks[0] > bottom:  # cover the lowest value too, one step down
+        y_ticks.insert(0, 2 * y_ticks[0] - y_ticks[1])
+    f = _Frame(570, 236, 64, 16, 22, 192, len(reqs), y_ticks[-1], y_ticks[0])
+    body = _axes(f, y_ticks, "tokens saved", _short, f.height - 22)
+    zero = _f(f.y(0))
     first, last = _f(f.x(1)), _f(f.x(len(reqs)))
-    body.append(f'<polygon class="area-saved" fill="{COLORS["saved"]}" '
-                f'points="{first},{f.bottom} {line} {last},{f.bottom}"/>')
+    for key, sign in (("saved", 1), ("lost", -1)):
+        if any(v * sign > 0 for v in cumulative):
+            body.append(f'<polygon class="area-{key}" fill="{COLORS[key]}" '
+                        f'points="{first},{zero} {_side(f, cumulative, sign)} {last},{zero}"/>')
+    if bottom < 0:
+        body.append(f'<line class="zero-line" x1="{f.left}" x2="{f.width - f.right}" '
+                    f'y1="{zero}" y2="{zero}"/>')
     body.append(f'<polyline class="series line-saved" fill="none" '
-                f'stroke="{COLORS["saved_line"]}" points="{line}"/>')
+                f'stroke="{COLORS["saved_line"]}" points="{_points(f, cumulative)}"/>')
+    end_y = f.y(running) - 8 if running >= 0 else f.y(running) + 16
     if running > 0:
         body.append(f'<text class="end-label" x="{_f(f.x(len(reqs)) - 4)}" '
-                    f'y="{_f(f.y(max(0, running)) - 8)}" text-anchor="end">'
-                    f'{running:,} saved</text>')
+                    f'y="{_f(end_y)}" text-anchor="end">{running:,} saved</text>')
+    elif running < 0:
+        body.append(f'<text class="end-label" x="{_f(f.x(len(reqs)) - 4)}" '
+                    f'y="{_f(min(end_y, f.bottom - 4))}" text-anchor="end">{-running:,} more '
+                    "than the full history</text>")
     else:
         body.append(f'<text class="empty-note" x="{_f((f.left + f.width - f.right) / 2)}" '
                     f'y="{_f((f.top + f.bottom) / 2)}" text-anchor="middle">nothing saved: '
@@ -338,6 +377,51 @@ def _prefix_chart(shares: Sequence[float]) -> str:
     return _svg(f, "prefix", body, "reusable prefix share per request")
 
 
+def _cost_chart(result: ReplayResult) -> str:
+    """Each request's cost with prompt caching: memci against the full history."""
+    reqs = result.requests
+    memci = [result.memci_cost(r) for r in reqs]
+    full = [result.full_cost(r) for r in reqs]
+    y_ticks = nice_ticks(0, max([*memci, *full, 1.0]), 4, cover=True)
+    f = _Frame(1160, 236, 80, 24, 14, 192, len(reqs), y_ticks[-1])
+    body = _axes(f, y_ticks, "token equivalents", _short, f.height - 22)
+    for key, values in (("full", full), ("memci", memci)):
+        body.append(f'<polyline class="series line-{key}-cached" fill="none" '
+                    f'stroke="{COLORS[key]}" points="{_points(f, values)}"/>')
+    body.append(_hover(f, "cost"))
+    return _svg(f, "cost", body, "cost per request with prompt caching, memci against the "
+                "full history")
+
+
+def _cost_table(result: ReplayResult) -> str:
+    """Totals with and without prompt caching, as text (the cost chart's numbers)."""
+    rows: list[tuple[str, str, float, float, bool]] = [
+        ("tokens", "input tokens, no cache", result.memci_tokens, result.full_tokens, True),
+        ("cached", "of which cached", result.memci_cached_tokens, result.full_cached_tokens,
+         False),
+        ("cost-cached", "cost with cache (token equivalents)", result.memci_cached_cost,
+         result.full_cached_cost, True),
+    ]
+    if result.price is not None:
+        rows += [("usd", "USD, no cache", result.dollars(result.memci_tokens) or 0.0,
+                  result.dollars(result.full_tokens) or 0.0, True),
+                 ("usd-cached", "USD with cache", result.dollars(result.memci_cached_cost)
+                  or 0.0, result.dollars(result.full_cached_cost) or 0.0, True)]
+    body = []
+    for ident, label, memci, full, saved in rows:
+        def fmt(value: float, usd: bool = ident.startswith("usd")) -> str:
+            return f"${value:,.4f}" if usd else f"{value:,.0f}"
+
+        body.append(f'<tr id="row-{ident}"><td>{html.escape(label)}</td>'
+                    f'<td class="num" id="{ident}-memci">{fmt(memci)}</td>'
+                    f'<td class="num" id="{ident}-full">{fmt(full)}</td>'
+                    f'<td class="num" id="{ident}-ratio">{_pct(memci, full)}</td>'
+                    f'<td class="num">{fmt(full - memci) if saved else ""}</td></tr>')
+    return ('<table class="totals"><thead><tr><th></th><th class="num">memci</th>'
+            '<th class="num">full history</th><th class="num">memci / full</th>'
+            f'<th class="num">saved</th></tr></thead><tbody>{"".join(body)}</tbody></table>')
+
+
 # -- the page ----------------------------------------------------------------------------
 
 
@@ -362,16 +446,23 @@ def render_report(
     saved_pct = 100 * saved / full if full else 0.0
     counts = {k: sum(1 for e in found if e.kind == k) for k in _KINDS}
     e = html.escape
-    settings = [f"budget {budget:,} tokens" if budget else "", f"strategy {strategy}"
-                if strategy else "", f"model {model}" if model else ""]
+    discount = f"{100 * result.cached_discount:g}%"
+    cached_full, cached_memci = result.full_cached_cost, result.memci_cached_cost
+    cached_pct = 100 * (cached_full - cached_memci) / cached_full if cached_full else 0.0
+    settings = [f"format {result.format}" if result.format else "",
+                f"budget {budget:,} tokens" if budget else "", f"strategy {strategy}"
+                if strategy else "", f"model {model}" if model else "",
+                f"cached input {discount} off"]
     subtitle = " · ".join(s for s in [*settings, time.strftime("generated %Y-%m-%d %H:%M UTC",
                                                                 time.gmtime())] if s)
     cards = [
         ("messages", f"{result.messages:,}", "replayed", "messages"),
         ("requests", f"{len(reqs):,}", "context builds", "requests"),
         ("memci sent", f"{sent:,}", f"tokens · {_pct(sent, full)} of full", "memci-tokens"),
-        ("full history", f"{full:,}", "tokens if all were sent", "full-tokens"),
+        ("full history", f"{full:,}", "tokens: its own messages and tools", "full-tokens"),
         ("saved", f"{saved:,}", f"tokens · {saved_pct:.1f}%", "saved-tokens"),
+        ("saved with cache", f"{cached_full - cached_memci:,.0f}",
+         f"token equivalents · {cached_pct:.1f}%", "saved-cached"),
         ("reusable prefix", f"{100 * mean_share:.0f}%", "mean per request", "mean-prefix"),
     ]
     parts = [_HEAD.replace("$TITLE", e(f"memci replay · {source}")),
@@ -380,7 +471,8 @@ def render_report(
              f'<p class="sub">{e(subtitle)}</p><section class="cards">']
     for label, value, note, ident in cards:
         parts.append(f'<div class="stat"><div class="label">{e(label)}</div>'
-                     f'<div class="value" id="{ident}">{e(value)}</div>'
+                     f'<div class="value{" negative" * value.startswith("-")}" '
+                     f'id="{ident}">{e(value)}</div>'
                      f'<div class="note">{e(note)}</div></div>')
     numbers = " · ".join(f'<span style="color:{COLORS[k]}">{counts[k]:,}</span>' for k in _KINDS)
     parts.append(f'<div class="stat"><div class="label">events</div><div class="value" '
@@ -397,14 +489,24 @@ def render_report(
             *[(k, "box", f"{k} ({counts[k]})") for k in _KINDS],
         ], _tokens_chart(result, found, budget)))
         parts.append('<div class="row">')
+        running, behind = 0, False
+        for r in reqs:
+            running += r.full_tokens - r.memci_tokens
+            behind = behind or running < 0
         parts.append(_card("saved", "Cumulative tokens saved", [
-            ("saved", "box", f"saved vs the full history ({saved_pct:.1f}%)")],
+            ("saved", "box", f"saved vs the full history ({saved_pct:.1f}%)"),
+            *([("lost", "box", "memci sent more")] if behind else [])],
             _saved_chart(result)))
         parts.append(_card("prefix", "Reusable prefix per request", [
             ("prefix", "box", "share of the request"),
             *([("prefix_mean", "line", "moving mean")] if len(reqs) >= 80 else [])],
             _prefix_chart(shares)))
         parts.append("</div>")
+        parts.append(_card("cost", f"Cost per request with prompt caching (cached input "
+                           f"{discount} off)", [
+            ("memci", "line", f"memci ({cached_memci:,.0f} in all)"),
+            ("full", "line", f"full history ({cached_full:,.0f})")],
+            _cost_chart(result) + _cost_table(result)))
     parts.append(_events_table(found))
     parts.append(_requests_table(result, shares))
     if result.skipped:
@@ -413,6 +515,8 @@ def render_report(
     parts.append(f'<footer>memci {e(__version__)} · one self-contained file: it loads nothing '
                  "and works offline</footer></main>")
     data = {"memci": [r.memci_tokens for r in reqs], "full": [r.full_tokens for r in reqs],
+            "memci_cost": [round(result.memci_cost(r), 1) for r in reqs],
+            "full_cost": [round(result.full_cost(r), 1) for r in reqs],
             "prefix": [round(100 * s, 1) for s in shares], "seq": [r.seq for r in reqs],
             "events": [list(r.events) for r in reqs]}
     parts.append('<script id="replay-data" type="application/json">'
@@ -430,7 +534,7 @@ def write_report(path: Path, result: ReplayResult, **options: Any) -> Path:
     return path
 
 
-def _pct(part: int, whole: int) -> str:
+def _pct(part: float, whole: float) -> str:
     return f"{100 * part / whole:.1f}%" if whole else "-"
 
 
@@ -495,7 +599,7 @@ header .file { display: inline-block; margin: 0 0 0 12px; }
 code { font: 13px ui-monospace, "DejaVu Sans Mono", monospace; background: #eef0f3;
   padding: 1px 6px; border-radius: 4px; }
 header .sub { color: var(--muted); margin: 2px 0 10px; font-size: 12px; }
-.cards { display: grid; grid-template-columns: repeat(7, 1fr); gap: 10px; }
+.cards { display: grid; grid-template-columns: repeat(8, 1fr); gap: 10px; }
 .stat { background: var(--card); border: 1px solid var(--line); border-radius: 8px;
   padding: 6px 12px; }
 .stat .label { color: var(--muted); font-size: 11px; text-transform: uppercase;
@@ -504,7 +608,9 @@ header .sub { color: var(--muted); margin: 2px 0 10px; font-size: 12px; }
   white-space: nowrap; }
 #event-counts { font-size: 18px; }
 .stat .note { color: var(--muted); font-size: 11px; }
-#saved-tokens { color: #15803d; }
+#saved-tokens, #saved-cached { color: #15803d; }
+.stat .value.negative { color: #b91c1c; }
+table.totals { width: auto; min-width: 60%; margin: 4px 0 10px; }
 .card { background: var(--card); border: 1px solid var(--line); border-radius: 8px;
   padding: 8px 12px 2px; margin-top: 10px; }
 .card h2 { font-size: 15px; margin: 0; }
@@ -531,6 +637,7 @@ svg .line-prefix-mean { stroke-width: 2; }
 svg .budget { stroke-dasharray: 6 4; stroke-width: 1.5; }
 svg .budget-label, svg .end-label { font-size: 12px; fill: #374151; font-weight: 600;
   paint-order: stroke; stroke: #fff; stroke-width: 4px; stroke-linejoin: round; }
+svg .zero-line { stroke: #6b7280; stroke-width: 1; }
 svg .mean-line { stroke: #4c1d95; stroke-dasharray: 4 3; stroke-width: 1.2; }
 svg .event-guide { stroke: #67e8f9; stroke-width: 1; stroke-dasharray: 2 3; }
 svg .lane { stroke: #eceef1; }
@@ -586,7 +693,8 @@ _SCRIPT = """
       'memci         ' + fmt(data.memci[i]) + ' tokens',
       'full history  ' + fmt(data.full[i]) + ' tokens',
       'saved so far  ' + fmt(saved[i]) + ' tokens',
-      'prefix reused ' + data.prefix[i] + '%'];
+      'prefix reused ' + data.prefix[i] + '%',
+      'with cache    memci ' + fmt(data.memci_cost[i]) + ' · full ' + fmt(data.full_cost[i])];
     if (data.events[i].length) { lines.push(data.events[i].join(', ')); }
     tip.textContent = lines.join('\\n');
     tip.style.display = 'block';

@@ -1,8 +1,8 @@
 """What a build returns: the messages to send, memci's tools, and the build's figures.
 
-A :class:`Context` is a value made by ``session.build()``. ``to_openai()`` and
-``to_anthropic()`` give request-ready payloads; metadata and store identity never appear
-in them.
+A :class:`Context` is a value made by ``session.build()``. ``to_openai()``,
+``to_anthropic()`` and ``to_responses()`` give request-ready payloads; metadata and store
+identity never appear in them.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from memci.messages import Message, to_anthropic, to_openai
+from memci.messages import Message, to_anthropic, to_openai, to_responses
 
 __all__ = ["SEGMENTS", "Context", "ContextStats", "Segment", "ToolSpec"]
 
@@ -37,6 +37,16 @@ class ToolSpec:
         """The tool as an Anthropic Messages ``tools`` entry."""
         return {"name": self.name, "description": self.description,
                 "input_schema": dict(self.parameters)}
+
+    def to_responses(self) -> dict[str, Any]:
+        """The tool as an OpenAI Responses ``tools`` entry (a function tool).
+
+        ``strict`` is sent as false: the Responses API takes a function as strict unless
+        told otherwise, and a strict schema must list every property as required, which
+        tools with optional arguments do not.
+        """
+        return {"type": "function", "name": self.name, "description": self.description,
+                "parameters": dict(self.parameters), "strict": False}
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,4 +129,19 @@ class Context:
             out["system"] = system
         if self.tools:
             out["tools"] = [t.to_anthropic() for t in self.tools]
+        return out
+
+    def to_responses(self) -> dict[str, Any]:
+        """``{"input": [...], "tools": [...], "instructions": ...}`` for ``responses.create``.
+
+        The system messages are joined into ``instructions``; reasoning items go back
+        right before the items they belong to (see :func:`memci.messages.to_responses`).
+        ``instructions`` and ``tools`` are left out when empty.
+        """
+        instructions, items = to_responses(self.messages)
+        out: dict[str, Any] = {"input": items}
+        if instructions is not None:
+            out["instructions"] = instructions
+        if self.tools:
+            out["tools"] = [t.to_responses() for t in self.tools]
         return out

@@ -1,7 +1,9 @@
 """Messages: the provider-neutral :class:`Message`, its parts, and the codecs.
 
-- read: :func:`coerce` (any accepted form), :func:`from_openai`, :func:`from_anthropic`;
-- write: :func:`to_openai`, :func:`to_anthropic`;
+- read: :func:`coerce` (any accepted form), :func:`coerce_many` (a batch, in which the
+  items of an OpenAI Responses turn make one assistant message), :func:`from_openai`,
+  :func:`from_anthropic`;
+- write: :func:`to_openai`, :func:`to_anthropic`, :func:`to_responses`;
 - store and export: :func:`to_wire`, :func:`from_wire`.
 """
 
@@ -10,6 +12,7 @@ from memci.messages._model import (
     ImagePart,
     Message,
     Part,
+    ReasoningPart,
     Role,
     TextPart,
     ToolCallPart,
@@ -18,11 +21,13 @@ from memci.messages._model import (
 from memci.messages._parse import (
     DEFAULT_MAX_BYTES,
     coerce,
+    coerce_many,
     from_anthropic,
     from_openai,
     parse_timestamp,
     validate,
 )
+from memci.messages._responses import to_responses
 from memci.messages._wire import dumps_parts, from_wire, loads_parts, to_wire
 from memci.messages._write import (
     ANTHROPIC_OPENER,
@@ -40,11 +45,13 @@ __all__ = [
     "ImagePart",
     "Message",
     "Part",
+    "ReasoningPart",
     "Role",
     "TextPart",
     "ToolCallPart",
     "ToolResultPart",
     "coerce",
+    "coerce_many",
     "dumps_parts",
     "from_anthropic",
     "from_openai",
@@ -54,6 +61,7 @@ __all__ = [
     "to_anthropic",
     "to_openai",
     "to_openai_message",
+    "to_responses",
     "to_wire",
     "validate",
 ]

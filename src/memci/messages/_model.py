@@ -9,12 +9,20 @@ Parts are plain frozen dataclasses with a ``kind`` discriminator:
 - :class:`TextPart` — text;
 - :class:`ImagePart` — a reference to an image (URL or ``data:`` URI), never the pixels;
 - :class:`ToolCallPart` — an assistant's call: id, name, arguments as JSON text of an object;
-- :class:`ToolResultPart` — a tool's answer to a call id, with ``is_error``.
+- :class:`ToolResultPart` — a tool's answer to a call id, with ``is_error``;
+- :class:`ReasoningPart` — a reasoning model's reasoning item (OpenAI Responses), kept to
+  be passed back to that API as it came, never shown as text.
+
+A text or tool call part of an assistant message may carry ``item_id``: the id of the
+OpenAI Responses item it came in (``msg_…``, ``fc_…``). It is identity, not content: the
+Responses writer sends it only beside the reasoning item that item followed, and no other
+writer sends it.
 
 Invariants checked by :func:`memci.messages.validate` (which every reader runs): a tool
 message carries exactly one tool result and nothing else; only assistant messages carry
-tool calls, each with a non-empty id and name, unique within the message, and arguments
-that are JSON text of an object; only user messages carry images; text is valid Unicode.
+tool calls, reasoning and item ids; tool calls have a non-empty id and name, unique within
+the message, and arguments that are JSON text of an object; only user messages carry
+images; text is valid Unicode.
 """
 
 from __future__ import annotations
@@ -30,6 +38,7 @@ __all__ = [
     "ImagePart",
     "Message",
     "Part",
+    "ReasoningPart",
     "Role",
     "TextPart",
     "ToolCallPart",
@@ -44,10 +53,11 @@ _EMPTY: Mapping[str, Any] = MappingProxyType({})
 
 @dataclass(frozen=True, slots=True)
 class TextPart:
-    """Plain text."""
+    """Plain text; ``item_id`` is the Responses message item it came in, if any."""
 
     text: str
     kind: Literal["text"] = "text"
+    item_id: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,12 +72,17 @@ class ImagePart:
 
 @dataclass(frozen=True, slots=True)
 class ToolCallPart:
-    """One tool call made by the assistant; ``arguments`` is JSON text of an object."""
+    """One tool call made by the assistant; ``arguments`` is JSON text of an object.
+
+    ``id`` is the call id a result answers (Responses ``call_id``); ``item_id`` the
+    Responses ``function_call`` item's own id (``fc_…``), if it came in one.
+    """
 
     id: str
     name: str
     arguments: str = "{}"
     kind: Literal["tool_call"] = "tool_call"
+    item_id: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,7 +95,24 @@ class ToolResultPart:
     kind: Literal["tool_result"] = "tool_result"
 
 
-Part: TypeAlias = TextPart | ImagePart | ToolCallPart | ToolResultPart
+@dataclass(frozen=True, slots=True)
+class ReasoningPart:
+    """A reasoning item of the OpenAI Responses API, kept to be passed back as it came.
+
+    ``id`` is the item's id (``rs_…``), ``summary`` its summary texts, ``encrypted_content``
+    the opaque reasoning that a stateless request (``store=false``) must send back, and
+    ``content`` its reasoning texts when the model gave them. It is not the message's
+    text: only the Responses writer sends it, right before the item that followed it.
+    """
+
+    id: str
+    summary: tuple[str, ...] = ()
+    encrypted_content: str | None = None
+    content: tuple[str, ...] = ()
+    kind: Literal["reasoning"] = "reasoning"
+
+
+Part: TypeAlias = TextPart | ImagePart | ToolCallPart | ToolResultPart | ReasoningPart
 
 
 @dataclass(frozen=True, slots=True)

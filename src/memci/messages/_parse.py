@@ -4,7 +4,9 @@ One tolerant reader understands the content blocks of both providers, so a calle
 hand memci whatever its agent has: an OpenAI Chat Completions message, an Anthropic
 Messages message (one Anthropic user message with ``tool_result`` blocks becomes one memci
 tool message per result, then the user's text), a response object of the official SDKs
-(duck-typed through ``model_dump``; memci does not import them), or a :class:`Message`.
+(duck-typed through ``model_dump``; memci does not import them), a :class:`Message`, or
+OpenAI Responses items (read by :mod:`memci.messages._responses`; in a batch read by
+:func:`coerce_many`, the items of one assistant turn make one assistant message).
 
 Everything read is checked before anything is stored, in every form (a :class:`Message`
 built by hand included, whose every field is type-checked): roles, parts, tool arguments
@@ -45,15 +47,26 @@ from memci.messages._model import (
     ImagePart,
     Message,
     Part,
+    ReasoningPart,
     Role,
     TextPart,
     ToolCallPart,
     ToolResultPart,
 )
+from memci.messages._responses import (
+    TurnItem,
+    Turns,
+    item_kind,
+    read_output,
+    read_turn_item,
+    response_output,
+    with_item_id,
+)
 
 __all__ = [
     "DEFAULT_MAX_BYTES",
     "coerce",
+    "coerce_many",
     "from_anthropic",
     "from_openai",
     "parse_timestamp",
@@ -84,13 +97,32 @@ def coerce(obj: object, *, max_bytes: int = DEFAULT_MAX_BYTES) -> list[Message]:
     """Read one message in any accepted form; return the memci messages it holds.
 
     Most inputs give one message; an Anthropic user message that carries tool results
-    gives one tool message per result followed by the user's own text, if any.
+    gives one tool message per result followed by the user's own text, if any. A list
+    of OpenAI Responses items, or a Responses ``Response``, gives the messages of all its
+    items, read as :func:`coerce_many` reads them.
     """
+    return coerce_many([obj], max_bytes=max_bytes)
+
+
+def coerce_many(items: Iterable[object], *, max_bytes: int = DEFAULT_MAX_BYTES
+                ) -> list[Message]:
+    """Read a batch of messages in any accepted form, in order; check them all.
+
+    Each item is read as :func:`coerce` reads it, except that OpenAI Responses items
+    that belong to the assistant's turn (``reasoning``, ``function_call``, an assistant
+    ``message`` item and the model's built-in tool calls) continue the assistant message
+    right before them in the batch: a Responses output is one memci assistant message,
+    with its calls together so that their results pair with them. An item that is a list
+    (``response.output``) or a ``Response`` is read as its items.
+    """
+    if isinstance(items, str | bytes | Mapping) or not isinstance(items, Iterable):
+        raise InvalidMessageError(
+            f"a batch of messages must be a list, not {type(items).__name__}")
     try:
-        if isinstance(obj, Message):
-            messages = [_normalized(obj)]
-        else:
-            messages = _read(_as_mapping(obj))
+        turns = Turns()
+        for item in items:
+            _read_into(turns, item, nested=False)
+        messages = turns.messages
         for message in messages:
             validate(message, max_bytes=max_bytes)
     except MemciError:
@@ -137,13 +169,14 @@ def validate(message: Message, *, max_bytes: int = DEFAULT_MAX_BYTES) -> None:
     if not isinstance(message.parts, tuple):
         raise InvalidMessageError(
             f"Message.parts must be a tuple of parts (TextPart, ImagePart, ToolCallPart, "
-            f"ToolResultPart), got {type(message.parts).__name__}"
+            f"ToolResultPart, ReasoningPart), got {type(message.parts).__name__}"
         )
     size = 0
     call_ids: set[str] = set()
     for part in message.parts:
         if isinstance(part, TextPart):
             size += _check_text(part.text, "text")
+            _check_item_id(part.item_id, message.role)
         elif isinstance(part, ImagePart):
             if message.role != "user":
                 raise InvalidMessageError(
@@ -169,6 +202,9 @@ def validate(message: Message, *, max_bytes: int = DEFAULT_MAX_BYTES) -> None:
             call_ids.add(part.id)
             size += _check_text(part.arguments, "tool arguments")
             _check_arguments(part.arguments, part.name)
+            _check_item_id(part.item_id, message.role)
+        elif isinstance(part, ReasoningPart):
+            size += _check_reasoning(part, message.role)
         elif isinstance(part, ToolResultPart):
             _check_text(part.call_id, "tool call id")
             if not part.call_id:
@@ -176,7 +212,7 @@ def validate(message: Message, *, max_bytes: int = DEFAULT_MAX_BYTES) -> None:
             size += _check_text(part.content, "tool result")
             _check_flag(part.is_error, "a tool result's is_error")
         else:
-            raise InvalidMessageError(f"unknown message part {part!r}")
+            raise InvalidMessageError(f"unknown message part {_brief(part)}")
     if message.role == "tool":
         if len(message.parts) != 1 or not isinstance(message.parts[0], ToolResultPart):
             raise InvalidMessageError(
@@ -262,6 +298,38 @@ def _check_instant(stamp: datetime, value: object) -> datetime:
     return fixed
 
 
+def _check_item_id(item_id: object, role: str) -> None:
+    """A Responses item id: absent, or a non-empty string on an assistant's part."""
+    if item_id is None:
+        return
+    _check_text(item_id, "a Responses item id")
+    if not item_id:
+        raise InvalidMessageError("a Responses item id must be non-empty (or None)")
+    if role != "assistant":
+        raise InvalidMessageError(
+            f"a {role} message cannot carry a Responses item id; only assistant parts can")
+
+
+def _check_reasoning(part: ReasoningPart, role: str) -> int:
+    """Check a reasoning part; return its size in UTF-8 bytes."""
+    if role != "assistant":
+        raise InvalidMessageError(
+            f"a {role} message cannot carry a reasoning item; only assistant messages can")
+    _check_text(part.id, "reasoning id")
+    if not part.id:
+        raise InvalidMessageError("a reasoning item needs a non-empty id (rs_...)")
+    size = 0
+    for what, texts in (("summary", part.summary), ("content", part.content)):
+        if not isinstance(texts, tuple):
+            raise InvalidMessageError(
+                f"ReasoningPart.{what} must be a tuple of strings, got {_brief(texts)}")
+        for text in texts:
+            size += _check_text(text, f"reasoning {what}")
+    if part.encrypted_content is not None:
+        size += _check_text(part.encrypted_content, "reasoning encrypted_content")
+    return size
+
+
 def _check_tokens(tokens: object) -> None:
     if tokens is None:
         return
@@ -296,7 +364,7 @@ def _normalized(message: Message) -> Message:
     if not isinstance(parts, tuple):
         raise InvalidMessageError(
             f"Message.parts must be a tuple of parts (TextPart, ImagePart, ToolCallPart, "
-            f"ToolResultPart), got {type(parts).__name__}"
+            f"ToolResultPart, ReasoningPart), got {type(parts).__name__}"
         )
     role: object = message.role
     if isinstance(role, str) and role in _ROLE_ALIASES:
@@ -311,6 +379,56 @@ def _normalized(message: Message) -> Message:
 
 
 # -- reading dicts -----------------------------------------------------------------------
+
+
+def _read_into(turns: Turns, item: object, *, nested: bool) -> None:
+    """Read one item of a batch into ``turns``; a list or a Response as its items."""
+    if isinstance(item, Message):
+        turns.add([_normalized(item)])
+        return
+    if isinstance(item, list | tuple):
+        if nested:
+            raise InvalidMessageError(
+                "a list of messages holds another list: pass the items of one list")
+        if not item:
+            raise InvalidMessageError("the list is empty: it holds no message to add")
+        for inner in cast(list[object], item):
+            _read_into(turns, inner, nested=True)
+        return
+    data = _as_mapping(item)
+    output = response_output(data)
+    if output is not None:
+        for inner in output:
+            _read_into(turns, inner, nested=True)
+        return
+    kind = item_kind(data)
+    if kind is None:
+        turns.add(_read(data))
+    elif kind == "message":
+        (message,) = _read(data)  # the assistant's: one message, no tool results
+        turns.add_to_turn(TurnItem(with_item_id(message.parts, data)), message.metadata,
+                          message.created_at)
+    else:
+        metadata = _read_metadata(data.get("metadata"))
+        created = data.get("created_at")
+        created_at = parse_timestamp(created) if created is not None else None
+        if kind == "function_call_output":
+            turns.add([Message("tool", (read_output(data),), None, metadata, created_at)])
+            return
+        read = read_turn_item(data, kind)
+        if read.aside is not None:
+            read = TurnItem(aside=_aside_item(read.aside, kind))
+        turns.add_to_turn(read, metadata, created_at)
+
+
+def _aside_item(data: Mapping[str, Any], kind: str) -> Mapping[str, Any]:
+    """A Responses item kept aside, as its JSON value (checked as metadata is)."""
+    try:
+        return cast(Mapping[str, Any], _jsonvalues.loads(_jsonvalues.dumps(dict(data))))
+    except _jsonvalues.JSONTextError as exc:
+        raise InvalidTextError(f"the {kind} item: {exc}") from exc
+    except _jsonvalues.JSONValueError as exc:
+        raise InvalidMessageError(f"the {kind} item: {exc}") from exc
 
 
 def _as_mapping(obj: object) -> Mapping[str, Any]:
@@ -471,6 +589,8 @@ def _read_content(
                 parts.append(TextPart(text))
         elif kind == "image_url":
             parts.append(_read_openai_image(block))
+        elif kind == "input_image":
+            parts.append(_read_responses_image(block))
         elif kind == "image":
             parts.append(_read_anthropic_image(block))
         elif kind == "tool_use":
@@ -494,7 +614,8 @@ def _read_content(
         else:
             raise InvalidMessageError(
                 f"unsupported content block type {kind!r}: use text, image_url, image, "
-                "tool_use or tool_result"
+                "tool_use or tool_result (OpenAI Responses: input_text, output_text, "
+                "refusal, input_image)"
             )
     return parts, results, aside
 
@@ -517,6 +638,18 @@ def _read_openai_image(block: Mapping[str, Any]) -> ImagePart:
         raise InvalidMessageError("an image_url block needs image_url.url")
     if detail is not None and not isinstance(detail, str):
         raise InvalidMessageError("image_url.detail must be a string (auto, low or high)")
+    return ImagePart(url, _media_type_of(url), detail)
+
+
+def _read_responses_image(block: Mapping[str, Any]) -> ImagePart:
+    url, detail = block.get("image_url"), block.get("detail")
+    if not isinstance(url, str) or not url:
+        what = "a file_id" if block.get("file_id") is not None else "no image_url"
+        raise InvalidMessageError(
+            f"an input_image block needs 'image_url' (an http(s) URL or a data: URI); it "
+            f"has {what}, and memci keeps images by URL only")
+    if detail is not None and not isinstance(detail, str):
+        raise InvalidMessageError("input_image 'detail' must be a string (auto, low or high)")
     return ImagePart(url, _media_type_of(url), detail)
 
 

@@ -3,6 +3,10 @@ r"""The wire form of a message: how memci writes one to JSON (store rows, JSONL 
 Written down once, here. ``to_wire`` / ``from_wire`` are exact inverses for every field of
 :class:`~memci.messages.Message`, so an export and import is lossless.
 
+Optional fields are written only when set (``item_id`` of a text or tool call part, a
+reasoning part's ``encrypted_content`` and ``content``), so rows written before they
+existed read back as they were.
+
 Reading a part back is tolerant of what an older memci stored before it checked every
 field: an ``is_error`` that is not a boolean is read as a flag (``"yes"``, ``"true"``,
 ``1`` are true), an image's ``media_type`` or ``detail`` that is not text as absent, tool
@@ -25,6 +29,7 @@ from memci.messages._model import (
     ImagePart,
     Message,
     Part,
+    ReasoningPart,
     TextPart,
     ToolCallPart,
     ToolResultPart,
@@ -37,7 +42,7 @@ __all__ = ["dumps_parts", "from_wire", "loads_parts", "part_from_wire", "part_to
 def part_to_wire(part: Part) -> dict[str, Any]:
     """One part as a JSON-ready dict with its ``kind``."""
     if isinstance(part, TextPart):
-        return {"kind": "text", "text": part.text}
+        return _with_item_id({"kind": "text", "text": part.text}, part.item_id)
     if isinstance(part, ImagePart):
         out: dict[str, Any] = {"kind": "image", "url": part.url}
         if part.media_type is not None:
@@ -46,8 +51,16 @@ def part_to_wire(part: Part) -> dict[str, Any]:
             out["detail"] = part.detail
         return out
     if isinstance(part, ToolCallPart):
-        return {"kind": "tool_call", "id": part.id, "name": part.name,
-                "arguments": part.arguments}
+        return _with_item_id({"kind": "tool_call", "id": part.id, "name": part.name,
+                              "arguments": part.arguments}, part.item_id)
+    if isinstance(part, ReasoningPart):
+        reasoning: dict[str, Any] = {"kind": "reasoning", "id": part.id,
+                                     "summary": list(part.summary)}
+        if part.encrypted_content is not None:
+            reasoning["encrypted_content"] = part.encrypted_content
+        if part.content:
+            reasoning["content"] = list(part.content)
+        return reasoning
     return {"kind": "tool_result", "call_id": part.call_id, "content": part.content,
             "is_error": part.is_error}
 
@@ -59,7 +72,7 @@ def part_from_wire(data: Mapping[str, Any]) -> Part:
     kind = data.get("kind")
     try:
         if kind == "text":
-            return TextPart(data["text"])
+            return TextPart(data["text"], item_id=_text_or_none(data.get("item_id")))
         if kind == "image":
             return ImagePart(data["url"], _text_or_none(data.get("media_type")),
                              _text_or_none(data.get("detail")))
@@ -67,13 +80,30 @@ def part_from_wire(data: Mapping[str, Any]) -> Part:
             arguments = data["arguments"]
             if isinstance(arguments, str):
                 arguments = without_lone_surrogates(arguments)
-            return ToolCallPart(data["id"], data["name"], arguments)
+            return ToolCallPart(data["id"], data["name"], arguments,
+                                item_id=_text_or_none(data.get("item_id")))
+        if kind == "reasoning":
+            return ReasoningPart(data["id"], _texts(data.get("summary")),
+                                 _text_or_none(data.get("encrypted_content")),
+                                 _texts(data.get("content")))
         if kind == "tool_result":
             return ToolResultPart(data["call_id"], data["content"],
                                   _flag(data.get("is_error", False)))
     except KeyError as exc:
         raise InvalidMessageError(f"{kind} part is missing {exc}") from exc
     raise InvalidMessageError(f"unknown part kind {kind!r}")
+
+
+def _with_item_id(out: dict[str, Any], item_id: str | None) -> dict[str, Any]:
+    if item_id is not None:
+        out["item_id"] = item_id
+    return out
+
+
+def _texts(value: object) -> tuple[str, ...]:
+    if not isinstance(value, list):
+        return ()
+    return tuple(v for v in cast(list[object], value) if isinstance(v, str))
 
 
 def _flag(value: object) -> bool:

@@ -1,7 +1,9 @@
 """Writing messages out: OpenAI Chat Completions and Anthropic Messages payloads.
 
 Pure functions from memci messages to request-ready dicts. Metadata, store identity and
-token counts never appear in what they return.
+token counts never appear in what they return, nor do reasoning parts and Responses item
+ids (only the Responses writer sends them back): an assistant message that holds nothing
+else is left out.
 
 OpenAI: one dict per message; an assistant's tool calls in ``tool_calls``; one ``tool``
 message per result, right after the assistant message that made the call.
@@ -40,6 +42,7 @@ from memci.messages._model import (
     ImagePart,
     Message,
     Part,
+    ReasoningPart,
     TextPart,
     ToolCallPart,
     ToolResultPart,
@@ -80,6 +83,8 @@ def to_openai(messages: Sequence[Message]) -> list[dict[str, Any]]:
             else:
                 orphans.append(_orphan_text(result))
             continue
+        if _only_reasoning(message):
+            continue
         close_run()
         out.append(to_openai_message(message))
         open_calls.update((c.id, None) for c in message.tool_calls)
@@ -95,7 +100,7 @@ def to_openai_message(message: Message) -> dict[str, Any]:
         assert result is not None, "a tool message carries a tool result"
         return {"role": "tool", "tool_call_id": result.call_id, "content": result.content}
     out: dict[str, Any] = {"role": message.role}
-    visible = [p for p in message.parts if not isinstance(p, ToolCallPart)]
+    visible = [p for p in message.parts if not isinstance(p, ToolCallPart | ReasoningPart)]
     calls = message.tool_calls
     if len(visible) == 1 and isinstance(visible[0], TextPart):
         out["content"] = visible[0].text
@@ -115,6 +120,11 @@ def to_openai_message(message: Message) -> dict[str, Any]:
     if message.name is not None:
         out["name"] = message.name
     return out
+
+
+def _only_reasoning(message: Message) -> bool:
+    """An assistant message with reasoning and nothing a chat API could be sent."""
+    return bool(message.parts) and all(isinstance(p, ReasoningPart) for p in message.parts)
 
 
 def _openai_block(part: Part) -> dict[str, Any]:
@@ -214,6 +224,8 @@ def _anthropic_block(part: Part) -> dict[str, Any] | None:
                 f"arguments of tool call {part.name!r} are not valid JSON: {exc}"
             ) from exc
         return {"type": "tool_use", "id": part.id, "name": part.name, "input": arguments}
+    if isinstance(part, ReasoningPart):
+        return None  # OpenAI's reasoning: only the Responses API takes it back
     return _tool_result_block(part)
 
 
