@@ -384,16 +384,14 @@ class Session:
     def events(self, *, limit: int = 1000) -> list[dict[str, Any]]:
         """The newest archive, recall and eviction events (page, round, reason), oldest first.
 
-        An event about a range of pages (a backlog archived at once) has ``last_page``.
+        A backlog archived at once is stored as one event over a range of pages; it is
+        listed here page by page, like any other.
         """
-        out = []
+        out: list[dict[str, Any]] = []
         for e in self.engine.store.context.events(self._record, limit=limit):
-            row: dict[str, Any] = {"round": e.round, "kind": e.kind, "page": e.page,
-                                   "reason": e.reason, "at": e.at}
-            if e.pages > 1:
-                row["last_page"] = e.last_page
-            out.append(row)
-        return out
+            out += [{"round": e.round, "kind": e.kind, "page": page, "reason": e.reason,
+                     "at": e.at} for page in range(e.page, max(e.last_page, e.page) + 1)]
+        return out[-limit:]
 
 
 class _Host:
