@@ -70,8 +70,11 @@ def effects_table(db: sqlite3.Connection) -> None:
     db.execute("CREATE TABLE IF NOT EXISTS effects (key TEXT NOT NULL, value TEXT)")
 
 
-def record_effect(db: sqlite3.Connection, job: Job, result: Any) -> None:
-    db.execute("INSERT INTO effects (key, value) VALUES (?, ?)", (job.key, json.dumps(result)))
+def record_effect(store: SQLiteStore, job: Job, result: Any) -> None:
+    # Runs inside the store's atomic() block that marks the job done: this write joins it.
+    with store.write() as db:
+        db.execute("INSERT INTO effects (key, value) VALUES (?, ?)",
+                   (job.key, json.dumps(result)))
 
 
 def effect_counts(path: Path) -> dict[str, int]:
@@ -205,8 +208,8 @@ def test_effect_commits_with_done_or_not_at_all(queue: JobQueue, db_path: Path) 
         effects_table(db)
     fail_first = iter([True, False])
 
-    def effect(db: sqlite3.Connection, job: Job, result: Any) -> None:
-        record_effect(db, job, result)
+    def effect(store: SQLiteStore, job: Job, result: Any) -> None:
+        record_effect(store, job, result)
         if next(fail_first):
             raise RuntimeError("disk full halfway")
 
@@ -444,9 +447,10 @@ WORKER = textwrap.dedent("""
             time.sleep(float(job.payload["sleep"]))
             return {"n": job.payload["n"], "square": job.payload["n"] ** 2}
 
-        def effect(db, job, result):
-            db.execute("INSERT INTO effects (key, value) VALUES (?, ?)",
-                       (job.key, json.dumps(result)))
+        def effect(store, job, result):
+            with store.write() as db:
+                db.execute("INSERT INTO effects (key, value) VALUES (?, ?)",
+                           (job.key, json.dumps(result)))
 
         queue.register("square", handler, effect=effect)
 
