@@ -561,6 +561,23 @@ def test_job_counts_of_a_store_without_jobs(store: SQLiteStore) -> None:
     assert job_counts(store) == JobCounts()
 
 
+def test_job_counts_never_wait_on_a_writer(queue: JobQueue, db_path: Path) -> None:
+    queue.submit("work", "session:1:a")
+    reader = SQLiteStore(db_path)  # another process's store: its job part is made on reading
+    counted: list[JobCounts] = []
+    with connect(db_path, isolation_level=None) as writer:
+        writer.execute("BEGIN IMMEDIATE")  # a worker's write transaction, held
+        thread = threading.Thread(target=lambda: counted.append(
+            job_counts(reader, key_prefix="session:1:")))
+        thread.start()
+        thread.join(5)
+        answered_while_held = not thread.is_alive()
+        writer.execute("ROLLBACK")
+    thread.join()
+    reader.close()
+    assert answered_while_held and counted == [JobCounts(pending=1)]
+
+
 def _chat(session: memci.Session, turns: int) -> None:
     for t in range(turns):
         session.add({"role": "user", "content": f"Question {t} about the harbour museum. " * 6})

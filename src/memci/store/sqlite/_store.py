@@ -221,6 +221,11 @@ class SQLiteStore(StoreParts):
         """Apply the migrations of ``component`` not applied yet, each in one transaction."""
         if component in self._migrated:
             return
+        newest = max((m.version for m in migrations), default=0)
+        if "core" in self._migrated and self.schema_version(component) == newest:
+            # Up to date: only read, so a part opened to read never waits on a writer.
+            self._migrated.add(component)
+            return
         with self.write() as db:
             db.execute(
                 "CREATE TABLE IF NOT EXISTS memci_migrations (component TEXT NOT NULL,"
@@ -229,7 +234,6 @@ class SQLiteStore(StoreParts):
             )
             done = {int(r[0]) for r in db.execute(
                 "SELECT version FROM memci_migrations WHERE component = ?", (component,))}
-            newest = max((m.version for m in migrations), default=0)
             if done and max(done) > newest:
                 raise StoreError(
                     f"{self.path} is at {component} schema version {max(done)}, newer than "
