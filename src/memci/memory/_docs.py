@@ -27,7 +27,7 @@ from memci.memory._chunk import CODE_SUFFIXES, TEXT_SUFFIXES, chunk_file
 from memci.memory._embed import Embedder, embedder_from_env, speaks
 from memci.memory._hit import fuse
 from memci.memory._text import Analyzer, get_analyzer
-from memci.store import SQLiteStore
+from memci.store import DocStore, SQLiteStore, VectorStore
 
 __all__ = ["DocHit", "DocIndex", "IndexReport", "Progress"]
 
@@ -97,11 +97,11 @@ class DocIndex:
         self.analyzer = (get_analyzer(analyzer or DEFAULT_ANALYZER)
                          if analyzer is None or isinstance(analyzer, str) else analyzer)
         self.embedder = embedder_from_env() if embedder == "env" else embedder
-        self.vectors = (store.vectors(self.embedder.name) if self.embedder is not None
-                        else None)
+        self.vectors: VectorStore | None = (
+            store.vectors(self.embedder.name) if self.embedder is not None else None)
         self.min_tokens, self.max_tokens = min_tokens, max_tokens
         self.max_file_bytes = max_file_bytes
-        self.rows = store.docs(self.analyzer)
+        self.rows: DocStore = store.docs(self.analyzer)
 
     # -- indexing ------------------------------------------------------------------------
 

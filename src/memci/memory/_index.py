@@ -35,7 +35,15 @@ from memci.memory._hit import Hit, fuse
 from memci.memory._text import Analyzer, MatchPlan, get_analyzer
 from memci.memory._time import TimeRange, time_hint, without_time
 from memci.messages import Message, TextPart, ToolCallPart, ToolResultPart
-from memci.store import Candidate, SearchDoc, SearchFilter, SessionRecord, SQLiteStore
+from memci.store import (
+    Candidate,
+    MessageSearch,
+    SearchDoc,
+    SearchFilter,
+    SessionRecord,
+    SQLiteStore,
+    VectorStore,
+)
 
 __all__ = [
     "DEFAULT_ANALYZER",
@@ -137,14 +145,14 @@ class MessageIndex:
         self.analyzer = (get_analyzer(analyzer or DEFAULT_ANALYZER)
                          if analyzer is None or isinstance(analyzer, str) else analyzer)
         self.embedder = embedder_from_env() if embedder == "env" else embedder
-        self.vectors = (store.vectors(self.embedder.name) if self.embedder is not None
-                         else None)
+        self.vectors: VectorStore | None = (
+            store.vectors(self.embedder.name) if self.embedder is not None else None)
         self.time_mode: TimeMode = time_mode
         self.context_weight = context_weight
         self.context_chars = context_chars
         self.time_weight = time_weight
         self.page_of = page_of
-        self.rows = store.search(self.analyzer)
+        self.rows: MessageSearch = store.search(self.analyzer)
         self._query_vectors: OrderedDict[str, list[float]] = OrderedDict()
         self._lock = threading.Lock()
         with store.atomic():

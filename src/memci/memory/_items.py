@@ -35,12 +35,14 @@ from memci.memory._time import TimeRange, time_hint, without_time
 from memci.messages import Message, TextPart
 from memci.store import (
     ItemFilter,
+    ItemStore,
     Level,
     MemoryItem,
     NewItem,
     Scope,
     SessionRecord,
     SQLiteStore,
+    VectorStore,
 )
 
 __all__ = ["Level", "MemoryItem", "MemoryItems", "Scope"]
@@ -65,9 +67,9 @@ class MemoryItems:
         self.analyzer = (get_analyzer(analyzer or DEFAULT_ANALYZER)
                          if analyzer is None or isinstance(analyzer, str) else analyzer)
         self.embedder = embedder_from_env() if embedder == "env" else embedder
-        self.vectors = (store.vectors(self.embedder.name) if self.embedder is not None
-                        else None)
-        self.rows = store.items(self.analyzer)
+        self.vectors: VectorStore | None = (
+            store.vectors(self.embedder.name) if self.embedder is not None else None)
+        self.rows: ItemStore = store.items(self.analyzer)
         self._clock = clock
         self._lock = threading.Lock()
 

@@ -32,7 +32,7 @@ from pathlib import Path
 
 from memci.errors import ConfigError, InvalidInputError
 from memci.server._policy import KeyPolicy, root_problem
-from memci.store import KeyRecord, SQLiteStore
+from memci.store import KeyRecord, KeyRows, SQLiteStore
 
 __all__ = ["KEY_PREFIX", "ApiKey", "KeyPolicy", "KeyStore", "hash_key"]
 
@@ -78,7 +78,7 @@ class KeyStore:
         self._cache: dict[str, tuple[str | None, float]] = {}
         self._cache_lock = threading.Lock()
         self._policies: tuple[dict[str, KeyPolicy], float] | None = None
-        self.rows = store.keys
+        self.rows: KeyRows = store.keys
 
     def create(
         self, tenant: str, *, label: str | None = None, policy: KeyPolicy | None = None,

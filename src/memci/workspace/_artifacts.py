@@ -5,11 +5,13 @@ the SHA-256 of its UTF-8 bytes (longer in the astronomically rare case that 12 c
 so the same output of two calls is one blob linked to two calls. Each link row keeps
 the call's tool name, call id, arguments, exit code, owner, session, time and summary.
 
-Small outputs (up to ``inline_max_bytes``) live inline in SQLite; larger ones are files
-beside the database, ``files_dir/<first two hex digits>/<id>.txt``. Storing is two steps:
-:meth:`ArtifactStore.prepare` (outside any transaction) hashes, summarizes and writes the
-file atomically (temporary file, fsync, rename to its content address, fsync of the
-folder); :meth:`ArtifactStore.link` writes the rows inside the caller's transaction — the
+Small outputs (up to ``inline_max_bytes``) live inline in the store's rows; larger ones
+are files beside the database, ``files_dir/<first two hex digits>/<id>.txt``. The rows go
+through the store's artifact part (``store.artifact_rows``, an
+:class:`~memci.store.ArtifactRows`). Storing is two steps: :meth:`ArtifactStore.prepare`
+(outside any transaction) hashes, summarizes and writes the file atomically (temporary
+file, fsync, rename to its content address, fsync of the folder); :meth:`ArtifactStore.link`
+writes the rows in one ``store.atomic()`` block, which joins the caller's transaction — the
 one that stores the tool message, so the message, its artifact and its file are stored
 together or not at all. Invariants:
 
@@ -46,7 +48,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from memci.errors import InvalidTextError, StoreError, StoreFullError
-from memci.store import Artifact, Blob, SessionRecord, SQLiteStore
+from memci.store import Artifact, ArtifactRows, Blob, SessionRecord, SQLiteStore
 from memci.workspace._errors import ArtifactNotFoundError, WorkspaceError
 from memci.workspace._summary import (
     SUMMARY_LINE_WIDTH,
@@ -174,7 +176,7 @@ class ArtifactStore:
         self._cache: OrderedDict[str, str] = OrderedDict()
         self._cache_chars = 0
         self._cache_lock = threading.Lock()
-        self.rows = store.artifact_rows
+        self.rows: ArtifactRows = store.artifact_rows
         if store.output_reader is None:
             # Message rows of large tool outputs hold only a head; the whole is read here.
             store.output_reader = self.content_by_sha

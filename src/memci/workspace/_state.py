@@ -33,7 +33,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from memci.errors import UnknownSessionError
-from memci.store import SessionRecord, SQLiteStore
+from memci.store import SessionRecord, SQLiteStore, WorkStore
 from memci.workspace._compress import Compressor, extractive_compress
 from memci.workspace._errors import (
     RollbackConflictError,
@@ -105,7 +105,8 @@ class WorkState:
         actor: str = "main", clock: Callable[[], datetime] | None = None,
         auto_compact: bool = True,
     ) -> None:
-        if not store.work.has_session(session.id):
+        self.rows: WorkStore = store.work
+        if not self.rows.has_session(session.id):
             raise UnknownSessionError(f"session {session.name!r} (id {session.id}) is not "
                                       f"in the store {store.path}")
         self.store = store
@@ -134,18 +135,18 @@ class WorkState:
     def _get(self, key: str) -> Any:
         kind, _, ident = key.partition(":")
         if kind == "meta":
-            return self.store.work.meta(self.session.id, ident)
-        return self.store.work.item(self.session.id, kind, int(ident))
+            return self.rows.meta(self.session.id, ident)
+        return self.rows.item(self.session.id, kind, int(ident))
 
     def _put(self, key: str, value: Any) -> None:
         kind, _, ident = key.partition(":")
         if kind == "meta":
-            self.store.work.put_meta(self.session.id, ident, value)
+            self.rows.put_meta(self.session.id, ident, value)
         else:
-            self.store.work.put_item(self.session.id, kind, int(ident), value)
+            self.rows.put_item(self.session.id, kind, int(ident), value)
 
     def _rows(self, kind: str) -> list[Json]:
-        items = [dict(d) for d in self.store.work.items(self.session.id, kind)]
+        items = [dict(d) for d in self.rows.items(self.session.id, kind)]
         return _ordered(items) if kind in ("note", "memo") else items
 
     def _item(self, kind: str, item_id: Any, what: str) -> Json:
@@ -167,7 +168,7 @@ class WorkState:
 
     def _next_free(self, kind: str) -> int:
         stored = self._get(f"meta:next_{kind}") or 1
-        return max(int(stored), self.store.work.top_item_id(self.session.id, kind) + 1)
+        return max(int(stored), self.rows.top_item_id(self.session.id, kind) + 1)
 
     def _round_in(self) -> int:
         return int(self._get("meta:round") or 0)
@@ -188,7 +189,7 @@ class WorkState:
         before = {k: self._get(k) for k in changes}
         for key, value in changes.items():
             self._put(key, value)
-        return self.store.work.add_event(
+        return self.rows.add_event(
             self.session.id, at=self._now(), actor=self.actor, action=action,
             target=",".join(changes), before=before, after=dict(changes), reverts=reverts,
         )
@@ -544,12 +545,12 @@ class WorkState:
 
     def events(self, *, after: int = 0, limit: int | None = None) -> list[WorkEvent]:
         """Return the audit log of the session (events with id > ``after``), oldest first."""
-        found = self.store.work.events(self.session.id, after=after)
+        found = self.rows.events(self.session.id, after=after)
         return found if limit is None else found[:limit]
 
     def event(self, event_id: int) -> WorkEvent:
         """One event of the session's audit log."""
-        found = self.store.work.event(self.session.id, event_id)
+        found = self.rows.event(self.session.id, event_id)
         if found is None:
             raise UnknownItemError(f"no event {event_id} in session {self.session.name!r}")
         return found
@@ -560,7 +561,7 @@ class WorkState:
             event = self.event(event_id)
             changed = [k for k, v in event.after.items() if self._get(k) != v]
             if changed:
-                later = [e for e in self.store.work.events(self.session.id, after=event_id)
+                later = [e for e in self.rows.events(self.session.id, after=event_id)
                          if set(e.after) & set(changed)]
                 blame = (", ".join(f"{e.id} ({e.action})" for e in later[-3:])
                          or "a change outside the audit log")

@@ -125,3 +125,24 @@ class StoreParts:
         if str(store.path) == ":memory:":
             return store
         return SQLiteStore(store.path, synchronous="FULL")
+
+
+if TYPE_CHECKING:
+    from memci.store import (
+        ArtifactRows,
+        DocStore,
+        ItemStore,
+        JobStore,
+        KeyRows,
+        MessageSearch,
+        VectorStore,
+        WorkStore,
+    )
+
+    def _implements(
+        store: SQLiteStore, analyzer: Analyzer
+    ) -> tuple[WorkStore, ArtifactRows, JobStore, KeyRows, MessageSearch, ItemStore, DocStore,
+               VectorStore]:
+        """Never called: mypy checks here that each SQLite part implements its protocol."""
+        return (store.work, store.artifact_rows, store.jobs, store.keys, store.search(analyzer),
+                store.items(analyzer), store.docs(analyzer), store.vectors(""))
