@@ -12,7 +12,6 @@ store and rebuilt from it when the session is opened.
 from __future__ import annotations
 
 import json
-import sqlite3
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -275,9 +274,10 @@ class Session:
             memory = self.engine.memory
             linked: list[tuple[Message, Artifact]] = []
 
-            def also(db: sqlite3.Connection, rows: list[Message]) -> None:
-                memory.index_in(db, self._record, ToolViews.as_stored(rows, pending))
-                linked.extend(self._views.link(db, pending, rows))
+            def also(_db: object, rows: list[Message]) -> None:
+                # Runs inside the append's transaction: these writes join it.
+                memory.index(self._record, ToolViews.as_stored(rows, pending))
+                linked.extend(self._views.link(pending, rows))
 
             stored = self.engine.store.append(
                 self._record, ready, also=also,
@@ -720,10 +720,7 @@ class Session:
         return message
 
     def _workspace_version(self) -> int:
-        with self.engine.store.read() as db:
-            row = db.execute("SELECT MAX(id) FROM workspace_events WHERE session_id = ?",
-                             (self._record.id,)).fetchone()
-        return int(row[0] or 0)
+        return self.engine.store.work.latest_event(self._record.id)
 
     def _expire_pins(self) -> None:
         """Expire pins once per round (by time and by rounds): they move to the notebook.

@@ -48,6 +48,7 @@ from memci.store._records import SessionRecord
 from memci.store.sqlite._driver import connect, errors, load_sqlite_vec
 from memci.store.sqlite._failures import store_error
 from memci.store.sqlite._migrations import CORE_MIGRATIONS, Migration
+from memci.store.sqlite._parts import StoreParts
 
 __all__ = ["ROW_HEAD_CHARS", "SQLiteStore", "message_from_row", "row_head"]
 
@@ -62,11 +63,12 @@ As many as search indexes of one message, so indexes rebuilt from rows see the s
 logger = logging.getLogger("memci.store")
 
 
-class SQLiteStore:
+class SQLiteStore(StoreParts):
     """The embedded store: one SQLite file in WAL mode.
 
     :attr:`sqlite_vec` says whether sqlite-vec (vector search) is loaded into the store's
-    connection.
+    connection. Its other parts (working state, artifacts' rows, jobs, keys, the search
+    index) are made on first use (see :mod:`memci.store.sqlite._parts`).
     """
 
     def __init__(self, path: str | Path, *, synchronous: str = "FULL") -> None:
@@ -77,6 +79,7 @@ class SQLiteStore:
         self._lock = threading.RLock()
         self._depth = 0  # nesting of write(): >0 while a transaction is open
         self._migrated: set[str] = set()
+        self._migrated_before: set[str] = set()  # as it was when the transaction began
         self._db: sqlite3.Connection | None = None
         self.sqlite_vec = False
         #: Reads a tool output kept whole in an artifact file, by its SHA-256; set by the
@@ -159,6 +162,7 @@ class SQLiteStore:
             except errors() as exc:
                 raise store_error(exc, self.path, "start a write on") from exc
             self._depth = 1
+            self._migrated_before = set(self._migrated)
             try:
                 yield db
             except errors() as exc:
@@ -182,6 +186,8 @@ class SQLiteStore:
             yield
 
     def _rollback(self, db: sqlite3.Connection) -> None:
+        # A migration applied in the transaction is undone with it: apply it again later.
+        self._migrated = self._migrated_before
         # SQLite may already have rolled the transaction back by itself (a full disk,
         # an I/O error): a second ROLLBACK would fail and hide the reason.
         if not db.in_transaction:
@@ -215,6 +221,11 @@ class SQLiteStore:
         """Apply the migrations of ``component`` not applied yet, each in one transaction."""
         if component in self._migrated:
             return
+        newest = max((m.version for m in migrations), default=0)
+        if "core" in self._migrated and self.schema_version(component) == newest:
+            # Up to date: only read, so a part opened to read never waits on a writer.
+            self._migrated.add(component)
+            return
         with self.write() as db:
             db.execute(
                 "CREATE TABLE IF NOT EXISTS memci_migrations (component TEXT NOT NULL,"
@@ -223,7 +234,6 @@ class SQLiteStore:
             )
             done = {int(r[0]) for r in db.execute(
                 "SELECT version FROM memci_migrations WHERE component = ?", (component,))}
-            newest = max((m.version for m in migrations), default=0)
             if done and max(done) > newest:
                 raise StoreError(
                     f"{self.path} is at {component} schema version {max(done)}, newer than "
