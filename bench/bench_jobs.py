@@ -29,7 +29,6 @@ import json
 import os
 import re
 import signal
-import sqlite3
 import statistics
 import subprocess
 import sys
@@ -195,9 +194,10 @@ def worker_main(db: str) -> None:
     client = client_from_env()
     assert client is not None
 
-    def effect(conn: sqlite3.Connection, job: Job, result: object) -> None:
-        conn.execute("INSERT INTO effects (key, value) VALUES (?, ?)",
-                     (job.key, json.dumps(result, ensure_ascii=False)))
+    def effect(store: SQLiteStore, job: Job, result: object) -> None:
+        with store.write() as conn:  # joins the transaction that marks the job done
+            conn.execute("INSERT INTO effects (key, value) VALUES (?, ?)",
+                         (job.key, json.dumps(result, ensure_ascii=False)))
 
     def setup(queue: JobQueue) -> None:
         register_summary_handlers(queue, LLMSummarizer(client, strict=True), effect=effect)

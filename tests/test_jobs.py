@@ -70,8 +70,11 @@ def effects_table(db: sqlite3.Connection) -> None:
     db.execute("CREATE TABLE IF NOT EXISTS effects (key TEXT NOT NULL, value TEXT)")
 
 
-def record_effect(db: sqlite3.Connection, job: Job, result: Any) -> None:
-    db.execute("INSERT INTO effects (key, value) VALUES (?, ?)", (job.key, json.dumps(result)))
+def record_effect(store: SQLiteStore, job: Job, result: Any) -> None:
+    # Runs inside the store's atomic() block that marks the job done: this write joins it.
+    with store.write() as db:
+        db.execute("INSERT INTO effects (key, value) VALUES (?, ?)",
+                   (job.key, json.dumps(result)))
 
 
 def effect_counts(path: Path) -> dict[str, int]:
@@ -205,8 +208,8 @@ def test_effect_commits_with_done_or_not_at_all(queue: JobQueue, db_path: Path) 
         effects_table(db)
     fail_first = iter([True, False])
 
-    def effect(db: sqlite3.Connection, job: Job, result: Any) -> None:
-        record_effect(db, job, result)
+    def effect(store: SQLiteStore, job: Job, result: Any) -> None:
+        record_effect(store, job, result)
         if next(fail_first):
             raise RuntimeError("disk full halfway")
 
@@ -444,9 +447,10 @@ WORKER = textwrap.dedent("""
             time.sleep(float(job.payload["sleep"]))
             return {"n": job.payload["n"], "square": job.payload["n"] ** 2}
 
-        def effect(db, job, result):
-            db.execute("INSERT INTO effects (key, value) VALUES (?, ?)",
-                       (job.key, json.dumps(result)))
+        def effect(store, job, result):
+            with store.write() as db:
+                db.execute("INSERT INTO effects (key, value) VALUES (?, ?)",
+                           (job.key, json.dumps(result)))
 
         queue.register("square", handler, effect=effect)
 
@@ -555,6 +559,23 @@ def test_a_queue_reports_what_ran_and_how_it_ended(queue: JobQueue) -> None:
 
 def test_job_counts_of_a_store_without_jobs(store: SQLiteStore) -> None:
     assert job_counts(store) == JobCounts()
+
+
+def test_job_counts_never_wait_on_a_writer(queue: JobQueue, db_path: Path) -> None:
+    queue.submit("work", "session:1:a")
+    reader = SQLiteStore(db_path)  # another process's store: its job part is made on reading
+    counted: list[JobCounts] = []
+    with connect(db_path, isolation_level=None) as writer:
+        writer.execute("BEGIN IMMEDIATE")  # a worker's write transaction, held
+        thread = threading.Thread(target=lambda: counted.append(
+            job_counts(reader, key_prefix="session:1:")))
+        thread.start()
+        thread.join(5)
+        answered_while_held = not thread.is_alive()
+        writer.execute("ROLLBACK")
+    thread.join()
+    reader.close()
+    assert answered_while_held and counted == [JobCounts(pending=1)]
 
 
 def _chat(session: memci.Session, turns: int) -> None:

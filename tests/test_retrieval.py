@@ -179,13 +179,13 @@ def test_index_in_callers_transaction(store: SQLiteStore) -> None:
     rec = store.ensure_session("t", "tx", "u", {})
     index = MessageIndex(store, embedder=None)
     stored = store.append(rec, [Message.user("zeppelin ride")])
-    with pytest.raises(RuntimeError), store.write() as db:
-        index.index_in(db, rec, stored)
+    with pytest.raises(RuntimeError), store.atomic():
+        index.index(rec, stored)
         raise RuntimeError("abort the append transaction")
     with store.read() as db:
         assert db.execute("SELECT COUNT(*) FROM memory_docs").fetchone()[0] == 0
-    with store.write() as db:
-        assert index.index_in(db, rec, stored) == 1
+    with store.atomic():
+        assert index.index(rec, stored) == 1
 
 
 def test_new_analyzer_table_is_built_from_the_index(store: SQLiteStore) -> None:
@@ -395,14 +395,12 @@ def test_many_sessions_in_scope_give_the_same_hits_either_way(store: SQLiteStore
         return [(h.session, h.message.seq) for h in index.search("kayak trip", k=30,
                                                                  sessions=mine)]
 
-    with store.read() as db:
-        assert not index._scope_in_fts(db, mine)  # 50 of 52 messages: a join
+    assert not index.rows.scope_in_fts(mine)  # 50 of 52 messages: a join
     by_join = found()
     for i in range(60):
         add(store, store.ensure_session("t", f"filler-{i}", "you", {}), index,
             f"grocery list {i}", "ok", "more", "text")
-    with store.read() as db:
-        assert index._scope_in_fts(db, mine)  # 50 of 292: scope terms
+    assert index.rows.scope_in_fts(mine)  # 50 of 292: scope terms
     assert found() == by_join
     assert all(name and name.startswith("mine-") for name, _ in by_join)
     assert {name for name, seq in by_join if seq == 1} == {f"mine-{i}" for i in range(25)}

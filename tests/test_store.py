@@ -148,3 +148,27 @@ def test_import_rejects_bad_files_without_storing(engine: memci.Engine) -> None:
     with pytest.raises(memci.InvalidFileError, match="line 3"):
         engine.import_jsonl(io.StringIO(header + good + bad))
     assert engine.store.session("default", "x") is None
+
+
+def test_a_part_first_used_in_a_rolled_back_transaction_works_after(db_path: Path) -> None:
+    store = SQLiteStore(db_path)
+    record = store.ensure_session("t", "s", None, {})
+    with pytest.raises(RuntimeError), store.atomic():
+        store.work.put_meta(record.id, "round", 1)  # the part applies its series here
+        raise RuntimeError("the transaction rolls back, and the series with it")
+    assert store.schema_version("workspace") == 0
+    store.work.put_meta(record.id, "round", 2)  # applied again, not taken as done
+    assert store.work.meta(record.id, "round") == 2
+    assert store.schema_version("workspace") == 1
+    store.close()
+
+
+def test_parts_are_made_once_and_on_first_use(db_path: Path) -> None:
+    store = SQLiteStore(db_path)
+    assert store.schema_version("jobs") == 0 and store.schema_version("server") == 0
+    assert store.jobs is store.jobs and store.keys is store.keys
+    assert store.schema_version("jobs") == 1 and store.schema_version("server") == 2
+    other = store.another()
+    assert other is not store and other.path == store.path and other.jobs is not store.jobs
+    other.close()
+    store.close()

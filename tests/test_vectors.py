@@ -16,11 +16,11 @@ import pytest
 
 from memci.errors import ConfigError, MissingExtraError
 from memci.memory import DocIndex, MessageIndex
-from memci.memory._schema import MEMORY_MIGRATIONS
-from memci.memory._vectors import VectorIndex
 from memci.messages import Message
 from memci.store import SQLiteStore
 from memci.store.sqlite._driver import ENV_SQLITE_DRIVER, _choose, connect, driver, errors
+from memci.store.sqlite._migrations_memory import MEMORY_MIGRATIONS
+from memci.store.sqlite._vectors import SQLiteVectorStore
 from tests.test_retrieval import HashEmbedder
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -58,18 +58,16 @@ def brute_force(
 
 
 @pytest.fixture
-def vectors(store: SQLiteStore) -> VectorIndex:
-    store.migrate("memory", MEMORY_MIGRATIONS)
-    return VectorIndex(FixedEmbedder(), store)
+def vectors(store: SQLiteStore) -> SQLiteVectorStore:
+    return store.vectors(FixedEmbedder.name)
 
 
-def fill(store: SQLiteStore, index: VectorIndex, kind: str, count: int,
+def fill(store: SQLiteStore, index: SQLiteVectorStore, kind: str, count: int,
          seed: int = 7) -> dict[int, tuple[list[float], int]]:
     rng = random.Random(seed)
     data = {ref: (gaussian(rng), rng.randint(1, 12)) for ref in range(1, count + 1)}
-    with store.write() as db:
-        index.add(db, kind, [(ref, sid) for ref, (_, sid) in data.items()],
-                  [vec for vec, _ in data.values()])
+    index.add(kind, [(ref, sid) for ref, (_, sid) in data.items()],
+              [vec for vec, _ in data.values()])
     return data
 
 
@@ -106,109 +104,100 @@ def test_driver_setting_is_checked(monkeypatch: pytest.MonkeyPatch) -> None:
 # -- storing and searching ----------------------------------------------------------------
 
 
-def test_round_trip_scores_are_cosines(store: SQLiteStore, vectors: VectorIndex) -> None:
+def test_round_trip_scores_are_cosines(store: SQLiteStore, vectors: SQLiteVectorStore) -> None:
     data = fill(store, vectors, "message", 40)
-    with store.read() as db:
-        assert vectors.count(db, "message") == 40
-        assert vectors.newest_ref(db, "message") == 40
-        assert vectors.count(db, "item") == 0
-        for ref, (vec, _) in list(data.items())[:5]:
-            best = vectors.search(db, "message", vec, 1)
-            assert best[0][0] == ref
-            assert best[0][1] == pytest.approx(1.0, abs=1e-6)
-        assert vectors.search(db, "item", data[1][0], 5) == []  # kinds are apart
-        assert vectors.search(db, "message", [0.0] * DIM, 5) == []  # no direction
-        assert vectors.search(db, "message", data[1][0], 0) == []
+    assert vectors.count("message") == 40
+    assert vectors.newest_ref("message") == 40
+    assert vectors.count("item") == 0
+    for ref, (vec, _) in list(data.items())[:5]:
+        best = vectors.search("message", vec, 1)
+        assert best[0][0] == ref
+        assert best[0][1] == pytest.approx(1.0, abs=1e-6)
+    assert vectors.search("item", data[1][0], 5) == []  # kinds are apart
+    assert vectors.search("message", [0.0] * DIM, 5) == []  # no direction
+    assert vectors.search("message", data[1][0], 0) == []
     assert vectors.backend == "sqlite-vec"
 
 
 @pytest.mark.parametrize("k", [1, 7, 60, 5000])  # 5000: past vec0's largest k, a scan
-def test_filters_give_the_exact_nearest(store: SQLiteStore, vectors: VectorIndex,
+def test_filters_give_the_exact_nearest(store: SQLiteStore, vectors: SQLiteVectorStore,
                                         k: int) -> None:
     data = fill(store, vectors, "chunk", 600)
     rng = random.Random(k)
-    with store.read() as db:
-        for _ in range(15):
-            query = gaussian(rng)
-            sessions = set(rng.sample(range(1, 13), rng.randint(1, 4)))
-            refs = set(rng.sample(range(1, 601), rng.randint(1, 150)))
-            assert_same(vectors.search(db, "chunk", query, k), brute_force(data, query, k))
-            assert_same(vectors.search(db, "chunk", query, k, sessions=sessions),
-                        brute_force(data, query, k, sessions=sessions))
-            assert_same(vectors.search(db, "chunk", query, k, refs=refs),
-                        brute_force(data, query, k, refs=refs))
-            assert_same(vectors.search(db, "chunk", query, k, sessions=sessions, refs=refs),
-                        brute_force(data, query, k, sessions=sessions, refs=refs))
-        assert vectors.search(db, "chunk", query, k, sessions=[]) == []
-        assert vectors.search(db, "chunk", query, k, refs=[]) == []
-        assert vectors.search(db, "chunk", query, k, sessions=[99]) == []
+    for _ in range(15):
+        query = gaussian(rng)
+        sessions = set(rng.sample(range(1, 13), rng.randint(1, 4)))
+        refs = set(rng.sample(range(1, 601), rng.randint(1, 150)))
+        assert_same(vectors.search("chunk", query, k), brute_force(data, query, k))
+        assert_same(vectors.search("chunk", query, k, sessions=sessions),
+                    brute_force(data, query, k, sessions=sessions))
+        assert_same(vectors.search("chunk", query, k, refs=refs),
+                    brute_force(data, query, k, refs=refs))
+        assert_same(vectors.search("chunk", query, k, sessions=sessions, refs=refs),
+                    brute_force(data, query, k, sessions=sessions, refs=refs))
+    assert vectors.search("chunk", query, k, sessions=[]) == []
+    assert vectors.search("chunk", query, k, refs=[]) == []
+    assert vectors.search("chunk", query, k, sessions=[99]) == []
 
 
-def test_many_refs_in_one_filter(store: SQLiteStore, vectors: VectorIndex) -> None:
+def test_many_refs_in_one_filter(store: SQLiteStore, vectors: SQLiteVectorStore) -> None:
     data = fill(store, vectors, "item", 3000)
     allowed = set(range(1, 3001, 2)) | {100_000 + i for i in range(40_000)}  # > 32766 vars
     query = gaussian(random.Random(3))
-    with store.read() as db:
-        assert_same(vectors.search(db, "item", query, 20, refs=allowed),
-                    brute_force(data, query, 20, refs=allowed))
+    assert_same(vectors.search("item", query, 20, refs=allowed),
+                brute_force(data, query, 20, refs=allowed))
 
 
-def test_delete_replace_and_missing(store: SQLiteStore, vectors: VectorIndex) -> None:
+def test_delete_replace_and_missing(store: SQLiteStore, vectors: SQLiteVectorStore) -> None:
     data = fill(store, vectors, "item", 30)
     with store.write() as db:
         db.executemany("INSERT INTO memory_items (id, tenant, scope, kind, text, norm,"
                        " valid_from, created, updated, rev) VALUES (?, 't', 'tenant',"
                        " 'fact', 'x', 'x', 0, 0, 0, 0)", [(i,) for i in range(1, 33)])
-        vectors.delete(db, "item", [3, 4, 999])
-    with store.read() as db:
-        assert vectors.count(db, "item") == 28
-        assert vectors.missing(db, "item", "memory_items", 10) == [3, 4, 31, 32]
-        assert vectors.search(db, "item", data[3][0], 1)[0][0] != 3
+        vectors.delete("item", [3, 4, 999])
+    assert vectors.count("item") == 28
+    assert vectors.missing("item", 10) == [3, 4, 31, 32]
+    assert vectors.search("item", data[3][0], 1)[0][0] != 3
     flipped = [-x for x in data[5][0]]
-    with store.write() as db:  # a new vector for a ref replaces the old; the last one wins
-        vectors.add(db, "item", [(5, 1), (3, 2), (3, 2)], [data[1][0], data[2][0], flipped])
-    with store.read() as db:
-        assert vectors.count(db, "item") == 29
-        assert vectors.missing(db, "item", "memory_items", 10) == [4, 31, 32]
-        best = vectors.search(db, "item", flipped, 1)
-        assert best[0][0] == 3 and best[0][1] == pytest.approx(1.0, abs=1e-6)
-        assert vectors.search(db, "item", data[5][0], 30)[-1][0] == 3
-        assert {ref for ref, _ in vectors.search(db, "item", data[1][0], 2)} == {1, 5}
+    # A new vector for a ref replaces the old; the last one wins.
+    vectors.add("item", [(5, 1), (3, 2), (3, 2)], [data[1][0], data[2][0], flipped])
+    assert vectors.count("item") == 29
+    assert vectors.missing("item", 10) == [4, 31, 32]
+    best = vectors.search("item", flipped, 1)
+    assert best[0][0] == 3 and best[0][1] == pytest.approx(1.0, abs=1e-6)
+    assert vectors.search("item", data[5][0], 30)[-1][0] == 3
+    assert {ref for ref, _ in vectors.search("item", data[1][0], 2)} == {1, 5}
 
 
-def test_a_rolled_back_write_leaves_no_vector(store: SQLiteStore, vectors: VectorIndex) -> None:
-    with pytest.raises(RuntimeError), store.write() as db:
-        vectors.add(db, "message", [(1, 1)], [gaussian(random.Random(1))])
+def test_a_rolled_back_write_leaves_no_vector(store: SQLiteStore,
+                                              vectors: SQLiteVectorStore) -> None:
+    with pytest.raises(RuntimeError), store.atomic():
+        vectors.add("message", [(1, 1)], [gaussian(random.Random(1))])
         raise RuntimeError("boom")
-    with store.read() as db:
-        assert vectors.space(db) is None
+    assert vectors.space() is None
     data = fill(store, vectors, "message", 3)  # the space is made again, in a commit
-    with store.read() as db:
-        assert vectors.search(db, "message", data[2][0], 1)[0][0] == 2
+    assert vectors.search("message", data[2][0], 1)[0][0] == 2
 
 
-def test_a_vector_of_another_size_is_refused(store: SQLiteStore, vectors: VectorIndex) -> None:
+def test_a_vector_of_another_size_is_refused(store: SQLiteStore,
+                                             vectors: SQLiteVectorStore) -> None:
     fill(store, vectors, "message", 3)
-    with pytest.raises(ConfigError, match="test:fixed"), store.write() as db:
-        vectors.add(db, "message", [(9, 1)], [[1.0, 0.0]])
-    with store.read() as db:
-        assert vectors.count(db, "message") == 3
+    with pytest.raises(ConfigError, match="test:fixed"):
+        vectors.add("message", [(9, 1)], [[1.0, 0.0]])
+    assert vectors.count("message") == 3
 
 
 def test_vectors_survive_reopening(tmp_path: Path) -> None:
     path = tmp_path / "m.db"
     store = SQLiteStore(path)
-    store.migrate("memory", MEMORY_MIGRATIONS)
-    data = fill(store, VectorIndex(FixedEmbedder(), store), "message", 50)
+    data = fill(store, store.vectors(FixedEmbedder.name), "message", 50)
     store.close()
     again = SQLiteStore(path)
-    again.migrate("memory", MEMORY_MIGRATIONS)
-    vectors = VectorIndex(FixedEmbedder(), again)
+    vectors = again.vectors(FixedEmbedder.name)
     query = gaussian(random.Random(11))
-    with again.read() as db:
-        assert vectors.count(db, "message") == 50
-        assert_same(vectors.search(db, "message", query, 9, sessions={1, 2, 3}),
-                    brute_force(data, query, 9, sessions={1, 2, 3}))
+    assert vectors.count("message") == 50
+    assert_same(vectors.search("message", query, 9, sessions={1, 2, 3}),
+                brute_force(data, query, 9, sessions={1, 2, 3}))
     again.close()
 
 
@@ -253,8 +242,8 @@ def test_deleted_documents_lose_their_vectors(store: SQLiteStore, tmp_path: Path
     DocIndex(store, embedder=None).index_path(folder)  # no embedder: vectors still go
     with store.read() as db:
         assert docs.vectors is not None
-        assert docs.vectors.count(db, "chunk") == 1
-        table = f"memory_vec_{docs.vectors.space(db)}_chunk"
+        assert docs.vectors.count("chunk") == 1
+        table = f"memory_vec_{docs.vectors.space()}_chunk"
         assert db.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0] == 1
     assert all(h.path.endswith("b.md") for h in docs.search_docs("kayak paddling fjord"))
 

@@ -37,7 +37,7 @@ from memci.context._paged import PagedConfig, PagedContext
 from memci.context._pairing import pair_tool_calls
 from memci.context._strategies import OldestWindow, SummarizeWindow, WindowLoader
 from memci.errors import StoreError, StoreFullError
-from memci.memory import DocIndex, Retrieved, Scope
+from memci.memory import DocIndex, Memory, Retrieved, Scope
 from memci.memory._judge import judge
 from memci.memory._query import analyze_query
 from memci.messages import Message, to_openai
@@ -374,7 +374,9 @@ class ContextBuilder:
 
     def _commit(self, snap: _Snapshot, plan: _Plan) -> None:
         """Write what the plan changed, once, if the context version is still ours."""
-        store = self.services.store
+        # Everything a commit needs from the engine is fetched before its transaction:
+        # no other lock is taken while the store's is held.
+        store, memory = self.services.store, self.services.memory
         if not plan.changes and not plan.hidden:
             for key, value in plan.cache.items():
                 store.context.put(self.record, key, value)
@@ -384,7 +386,7 @@ class ContextBuilder:
                 raise _Conflict
             self._note_hidden(plan.hidden)
             self._pool_evicted(plan.evicted)
-            self._remember_archived(plan.archived)
+            self._remember_archived(memory, plan.archived)
             if self.summaries is not None and plan.archived:
                 self.summaries.submit_keyed([(self._summary_key(page), messages)
                                              for page, messages in plan.archived])
@@ -681,7 +683,9 @@ class ContextBuilder:
             text = f"Page {page}: " + " / ".join(line for line in lines[:3])
             state.pool_add(text[:380], source=f"chat:page-{page}")
 
-    def _remember_archived(self, pages: Sequence[tuple[int, list[Message]]]) -> None:
+    def _remember_archived(
+        self, memory: Memory, pages: Sequence[tuple[int, list[Message]]]
+    ) -> None:
         """Keep archived pages as episodic memory, and the user's facts at user scope.
 
         What the user states about themselves, their preferences, decisions, constraints
@@ -692,7 +696,6 @@ class ContextBuilder:
         """
         if not pages:
             return
-        memory = self.services.memory
         scope = Scope.of(self.record, "user")
         contents = self.paged.archive.contents if self.paged is not None else {}
         for page, messages in pages:

@@ -14,7 +14,6 @@ the same session at once: builds commit through the store's compare-and-swap.
 from __future__ import annotations
 
 import json
-import sqlite3
 import threading
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
@@ -37,7 +36,7 @@ from memci.tokens import Tokenizer, get_tokenizer
 from memci.tools._builtin import FILE_TOOLS, RECALL_PAGE, SEARCH_MEMORY, WORKSPACE_TOOLS
 from memci.tools._host import ToolHost
 from memci.tools._registry import Tool, run_tool
-from memci.workspace import Artifact, WorkState
+from memci.workspace import WorkState
 
 __all__ = ["EXPORT_FORMAT", "Session", "SessionStats"]
 
@@ -164,16 +163,14 @@ class Session:
             # Tool outputs are hashed, summarized and (large ones) written to their files
             # first; their rows, the messages and the search index then commit together.
             pending = self._views.prepare(ready, self._log.calls)
-            memory = self.engine.memory
-            linked: list[tuple[Message, Artifact]] = []
-
-            def also(db: sqlite3.Connection, rows: list[Message]) -> None:
-                memory.index_in(db, self._record, ToolViews.as_stored(rows, pending))
-                linked.extend(self._views.link(db, pending, rows))
-
-            stored = self.engine.store.append(
-                self._record, ready, also=also,
-                external={p.position: p.prepared.sha256 for p in pending if p.external})
+            store, memory = self.engine.store, self.engine.memory
+            # One transaction: the messages, their search entries, artifacts and views.
+            with store.atomic():
+                stored = store.append(
+                    self._record, ready,
+                    external={p.position: p.prepared.sha256 for p in pending if p.external})
+                memory.index(self._record, ToolViews.as_stored(stored, pending))
+                linked = self._views.link(pending, stored)
             self._log.stored(stored, linked)
         return stored
 

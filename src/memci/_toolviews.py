@@ -15,11 +15,9 @@ costs in tokens, is saved in ``message_views``, so planning a build reads no mes
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
-from memci.errors import StoreError
 from memci.messages import Message, ToolCallPart, ToolResultPart
 from memci.store import ROW_HEAD_CHARS, SessionRecord, SQLiteStore, row_head
 from memci.tokens import Tokenizer
@@ -134,21 +132,21 @@ class ToolViews:
         return [row_head(m) if i in external else m for i, m in enumerate(messages)]
 
     def link(
-        self, db: sqlite3.Connection, pending: Sequence[PendingResult], stored: Sequence[Message]
+        self, pending: Sequence[PendingResult], stored: Sequence[Message]
     ) -> list[tuple[Message, Artifact]]:
-        """Write the artifacts and views of ``pending`` results inside the batch's transaction."""
+        """Write the artifacts and views of ``pending`` results (joins the batch's transaction)."""
         made: list[tuple[Message, Artifact]] = []
         for item in pending:
             message = stored[item.position]
             result = message.tool_result
             assert result is not None and message.seq is not None
             artifact = self.artifacts.link(
-                db, item.prepared, session=self.session, call_id=result.call_id,
+                item.prepared, session=self.session, call_id=result.call_id,
                 created_at=message.created_at, is_error=result.is_error)
             made.append((message, artifact))
         if made:
             self.store.save_views(self.session, [
-                (m.seq or 0, a.id, self.view(m, a).tokens or 0) for m, a in made], db=db)
+                (m.seq or 0, a.id, self.view(m, a).tokens or 0) for m, a in made])
         return made
 
     def store_results(
@@ -179,13 +177,7 @@ class ToolViews:
         return made
 
     def _by_sha(self, sha: str) -> Artifact:
-        with self.store.read() as db:
-            row = db.execute("SELECT id FROM workspace_blobs WHERE sha256 = ?",
-                             (sha,)).fetchone()
-        if row is None:
-            raise StoreError(f"{self.store.path} names a tool output (sha256 {sha}) that no "
-                             "artifact holds: the store is damaged; restore it from a backup")
-        return self.artifacts.get(str(row[0]))
+        return self.artifacts.get(self.artifacts.id_by_sha(sha))
 
     def _find_call(self, call_id: str, before: int | None) -> ToolCallPart | None:
         owner = self.store.tool_call(self.session, call_id, before)

@@ -13,148 +13,41 @@ Invariants:
 - visibility: a session-scope read sees the session's items, its user's and the tenant's;
   a user-scope read sees every item of the user (all their sessions) and the tenant's; a
   tenant-scope read sees all of the tenant. Nothing crosses tenants or users.
+
+Items are kept by the store's item part (``store.items(analyzer)``, an
+:class:`~memci.store.ItemStore`); :class:`Scope` and :class:`MemoryItem` are its records.
 """
 
 from __future__ import annotations
 
-import sqlite3
 import threading
 import time
 from collections.abc import Collection, Sequence
-from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from types import MappingProxyType
 from typing import Any, Literal
 
 from memci.errors import InvalidInputError
 from memci.memory._embed import Embedder, embedder_from_env, speaks
 from memci.memory._hit import Hit, fuse
-from memci.memory._schema import MEMORY_MIGRATIONS, ensure_fts, fts_name
 from memci.memory._text import Analyzer, get_analyzer, normalize
 from memci.memory._time import TimeRange, time_hint, without_time
-from memci.memory._vectors import VectorIndex
 from memci.messages import Message, TextPart
-from memci.store import SessionRecord, SQLiteStore
+from memci.store import (
+    ItemFilter,
+    ItemStore,
+    Level,
+    MemoryItem,
+    NewItem,
+    Scope,
+    SessionRecord,
+    SQLiteStore,
+    VectorStore,
+)
 
 __all__ = ["Level", "MemoryItem", "MemoryItems", "Scope"]
 
-Level = Literal["tenant", "user", "session"]
-_LEVELS: tuple[Level, ...] = ("tenant", "user", "session")
 _EMBED_LIMIT = 2_000
-
-
-@dataclass(frozen=True, slots=True)
-class Scope:
-    """Who an item belongs to, or what a read may see: a tenant, a user, or a session.
-
-    Build one with :meth:`tenant_scope`, :meth:`user_scope` or :meth:`of` (a session's).
-    """
-
-    level: Level
-    tenant: str
-    user: str | None = None
-    session_id: int | None = None
-    session: str | None = None
-
-    def __post_init__(self) -> None:
-        if self.level not in _LEVELS:
-            raise InvalidInputError(f"scope level must be one of {', '.join(_LEVELS)}, "
-                                    f"not {self.level!r}")
-        if self.level == "user" and not self.user:
-            raise InvalidInputError("a user scope needs a user")
-        if self.level == "session" and self.session_id is None:
-            raise InvalidInputError("a session scope needs a session")
-
-    @classmethod
-    def tenant_scope(cls, tenant: str = "default") -> Scope:
-        """Everything of ``tenant``."""
-        return cls("tenant", tenant)
-
-    @classmethod
-    def user_scope(cls, user: str, tenant: str = "default") -> Scope:
-        """One user of ``tenant``, across their sessions."""
-        return cls("user", tenant, user)
-
-    @classmethod
-    def of(cls, session: SessionRecord, level: Level = "session") -> Scope:
-        """Return ``session``'s scope at ``level`` (user level without a user: the session)."""
-        if level == "tenant":
-            return cls.tenant_scope(session.tenant)
-        if level == "user" and session.user:
-            return cls("user", session.tenant, session.user)
-        return cls("session", session.tenant, session.user, session.id, session.name)
-
-    def visible(self, alias: str = "i") -> tuple[str, list[Any]]:
-        """Return an SQL condition (and its arguments) for items this scope may read."""
-        a = alias
-        if self.level == "tenant":
-            return f"{a}.tenant = ?", [self.tenant]
-        if self.level == "user":
-            return (f"{a}.tenant = ? AND ({a}.scope = 'tenant' OR {a}.user_id = ?)",
-                    [self.tenant, self.user])
-        sql = f"{a}.tenant = ? AND ({a}.scope = 'tenant' OR {a}.session_id = ?"
-        args: list[Any] = [self.tenant, self.session_id]
-        if self.user:
-            sql += f" OR ({a}.scope = 'user' AND {a}.user_id = ?)"
-            args.append(self.user)
-        return sql + ")", args
-
-
-@dataclass(frozen=True, slots=True)
-class MemoryItem:
-    """One long-term item; ``valid_to``/``superseded_by`` are set once it is replaced."""
-
-    id: int
-    scope: Level
-    tenant: str
-    user: str | None
-    session_id: int | None
-    kind: str
-    subject: str | None
-    text: str
-    summary: str | None
-    source: str | None
-    page: int | None
-    seen: int
-    valid_from: datetime
-    valid_to: datetime | None
-    superseded_by: int | None
-    created: datetime
-    updated: datetime
-
-    @property
-    def current(self) -> bool:
-        """Whether no newer item supersedes this one."""
-        return self.superseded_by is None and self.valid_to is None
-
-
-_COLUMNS = ("id, scope, tenant, user_id, session_id, kind, subject, text, summary, source, "
-            "page, seen, valid_from, valid_to, superseded_by, created, updated")
-
-
-def _time(value: float | None) -> datetime | None:
-    return datetime.fromtimestamp(value, UTC) if value is not None else None
-
-
-def _item(row: Sequence[Any]) -> MemoryItem:
-    return MemoryItem(
-        id=int(row[0]), scope=row[1], tenant=row[2], user=row[3],
-        session_id=int(row[4]) if row[4] is not None else None, kind=row[5], subject=row[6],
-        text=row[7], summary=row[8], source=row[9],
-        page=int(row[10]) if row[10] is not None else None, seen=int(row[11]),
-        valid_from=datetime.fromtimestamp(row[12], UTC), valid_to=_time(row[13]),
-        superseded_by=int(row[14]) if row[14] is not None else None,
-        created=datetime.fromtimestamp(row[15], UTC),
-        updated=datetime.fromtimestamp(row[16], UTC),
-    )
-
-
-def _owner(scope: Scope, alias: str = "") -> tuple[str, list[Any]]:
-    """Return SQL for "owned by exactly this scope" (not what it can see)."""
-    p = f"{alias}." if alias else ""
-    return (f"{p}tenant = ? AND {p}scope = ? AND {p}user_id IS ? AND {p}session_id IS ?",
-            [scope.tenant, scope.level, scope.user if scope.level != "tenant" else None,
-             scope.session_id if scope.level == "session" else None])
 
 
 class MemoryItems:
@@ -174,17 +67,11 @@ class MemoryItems:
         self.analyzer = (get_analyzer(analyzer or DEFAULT_ANALYZER)
                          if analyzer is None or isinstance(analyzer, str) else analyzer)
         self.embedder = embedder_from_env() if embedder == "env" else embedder
-        self.vectors = (VectorIndex(self.embedder, store) if self.embedder is not None
-                        else None)
-        self.table = fts_name("memory_items_fts", self.analyzer)
+        self.vectors: VectorStore | None = (
+            store.vectors(self.embedder.name) if self.embedder is not None else None)
+        self.rows: ItemStore = store.items(self.analyzer)
         self._clock = clock
         self._lock = threading.Lock()
-        store.migrate("memory", MEMORY_MIGRATIONS)
-        with store.write() as db:
-            if ensure_fts(db, "memory_items_fts", self.analyzer):
-                for row in db.execute("SELECT id, text, summary, subject FROM memory_items"
-                                      ).fetchall():
-                    self._add_fts(db, int(row[0]), row[1], row[2], row[3])
 
     # -- writing -------------------------------------------------------------------------
 
@@ -212,41 +99,19 @@ class MemoryItems:
         subj = normalize(subject) if subject else None
         now = self._clock()
         since = at.timestamp() if at is not None else now
-        owner, owner_args = _owner(scope)
-        with self.store.write() as db:
-            same = db.execute(
-                f"SELECT id FROM memory_items WHERE {owner} AND kind = ? AND norm = ?"
-                " AND superseded_by IS NULL ORDER BY id DESC LIMIT 1",
-                (*owner_args, kind, norm),
-            ).fetchone()
+        rows = self.rows
+        with self.store.atomic():
+            same = rows.find(scope, kind, norm)
             if same is not None:
-                db.execute(
-                    "UPDATE memory_items SET seen = seen + 1, updated = ?, rev = ?,"
-                    " summary = COALESCE(?, summary), source = COALESCE(?, source),"
-                    " subject = COALESCE(subject, ?) WHERE id = ?",
-                    (now, self._rev(db), summary, source, subj, same[0]),
-                )
-                if summary is not None:
-                    self._refresh(db, int(same[0]))
-                return self._get(db, int(same[0]))
-            cursor = db.execute(
-                "INSERT INTO memory_items (tenant, user_id, session_id, scope, kind, subject,"
-                " text, norm, summary, source, page, valid_from, created, updated, rev)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (scope.tenant, scope.user if scope.level != "tenant" else None,
-                 scope.session_id if scope.level == "session" else None, scope.level, kind,
-                 subj, text, norm, summary, source, page, since, now, now, self._rev(db)),
-            )
-            new_id = int(cursor.lastrowid or 0)
+                rows.merge(same, now=now, summary=summary, source=source, subject=subj)
+                if summary is not None and self.vectors is not None:
+                    self.vectors.delete("item", [same])  # its text changed: embed again
+                return self._get(same)
+            new_id = rows.add(NewItem(scope, kind, subj, text, norm, summary, source, page,
+                                      since, now))
             if subj is not None:
-                db.execute(
-                    f"UPDATE memory_items SET valid_to = ?, superseded_by = ?, updated = ?,"
-                    f" rev = ? WHERE {owner} AND kind = ? AND subject = ? AND id != ?"
-                    " AND superseded_by IS NULL",
-                    (since, new_id, now, self._rev(db), *owner_args, kind, subj, new_id),
-                )
-            self._add_fts(db, new_id, text, summary, subj)
-            return self._get(db, new_id)
+                rows.supersede(scope, kind, subj, by=new_id, since=since, now=now)
+            return self._get(new_id)
 
     def remember_page(
         self, session: SessionRecord, page_no: int, text: str, summary: str | None = None,
@@ -269,62 +134,25 @@ class MemoryItems:
 
     def forget(self, item_id: int) -> None:
         """End an item's validity now (it stays in the history)."""
-        now = self._clock()
-        with self.store.write() as db:
-            db.execute("UPDATE memory_items SET valid_to = ?, updated = ?, rev = ? WHERE id = ?"
-                       " AND valid_to IS NULL", (now, now, self._rev(db), item_id))
-
-    @staticmethod
-    def _rev(db: sqlite3.Connection) -> int:
-        return int(db.execute("SELECT COALESCE(MAX(rev), 0) + 1 FROM memory_items"
-                              ).fetchone()[0])
-
-    def _add_fts(self, db: sqlite3.Connection, item_id: int, text: str, summary: str | None,
-                 subject: str | None) -> None:
-        body = text if not summary else f"{text}\n{summary}"
-        db.execute(f"INSERT INTO {self.table} (rowid, body, subject) VALUES (?, ?, ?)",
-                   (item_id, self.analyzer.document(body), self.analyzer.document(subject or "")))
-
-    def _refresh(self, db: sqlite3.Connection, item_id: int) -> None:
-        row = db.execute("SELECT text, summary, subject FROM memory_items WHERE id = ?",
-                         (item_id,)).fetchone()
-        db.execute(f"DELETE FROM {self.table} WHERE rowid = ?", (item_id,))
-        self._add_fts(db, item_id, row[0], row[1], row[2])
-        if self.vectors is not None:
-            self.vectors.delete(db, "item", [item_id])
+        self.rows.end(item_id, self._clock())
 
     # -- reading -------------------------------------------------------------------------
 
-    def _get(self, db: sqlite3.Connection, item_id: int) -> MemoryItem:
-        row = db.execute(f"SELECT {_COLUMNS} FROM memory_items WHERE id = ?",
-                         (item_id,)).fetchone()
-        return _item(row)
+    def _get(self, item_id: int) -> MemoryItem:
+        found = self.rows.get(item_id)
+        assert found is not None
+        return found
 
     def get(self, item_id: int) -> MemoryItem | None:
         """Return the item ``item_id``, or None."""
-        with self.store.read() as db:
-            row = db.execute(f"SELECT {_COLUMNS} FROM memory_items WHERE id = ?",
-                             (item_id,)).fetchone()
-        return _item(row) if row else None
+        return self.rows.get(item_id)
 
     def items(
         self, scope: Scope, *, kinds: Collection[str] | None = None, current: bool = True,
         limit: int | None = None,
     ) -> list[MemoryItem]:
         """Items visible in ``scope`` (current ones by default), newest first."""
-        where, args = scope.visible()
-        if kinds is not None:
-            where += f" AND i.kind IN ({','.join('?' * len(kinds))})"
-            args.extend(kinds)
-        if current:
-            where += " AND i.superseded_by IS NULL AND i.valid_to IS NULL"
-        sql = f"SELECT {_COLUMNS} FROM memory_items i WHERE {where} ORDER BY i.valid_from DESC,"
-        sql += " i.id DESC"
-        if limit is not None:
-            sql += " LIMIT ?"
-            args.append(limit)
-        with self.store.read() as db:
-            return [_item(r) for r in db.execute(sql, args).fetchall()]
+        return self.rows.visible(ItemFilter(scope, kinds, current=current), limit=limit)
 
     def preferences(self, scope: Scope, *, limit: int | None = None) -> list[MemoryItem]:
         """Return the current preferences visible in ``scope``, newest first."""
@@ -332,25 +160,11 @@ class MemoryItems:
 
     def history(self, item_id: int) -> list[MemoryItem]:
         """Every version of the item's subject (or the item alone), oldest first."""
-        with self.store.read() as db:
-            row = db.execute("SELECT tenant, scope, user_id, session_id, kind, subject FROM"
-                             " memory_items WHERE id = ?", (item_id,)).fetchone()
-            if row is None:
-                return []
-            if row[5] is None:
-                return [self._get(db, item_id)]
-            rows = db.execute(
-                f"SELECT {_COLUMNS} FROM memory_items WHERE tenant = ? AND scope = ? AND"
-                " user_id IS ? AND session_id IS ? AND kind = ? AND subject = ?"
-                " ORDER BY valid_from, id", tuple(row),
-            ).fetchall()
-        return [_item(r) for r in rows]
+        return self.rows.history(item_id)
 
     def version(self) -> int:
         """Return a number that grows with every change to items (for caches)."""
-        with self.store.read() as db:
-            return int(db.execute("SELECT COALESCE(MAX(rev), 0) FROM memory_items"
-                                  ).fetchone()[0])
+        return self.rows.version()
 
     def embed_pending(self, *, batch: int = 128) -> int:
         """Embed items that have no vector yet (a no-op without an embedder)."""
@@ -358,17 +172,14 @@ class MemoryItems:
             return 0
         done = 0
         while True:
-            with self.store.read() as db:
-                ids = self.vectors.missing(db, "item", "memory_items", batch)
-                rows = [db.execute("SELECT id, session_id, text, summary FROM memory_items"
-                                   " WHERE id = ?", (i,)).fetchone() for i in ids]
-            if not rows:
+            items = self.rows.get_many(self.vectors.missing("item", batch))
+            if not items:
                 return done
-            texts = [(r[2] + ("\n" + r[3] if r[3] else ""))[:_EMBED_LIMIT] for r in rows]
+            texts = [(i.text + ("\n" + i.summary if i.summary else ""))[:_EMBED_LIMIT]
+                     for i in items]
             vectors = self.embedder.embed(texts)
-            with self.store.write() as db:
-                self.vectors.add(db, "item", [(int(r[0]), r[1]) for r in rows], vectors)
-            done += len(rows)
+            self.vectors.add("item", [(i.id, i.session_id) for i in items], vectors)
+            done += len(items)
 
     def ranked(
         self, query: str, scope: Scope, *, depth: int = 50,
@@ -376,50 +187,23 @@ class MemoryItems:
         include_superseded: bool = False, time_range: TimeRange | None = None,
     ) -> dict[str, list[int]]:
         """Ranked item ids per retriever (``keyword``, ``dense``, ``time``)."""
-        where, args = scope.visible()
-        if kinds is not None:
-            where += f" AND i.kind IN ({','.join('?' * len(kinds))})"
-            args.extend(kinds)
-        if exclude_kinds:
-            where += f" AND i.kind NOT IN ({','.join('?' * len(exclude_kinds))})"
-            args.extend(exclude_kinds)
-        if not include_superseded:
-            where += " AND i.superseded_by IS NULL AND i.valid_to IS NULL"
+        where = ItemFilter(scope, kinds, tuple(exclude_kinds), current=not include_superseded)
         lists: dict[str, list[int]] = {}
         inside: set[int] = set()
         query = without_time(query, time_range)  # the range stands for those words
         plan = self.analyzer.query(query)
-        t = self.table
-        with self.store.read() as db:
-            if plan.match is not None:
-                rows = db.execute(
-                    f"SELECT i.id FROM {t} JOIN memory_items i ON i.id = {t}.rowid"
-                    f" WHERE {t} MATCH ? AND {where} ORDER BY bm25({t}, 1.0, 0.5), i.id"
-                    " LIMIT ?", (f"{{body subject}} : ({plan.match})", *args, depth),
-                ).fetchall()
-                lists["keyword"] = [int(r[0]) for r in rows]
-            elif plan.short_terms:
-                likes = " OR ".join(f"instr(lower({t}.body), ?) > 0" for _ in plan.short_terms)
-                rows = db.execute(
-                    f"SELECT i.id FROM {t} JOIN memory_items i ON i.id = {t}.rowid"
-                    f" WHERE ({likes}) AND {where} ORDER BY i.valid_from DESC LIMIT ?",
-                    (*[s.lower() for s in plan.short_terms], *args, depth),
-                ).fetchall()
-                lists["keyword"] = [int(r[0]) for r in rows]
-            allowed = [int(r[0]) for r in db.execute(
-                f"SELECT i.id FROM memory_items i WHERE {where}", args)]
-            if time_range is not None:
-                inside = {int(r[0]) for r in db.execute(
-                    f"SELECT i.id FROM memory_items i WHERE {where} AND i.valid_from >= ?"
-                    " AND i.valid_from < ?",
-                    (*args, time_range.start.timestamp(), time_range.end.timestamp()))}
-                lists["time"] = [i for i in lists.get("keyword", []) if i in inside]
+        if plan.match is not None or plan.short_terms:
+            lists["keyword"] = self.rows.keyword(plan, where, depth)
+        allowed = self.rows.ids(where)
+        if time_range is not None:
+            inside = self.rows.valid_within(where, time_range.start.timestamp(),
+                                            time_range.end.timestamp())
+            lists["time"] = [i for i in lists.get("keyword", []) if i in inside]
         if (self.vectors is not None and self.embedder is not None and allowed
                 and query.strip() and speaks(self.embedder, query)):
             self.embed_pending()
             vector = self.embedder.embed([query])[0]
-            with self.store.read() as db:
-                found = self.vectors.search(db, "item", vector, depth, refs=allowed)
+            found = self.vectors.search("item", vector, depth, refs=allowed)
             lists["dense"] = [ref for ref, _ in found]
             if time_range is not None:
                 both = {"k": lists.get("time", []),
@@ -450,20 +234,17 @@ class MemoryItems:
 
     def hits(self, ranked: Sequence[tuple[int, float, tuple[str, ...]]]) -> list[Hit]:
         """Hits for ranked item ids."""
+        items = {i.id: i for i in self.rows.get_many([item_id for item_id, _, _ in ranked])}
+        names = self.rows.session_names({i.session_id for i in items.values()
+                                         if i.session_id is not None})
         out: list[Hit] = []
-        with self.store.read() as db:
-            names: dict[int, str] = {}
-            for item_id, score, retrievers in ranked:
-                item = self._get(db, item_id)
-                session = None
-                if item.session_id is not None:
-                    if item.session_id not in names:
-                        row = db.execute("SELECT name FROM sessions WHERE id = ?",
-                                         (item.session_id,)).fetchone()
-                        names[item.session_id] = str(row[0]) if row else str(item.session_id)
-                    session = names[item.session_id]
-                out.append(Hit(message=item_message(item, session), page=item.page,
-                               score=score, retrievers=retrievers, session=session, item=item))
+        for item_id, score, retrievers in ranked:
+            item = items.get(item_id)
+            if item is None:
+                continue
+            session = names[item.session_id] if item.session_id is not None else None
+            out.append(Hit(message=item_message(item, session), page=item.page, score=score,
+                           retrievers=retrievers, session=session, item=item))
         return out
 
 

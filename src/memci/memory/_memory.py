@@ -14,7 +14,6 @@ user and tenant (a session without a user falls back to itself), and the user's 
 
 from __future__ import annotations
 
-import sqlite3
 import threading
 import weakref
 from collections.abc import Callable, Collection, Sequence
@@ -63,14 +62,11 @@ class Memory:
     # -- writing -------------------------------------------------------------------------
 
     def index(self, session: SessionRecord, messages: Sequence[Message]) -> int:
-        """Index stored messages (own transaction); see :meth:`MessageIndex.index_in`."""
-        return self.messages.index(session, messages)
+        """Index stored messages: one transaction, or part of the caller's ``store.atomic()``.
 
-    def index_in(
-        self, db: sqlite3.Connection, session: SessionRecord, messages: Sequence[Message]
-    ) -> int:
-        """Index stored messages inside the caller's write transaction ``db``."""
-        return self.messages.index_in(db, session, messages)
+        See :meth:`MessageIndex.index`.
+        """
+        return self.messages.index(session, messages)
 
     def remember(
         self, scope: Scope, text: str, kind: str = "fact", subject: str | None = None,
@@ -97,14 +93,8 @@ class Memory:
             raise InvalidInputError(f"scope must be one of {', '.join(_SCOPES)}, not {scope!r}")
         if scope == "session" or (scope == "user" and not session.user):
             return [session.id]
-        with self.store.read() as db:
-            if scope == "user":
-                rows = db.execute("SELECT id FROM sessions WHERE tenant = ? AND user_id = ?"
-                                  " ORDER BY id", (session.tenant, session.user))
-            else:
-                rows = db.execute("SELECT id FROM sessions WHERE tenant = ? ORDER BY id",
-                                  (session.tenant,))
-            return [int(r[0]) for r in rows]
+        return self.messages.rows.sessions_of(session.tenant,
+                                              session.user if scope == "user" else None)
 
     def search(
         self,

@@ -3,8 +3,8 @@
 A key is ``mk_`` followed by 43 URL-safe characters (256 random bits). It is shown once,
 when made; the store keeps its SHA-256 hex digest and a short public id (``key_…``) to
 list and revoke it by. A key is checked by hashing what the client sent and looking the
-hash up; a revoked key never matches again. The table lives in the session store, in
-memci's ``server`` migration series.
+hash up; a revoked key never matches again. The rows live in the session store, through
+its key part (``store.keys``, a :class:`~memci.store.KeyRows`).
 
 A key may carry the operator's policy for its tenant (:class:`KeyPolicy`: file roots, the
 largest message). A tenant's keys share its sessions, so they share one policy: a new key
@@ -23,7 +23,6 @@ from __future__ import annotations
 import hashlib
 import hmac
 import secrets
-import sqlite3
 import threading
 import time
 from collections.abc import Sequence
@@ -33,35 +32,11 @@ from pathlib import Path
 
 from memci.errors import ConfigError, InvalidInputError
 from memci.server._policy import KeyPolicy, root_problem
-from memci.store import Migration, SQLiteStore
+from memci.store import KeyRecord, KeyRows, SQLiteStore
 
-__all__ = ["KEY_PREFIX", "SERVER_MIGRATIONS", "ApiKey", "KeyPolicy", "KeyStore", "hash_key"]
+__all__ = ["KEY_PREFIX", "ApiKey", "KeyPolicy", "KeyStore", "hash_key"]
 
 KEY_PREFIX = "mk_"
-
-SERVER_MIGRATIONS: tuple[Migration, ...] = (
-    Migration(
-        1,
-        "api keys",
-        """
-        CREATE TABLE server_api_keys (
-            key_id      TEXT PRIMARY KEY,
-            tenant      TEXT NOT NULL,
-            key_hash    TEXT NOT NULL UNIQUE,
-            label       TEXT,
-            created_at  TEXT NOT NULL,
-            revoked_at  TEXT
-        );
-        CREATE INDEX server_api_keys_tenant ON server_api_keys (tenant);
-        """,
-    ),
-    Migration(
-        2,
-        "key policies",
-        "ALTER TABLE server_api_keys ADD COLUMN policy TEXT;",
-    ),
-)
-
 
 @dataclass(frozen=True, slots=True)
 class ApiKey:
@@ -89,6 +64,11 @@ def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
 
 
+def _api_key(row: KeyRecord) -> ApiKey:
+    return ApiKey(row.key_id, row.tenant, row.label, row.created_at, row.revoked_at,
+                  KeyPolicy.from_json(row.policy))
+
+
 class KeyStore:
     """Make, check, list (``keys``) and revoke API keys in a :class:`~memci.store.SQLiteStore`."""
 
@@ -98,7 +78,7 @@ class KeyStore:
         self._cache: dict[str, tuple[str | None, float]] = {}
         self._cache_lock = threading.Lock()
         self._policies: tuple[dict[str, KeyPolicy], float] | None = None
-        store.migrate("server", SERVER_MIGRATIONS)
+        self.rows: KeyRows = store.keys
 
     def create(
         self, tenant: str, *, label: str | None = None, policy: KeyPolicy | None = None,
@@ -115,8 +95,8 @@ class KeyStore:
         if label is not None and (not isinstance(label, str) or len(label) > 200):
             raise InvalidInputError("a label must be a string (≤ 200 chars)")
         key = KEY_PREFIX + secrets.token_urlsafe(32)
-        with self.store.write() as db:
-            current = self._tenant_policy(db, tenant)
+        with self.store.atomic():
+            current = self._tenant_policy(tenant)
             if policy is None:
                 policy = current if current is not None else KeyPolicy()
             elif current is not None and policy != current:
@@ -125,15 +105,12 @@ class KeyStore:
                     f"its sessions and so one policy: change it for all of them with "
                     f"`memci keys policy {tenant} …`")
             else:
-                self._check_roots(db, tenant, policy, guarded)
+                self._check_roots(tenant, policy, guarded)
             record = ApiKey(key_id="key_" + secrets.token_hex(6), tenant=tenant, label=label,
                             created_at=_now(), revoked_at=None, policy=policy)
-            db.execute(
-                "INSERT INTO server_api_keys (key_id, tenant, key_hash, label, created_at,"
-                " policy) VALUES (?, ?, ?, ?, ?, ?)",
-                (record.key_id, tenant, hash_key(key), label, record.created_at,
-                 policy.to_json()),
-            )
+            self.rows.add(KeyRecord(
+                key_id=record.key_id, tenant=tenant, key_hash=hash_key(key), label=label,
+                created_at=record.created_at, revoked_at=None, policy=policy.to_json()))
         self._forget()
         return record, key
 
@@ -141,10 +118,9 @@ class KeyStore:
         self, tenant: str, policy: KeyPolicy, *, guarded: Sequence[Path] = ()
     ) -> int:
         """Give every key of ``tenant`` ``policy``; return how many keys it has."""
-        with self.store.write() as db:
-            self._check_roots(db, tenant, policy, guarded)
-            changed = db.execute("UPDATE server_api_keys SET policy = ? WHERE tenant = ?",
-                                 (policy.to_json(), tenant)).rowcount
+        with self.store.atomic():
+            self._check_roots(tenant, policy, guarded)
+            changed = self.rows.set_policy(tenant, policy.to_json())
             if not changed:
                 raise InvalidInputError(
                     f"tenant {tenant!r} has no API keys: make one with `memci keys create`")
@@ -162,28 +138,20 @@ class KeyStore:
             cached = self._policies
         if cached is not None and cached[1] > now:
             return cached[0]
-        with self.store.read() as db:
-            rows = db.execute("SELECT tenant, policy FROM server_api_keys"
-                              " WHERE revoked_at IS NULL AND policy IS NOT NULL").fetchall()
-        found = {str(r[0]): KeyPolicy.from_json(r[1]) for r in rows}
+        found = {tenant: KeyPolicy.from_json(policy)
+                 for tenant, policy in self.rows.active_policies()}
         if self.cache_seconds > 0:
             with self._cache_lock:
                 self._policies = (found, now + self.cache_seconds)
         return found
 
-    def _tenant_policy(self, db: sqlite3.Connection, tenant: str) -> KeyPolicy | None:
-        row = db.execute("SELECT policy FROM server_api_keys WHERE tenant = ? AND"
-                         " revoked_at IS NULL ORDER BY created_at LIMIT 1",
-                         (tenant,)).fetchone()
-        return None if row is None else KeyPolicy.from_json(row[0])
+    def _tenant_policy(self, tenant: str) -> KeyPolicy | None:
+        first = self.rows.first_active(tenant)
+        return None if first is None else KeyPolicy.from_json(first.policy)
 
-    def _check_roots(
-        self, db: sqlite3.Connection, tenant: str, policy: KeyPolicy, guarded: Sequence[Path]
-    ) -> None:
-        rows = db.execute("SELECT tenant, policy FROM server_api_keys WHERE tenant != ?"
-                          " AND revoked_at IS NULL AND policy IS NOT NULL",
-                          (tenant,)).fetchall()
-        others = {str(r[0]): KeyPolicy.from_json(r[1]).file_roots or () for r in rows}
+    def _check_roots(self, tenant: str, policy: KeyPolicy, guarded: Sequence[Path]) -> None:
+        others = {other: KeyPolicy.from_json(text).file_roots or ()
+                  for other, text in self.rows.active_policies() if other != tenant}
         for root in policy.file_roots or ():
             problem = root_problem(root, guarded, others)
             if problem:
@@ -220,40 +188,24 @@ class KeyStore:
         return False, None
 
     def _lookup(self, digest: str) -> str | None:
-        with self.store.read() as db:
-            row = db.execute(
-                "SELECT tenant, key_hash FROM server_api_keys"
-                " WHERE key_hash = ? AND revoked_at IS NULL", (digest,),
-            ).fetchone()
+        row = self.rows.find(digest)
         # The lookup is by digest already; the constant-time compare keeps it honest.
-        if row is None or not hmac.compare_digest(str(row[1]), digest):
+        if row is None or not hmac.compare_digest(row.key_hash, digest):
             return None
-        return str(row[0])
+        return row.tenant
 
     def keys(self, tenant: str | None = None) -> list[ApiKey]:
         """Every key (of one tenant, if given), oldest first."""
-        sql = ("SELECT key_id, tenant, label, created_at, revoked_at, policy"
-               " FROM server_api_keys")
-        args: tuple[str, ...] = ()
-        if tenant is not None:
-            sql += " WHERE tenant = ?"
-            args = (tenant,)
-        with self.store.read() as db:
-            rows = db.execute(sql + " ORDER BY created_at, key_id", args).fetchall()
-        return [ApiKey(str(r[0]), str(r[1]), r[2], str(r[3]), r[4], KeyPolicy.from_json(r[5]))
-                for r in rows]
+        return [_api_key(r) for r in self.rows.keys(tenant)]
 
     def revoke(self, key_id: str) -> ApiKey:
         """Revoke a key by its id (``key_…``); revoking twice is allowed."""
-        with self.store.write() as db:
-            row = db.execute("SELECT revoked_at FROM server_api_keys WHERE key_id = ?",
-                             (key_id,)).fetchone()
-            if row is None:
+        with self.store.atomic():
+            if self.rows.get(key_id) is None:
                 raise InvalidInputError(
                     f"no API key {key_id!r}: `memci keys list` shows the ids")
-            if row[0] is None:
-                db.execute("UPDATE server_api_keys SET revoked_at = ? WHERE key_id = ?",
-                           (_now(), key_id))
+            self.rows.revoke(key_id, _now())
         self._forget()
-        (record,) = [k for k in self.keys() if k.key_id == key_id]
-        return record
+        record = self.rows.get(key_id)
+        assert record is not None
+        return _api_key(record)

@@ -1,12 +1,42 @@
 """The store: the write-back log every message goes to first, and everything derived.
 
-What is stored goes through the protocols of :mod:`memci.store._protocols` with plain-value
-signatures (:mod:`memci.store._records`); each backend implements them under its own
-package, and all SQL lives there. SQLite (:mod:`memci.store.sqlite`) is the embedded default;
-everything else in memci is derived from what the store holds and can be rebuilt from it.
+What is stored goes through protocols with plain-value signatures (no connection or
+cursor crosses them), one module per area: the message log (:class:`MessageLog`) and a
+session's context state, versioned for compare-and-swap (:class:`ContextStore`), the
+working state and its audit log
+(:class:`WorkStore`), artifacts' rows (:class:`ArtifactRows`), background jobs
+(:class:`JobStore`), the server's API keys (:class:`KeyRows`) and the search index
+(:class:`MessageSearch`, :class:`ItemStore`, :class:`DocStore`, :class:`VectorStore`),
+with the records they take and return (:mod:`memci.store._records` and each area's
+module). Each backend implements them under its own package, and all SQL lives there.
+SQLite (:mod:`memci.store.sqlite`) is the embedded default; everything else in memci is
+derived from what the store holds and can be rebuilt from it.
 """
 
+from memci.store._artifacts import Artifact, ArtifactRows, Blob
+from memci.store._docs import DocChunk, DocFile, DocStore
+from memci.store._items import LEVELS, ItemFilter, ItemStore, Level, MemoryItem, NewItem, Scope
+from memci.store._jobs import JOB_STATES, Job, JobCounts, JobState, JobStore, JobTally, NewJob
+from memci.store._keys import KeyRecord, KeyRows
+from memci.store._log import (
+    ContextChanges,
+    ContextEvent,
+    ContextState,
+    ContextStore,
+    LogRow,
+    MessageLog,
+    PageRow,
+)
 from memci.store._records import SessionRecord
+from memci.store._search import (
+    Candidate,
+    IndexedMessage,
+    MessageSearch,
+    SearchDoc,
+    SearchFilter,
+    VectorStore,
+)
+from memci.store._work import WorkEvent, WorkStore
 from memci.store.sqlite import (
     CORE_MIGRATIONS,
     ROW_HEAD_CHARS,
@@ -16,5 +46,49 @@ from memci.store.sqlite import (
     row_head,
 )
 
-__all__ = ["CORE_MIGRATIONS", "ROW_HEAD_CHARS", "Migration", "SQLiteStore", "SessionRecord",
-           "message_from_row", "row_head"]
+__all__ = [
+    "CORE_MIGRATIONS",
+    "JOB_STATES",
+    "LEVELS",
+    "ROW_HEAD_CHARS",
+    "Artifact",
+    "ArtifactRows",
+    "Blob",
+    "Candidate",
+    "ContextChanges",
+    "ContextEvent",
+    "ContextState",
+    "ContextStore",
+    "DocChunk",
+    "DocFile",
+    "DocStore",
+    "IndexedMessage",
+    "ItemFilter",
+    "ItemStore",
+    "Job",
+    "JobCounts",
+    "JobState",
+    "JobStore",
+    "JobTally",
+    "KeyRecord",
+    "KeyRows",
+    "Level",
+    "LogRow",
+    "MemoryItem",
+    "MessageLog",
+    "MessageSearch",
+    "Migration",
+    "NewItem",
+    "NewJob",
+    "PageRow",
+    "SQLiteStore",
+    "Scope",
+    "SearchDoc",
+    "SearchFilter",
+    "SessionRecord",
+    "VectorStore",
+    "WorkEvent",
+    "WorkStore",
+    "message_from_row",
+    "row_head",
+]

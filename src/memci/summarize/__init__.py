@@ -16,6 +16,7 @@
   extractive stand-in until then, never waiting.
 """
 
+from memci.store.sqlite import JOBS_MIGRATIONS  # the job table's series (SQLite)
 from memci.summarize._budget import fit_sections, fit_tokens, water_fill
 from memci.summarize._default import (
     handoff,
@@ -27,7 +28,6 @@ from memci.summarize._default import (
 from memci.summarize._extractive import ExtractiveSummarizer
 from memci.summarize._jobs import (
     JOB_STATES,
-    JOBS_MIGRATIONS,
     Effect,
     Handler,
     Job,

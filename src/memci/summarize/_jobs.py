@@ -1,17 +1,19 @@
 """Durable background jobs in the store: submitted once, run by workers, effective once.
 
-A job is a row of ``memci_jobs`` (migration series ``jobs``): a ``kind`` that names its
-handler, an idempotency ``key`` (UNIQUE: submitting a key again is the same job), a JSON
-``payload``, a ``state`` (pending → running → done | failed), its attempts and limit, the
-last error, the JSON ``result``, and a lease (owner, expiry) while a worker holds it.
+A job is kept by the store's job part (``store.jobs``, a :class:`~memci.store.JobStore`):
+a ``kind`` that names its handler, an idempotency ``key`` (unique: submitting a key again
+is the same job), a JSON ``payload``, a ``state`` (pending → running → done | failed), its
+attempts and limit, the last error, the JSON ``result``, and a lease (owner, expiry)
+while a worker holds it.
 
 Invariants:
 
 - **each job takes effect once**: the worker writes the result, runs the handler's
-  ``effect`` (if any) and marks the job done in ONE transaction, fenced by its lease (the
-  update matches only while this worker still owns the job). A crash before that commit
-  leaves the job running with a lease that expires, so it runs again; a crash after it
-  never re-runs it. Consumers read results, never a handler's side effects;
+  ``effect`` (if any) and marks the job done in ONE transaction (``store.atomic()``),
+  fenced by its lease (the update matches only while this worker still owns the job).
+  A crash before that commit leaves the job running with a lease that expires, so it
+  runs again; a crash after it never re-runs it. Consumers read results, never a
+  handler's side effects;
 - a job whose worker vanished (killed, machine lost) is picked up again once its lease
   expires; live workers renew their leases while a handler runs;
 - a failed attempt is recorded (``last_error``) and retried after an exponential backoff
@@ -36,21 +38,19 @@ import logging
 import os
 import random
 import socket
-import sqlite3
 import threading
 import time
 import uuid
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from types import MappingProxyType, TracebackType
-from typing import Any, Literal, Self
+from types import TracebackType
+from typing import Any, Self
 
 from memci.errors import ConfigError, InvalidInputError, StoreError
-from memci.store import Migration, SQLiteStore
+from memci.store import JOB_STATES, Job, JobCounts, JobState, NewJob, SQLiteStore
 
 __all__ = [
-    "JOBS_MIGRATIONS",
     "JOB_STATES",
     "Effect",
     "Handler",
@@ -64,61 +64,7 @@ __all__ = [
 
 logger = logging.getLogger("memci.jobs")
 
-JobState = Literal["pending", "running", "done", "failed"]
-JOB_STATES: tuple[JobState, ...] = ("pending", "running", "done", "failed")
-
-JOBS_MIGRATIONS: tuple[Migration, ...] = (
-    Migration(
-        1,
-        "job table",
-        """
-        CREATE TABLE memci_jobs (
-            id            INTEGER PRIMARY KEY,
-            kind          TEXT NOT NULL,
-            key           TEXT NOT NULL UNIQUE,
-            payload       TEXT NOT NULL,
-            state         TEXT NOT NULL DEFAULT 'pending'
-                          CHECK (state IN ('pending', 'running', 'done', 'failed')),
-            attempts      INTEGER NOT NULL DEFAULT 0,
-            max_attempts  INTEGER NOT NULL,
-            last_error    TEXT,
-            result        TEXT,
-            lease_owner   TEXT,
-            lease_expires REAL,
-            run_after     REAL NOT NULL,
-            created_at    TEXT NOT NULL,
-            updated_at    TEXT NOT NULL
-        );
-        -- Workers look for ready pending jobs and for running jobs whose lease expired.
-        CREATE INDEX memci_jobs_ready ON memci_jobs (state, run_after);
-        CREATE INDEX memci_jobs_lease ON memci_jobs (state, lease_expires);
-        """,
-    ),
-)
-
-_COLUMNS = ("id, kind, key, payload, state, attempts, max_attempts, last_error, result,"
-            " lease_owner, lease_expires, run_after, created_at, updated_at")
 _MAX_ERROR = 4000
-
-
-@dataclass(frozen=True, slots=True)
-class Job:
-    """One job as stored. ``payload`` and ``result`` are decoded JSON."""
-
-    id: int
-    kind: str
-    key: str
-    payload: Mapping[str, Any]
-    state: JobState
-    attempts: int
-    max_attempts: int
-    last_error: str | None
-    result: Any
-    lease_owner: str | None
-    lease_expires: float | None
-    run_after: float
-    created_at: datetime
-    updated_at: datetime
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,21 +96,6 @@ class RunReport:
         return text
 
 
-@dataclass(frozen=True, slots=True)
-class JobCounts:
-    """Jobs of one scope by how they stand (see :func:`job_counts`).
-
-    ``pending``: waiting or running. ``failed``: not done, and their latest attempt
-    failed (waiting for a retry, or given up). ``gave_up``: of those, failed for good.
-    ``last_error``: the newest failure's text, or None.
-    """
-
-    pending: int = 0
-    failed: int = 0
-    gave_up: int = 0
-    last_error: str | None = None
-
-
 def job_counts(store: SQLiteStore, *, key_prefix: str = "") -> JobCounts:
     """Count the jobs whose key starts with ``key_prefix`` (all: ``""``); never waits.
 
@@ -172,28 +103,16 @@ def job_counts(store: SQLiteStore, *, key_prefix: str = "") -> JobCounts:
     job was ever submitted to the store).
     """
     if store.schema_version("jobs") == 0:
-        return JobCounts()
-    where, args = "1 = 1", list[Any]()
-    if key_prefix:
-        # A range on the unique key's index (LIKE would scan the table).
-        where, args = "key >= ? AND key < ?", [key_prefix, key_prefix + "\U0010ffff"]
-    with store.read() as db:
-        pending, failed, gave_up = db.execute(
-            "SELECT COALESCE(SUM(state IN ('pending', 'running')), 0),"
-            " COALESCE(SUM(state != 'done' AND last_error IS NOT NULL), 0),"
-            f" COALESCE(SUM(state = 'failed'), 0) FROM memci_jobs WHERE {where}", args,
-        ).fetchone()
-        last = db.execute(
-            f"SELECT last_error FROM memci_jobs WHERE {where} AND state != 'done'"
-            " AND last_error IS NOT NULL ORDER BY updated_at DESC, id DESC LIMIT 1", args,
-        ).fetchone()
-    return JobCounts(int(pending), int(failed), int(gave_up), last[0] if last else None)
+        return JobCounts()  # and no job table is made by asking
+    return store.jobs.counts(key_prefix)
 
 
 #: Computes a job's result (JSON-ready) from the job; runs outside any transaction.
 Handler = Callable[[Job], Any]
-#: Applies a result inside the transaction that marks the job done.
-Effect = Callable[[sqlite3.Connection, Job, Any], None]
+#: Applies a result: ``effect(store, job, result)`` runs inside ``store.atomic()``, the
+#: transaction that marks the job done; it writes through ``store`` (the store the worker
+#: runs on), so its writes commit with "done" or not at all.
+Effect = Callable[[SQLiteStore, Job, Any], None]
 
 
 class _LeaseLost(Exception):
@@ -225,7 +144,7 @@ class JobQueue:
         if backoff < 0 or max_backoff < 0:
             raise ConfigError("backoff and max_backoff must be >= 0 seconds")
         _check_attempts(max_attempts)
-        store.migrate("jobs", JOBS_MIGRATIONS)
+        store.jobs  # noqa: B018  (made now: the job table exists once a queue does)
         self.store = store
         self.lease_seconds = float(lease_seconds)
         self.backoff = float(backoff)
@@ -279,20 +198,11 @@ class JobQueue:
             text = json.dumps(dict(payload or {}), ensure_ascii=False, allow_nan=False)
         except (TypeError, ValueError) as exc:
             raise InvalidInputError(f"job payload must be a JSON object: {exc}") from exc
-        now = time.time()
-        stamp = _stamp()
-        with self.store.write() as db:
-            db.execute(
-                "INSERT INTO memci_jobs (kind, key, payload, max_attempts, run_after,"
-                " created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)"
-                " ON CONFLICT (key) DO NOTHING",
-                (kind, key, text, attempts, now + max(0.0, delay), stamp, stamp),
-            )
-            row = db.execute(f"SELECT {_COLUMNS} FROM memci_jobs WHERE key = ?",
-                             (key,)).fetchone()
+        new = NewJob(kind, key, text, attempts, time.time() + max(0.0, delay))
+        (job,) = self.store.jobs.submit([new], at=_now())
         with self._wake:
             self._wake.notify_all()
-        return _job(row)
+        return job
 
     def submit_many(
         self,
@@ -317,19 +227,9 @@ class JobQueue:
             except (TypeError, ValueError) as exc:
                 raise InvalidInputError(f"job payload must be a JSON object: {exc}") from exc
             rows.append((kind, key, text))
-        now, stamp = time.time(), _stamp()
-        out: list[Job] = []
-        with self.store.write() as db:
-            for kind, key, text in rows:
-                db.execute(
-                    "INSERT INTO memci_jobs (kind, key, payload, max_attempts, run_after,"
-                    " created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)"
-                    " ON CONFLICT (key) DO NOTHING",
-                    (kind, key, text, attempts, now, stamp, stamp),
-                )
-                row = db.execute(f"SELECT {_COLUMNS} FROM memci_jobs WHERE key = ?",
-                                 (key,)).fetchone()
-                out.append(_job(row))
+        now = time.time()
+        out = self.store.jobs.submit(
+            [NewJob(kind, key, text, attempts, now) for kind, key, text in rows], at=_now())
         with self._wake:
             self._wake.notify_all()
         return out
@@ -338,48 +238,21 @@ class JobQueue:
 
     def get(self, key: str) -> Job | None:
         """Return the job under ``key``, or None."""
-        with self.store.read() as db:
-            row = db.execute(f"SELECT {_COLUMNS} FROM memci_jobs WHERE key = ?",
-                             (key,)).fetchone()
-        return _job(row) if row else None
+        return self.store.jobs.get(key)
 
     def result(self, key: str) -> Any | None:
         """Return the result of the job under ``key`` once it is done, else None; never wait."""
-        with self.store.read() as db:
-            row = db.execute("SELECT result FROM memci_jobs WHERE key = ? AND state = 'done'",
-                             (key,)).fetchone()
-        return json.loads(row[0]) if row and row[0] is not None else None
+        return self.store.jobs.results([key]).get(key)
 
     def results(self, keys: Iterable[str]) -> dict[str, Any]:
         """Results of the done jobs among ``keys`` (missing keys: not done yet)."""
-        wanted = list(dict.fromkeys(keys))
-        out: dict[str, Any] = {}
-        with self.store.read() as db:
-            for start in range(0, len(wanted), 500):
-                chunk = wanted[start:start + 500]
-                marks = ", ".join("?" * len(chunk))
-                for key, result in db.execute(
-                    f"SELECT key, result FROM memci_jobs WHERE state = 'done' AND key IN"
-                    f" ({marks})", chunk,
-                ):
-                    out[key] = json.loads(result) if result is not None else None
-        return out
+        return self.store.jobs.results(keys)
 
     def jobs(
         self, *, state: JobState | None = None, kind: str | None = None, limit: int = 100
     ) -> list[Job]:
         """Jobs, newest first, optionally of one state and kind."""
-        sql = f"SELECT {_COLUMNS} FROM memci_jobs WHERE 1 = 1"
-        args: list[Any] = []
-        if state is not None:
-            sql += " AND state = ?"
-            args.append(state)
-        if kind is not None:
-            sql += " AND kind = ?"
-            args.append(kind)
-        with self.store.read() as db:
-            rows = db.execute(sql + " ORDER BY id DESC LIMIT ?", [*args, limit]).fetchall()
-        return [_job(r) for r in rows]
+        return self.store.jobs.jobs(state=state, kind=kind, limit=limit)
 
     def stats(self) -> dict[str, Any]:
         """Count jobs by state, retries, errors, failures and kind.
@@ -395,30 +268,18 @@ class JobQueue:
         out: dict[str, Any] = {"total": 0, **dict.fromkeys(JOB_STATES, 0), "retried": 0,
                                "with_errors": 0, "failing": counts.failed,
                                "last_error": counts.last_error, "by_kind": {}}
-        with self.store.read() as db:
-            rows = db.execute(
-                "SELECT kind, state, COUNT(*), SUM(MAX(attempts - 1, 0)),"
-                " SUM(last_error IS NOT NULL) FROM memci_jobs GROUP BY kind, state"
-            ).fetchall()
-        for kind, state, count, retried, errors in rows:
-            out["total"] += count
-            out[state] += count
-            out["retried"] += int(retried or 0)
-            out["with_errors"] += int(errors or 0)
-            by_kind = out["by_kind"].setdefault(kind, dict.fromkeys(JOB_STATES, 0))
-            by_kind[state] += count
+        for row in self.store.jobs.tally():
+            out["total"] += row.count
+            out[row.state] += row.count
+            out["retried"] += row.retried
+            out["with_errors"] += row.with_errors
+            by_kind = out["by_kind"].setdefault(row.kind, dict.fromkeys(JOB_STATES, 0))
+            by_kind[row.state] += row.count
         return out
 
     def retry_failed(self, kind: str | None = None) -> int:
         """Put failed jobs (of ``kind``) back to pending with fresh attempts; how many."""
-        sql = ("UPDATE memci_jobs SET state = 'pending', attempts = 0, run_after = ?,"
-               " updated_at = ? WHERE state = 'failed'")
-        args: list[Any] = [time.time(), _stamp()]
-        if kind is not None:
-            sql += " AND kind = ?"
-            args.append(kind)
-        with self.store.write() as db:
-            count = db.execute(sql, args).rowcount
+        count = self.store.jobs.retry_failed(kind, run_after=time.time(), at=_now())
         with self._wake:
             self._wake.notify_all()
         return int(count)
@@ -440,7 +301,7 @@ class JobQueue:
                     break
                 done += 1
                 try:
-                    self._execute(self.store, job, owner)
+                    self._run_job(self.store, job, owner)
                 except StoreError as exc:
                     self._count("retrying", f"{type(exc).__name__}: {exc}")
                     raise
@@ -460,9 +321,7 @@ class JobQueue:
         self._stop.clear()
         # Workers write through their own connection, so a build reading results on the
         # main store never queues behind a worker's transaction in this process.
-        path = self.store.path
-        self._worker_store = self.store if str(path) == ":memory:" else SQLiteStore(
-            path, synchronous="FULL")
+        self._worker_store = self.store.another()
         for i in range(n):
             thread = threading.Thread(
                 target=self._work, args=(f"{self._owner_prefix}:w{i}",),
@@ -547,16 +406,7 @@ class JobQueue:
     # -- internals -------------------------------------------------------------------------
 
     def _busy(self) -> int:
-        kinds = self.kinds
-        if not kinds:
-            return 0
-        marks = ", ".join("?" * len(kinds))
-        with self.store.read() as db:
-            row = db.execute(
-                f"SELECT COUNT(*) FROM memci_jobs WHERE state IN ('pending', 'running')"
-                f" AND kind IN ({marks})", kinds,
-            ).fetchone()
-        return int(row[0])
+        return self.store.jobs.busy(self.kinds)
 
     def _work(self, owner: str) -> None:
         store = self._worker_store or self.store
@@ -572,7 +422,7 @@ class JobQueue:
                         self._wake.wait(self.poll_interval)
                 continue
             try:
-                self._execute(store, job, owner)
+                self._run_job(store, job, owner)
             except StoreError as exc:
                 # The outcome could not be written: the lease will expire and the job
                 # runs again, which is safe because only a committed result counts.
@@ -587,62 +437,15 @@ class JobQueue:
             if not held:
                 continue
             try:
-                with store.write() as db:
-                    expires = time.time() + self.lease_seconds
-                    for job_id, owner in held:
-                        db.execute(
-                            "UPDATE memci_jobs SET lease_expires = ? WHERE id = ?"
-                            " AND state = 'running' AND lease_owner = ?",
-                            (expires, job_id, owner),
-                        )
+                store.jobs.renew(dict(held), expires=time.time() + self.lease_seconds)
             except StoreError as exc:
                 logger.warning("cannot renew job leases: %s", exc)
 
     def _claim(self, store: SQLiteStore, owner: str) -> Job | None:
-        kinds = self.kinds
-        if not kinds:
-            return None
-        marks = ", ".join("?" * len(kinds))
-        now = time.time()
-        with store.write() as db:
-            while True:
-                row = db.execute(
-                    f"SELECT {_COLUMNS} FROM memci_jobs WHERE state = 'running'"
-                    f" AND lease_expires < ? AND kind IN ({marks})"
-                    " ORDER BY lease_expires LIMIT 1", (now, *kinds),
-                ).fetchone() or db.execute(
-                    f"SELECT {_COLUMNS} FROM memci_jobs WHERE state = 'pending'"
-                    f" AND run_after <= ? AND kind IN ({marks})"
-                    " ORDER BY run_after, id LIMIT 1", (now, *kinds),
-                ).fetchone()
-                if row is None:
-                    return None
-                job = _job(row)
-                if job.state == "running" and job.attempts >= job.max_attempts:
-                    db.execute(
-                        "UPDATE memci_jobs SET state = 'failed', last_error = ?,"
-                        " lease_owner = NULL, lease_expires = NULL, updated_at = ?"
-                        " WHERE id = ?",
-                        (f"lease expired: worker {job.lease_owner} stopped during attempt "
-                         f"{job.attempts} of {job.max_attempts}", _stamp(), job.id),
-                    )
-                    continue
-                expires = now + self.lease_seconds
-                db.execute(
-                    "UPDATE memci_jobs SET state = 'running', attempts = attempts + 1,"
-                    " lease_owner = ?, lease_expires = ?, updated_at = ? WHERE id = ?",
-                    (owner, expires, _stamp(), job.id),
-                )
-                if job.state == "running":
-                    logger.info("job %s: lease of %s expired; running it again",
-                                job.key, job.lease_owner)
-                return Job(
-                    job.id, job.kind, job.key, job.payload, "running", job.attempts + 1,
-                    job.max_attempts, job.last_error, None, owner, expires, job.run_after,
-                    job.created_at, job.updated_at,
-                )
+        return store.jobs.claim(self.kinds, owner, now=time.time(),
+                                lease_seconds=self.lease_seconds, at=_now())
 
-    def _execute(self, store: SQLiteStore, job: Job, owner: str) -> None:
+    def _run_job(self, store: SQLiteStore, job: Job, owner: str) -> None:
         handler, effect = self._handlers[job.kind]
         with self._in_flight_lock:
             self._in_flight[job.id] = owner
@@ -654,17 +457,11 @@ class JobQueue:
                 self._fail(store, job, owner, exc)
                 return
             try:
-                with store.write() as db:
-                    updated = db.execute(
-                        "UPDATE memci_jobs SET state = 'done', result = ?, lease_owner = NULL,"
-                        " lease_expires = NULL, updated_at = ? WHERE id = ?"
-                        " AND state = 'running' AND lease_owner = ?",
-                        (text, _stamp(), job.id, owner),
-                    ).rowcount
-                    if updated != 1:
+                with store.atomic():
+                    if not store.jobs.complete(job.id, owner, text, at=_now()):
                         raise _LeaseLost
                     if effect is not None:
-                        effect(db, job, result)
+                        effect(store, job, result)
             except _LeaseLost:
                 self._count("lost")
                 logger.info("job %s: lease lost to another worker; result discarded", job.key)
@@ -683,14 +480,8 @@ class JobQueue:
         error = f"{type(exc).__name__}: {exc}"[:_MAX_ERROR]
         final = job.attempts >= job.max_attempts or isinstance(exc, InvalidInputError)
         delay = 0.0 if final else self._backoff(job.attempts)
-        with store.write() as db:
-            db.execute(
-                "UPDATE memci_jobs SET state = ?, last_error = ?, run_after = ?,"
-                " lease_owner = NULL, lease_expires = NULL, updated_at = ?"
-                " WHERE id = ? AND state = 'running' AND lease_owner = ?",
-                ("failed" if final else "pending", error, time.time() + delay, _stamp(),
-                 job.id, owner),
-            )
+        store.jobs.fail(job.id, owner, error=error, final=final,
+                        run_after=time.time() + delay, at=_now())
         self._count("gave_up" if final else "retrying", error)
         logger.log(logging.WARNING if final else logging.INFO,
                    "job %s attempt %d of %d failed%s: %s", job.key, job.attempts,
@@ -706,16 +497,5 @@ def _check_attempts(value: object) -> None:
         raise ConfigError(f"max_attempts must be an integer >= 1, got {value!r}")
 
 
-def _job(row: tuple[Any, ...]) -> Job:
-    return Job(
-        id=int(row[0]), kind=str(row[1]), key=str(row[2]),
-        payload=MappingProxyType(json.loads(row[3])), state=row[4], attempts=int(row[5]),
-        max_attempts=int(row[6]), last_error=row[7],
-        result=json.loads(row[8]) if row[8] is not None else None,
-        lease_owner=row[9], lease_expires=row[10], run_after=float(row[11]),
-        created_at=datetime.fromisoformat(row[12]), updated_at=datetime.fromisoformat(row[13]),
-    )
-
-
-def _stamp() -> str:
-    return datetime.now(UTC).isoformat()
+def _now() -> datetime:
+    return datetime.now(UTC)

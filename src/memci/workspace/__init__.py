@@ -12,6 +12,7 @@
   to a model as tools (pin_*, plan_*, notebook_add).
 """
 
+from memci.store.sqlite import WORKSPACE_MIGRATIONS  # the workspace's series (SQLite)
 from memci.workspace._artifacts import (
     ARTIFACT_ID_LENGTH,
     Artifact,
@@ -41,7 +42,6 @@ from memci.workspace._limits import (
     WorkspaceLimits,
     parse_ttl,
 )
-from memci.workspace._migrations import WORKSPACE_MIGRATIONS
 from memci.workspace._render import (
     render_context_pool,
     render_fastmemo,

@@ -5,11 +5,13 @@ the SHA-256 of its UTF-8 bytes (longer in the astronomically rare case that 12 c
 so the same output of two calls is one blob linked to two calls. Each link row keeps
 the call's tool name, call id, arguments, exit code, owner, session, time and summary.
 
-Small outputs (up to ``inline_max_bytes``) live inline in SQLite; larger ones are files
-beside the database, ``files_dir/<first two hex digits>/<id>.txt``. Storing is two steps:
-:meth:`ArtifactStore.prepare` (outside any transaction) hashes, summarizes and writes the
-file atomically (temporary file, fsync, rename to its content address, fsync of the
-folder); :meth:`ArtifactStore.link` writes the rows inside the caller's transaction — the
+Small outputs (up to ``inline_max_bytes``) live inline in the store's rows; larger ones
+are files beside the database, ``files_dir/<first two hex digits>/<id>.txt``. The rows go
+through the store's artifact part (``store.artifact_rows``, an
+:class:`~memci.store.ArtifactRows`). Storing is two steps: :meth:`ArtifactStore.prepare`
+(outside any transaction) hashes, summarizes and writes the file atomically (temporary
+file, fsync, rename to its content address, fsync of the folder); :meth:`ArtifactStore.link`
+writes the rows in one ``store.atomic()`` block, which joins the caller's transaction — the
 one that stores the tool message, so the message, its artifact and its file are stored
 together or not at all. Invariants:
 
@@ -43,12 +45,11 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
-from memci.errors import InvalidTextError, StoreError, StoreFullError, UnknownSessionError
-from memci.store import SessionRecord, SQLiteStore
+from memci.errors import InvalidTextError, StoreError, StoreFullError
+from memci.store import Artifact, ArtifactRows, Blob, SessionRecord, SQLiteStore
 from memci.workspace._errors import ArtifactNotFoundError, WorkspaceError
-from memci.workspace._migrations import WORKSPACE_MIGRATIONS
 from memci.workspace._summary import (
     SUMMARY_LINE_WIDTH,
     ToolOutputSummarizer,
@@ -56,9 +57,6 @@ from memci.workspace._summary import (
     summarize_tool_output,
 )
 from memci.workspace._text import count_lines, shorten
-
-if TYPE_CHECKING:
-    import sqlite3
 
 __all__ = [
     "ARTIFACT_ID_LENGTH",
@@ -108,57 +106,6 @@ def _not_found(aid: str) -> ArtifactNotFoundError:
 
 def _session_id(session: SessionRecord | int) -> int:
     return session.id if isinstance(session, SessionRecord) else int(session)
-
-
-@dataclass(frozen=True, slots=True)
-class Artifact:
-    """One stored tool output as linked to one tool call.
-
-    ``size`` is in UTF-8 bytes, ``chars`` in characters; ``lines`` counts lines (split
-    on newlines only). ``summary`` holds the 1 to 6 summary lines. ``seq`` numbers the
-    link (the same content linked to several calls has one ``id`` and several ``seq``).
-    """
-
-    id: str
-    size: int
-    chars: int
-    lines: int
-    exit_code: int | None
-    summary: tuple[str, ...]
-    tool_name: str | None
-    call_id: str | None
-    arguments: str | None
-    owner: str
-    session_id: int
-    created_at: datetime
-    stored: Literal["inline", "file"]
-    sha256: str
-    is_error: bool
-    seq: int
-
-    @property
-    def pointer(self) -> str:
-        """``artifact:<id>``."""
-        return pointer(self.id)
-
-
-_SELECT = (
-    "SELECT b.id, b.bytes, b.chars, b.lines, a.exit_code, a.summary, a.tool_name, a.call_id,"
-    " a.arguments, a.owner, a.session_id, a.created_at, b.content IS NULL, b.sha256,"
-    " a.is_error, a.seq FROM workspace_artifacts a JOIN workspace_blobs b"
-    " ON b.id = a.artifact_id"
-)
-
-
-def _artifact(row: Sequence[Any]) -> Artifact:
-    return Artifact(
-        id=str(row[0]), size=int(row[1]), chars=int(row[2]), lines=int(row[3]),
-        exit_code=None if row[4] is None else int(row[4]),
-        summary=tuple(json.loads(row[5])), tool_name=row[6], call_id=row[7],
-        arguments=row[8], owner=str(row[9]), session_id=int(row[10]),
-        created_at=datetime.fromisoformat(row[11]), stored="file" if row[12] else "inline",
-        sha256=str(row[13]), is_error=bool(row[14]), seq=int(row[15]),
-    )
 
 
 def _clean_summary(
@@ -229,7 +176,7 @@ class ArtifactStore:
         self._cache: OrderedDict[str, str] = OrderedDict()
         self._cache_chars = 0
         self._cache_lock = threading.Lock()
-        store.migrate("workspace", WORKSPACE_MIGRATIONS)
+        self.rows: ArtifactRows = store.artifact_rows
         if store.output_reader is None:
             # Message rows of large tool outputs hold only a head; the whole is read here.
             store.output_reader = self.content_by_sha
@@ -262,7 +209,7 @@ class ArtifactStore:
         summary = _clean_summary(
             self.summarize(content, tool_name=tool_name, arguments=args_text), content)
         written = False
-        if large and self._blob_id(sha) is None:
+        if large and self.rows.blob_id(sha) is None:
             # The name is final unless the 12-digit id turns out to be taken (see link).
             self._write_file(sha[:ARTIFACT_ID_LENGTH], content, size, sha)
             written = True
@@ -274,44 +221,34 @@ class ArtifactStore:
         )
 
     def link(
-        self, db: sqlite3.Connection, prepared: PreparedOutput, *,
-        session: SessionRecord | int, call_id: str | None, owner: str = "main",
-        created_at: datetime | None = None, is_error: bool = False,
+        self, prepared: PreparedOutput, *, session: SessionRecord | int, call_id: str | None,
+        owner: str = "main", created_at: datetime | None = None, is_error: bool = False,
     ) -> Artifact:
-        """Store a prepared output (once per content) and link it to its call, in ``db``.
+        """Store a prepared output (once per content) and link it to its call.
 
-        ``db`` is the caller's write transaction: the rows commit with it or not at all.
+        Writes in one ``store.atomic()`` block, so inside the caller's (the one that
+        stores the tool message) the rows commit with it or not at all.
         """
         sid = _session_id(session)
         when = (created_at or datetime.now(UTC)).astimezone(UTC)
         sha = prepared.sha256
-        if db.execute("SELECT 1 FROM sessions WHERE id = ?", (sid,)).fetchone() is None:
-            raise UnknownSessionError(f"no session with id {sid} in the store "
-                                      f"{self.store.path}: create the session first")
-        row = db.execute("SELECT id FROM workspace_blobs WHERE sha256 = ?", (sha,)).fetchone()
-        if row is not None:
-            artifact_id = str(row[0])
-        else:
-            artifact_id = self._free_id(db, sha)
-            large = prepared.stored == "file"
-            if large and (artifact_id != sha[:ARTIFACT_ID_LENGTH] or not prepared.file_written):
-                self._write_file(artifact_id, prepared.content, prepared.size, sha)
-            db.execute(
-                "INSERT INTO workspace_blobs (id, sha256, bytes, chars, lines, content,"
-                " created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (artifact_id, sha, prepared.size, prepared.chars, prepared.lines,
-                 None if large else prepared.content, when.isoformat()),
+        with self.store.atomic():
+            artifact_id = self.rows.blob_id(sha)
+            if artifact_id is None:
+                artifact_id = self._free_id(sha)
+                large = prepared.stored == "file"
+                if large and (artifact_id != sha[:ARTIFACT_ID_LENGTH]
+                              or not prepared.file_written):
+                    self._write_file(artifact_id, prepared.content, prepared.size, sha)
+                self.rows.add_blob(Blob(
+                    id=artifact_id, sha256=sha, size=prepared.size, chars=prepared.chars,
+                    lines=prepared.lines, content=None if large else prepared.content,
+                ), created_at=when)
+            return self.rows.link(
+                artifact_id, session_id=sid, call_id=call_id, tool_name=prepared.tool_name,
+                arguments=prepared.arguments, exit_code=prepared.exit_code,
+                is_error=is_error, summary=prepared.summary, owner=owner, created_at=when,
             )
-        cursor = db.execute(
-            "INSERT INTO workspace_artifacts (artifact_id, session_id, call_id, tool_name,"
-            " arguments, exit_code, is_error, summary, owner, created_at)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (artifact_id, sid, call_id, prepared.tool_name, prepared.arguments,
-             prepared.exit_code, int(is_error),
-             json.dumps(list(prepared.summary), ensure_ascii=False), owner, when.isoformat()),
-        )
-        found = db.execute(_SELECT + " WHERE a.seq = ?", (cursor.lastrowid,)).fetchone()
-        return _artifact(found)
 
     def put(
         self, content: str, *, session: SessionRecord | int, tool_name: str | None,
@@ -325,17 +262,14 @@ class ArtifactStore:
         (by default :func:`summarize_tool_output`).
         """
         prepared = self.prepare(content, tool_name=tool_name, arguments=arguments)
-        with self.store.write() as db:
-            return self.link(db, prepared, session=session, call_id=call_id, owner=owner,
-                             created_at=created_at, is_error=is_error)
+        return self.link(prepared, session=session, call_id=call_id, owner=owner,
+                         created_at=created_at, is_error=is_error)
 
     def set_summary(self, artifact: Artifact, lines: Sequence[str]) -> Artifact:
         """Replace the summary of one link (e.g. with an LLM's, made later); 1 to 6 lines."""
         summary = _clean_summary(lines, "", fallback=f"{artifact.lines:,} lines, "
                                                      f"{artifact.chars:,} chars")
-        with self.store.write() as db:
-            db.execute("UPDATE workspace_artifacts SET summary = ? WHERE seq = ?",
-                       (json.dumps(list(summary), ensure_ascii=False), artifact.seq))
+        self.rows.set_summary(artifact.seq, summary)
         return replace(artifact, summary=summary)
 
     def sweep(self, *, older_than: float = _SWEEP_AGE) -> int:
@@ -348,9 +282,7 @@ class ArtifactStore:
         """
         if not self.files_dir.is_dir():
             return 0
-        with self.store.read() as db:
-            named = {str(r[0]) for r in db.execute(
-                "SELECT id FROM workspace_blobs WHERE content IS NULL")}
+        named = self.rows.file_ids()
         cutoff = time.time() - older_than
         removed = 0
         for folder in self.files_dir.iterdir():
@@ -371,19 +303,12 @@ class ArtifactStore:
                     raise StoreError(f"cannot remove unused artifact file {path}: {exc}") from exc
         return removed
 
-    @staticmethod
-    def _free_id(db: Any, sha: str) -> str:
+    def _free_id(self, sha: str) -> str:
         for length in range(ARTIFACT_ID_LENGTH, 65, 4):
             candidate = sha[:length]
-            if db.execute("SELECT 1 FROM workspace_blobs WHERE id = ?",
-                          (candidate,)).fetchone() is None:
+            if not self.rows.exists(candidate):
                 return candidate
         raise StoreError(f"no free artifact id for sha256 {sha}")  # pragma: no cover
-
-    def _blob_id(self, sha: str) -> str | None:
-        with self.store.read() as db:
-            row = db.execute("SELECT id FROM workspace_blobs WHERE sha256 = ?", (sha,)).fetchone()
-        return None if row is None else str(row[0])
 
     def _path(self, artifact_id: str) -> Path:
         return self.files_dir / artifact_id[:2] / f"{artifact_id}.txt"
@@ -425,12 +350,10 @@ class ArtifactStore:
     def get(self, artifact_id: str) -> Artifact:
         """Return the artifact (as linked to its latest call); ``artifact:<id>`` is accepted too."""
         aid = parse_artifact_ref(artifact_id)
-        with self.store.read() as db:
-            row = db.execute(_SELECT + " WHERE b.id = ? ORDER BY a.seq DESC LIMIT 1",
-                             (aid,)).fetchone()
-        if row is None:
+        found = self.rows.latest(aid)
+        if found is None:
             raise _not_found(aid)
-        return _artifact(row)
+        return found
 
     def exists(self, artifact_id: str) -> bool:
         """Whether an artifact with this id is stored."""
@@ -438,32 +361,19 @@ class ArtifactStore:
             aid = parse_artifact_ref(artifact_id)
         except ArtifactNotFoundError:
             return False
-        with self.store.read() as db:
-            row = db.execute("SELECT 1 FROM workspace_blobs WHERE id = ?", (aid,)).fetchone()
-        return row is not None
+        return self.rows.exists(aid)
 
     def calls(self, artifact_id: str) -> list[Artifact]:
         """Every call linked to this content, oldest first."""
-        aid = self.get(artifact_id).id
-        with self.store.read() as db:
-            rows = db.execute(_SELECT + " WHERE b.id = ? ORDER BY a.seq", (aid,)).fetchall()
-        return [_artifact(r) for r in rows]
+        return self.rows.calls(self.get(artifact_id).id)
 
     def for_call(self, session: SessionRecord | int, call_id: str) -> Artifact | None:
         """Return the artifact of the latest call ``call_id`` of the session, or None."""
-        with self.store.read() as db:
-            row = db.execute(
-                _SELECT + " WHERE a.session_id = ? AND a.call_id = ? ORDER BY a.seq DESC LIMIT 1",
-                (_session_id(session), call_id),
-            ).fetchone()
-        return None if row is None else _artifact(row)
+        return self.rows.for_call(_session_id(session), call_id)
 
     def for_session(self, session: SessionRecord | int) -> list[Artifact]:
         """Every artifact link of the session, oldest first."""
-        with self.store.read() as db:
-            rows = db.execute(_SELECT + " WHERE a.session_id = ? ORDER BY a.seq",
-                              (_session_id(session),)).fetchall()
-        return [_artifact(r) for r in rows]
+        return self.rows.for_session(_session_id(session))
 
     def content(self, artifact_id: str) -> str:
         """Return the whole stored output, exactly as it was put."""
@@ -489,22 +399,22 @@ class ArtifactStore:
 
     def content_by_sha(self, sha256: str) -> str:
         """The whole output whose SHA-256 is ``sha256`` (how message rows name their file)."""
-        with self.store.read() as db:
-            row = db.execute("SELECT id FROM workspace_blobs WHERE sha256 = ?",
-                             (sha256,)).fetchone()
-        if row is None:
+        return self.content(self.id_by_sha(sha256))
+
+    def id_by_sha(self, sha256: str) -> str:
+        """The id of the output whose SHA-256 is ``sha256``; a missing one is damage."""
+        found = self.rows.blob_id(sha256)
+        if found is None:
             raise StoreError(f"{self.store.path} names a tool output (sha256 {sha256}) that "
                              "no artifact holds: the store is damaged; restore it from a backup")
-        return self.content(str(row[0]))
+        return found
 
     def _blob(self, aid: str) -> tuple[str | None, int, int]:
         """The inline content (None: in a file), the bytes and the characters of a blob."""
-        with self.store.read() as db:
-            row = db.execute("SELECT content, bytes, chars FROM workspace_blobs WHERE id = ?",
-                             (aid,)).fetchone()
-        if row is None:
+        blob = self.rows.blob(aid)
+        if blob is None:
             raise _not_found(aid)
-        return (None if row[0] is None else str(row[0])), int(row[1]), int(row[2])
+        return blob.content, blob.size, blob.chars
 
     def _unreadable(self, aid: str, path: Path, exc: OSError) -> StoreError:
         return StoreError(f"artifact {pointer(aid)} is recorded but its file {path} cannot be "

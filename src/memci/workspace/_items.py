@@ -16,9 +16,9 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from types import MappingProxyType
 from typing import Any
 
+from memci.store._work import WorkEvent
 from memci.workspace._errors import WorkspaceError, WorkspaceLimitError
 from memci.workspace._limits import TTL
 
@@ -207,34 +207,4 @@ class MemoEntry:
             source=str(data["source"]), covers=tuple(int(i) for i in data["covers"]),
             pos=int(data["pos"]), created_at=_time(data["created_at"]),
             actor=str(data["actor"]),
-        )
-
-
-@dataclass(frozen=True, slots=True)
-class WorkEvent:
-    """One change of the working state, as the audit log keeps it.
-
-    ``before`` and ``after`` map each key the change touched (``pin:3``, ``note:7``,
-    ``meta:limits`` …) to its JSON value before and after (None: absent). ``reverts``
-    is the event a rollback undid.
-    """
-
-    id: int
-    session_id: int
-    at: datetime
-    actor: str
-    action: str
-    target: str
-    before: Mapping[str, Any]
-    after: Mapping[str, Any]
-    reverts: int | None
-
-    @classmethod
-    def from_row(cls, row: tuple[Any, ...], before: Mapping[str, Any],
-                 after: Mapping[str, Any]) -> WorkEvent:
-        """Make the view of an event row (with its before and after already parsed)."""
-        return cls(
-            id=int(row[0]), session_id=int(row[1]), at=_time(row[2]), actor=str(row[3]),
-            action=str(row[4]), target=str(row[5]), before=MappingProxyType(dict(before)),
-            after=MappingProxyType(dict(after)), reverts=None if row[8] is None else int(row[8]),
         )

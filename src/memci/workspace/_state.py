@@ -21,18 +21,19 @@ Compression (the notebook past ``notebook_max``, the fastmemo when a section rea
 ``fastmemo_section_max``) runs right after the write that triggered it, in its own
 transaction, calling the compressor outside any transaction so an LLM compressor never
 holds the database's write lock.
+
+What is stored goes through the store's working-state part (``store.work``, a
+:class:`~memci.store.WorkStore`); a change is one ``store.atomic()`` block.
 """
 
 from __future__ import annotations
 
-import json
-import sqlite3
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from memci.errors import UnknownSessionError
-from memci.store import SessionRecord, SQLiteStore
+from memci.store import SessionRecord, SQLiteStore, WorkStore
 from memci.workspace._compress import Compressor, extractive_compress
 from memci.workspace._errors import (
     RollbackConflictError,
@@ -58,7 +59,6 @@ from memci.workspace._limits import (
     WorkspaceLimits,
     parse_ttl,
 )
-from memci.workspace._migrations import WORKSPACE_MIGRATIONS
 from memci.workspace._render import (
     render_context_pool,
     render_fastmemo,
@@ -84,10 +84,6 @@ def _utcnow() -> datetime:
     return datetime.now(UTC)
 
 
-def _dumps(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, sort_keys=True)
-
-
 def _ordered(rows: list[Json]) -> list[Json]:
     return sorted(rows, key=lambda d: (int(d["pos"]), int(d["id"])))
 
@@ -109,11 +105,10 @@ class WorkState:
         actor: str = "main", clock: Callable[[], datetime] | None = None,
         auto_compact: bool = True,
     ) -> None:
-        store.migrate("workspace", WORKSPACE_MIGRATIONS)
-        with store.read() as db:
-            if db.execute("SELECT 1 FROM sessions WHERE id = ?", (session.id,)).fetchone() is None:
-                raise UnknownSessionError(f"session {session.name!r} (id {session.id}) is not "
-                                          f"in the store {store.path}")
+        self.rows: WorkStore = store.work
+        if not self.rows.has_session(session.id):
+            raise UnknownSessionError(f"session {session.name!r} (id {session.id}) is not "
+                                      f"in the store {store.path}")
         self.store = store
         self.session = session
         self.compress = compress
@@ -137,97 +132,72 @@ class WorkState:
     def _now(self) -> datetime:
         return self._clock().astimezone(UTC)
 
-    def _get(self, db: sqlite3.Connection, key: str) -> Any:
+    def _get(self, key: str) -> Any:
         kind, _, ident = key.partition(":")
         if kind == "meta":
-            row = db.execute("SELECT value FROM workspace_meta WHERE session_id = ? AND name = ?",
-                             (self.session.id, ident)).fetchone()
-        else:
-            row = db.execute(
-                "SELECT data FROM workspace_items WHERE session_id = ? AND kind = ?"
-                " AND item_id = ?", (self.session.id, kind, int(ident)),
-            ).fetchone()
-        return None if row is None else json.loads(row[0])
+            return self.rows.meta(self.session.id, ident)
+        return self.rows.item(self.session.id, kind, int(ident))
 
-    def _put(self, db: sqlite3.Connection, key: str, value: Any) -> None:
+    def _put(self, key: str, value: Any) -> None:
         kind, _, ident = key.partition(":")
         if kind == "meta":
-            if value is None:
-                db.execute("DELETE FROM workspace_meta WHERE session_id = ? AND name = ?",
-                           (self.session.id, ident))
-            else:
-                db.execute("INSERT OR REPLACE INTO workspace_meta (session_id, name, value)"
-                           " VALUES (?, ?, ?)", (self.session.id, ident, _dumps(value)))
-        elif value is None:
-            db.execute("DELETE FROM workspace_items WHERE session_id = ? AND kind = ?"
-                       " AND item_id = ?", (self.session.id, kind, int(ident)))
+            self.rows.put_meta(self.session.id, ident, value)
         else:
-            db.execute("INSERT OR REPLACE INTO workspace_items (session_id, kind, item_id, data)"
-                       " VALUES (?, ?, ?, ?)", (self.session.id, kind, int(ident), _dumps(value)))
+            self.rows.put_item(self.session.id, kind, int(ident), value)
 
-    def _rows(self, db: sqlite3.Connection, kind: str) -> list[Json]:
-        rows = db.execute("SELECT data FROM workspace_items WHERE session_id = ? AND kind = ?"
-                          " ORDER BY item_id", (self.session.id, kind)).fetchall()
-        items = [json.loads(r[0]) for r in rows]
+    def _rows(self, kind: str) -> list[Json]:
+        items = [dict(d) for d in self.rows.items(self.session.id, kind)]
         return _ordered(items) if kind in ("note", "memo") else items
 
-    def _item(self, db: sqlite3.Connection, kind: str, item_id: Any, what: str) -> Json:
+    def _item(self, kind: str, item_id: Any, what: str) -> Json:
         if isinstance(item_id, bool) or not isinstance(item_id, int):
             raise WorkspaceError(f"{what} id must be a whole number, not {item_id!r}")
-        data = self._get(db, f"{kind}:{item_id}")
+        data = self._get(f"{kind}:{item_id}")
         if data is None:
             raise UnknownItemError(f"no {what} {item_id} in session {self.session.name!r}"
                                    f" (list them with {what.split()[0]}_list)")
         return dict(data)
 
-    def _set_meta(self, db: sqlite3.Connection, name: str, value: Any) -> None:
-        self._put(db, f"meta:{name}", value)
+    def _set_meta(self, name: str, value: Any) -> None:
+        self._put(f"meta:{name}", value)
 
-    def _next_id(self, db: sqlite3.Connection, kind: str) -> int:
-        stored = self._get(db, f"meta:next_{kind}") or 1
-        row = db.execute("SELECT MAX(item_id) FROM workspace_items WHERE session_id = ?"
-                         " AND kind = ?", (self.session.id, kind)).fetchone()
-        value = max(int(stored), int(row[0] or 0) + 1)
-        self._set_meta(db, f"next_{kind}", value + 1)
+    def _next_id(self, kind: str) -> int:
+        value = self._next_free(kind)
+        self._set_meta(f"next_{kind}", value + 1)
         return value
 
-    def _round_in(self, db: sqlite3.Connection) -> int:
-        return int(self._get(db, "meta:round") or 0)
+    def _next_free(self, kind: str) -> int:
+        stored = self._get(f"meta:next_{kind}") or 1
+        return max(int(stored), self.rows.top_item_id(self.session.id, kind) + 1)
 
-    def _limits_in(self, db: sqlite3.Connection) -> WorkspaceLimits:
+    def _round_in(self) -> int:
+        return int(self._get("meta:round") or 0)
+
+    def _limits_in(self) -> WorkspaceLimits:
         if self._explicit_limits is not None:
             return self._explicit_limits
-        saved = self._get(db, "meta:limits")
+        saved = self._get("meta:limits")
         return WorkspaceLimits.from_json(saved) if saved else WorkspaceLimits()
 
     def _record(
-        self, db: sqlite3.Connection, action: str, changes: Mapping[str, Any], *,
-        reverts: int | None = None,
+        self, action: str, changes: Mapping[str, Any], *, reverts: int | None = None,
     ) -> WorkEvent:
-        """Apply ``changes`` (key → new JSON value, None to delete) and log the event."""
-        before = {k: self._get(db, k) for k in changes}
+        """Apply ``changes`` (key → new JSON value, None to delete) and log the event.
+
+        Called inside ``store.atomic()``: the changes and their event commit together.
+        """
+        before = {k: self._get(k) for k in changes}
         for key, value in changes.items():
-            self._put(db, key, value)
-        at = self._now()
-        target = ",".join(changes)
-        cursor = db.execute(
-            "INSERT INTO workspace_events (session_id, at, actor, action, target, before,"
-            " after, reverts) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            (self.session.id, at.isoformat(), self.actor, action, target, _dumps(before),
-             _dumps(dict(changes)), reverts),
-        )
-        assert cursor.lastrowid is not None
-        return WorkEvent(
-            id=cursor.lastrowid, session_id=self.session.id, at=at, actor=self.actor,
-            action=action, target=target, before=before, after=dict(changes), reverts=reverts,
+            self._put(key, value)
+        return self.rows.add_event(
+            self.session.id, at=self._now(), actor=self.actor, action=action,
+            target=",".join(changes), before=before, after=dict(changes), reverts=reverts,
         )
 
-    def _check_artifact(self, db: sqlite3.Connection, ref: str | None, what: str) -> None:
+    def _check_artifact(self, ref: str | None, what: str) -> None:
         if ref is None or not ref.startswith("artifact:"):
             return
-        row = db.execute("SELECT 1 FROM workspace_blobs WHERE id = ?",
-                         (ref[len("artifact:"):],)).fetchone()
-        if row is None:
+        if not self.store.artifact_rows.exists(ref[len("artifact:"):]):
             raise WorkspaceError(f"{what} {ref} names no stored artifact: cite the id shown "
                                  "in the context, or store the text as an artifact first")
 
@@ -236,27 +206,20 @@ class WorkState:
     @property
     def limits(self) -> WorkspaceLimits:
         """The limits in force for this session."""
-        with self.store.read() as db:
-            return self._limits_in(db)
+        return self._limits_in()
 
     @property
     def round(self) -> int:
         """The latest round number given to :meth:`expire` (0 before any)."""
-        with self.store.read() as db:
-            return self._round_in(db)
+        return self._round_in()
 
     def version(self) -> int:
         """A number that grows with every change of this working state (for caches)."""
-        with self.store.read() as db:
-            row = db.execute("SELECT MAX(id) FROM workspace_events WHERE session_id = ?",
-                             (self.session.id,)).fetchone()
-        return int(row[0] or 0)
+        return self.store.work.latest_event(self.session.id)
 
     # -- pins ----------------------------------------------------------------------------
 
-    def _pin_values(
-        self, db: sqlite3.Connection, lim: WorkspaceLimits, values: Mapping[str, Any]
-    ) -> Json:
+    def _pin_values(self, lim: WorkspaceLimits, values: Mapping[str, Any]) -> Json:
         out: Json = {}
         if "type" in values:
             out["type"] = check_line(values["type"], "pin type", _TYPE_MAX)
@@ -270,15 +233,15 @@ class WorkState:
             )
         if "source" in values:
             out["source"] = check_pin_source(values["source"])
-            self._check_artifact(db, out["source"], "pin source")
+            self._check_artifact(out["source"], "pin source")
         if "artifact_ref" in values:
             out["artifact_ref"] = check_artifact_ref(values["artifact_ref"])
-            self._check_artifact(db, out["artifact_ref"], "artifact_ref")
+            self._check_artifact(out["artifact_ref"], "artifact_ref")
         return out
 
-    def _with_ttl(self, db: sqlite3.Connection, data: Json, ttl: TTLSpec, now: datetime) -> Json:
+    def _with_ttl(self, data: Json, ttl: TTLSpec, now: datetime) -> Json:
         parsed = parse_ttl(ttl)
-        round_now = self._round_in(db)
+        round_now = self._round_in()
         data["ttl"] = parsed.to_json()
         data["created_round"] = data.get("created_round", round_now)
         data["expires_at"] = (
@@ -297,22 +260,22 @@ class WorkState:
         ``ttl`` defaults to the limits' ``pin_default_ttl`` (7 days).
         """
         now = self._now()
-        with self.store.write() as db:
-            lim = self._limits_in(db)
-            values = self._pin_values(db, lim, {
+        with self.store.atomic():
+            lim = self._limits_in()
+            values = self._pin_values(lim, {
                 "type": type, "title": title, "summary": summary, "source": source,
                 "artifact_ref": artifact_ref})
-            count = len(self._rows(db, "pin"))
+            count = len(self._rows("pin"))
             if count >= lim.pins_max:
                 raise WorkspaceLimitError(
                     f"{count} pins already, the limit is {lim.pins_max}: remove one with "
                     "pin_remove first (pin_list shows them)"
                 )
-            pin_id = self._next_id(db, "pin")
+            pin_id = self._next_id("pin")
             data: Json = {"id": pin_id, **values, "created_at": now.isoformat(),
                           "updated_at": now.isoformat(), "actor": self.actor}
-            self._with_ttl(db, data, ttl if ttl is not None else lim.pin_default_ttl, now)
-            self._record(db, "pin_add", {f"pin:{pin_id}": data})
+            self._with_ttl(data, ttl if ttl is not None else lim.pin_default_ttl, now)
+            self._record("pin_add", {f"pin:{pin_id}": data})
         return Pin.from_json(data)
 
     def pin_update(self, id: int, **fields: Any) -> Pin:
@@ -325,21 +288,21 @@ class WorkState:
             raise WorkspaceError(f"pin_update takes {', '.join(sorted(_PIN_FIELDS))}; got "
                                  f"{', '.join(unknown) or 'nothing to change'}")
         now = self._now()
-        with self.store.write() as db:
-            lim = self._limits_in(db)
-            data = self._item(db, "pin", id, "pin")
+        with self.store.atomic():
+            lim = self._limits_in()
+            data = self._item("pin", id, "pin")
             if "source" in fields and fields["source"] is None:
                 raise WorkspaceError("a pin's source cannot be removed, only replaced")
-            new = {**data, **self._pin_values(db, lim, fields)}
+            new = {**data, **self._pin_values(lim, fields)}
             if "ttl" in fields:
                 if fields["ttl"] is None:
                     raise WorkspaceError("a pin must have a TTL; give a new one to renew it")
-                new["created_round"] = self._round_in(db)
-                self._with_ttl(db, new, fields["ttl"], now)
+                new["created_round"] = self._round_in()
+                self._with_ttl(new, fields["ttl"], now)
             if new == data:
                 return Pin.from_json(data)
             new["updated_at"] = now.isoformat()
-            self._record(db, "pin_update", {f"pin:{id}": new})
+            self._record("pin_update", {f"pin:{id}": new})
         return Pin.from_json(new)
 
     def pin_remove(self, ids: int | Iterable[int]) -> list[Pin]:
@@ -347,20 +310,18 @@ class WorkState:
         wanted = [ids] if isinstance(ids, int) else list(dict.fromkeys(ids))
         if not wanted:
             raise WorkspaceError("pin_remove needs at least one pin id")
-        with self.store.write() as db:
-            removed = [self._item(db, "pin", i, "pin") for i in wanted]
-            self._record(db, "pin_remove", {f"pin:{i}": None for i in wanted})
+        with self.store.atomic():
+            removed = [self._item("pin", i, "pin") for i in wanted]
+            self._record("pin_remove", {f"pin:{i}": None for i in wanted})
         return [Pin.from_json(d) for d in removed]
 
     def pin_get(self, id: int) -> Pin:
         """One pin by id."""
-        with self.store.read() as db:
-            return Pin.from_json(self._item(db, "pin", id, "pin"))
+        return Pin.from_json(self._item("pin", id, "pin"))
 
     def pin_list(self) -> list[Pin]:
         """Every pin, oldest first."""
-        with self.store.read() as db:
-            return [Pin.from_json(d) for d in self._rows(db, "pin")]
+        return [Pin.from_json(d) for d in self._rows("pin")]
 
     def expire(self, now: datetime | None = None, round: int | None = None) -> list[WorkEvent]:
         """Demote pins whose TTL has passed to notebook entries; one event per pin.
@@ -370,20 +331,20 @@ class WorkState:
         """
         moment = (now or self._clock()).astimezone(UTC)
         events = []
-        with self.store.write() as db:
+        with self.store.atomic():
             if round is not None:
                 if isinstance(round, bool) or not isinstance(round, int) or round < 0:
                     raise WorkspaceError(f"round must be a whole number, 0 or more, not {round!r}")
-                self._set_meta(db, "round", max(round, self._round_in(db)))
-            round_now = self._round_in(db)
-            lim = self._limits_in(db)
-            for pin in self._rows(db, "pin"):
+                self._set_meta("round", max(round, self._round_in()))
+            round_now = self._round_in()
+            lim = self._limits_in()
+            for pin in self._rows("pin"):
                 at = pin.get("expires_at")
                 rounds = pin.get("expires_round")
                 if not ((at and datetime.fromisoformat(at) <= moment)
                         or (rounds is not None and rounds <= round_now)):
                     continue
-                note_id = self._next_id(db, "note")
+                note_id = self._next_id("note")
                 text = f"expired pin {pin['id']} ({pin['type']}) {pin['title']}: {pin['summary']}"
                 note = {
                     "id": note_id, "summary": clip(text, lim.notebook_entry_max),
@@ -392,7 +353,7 @@ class WorkState:
                     "created_at": moment.isoformat(), "actor": self.actor,
                 }
                 events.append(self._record(
-                    db, "pin_expire", {f"pin:{pin['id']}": None, f"note:{note_id}": note}))
+                    "pin_expire", {f"pin:{pin['id']}": None, f"note:{note_id}": note}))
         if events and self.auto_compact:
             self.compact_notebook()
         return events
@@ -402,42 +363,41 @@ class WorkState:
     def plan_add(self, text: str, source: str | None = None) -> PlanItem:
         """Add a TODO to the plan."""
         now = self._now()
-        with self.store.write() as db:
-            lim = self._limits_in(db)
+        with self.store.atomic():
+            lim = self._limits_in()
             clean = check_line(text, "plan item", lim.plan_text_max,
                                limit_hint="keep plan items short; put details in the notebook")
-            count = len(self._rows(db, "plan"))
+            count = len(self._rows("plan"))
             if count >= lim.plan_max:
                 raise WorkspaceLimitError(f"{count} plan items already, the limit is "
                                           f"{lim.plan_max}: remove finished ones with plan_remove")
-            item_id = self._next_id(db, "plan")
+            item_id = self._next_id("plan")
             data = {"id": item_id, "text": clean, "done": False,
                     "source": check_source(source, self.actor), "created_at": now.isoformat(),
                     "updated_at": now.isoformat(), "actor": self.actor}
-            self._record(db, "plan_add", {f"plan:{item_id}": data})
+            self._record("plan_add", {f"plan:{item_id}": data})
         return PlanItem.from_json(data)
 
     def plan_done(self, id: int, done: bool = True) -> PlanItem:
         """Tick (or untick) a plan item."""
-        with self.store.write() as db:
-            data = self._item(db, "plan", id, "plan item")
+        with self.store.atomic():
+            data = self._item("plan", id, "plan item")
             if data["done"] == bool(done):
                 return PlanItem.from_json(data)
             new = {**data, "done": bool(done), "updated_at": self._now().isoformat()}
-            self._record(db, "plan_done" if done else "plan_undone", {f"plan:{id}": new})
+            self._record("plan_done" if done else "plan_undone", {f"plan:{id}": new})
         return PlanItem.from_json(new)
 
     def plan_remove(self, id: int) -> PlanItem:
         """Remove a plan item."""
-        with self.store.write() as db:
-            data = self._item(db, "plan", id, "plan item")
-            self._record(db, "plan_remove", {f"plan:{id}": None})
+        with self.store.atomic():
+            data = self._item("plan", id, "plan item")
+            self._record("plan_remove", {f"plan:{id}": None})
         return PlanItem.from_json(data)
 
     def plan_list(self) -> list[PlanItem]:
         """Return the plan, in the order items were added."""
-        with self.store.read() as db:
-            return [PlanItem.from_json(d) for d in self._rows(db, "plan")]
+        return [PlanItem.from_json(d) for d in self._rows("plan")]
 
     # -- notebook ------------------------------------------------------------------------
 
@@ -446,50 +406,48 @@ class WorkState:
     ) -> NoteEntry:
         """Add a short note; past ``notebook_max`` entries the oldest become a milestone."""
         now = self._now()
-        with self.store.write() as db:
-            lim = self._limits_in(db)
+        with self.store.atomic():
+            lim = self._limits_in()
             text = check_line(summary, "notebook entry", lim.notebook_entry_max,
                               limit_hint="store the long text as an artifact and note a short "
                                          "summary with artifact_ref=artifact:<id>")
             ref = check_artifact_ref(artifact_ref)
-            self._check_artifact(db, ref, "artifact_ref")
-            note_id = self._next_id(db, "note")
+            self._check_artifact(ref, "artifact_ref")
+            note_id = self._next_id("note")
             data = {"id": note_id, "summary": text, "source": check_source(source, self.actor),
                     "artifact_ref": ref, "milestone": False, "covers": [], "pos": note_id,
                     "created_at": now.isoformat(), "actor": self.actor}
-            self._record(db, "notebook_add", {f"note:{note_id}": data})
+            self._record("notebook_add", {f"note:{note_id}": data})
         if self.auto_compact:
             self.compact_notebook()
         return NoteEntry.from_json(data)
 
     def notebook_remove(self, id: int) -> NoteEntry:
         """Remove a notebook entry."""
-        with self.store.write() as db:
-            data = self._item(db, "note", id, "notebook entry")
-            self._record(db, "notebook_remove", {f"note:{id}": None})
+        with self.store.atomic():
+            data = self._item("note", id, "notebook entry")
+            self._record("notebook_remove", {f"note:{id}": None})
         return NoteEntry.from_json(data)
 
     def notebook_list(self) -> list[NoteEntry]:
         """Return the notebook, oldest first (milestones where the entries they fold were)."""
-        with self.store.read() as db:
-            return [NoteEntry.from_json(d) for d in self._rows(db, "note")]
+        return [NoteEntry.from_json(d) for d in self._rows("note")]
 
     def compact_notebook(self) -> WorkEvent | None:
         """Fold the oldest entries into one milestone while the notebook is over its limit."""
         for _ in range(_RETRIES):
-            with self.store.read() as db:
-                lim = self._limits_in(db)
-                notes = self._rows(db, "note")
+            lim = self._limits_in()
+            notes = self._rows("note")
             if len(notes) <= lim.notebook_max:
                 return None
             n = min(len(notes), max(lim.notebook_compress_batch, len(notes) - lim.notebook_max + 1))
             chosen = notes[:n]
             text = self._compressed(self.compress, [d["summary"] for d in chosen],
                                     lim.milestone_max)
-            with self.store.write() as db:
-                if any(self._get(db, f"note:{d['id']}") != d for d in chosen):
+            with self.store.atomic():
+                if any(self._get(f"note:{d['id']}") != d for d in chosen):
                     continue  # changed meanwhile; look again
-                note_id = self._next_id(db, "note")
+                note_id = self._next_id("note")
                 covers = sorted({i for d in chosen for i in (d["covers"] or [d["id"]])})
                 milestone = {
                     "id": note_id, "summary": text, "source": f"actor:{self.actor}",
@@ -499,7 +457,7 @@ class WorkState:
                 }
                 changes: dict[str, Any] = {f"note:{d['id']}": None for d in chosen}
                 changes[f"note:{note_id}"] = milestone
-                return self._record(db, "notebook_compress", changes)
+                return self._record("notebook_compress", changes)
         return None
 
     @staticmethod
@@ -514,18 +472,18 @@ class WorkState:
     def fastmemo_add(self, section: str, text: str, source: str | None = None) -> MemoEntry:
         """Add an entry to a fastmemo section; at the section limit the fastmemo compacts."""
         now = self._now()
-        with self.store.write() as db:
-            lim = self._limits_in(db)
+        with self.store.atomic():
+            lim = self._limits_in()
             if section not in lim.fastmemo_sections:
                 raise WorkspaceError(f"no fastmemo section {section!r}; the sections are "
                                      f"{', '.join(lim.fastmemo_sections)}")
             clean = check_line(text, f"fastmemo entry ({section})", lim.fastmemo_entry_max)
-            memo_id = self._next_id(db, "memo")
+            memo_id = self._next_id("memo")
             data = {"id": memo_id, "section": section, "text": clean,
                     "source": check_source(source, self.actor), "covers": [], "pos": memo_id,
                     "created_at": now.isoformat(), "actor": self.actor}
-            self._record(db, "fastmemo_add", {f"memo:{memo_id}": data})
-            full = sum(1 for d in self._rows(db, "memo") if d["section"] == section)
+            self._record("fastmemo_add", {f"memo:{memo_id}": data})
+            full = sum(1 for d in self._rows("memo") if d["section"] == section)
         if self.auto_compact and full >= lim.fastmemo_section_max:
             self.compact_fastmemo()
         return MemoEntry.from_json(data)
@@ -536,16 +494,15 @@ class WorkState:
 
     def fastmemo_remove(self, id: int) -> MemoEntry:
         """Remove a fastmemo entry."""
-        with self.store.write() as db:
-            data = self._item(db, "memo", id, "fastmemo entry")
-            self._record(db, "fastmemo_remove", {f"memo:{id}": None})
+        with self.store.atomic():
+            data = self._item("memo", id, "fastmemo entry")
+            self._record("fastmemo_remove", {f"memo:{id}": None})
         return MemoEntry.from_json(data)
 
     def fastmemo_list(self, section: str | None = None) -> list[MemoEntry]:
         """Fastmemo entries (of one section, or all in section order), oldest first."""
-        with self.store.read() as db:
-            order = {s: i for i, s in enumerate(self._limits_in(db).fastmemo_sections)}
-            rows = self._rows(db, "memo")
+        order = {s: i for i, s in enumerate(self._limits_in().fastmemo_sections)}
+        rows = self._rows("memo")
         rows = [d for d in rows if section is None or d["section"] == section]
         rows.sort(key=lambda d: order.get(d["section"], len(order)))
         return [MemoEntry.from_json(d) for d in rows]
@@ -560,9 +517,8 @@ class WorkState:
     def compact_fastmemo(self) -> WorkEvent | None:
         """Compact the whole fastmemo: in each section, all but the newest few become one."""
         for _ in range(_RETRIES):
-            with self.store.read() as db:
-                lim = self._limits_in(db)
-                rows = self._rows(db, "memo")
+            lim = self._limits_in()
+            rows = self._rows("memo")
             groups: dict[str, list[Json]] = {}
             for d in rows:
                 groups.setdefault(d["section"], []).append(d)
@@ -572,13 +528,13 @@ class WorkState:
                 return None
             texts = {s: self._compressed(self.fastmemo_compress, [d["text"] for d in g],
                                          lim.fastmemo_entry_max) for s, g in plan.items()}
-            with self.store.write() as db:
-                if any(self._get(db, f"memo:{d['id']}") != d for g in plan.values() for d in g):
+            with self.store.atomic():
+                if any(self._get(f"memo:{d['id']}") != d for g in plan.values() for d in g):
                     continue
                 changes: dict[str, Any] = {}
                 for section, group in plan.items():
                     changes.update({f"memo:{d['id']}": None for d in group})
-                    memo_id = self._next_id(db, "memo")
+                    memo_id = self._next_id("memo")
                     changes[f"memo:{memo_id}"] = {
                         "id": memo_id, "section": section, "text": texts[section],
                         "source": f"actor:{self.actor}",
@@ -586,45 +542,30 @@ class WorkState:
                         "pos": min(int(d["pos"]) for d in group),
                         "created_at": self._now().isoformat(), "actor": self.actor,
                     }
-                return self._record(db, "fastmemo_compact", changes)
+                return self._record("fastmemo_compact", changes)
         return None
 
     # -- audit log and rollback ----------------------------------------------------------
 
-    def _event_rows(
-        self, db: sqlite3.Connection, where: str, args: Sequence[Any]
-    ) -> list[WorkEvent]:
-        rows = db.execute(
-            "SELECT id, session_id, at, actor, action, target, before, after, reverts"
-            f" FROM workspace_events WHERE session_id = ? {where} ORDER BY id",
-            (self.session.id, *args),
-        ).fetchall()
-        return [WorkEvent.from_row(r, json.loads(r[6]), json.loads(r[7])) for r in rows]
-
     def events(self, *, after: int = 0, limit: int | None = None) -> list[WorkEvent]:
         """Return the audit log of the session (events with id > ``after``), oldest first."""
-        with self.store.read() as db:
-            found = self._event_rows(db, "AND id > ?", (after,))
+        found = self.rows.events(self.session.id, after=after)
         return found if limit is None else found[:limit]
 
     def event(self, event_id: int) -> WorkEvent:
         """One event of the session's audit log."""
-        with self.store.read() as db:
-            found = self._event_rows(db, "AND id = ?", (event_id,))
-        if not found:
+        found = self.rows.event(self.session.id, event_id)
+        if found is None:
             raise UnknownItemError(f"no event {event_id} in session {self.session.name!r}")
-        return found[0]
+        return found
 
     def rollback(self, event_id: int) -> WorkEvent:
         """Undo one event (see the rollback rule in the module's docstring); logged too."""
-        with self.store.write() as db:
-            found = self._event_rows(db, "AND id = ?", (event_id,))
-            if not found:
-                raise UnknownItemError(f"no event {event_id} in session {self.session.name!r}")
-            event = found[0]
-            changed = [k for k, v in event.after.items() if self._get(db, k) != v]
+        with self.store.atomic():
+            event = self.event(event_id)
+            changed = [k for k, v in event.after.items() if self._get(k) != v]
             if changed:
-                later = [e for e in self._event_rows(db, "AND id > ?", (event_id,))
+                later = [e for e in self.rows.events(self.session.id, after=event_id)
                          if set(e.after) & set(changed)]
                 blame = (", ".join(f"{e.id} ({e.action})" for e in later[-3:])
                          or "a change outside the audit log")
@@ -633,10 +574,10 @@ class WorkState:
                     f"{', '.join(changed[:5])} changed since, by event {blame}; "
                     "roll back the later event(s) first"
                 )
-            result = self._record(db, "rollback", dict(event.before), reverts=event_id)
-            lim = self._limits_in(db)
+            result = self._record("rollback", dict(event.before), reverts=event_id)
+            lim = self._limits_in()
             for kind, most in (("pin", lim.pins_max), ("plan", lim.plan_max)):
-                count = len(self._rows(db, kind))
+                count = len(self._rows(kind))
                 if count > most and any(k.startswith(kind + ":") for k in event.before):
                     raise WorkspaceLimitError(
                         f"rolling back event {event_id} would make {count} {kind}s, over the "
@@ -648,21 +589,14 @@ class WorkState:
 
     def export_state(self) -> dict[str, Any]:
         """Return the working state as a ``context_state.json`` object (see :func:`build_state`)."""
-        with self.store.read() as db:
-            lim = self._limits_in(db)
-            return build_state(
-                session=self.session.name, exported_at=self._now(), limits=lim,
-                round=self._round_in(db),
-                next_ids={k: self._next_free(db, k) for k in _KINDS},
-                items={k: self._rows(db, k) for k in _KINDS},
-                refs=self._get(db, "meta:refs") or {},
-            )
-
-    def _next_free(self, db: sqlite3.Connection, kind: str) -> int:
-        stored = self._get(db, f"meta:next_{kind}") or 1
-        row = db.execute("SELECT MAX(item_id) FROM workspace_items WHERE session_id = ?"
-                         " AND kind = ?", (self.session.id, kind)).fetchone()
-        return max(int(stored), int(row[0] or 0) + 1)
+        lim = self._limits_in()
+        return build_state(
+            session=self.session.name, exported_at=self._now(), limits=lim,
+            round=self._round_in(),
+            next_ids={k: self._next_free(k) for k in _KINDS},
+            items={k: self._rows(k) for k in _KINDS},
+            refs=self._get("meta:refs") or {},
+        )
 
     def import_state(self, data: Any) -> WorkEvent:
         """Replace the working state with a ``context_state.json`` object, in one transaction.
@@ -672,20 +606,20 @@ class WorkState:
         are kept; ids are never reused, so the counters only move forward.
         """
         parsed = parse_state(data, now=self._now(), actor=self.actor)
-        with self.store.write() as db:
+        with self.store.atomic():
             changes: dict[str, Any] = {}
             for kind in _KINDS:
-                for d in self._rows(db, kind):
+                for d in self._rows(kind):
                     changes[f"{kind}:{d['id']}"] = None
                 for d in parsed.items[kind]:
                     changes[f"{kind}:{d['id']}"] = d
             changes["meta:limits"] = parsed.limits.to_json()
             changes["meta:refs"] = parsed.refs or None
             for kind in _KINDS:
-                self._set_meta(db, f"next_{kind}",
-                               max(self._next_free(db, kind), parsed.next_ids[kind]))
-            self._set_meta(db, "round", parsed.round)
-            return self._record(db, "import", changes)
+                self._set_meta(f"next_{kind}",
+                               max(self._next_free(kind), parsed.next_ids[kind]))
+            self._set_meta("round", parsed.round)
+            return self._record("import", changes)
 
     # -- rendering -----------------------------------------------------------------------
 

@@ -9,29 +9,20 @@ IMMEDIATE``, so the check and the writes are one step).
 from __future__ import annotations
 
 import json
-import sqlite3
-from contextlib import AbstractContextManager
 from datetime import UTC, datetime
-from typing import Any, Protocol
+from typing import Any
 
 from memci.store._log import ContextChanges, ContextEvent, ContextState, PageRow
 from memci.store._records import SessionRecord
+from memci.store.sqlite._db import Database
 
 __all__ = ["SQLiteContextStore"]
-
-
-class _Database(Protocol):
-    """The SQLite store's transactions, as this part uses them."""
-
-    def read(self) -> AbstractContextManager[sqlite3.Connection]: ...
-
-    def write(self) -> AbstractContextManager[sqlite3.Connection]: ...
 
 
 class SQLiteContextStore:
     """:class:`~memci.store.ContextStore` over one SQLite store."""
 
-    def __init__(self, store: _Database) -> None:
+    def __init__(self, store: Database) -> None:
         self._store = store
 
     def head(self, session: SessionRecord) -> tuple[int, int]:

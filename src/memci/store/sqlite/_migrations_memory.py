@@ -1,12 +1,9 @@
-"""The ``memory`` component's numbered migrations, and its derived full-text tables.
+"""The ``memory`` migration series of the SQLite store: the search index's plain tables.
 
-Plain tables are created by the numbered series :data:`MEMORY_MIGRATIONS` (applied with
-:meth:`memci.store.SQLiteStore.migrate`). The FTS5 tables depend on the analyzer chosen
-(its ``tokenize`` option), so they are *derived* tables: one per analyzer, named
-``<base>_<analyzer>``, created on first use by :func:`ensure_fts` and filled from the
-plain tables, which stay the source of truth. Nothing in them is lost by dropping them.
-
-Tables:
+The FTS5 tables depend on the analyzer (its ``tokenize`` option), so they are *derived*
+tables made on first use by :mod:`memci.store.sqlite._fts`, not by a migration; the
+sqlite-vec tables need the extension and are made with their vector space (see
+:mod:`memci.store.sqlite._vectors`). Tables:
 
 - ``memory_docs``: one row per indexed message — session, seq, role, page number (user
   messages with seq ≤ this one) and ``created`` as Unix seconds (UTC), for time filters;
@@ -14,22 +11,19 @@ Tables:
   their scope, validity interval and supersession link; ``rev`` grows with every change;
 - ``memory_vector_spaces``: one vector space per embedder (name, dimension), and
   ``memory_vector_refs``: which messages (``kind='message'``), items and document chunks
-  have a vector in it; the vectors themselves are in sqlite-vec tables created with the
-  space (see :mod:`memci.memory._vectors`), not by a migration, since they need the
-  extension. Migration 2 dropped ``memory_vectors`` (float32 BLOBs); vectors are derived
-  data and are embedded again;
+  have a vector in it. Migration 2 dropped ``memory_vectors`` (float32 BLOBs); vectors are
+  derived data and are embedded again;
 - ``doc_files`` and ``doc_chunks``: indexed files (path, mtime, size, sha256) and chunks
   with titles, symbols and line ranges.
+
+Never edit a released migration: add the next.
 """
 
 from __future__ import annotations
 
-import sqlite3
+from memci.store.sqlite._migrations import Migration
 
-from memci.memory._text import Analyzer
-from memci.store import Migration
-
-__all__ = ["FTS_COLUMNS", "MEMORY_MIGRATIONS", "ensure_fts", "fts_name"]
+__all__ = ["MEMORY_MIGRATIONS"]
 
 MEMORY_MIGRATIONS: tuple[Migration, ...] = (
     Migration(
@@ -129,35 +123,3 @@ MEMORY_MIGRATIONS: tuple[Migration, ...] = (
         """,
     ),
 )
-
-# Columns of each derived FTS5 table (base name → columns, first is searched most).
-FTS_COLUMNS: dict[str, tuple[str, ...]] = {
-    "memory_fts": ("body", "context", "scope"),
-    "memory_items_fts": ("body", "subject"),
-    "doc_chunks_fts": ("body", "title"),
-}
-
-
-def fts_name(base: str, analyzer: Analyzer) -> str:
-    """Return the table name of ``base`` for ``analyzer``."""
-    return f"{base}_{analyzer.name}"
-
-
-def ensure_fts(db: sqlite3.Connection, base: str, analyzer: Analyzer) -> bool:
-    """Create the FTS5 table ``base`` for ``analyzer`` if missing; True when just created.
-
-    Message tables keep no copy of the text (``content=''``): the store has it. The
-    trigram analyzer keeps one, because its short terms are matched with ``LIKE``.
-    Item and chunk tables keep theirs so rows can be deleted.
-    """
-    name = fts_name(base, analyzer)
-    row = db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?",
-                     (name,)).fetchone()
-    if row is not None:
-        return False
-    columns = ", ".join(FTS_COLUMNS[base])
-    options = [f"tokenize = '{analyzer.tokenize}'"]
-    if base == "memory_fts" and analyzer.name != "trigram":
-        options.append("content = ''")
-    db.execute(f"CREATE VIRTUAL TABLE {name} USING fts5({columns}, {', '.join(options)})")
-    return True

@@ -1,4 +1,4 @@
-"""Stored embeddings and exact nearest-neighbour search over them, with sqlite-vec.
+"""Stored embeddings and exact nearest-neighbour search, with sqlite-vec (:class:`VectorStore`).
 
 One vector space per embedder name (``memory_vector_spaces``: name and dimension). A space
 has one sqlite-vec ``vec0`` table per kind of thing embedded, ``memory_vec_<space>_<kind>``:
@@ -12,7 +12,7 @@ Invariants:
 
 - a space's row and its ``vec0`` tables are created in one transaction; a ref is in
   ``memory_vector_refs`` exactly when its ``vec0`` table has a row for it (both are
-  written in the caller's transaction);
+  written in one transaction, or in the caller's ``atomic()`` block);
 - search is exact: a KNN query (``embedding MATCH ? AND k = ?``) with the session and
   ref filters inside it (``vec0`` filters before it ranks, so the ``k`` nearest within the
   filter come back); past ``vec0``'s largest ``k`` (4096), a scan ordered by
@@ -22,7 +22,7 @@ Invariants:
   nothing.
 
 The ``vec0`` tables need sqlite-vec loaded into the store's connection
-(:attr:`memci.store.SQLiteStore.sqlite_vec`): :class:`VectorIndex` raises
+(:attr:`memci.store.Database.sqlite_vec`): :class:`SQLiteVectorStore` raises
 :class:`~memci.errors.MissingExtraError` when it is created without it.
 """
 
@@ -35,13 +35,15 @@ from array import array
 from collections.abc import Collection, Sequence
 
 from memci.errors import ConfigError, InvalidInputError
-from memci.memory._embed import Embedder
-from memci.store import SQLiteStore
+from memci.store.sqlite._db import Database
 from memci.store.sqlite._driver import sqlite_vec_missing
+from memci.store.sqlite._migrations_memory import MEMORY_MIGRATIONS
 
-__all__ = ["KINDS", "VectorIndex", "forget_vectors"]
+__all__ = ["KINDS", "SQLiteVectorStore", "forget_vectors"]
 
 KINDS: tuple[str, ...] = ("message", "item", "chunk")
+# The table each kind's refs are ids of (what "missing" vectors are missing from).
+_SOURCES = {"message": "memory_docs", "item": "memory_items", "chunk": "doc_chunks"}
 
 _KNN_MAX = 4096  # the largest k sqlite-vec accepts in a KNN query
 _NO_SESSION = 0  # vec0 metadata columns hold no NULL; session ids start at 1
@@ -75,7 +77,7 @@ def _forget(db: sqlite3.Connection, space: int, kind: str, refs: Collection[int]
 
 
 def forget_vectors(
-    store: SQLiteStore, db: sqlite3.Connection, kind: str, refs: Collection[int]
+    store: Database, db: sqlite3.Connection, kind: str, refs: Collection[int]
 ) -> None:
     """Forget the vectors of ``refs`` in every space (inside a write on ``store``).
 
@@ -94,18 +96,16 @@ def forget_vectors(
         _forget(db, space, kind, refs)
 
 
-class VectorIndex:
-    """The vectors of one embedder in one store; add and search per kind, with filters.
-
-    Raises :class:`~memci.errors.MissingExtraError` when sqlite-vec is not loaded into the
-    store's connection, so a misconfiguration shows when the index is created.
-    """
+class SQLiteVectorStore:
+    """The vectors of one embedder (by name) in one SQLite store."""
 
     backend = "sqlite-vec"
 
-    def __init__(self, embedder: Embedder, store: SQLiteStore) -> None:
+    def __init__(self, store: Database, embedder: str) -> None:
         if not store.sqlite_vec:
-            raise sqlite_vec_missing(f"dense retrieval with the embedder {embedder.name!r}")
+            raise sqlite_vec_missing(f"dense retrieval with the embedder {embedder!r}")
+        store.migrate("memory", MEMORY_MIGRATIONS)
+        self._store = store
         self.embedder = embedder
         self._space: tuple[int, int] | None = None  # (id, dim), once seen committed
 
@@ -114,14 +114,14 @@ class VectorIndex:
         if self._space is not None:
             return self._space
         row = db.execute("SELECT id, dim FROM memory_vector_spaces WHERE embedder = ?",
-                         (self.embedder.name,)).fetchone()
+                         (self.embedder,)).fetchone()
         if row is not None:
             self._space = (int(row[0]), int(row[1]))
             return self._space
         if dim is None:
             return None
         cursor = db.execute("INSERT INTO memory_vector_spaces (embedder, dim, created)"
-                            " VALUES (?, ?, ?)", (self.embedder.name, dim, time.time()))
+                            " VALUES (?, ?, ?)", (self.embedder, dim, time.time()))
         space = int(cursor.lastrowid or 0)
         for kind in KINDS:
             db.execute(f"CREATE VIRTUAL TABLE {_table(space, kind)} USING vec0("
@@ -130,99 +130,91 @@ class VectorIndex:
         # Not cached yet: the transaction that creates the space may still roll back.
         return space, dim
 
-    def space(self, db: sqlite3.Connection, dim: int | None = None) -> int | None:
-        """Return the id of this embedder's vector space (created when ``dim`` is given)."""
-        found = self._find(db, dim)
+    def space(self) -> int | None:
+        """The id of this embedder's vector space (None before its first vector)."""
+        with self._store.read() as db:
+            found = self._find(db)
         return found[0] if found is not None else None
 
     def add(
-        self,
-        db: sqlite3.Connection,
-        kind: str,
-        rows: Sequence[tuple[int, int | None]],
+        self, kind: str, rows: Sequence[tuple[int, int | None]],
         vectors: Sequence[Sequence[float]],
     ) -> None:
-        """Store ``vectors`` for ``rows`` of ``(ref, session_id)`` (inside a write).
-
-        A ref that has a vector already gets the new one.
-        """
+        """Store ``vectors`` for ``rows`` of ``(ref, session_id)``; a ref's old one goes."""
         if not rows:
             return
         if len(rows) != len(vectors):
             raise InvalidInputError(f"{len(rows)} refs but {len(vectors)} vectors")
-        found = self._find(db, len(vectors[0]))
-        assert found is not None
-        space, dim = found
-        latest: dict[int, tuple[int, bytes]] = {}
-        for (ref, session_id), vector in zip(rows, vectors, strict=True):
-            if len(vector) != dim:
-                raise ConfigError(
-                    f"the embedder {self.embedder.name!r} returned a vector of {len(vector)} "
-                    f"numbers; its vector space holds {dim}: give a different model a "
-                    "different name"
-                )
-            latest[int(ref)] = (session_id or _NO_SESSION, _pack(vector))
-        _forget(db, space, kind, list(latest))
-        db.executemany(
-            f"INSERT INTO {_table(space, kind)} (rowid, embedding, session_id)"
-            " VALUES (?, ?, ?)", [(ref, vec, sid) for ref, (sid, vec) in latest.items()],
-        )
-        db.executemany("INSERT INTO memory_vector_refs (space_id, kind, ref) VALUES (?, ?, ?)",
-                       [(space, kind, ref) for ref in latest])
-
-    def delete(self, db: sqlite3.Connection, kind: str, refs: Sequence[int]) -> None:
-        """Forget the vectors of ``refs`` (inside a write)."""
-        found = self._find(db)
-        if found is None or not refs:
-            return
-        _forget(db, found[0], kind, refs)
-
-    def missing(self, db: sqlite3.Connection, kind: str, table: str, limit: int) -> list[int]:
-        """Ids of ``table`` that have no vector of ``kind`` yet, oldest first."""
-        space = self.space(db)
-        if space is None:
-            rows = db.execute(f"SELECT id FROM {table} ORDER BY id LIMIT ?", (limit,))
-        else:
-            rows = db.execute(
-                f"SELECT t.id FROM {table} t WHERE NOT EXISTS (SELECT 1 FROM"
-                " memory_vector_refs v WHERE v.space_id = ? AND v.kind = ? AND v.ref = t.id)"
-                " ORDER BY t.id LIMIT ?", (space, kind, limit),
+        with self._store.write() as db:
+            found = self._find(db, len(vectors[0]))
+            assert found is not None
+            space, dim = found
+            latest: dict[int, tuple[int, bytes]] = {}
+            for (ref, session_id), vector in zip(rows, vectors, strict=True):
+                if len(vector) != dim:
+                    raise ConfigError(
+                        f"the embedder {self.embedder!r} returned a vector of {len(vector)} "
+                        f"numbers; its vector space holds {dim}: give a different model a "
+                        "different name"
+                    )
+                latest[int(ref)] = (session_id or _NO_SESSION, _pack(vector))
+            _forget(db, space, kind, list(latest))
+            db.executemany(
+                f"INSERT INTO {_table(space, kind)} (rowid, embedding, session_id)"
+                " VALUES (?, ?, ?)", [(ref, vec, sid) for ref, (sid, vec) in latest.items()],
             )
-        return [int(r[0]) for r in rows]
+            db.executemany("INSERT INTO memory_vector_refs (space_id, kind, ref)"
+                           " VALUES (?, ?, ?)", [(space, kind, ref) for ref in latest])
 
-    def newest_ref(self, db: sqlite3.Connection, kind: str) -> int:
-        """Return the largest ref of ``kind`` that has a vector (0 when none has)."""
-        space = self.space(db)
-        if space is None:
-            return 0
-        row = db.execute("SELECT MAX(ref) FROM memory_vector_refs WHERE space_id = ?"
-                         " AND kind = ?", (space, kind)).fetchone()
+    def delete(self, kind: str, refs: Collection[int]) -> None:
+        """Forget the vectors of ``refs``."""
+        if not refs:
+            return
+        with self._store.write() as db:
+            found = self._find(db)
+            if found is not None:
+                _forget(db, found[0], kind, refs)
+
+    def missing(self, kind: str, limit: int) -> list[int]:
+        """Up to ``limit`` refs of ``kind`` without a vector, oldest first."""
+        source = _SOURCES[kind] if kind in _SOURCES else _table(0, kind)
+        with self._store.read() as db:
+            found = self._find(db)
+            if found is None:
+                rows = db.execute(f"SELECT id FROM {source} ORDER BY id LIMIT ?", (limit,))
+            else:
+                rows = db.execute(
+                    f"SELECT t.id FROM {source} t WHERE NOT EXISTS (SELECT 1 FROM"
+                    " memory_vector_refs v WHERE v.space_id = ? AND v.kind = ?"
+                    " AND v.ref = t.id) ORDER BY t.id LIMIT ?", (found[0], kind, limit),
+                )
+            return [int(r[0]) for r in rows]
+
+    def newest_ref(self, kind: str) -> int:
+        """The largest ref of ``kind`` that has a vector (0 when none has)."""
+        with self._store.read() as db:
+            found = self._find(db)
+            if found is None:
+                return 0
+            row = db.execute("SELECT MAX(ref) FROM memory_vector_refs WHERE space_id = ?"
+                             " AND kind = ?", (found[0], kind)).fetchone()
         return int(row[0] or 0)
 
-    def count(self, db: sqlite3.Connection, kind: str) -> int:
-        """Return how many refs of ``kind`` have a vector."""
-        space = self.space(db)
-        if space is None:
-            return 0
-        return int(db.execute("SELECT COUNT(*) FROM memory_vector_refs WHERE space_id = ?"
-                              " AND kind = ?", (space, kind)).fetchone()[0])
+    def count(self, kind: str) -> int:
+        """How many refs of ``kind`` have a vector."""
+        with self._store.read() as db:
+            found = self._find(db)
+            if found is None:
+                return 0
+            return int(db.execute("SELECT COUNT(*) FROM memory_vector_refs WHERE space_id = ?"
+                                  " AND kind = ?", (found[0], kind)).fetchone()[0])
 
     def search(
-        self,
-        db: sqlite3.Connection,
-        kind: str,
-        vector: Sequence[float],
-        k: int,
-        *,
-        sessions: Collection[int] | None = None,
-        refs: Collection[int] | None = None,
+        self, kind: str, vector: Sequence[float], k: int, *,
+        sessions: Collection[int] | None = None, refs: Collection[int] | None = None,
     ) -> list[tuple[int, float]]:
-        """Return the ``k`` nearest ``(ref, cosine)`` of ``kind`` in ``sessions``/``refs``.
-
-        Best first; ``sessions`` (ids) and ``refs`` restrict the candidates (None: all).
-        """
-        space = self.space(db)
-        if (space is None or k <= 0 or (sessions is not None and not sessions)
+        """The ``k`` nearest ``(ref, cosine)`` within ``sessions`` and ``refs``, best first."""
+        if (k <= 0 or (sessions is not None and not sessions)
                 or (refs is not None and not refs) or not any(vector)):
             return []
         where, args = "", list[object]()
@@ -232,19 +224,23 @@ class VectorIndex:
         if refs is not None:
             where += " AND rowid IN (SELECT value FROM json_each(?))"
             args.append(_ids(refs))
-        table = _table(space, kind)
         query = _pack(vector)
-        if k <= _KNN_MAX:
-            rows = db.execute(
-                f"SELECT rowid, distance FROM {table} WHERE embedding MATCH ? AND k = ?"
-                f"{where}", (query, k, *args),
-            ).fetchall()
-        else:
-            rows = db.execute(
-                f"SELECT ref, distance FROM (SELECT rowid AS ref, vec_distance_cosine("
-                f"embedding, ?) AS distance FROM {table} WHERE 1 = 1{where})"
-                " WHERE distance IS NOT NULL ORDER BY distance, ref LIMIT ?",
-                (query, *args, k),
-            ).fetchall()
+        with self._store.read() as db:
+            found = self._find(db)
+            if found is None:
+                return []
+            table = _table(found[0], kind)
+            if k <= _KNN_MAX:
+                rows = db.execute(
+                    f"SELECT rowid, distance FROM {table} WHERE embedding MATCH ? AND k = ?"
+                    f"{where}", (query, k, *args),
+                ).fetchall()
+            else:
+                rows = db.execute(
+                    f"SELECT ref, distance FROM (SELECT rowid AS ref, vec_distance_cosine("
+                    f"embedding, ?) AS distance FROM {table} WHERE 1 = 1{where})"
+                    " WHERE distance IS NOT NULL ORDER BY distance, ref LIMIT ?",
+                    (query, *args, k),
+                ).fetchall()
         return [(int(ref), 1.0 - float(distance)) for ref, distance in rows
                 if distance is not None]

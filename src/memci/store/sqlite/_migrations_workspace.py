@@ -1,4 +1,4 @@
-"""The workspace's numbered schema series (component ``"workspace"`` of ``memci_migrations``).
+"""The ``workspace`` migration series of the SQLite store: artifacts' rows, working state, audit.
 
 - ``workspace_blobs``: one row per distinct tool output, keyed by its content address;
   ``content`` holds it inline, or is NULL when it lives in a file beside the database.
@@ -14,7 +14,7 @@ Never edit a released migration: add the next.
 
 from __future__ import annotations
 
-from memci.store import Migration
+from memci.store.sqlite._migrations import Migration
 
 __all__ = ["WORKSPACE_MIGRATIONS"]
 

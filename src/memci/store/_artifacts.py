@@ -1,0 +1,122 @@
+"""What the store keeps of artifacts: one blob per distinct tool output, one link per call.
+
+An artifact's content lives inline in its blob, or in a file beside the store (the
+artifact store's business, :mod:`memci.workspace`); the store keeps which, with the
+output's size and address. A link ties a blob to one tool call of one session, with the
+call's tool name, arguments, exit code, owner, time and summary.
+
+Invariants every backend keeps:
+
+- one blob per SHA-256, and one blob per id (:meth:`ArtifactRows.add_blob` of a taken
+  id or SHA-256 fails);
+- a link's ``seq`` grows: a later link has a larger ``seq`` (in the whole store);
+- :meth:`ArtifactRows.link` refuses (:class:`~memci.errors.UnknownSessionError`) a session
+  that is not stored, and leaves nothing;
+- every method is one transaction of its own or joins the store's open ``atomic()``
+  block: the message that carries an output, its blob and its link commit together.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Literal, Protocol
+
+__all__ = ["Artifact", "ArtifactRows", "Blob"]
+
+
+@dataclass(frozen=True, slots=True)
+class Artifact:
+    """One stored tool output as linked to one tool call.
+
+    ``size`` is in UTF-8 bytes, ``chars`` in characters; ``lines`` counts lines (split
+    on newlines only). ``summary`` holds the 1 to 6 summary lines. ``seq`` numbers the
+    link (the same content linked to several calls has one ``id`` and several ``seq``).
+    """
+
+    id: str
+    size: int
+    chars: int
+    lines: int
+    exit_code: int | None
+    summary: tuple[str, ...]
+    tool_name: str | None
+    call_id: str | None
+    arguments: str | None
+    owner: str
+    session_id: int
+    created_at: datetime
+    stored: Literal["inline", "file"]
+    sha256: str
+    is_error: bool
+    seq: int
+
+    @property
+    def pointer(self) -> str:
+        """``artifact:<id>``: how context text refers to it."""
+        return f"artifact:{self.id}"
+
+
+@dataclass(frozen=True, slots=True)
+class Blob:
+    """One distinct tool output: its id, address and size; ``content`` None: in a file."""
+
+    id: str
+    sha256: str
+    size: int
+    chars: int
+    lines: int
+    content: str | None
+
+
+class ArtifactRows(Protocol):
+    """Blobs and their links to tool calls."""
+
+    def blob(self, artifact_id: str) -> Blob | None:
+        """The blob with this id, or None."""
+        ...
+
+    def blob_id(self, sha256: str) -> str | None:
+        """The id of the blob whose content has this SHA-256, or None."""
+        ...
+
+    def exists(self, artifact_id: str) -> bool:
+        """Whether a blob has this id."""
+        ...
+
+    def add_blob(self, blob: Blob, *, created_at: datetime) -> None:
+        """Store a new blob."""
+        ...
+
+    def link(
+        self, artifact_id: str, *, session_id: int, call_id: str | None,
+        tool_name: str | None, arguments: str | None, exit_code: int | None,
+        is_error: bool, summary: Sequence[str], owner: str, created_at: datetime,
+    ) -> Artifact:
+        """Link a stored blob to one tool call of a session; return the artifact."""
+        ...
+
+    def set_summary(self, seq: int, summary: Sequence[str]) -> None:
+        """Replace the summary of the link ``seq``."""
+        ...
+
+    def file_ids(self) -> set[str]:
+        """Ids of every blob whose content is in a file."""
+        ...
+
+    def latest(self, artifact_id: str) -> Artifact | None:
+        """The blob as linked to its latest call, or None."""
+        ...
+
+    def calls(self, artifact_id: str) -> list[Artifact]:
+        """Every link of the blob, oldest first."""
+        ...
+
+    def for_call(self, session_id: int, call_id: str) -> Artifact | None:
+        """The latest link of the call ``call_id`` of the session, or None."""
+        ...
+
+    def for_session(self, session_id: int) -> list[Artifact]:
+        """Every link of the session, oldest first."""
+        ...

@@ -1,0 +1,208 @@
+"""What the store keeps to search messages: one entry per message, keyword text, vectors.
+
+The message search index is derived from the log: one entry (a *doc*, numbered in the
+order entries are added) per stored message, with its session, seq, role, page number
+and time (Unix seconds), and the keyword text of its analyzer (see
+:mod:`memci.memory._text`): its own text and the tail of the messages before it. A vector
+store keeps one vector per message, item or document chunk and embedder.
+
+Invariants every backend keeps:
+
+- a message has at most one entry: :meth:`MessageSearch.add` of one already indexed adds
+  nothing; doc numbers grow, so the newest doc has the largest number;
+- system messages have an entry (so catching up knows where it stands) but are never
+  found: no keyword text, and :meth:`MessageSearch.matching` and
+  :meth:`MessageSearch.in_range` leave them out;
+- keyword search ranks by relevance (BM25 or a backend's equivalent, best first, ties by
+  doc number); a filter (sessions, time, roles) is applied before ranking, so the ``k``
+  best within it come back;
+- every write is one transaction of its own or joins the store's open ``atomic()``
+  block (a message and its entry are committed together).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Protocol
+
+from memci.messages import Message
+
+if TYPE_CHECKING:
+    from memci.memory._text import Analyzer, MatchPlan
+
+__all__ = [
+    "Candidate",
+    "IndexedMessage",
+    "MessageSearch",
+    "SearchDoc",
+    "SearchFilter",
+    "VectorStore",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    """A ranked message before it is loaded: its doc number, session id and seq."""
+
+    doc: int
+    session_id: int
+    seq: int
+
+
+@dataclass(frozen=True, slots=True)
+class SearchDoc:
+    """One message as the index takes it: where it is, when, and its keyword text.
+
+    ``created`` is Unix seconds; ``text`` is the message's searchable text and
+    ``context`` the tail of the messages before it (both as written, not analyzed).
+    """
+
+    session_id: int
+    seq: int
+    role: str
+    page: int
+    created: float
+    text: str
+    context: str
+
+
+@dataclass(frozen=True, slots=True)
+class SearchFilter:
+    """Which entries a search may return: of these sessions, in ``[start, end)``, roles.
+
+    None means no restriction; ``start`` and ``end`` are Unix seconds.
+    """
+
+    sessions: Collection[int] | None = None
+    start: float | None = None
+    end: float | None = None
+    roles: Collection[str] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class IndexedMessage:
+    """A stored message with its entry's doc number and its session id."""
+
+    doc: int
+    session_id: int
+    message: Message
+
+
+class MessageSearch(Protocol):
+    """The message index of one analyzer: add entries, search, and load what was found."""
+
+    analyzer: Analyzer
+
+    def add(self, doc: SearchDoc) -> int:
+        """Add an entry (and its keyword text); 1, or 0 when the message has one already."""
+        ...
+
+    def page_before(self, session_id: int, seq: int) -> int:
+        """The page number of the message before ``seq`` (user messages up to it)."""
+        ...
+
+    def recent(self, session_id: int, seq: int, limit: int) -> list[Message]:
+        """Up to ``limit`` non-system messages before ``seq``, newest first (role, parts)."""
+        ...
+
+    def keyword_backlog(self) -> list[IndexedMessage]:
+        """Entries of non-system messages that have no keyword text, by session and seq."""
+        ...
+
+    def add_keyword(self, doc: int, session_id: int, text: str, context: str) -> None:
+        """Give the entry ``doc`` its keyword text."""
+        ...
+
+    def behind(self, sessions: Collection[int] | None) -> list[tuple[int, int]]:
+        """``(session id, last indexed seq)`` of the sessions whose log is ahead of the index."""
+        ...
+
+    def unindexed(self, session_id: int, after: int) -> list[Message]:
+        """The session's stored messages with seq > ``after``, in order."""
+        ...
+
+    def embed_backlog(self, after: int, limit: int) -> list[IndexedMessage]:
+        """Up to ``limit`` entries of non-system messages with doc > ``after``, in order."""
+        ...
+
+    def keyword(
+        self, plan: MatchPlan, *, k: int, where: SearchFilter, context_weight: float
+    ) -> list[Candidate]:
+        """The ``k`` best entries for ``plan`` within ``where``, best first.
+
+        ``context_weight`` weighs the preceding messages' text against the message's own.
+        """
+        ...
+
+    def among(self, docs: Collection[int], where: SearchFilter) -> list[Candidate]:
+        """The entries ``docs`` that pass ``where``."""
+        ...
+
+    def matching(self, where: SearchFilter) -> list[Candidate]:
+        """Every entry of a non-system message that passes ``where``."""
+        ...
+
+    def in_range(self, where: SearchFilter, k: int) -> list[Candidate]:
+        """Up to ``k`` entries of non-system messages passing ``where``, oldest first."""
+        ...
+
+    def load(self, candidates: Sequence[Candidate]) -> dict[int, tuple[Message, int]]:
+        """``{doc: (message, page)}`` of the candidates still stored (named sessions)."""
+        ...
+
+    def session_name(self, session_id: int) -> str:
+        """The name of a session (its id as text when it is gone)."""
+        ...
+
+    def sessions_of(self, tenant: str, user: str | None = None) -> list[int]:
+        """Ids of the sessions of ``tenant`` (of ``user`` when given), oldest first."""
+        ...
+
+    def count(self) -> int:
+        """How many entries of non-system messages there are."""
+        ...
+
+    def version(self) -> int:
+        """The newest doc number (0 when empty): grows whenever a message is indexed."""
+        ...
+
+
+class VectorStore(Protocol):
+    """The vectors of one embedder: per ``kind`` (``message``, ``item``, ``chunk``) and ref.
+
+    Search is exact and scores by cosine similarity; a zero vector is stored but never
+    found, and a zero query finds nothing.
+    """
+
+    backend: str
+
+    def add(
+        self, kind: str, rows: Sequence[tuple[int, int | None]],
+        vectors: Sequence[Sequence[float]],
+    ) -> None:
+        """Store ``vectors`` for ``rows`` of ``(ref, session id)``; a ref's old one goes."""
+        ...
+
+    def delete(self, kind: str, refs: Collection[int]) -> None:
+        """Forget the vectors of ``refs``."""
+        ...
+
+    def missing(self, kind: str, limit: int) -> list[int]:
+        """Up to ``limit`` refs of ``kind`` (items, chunks) without a vector, oldest first."""
+        ...
+
+    def newest_ref(self, kind: str) -> int:
+        """The largest ref of ``kind`` that has a vector (0 when none has)."""
+        ...
+
+    def count(self, kind: str) -> int:
+        """How many refs of ``kind`` have a vector."""
+        ...
+
+    def search(
+        self, kind: str, vector: Sequence[float], k: int, *,
+        sessions: Collection[int] | None = None, refs: Collection[int] | None = None,
+    ) -> list[tuple[int, float]]:
+        """The ``k`` nearest ``(ref, cosine)`` within ``sessions`` and ``refs``, best first."""
+        ...

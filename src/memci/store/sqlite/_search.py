@@ -1,0 +1,364 @@
+"""The message search index in SQLite (:class:`~memci.store.MessageSearch`): FTS5 and BM25.
+
+``memory_docs`` (migration series ``memory``) holds one row per indexed message; the
+derived FTS5 table ``memory_fts_<analyzer>`` (rowid = doc id) holds its keyword text:
+``body`` (the analyzer's document of its text), ``context`` (of the tail of the messages
+before it) and ``scope`` (``s<session id>x``, so a search of a few sessions filters inside
+FTS5). User text reaches ``MATCH`` only as the analyzer's quoted terms.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sqlite3
+from collections.abc import Collection, Sequence
+from typing import TYPE_CHECKING, Any
+
+from memci.messages import Message, loads_parts
+from memci.store._search import Candidate, IndexedMessage, SearchDoc, SearchFilter
+from memci.store.sqlite._db import Database
+from memci.store.sqlite._fts import ensure_fts, fts_name
+from memci.store.sqlite._migrations_memory import MEMORY_MIGRATIONS
+from memci.store.sqlite._rows import message_from_row
+
+if TYPE_CHECKING:
+    from memci.memory._text import Analyzer, MatchPlan
+
+__all__ = ["SQLiteMessageSearch", "session_names"]
+
+_SCOPE_TERMS_MAX = 20  # up to this many sessions are always filtered inside FTS5
+
+
+def session_names(db: sqlite3.Connection, ids: Collection[int]) -> dict[int, str]:
+    """Names of the sessions ``ids`` (a session gone: its id as text)."""
+    wanted = sorted(set(ids))
+    found = {int(r[0]): str(r[1]) for r in db.execute(
+        "SELECT id, name FROM sessions WHERE id IN (SELECT value FROM json_each(?))",
+        (json.dumps(wanted),))}
+    return {i: found.get(i, str(i)) for i in wanted}
+
+
+def _filters(where: SearchFilter) -> tuple[str, list[Any]]:
+    sql, args = "", list[Any]()
+    if where.sessions is not None:  # one JSON parameter: no limit on how many sessions
+        sql += " AND d.session_id IN (SELECT value FROM json_each(?))"
+        args.append(json.dumps(list(where.sessions)))
+    if where.start is not None:
+        sql += " AND d.created >= ?"
+        args.append(where.start)
+    if where.end is not None:
+        sql += " AND d.created < ?"
+        args.append(where.end)
+    if where.roles is not None:
+        sql += f" AND d.role IN ({','.join('?' * len(where.roles))})"
+        args.extend(where.roles)
+    return sql, args
+
+
+def _candidates(rows: Sequence[Sequence[Any]]) -> list[Candidate]:
+    return [Candidate(int(r[0]), int(r[1]), int(r[2])) for r in rows]
+
+
+class SQLiteMessageSearch:
+    """The message index of one analyzer in one SQLite store."""
+
+    def __init__(self, store: Database, analyzer: Analyzer) -> None:
+        store.migrate("memory", MEMORY_MIGRATIONS)
+        self._store = store
+        self.analyzer = analyzer
+        self.table = fts_name("memory_fts", analyzer)
+        with store.write() as db:
+            ensure_fts(db, "memory_fts", analyzer)
+        self._names: dict[int, str] = {}
+
+    # -- writing -------------------------------------------------------------------------
+
+    def add(self, doc: SearchDoc) -> int:
+        """Add an entry (and its keyword text); 1, or 0 when the message has one already."""
+        with self._store.write() as db:
+            cursor = db.execute(
+                "INSERT OR IGNORE INTO memory_docs (session_id, seq, role, page, created)"
+                " VALUES (?, ?, ?, ?, ?)",
+                (doc.session_id, doc.seq, doc.role, doc.page, doc.created),
+            )
+            if cursor.rowcount == 0:
+                return 0
+            if doc.role != "system":
+                self._add_keyword(db, int(cursor.lastrowid or 0), doc.session_id, doc.text,
+                                  doc.context)
+        return 1
+
+    def add_keyword(self, doc: int, session_id: int, text: str, context: str) -> None:
+        """Give the entry ``doc`` its keyword text."""
+        with self._store.write() as db:
+            self._add_keyword(db, doc, session_id, text, context)
+
+    def _add_keyword(
+        self, db: sqlite3.Connection, doc: int, session_id: int, text: str, context: str
+    ) -> None:
+        a = self.analyzer
+        db.execute(
+            f"INSERT INTO {self.table} (rowid, body, context, scope) VALUES (?, ?, ?, ?)",
+            (doc, a.document(text), a.document(context), f"s{session_id}x"),
+        )
+
+    # -- what indexing reads -------------------------------------------------------------
+
+    def page_before(self, session_id: int, seq: int) -> int:
+        """The page number of the message before ``seq`` (user messages up to it).
+
+        Read from the indexed message just before, when it is the one right before (an
+        index lookup); counted over the log otherwise (the first message indexed).
+        """
+        with self._store.read() as db:
+            row = db.execute(
+                "SELECT seq, page FROM memory_docs WHERE session_id = ? AND seq < ?"
+                " ORDER BY seq DESC LIMIT 1", (session_id, seq),
+            ).fetchone()
+            if row is not None and int(row[0]) == seq - 1:
+                return int(row[1])
+            return int(db.execute(
+                "SELECT COUNT(*) FROM messages WHERE session_id = ? AND role = 'user'"
+                " AND seq < ?", (session_id, seq),
+            ).fetchone()[0])
+
+    def recent(self, session_id: int, seq: int, limit: int) -> list[Message]:
+        """Up to ``limit`` non-system messages before ``seq``, newest first (role, parts)."""
+        with self._store.read() as db:
+            rows = db.execute(
+                "SELECT role, parts FROM messages WHERE session_id = ? AND seq < ?"
+                " AND role != 'system' ORDER BY seq DESC LIMIT ?", (session_id, seq, limit),
+            ).fetchall()
+        return [Message(role, loads_parts(parts)) for role, parts in rows]
+
+    def keyword_backlog(self) -> list[IndexedMessage]:
+        """Entries of non-system messages without keyword text, by session and seq."""
+        with self._store.read() as db:
+            after = int(db.execute(f"SELECT COALESCE(MAX(rowid), 0) FROM {self.table}")
+                        .fetchone()[0])
+            top = db.execute("SELECT MAX(id) FROM memory_docs WHERE role != 'system'"
+                             ).fetchone()[0]
+            if top is None or int(top) <= after:
+                return []
+            rows = db.execute(
+                "SELECT d.id, d.session_id, d.seq, d.role, m.parts FROM memory_docs d"
+                " JOIN messages m ON m.session_id = d.session_id AND m.seq = d.seq"
+                " WHERE d.id > ? AND d.role != 'system' ORDER BY d.session_id, d.seq",
+                (after,),
+            ).fetchall()
+        return [IndexedMessage(int(doc), int(sid), Message(role, loads_parts(parts),
+                                                           seq=int(seq)))
+                for doc, sid, seq, role, parts in rows]
+
+    def behind(self, sessions: Collection[int] | None) -> list[tuple[int, int]]:
+        """``(session id, last indexed seq)`` of the sessions whose log is ahead.
+
+        Cheap when nothing is missing: one statement, two indexed lookups per session.
+        """
+        source, args = "SELECT id AS sid FROM sessions", list[Any]()
+        if sessions is not None:
+            source, args = "SELECT value AS sid FROM json_each(?)", [json.dumps(list(sessions))]
+        with self._store.read() as db:
+            tops = db.execute(
+                "SELECT s.sid, (SELECT MAX(seq) FROM messages WHERE session_id = s.sid),"
+                " (SELECT MAX(seq) FROM memory_docs WHERE session_id = s.sid)"
+                f" FROM ({source}) s", args).fetchall()
+        return [(int(sid), int(done or 0)) for sid, top, done in tops
+                if top is not None and int(done or 0) < int(top)]
+
+    def unindexed(self, session_id: int, after: int) -> list[Message]:
+        """The session's stored messages with seq > ``after``, in order."""
+        name = self.session_name(session_id)
+        with self._store.read() as db:
+            rows = db.execute(
+                "SELECT seq, role, parts, name, metadata, created_at, tokens FROM messages"
+                " WHERE session_id = ? AND seq > ? ORDER BY seq", (session_id, after),
+            ).fetchall()
+        return [message_from_row(name, r) for r in rows]
+
+    def embed_backlog(self, after: int, limit: int) -> list[IndexedMessage]:
+        """Up to ``limit`` entries of non-system messages with doc > ``after``, in order."""
+        with self._store.read() as db:
+            rows = db.execute(
+                "SELECT d.id, d.session_id, m.role, m.parts, m.seq FROM memory_docs d JOIN"
+                " messages m ON m.session_id = d.session_id AND m.seq = d.seq"
+                " WHERE d.id > ? AND d.role != 'system' ORDER BY d.id LIMIT ?",
+                (after, limit)).fetchall()
+        return [IndexedMessage(int(r[0]), int(r[1]), Message(r[2], loads_parts(r[3]),
+                                                             seq=int(r[4])))
+                for r in rows]
+
+    # -- searching -----------------------------------------------------------------------
+
+    def keyword(
+        self, plan: MatchPlan, *, k: int, where: SearchFilter, context_weight: float
+    ) -> list[Candidate]:
+        """The ``k`` best entries for ``plan`` within ``where`` by BM25, best first.
+
+        Terms too short for the trigram index are matched by scanning (``instr``); a match
+        adds the term's IDF (``ln(1 + N/df)``) to the score, so a message matching more and
+        rarer short terms ranks higher.
+        """
+        if plan.empty or k <= 0:
+            return []
+        ranked: dict[int, tuple[float, Candidate]] = {}
+        with self._store.read() as db:
+            if plan.match is not None:
+                depth = k * 2 if plan.short_terms else k
+                for score, cand in self._match(db, plan.match, depth, where, context_weight):
+                    ranked[cand.doc] = (score, cand)
+            if plan.short_terms:
+                self._short(db, plan, where, ranked)
+        best = sorted(ranked.values(), key=lambda t: (-t[0], t[1].doc))
+        return [cand for _, cand in best[:k]]
+
+    def _match(
+        self, db: sqlite3.Connection, match: str, k: int, where: SearchFilter,
+        context_weight: float,
+    ) -> list[tuple[float, Candidate]]:
+        expr = f"{{body context}} : ({match})"
+        sessions = where.sessions
+        if sessions is not None and not sessions:
+            return []
+        if sessions is not None and self._scope_in_fts(db, sessions):
+            scope = " OR ".join(f'"s{int(s)}x"' for s in sessions)
+            expr = f"({expr}) AND (scope : ({scope}))"
+            where = SearchFilter(None, where.start, where.end, where.roles)
+        sql, args = _filters(where)
+        t = self.table
+        if sql:
+            rows = db.execute(
+                f"SELECT d.id, d.session_id, d.seq, bm25({t}, 1.0, ?, 0.0) AS s FROM {t}"
+                f" JOIN memory_docs d ON d.id = {t}.rowid WHERE {t} MATCH ?{sql}"
+                " ORDER BY s, d.id LIMIT ?", (context_weight, expr, *args, k),
+            ).fetchall()
+        else:
+            # Rank inside FTS5 first and join only the k best: the join no longer runs
+            # for every matching row, which is what made a search grow with the history.
+            rows = db.execute(
+                f"SELECT d.id, d.session_id, d.seq, r.s FROM (SELECT rowid AS id,"
+                f" bm25({t}, 1.0, ?, 0.0) AS s FROM {t} WHERE {t} MATCH ?"
+                " ORDER BY s, rowid LIMIT ?) r JOIN memory_docs d ON d.id = r.id"
+                " ORDER BY r.s, d.id", (context_weight, expr, k),
+            ).fetchall()
+        return [(-float(r[3]), Candidate(int(r[0]), int(r[1]), int(r[2]))) for r in rows]
+
+    def _scope_in_fts(self, db: sqlite3.Connection, sessions: Collection[int]) -> bool:
+        """Whether to filter by ``sessions`` inside FTS5 (scope terms) rather than by a join.
+
+        FTS5 merges one posting list per session, so scope terms cost more with every
+        session; the join ranks every match in the store, then drops the ones outside. Terms
+        win for a few sessions, or for sessions that hold a small part of the store (one
+        user of many); the join wins when they hold most of it (one user's own store).
+        """
+        if len(sessions) <= _SCOPE_TERMS_MAX:
+            return True
+        total = int(db.execute("SELECT COALESCE(MAX(id), 0) FROM memory_docs").fetchone()[0])
+        inside = int(db.execute(
+            "SELECT COUNT(*) FROM memory_docs WHERE session_id IN"
+            " (SELECT value FROM json_each(?))", (json.dumps(list(sessions)),)).fetchone()[0])
+        return inside * 4 < total
+
+    def scope_in_fts(self, sessions: Collection[int]) -> bool:
+        """Whether a search of ``sessions`` filters them inside FTS5 (see :meth:`keyword`)."""
+        with self._store.read() as db:
+            return self._scope_in_fts(db, sessions)
+
+    def _short(
+        self, db: sqlite3.Connection, plan: MatchPlan, where: SearchFilter,
+        ranked: dict[int, tuple[float, Candidate]],
+    ) -> None:
+        sql, args = _filters(where)
+        t = self.table
+        total = max(1, int(db.execute(f"SELECT COUNT(*) FROM {t}").fetchone()[0]))
+        for term in plan.short_terms:
+            rows = db.execute(
+                f"SELECT d.id, d.session_id, d.seq FROM {t} JOIN memory_docs d ON"
+                f" d.id = {t}.rowid WHERE instr(lower({t}.body), ?) > 0{sql}"
+                " ORDER BY d.id DESC", (term.lower(), *args),
+            ).fetchall()
+            if not rows:
+                continue
+            idf = math.log(1 + total / len(rows))
+            for doc, sid, seq in rows:
+                score, cand = ranked.get(int(doc), (0.0, Candidate(int(doc), int(sid), int(seq))))
+                ranked[int(doc)] = (score + idf, cand)
+
+    def among(self, docs: Collection[int], where: SearchFilter) -> list[Candidate]:
+        """The entries ``docs`` that pass ``where``."""
+        sql, args = _filters(where)
+        with self._store.read() as db:
+            rows = db.execute(
+                "SELECT d.id, d.session_id, d.seq FROM memory_docs d WHERE d.id IN"
+                f" (SELECT value FROM json_each(?)){sql}", (json.dumps(list(docs)), *args),
+            ).fetchall()
+        return _candidates(rows)
+
+    def matching(self, where: SearchFilter) -> list[Candidate]:
+        """Every entry of a non-system message that passes ``where``."""
+        sql, args = _filters(where)
+        with self._store.read() as db:
+            rows = db.execute("SELECT d.id, d.session_id, d.seq FROM memory_docs d"
+                              f" WHERE d.role != 'system'{sql}", args).fetchall()
+        return _candidates(rows)
+
+    def in_range(self, where: SearchFilter, k: int) -> list[Candidate]:
+        """Up to ``k`` entries of non-system messages passing ``where``, oldest first."""
+        sql, args = _filters(where)
+        with self._store.read() as db:
+            rows = db.execute(
+                "SELECT d.id, d.session_id, d.seq FROM memory_docs d WHERE d.role != 'system'"
+                f"{sql} ORDER BY d.created, d.id LIMIT ?", (*args, k),
+            ).fetchall()
+        return _candidates(rows)
+
+    # -- loading -------------------------------------------------------------------------
+
+    def load(self, candidates: Sequence[Candidate]) -> dict[int, tuple[Message, int]]:
+        """``{doc: (message, page)}`` of the candidates still stored (named sessions)."""
+        out: dict[int, tuple[Message, int]] = {}
+        with self._store.read() as db:
+            for cand in candidates:
+                row = db.execute(
+                    "SELECT m.seq, m.role, m.parts, m.name, m.metadata, m.created_at, m.tokens,"
+                    " d.page FROM messages m JOIN memory_docs d ON d.session_id = m.session_id"
+                    " AND d.seq = m.seq WHERE m.session_id = ? AND m.seq = ?",
+                    (cand.session_id, cand.seq),
+                ).fetchone()
+                if row is None:
+                    continue
+                name = self.session_name(cand.session_id)
+                out[cand.doc] = (message_from_row(name, row[:7]), int(row[7]))
+        return out
+
+    def session_name(self, session_id: int) -> str:
+        """The name of a session (its id as text when it is gone); names never change."""
+        name = self._names.get(session_id)
+        if name is None:
+            with self._store.read() as db:
+                name = session_names(db, [session_id])[session_id]
+            self._names[session_id] = name
+        return name
+
+    def sessions_of(self, tenant: str, user: str | None = None) -> list[int]:
+        """Ids of the sessions of ``tenant`` (of ``user`` when given), oldest first."""
+        with self._store.read() as db:
+            if user is not None:
+                rows = db.execute("SELECT id FROM sessions WHERE tenant = ? AND user_id = ?"
+                                  " ORDER BY id", (tenant, user))
+            else:
+                rows = db.execute("SELECT id FROM sessions WHERE tenant = ? ORDER BY id",
+                                  (tenant,))
+            return [int(r[0]) for r in rows]
+
+    def count(self) -> int:
+        """How many entries of non-system messages there are."""
+        with self._store.read() as db:
+            return int(db.execute("SELECT COUNT(*) FROM memory_docs WHERE role != 'system'"
+                                  ).fetchone()[0])
+
+    def version(self) -> int:
+        """The newest doc number (0 when empty)."""
+        with self._store.read() as db:
+            return int(db.execute("SELECT COALESCE(MAX(id), 0) FROM memory_docs").fetchone()[0])
