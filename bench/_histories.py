@@ -59,3 +59,33 @@ def trace(name: str) -> list[dict[str, Any]]:
     """The chat messages of a mini-swe-agent trace in ../shared/data/traces."""
     data = json.loads((SHARED / "traces" / name).read_text(encoding="utf-8"))
     return [m for m in data["messages"] if m["role"] in ("system", "user", "assistant", "tool")]
+
+
+def real_chat(n_messages: int) -> list[dict[str, Any]]:
+    """Real conversation text to ``n_messages``: LoCoMo's dialogues and KdConv's, in turn.
+
+    The turns of every LoCoMo conversation in ../shared/data/locomo (speaker a as the
+    user) and every KdConv travel dialogue, repeated in order until long enough; a
+    repetition is marked so no two messages are identical.
+    """
+    turns: list[str] = []
+    for path in sorted((SHARED / "locomo").glob("*.json")):
+        data = json.loads(path.read_text(encoding="utf-8"))
+        for number in range(1, 100):
+            for turn in data.get(f"session_{number}", []):
+                turns.append(str(turn.get("text", "")))
+    turns += [m["content"] for m in chinese_long_chat()]
+    turns = [t for t in turns if t.strip()]
+    out: list[dict[str, Any]] = []
+    round_ = 0
+    while len(out) < n_messages:
+        for text in turns:
+            if len(out) >= n_messages:
+                break
+            mark = f" ({round_})" if round_ else ""
+            out.append({"role": "user" if len(out) % 2 == 0 else "assistant",
+                        "content": text + mark})
+        round_ += 1
+    if out[-1]["role"] == "user":
+        out.pop()
+    return out

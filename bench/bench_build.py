@@ -3,10 +3,12 @@
 Run: python bench/bench_build.py [--quick]
 
 - ingest: ``add`` one at a time (synchronous=FULL: durable on return) and ``add_many``;
-- build: steady-state median of build() on sessions of 1k, 10k and 100k messages with a
-  128k window (each iteration adds a user and an assistant message, then builds), for the
-  paged machinery alone and with retrieval on (every build then opens a new page, so
-  every build searches the whole history: the worst case for retrieval);
+- build: the first build() after importing 1k, 10k and 100k messages, then p50/p95/p99 of
+  steady builds (each adds a user and an assistant message first, so every build opens a
+  page and, with retrieval on, searches the history: the worst case for retrieval), 128k
+  window, retrieval off and on, on synthetic text (every message matches every query: a
+  ~40-word vocabulary) and on real text (LoCoMo and KdConv turns); langchain's
+  ``trim_messages`` over the same history at the same budget in the same run;
 - prefix: a long Chinese chat (every KdConv dialogue back to back, 600+ turns) replayed
   with an 8k budget; mean share of each request's tokens that is an exact prefix of the
   previous request, for memci's paged strategy and for a naive sliding window.
@@ -20,11 +22,12 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import memci
-from _histories import agent_history, chinese_long_chat
+from _histories import agent_history, chinese_long_chat, real_chat
 
 
 def ingest(tmp: Path, n: int) -> dict[str, float]:
@@ -45,25 +48,55 @@ def ingest(tmp: Path, n: int) -> dict[str, float]:
     return out
 
 
-def build_times(tmp: Path, n: int, rounds: int, *, retrieval: bool) -> dict[str, float]:
-    history = agent_history(n)
-    with memci.Engine.open(tmp / f"build-{n}-{retrieval}.db", synchronous="NORMAL") as eng:
+def _percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+def build_times(tmp: Path, n: int, rounds: int, *, retrieval: bool, text: str,
+                budget: int = 96_000) -> dict[str, float]:
+    """First and steady build() times after importing ``n`` messages (128k window)."""
+    history = agent_history(n) if text == "synthetic" else real_chat(n)
+    with memci.Engine.open(tmp / f"build-{n}-{retrieval}-{text}.db",
+                           synchronous="NORMAL") as eng:
         s = eng.session(f"b{n}", context_window=128_000, retrieval=retrieval)
-        s.set_system("You are a coding agent.")
+        s.set_system("You are a coding agent." if text == "synthetic"
+                     else "You are a helpful assistant.")
         for i in range(0, len(history), 2000):
             s.add_many(history[i : i + 2000])
-        started = time.perf_counter()
-        s.build()  # the first build archives the backlog once
-        first = (time.perf_counter() - started) * 1000
+        ctx = s.build()  # the first build catches up on the whole import
+        first = ctx.stats.build_ms
         times = []
         for r in range(rounds):
             s.add({"role": "user", "content": f"next question {r} about the parser cache"})
             s.add({"role": "assistant", "content": f"answer {r}: clear the cache first"})
             times.append(s.build().stats.build_ms)
-        times.sort()
         return {"messages": len(history), "first_build_ms": first,
-                "median_ms": statistics.median(times),
-                "p95_ms": times[int(len(times) * 0.95) - 1]}
+                "p50_ms": statistics.median(times), "p95_ms": _percentile(times, 0.95),
+                "p99_ms": _percentile(times, 0.99), "budget": budget}
+
+
+def trim_times(n: int, rounds: int, *, text: str, budget: int = 96_000) -> dict[str, float]:
+    """langchain's ``trim_messages`` over the same history, the same way, same budget."""
+    from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
+    from langchain_core.messages.utils import count_tokens_approximately, trim_messages
+
+    history = agent_history(n) if text == "synthetic" else real_chat(n)
+    kinds = {"user": HumanMessage, "assistant": AIMessage}
+    messages: list[Any] = [SystemMessage("You are a helpful assistant.")]
+    messages += [kinds[m["role"]](m["content"] or "") for m in history
+                 if m["role"] in kinds]
+    times = []
+    for r in range(rounds):
+        messages.append(HumanMessage(f"next question {r} about the parser cache"))
+        messages.append(AIMessage(f"answer {r}: clear the cache first"))
+        started = time.perf_counter()
+        trim_messages(messages, max_tokens=budget, strategy="last",
+                      token_counter=count_tokens_approximately, include_system=True,
+                      start_on="human")
+        times.append((time.perf_counter() - started) * 1000)
+    return {"p50_ms": statistics.median(times), "p95_ms": _percentile(times, 0.95),
+            "p99_ms": _percentile(times, 0.99)}
 
 
 def prefix_share(tmp: Path, strategy: str) -> dict[str, float]:
@@ -94,17 +127,23 @@ def main() -> None:
         rates = ingest(tmp, 500 if args.quick else 3000)
         print(f"ingest: add {rates['add_per_s']:.0f} msg/s (durable, synchronous=FULL), "
               f"add_many(100) {rates['add_many_per_s']:.0f} msg/s")
-        for retrieval in (False, True):
-            label = "with retrieval (a search per new page)" if retrieval else "paged"
-            results = {n: build_times(tmp, n, 50 if args.quick else 200, retrieval=retrieval)
-                       for n in sizes}
-            for r in results.values():
-                print(f"build ({label}), {r['messages']:>7,} messages, 128k window: "
-                      f"median {r['median_ms']:.3f} ms, p95 {r['p95_ms']:.3f} ms "
-                      f"(first build {r['first_build_ms']:.0f} ms)")
-            big, small = results[sizes[-1]], results[sizes[0]]
-            print(f"ratio {sizes[-1]:,} / {sizes[0]:,} ({label}): "
-                  f"{big['median_ms'] / small['median_ms']:.2f}x")
+        rounds = 50 if args.quick else 200
+        print("build() after importing N messages, 128k window (96k budget); steady builds "
+              "add a user and an assistant message first")
+        print("| text | retrieval | messages | first build ms | p50 ms | p95 ms | p99 ms | "
+              "langchain trim_messages p50 / p99 ms | p50 vs 1k |")
+        print("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+        for text in ("synthetic", "real"):
+            for retrieval in (False, True):
+                base = 0.0
+                for n in sizes:
+                    r = build_times(tmp, n, rounds, retrieval=retrieval, text=text)
+                    t = trim_times(n, min(rounds, 50), text=text)
+                    base = base or r["p50_ms"]
+                    print(f"| {text} | {'on' if retrieval else 'off'} | {r['messages']:,} | "
+                          f"{r['first_build_ms']:.0f} | {r['p50_ms']:.2f} | {r['p95_ms']:.2f} | "
+                          f"{r['p99_ms']:.2f} | {t['p50_ms']:.1f} / {t['p99_ms']:.1f} | "
+                          f"{r['p50_ms'] / base:.2f}x |", flush=True)
         for strategy in ("paged", "oldest"):
             p = prefix_share(tmp, strategy)
             label = "memci paged" if strategy == "paged" else "naive sliding window (oldest)"

@@ -15,7 +15,7 @@ put aside, and never loses a message::
 
 from memci import messages, tokens
 from memci._session import Session, SessionStats
-from memci.context import Context, ContextStats, ToolSpec
+from memci.context import Context, ContextStats, Segment, ToolSpec
 from memci.engine import Engine
 from memci.errors import (
     ConfigError,
@@ -75,6 +75,7 @@ __all__ = [
     "MissingExtraError",
     "OrphanToolResultError",
     "ReasoningPart",
+    "Segment",
     "Session",
     "SessionStats",
     "StoreCorruptError",

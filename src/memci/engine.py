@@ -76,6 +76,9 @@ class Engine:
     @property
     def memory(self) -> Memory:
         """Long-term memory and search over this store (made on first use)."""
+        made = self._memory
+        if made is not None:
+            return made  # no lock once made: a session asks for it inside store writes
         with self._lock:
             if self._memory is None:
                 self._memory = Memory(self.store)
@@ -84,6 +87,9 @@ class Engine:
     @property
     def gatherer(self) -> Gatherer:
         """Seed 002's long-term extractor over :attr:`memory` (parallel fetch, TTL cache)."""
+        made = self._gatherer
+        if made is not None:
+            return made
         memory = self.memory
         with self._lock:
             if self._gatherer is None:

@@ -28,10 +28,9 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
+from memci._builder import PageInfo
 from memci.cli import _DB_HELP, main
 from memci.context import Context
-from memci.context._log import LogIndex
-from memci.context._paged import PagedContext
 from memci.engine import Engine, Session, _default_path
 from memci.errors import StoreError, UnknownSessionError
 from memci.messages import Message
@@ -65,61 +64,43 @@ def _session(db: str | None, name: str, tenant: str) -> Iterator[Session]:
         engine.close()
 
 
-def _paged(session: Session) -> PagedContext | None:
-    # The session exposes places one page at a time; inspect wants the whole archive.
-    paged: PagedContext | None = getattr(session, "_paged", None)
-    return paged
-
-
-def _log(session: Session) -> LogIndex:
-    log: LogIndex = session._log
-    return log
-
-
-# -- inspect -----------------------------------------------------------------------------
-
-
-def _segment_of(session: Session, ctx: Context, paged: PagedContext | None) -> Iterator[
+def _segment_of(session: Session, ctx: Context, pages: Mapping[int, PageInfo]) -> Iterator[
         tuple[str, Message, int | None]]:
     """(segment, message, page) of every message of the request, in order.
 
-    A request is the system segment (the prompt, and the tool contract when tools are on),
-    the working state, then the window: the contents page (or a summary) and the pages.
-    The build's ``sections`` say how many tokens the first two hold.
+    The build labels its segments (system, state, contents, recent, retrieval); the recent
+    pages are told apart here by their place: recalled, active, current.
     """
-    log = _log(session)
-    newest = log.pages
-    head = int(ctx.stats.sections.get("system", 0))
-    state = int(ctx.stats.sections.get("state", 0))
-    for m in ctx.messages:
-        if m.role == "system":
-            if m.seq is not None or head > 0:
-                head -= m.tokens or 0
-                yield "system", m, None
-            elif state > 0:
-                state -= m.tokens or 0
-                yield "working state", m, None
+    paged = ctx.stats.strategy == "paged"
+    names = {"system": "system", "state": "working state", "retrieval": "retrieved memory",
+             "contents": "contents page" if paged else "summary"}
+    for segment in ctx.segments:
+        for m in ctx.messages[segment.start:segment.stop]:
+            if segment.name != "recent":
+                yield names[segment.name], m, None
+                continue
+            page = session.page_of(m.seq or 0)
+            info = pages.get(page)
+            if not paged:
+                yield "history" if info is None or info.detail != "current" else "current page", \
+                    m, page
+            elif info is not None and info.detail == "recalled":
+                yield "recalled pages", m, page
+            elif info is not None and info.detail == "current":
+                yield "current page", m, page
             else:
-                yield ("contents page" if paged is not None else "summary"), m, None
-            continue
-        page = log.page_of_seq(m.seq or 0)
-        if paged is not None and page in paged.recalled:
-            yield "recalled pages", m, page
-        elif page == newest:
-            yield "current page", m, page
-        else:
-            yield ("active pages" if paged is not None else "history"), m, page
+                yield "active pages", m, page
 
 
-def _segments(session: Session, ctx: Context, paged: PagedContext | None,
+def _segments(session: Session, ctx: Context, pages: Mapping[int, PageInfo],
               ) -> list[dict[str, Any]]:
     order = ["system", "tools", "working state", "contents page", "summary", "recalled pages",
-             "active pages", "history", "current page"]
+             "active pages", "history", "current page", "retrieved memory"]
     found: dict[str, dict[str, Any]] = {}
     tools = int(ctx.stats.sections.get("tools", 0))
     if tools:
         found["tools"] = {"messages": 0, "tokens": tools, "pages": []}
-    for name, message, page in _segment_of(session, ctx, paged):
+    for name, message, page in _segment_of(session, ctx, pages):
         seg = found.setdefault(name, {"messages": 0, "tokens": 0, "pages": []})
         seg["messages"] += 1
         seg["tokens"] += message.tokens or 0
@@ -135,39 +116,28 @@ def _segments(session: Session, ctx: Context, paged: PagedContext | None,
             for name in order if name in found]
 
 
-def _pages(session: Session, ctx: Context, paged: PagedContext | None) -> list[dict[str, Any]]:
-    log = _log(session)
+def _pages(session: Session, ctx: Context, pages: Mapping[int, PageInfo],
+           ) -> list[dict[str, Any]]:
     sent: Counter[int] = Counter()
     shown: Counter[int] = Counter()
-    for m in ctx.messages:
-        if m.role != "system" and m.seq is not None:
-            page = log.page_of_seq(m.seq)
+    for m in ctx.segment("recent"):
+        if m.seq is not None:
+            page = session.page_of(m.seq)
             sent[page] += m.tokens or 0
             shown[page] += 1
     rows: list[dict[str, Any]] = []
-    for page in range(1, log.pages + 1):
-        first, last = log.page_seqs(page)
-        start, end = log.page_span(page)
-        row: dict[str, Any] = {
-            "page": page, "first_seq": first, "last_seq": last, "messages": end - start,
-            "tokens": log.page_tokens(page), "sent_tokens": sent[page],
-            "sent_messages": shown[page],
-        }
-        if paged is not None:
-            place = paged.place_of(page)
-            entry = (paged.recalled.get(page) or paged.archive.contents.get(page)
-                     or paged.archive.evicted.get(page))
-            detail = ("current" if page == log.pages else "recalled"
-                      if page in paged.recalled else "active") if place == "window" else None
-            row.update(place=place, window=detail,
-                       recall_count=entry.recall_count if entry else 0,
-                       last_recall_round=entry.last_recall_round if entry else None,
-                       archived_round=entry.archived_round if entry else None)
-        else:
-            out_of_window = "summarized" if ctx.stats.strategy == "summarize" else "dropped"
-            row.update(place="window" if shown[page] else out_of_window, window=None,
-                       recall_count=0, last_recall_round=None, archived_round=None)
-        rows.append(row)
+    paged = ctx.stats.strategy == "paged"
+    out_of_window = "summarized" if ctx.stats.strategy == "summarize" else "dropped"
+    for info in pages.values():
+        rows.append({
+            "page": info.page, "first_seq": info.first_seq, "last_seq": info.last_seq,
+            "messages": info.messages, "tokens": info.tokens,
+            "sent_tokens": sent[info.page], "sent_messages": shown[info.page],
+            "place": info.place if paged else ("window" if shown[info.page] else out_of_window),
+            "window": info.detail if paged else None,
+            "recall_count": info.recall_count, "last_recall_round": info.last_recall_round,
+            "archived_round": info.archived_round,
+        })
     return rows
 
 
@@ -194,9 +164,9 @@ def _job_failures(stats: Mapping[str, Any]) -> dict[str, Any]:
 def inspect_data(session: Session, *, budget: int | None = None) -> dict[str, Any]:
     """What ``memci inspect`` shows, as a JSON-ready dict (the context is built once)."""
     ctx = session.build(budget=budget)
-    paged = _paged(session)
+    pages = {info.page: info for info in session.pages()}
     s = ctx.stats
-    texts = {name: m.content for name, m, _ in _segment_of(session, ctx, paged)
+    texts = {name: m.content for name, m, _ in _segment_of(session, ctx, pages)
              if name in ("contents page", "summary", "working state")}
     stats = dataclasses.asdict(session.stats())
     out: dict[str, Any] = {
@@ -208,8 +178,8 @@ def inspect_data(session: Session, *, budget: int | None = None) -> dict[str, An
                     "prefix_tokens": s.prefix_tokens, "messages": s.messages,
                     "build_ms": round(s.build_ms, 3), "sections": dict(s.sections),
                     "shares": dict(s.shares), "events": list(s.events)},
-        "segments": _segments(session, ctx, paged),
-        "pages": _pages(session, ctx, paged),
+        "segments": _segments(session, ctx, pages),
+        "pages": _pages(session, ctx, pages),
         "contents_page": texts.get("contents page"),
         "summary": texts.get("summary"),
         "working_state": texts.get("working state"),

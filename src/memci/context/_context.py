@@ -13,7 +13,10 @@ from typing import Any
 
 from memci.messages import Message, to_anthropic, to_openai, to_responses
 
-__all__ = ["Context", "ContextStats", "ToolSpec"]
+__all__ = ["SEGMENTS", "Context", "ContextStats", "Segment", "ToolSpec"]
+
+SEGMENTS = ("system", "state", "contents", "recent", "retrieval")
+"""Segment names, in the order a request holds them."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,6 +47,22 @@ class ToolSpec:
         """
         return {"type": "function", "name": self.name, "description": self.description,
                 "parameters": dict(self.parameters), "strict": False}
+
+
+@dataclass(frozen=True, slots=True)
+class Segment:
+    """A labelled run of a context's messages: ``messages[start:stop]`` (seed 000).
+
+    ``system``: the system prompt and memci's tool contract; ``state``: the working state
+    (fastmemo, context pool, pins, plan, notebook); ``contents``: the contents page of
+    archived pages (or a strategy's rolling summary); ``recent``: the window of recent
+    pages in full; ``retrieval``: long-term memory gathered for the current page.
+    """
+
+    name: str
+    start: int
+    stop: int
+    tokens: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,6 +101,12 @@ class Context:
     messages: Sequence[Message]
     stats: ContextStats
     tools: Sequence[ToolSpec] = ()
+    segments: Sequence[Segment] = ()
+
+    def segment(self, name: str) -> list[Message]:
+        """The messages of segment ``name`` (empty when the context has none)."""
+        return [m for seg in self.segments if seg.name == name
+                for m in self.messages[seg.start:seg.stop]]
 
     def to_openai(self) -> dict[str, Any]:
         """``{"messages": [...], "tools": [...]}`` for ``chat.completions.create``.

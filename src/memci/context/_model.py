@@ -16,7 +16,7 @@ chapter's list.
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from memci.messages import Message
 
@@ -29,7 +29,6 @@ __all__ = [
     "MessageList",
     "MessageNode",
     "Page",
-    "Segment",
     "page_from_messages",
 ]
 
@@ -253,11 +252,3 @@ class ArchiveChapter(Chapter):
         super().__init__("archive")
         self.contents: dict[int, ContentsEntry] = {}
         self.evicted: dict[int, ContentsEntry] = {}
-
-
-@dataclass(slots=True)
-class Segment:
-    """A part of the context, for developers to organise it (seed 000)."""
-
-    name: str
-    chapters: list[Chapter] = field(default_factory=list)

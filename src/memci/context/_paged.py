@@ -28,9 +28,8 @@ when it alone passes the whole budget).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
 
 from memci.budget import newest_that_fit, shrink_message
 from memci.context._log import LogIndex
@@ -43,23 +42,12 @@ from memci.context._model import (
     page_from_messages,
 )
 from memci.messages import Message
+from memci.store._log import ContextEvent, PageRow
 from memci.tokens import Tokenizer
 
 __all__ = ["ContextEvent", "PageRow", "PagedConfig", "PagedContext"]
 
 Loader = Callable[[int, int], list[Message]]  # (first_seq, last_seq) -> messages
-
-
-class PageSummaries(Protocol):
-    """Model-made page summaries made in the background (the summaries seam)."""
-
-    def submit(self, pages: Sequence[tuple[int, list[Message]]]) -> None:
-        """Ask for summaries of newly archived pages; never waits."""
-        ...
-
-    def ready(self, pages: Sequence[int]) -> dict[int, tuple[str, ...]]:
-        """The summaries done so far (one line per message), by page; never waits."""
-        ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,31 +62,6 @@ class PagedConfig:
     language: str = "auto"
     recent_max_tokens: int = 0
     recent_pages: int = 3
-
-
-@dataclass(frozen=True, slots=True)
-class ContextEvent:
-    """An archive, recall or eviction: which page, in which round, and why."""
-
-    round: int
-    kind: str
-    page: int
-    reason: str
-
-
-@dataclass(frozen=True, slots=True)
-class PageRow:
-    """The saved state of a page that is not plainly active."""
-
-    page: int
-    first_seq: int
-    last_seq: int
-    state: str
-    archived_round: int
-    recall_count: int
-    last_recall_round: int | None
-    lines: tuple[str, ...]
-    source: str = "extractive"
 
 
 _TITLES = {
@@ -127,7 +90,7 @@ class PagedContext:
         self, *, log: LogIndex, loader: Loader, tokenizer: Tokenizer,
         line_of: Callable[[Message], str], config: PagedConfig,
         detect_language: Callable[[], tuple[str, bool]] = lambda: ("en", True),
-        summaries: PageSummaries | None = None,
+        summarized: bool = False,
     ) -> None:
         self.log = log
         self._loader = loader
@@ -135,7 +98,7 @@ class PagedContext:
         self.line_of = line_of
         self.config = config
         self._detect_language = detect_language
-        self.summaries = summaries
+        self.summarized = summarized  # a model summarizes archived pages in the background
         self._language = config.language if config.language != "auto" else ""
         self.active = ActiveChapter()
         self.archive = ArchiveChapter()
@@ -148,6 +111,11 @@ class PagedContext:
         self._contents: Message | None = None
         self._dirty = _Dirty()
         self.counts = {"archive": 0, "recall": 0, "evict": 0}
+        self._backlog = 0  # active pages up to this one are past the load bound
+        self._ready: dict[int, tuple[str, ...]] = {}  # model summaries ready, by page
+        self._archived: list[tuple[int, list[Message]]] = []  # listed since last taken
+        #: The saved entry of a page evicted before this object was made (recall reads it).
+        self.evicted_entry: Callable[[int], ContentsEntry | None] = lambda page: None
 
     def _load(self, first: int, last: int) -> list[Message]:
         """The page messages with ``first <= seq <= last``: system messages left out."""
@@ -165,8 +133,15 @@ class PagedContext:
 
     # -- save / load ---------------------------------------------------------------------
 
-    def restore(self, rows: Sequence[PageRow], counts: dict[str, int]) -> None:
-        """Load saved page states (before the first build)."""
+    def restore(
+        self, rows: Sequence[PageRow], counts: Mapping[str, int], *, first_active: int = 0
+    ) -> None:
+        """Load saved page states (before the first build).
+
+        Evicted pages are not among ``rows``: pages before ``first_active`` that are not
+        listed or recalled are evicted.
+        """
+        self.first_active = max(1, first_active)
         for row in rows:
             entry = ContentsEntry(row.page, row.first_seq, row.last_seq, row.lines,
                                   row.archived_round, row.recall_count,
@@ -199,10 +174,28 @@ class PagedContext:
 
     def take_changes(self) -> tuple[list[PageRow], list[ContextEvent]]:
         """Page rows and events changed since the last call (for the store to save)."""
-        rows = [self._row(p) for p in sorted(self._dirty.pages)]
+        rows = [self._row(p) for p in sorted(self._dirty.pages) if self._has_row(p)]
         events = self._dirty.events
         self._dirty = _Dirty()
         return rows, events
+
+    def take_evicted(self) -> dict[int, ContentsEntry]:
+        """Entries evicted since the last call (their lines go to the context pool)."""
+        evicted, self.archive.evicted = self.archive.evicted, {}
+        return evicted
+
+    def take_archived(self) -> list[tuple[int, list[Message]]]:
+        """Pages archived onto the contents page since the last call, with their messages.
+
+        A model summarizes them in the background (when there is one); long-term memory
+        keeps them as episodes.
+        """
+        pages, self._archived = self._archived, []
+        return pages
+
+    def _has_row(self, page: int) -> bool:
+        return (page in self.archive.contents or page in self.archive.evicted
+                or page in self.recalled)
 
     def _row(self, page: int) -> PageRow:
         for state, table in (("archived", self.archive.contents),
@@ -220,8 +213,40 @@ class PagedContext:
         """The current round: the newest page's number."""
         return self.log.pages
 
+    def waiting(self) -> list[int]:
+        """Listed pages whose lines are stand-ins a model's summary may replace."""
+        return [p for p, e in self.archive.contents.items() if e.source != "llm"]
+
+    def prepare(
+        self, bound: int, ready: Mapping[int, tuple[str, ...]] | None = None
+    ) -> None:
+        """The load phase: put what a plan may show into pages, within ``bound`` tokens.
+
+        Active pages older than the newest ``bound`` tokens (a backlog imported without
+        builds) are not loaded: the next plan archives them at once, as one range
+        (:meth:`plan` reads nothing). ``ready`` are model summaries done for
+        :meth:`waiting` pages.
+        """
+        self._ready = dict(ready or {})
+        log = self.log
+        if not len(log):
+            return
+        last = self.round - 1  # the current page is never backlog
+        backlog = self.first_active - 1
+        if last >= self.first_active and self._active_tokens() > bound:
+            end = log.span_tokens(0, len(log))
+            # the oldest page whose start is within ``bound`` of the end
+            keep = self.first_active
+            while keep <= last and end - log.cum[log.page_starts[keep - 1]] > bound:
+                keep += 1
+            backlog = keep - 1
+        self._backlog = max(backlog, self.first_active - 1)
+        self._materialize_new()
+
     def plan(self, room: int, contents_cap: int, *, recent_steps: int = 0) -> list[Message]:
         """Archive, evict and trim so that the contents page and the window fit ``room``.
+
+        Pure: it reads no message (:meth:`prepare` loaded what it may show).
 
         With ``recent_steps`` (the tool-loop recipe), the current page shows its opening
         message and its newest steps only: at least ``recent_steps`` of them, cut back to
@@ -230,6 +255,7 @@ class PagedContext:
         if not len(self.log):
             return []
         cap = min(self.config.contents_max_tokens or contents_cap, contents_cap)
+        self._archive_backlog()
         self._evict_by_rules()
         self._evict_lru(cap)  # the cap shrinks when the allocator's profile changes
         high = room - self._contents_tokens()
@@ -243,7 +269,6 @@ class PagedContext:
             self._archive_down_to(self._tokens_from(keep), cap,
                                   "soft trigger: chat tokens over ctx_recent_max_tokens")
             self._evict_lru(cap)
-        self._materialize_new()
         contents = self._contents_message()
         budget_left = room - (contents.tokens or 0 if contents else 0)
         window = list(self._window(budget_left, recent_steps))
@@ -275,6 +300,19 @@ class PagedContext:
         total = self.log.span_tokens(start, len(self.log))
         return total + sum(self.log.page_tokens(p) for p in self.recalled)
 
+    def _archive_backlog(self) -> None:
+        """Archive and evict, as one range, the active pages :meth:`prepare` did not load."""
+        if self._backlog < self.first_active:
+            return
+        first, last = self.first_active, self._backlog
+        for page in [p for p in self.active.pages if p <= last and p not in self.recalled]:
+            self.active.pages[page].detach()  # loaded by an earlier build
+        self.first_active = last + 1
+        reason = "backlog: older than what the window can hold"
+        self._event("archive", first, reason, last)
+        self._event("evict", first, "lru: contents page over its token limit", last)
+        self._backlog = 0
+
     def _archive_down_to(self, target: int, cap: int, reason: str, *, limit: int = 0) -> None:
         """Archive recalled pages, then the oldest active ones, until under ``target``.
 
@@ -298,7 +336,7 @@ class PagedContext:
         listed_budget = cap
         listed: set[int] = set()
         for page in reversed(batch):
-            if listed_budget <= 0:
+            if listed_budget <= 0 or page not in self.active.pages:
                 break
             listed.add(page)
             listed_budget -= self._estimate_entry_tokens(page)
@@ -306,11 +344,10 @@ class PagedContext:
         for page in batch:
             first, last_seq = self.log.page_seqs(page)
             node_page = self.active.pages.get(page)
+            messages: list[Message] = []
             if node_page is not None:
                 messages = node_page.messages()
                 node_page.detach()
-            else:
-                messages = self._load(first, last_seq) if page in listed else []
             entry = ContentsEntry(page, first, last_seq,
                                   self._lines(messages) if page in listed else (),
                                   archived_round=self.round)
@@ -327,9 +364,8 @@ class PagedContext:
             if tokens <= max(limit, target):
                 break
             tokens -= self._archive_recalled(page)
-        if self.summaries is not None:
-            if summarize:
-                self.summaries.submit(summarize)
+        self._archived += summarize
+        if self.summarized:
             self._upgrade_lines()
         self._contents = None
 
@@ -347,11 +383,9 @@ class PagedContext:
         Called only at an archive event, so the contents page changes only when it changes
         anyway and the prefix of the requests in between stays the same.
         """
-        assert self.summaries is not None
-        waiting = [p for p, e in self.archive.contents.items() if e.source != "llm"]
-        if not waiting:
-            return
-        for page, lines in self.summaries.ready(waiting).items():
+        for page, lines in self._ready.items():
+            if page not in self.archive.contents or self.archive.contents[page].source == "llm":
+                continue
             entry = self.archive.contents[page]
             start, _ = self.log.page_span(page)
             roles = self.log.roles[start:start + len(lines)]
@@ -384,10 +418,12 @@ class PagedContext:
         self._event("evict", page, reason)
         self._contents = None
 
-    def _event(self, kind: str, page: int, reason: str) -> None:
-        self._dirty.events.append(ContextEvent(self.round, kind, page, reason))
-        self._dirty.pages.add(page)
-        self.counts[kind] += 1
+    def _event(self, kind: str, page: int, reason: str, last_page: int = 0) -> None:
+        event = ContextEvent(self.round, kind, page, reason, max(last_page, page))
+        self._dirty.events.append(event)
+        if event.pages == 1:
+            self._dirty.pages.add(page)  # a range (a backlog) keeps no row per page
+        self.counts[kind] += event.pages
 
     # -- recall --------------------------------------------------------------------------
 
@@ -397,7 +433,11 @@ class PagedContext:
             return f"error: there is no page {page}; pages are numbered 1 to {self.round}"
         if page in self.recalled or page >= self.first_active:
             return f"Page {page} is already in your context in full."
-        entry = self.archive.contents.pop(page, None) or self.archive.evicted.pop(page)
+        entry = (self.archive.contents.pop(page, None) or self.archive.evicted.pop(page, None)
+                 or self.evicted_entry(page))
+        if entry is None:  # evicted with a backlog: no row, its messages are in the log
+            first, last_seq = self.log.page_seqs(page)
+            entry = ContentsEntry(page, first, last_seq, (), archived_round=self.round)
         entry.recall_count += 1
         entry.last_recall_round = self.round
         self.recalled[page] = entry
@@ -420,7 +460,9 @@ class PagedContext:
     def _materialize_new(self) -> None:
         """Put log positions not yet in a page into the active chapter."""
         log = self.log
-        start = max(self._next_position, log.page_starts[self.first_active - 1])
+        start = max(self._next_position,
+                    log.page_starts[max(self.first_active, self._backlog + 1) - 1]
+                    if self._backlog < log.pages else len(log))
         if start >= len(log):
             self._next_position = len(log)
             return
@@ -559,7 +601,7 @@ class PagedContext:
             return "window"
         if page in self.archive.contents:
             return "contents"
-        if page in self.archive.evicted:
+        if page in self.archive.evicted or 1 <= page < self.first_active:
             return "evicted"
         return "unknown"
 

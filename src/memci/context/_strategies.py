@@ -30,6 +30,11 @@ class WindowLoader:
         self.load = load
         self._cache: dict[int, Message] = {}
 
+    def prefetch(self, start: int) -> None:
+        """Load the messages from position ``start`` on, so a plan reads nothing more."""
+        if start < len(self.log):
+            self.positions(start)
+
     def positions(self, start: int, end: int | None = None) -> list[Message]:
         """Messages at log positions ``[start, end)``."""
         seqs = self.log.seqs[start:end]

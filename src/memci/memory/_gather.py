@@ -47,6 +47,8 @@ class Retrieved:
     source: str
     kind: Literal["episode", "preference", "document"]
     score: float
+    session: str | None = None  # an episode that is a stored message: its session ...
+    seq: int | None = None  # ... and seq (so a context leaves out what it shows anyway)
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,7 +64,8 @@ class RetrievalResult:
     @property
     def texts(self) -> tuple[Retrieved, ...]:
         """Episodes (best first), then preferences (newest first), as texts with sources."""
-        out = [Retrieved(h.text, h.source, "episode", h.score) for h in self.episodes]
+        out = [Retrieved(h.text, h.source, "episode", h.score, h.session,
+                         h.message.seq if h.item is None else None) for h in self.episodes]
         out.extend(Retrieved(p.text, f"preference:{p.id}", "preference", 0.0)
                    for p in self.preferences)
         return tuple(out)

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Literal, TypeVar
 from memci.messages import Message
 
 if TYPE_CHECKING:
-    from memci.memory._items import MemoryItem
+    from memci.store._items import MemoryItem
 
 __all__ = ["RRF_K", "Hit", "fuse", "rrf"]
 

@@ -32,7 +32,7 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from memci._settings import HOST_SETTINGS, NAMES, HostLimits, check_setting, within
 from memci.errors import ConfigError
@@ -40,7 +40,6 @@ from memci.errors import ConfigError
 if TYPE_CHECKING:
     from memci.engine import Engine
     from memci.server._config import ServerConfig
-    from memci.server._keys import KeyStore
 
 __all__ = [
     "REQUEST_SETTINGS",
@@ -50,6 +49,20 @@ __all__ = [
     "request_settings",
     "root_problem",
 ]
+
+
+class TenantPolicies(Protocol):
+    """Where the tenants' policies are kept (:class:`~memci.server.KeyStore`)."""
+
+    cache_seconds: float
+
+    def policy(self, tenant: str) -> KeyPolicy:
+        """The policy of ``tenant``'s keys (the default when it has none)."""
+        ...
+
+    def policies(self) -> dict[str, KeyPolicy]:
+        """Every tenant's policy."""
+        ...
 
 REQUEST_SETTINGS: tuple[str, ...] = tuple(sorted(NAMES - set(HOST_SETTINGS)))
 """Session settings a request may set freely (checked by name and type)."""
@@ -177,7 +190,7 @@ class HostPolicy:
     """
 
     def __init__(
-        self, config: ServerConfig, keys: KeyStore | None, guarded: Sequence[Path]
+        self, config: ServerConfig, keys: TenantPolicies | None, guarded: Sequence[Path]
     ) -> None:
         self.config = config
         self.keys = keys

@@ -1,7 +1,9 @@
 """The store: the write-back log every message goes to first, and everything derived.
 
 What is stored goes through protocols with plain-value signatures (no connection or
-cursor crosses them), one module per area: the working state and its audit log
+cursor crosses them), one module per area: the message log (:class:`MessageLog`) and a
+session's context state, versioned for compare-and-swap (:class:`ContextStore`), the
+working state and its audit log
 (:class:`WorkStore`), artifacts' rows (:class:`ArtifactRows`), background jobs
 (:class:`JobStore`), the server's API keys (:class:`KeyRows`) and the search index
 (:class:`MessageSearch`, :class:`ItemStore`, :class:`DocStore`, :class:`VectorStore`),
@@ -16,6 +18,15 @@ from memci.store._docs import DocChunk, DocFile, DocStore
 from memci.store._items import LEVELS, ItemFilter, ItemStore, Level, MemoryItem, NewItem, Scope
 from memci.store._jobs import JOB_STATES, Job, JobCounts, JobState, JobStore, JobTally, NewJob
 from memci.store._keys import KeyRecord, KeyRows
+from memci.store._log import (
+    ContextChanges,
+    ContextEvent,
+    ContextState,
+    ContextStore,
+    LogRow,
+    MessageLog,
+    PageRow,
+)
 from memci.store._records import SessionRecord
 from memci.store._search import (
     Candidate,
@@ -44,6 +55,10 @@ __all__ = [
     "ArtifactRows",
     "Blob",
     "Candidate",
+    "ContextChanges",
+    "ContextEvent",
+    "ContextState",
+    "ContextStore",
     "DocChunk",
     "DocFile",
     "DocStore",
@@ -58,11 +73,14 @@ __all__ = [
     "KeyRecord",
     "KeyRows",
     "Level",
+    "LogRow",
     "MemoryItem",
+    "MessageLog",
     "MessageSearch",
     "Migration",
     "NewItem",
     "NewJob",
+    "PageRow",
     "SQLiteStore",
     "Scope",
     "SearchDoc",

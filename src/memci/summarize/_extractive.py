@@ -49,6 +49,13 @@ from memci.summarize._text import (
     split_lines,
     width,
 )
+from memci.workspace._summary import (
+    is_error_line,
+    is_exception_line,
+    is_meaningful_line,
+    parse_exit_code,
+    without_exit_tag,
+)
 
 __all__ = ["ExtractiveSummarizer"]
 
@@ -59,25 +66,11 @@ _TAIL_CHARS = 400
 _LINE_SENTENCES = 32
 _SUMMARY_HEAD_CHARS = 24000
 
-_RETURNCODE_RE = re.compile(
-    r"<returncode>\s*(-?\d+)\s*</returncode>"
-    r"|\b(?:exit(?:ed)?(?: with)?(?: code| status)?|return ?code|status code)[ :=]+(-?\d+)\b",
-    re.IGNORECASE,
-)
-_ERROR_LINE_RE = re.compile(
-    r"^(?:[\w.]*(?:Error|Exception|Exit|Interrupt|Fault)\b.*"
-    r"|.*\b(?:error|fatal|failed|failure|panic|denied|not found|no such file|cannot|"
-    r"can't|unable to|segmentation fault|traceback)\b.*"
-    r"|.*(?:错误|失败|异常|报错|找不到|无法).*)$",
-    re.IGNORECASE,
-)
 _TALLY_RE = re.compile(
     r"\b\d+ (?:passed|failed|errors?|skipped|xfailed|xpassed|warnings?|tests?|files? changed|"
     r"insertions?|deletions?|matches|results?|items?|rows?)\b",
     re.IGNORECASE,
 )
-_EXCEPTION_RE = re.compile(r"^[\w.]*(?:Error|Exception)\b")
-_NOISE_LINE_RE = re.compile(r"^[\W_]*$|^(?:<\/?\w+>)+$")
 _FILLER_PREFIX_RE = re.compile(
     r"^(?:(?:now|next|first|then|okay|ok|great|perfect|good|excellent|alright)[,!.]?\s+)*"
     r"(?:let me|let's|i'll|i will|i'm going to|i am going to|i need to|we need to)\s+",
@@ -446,21 +439,24 @@ def _clause_score(clause: str) -> float:
 
 
 def tool_outcome(content: str, limit: float, *, is_error: bool = False) -> str:
-    """Write a tool result as one compact line: exit code, key line, size."""
+    """Write a tool result as one compact line: exit code, key line, size.
+
+    Read with the same analysis as an artifact's summary (:mod:`memci.workspace._summary`).
+    """
     parts: list[str] = []
-    code_match = _RETURNCODE_RE.search(content[:2000])
-    if code_match:
-        parts.append(f"exit {code_match.group(1) or code_match.group(2)}")
+    code = parse_exit_code(content)
+    if code is not None:
+        parts.append(f"exit {code}")
     elif is_error:
         parts.append("error")
-    body = clean_text(_RETURNCODE_RE.sub(" ", content, count=1) if code_match else content)
+    body = clean_text(without_exit_tag(content) if code is not None else content)
     lines = [ln.strip() for ln in body.splitlines() if ln.strip()]
-    meaningful = [ln for ln in lines if not _NOISE_LINE_RE.match(ln)]
+    meaningful = [ln for ln in lines if is_meaningful_line(ln)]
     if not meaningful:
         parts.append("no output")
         return shorten(" · ".join(parts), limit)
-    if code_match is not None:
-        status = "failed" if (code_match.group(1) or code_match.group(2)) != "0" else "ok"
+    if code is not None:
+        status = "failed" if code != 0 else "ok"
     else:
         status = "failed" if is_error else "unknown"
     key = _json_shape(body.strip()) or _key_line(meaningful, status)
@@ -479,10 +475,10 @@ def _key_line(lines: list[str], status: str) -> str:
     tally = next((ln for ln in reversed(lines) if _TALLY_RE.search(ln)), None)
     if status != "ok":
         # A Python traceback ends with the line naming the exception: read from the end.
-        errors = [ln for ln in lines[-400:] if _ERROR_LINE_RE.match(ln)]
-        early = status == "unknown" and any(_ERROR_LINE_RE.match(ln) for ln in lines[:3])
+        errors = [ln for ln in lines[-400:] if is_error_line(ln)]
+        early = status == "unknown" and any(is_error_line(ln) for ln in lines[:3])
         if errors and (status == "failed" or early):
-            exc = next((ln for ln in reversed(errors) if _EXCEPTION_RE.match(ln)), None)
+            exc = next((ln for ln in reversed(errors) if is_exception_line(ln)), None)
             line = exc or (errors[-1] if status == "failed" else errors[0])
             return f"{line} ({tally})" if tally and tally not in line else line
     return tally if tally is not None else lines[0]

@@ -193,6 +193,34 @@ class SummaryJobs:
             )
         return keys
 
+    def submit_keyed(self, pages: Sequence[tuple[str, Sequence[Message]]]) -> None:
+        """Queue the model summaries of pages the caller keys itself, in one transaction.
+
+        A session keys a page by its number and seq range, so it can ask for the summary
+        later knowing only that (:meth:`ready`).
+        """
+        if self.queue is not None and pages:
+            self.queue.submit_many(
+                [(SUMMARIZE_PAGE, key, {"messages": [to_wire(m) for m in messages]})
+                 for key, messages in pages],
+                max_attempts=self._max_attempts,
+            )
+
+    def ready(self, keys: Mapping[str, int]) -> dict[str, tuple[str, ...]]:
+        """The model's lines of the pages done so far, by key (``keys``: key -> entries).
+
+        One read of the job table; never waits. A result with another line count than the
+        page's entries is not used.
+        """
+        if self.queue is None or not keys:
+            return {}
+        out: dict[str, tuple[str, ...]] = {}
+        for key, result in self.queue.results(list(keys)).items():
+            summary = PageSummary.from_json(result, keys[key])
+            if summary is not None:
+                out[key] = summary.lines
+        return out
+
     def page(self, messages: Sequence[Message], *, session: str | None = None) -> PageSummary:
         """Return the best summary ready now; never wait, never write."""
         key = page_key(messages, session=session)

@@ -20,6 +20,9 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
+from memci._text import cjk_share, has_cjk, is_cjk, is_cjk_text, is_wide
+from memci._text import width as _width
+
 __all__ = [
     "CJK_WIDTH",
     "cjk_share",
@@ -36,16 +39,6 @@ __all__ = [
 #: Columns one CJK character takes in a line limit.
 CJK_WIDTH = 2.5
 
-_CJK_CLASS = (
-    "\u3040-\u30ff"  # kana
-    "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"  # CJK ideographs
-    "\uac00-\ud7af"  # hangul
-    "\U00020000-\U0002ebef"
-)
-_WIDE_CLASS = _CJK_CLASS + "\u3000-\u303f\uff00-\uffef"
-_CJK_RE = re.compile(f"[{_CJK_CLASS}]")
-_WIDE_RE = re.compile(f"[{_WIDE_CLASS}]")
-_LATIN_WORD_RE = re.compile(r"[A-Za-z][A-Za-z'-]*")
 
 # Sentence ends: Chinese ends (always), ellipses, and ASCII runs of . ! ?, each with the
 # closing quotes and brackets that follow it.
@@ -71,33 +64,9 @@ _JOINING_WORDS = frozenset(
 _LINE_END_PUNCT = frozenset(".!?:;。！？；：…")
 
 
-def is_cjk(char: str) -> bool:
-    """Whether ``char`` is a CJK ideograph, kana or hangul."""
-    return bool(_CJK_RE.match(char))
-
-
-def cjk_share(text: str) -> float:
-    """Share of CJK in ``text``: CJK characters over CJK characters plus Latin words.
-
-    Latin words count as one unit each, so a Chinese sentence with a few English terms
-    still reads as Chinese, and an English one with a Chinese name still as English.
-    """
-    cjk = len(_CJK_RE.findall(text))
-    if not cjk:
-        return 0.0
-    words = len(_LATIN_WORD_RE.findall(text))
-    return cjk / (cjk + words)
-
-
-def is_cjk_text(text: str, threshold: float = 0.4) -> bool:
-    """Whether ``text`` is mostly CJK (see :func:`cjk_share`)."""
-    return cjk_share(text) >= threshold
-
-
 def width(text: str) -> float:
     """Display columns of ``text``: 1 per character, :data:`CJK_WIDTH` per wide one."""
-    wide = len(_WIDE_RE.findall(text))
-    return len(text) + wide * (CJK_WIDTH - 1)
+    return _width(text, CJK_WIDTH)
 
 
 def clean_text(text: str) -> str:
@@ -165,7 +134,7 @@ def _line_breaks(prev: str, line: str) -> bool:
     ):
         return True
     # Chinese text is not hard-wrapped; a short line without an end is a heading.
-    if _CJK_RE.search(tail[-1:] + line.lstrip()[:1]):
+    if has_cjk(tail[-1:] + line.lstrip()[:1]):
         return True
     last = tail.rsplit(" ", 1)[-1].lower()
     return len(tail) < 25 and last not in _JOINING_WORDS
@@ -283,7 +252,7 @@ def shorten(text: str, limit: float, *, keep_from: int = 0) -> str:
 def _cut_index(text: str, budget: float) -> int:
     used = 0.0
     for i, char in enumerate(text):
-        used += CJK_WIDTH if _WIDE_RE.match(char) else 1.0
+        used += CJK_WIDTH if is_wide(char) else 1.0
         if used > budget:
             return i
     return len(text)

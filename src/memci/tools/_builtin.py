@@ -11,27 +11,25 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from memci.context import ToolSpec
 from memci.errors import MemciError
 from memci.messages import parse_timestamp
 from memci.tools._files import FILE_TOOL_SPECS, call_file_tool
+from memci.tools._host import ToolHost
 from memci.tools._registry import Tool, ToolArgumentError, int_arg
 from memci.workspace import WORKSPACE_TOOL_SPECS, call_workspace_tool
-
-if TYPE_CHECKING:
-    from memci._session import Session
 
 __all__ = ["FILE_TOOLS", "RECALL_PAGE", "SEARCH_MEMORY", "WORKSPACE_TOOLS"]
 
 
-def _recall_page(session: Session, args: Mapping[str, Any]) -> str:
+def _recall_page(session: ToolHost, args: Mapping[str, Any]) -> str:
     page = int_arg(args, "index", minimum=1)
-    return session._recall(page)
+    return session.recall_page(page)
 
 
-def _search_memory(session: Session, args: Mapping[str, Any]) -> str:
+def _search_memory(session: ToolHost, args: Mapping[str, Any]) -> str:
     query = args.get("query")
     if not isinstance(query, str) or not query.strip():
         raise ToolArgumentError("'query' must be a non-empty string")
@@ -68,7 +66,7 @@ def _date_arg(args: Mapping[str, Any], name: str) -> datetime | None:
         raise ToolArgumentError(f"'{name}' must be an ISO 8601 date, e.g. 2026-11-01") from exc
 
 
-SEARCH_MEMORY: Tool[Session] = Tool(
+SEARCH_MEMORY: Tool[ToolHost] = Tool(
     ToolSpec(
         "search_memory",
         "Search everything said earlier in this conversation (also pages no longer listed) "
@@ -87,7 +85,7 @@ SEARCH_MEMORY: Tool[Session] = Tool(
 )
 
 
-RECALL_PAGE: Tool[Session] = Tool(
+RECALL_PAGE: Tool[ToolHost] = Tool(
     ToolSpec(
         "recall_page",
         "Bring an archived page of this conversation back into your context in full, "
@@ -101,12 +99,12 @@ RECALL_PAGE: Tool[Session] = Tool(
 )
 
 
-def _file_tool(session: Session, name: str, args: Mapping[str, Any]) -> str:
-    return call_file_tool(name, dict(args), roots=session.settings.file_roots,
+def _file_tool(session: ToolHost, name: str, args: Mapping[str, Any]) -> str:
+    return call_file_tool(name, dict(args), roots=session.file_roots,
                           artifacts=session.artifacts).text
 
 
-def _workspace_tool(session: Session, name: str, args: Mapping[str, Any]) -> str:
+def _workspace_tool(session: ToolHost, name: str, args: Mapping[str, Any]) -> str:
     if name == "pin_add":
         session.record_round()  # a TTL in rounds counts from now
     result = call_workspace_tool(session.work_state(), name, dict(args))
@@ -114,14 +112,14 @@ def _workspace_tool(session: Session, name: str, args: Mapping[str, Any]) -> str
 
 
 def _named(
-    run: Callable[[Session, str, Mapping[str, Any]], str], name: str
-) -> Callable[[Session, Mapping[str, Any]], str]:
+    run: Callable[[ToolHost, str, Mapping[str, Any]], str], name: str
+) -> Callable[[ToolHost, Mapping[str, Any]], str]:
     return lambda session, args: run(session, name, args)
 
 
-FILE_TOOLS: dict[str, Tool[Session]] = {
+FILE_TOOLS: dict[str, Tool[ToolHost]] = {
     spec.name: Tool(spec, _named(_file_tool, spec.name)) for spec in FILE_TOOL_SPECS
 }
-WORKSPACE_TOOLS: dict[str, Tool[Session]] = {
+WORKSPACE_TOOLS: dict[str, Tool[ToolHost]] = {
     spec.name: Tool(spec, _named(_workspace_tool, spec.name)) for spec in WORKSPACE_TOOL_SPECS
 }

@@ -213,6 +213,10 @@ class WorkState:
         """The latest round number given to :meth:`expire` (0 before any)."""
         return self._round_in()
 
+    def version(self) -> int:
+        """A number that grows with every change of this working state (for caches)."""
+        return self.store.work.latest_event(self.session.id)
+
     # -- pins ----------------------------------------------------------------------------
 
     def _pin_values(self, lim: WorkspaceLimits, values: Mapping[str, Any]) -> Json:

@@ -31,9 +31,12 @@ from memci.workspace._text import count_lines, shorten
 __all__ = [
     "SUMMARY_LINE_WIDTH",
     "ToolOutputSummarizer",
+    "is_error_line",
+    "is_exception_line",
     "is_meaningful_line",
     "parse_exit_code",
     "summarize_tool_output",
+    "without_exit_tag",
 ]
 
 SUMMARY_LINE_WIDTH = 160
@@ -106,6 +109,11 @@ def parse_exit_code(content: str) -> int | None:
         if found:
             return int(found.group(1))
     return None
+
+
+def without_exit_tag(content: str) -> str:
+    """``content`` without the first ``<returncode>N</returncode>`` tag (where one is)."""
+    return _EXIT_TAG.sub(" ", content, count=1)
 
 
 def _edge_lines(content: str) -> list[str]:
@@ -186,6 +194,17 @@ _ERROR_LINE = re.compile(
     r"|Segmentation fault|core dumped|No module named|错误|失败|异常|报错|出错).*"
 )
 _MAX_HITS_PER_WORD = 100
+
+
+def is_error_line(line: str) -> bool:
+    """Whether ``line`` reports an error (an exception, ``error:``, a failed test …)."""
+    return _ERROR_LINE.fullmatch(line) is not None
+
+
+def is_exception_line(line: str) -> bool:
+    """Whether ``line`` names an exception, like ``pkg.SomeError: message``."""
+    return _EXCEPTION_LINE.fullmatch(line.rstrip()) is not None and any(
+        word in line for word in ("Error", "Exception", "Failure"))
 
 
 def _traceback_exception(content: str) -> str | None:

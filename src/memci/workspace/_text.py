@@ -7,8 +7,10 @@ counts East Asian wide and full-width characters as two columns.
 
 from __future__ import annotations
 
-import unicodedata
 from datetime import UTC, datetime
+
+from memci._text import is_wide
+from memci._text import width as _width
 
 __all__ = ["clip", "count_lines", "format_time", "shorten", "width"]
 
@@ -20,17 +22,9 @@ def count_lines(text: str) -> int:
     return text.count("\n") + (0 if text.endswith("\n") else 1)
 
 
-def _char_width(ch: str) -> int:
-    if ch < "\u1100":
-        return 1
-    return 2 if unicodedata.east_asian_width(ch) in ("W", "F") else 1
-
-
 def width(text: str) -> int:
     """Display columns of ``text`` (wide and full-width characters count two)."""
-    if text.isascii():
-        return len(text)
-    return sum(_char_width(ch) for ch in text)
+    return int(_width(text))
 
 
 def shorten(text: str, columns: int, *, ellipsis: str = "…") -> str:
@@ -45,7 +39,7 @@ def shorten(text: str, columns: int, *, ellipsis: str = "…") -> str:
         used = 0
         end = 0
         for end, ch in enumerate(text):  # noqa: B007 - end is used after the loop
-            used += _char_width(ch)
+            used += 2 if is_wide(ch) else 1
             if used > room:
                 break
         cut = text[:end]

@@ -11,7 +11,8 @@ from memci.store.sqlite._migrations_jobs import JOBS_MIGRATIONS
 from memci.store.sqlite._migrations_memory import MEMORY_MIGRATIONS
 from memci.store.sqlite._migrations_server import SERVER_MIGRATIONS
 from memci.store.sqlite._migrations_workspace import WORKSPACE_MIGRATIONS
-from memci.store.sqlite._store import ROW_HEAD_CHARS, SQLiteStore, message_from_row, row_head
+from memci.store.sqlite._rows import ROW_HEAD_CHARS, message_from_row, row_head
+from memci.store.sqlite._store import SQLiteStore
 
 __all__ = ["CORE_MIGRATIONS", "JOBS_MIGRATIONS", "MEMORY_MIGRATIONS", "ROW_HEAD_CHARS",
            "SERVER_MIGRATIONS", "WORKSPACE_MIGRATIONS", "Migration", "SQLiteStore",

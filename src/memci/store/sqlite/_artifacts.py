@@ -10,14 +10,12 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from memci.errors import UnknownSessionError
 from memci.store._artifacts import Artifact, Blob
+from memci.store.sqlite._db import Database
 from memci.store.sqlite._migrations_workspace import WORKSPACE_MIGRATIONS
-
-if TYPE_CHECKING:
-    from memci.store.sqlite._store import SQLiteStore
 
 __all__ = ["SQLiteArtifactRows"]
 
@@ -47,7 +45,7 @@ def _summary(lines: Sequence[str]) -> str:
 class SQLiteArtifactRows:
     """Blobs and links of one SQLite store."""
 
-    def __init__(self, store: SQLiteStore) -> None:
+    def __init__(self, store: Database) -> None:
         store.migrate("workspace", WORKSPACE_MIGRATIONS)
         self._store = store
 

@@ -12,6 +12,7 @@ from collections.abc import Collection, Sequence
 from typing import TYPE_CHECKING, Any
 
 from memci.store._docs import DocChunk, DocFile
+from memci.store.sqlite._db import Database
 from memci.store.sqlite._fts import ensure_fts, fts_name
 from memci.store.sqlite._migrations_memory import MEMORY_MIGRATIONS
 from memci.store.sqlite._vectors import forget_vectors
@@ -19,7 +20,6 @@ from memci.store.sqlite._vectors import forget_vectors
 if TYPE_CHECKING:
     from memci.memory._chunk import Chunk
     from memci.memory._text import Analyzer, MatchPlan
-    from memci.store.sqlite._store import SQLiteStore
 
 __all__ = ["SQLiteDocStore"]
 
@@ -42,7 +42,7 @@ def _kind(kind: str | None) -> tuple[str, list[Any]]:
 class SQLiteDocStore:
     """The indexed files of one SQLite store, with the keyword text of one analyzer."""
 
-    def __init__(self, store: SQLiteStore, analyzer: Analyzer) -> None:
+    def __init__(self, store: Database, analyzer: Analyzer) -> None:
         store.migrate("memory", MEMORY_MIGRATIONS)
         self._store = store
         self.analyzer = analyzer

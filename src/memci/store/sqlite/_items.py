@@ -14,13 +14,13 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from memci.store._items import ItemFilter, MemoryItem, NewItem, Scope
+from memci.store.sqlite._db import Database
 from memci.store.sqlite._fts import ensure_fts, fts_name
 from memci.store.sqlite._migrations_memory import MEMORY_MIGRATIONS
 from memci.store.sqlite._search import session_names
 
 if TYPE_CHECKING:
     from memci.memory._text import Analyzer, MatchPlan
-    from memci.store.sqlite._store import SQLiteStore
 
 __all__ = ["SQLiteItemStore"]
 
@@ -88,7 +88,7 @@ def _rev(db: sqlite3.Connection) -> int:
 class SQLiteItemStore:
     """The memory items of one SQLite store, with the keyword text of one analyzer."""
 
-    def __init__(self, store: SQLiteStore, analyzer: Analyzer) -> None:
+    def __init__(self, store: Database, analyzer: Analyzer) -> None:
         store.migrate("memory", MEMORY_MIGRATIONS)
         self._store = store
         self.analyzer = analyzer

@@ -13,13 +13,11 @@ import logging
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from datetime import datetime
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from memci.store._jobs import Job, JobCounts, JobState, JobTally, NewJob
+from memci.store.sqlite._db import Database
 from memci.store.sqlite._migrations_jobs import JOBS_MIGRATIONS
-
-if TYPE_CHECKING:
-    from memci.store.sqlite._store import SQLiteStore
 
 __all__ = ["SQLiteJobStore"]
 
@@ -47,7 +45,7 @@ def _marks(values: Collection[Any]) -> str:
 class SQLiteJobStore:
     """The jobs of one SQLite store."""
 
-    def __init__(self, store: SQLiteStore) -> None:
+    def __init__(self, store: Database) -> None:
         store.migrate("jobs", JOBS_MIGRATIONS)
         self._store = store
 

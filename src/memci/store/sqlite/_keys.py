@@ -7,13 +7,11 @@ tenant are found through its index on ``tenant``.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from memci.store._keys import KeyRecord
+from memci.store.sqlite._db import Database
 from memci.store.sqlite._migrations_server import SERVER_MIGRATIONS
-
-if TYPE_CHECKING:
-    from memci.store.sqlite._store import SQLiteStore
 
 __all__ = ["SQLiteKeyRows"]
 
@@ -29,7 +27,7 @@ def _key(row: Sequence[Any]) -> KeyRecord:
 class SQLiteKeyRows:
     """The API keys of one SQLite store."""
 
-    def __init__(self, store: SQLiteStore) -> None:
+    def __init__(self, store: Database) -> None:
         store.migrate("server", SERVER_MIGRATIONS)
         self._store = store
 

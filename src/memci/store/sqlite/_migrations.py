@@ -120,4 +120,16 @@ CORE_MIGRATIONS: tuple[Migration, ...] = (
         ALTER TABLE messages ADD COLUMN output_sha256 TEXT;
         """,
     ),
+    Migration(
+        5,
+        "context state versioned for compare-and-swap; events over page ranges",
+        """
+        -- Grows with every committed change of the session's context state (pages, events,
+        -- keyed values): a build commits only if it is still the version it planned from.
+        ALTER TABLE sessions ADD COLUMN version INTEGER NOT NULL DEFAULT 0;
+        -- The last page of an event about a range of pages (a backlog archived at once);
+        -- NULL: the event is about one page.
+        ALTER TABLE context_events ADD COLUMN last_page INTEGER;
+        """,
+    ),
 )

@@ -17,6 +17,8 @@ import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
+from memci.store.sqlite._db import Database
+
 if TYPE_CHECKING:
     from memci.memory._text import Analyzer
     from memci.store.sqlite._artifacts import SQLiteArtifactRows
@@ -25,7 +27,6 @@ if TYPE_CHECKING:
     from memci.store.sqlite._jobs import SQLiteJobStore
     from memci.store.sqlite._keys import SQLiteKeyRows
     from memci.store.sqlite._search import SQLiteMessageSearch
-    from memci.store.sqlite._store import SQLiteStore
     from memci.store.sqlite._vectors import SQLiteVectorStore
     from memci.store.sqlite._work import SQLiteWorkStore
 
@@ -53,8 +54,8 @@ class StoreParts:
             return cast(P, found)
 
     @property
-    def _store(self) -> SQLiteStore:
-        return cast("SQLiteStore", self)
+    def _store(self) -> Database:
+        return cast("Database", self)
 
     @property
     def work(self) -> SQLiteWorkStore:
@@ -113,36 +114,3 @@ class StoreParts:
 
         return self._part(("vectors", embedder),
                           lambda: SQLiteVectorStore(self._store, embedder))
-
-    def another(self) -> SQLiteStore:
-        """A second store on the same file, with its own connection (for workers).
-
-        An in-memory store has no second handle: it is returned itself.
-        """
-        from memci.store.sqlite._store import SQLiteStore
-
-        store = self._store
-        if str(store.path) == ":memory:":
-            return store
-        return SQLiteStore(store.path, synchronous="FULL")
-
-
-if TYPE_CHECKING:
-    from memci.store import (
-        ArtifactRows,
-        DocStore,
-        ItemStore,
-        JobStore,
-        KeyRows,
-        MessageSearch,
-        VectorStore,
-        WorkStore,
-    )
-
-    def _implements(
-        store: SQLiteStore, analyzer: Analyzer
-    ) -> tuple[WorkStore, ArtifactRows, JobStore, KeyRows, MessageSearch, ItemStore, DocStore,
-               VectorStore]:
-        """Never called: mypy checks here that each SQLite part implements its protocol."""
-        return (store.work, store.artifact_rows, store.jobs, store.keys, store.search(analyzer),
-                store.items(analyzer), store.docs(analyzer), store.vectors(""))

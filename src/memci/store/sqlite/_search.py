@@ -17,13 +17,13 @@ from typing import TYPE_CHECKING, Any
 
 from memci.messages import Message, loads_parts
 from memci.store._search import Candidate, IndexedMessage, SearchDoc, SearchFilter
+from memci.store.sqlite._db import Database
 from memci.store.sqlite._fts import ensure_fts, fts_name
 from memci.store.sqlite._migrations_memory import MEMORY_MIGRATIONS
-from memci.store.sqlite._store import message_from_row
+from memci.store.sqlite._rows import message_from_row
 
 if TYPE_CHECKING:
     from memci.memory._text import Analyzer, MatchPlan
-    from memci.store.sqlite._store import SQLiteStore
 
 __all__ = ["SQLiteMessageSearch", "session_names"]
 
@@ -63,7 +63,7 @@ def _candidates(rows: Sequence[Sequence[Any]]) -> list[Candidate]:
 class SQLiteMessageSearch:
     """The message index of one analyzer in one SQLite store."""
 
-    def __init__(self, store: SQLiteStore, analyzer: Analyzer) -> None:
+    def __init__(self, store: Database, analyzer: Analyzer) -> None:
         store.migrate("memory", MEMORY_MIGRATIONS)
         self._store = store
         self.analyzer = analyzer

@@ -40,25 +40,22 @@ from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memci.errors import OrphanToolResultError, StoreError
-from memci.messages import Message, dumps_parts, loads_parts
+from memci.messages import Message, dumps_parts
+from memci.store._log import LogRow
 from memci.store._records import SessionRecord
+from memci.store.sqlite._context import SQLiteContextStore
 from memci.store.sqlite._driver import connect, errors, load_sqlite_vec
 from memci.store.sqlite._failures import store_error
 from memci.store.sqlite._migrations import CORE_MIGRATIONS, Migration
 from memci.store.sqlite._parts import StoreParts
+from memci.store.sqlite._rows import TOKENS_SQL, message_from_row, row_head
 
-__all__ = ["ROW_HEAD_CHARS", "SQLiteStore", "message_from_row", "row_head"]
+__all__ = ["SQLiteStore"]
 
 _BUSY_TIMEOUT_MS = 60_000
-
-ROW_HEAD_CHARS = 20_000
-"""Characters of a tool output kept in its message row when the whole is in a file.
-
-As many as search indexes of one message, so indexes rebuilt from rows see the same text.
-"""
 
 logger = logging.getLogger("memci.store")
 
@@ -85,6 +82,8 @@ class SQLiteStore(StoreParts):
         #: Reads a tool output kept whole in an artifact file, by its SHA-256; set by the
         #: artifact store made over this store (see :meth:`messages`).
         self.output_reader: Callable[[str], str] | None = None
+        #: Page states, events and keyed values of sessions (compare-and-swap on a version).
+        self.context = SQLiteContextStore(self)
         try:
             self._open(synchronous.upper())
             self.migrate("core", CORE_MIGRATIONS)
@@ -178,6 +177,15 @@ class SQLiteStore(StoreParts):
             except errors() as exc:
                 self._rollback(db)
                 raise store_error(exc, self.path, "commit to") from exc
+
+    def another(self) -> SQLiteStore:
+        """A second store on the same file, with its own connection (for workers).
+
+        An in-memory store has no second handle: it is returned itself.
+        """
+        if str(self.path) == ":memory:":
+            return self
+        return SQLiteStore(self.path, synchronous="FULL")
 
     @contextmanager
     def atomic(self) -> Iterator[None]:
@@ -301,17 +309,16 @@ class SQLiteStore(StoreParts):
 
     def append(
         self, session: SessionRecord, messages: Sequence[Message], *,
-        also: Callable[[sqlite3.Connection, list[Message]], object] | None = None,
         external: Mapping[int, str] | None = None,
     ) -> list[Message]:
         """Store ``messages`` (tokens already counted) in one transaction; return them stored.
 
         Raises :class:`OrphanToolResultError` (and stores nothing) when a tool result does
-        not answer an open tool call of the session. ``also(db, stored)`` runs inside the
-        same transaction (derived indexes and artifacts written with the messages, in one
-        commit). ``external`` maps the position of a tool result in ``messages`` to the
-        SHA-256 of the artifact file that holds its whole output (written by ``also``):
-        its row then keeps only the head (:data:`ROW_HEAD_CHARS`), so it is stored once.
+        not answer an open tool call of the session. Inside ``atomic()``, the derived rows
+        written after it (search entries, artifacts, views) commit with the messages.
+        ``external`` maps the position of a tool result in ``messages`` to the SHA-256 of
+        the artifact file that holds its whole output (written before): its row then keeps
+        only the head (:data:`ROW_HEAD_CHARS`), so it is stored once.
         """
         stored: list[Message] = []
         now = _now()
@@ -348,8 +355,6 @@ class SQLiteStore(StoreParts):
                     session=session.name, seq=seq, tokens=message.tokens or 0,
                     created_at=created,
                 ))
-            if also is not None:
-                also(db, stored)
         return stored
 
     @staticmethod
@@ -427,20 +432,18 @@ class SQLiteStore(StoreParts):
         content = self.output_reader(sha)
         return replace(message, parts=(replace(result, content=content),))
 
-    def token_index(
-        self, session: SessionRecord, *, after: int = 0
-    ) -> list[tuple[int, str, int, int | None]]:
-        """``(seq, role, tokens, view tokens)`` of messages after ``after``, to plan a build.
+    def log_rows(self, session: SessionRecord, *, after: int = 0) -> list[LogRow]:
+        """Planning rows (seq, role, tokens, tokens as shown) of the messages after ``after``.
 
-        View tokens are those of a tool result as shown (None when no view is saved yet).
+        Tokens as shown are a tool result's view's (None when no view is saved yet).
         """
         with self.read() as db:
             rows = db.execute(
-                f"SELECT m.seq, m.role, {_TOKENS_SQL}, v.tokens FROM messages m"
+                f"SELECT m.seq, m.role, {TOKENS_SQL}, v.tokens FROM messages m"
                 " LEFT JOIN message_views v ON v.session_id = m.session_id AND v.seq = m.seq"
                 " WHERE m.session_id = ? AND m.seq > ? ORDER BY m.seq", (session.id, after),
             ).fetchall()
-        return [(int(r[0]), str(r[1]), int(r[2]), None if r[3] is None else int(r[3]))
+        return [LogRow(int(r[0]), str(r[1]), int(r[2]), None if r[3] is None else int(r[3]))
                 for r in rows]
 
     def branch_links(self, session: SessionRecord, *, after: int = 0) -> dict[int, int]:
@@ -511,66 +514,6 @@ class SQLiteStore(StoreParts):
         return found[0] if found else None
 
 
-def row_head(message: Message) -> Message:
-    """``message`` as its row keeps it when its tool output is in a file: the head only."""
-    result = message.tool_result
-    assert result is not None
-    return replace(message, parts=(replace(result, content=result.content[:ROW_HEAD_CHARS]),))
-
-
-# A row's tokens, or (written by an older memci without checking) an estimate: about four
-# characters of its parts a token. Python's _stored_tokens reads a row the same way.
-_TOKENS_SQL = ("CASE WHEN typeof(m.tokens) = 'integer' AND m.tokens >= 0 THEN m.tokens"
-               " ELSE length(m.parts) / 4 END")
-
-
-def message_from_row(session: str, row: Sequence[Any]) -> Message:
-    """A ``messages`` row (seq, role, parts, name, metadata, created_at, tokens) as a Message.
-
-    Reads every row any memci version wrote (see the module's invariants).
-    """
-    seq, role, parts, name, metadata, created_at, tokens = row
-    return Message(
-        role=role, parts=loads_parts(parts), name=name if isinstance(name, str) else None,
-        metadata=_stored_metadata(metadata), created_at=_stored_instant(created_at),
-        session=session, seq=int(seq), tokens=_stored_tokens(tokens, parts),
-    )
-
-
-def _stored_tokens(tokens: object, parts: object) -> int:
-    if isinstance(tokens, int) and tokens >= 0:
-        return tokens
-    return len(parts) // 4 if isinstance(parts, str) else 0
-
-
-def _stored_metadata(text: object) -> Mapping[str, Any]:
-    if not text:
-        return MappingProxyType({})
-    try:
-        value = json.loads(str(text))
-    except (ValueError, RecursionError):
-        value = None
-    if not isinstance(value, dict):
-        return MappingProxyType({"unreadable": str(text)})
-    return MappingProxyType(value)
-
-
-def _stored_instant(text: object) -> datetime | None:
-    try:
-        stamp = datetime.fromisoformat(str(text))
-    except ValueError:
-        return None
-    if stamp.tzinfo is None:
-        return stamp.replace(tzinfo=UTC)
-    try:
-        stamp.astimezone(UTC)
-    except OverflowError:
-        # Older versions took instants just outside years 1-9999 in UTC: the nearest one.
-        edge = datetime.min if stamp.year == 1 else datetime.max
-        return edge.replace(tzinfo=UTC)
-    return stamp
-
-
 def _session_record(row: tuple[Any, ...]) -> SessionRecord:
     return SessionRecord(
         id=int(row[0]), tenant=str(row[1]), name=str(row[2]), user=row[3],
@@ -586,3 +529,27 @@ def _statements(sql: str) -> list[str]:
 
 def _now() -> datetime:
     return datetime.now(UTC)
+
+if TYPE_CHECKING:
+    from memci.memory._text import Analyzer
+    from memci.store import (
+        ArtifactRows,
+        ContextStore,
+        DocStore,
+        ItemStore,
+        JobStore,
+        KeyRows,
+        MessageLog,
+        MessageSearch,
+        VectorStore,
+        WorkStore,
+    )
+
+    def _implements(
+        store: SQLiteStore, analyzer: Analyzer
+    ) -> tuple[MessageLog, ContextStore, WorkStore, ArtifactRows, JobStore, KeyRows,
+               MessageSearch, ItemStore, DocStore, VectorStore]:
+        """Never called: mypy checks here that each SQLite part implements its protocol."""
+        return (store, store.context, store.work, store.artifact_rows, store.jobs, store.keys,
+                store.search(analyzer), store.items(analyzer), store.docs(analyzer),
+                store.vectors(""))

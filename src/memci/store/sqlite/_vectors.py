@@ -22,7 +22,7 @@ Invariants:
   nothing.
 
 The ``vec0`` tables need sqlite-vec loaded into the store's connection
-(:attr:`memci.store.SQLiteStore.sqlite_vec`): :class:`SQLiteVectorStore` raises
+(:attr:`memci.store.Database.sqlite_vec`): :class:`SQLiteVectorStore` raises
 :class:`~memci.errors.MissingExtraError` when it is created without it.
 """
 
@@ -33,14 +33,11 @@ import sqlite3
 import time
 from array import array
 from collections.abc import Collection, Sequence
-from typing import TYPE_CHECKING
 
 from memci.errors import ConfigError, InvalidInputError
+from memci.store.sqlite._db import Database
 from memci.store.sqlite._driver import sqlite_vec_missing
 from memci.store.sqlite._migrations_memory import MEMORY_MIGRATIONS
-
-if TYPE_CHECKING:
-    from memci.store.sqlite._store import SQLiteStore
 
 __all__ = ["KINDS", "SQLiteVectorStore", "forget_vectors"]
 
@@ -80,7 +77,7 @@ def _forget(db: sqlite3.Connection, space: int, kind: str, refs: Collection[int]
 
 
 def forget_vectors(
-    store: SQLiteStore, db: sqlite3.Connection, kind: str, refs: Collection[int]
+    store: Database, db: sqlite3.Connection, kind: str, refs: Collection[int]
 ) -> None:
     """Forget the vectors of ``refs`` in every space (inside a write on ``store``).
 
@@ -104,7 +101,7 @@ class SQLiteVectorStore:
 
     backend = "sqlite-vec"
 
-    def __init__(self, store: SQLiteStore, embedder: str) -> None:
+    def __init__(self, store: Database, embedder: str) -> None:
         if not store.sqlite_vec:
             raise sqlite_vec_missing(f"dense retrieval with the embedder {embedder!r}")
         store.migrate("memory", MEMORY_MIGRATIONS)

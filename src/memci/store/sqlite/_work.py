@@ -12,13 +12,11 @@ import json
 from collections.abc import Mapping
 from datetime import datetime
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from memci.store._work import WorkEvent
+from memci.store.sqlite._db import Database
 from memci.store.sqlite._migrations_workspace import WORKSPACE_MIGRATIONS
-
-if TYPE_CHECKING:
-    from memci.store.sqlite._store import SQLiteStore
 
 __all__ = ["SQLiteWorkStore"]
 
@@ -42,7 +40,7 @@ def _event(row: tuple[Any, ...]) -> WorkEvent:
 class SQLiteWorkStore:
     """Working-state rows of one SQLite store."""
 
-    def __init__(self, store: SQLiteStore) -> None:
+    def __init__(self, store: Database) -> None:
         store.migrate("workspace", WORKSPACE_MIGRATIONS)
         self._store = store
 

@@ -1,0 +1,876 @@
+"""The context builder: what a session sends now, in three phases.
+
+1. **Load** a snapshot: catch up with the log (new messages only), read the session's
+   context version and, when another writer changed it, its page states; put into pages
+   what the window may show (bounded by the budget: a backlog older than that is never
+   read) and gather long-term memory once per page. O(window), never O(history).
+2. **Plan** with no I/O: archive, evict and trim pages so the window fits its room, pair
+   tool calls with their results, choose what memory to show. The plan runs once; a
+   request's size in bytes is the sum of its messages' sizes, each measured once.
+3. **Commit** what changed (page rows, events, the cut, the notebook lines and context
+   pool entries it implies, long-term memory of archived pages, summary jobs) in one
+   transaction guarded by the session's version: if another process or engine committed
+   first, nothing is written and the build loads again and plans again. So every archive,
+   recall and eviction is recorded exactly once, whichever process builds.
+
+The request is then assembled from the plan and the working state as committed (rendered
+once per change of the working state), and labelled by segment.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from memci._services import SessionServices
+from memci._sessionlog import SessionLog
+from memci._settings import SessionSettings
+from memci._toolviews import ToolViews
+from memci.budget import BudgetAllocator, PriorityRanker, Section, cut_middle
+from memci.context import Context, ContextStats, Segment, ToolSpec
+from memci.context._branches import cut_fits, pages_on, seq_at
+from memci.context._model import ContentsEntry
+from memci.context._paged import PagedConfig, PagedContext
+from memci.context._pairing import pair_tool_calls
+from memci.context._strategies import OldestWindow, SummarizeWindow, WindowLoader
+from memci.errors import StoreError, StoreFullError
+from memci.memory import DocIndex, Memory, Retrieved, Scope
+from memci.memory._judge import judge
+from memci.memory._query import analyze_query
+from memci.messages import Message, to_openai
+from memci.recipes import TITLES, Recipe, choose_recipe
+from memci.store import SessionRecord
+from memci.store._log import ContextChanges, ContextState
+from memci.summarize import SummaryJobs
+from memci.tokens import Tokenizer
+from memci.workspace import CHINESE_TITLES, ENGLISH_TITLES, WorkState
+
+__all__ = ["REPLY_PRIMING", "ContextBuilder"]
+
+REPLY_PRIMING = 3  # tokens every request spends priming the reply
+_ATTEMPTS = 8  # builds planned again after losing a compare-and-swap, before giving up
+_EPISODE_CANDIDATES = 3  # memory gathered per page: this many times what is shown
+
+
+@dataclass(frozen=True, slots=True)
+class PageInfo:
+    """Where one page of the followed branch is, and what it holds.
+
+    ``place``: ``window`` (``detail``: current, recalled or active), ``contents`` (listed on
+    the contents page) or ``evicted``; with another strategy than paged, ``window`` for
+    every page.
+    """
+
+    page: int
+    first_seq: int
+    last_seq: int
+    messages: int
+    tokens: int
+    place: str
+    detail: str | None = None
+    recall_count: int = 0
+    last_recall_round: int | None = None
+    archived_round: int | None = None
+
+
+class _Conflict(Exception):
+    """Another writer committed the session's context state first."""
+
+
+def _entry_line(message: Message) -> str:
+    from memci.summarize import summarize_entry
+
+    return summarize_entry(message)
+
+
+def _summarize_texts(texts: Sequence[str], max_tokens: int) -> str:
+    from memci.summarize import summarize_text
+
+    return summarize_text(texts, max_tokens)
+
+
+@dataclass(slots=True)
+class _Snapshot:
+    """What the load phase read and derived, for one plan."""
+
+    recipe: Recipe
+    limit: int
+    specs: tuple[ToolSpec, ...]
+    tools_tokens: int
+    head: list[Message]
+    room: int
+    caps: dict[str, int]
+    candidates: tuple[Retrieved, ...]
+    gathered: bool  # the candidates were gathered by this build (saved at commit)
+    state: Message | None
+    reserve: int
+
+
+@dataclass(slots=True)
+class _Plan:
+    """What the plan decided: the window, and what to commit."""
+
+    window: list[Message]
+    retrieval: Message | None
+    changes: ContextChanges
+    hidden: list[int] = field(default_factory=list)
+    evicted: dict[int, ContentsEntry] = field(default_factory=dict)
+    archived: list[tuple[int, list[Message]]] = field(default_factory=list)
+    payload_bytes: int = 0
+    cache: dict[str, Any] = field(default_factory=dict)  # derived values, saved unguarded
+
+    @property
+    def events(self) -> tuple[str, ...]:
+        out = tuple(f"{e.kind} page {e.page}" if e.pages == 1
+                    else f"{e.kind} pages {e.page}-{e.last_page}" for e in self.changes.events)
+        if "summarize" in self.changes.values:
+            out += ("summarize",)
+        return out + (("steps hidden",) if self.hidden else ())
+
+
+class ContextBuilder:
+    """Builds the contexts of one session (load, plan, commit); owns its strategy state.
+
+    Not thread-safe by itself: the session calls it under its lock.
+    """
+
+    def __init__(
+        self, services: SessionServices, record: SessionRecord, settings: SessionSettings,
+        tokenizer: Tokenizer, log: SessionLog, views: ToolViews,
+        work: Callable[[], WorkState], specs: Callable[[], tuple[ToolSpec, ...]],
+    ) -> None:
+        self.services = services
+        self.record = record
+        self.settings = settings
+        self.tokenizer = tokenizer
+        self.log = log
+        self.views = views
+        self.work = work
+        self.specs = specs
+        self.allocator = BudgetAllocator()
+        self.ranker = PriorityRanker()
+        self.summaries = SummaryJobs(services.jobs) if services.jobs is not None else None
+        self.counts = {"archive": 0, "recall": 0, "evict": 0}
+        self.builds = 0
+        self.build_ms = 0.0
+        self.saved = 0
+        self._version = -1  # the context version the strategy state was loaded at
+        self._generation = -1  # the log's branch generation it was loaded over
+        self._values: dict[str, Any] = {}
+        self._tool_tokens: dict[tuple[str, ...], int] = {}
+        self._contract: tuple[str, Message] = ("", Message.system(""))
+        self._state_cache: tuple[tuple[Any, ...], Message | None] = ((), None)
+        self._call_ids: dict[int, frozenset[str]] = {}
+        self._previous: list[tuple[tuple[int | None, int | None, str | None], int]] = []
+        self._sizes: dict[tuple[int | None, int | None, int], int] = {}
+        self._expired_round = 0
+        self.paged: PagedContext | None = None
+        self.window: OldestWindow | SummarizeWindow | None = None
+
+    # -- the strategy state --------------------------------------------------------------
+
+    def reset(self) -> None:
+        """Forget the strategy state: the next load reads it again from the store."""
+        self._version = -1
+
+    def _restore(self, state: ContextState) -> None:
+        """Make the strategy objects from the store's state (on open, or after a change)."""
+        s, log = self.settings, self.log
+        self._values = dict(state.values)
+        self.counts = {"archive": 0, "recall": 0, "evict": 0, **state.counts}
+        self.paged, self.window = None, None
+        loader = WindowLoader(log.index, log.load_views)
+        if s.strategy == "paged":
+            paged = PagedContext(
+                log=log.index, loader=log.load_views, tokenizer=self.tokenizer,
+                line_of=_entry_line,
+                config=PagedConfig(
+                    low_watermark=s.archive_low_watermark,
+                    evict_unrecalled_rounds=s.evict_unrecalled_rounds,
+                    evict_unchanged_rounds=s.evict_unchanged_rounds,
+                    contents_max_tokens=s.contents_max_tokens,
+                    contents_entry_lines=s.contents_entry_lines, language=s.language,
+                    recent_max_tokens=s.ctx_recent_max_tokens),
+                detect_language=log.language, summarized=self.summaries is not None,
+            )
+            rows = pages_on(state.pages, log.index) if log.off_branch else list(state.pages)
+            base = self._values.get("paged.base")
+            first_active = 0
+            if isinstance(base, Mapping) and self._base_holds(base):
+                first_active = int(base["first_active"])
+            paged.restore(rows, self.counts, first_active=first_active)
+            paged.evicted_entry = self._evicted_entry
+            cut = self._values.get("paged.cut")
+            if isinstance(cut, Mapping) and log.cut_holds(cut):
+                paged.restore_cut(int(cut["page"]), int(cut["hidden"]))
+            self.paged = paged
+        elif s.strategy == "summarize":
+            window = SummarizeWindow(loader, self.tokenizer, _summarize_texts,
+                                     low_watermark=s.archive_low_watermark)
+            saved = self._values.get("summarize")
+            if isinstance(saved, Mapping) and (not log.off_branch or cut_fits(
+                    log.index, 0, int(saved["cut"]), saved.get("through"))):
+                window.restore(int(saved["cut"]), str(saved["text"]))
+            self.window = window
+        else:
+            self.window = OldestWindow(loader, self.tokenizer, s.max_messages)
+        self._version = state.version
+        self._generation = log.generation
+
+    def _base_holds(self, base: Mapping[str, Any]) -> bool:
+        """Whether a saved first active page is that page on the followed branch."""
+        page = int(base.get("first_active", 0))
+        index = self.log.index
+        if page <= 1:
+            return page == 1
+        if page > index.pages + 1:
+            return False
+        at = base.get("at")
+        return (at is None or page > index.pages
+                or seq_at(index, index.page_starts[page - 1]) == at)
+
+    def _evicted_entry(self, page: int) -> ContentsEntry | None:
+        """The saved entry of an evicted page (read only when it is recalled)."""
+        row = self.services.store.context.page(self.record, page)
+        if row is None or row.state != "evicted" or not 0 < page <= self.log.index.pages:
+            return None
+        if self.log.index.page_seqs(page) != (row.first_seq, row.last_seq):
+            return None  # saved on another branch
+        return ContentsEntry(row.page, row.first_seq, row.last_seq, row.lines,
+                             row.archived_round, row.recall_count, row.last_recall_round,
+                             source=row.source)
+
+    def current(self) -> None:
+        """Catch up with the log, and with the context state when another writer changed it."""
+        self.log.sync()
+        version, _ = self.services.store.context.head(self.record)
+        if version != self._version or self.log.generation != self._generation:
+            self._restore(self.services.store.context.load(self.record))
+
+    # -- building ------------------------------------------------------------------------
+
+    def build(self, budget: int | None, recipe: str) -> Context:
+        """The context to send now (see the module's docstring for the phases)."""
+        started = time.perf_counter()
+        for _ in range(_ATTEMPTS):
+            snap = self._load(budget, recipe)
+            plan = self._plan(snap)
+            try:
+                self._commit(snap, plan)
+            except _Conflict:
+                self.reset()  # another writer got there first: load again, plan again
+                continue
+            except StoreFullError:
+                # The request is right; only its bookkeeping could not be saved. A session
+                # keeps answering while the disk is full: the next build plans it again.
+                self.reset()
+            return self._assemble(snap, plan, started)
+        raise StoreError(f"session {self.record.name!r}: {_ATTEMPTS} builds in a row lost "
+                         "to concurrent writers; try again")
+
+    def _load(self, budget: int | None, recipe: str) -> _Snapshot:
+        self.current()
+        index = self.log.index
+        chosen = choose_recipe(recipe, newest_role=index.roles[-1] if len(index) else None,
+                               call_pending=self.log.call_pending())
+        self._expire_pins()
+        specs = self.specs()
+        limit = budget if budget is not None else self.settings.budget
+        tools_tokens = self._tools_tokens(specs)
+        for keep in (("recall_page", "search_memory"), ("recall_page",), ()):
+            if tools_tokens <= limit // 4:
+                break  # a small budget cannot carry every schema: keep the essential
+            specs = tuple(s for s in specs if s.name in keep)
+            tools_tokens = self._tools_tokens(specs)
+        head = self._head_system(specs)
+        room = limit - tools_tokens - sum(m.tokens or 0 for m in head) - REPLY_PRIMING
+        # The profile follows the setting, not each page's hits: a profile that came and
+        # went with the hits would resize the contents page back and forth.
+        caps = self._trimmed(self.allocator.allocate(
+            max(room, 0), turns=index.pages, has_retrieval=self._retrieval_on()), room)
+        candidates, gathered = self._candidates()
+        state = self._state(chosen, caps["state"])
+        state_tokens = (state.tokens or 0) if state else 0
+        retrieval = self._retrieval_bound(candidates, caps["retrieval"])
+        reserve = self._head_reserve(chosen, room - state_tokens - retrieval)
+        if self.paged is not None:
+            ready: dict[int, tuple[str, ...]] = {}
+            if self.summaries is not None and self.paged.archive.contents:
+                keys = {self._summary_key(p): p for p in self.paged.waiting()}
+                ready = {keys[k]: lines for k, lines in self.summaries.ready(
+                    {k: self._entries(p) for k, p in keys.items()}).items()}
+            # A window holds at most the budget: an active backlog older than that is
+            # archived as one range, never read.
+            self.paged.prepare(max(limit, 4_000), ready)
+        elif self.window is not None:
+            self.window.loader.prefetch(0 if isinstance(self.window, SummarizeWindow)
+                                        and not self.window.cut else self.window_start(limit))
+        return _Snapshot(chosen, limit, specs, tools_tokens, head, room, caps, candidates,
+                         gathered, state, reserve)
+
+    def window_start(self, limit: int) -> int:
+        """The oldest log position a window of ``limit`` tokens can show (for prefetching)."""
+        index = self.log.index
+        total = index.total()
+        position = len(index)
+        while position > 0 and total - index.cum[position - 1] <= 2 * limit:
+            position -= 1
+        if isinstance(self.window, SummarizeWindow):
+            position = min(position, self.window.cut)
+        return position
+
+    def _plan(self, snap: _Snapshot) -> _Plan:
+        """Decide the window and what changes; reads nothing."""
+        retrieval_room = self._retrieval_bound(snap.candidates, snap.caps["retrieval"])
+        state_tokens = (snap.state.tokens or 0) if snap.state else 0
+        room = snap.room - retrieval_room - state_tokens - snap.reserve
+        limit_bytes = self.settings.max_request_bytes
+        payload = 0
+        for _ in range(8):
+            window = self._window(room, snap.caps, snap.recipe)
+            if not limit_bytes:
+                break
+            payload = self._request_bytes([*snap.head, *window], snap.specs)
+            if payload <= limit_bytes or room <= 1:
+                break
+            room = max(1, int(room * limit_bytes / payload * 0.9))
+        retrieval = self._retrieval_message(
+            [c for c in snap.candidates if not self._in_window(c, window)], retrieval_room)
+        values: dict[str, Any] = {}
+        plan = _Plan(window, retrieval, ContextChanges(values=values), payload_bytes=payload,
+                     cache={"retrieval": self._saved_retrieval(snap.candidates)}
+                     if snap.gathered else {})
+        if self.paged is not None:
+            paged = self.paged
+            rows, events = paged.take_changes()
+            plan.hidden = paged.take_hidden()
+            plan.evicted = paged.take_evicted()
+            plan.archived = paged.take_archived()
+            index = self.log.index
+            cut = paged.cut
+            if cut != self._saved_cut() and (cut[1] or self._saved_cut()[1]):
+                page, hidden = cut
+                start = index.page_span(page)[0] if 0 < page <= index.pages else 0
+                values["paged.cut"] = {"page": page, "hidden": hidden,
+                                       "through": seq_at(index, start + hidden)}
+            if paged.first_active != self._saved_base():
+                first = paged.first_active
+                values["paged.base"] = {
+                    "first_active": first,
+                    "at": seq_at(index, index.page_starts[first - 1])
+                    if first <= index.pages else None}
+            plan.changes = ContextChanges(rows, events, values)
+        elif isinstance(self.window, SummarizeWindow) and self.window.changed:
+            self.window.changed = False
+            summary = self.window.summary
+            values["summarize"] = {
+                "cut": self.window.cut,
+                "text": summary.content.split("\n", 1)[1] if summary else "",
+                "through": seq_at(self.log.index, self.window.cut - 1)}
+        return plan
+
+    def _commit(self, snap: _Snapshot, plan: _Plan) -> None:
+        """Write what the plan changed, once, if the context version is still ours."""
+        # Everything a commit needs from the engine is fetched before its transaction:
+        # no other lock is taken while the store's is held.
+        store, memory = self.services.store, self.services.memory
+        if not plan.changes and not plan.hidden:
+            for key, value in plan.cache.items():
+                store.context.put(self.record, key, value)
+            return
+        with store.atomic():
+            if not store.context.commit(self.record, self._version, plan.changes):
+                raise _Conflict
+            self._note_hidden(plan.hidden)
+            self._pool_evicted(plan.evicted)
+            self._remember_archived(memory, plan.archived)
+            if self.summaries is not None and plan.archived:
+                self.summaries.submit_keyed([(self._summary_key(page), messages)
+                                             for page, messages in plan.archived])
+            for key, value in plan.cache.items():
+                store.context.put(self.record, key, value)
+        self._version += 1
+        self._values.update(plan.changes.values)
+        self._values.update(plan.cache)
+
+    def _assemble(self, snap: _Snapshot, plan: _Plan, started: float) -> Context:
+        """The request: head, working state, window, memory; labelled by segment."""
+        window = plan.window
+        if snap.reserve:
+            window = self._with_head(window, snap.reserve)
+        window_tokens = sum(m.tokens or 0 for m in window)
+        retrieval = plan.retrieval if window and window[-1].role != "assistant" else None
+        retrieval_tokens = (retrieval.tokens or 0) if retrieval else 0
+        state = snap.state
+        if plan.evicted or plan.hidden:
+            # What this build moved out went into the working state: show it in this very
+            # request, the one whose prefix changes anyway, within what is left.
+            left = snap.room - window_tokens - retrieval_tokens
+            state = self._state(snap.recipe, min(snap.caps["state"], max(left, 0)))
+        head_tokens = sum(m.tokens or 0 for m in snap.head)
+        state_tokens = (state.tokens or 0) if state else 0
+        body: list[Message] = [*snap.head]
+        segments = [Segment("system", 0, len(body), head_tokens)]
+        if state is not None:
+            segments.append(Segment("state", len(body), len(body) + 1, state_tokens))
+            body.append(state)
+        contents = [m for m in window if m.role == "system"]
+        contents_tokens = sum(m.tokens or 0 for m in contents)
+        if contents:
+            segments.append(Segment("contents", len(body), len(body) + len(contents),
+                                    contents_tokens))
+        segments.append(Segment("recent", len(body) + len(contents), len(body) + len(window),
+                                window_tokens - contents_tokens))
+        body.extend(window)
+        if retrieval is not None:
+            segments.append(Segment("retrieval", len(body), len(body) + 1, retrieval_tokens))
+            body.append(retrieval)
+        total = (head_tokens + state_tokens + snap.tools_tokens + window_tokens
+                 + retrieval_tokens + REPLY_PRIMING)
+        system = self.log.system
+        # The conversation's own full history: its messages as stored, not memci's tools.
+        full = self.log.raw_total + ((system.tokens or 0) if system else 0) + REPLY_PRIMING
+        elapsed = (time.perf_counter() - started) * 1000
+        stats = ContextStats(
+            total_tokens=total, budget=snap.limit,
+            sections={"system": head_tokens, "tools": snap.tools_tokens, "state": state_tokens,
+                      "retrieval": retrieval_tokens, "contents": contents_tokens,
+                      "recent": window_tokens - contents_tokens},
+            build_ms=elapsed, messages=len(body), full_tokens=full,
+            strategy=self.settings.strategy, shares=snap.caps,
+            prefix_tokens=self._prefix(body, snap.tools_tokens),
+            request_bytes=plan.payload_bytes, events=plan.events, recipe=snap.recipe.name,
+        )
+        self.builds += 1
+        self.build_ms += elapsed
+        self.saved += stats.saved_tokens
+        return Context(messages=body, stats=stats, tools=snap.specs,
+                       segments=tuple(s for s in segments if s.stop > s.start))
+
+    # -- recall --------------------------------------------------------------------------
+
+    def recall(self, page: int) -> str:
+        """Bring page ``page`` back from the next build on (a tool call); committed once."""
+        for _ in range(_ATTEMPTS):
+            self.current()
+            if self.paged is None:
+                return "error: recall_page works with the paged strategy only"
+            answer = self.paged.recall(page)
+            rows, events = self.paged.take_changes()
+            if not events:
+                return answer
+            store = self.services.store
+            with store.atomic():
+                if store.context.commit(self.record, self._version,
+                                        ContextChanges(rows, events)):
+                    self._version += 1
+                    return answer
+            self.reset()
+        raise StoreError(f"session {self.record.name!r}: recall lost {_ATTEMPTS} times in a "
+                         "row to concurrent writers; try again")
+
+    def place_of(self, page: int) -> str:
+        """Where a page is now: window, contents or evicted."""
+        self.current()
+        assert self.paged is not None
+        return self.paged.place_of(page)
+
+    def pages(self) -> list[PageInfo]:
+        """Every page of the followed branch, oldest first, with its place."""
+        self.current()
+        index, paged = self.log.index, self.paged
+        evicted = {r.page: r for r in pages_on(self.services.store.context.page_rows(
+            self.record, state="evicted"), index)} if paged is not None else {}
+        out: list[PageInfo] = []
+        for page in range(1, index.pages + 1):
+            first, last = index.page_seqs(page)
+            start, end = index.page_span(page)
+            info = PageInfo(page, first, last, end - start, index.page_tokens(page), "window",
+                            "current" if page == index.pages else None)
+            if paged is not None:
+                place = paged.place_of(page)
+                entry = (paged.recalled.get(page) or paged.archive.contents.get(page)
+                         or paged.archive.evicted.get(page) or evicted.get(page))
+                detail = (("current" if page == index.pages else "recalled"
+                           if page in paged.recalled else "active")
+                          if place == "window" else None)
+                info = replace(info, place=place, detail=detail,
+                               recall_count=entry.recall_count if entry else 0,
+                               last_recall_round=entry.last_recall_round if entry else None,
+                               archived_round=entry.archived_round if entry else None)
+            out.append(info)
+        return out
+
+    def first_window_page(self) -> int:
+        """The oldest page still in the window."""
+        return self.paged.first_active if self.paged is not None else self.log.index.pages
+
+    # -- the window ----------------------------------------------------------------------
+
+    def _window(self, room: int, caps: Mapping[str, int], recipe: Recipe) -> list[Message]:
+        if self.paged is not None:
+            window = self.paged.plan(room, caps["contents"], recent_steps=recipe.recent_steps)
+        elif isinstance(self.window, SummarizeWindow):
+            window = self.window.plan(room, caps["contents"])
+        else:
+            assert self.window is not None
+            window = self.window.plan(room)
+        return pair_tool_calls(window, self.tokenizer, self._call_ids)
+
+    def _trimmed(self, caps: dict[str, int], room: int) -> dict[str, int]:
+        """Caps cut by priority when the newest page needs more than its share (seed 002).
+
+        The newest page is required; what it needs beyond the recent share comes out of
+        the lowest priorities first: working state (preferences), contents page (episodic),
+        then retrieval.
+        """
+        index = self.log.index
+        if not len(index):
+            return caps
+        need = min(index.page_tokens(index.pages), int(room * 0.6))
+        sections = [Section("recent", "recent", max(need, caps["recent"]), required=True),
+                    Section("retrieval", "retrieval", caps["retrieval"]),
+                    Section("contents", "episodic", caps["contents"]),
+                    Section("state", "preferences", caps["state"])]
+        keep = self.ranker.rank_and_truncate(sections, max(room, 0))
+        return {**caps, **{k: keep[k] for k in ("retrieval", "contents", "state")}}
+
+    def _saved_cut(self) -> tuple[int, int]:
+        saved = self._values.get("paged.cut")
+        if isinstance(saved, Mapping):
+            return int(saved["page"]), int(saved["hidden"])
+        return 0, 0
+
+    def _saved_base(self) -> int:
+        saved = self._values.get("paged.base")
+        return int(saved["first_active"]) if isinstance(saved, Mapping) else 1
+
+    def _summary_key(self, page: int) -> str:
+        first, last = self.log.index.page_seqs(page)
+        return f"session:{self.record.id}:page:{page}:{first}-{last}"
+
+    def _entries(self, page: int) -> int:
+        start, end = self.log.index.page_span(page)
+        return end - start
+
+    def _request_bytes(self, body: Sequence[Message], specs: Sequence[ToolSpec]) -> int:
+        """Bytes of ``{"messages": [...], "tools": [...]}`` as JSON, each message measured once."""
+        sizes = 0
+        for message in body:
+            key = (message.seq, message.tokens, hash(message.content) if message.seq is None
+                   else len(message.parts))
+            size = self._sizes.get(key)
+            if size is None:
+                size = len(json.dumps(to_openai([message])[0], ensure_ascii=False).encode())
+                if len(self._sizes) > 4096:
+                    self._sizes.clear()
+                self._sizes[key] = size
+            sizes += size
+        tools = len(json.dumps([s.to_openai() for s in specs], ensure_ascii=False).encode())
+        return len('{"messages": [], "tools": ]}') + sizes + 2 * max(len(body) - 1, 0) + tools
+
+    # -- the system segment and tools ----------------------------------------------------
+
+    def _tools_tokens(self, specs: Sequence[ToolSpec]) -> int:
+        key = tuple(s.name for s in specs)
+        if key not in self._tool_tokens:
+            text = json.dumps([s.to_openai() for s in specs]) if specs else ""
+            self._tool_tokens[key] = (self.tokenizer.count(text) + 4 * len(specs)
+                                      if specs else 0)
+        return self._tool_tokens[key]
+
+    def _head_system(self, specs: Sequence[ToolSpec]) -> list[Message]:
+        """The system segment: the system prompt, and the tool contract when tools are on."""
+        out = [self.log.system] if self.log.system is not None else []
+        if any(s.name == "artifact_get" for s in specs):
+            language = self.language()
+            if self._contract[0] != language:
+                titles = TITLES[language]
+                contract = Message.system(f"{titles.contract_title}\n{titles.contract}")
+                self._contract = (language, replace(
+                    contract, tokens=self.tokenizer.count_message(contract)))
+            out.append(self._contract[1])
+        return out
+
+    def language(self) -> str:
+        """The language of memci's titles in this session."""
+        if self.paged is not None:
+            return self.paged.language
+        if self.settings.language != "auto":
+            return self.settings.language
+        return self.log.language()[0]
+
+    # -- working state -------------------------------------------------------------------
+
+    def work_state(self) -> WorkState:
+        """The session's working state, with titles in the session's language."""
+        state = self.work()
+        state.titles = CHINESE_TITLES if self.language() == "zh" else ENGLISH_TITLES
+        return state
+
+    def _state(self, recipe: Recipe, cap: int) -> Message | None:
+        """The working-state segment for ``recipe``: titled sections, within ``cap``."""
+        state = self.work_state()
+        key = (recipe.name, state.version(), cap, self.language())
+        if self._state_cache[0] == key:
+            return self._state_cache[1]
+        render = {"fastmemo": state.render_fastmemo, "context_pool": state.render_context_pool,
+                  "pins": state.render_pins, "plan": state.render_plan,
+                  "notebook": state.render_notebook}
+        sections = {name: text for name in recipe.sections if (text := render[name]())}
+        message: Message | None = None
+        if sections:
+            from memci.summarize import ExtractiveSummarizer, fit_sections
+
+            title = TITLES[self.language()].state
+            heads = {k: v.split("\n", 1)[0] for k, v in sections.items()}
+            bodies = {k: v.split("\n", 1)[1] if "\n" in v else "" for k, v in sections.items()}
+            room = max(0, cap - self.tokenizer.count(title + "".join(heads.values())) - 8)
+            # Over its share, a section is summarized down, never dropped (seed 003).
+            fitted = fit_sections(bodies, room, self.tokenizer, ExtractiveSummarizer())
+            blocks = [f"{heads[k]}\n{fitted[k]}" for k in sections]
+            text = "\n\n".join([title, *blocks])
+            if self.tokenizer.count(text) > cap:
+                text = cut_middle(text, max(0, cap - 8), self.tokenizer)
+            if text:
+                built = Message.system(text)
+                message = replace(built, tokens=self.tokenizer.count_message(built))
+        self._state_cache = (key, message)
+        return message
+
+    def _expire_pins(self) -> None:
+        """Expire pins once per round (by time and by rounds): they move to the notebook.
+
+        Only when there are pins: a chat without pins pays no write per round (the round
+        a new pin starts from is recorded before a state tool runs).
+        """
+        pages = self.log.index.pages
+        if pages != self._expired_round:
+            self._expired_round = pages
+            state = self.work_state()
+            if state.pin_list():
+                state.expire(round=pages)
+
+    def _note_hidden(self, seqs: Sequence[int]) -> None:
+        """One short notebook line per tool result that left the window (seed 004, phase 1).
+
+        Steps of a tool loop leave the window in batches; the notebook keeps a sourced line
+        with the pointer for each, so the notebook changes only when the window does.
+        """
+        results = self.log.tool_results_of(seqs)
+        if not results:
+            return
+        state = self.work_state().with_actor("memci")
+        for message in results:
+            result = message.tool_result
+            assert result is not None
+            artifact = self.views.artifact_of(message)
+            what = artifact.tool_name or "tool"
+            line = artifact.summary[0] if artifact.summary else f"{artifact.lines} lines"
+            state.notebook_add(f"{what}: {line}"[:300], source=f"tool:{result.call_id}",
+                               artifact_ref=artifact.pointer)
+
+    def _pool_evicted(self, evicted: Mapping[int, ContentsEntry]) -> None:
+        """Fold evicted pages into the context pool (seed 004's compressed chat history)."""
+        listed = [(p, e.lines) for p, e in sorted(evicted.items()) if e.lines]
+        if not listed:
+            return
+        state = self.work_state().with_actor("memci")
+        for page, lines in listed:
+            text = f"Page {page}: " + " / ".join(line for line in lines[:3])
+            state.pool_add(text[:380], source=f"chat:page-{page}")
+
+    def _remember_archived(
+        self, memory: Memory, pages: Sequence[tuple[int, list[Message]]]
+    ) -> None:
+        """Keep archived pages as episodic memory, and the user's facts at user scope.
+
+        What the user states about themselves, their preferences, decisions, constraints
+        and corrections passes the eligibility judge (seed 003) into long-term memory,
+        with the judge's reason in its source. The judge here is the rule-based one:
+        a build never waits on a model. Pages archived with a backlog, never loaded, stay
+        findable as messages.
+        """
+        if not pages:
+            return
+        scope = Scope.of(self.record, "user")
+        contents = self.paged.archive.contents if self.paged is not None else {}
+        for page, messages in pages:
+            said = "\n".join(m.content for m in messages if m.role in ("user", "assistant"))
+            if not said.strip():
+                continue
+            entry = contents.get(page)
+            memory.remember_page(self.record, page, said,
+                                 "\n".join(entry.lines) if entry is not None else "")
+            users = "\n".join(m.content for m in messages if m.role == "user")
+            verdict = judge(users)
+            if not verdict.eligible:
+                continue
+            source = f"{self.record.name}#p{page} · {verdict.source}: {verdict.reason}"
+            for fact in verdict.facts[:5]:
+                memory.remember(scope, fact, verdict.kind, source=source[:300])
+
+    # -- the tool head -------------------------------------------------------------------
+
+    def _head_reserve(self, recipe: Recipe, room: int) -> int:
+        """Tokens kept for the head of the newest tool output (tool-loop turns)."""
+        index = self.log.index
+        if not recipe.tool_head or not len(index) or index.roles[-1] != "tool":
+            return 0
+        return max(0, min(self.settings.tool_head_tokens, room // 4))
+
+    def _with_head(self, window: list[Message], reserve: int) -> list[Message]:
+        """The newest tool results shown with the head of their output, within ``reserve``."""
+        last = [i for i in range(len(window) - 1, -1, -1) if window[i].role == "tool"]
+        tail: list[int] = []
+        for i in last:
+            if tail and i != tail[-1] - 1:
+                break
+            tail.append(i)
+        if not tail:
+            return window
+        share = reserve // len(tail)
+        out = list(window)
+        for i in tail:
+            stored = self.log.load_seqs(out[i].seq or 0, out[i].seq or 0)[0]
+            artifact = self.views.artifact_of(stored)
+            base = out[i].tokens or 0
+            chars = share * 3
+            while chars > 0:
+                shown = self.views.view(stored, artifact, head_chars=chars)
+                if (shown.tokens or 0) - base <= share:
+                    out[i] = shown
+                    break
+                chars = int(chars * 0.7) - 1
+        return out
+
+    def _prefix(self, body: Sequence[Message], tools_tokens: int) -> int:
+        """Tokens at the start of this request that repeat the previous request exactly."""
+        keys = [((m.seq, m.tokens, m.content if m.seq is None else None), m.tokens or 0)
+                for m in body]
+        shared = 0
+        if self._previous:
+            shared = tools_tokens  # memci's tool schemas come first and do not change
+            for (key, tokens), (old, _) in zip(keys, self._previous, strict=False):
+                if key != old:
+                    break
+                shared += tokens
+        self._previous = keys
+        return shared
+
+    # -- retrieval -----------------------------------------------------------------------
+
+    def _retrieval_on(self) -> bool:
+        # The simple strategies of seed 001 stay simple: retrieval goes with paging.
+        return self.settings.retrieval and self.paged is not None
+
+    def _candidates(self) -> tuple[tuple[Retrieved, ...], bool]:
+        """Long-term memory for the user message that opened the current page (seed 002).
+
+        Gathered once per page (episodes and preferences, in parallel, cached), saved with
+        the page's opener so the requests of a tool loop, and a reopened session, carry
+        the same text. More episodes are gathered than shown: the plan leaves out those
+        still in the window. Returns them and whether this build gathered them.
+        """
+        index = self.log.index
+        if not self._retrieval_on() or not index.pages:
+            return (), False
+        start, _ = index.page_span(index.pages)
+        opener = index.seqs[start]
+        saved = self._values.get("retrieval")
+        if isinstance(saved, Mapping) and saved.get("opener") == opener:
+            return tuple(Retrieved(t["text"], t["source"], t["kind"], t["score"],
+                                   t.get("session"), t.get("seq"))
+                         for t in saved["texts"]), False
+        first = self.log.load_seqs(opener, opener)[0]
+        found: tuple[Retrieved, ...] = ()
+        if first.role == "user" and first.content.strip():
+            query = first.content[:500]
+            # The query analyzer (rules: a build never waits on a model) says which
+            # sources this input needs: chat history, documents, code (seed 003).
+            plan = analyze_query(query)
+            if plan.consults("history") or not (plan.consults("documents")
+                                                 or plan.consults("code")):
+                gatherer = self.services.gatherer
+                # "Yesterday" counts from when the question was asked (a replayed or
+                # imported conversation keeps its own dates), not from the wall clock.
+                gathered = gatherer.gather(
+                    query, session=self.record, scope="user", exclude_from_seq=opener,
+                    max_episodes=gatherer.max_episodes * _EPISODE_CANDIDATES,
+                    now=first.created_at)
+                archived = self._archived_predicate()
+                found = replace(gathered, episodes=tuple(
+                    h for h in gathered.episodes if self.log.on_branch(h, archived))).texts
+            if plan.consults("documents") or plan.consults("code"):
+                docs = DocIndex(self.services.store).search_docs(query, k=3)
+                found += tuple(
+                    Retrieved(h.text[:600], f"{h.path}#L{h.start_line}-{h.end_line}",
+                              "document", h.score) for h in docs)
+        self._values["retrieval"] = self._saved_retrieval(found, opener)
+        return found, True
+
+    def _archived_predicate(self) -> Callable[[int], bool]:
+        paged = self.paged
+        if paged is None:
+            return lambda page: False
+        return lambda page: paged.place_of(page) in ("contents", "evicted")
+
+    def _saved_retrieval(
+        self, found: Sequence[Retrieved], opener: int | None = None
+    ) -> dict[str, Any]:
+        saved = self._values.get("retrieval")
+        if opener is None:
+            opener = int(saved["opener"]) if isinstance(saved, Mapping) else 0
+        return {"opener": opener, "texts": [
+            {"text": r.text, "source": r.source, "kind": r.kind, "score": r.score,
+             "session": r.session, "seq": r.seq} for r in found]}
+
+    def _in_window(self, item: Retrieved, window: Sequence[Message]) -> bool:
+        """Whether an episode is one of this session's messages shown in ``window``."""
+        if item.seq is None or item.session != self.record.name:
+            return False
+        return any(m.seq == item.seq for m in window)
+
+    def _shown(self, found: Sequence[Retrieved]) -> list[Retrieved]:
+        limit = self.services.gatherer.max_episodes
+        episodes = [r for r in found if r.kind == "episode"][:limit]
+        return [*episodes, *(r for r in found if r.kind != "episode")]
+
+    def _retrieval_bound(self, found: Sequence[Retrieved], cap: int) -> int:
+        """Tokens the retrieval segment may take: enough for any choice among ``found``."""
+        if not found or cap <= 0:
+            return 0
+        episodes = sorted((r for r in found if r.kind == "episode"),
+                          key=lambda r: len(r.text), reverse=True)
+        limit = self.services.gatherer.max_episodes
+        widest = [*episodes[:limit], *(r for r in found if r.kind != "episode")]
+        message = self._retrieval_message(widest, cap, exact=False)
+        return (message.tokens or 0) if message is not None else 0
+
+    def _retrieval_message(
+        self, found: Sequence[Retrieved], cap: int, *, exact: bool = True
+    ) -> Message | None:
+        """The retrieval segment: a titled user-role block (placed last in the request).
+
+        It is gathered once per page and is the only part of a request that is not carried
+        into the next one, so everything before it stays a prefix a provider can cache.
+        """
+        chosen = self._shown(found) if exact else list(found)
+        if not chosen or cap <= 0:
+            return None
+        titles = TITLES[self.language()]
+        lines = [titles.retrieval]
+        for item in chosen:
+            text = " ".join(item.text.split())
+            lines.append(f"- [{item.kind} · {item.source}] {text[:600]}")
+        text = "\n".join(lines)
+        if self.tokenizer.count(text) > cap:
+            text = cut_middle(text, max(0, cap - 8), self.tokenizer)
+        if not text:
+            return None
+        built = Message.user(text)
+        return replace(built, tokens=self.tokenizer.count_message(built))
+

@@ -1,0 +1,38 @@
+"""What a session needs from the engine that opened it (a protocol, so neither imports the other).
+
+:class:`~memci.Engine` provides it: the store, the artifact workspace, the job queue of
+background summaries (None without a model), long-term memory and its extractor, and the
+operator's host limits (set by ``memci serve``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Protocol
+
+from memci._settings import HostLimits
+from memci.memory import Gatherer, Memory
+from memci.store import SQLiteStore
+from memci.summarize import JobQueue
+from memci.workspace import Workspace
+
+__all__ = ["SessionServices"]
+
+
+class SessionServices(Protocol):
+    """The engine as a session sees it."""
+
+    store: SQLiteStore
+    workspace: Workspace
+    jobs: JobQueue | None
+    host_limits: Callable[[str], HostLimits] | None
+
+    @property
+    def memory(self) -> Memory:
+        """Long-term memory and search over the store."""
+        ...
+
+    @property
+    def gatherer(self) -> Gatherer:
+        """Seed 002's long-term extractor over :attr:`memory`."""
+        ...

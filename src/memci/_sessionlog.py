@@ -1,0 +1,254 @@
+"""A session's log as its builds see it: the followed branch, in memory, kept in step.
+
+:class:`SessionLog` holds a :class:`~memci.context._log.LogIndex` of the branch the context
+follows (seq, role and tokens as shown of every non-system message: a few integers each,
+so planning reads no message), the log's tree (:mod:`memci.context._branches`), the system
+prompt and the session's tool calls. It catches up with the store before every use
+(:meth:`sync`: appends made by other processes are read, nothing else), and loads message
+bodies on demand, by seq range, as a context shows them (tool results as their views).
+
+Everything in it is derived from the store and rebuilt from it when a session is opened.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
+from typing import Any
+
+from memci._text import language_of
+from memci._toolviews import ToolViews
+from memci.context._branches import (
+    BRANCH_META,
+    Branches,
+    check_links,
+    cut_fits,
+    link_of,
+    runs,
+    within,
+)
+from memci.context._log import LogIndex
+from memci.errors import ConfigError
+from memci.memory import Hit
+from memci.messages import Message, ToolCallPart
+from memci.store import SessionRecord, SQLiteStore
+from memci.workspace import Artifact
+
+__all__ = ["SessionLog"]
+
+
+class SessionLog:
+    """The followed branch of one session's log, with its system prompt and tool calls."""
+
+    def __init__(self, store: SQLiteStore, record: SessionRecord, views: ToolViews) -> None:
+        self.store = store
+        self.record = record
+        self.views = views
+        self.index = LogIndex()
+        self.system: Message | None = None
+        self.last_seq = 0
+        self.raw_total = 0  # tokens of the followed branch as stored (the full history)
+        self.has_tool_results = False
+        self.calls: dict[str, ToolCallPart] = {}
+        self.branches = Branches()  # the log's tree; ``index`` is the branch followed
+        self._followed = 0  # positions of ``index`` checked against the branches
+        self.at: int | None = None  # the message fork() continues from, until an add
+        self.generation = 0  # grows whenever ``index`` is rebuilt over another branch
+        self.sync()
+
+    # -- keeping in step -----------------------------------------------------------------
+
+    def sync(self) -> bool:
+        """Catch up with the store (other processes may have appended); True if it grew."""
+        if self.store.last_seq(self.record) <= self.last_seq:
+            return False
+        rows = self.store.log_rows(self.record, after=self.last_seq)
+        systems = [r.seq for r in rows if r.role == "system"]
+        if systems:
+            self.system = self.load(systems[-1], systems[-1])[0]
+        unseen = [r.seq for r in rows if r.role == "tool" and r.shown is None]
+        made: dict[int, int] = {}
+        if unseen:
+            shown = self.views.views_of(self.load(unseen[0], unseen[-1]))
+            made = {m.seq or 0: m.tokens or 0 for m in shown if m.role == "tool"}
+        for r in rows:
+            if r.role == "system":
+                continue
+            self.raw_total += r.tokens
+            self.has_tool_results |= r.role == "tool"
+            self.index.append(r.seq, r.role, r.shown if r.shown is not None
+                              else made.get(r.seq, r.tokens))
+        self.last_seq = rows[-1].seq
+        self._follow(self.store.branch_links(self.record, after=rows[0].seq - 1))
+        return True
+
+    def stored(self, stored: list[Message], linked: list[tuple[Message, Artifact]]) -> None:
+        """Take in messages this process just stored (``linked``: their tool results' views).
+
+        When another process appended in between, the gap is read from the store instead.
+        """
+        if not stored:
+            return
+        if stored[0].seq != self.last_seq + 1:
+            self.sync()
+            return
+        for message in stored:
+            for call in message.tool_calls:
+                self.calls[call.id] = call
+        made = {m.seq: (m, a) for m, a in linked}
+        for message in stored:
+            if message.role == "system":
+                self.system = message
+                continue
+            tokens = message.tokens or 0
+            self.raw_total += tokens
+            self.has_tool_results |= message.role == "tool"
+            if message.seq in made:
+                view = self.views.view(*made[message.seq])
+                tokens = view.tokens or 0
+            self.index.append(message.seq or 0, message.role, tokens)
+        self.last_seq = stored[-1].seq or self.last_seq
+        self._follow({m.seq: after for m in stored
+                      if m.seq is not None and (after := link_of(m.metadata)) is not None})
+
+    # -- branches ------------------------------------------------------------------------
+
+    def fork(self, after: int) -> None:
+        """Follow the branch that ends at ``after`` until the next message is added."""
+        if after != 0 and after not in self.branches:
+            raise ConfigError(
+                f"after={after} is not the seq of a user, assistant or tool message of "
+                f"session {self.record.name!r}: pass one of those seqs, or 0 for the start")
+        self.at = after
+        self._follow({})
+
+    def linked(self, ready: list[Message]) -> list[Message]:
+        """Messages to store, checked for branch links; after ``fork`` the first one links."""
+        if self.at is not None:
+            first = next((i for i, m in enumerate(ready) if m.role != "system"), None)
+            if first is not None and BRANCH_META not in ready[first].metadata:
+                message = ready[first]
+                ready = [*ready[:first], replace(message, metadata={
+                    **message.metadata, BRANCH_META: {"after": self.at}}), *ready[first + 1:]]
+        if any(BRANCH_META in m.metadata for m in ready):
+            check_links(ready, self.branches, self.last_seq)
+        return ready
+
+    @property
+    def off_branch(self) -> bool:
+        """Whether the log holds non-system messages that the followed branch leaves out."""
+        return len(self.index) < len(self.branches)
+
+    def _follow(self, links: Mapping[int, int]) -> None:
+        """Record the messages just indexed in the tree; keep the index on the followed branch.
+
+        Messages that continue the followed branch were appended to the index already;
+        anything else (a link to an earlier message, a message added elsewhere while this
+        session was on a forked branch) rebuilds the index from the store.
+        """
+        log = self.index
+        tip = log.seqs[self._followed - 1] if self._followed else 0
+        continues = True
+        new = log.seqs[self._followed:]
+        if not links and tip == self.branches.newest:
+            self.branches.extend(new)  # the plain case, in bulk: each continues the last
+            tip = new[-1] if new else tip
+        else:
+            for seq in new:
+                parent = self.branches.add(seq, links.get(seq))
+                continues = continues and parent == tip
+                tip = seq
+        if new:
+            self.at = None  # a message was added: follow the newest from now on
+        self._followed = len(log)
+        target = self.at if self.at is not None else self.branches.newest
+        if not continues or tip != target:
+            self._rebuild(target)
+
+    def _rebuild(self, tip: int) -> None:
+        """Index the branch that ends at ``tip``."""
+        keep = set(self.branches.chain(tip))
+        log = LogIndex()
+        raw = 0
+        for r in self.store.log_rows(self.record):
+            if r.seq in keep:
+                raw += r.tokens
+                log.append(r.seq, r.role, r.shown if r.shown is not None else r.tokens)
+        self.index, self.raw_total, self._followed = log, raw, len(log)
+        self.generation += 1
+
+    def cut_holds(self, saved: Mapping[str, Any]) -> bool:
+        """Whether a saved cut of a page holds on the followed branch."""
+        page, hidden = int(saved["page"]), int(saved["hidden"])
+        if not self.off_branch or hidden == 0:
+            return True
+        if not 0 < page <= self.index.pages:
+            return False
+        start, end = self.index.page_span(page)
+        return start + 1 + hidden <= end and cut_fits(self.index, start + 1, hidden,
+                                                        saved.get("through"))
+
+    def on_branch(self, hit: Hit, archived: Callable[[int], bool]) -> bool:
+        """Whether a retrieved hit is not this session's past that left the branch.
+
+        Another branch of this very conversation is not an earlier conversation: its
+        messages, and the episodes remembered of its archived pages, are not retrieved.
+        ``archived`` says whether a page of the followed branch left the window.
+        """
+        if not self.off_branch:
+            return True
+        item = hit.item
+        if item is None:
+            return (hit.session != self.record.name
+                    or bool(self.index.page_of_seq(hit.message.seq or 0)))
+        if item.session_id != self.record.id or item.page is None:
+            return True
+        return archived(item.page)
+
+    # -- reading -------------------------------------------------------------------------
+
+    def load_seqs(self, first: int, last: int) -> list[Message]:
+        """Stored messages with ``first <= seq <= last`` (large outputs: their heads)."""
+        # A large tool output comes with the head its row holds: contexts show its view.
+        return self.store.messages(self.record, after=first - 1, upto=last, whole=False)
+
+    def load(self, first: int, last: int) -> list[Message]:
+        """Messages with ``first <= seq <= last`` on the followed branch (and system ones)."""
+        if not self.off_branch:
+            return self.load_seqs(first, last)
+        out: list[Message] = []
+        for a, b in runs(within(self.index, first, last)):
+            out += [m for m in self.load_seqs(a, b)
+                    if m.role == "system" or self.index.page_of_seq(m.seq or 0)]
+        return out
+
+    def load_views(self, first: int, last: int) -> list[Message]:
+        """Messages as a context shows them: tool results as their artifacts' views."""
+        return self.views.views_of(self.load(first, last))
+
+    def call_pending(self) -> bool:
+        """Whether the newest assistant message made tool calls not yet all answered."""
+        roles = self.index.roles
+        if not roles or roles[-1] != "assistant":
+            return False
+        i = len(roles) - 1
+        message = self.load_seqs(self.index.seqs[i], self.index.seqs[i])
+        return bool(message and message[0].tool_calls)
+
+    def language(self) -> tuple[str, bool]:
+        """The conversation's language from its first four messages; final once they exist.
+
+        Derived from the log alone, so it is the same after a reopen.
+        """
+        if not len(self.index):
+            return "en", False
+        last = self.index.seqs[min(3, len(self.index) - 1)]
+        texts = [m.content for m in self.load(self.index.seqs[0], last)
+                 if m.role != "system"]
+        return language_of(texts), len(self.index) >= 4
+
+    def tool_results_of(self, seqs: Sequence[int]) -> list[Message]:
+        """The stored tool results among ``seqs``."""
+        wanted = set(seqs)
+        return [m for m in self.load_seqs(seqs[0], seqs[-1])
+                if m.role == "tool" and m.seq in wanted] if seqs else []

@@ -1,0 +1,136 @@
+"""A session's context state in SQLite: ``pages``, ``context_events``, ``session_state``.
+
+The session row's ``version`` guards them: :meth:`SQLiteContextStore.commit` bumps it with
+``UPDATE … WHERE version = ?`` inside the write transaction, and writes nothing when another
+writer got there first (SQLite serializes writers across processes with ``BEGIN
+IMMEDIATE``, so the check and the writes are one step).
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from typing import Any
+
+from memci.store._log import ContextChanges, ContextEvent, ContextState, PageRow
+from memci.store._records import SessionRecord
+from memci.store.sqlite._db import Database
+
+__all__ = ["SQLiteContextStore"]
+
+
+class SQLiteContextStore:
+    """:class:`~memci.store.ContextStore` over one SQLite store."""
+
+    def __init__(self, store: Database) -> None:
+        self._store = store
+
+    def head(self, session: SessionRecord) -> tuple[int, int]:
+        """``(version, last seq)`` of the session."""
+        with self._store.read() as db:
+            row = db.execute(
+                "SELECT version, (SELECT MAX(seq) FROM messages WHERE session_id = ?)"
+                " FROM sessions WHERE id = ?", (session.id, session.id)).fetchone()
+        return (int(row[0]), int(row[1] or 0)) if row else (0, 0)
+
+    def load(self, session: SessionRecord) -> ContextState:
+        """Page rows of pages that are not plainly active, event counts, keyed values.
+
+        Evicted pages are not read: they are counted, and found again by their page
+        number when recalled (:meth:`page`).
+        """
+        with self._store.read() as db:
+            version = db.execute("SELECT version FROM sessions WHERE id = ?",
+                                 (session.id,)).fetchone()
+            rows = db.execute(
+                "SELECT page, first_seq, last_seq, state, archived_round, recall_count,"
+                " last_recall_round, lines FROM pages WHERE session_id = ?"
+                " AND state != 'evicted' ORDER BY page", (session.id,)).fetchall()
+            counts = db.execute(
+                "SELECT kind, SUM(COALESCE(last_page, page) - page + 1) FROM context_events"
+                " WHERE session_id = ? GROUP BY kind", (session.id,)).fetchall()
+            values = db.execute("SELECT key, value FROM session_state WHERE session_id = ?",
+                                (session.id,)).fetchall()
+        return ContextState(
+            version=int(version[0]) if version else 0,
+            pages=tuple(_page_row(r) for r in rows),
+            counts={str(k): int(v) for k, v in counts},
+            values={str(k): json.loads(v) for k, v in values},
+        )
+
+    def page_rows(self, session: SessionRecord, *, state: str) -> list[PageRow]:
+        """The saved rows of every page in ``state`` (``evicted``: for inspection)."""
+        with self._store.read() as db:
+            rows = db.execute(
+                "SELECT page, first_seq, last_seq, state, archived_round, recall_count,"
+                " last_recall_round, lines FROM pages WHERE session_id = ? AND state = ?"
+                " ORDER BY page", (session.id, state)).fetchall()
+        return [_page_row(r) for r in rows]
+
+    def page(self, session: SessionRecord, page: int) -> PageRow | None:
+        """The saved row of one page (an evicted one included), or None."""
+        with self._store.read() as db:
+            row = db.execute(
+                "SELECT page, first_seq, last_seq, state, archived_round, recall_count,"
+                " last_recall_round, lines FROM pages WHERE session_id = ? AND page = ?",
+                (session.id, page)).fetchone()
+        return _page_row(row) if row else None
+
+    def commit(self, session: SessionRecord, version: int, changes: ContextChanges) -> bool:
+        """Apply ``changes`` if the session is still at ``version``; bump it."""
+        now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        with self._store.write() as db:
+            bumped = db.execute("UPDATE sessions SET version = version + 1 WHERE id = ?"
+                                " AND version = ?", (session.id, version)).rowcount
+            if not bumped:
+                return False
+            db.executemany(
+                "INSERT OR REPLACE INTO pages (session_id, page, first_seq, last_seq, state,"
+                " archived_round, recall_count, last_recall_round, lines)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [(session.id, r.page, r.first_seq, r.last_seq, r.state, r.archived_round,
+                  r.recall_count, r.last_recall_round,
+                  json.dumps({"lines": r.lines, "source": r.source}, ensure_ascii=False))
+                 for r in changes.pages])
+            db.executemany(
+                "INSERT INTO context_events (session_id, round, kind, page, reason, created_at,"
+                " last_page) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                [(session.id, e.round, e.kind, e.page, e.reason, now,
+                  e.last_page if e.last_page > e.page else None) for e in changes.events])
+            for key, value in changes.values.items():
+                if value is None:
+                    db.execute("DELETE FROM session_state WHERE session_id = ? AND key = ?",
+                               (session.id, key))
+                else:
+                    db.execute("INSERT OR REPLACE INTO session_state (session_id, key, value)"
+                               " VALUES (?, ?, ?)",
+                               (session.id, key, json.dumps(value, ensure_ascii=False)))
+        return True
+
+    def put(self, session: SessionRecord, key: str, value: Any) -> None:
+        """Save a keyed value that caches what any process would derive the same way.
+
+        Not guarded by the version (and not bumping it): a cache read stale is only
+        derived again.
+        """
+        with self._store.write() as db:
+            db.execute("INSERT OR REPLACE INTO session_state (session_id, key, value)"
+                       " VALUES (?, ?, ?)",
+                       (session.id, key, json.dumps(value, ensure_ascii=False)))
+
+    def events(self, session: SessionRecord, *, limit: int = 1000) -> list[ContextEvent]:
+        """The newest ``limit`` events, oldest first."""
+        with self._store.read() as db:
+            rows = db.execute(
+                "SELECT round, kind, page, reason, created_at, last_page FROM context_events"
+                " WHERE session_id = ? ORDER BY id DESC LIMIT ?", (session.id, limit),
+            ).fetchall()
+        return [ContextEvent(int(r[0]), str(r[1]), int(r[2]), str(r[3]),
+                             int(r[5] or r[2]), str(r[4])) for r in reversed(rows)]
+
+
+def _page_row(r: Any) -> PageRow:
+    saved = json.loads(r[7])
+    return PageRow(int(r[0]), int(r[1]), int(r[2]), str(r[3]), int(r[4]), int(r[5]),
+                   None if r[6] is None else int(r[6]), tuple(saved["lines"]),
+                   str(saved["source"]))

@@ -1,0 +1,35 @@
+"""What every SQLite part needs of the store it belongs to: a protocol.
+
+Parts never import the store; :class:`~memci.store.sqlite._store.SQLiteStore` provides it.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Sequence
+from contextlib import AbstractContextManager
+from pathlib import Path
+from typing import Protocol
+
+from memci.store.sqlite._migrations import Migration
+
+__all__ = ["Database"]
+
+
+class Database(Protocol):
+    """The store's file, its transactions and its migrations."""
+
+    path: Path
+    sqlite_vec: bool
+
+    def read(self) -> AbstractContextManager[sqlite3.Connection]:
+        """The connection, for reads, under the store's lock."""
+        ...
+
+    def write(self) -> AbstractContextManager[sqlite3.Connection]:
+        """A write transaction (joined by writes inside it)."""
+        ...
+
+    def migrate(self, component: str, migrations: Sequence[Migration]) -> None:
+        """Apply the migrations of ``component`` not applied yet."""
+        ...

@@ -1,0 +1,126 @@
+"""The builder's phases: the plan reads nothing, a build reads O(window), segments label it."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import memci
+from memci._builder import ContextBuilder
+from memci.context import SEGMENTS
+from memci.store import SQLiteStore
+
+
+def _chat(n: int, words: int = 30) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for i in range(n // 2):
+        out.append({"role": "user", "content": f"question {i} " + "about the harbour " * words})
+        out.append({"role": "assistant", "content": f"answer {i} " + "museums food " * words})
+    return out
+
+
+def _tool_loop(session: memci.Session, steps: int) -> None:
+    session.add({"role": "user", "content": "fix the failing test in the parser"})
+    for i in range(steps):
+        session.add({"role": "assistant", "content": None, "tool_calls": [{
+            "id": f"c{i}", "type": "function",
+            "function": {"name": "bash", "arguments": json.dumps({"cmd": f"grep -n x {i}.py"})}}]})
+        session.add({"role": "tool", "tool_call_id": f"c{i}",
+                     "content": "\n".join(f"{i}.py:{n}: x = {n}" for n in range(40))})
+
+
+def test_the_plan_reads_and_writes_nothing(engine: memci.Engine,
+                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    s = engine.session("s")
+    s.set_system("You are helpful.")
+    s.add_many(_chat(200))
+    _tool_loop(s, 12)
+    planning = False
+    touched: list[str] = []
+
+    def guard(name: str, real: Callable[..., Any]) -> Callable[..., Any]:
+        @contextmanager
+        def wrapped(self: SQLiteStore) -> Iterator[Any]:
+            if planning:
+                touched.append(name)
+            with real(self) as db:
+                yield db
+        return wrapped
+
+    monkeypatch.setattr(SQLiteStore, "read", guard("read", SQLiteStore.read))
+    monkeypatch.setattr(SQLiteStore, "write", guard("write", SQLiteStore.write))
+    real_plan = ContextBuilder._plan
+
+    def plan(self: ContextBuilder, snap: Any) -> Any:
+        nonlocal planning
+        planning = True
+        try:
+            return real_plan(self, snap)
+        finally:
+            planning = False
+
+    monkeypatch.setattr(ContextBuilder, "_plan", plan)
+    for budget in (800, 2000, 6000):
+        for recipe in ("chat", "tool_loop"):
+            ctx = s.build(budget=budget, recipe=recipe)
+            assert ctx.stats.total_tokens <= budget
+    assert s.stats().archived > 0  # the plans did archive pages
+    assert touched == []
+
+
+def _rows_read_by_first_build(tmp_path: Path, n: int, monkeypatch: pytest.MonkeyPatch) -> int:
+    with memci.Engine.open(tmp_path / f"b{n}.db", synchronous="NORMAL") as engine:
+        s = engine.session("s", retrieval=False)
+        history = _chat(n, words=6)
+        for i in range(0, len(history), 2000):
+            s.add_many(history[i:i + 2000])
+    read = 0
+    real = SQLiteStore.messages
+
+    def counting(self: SQLiteStore, *args: Any, **kwargs: Any) -> list[memci.Message]:
+        nonlocal read
+        out = real(self, *args, **kwargs)
+        read += len(out)
+        return out
+
+    with monkeypatch.context() as m, memci.Engine.open(tmp_path / f"b{n}.db") as engine:
+        m.setattr(SQLiteStore, "messages", counting)
+        s = engine.session("s", retrieval=False)
+        ctx = s.build(budget=4000)
+        assert ctx.stats.total_tokens <= 4000
+        assert s.stats().archived >= n // 2 - 60  # the backlog left the window
+    return read
+
+
+def test_the_first_build_after_an_import_reads_what_a_window_holds(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    small = _rows_read_by_first_build(tmp_path, 2_000, monkeypatch)
+    large = _rows_read_by_first_build(tmp_path, 20_000, monkeypatch)
+    assert large <= small * 1.2 + 20, (small, large)
+    assert large < 1_000
+
+
+def test_segments_label_every_message_in_request_order(engine: memci.Engine) -> None:
+    s = engine.session("s")
+    s.set_system("You are helpful.")
+    s.add_many(_chat(120))
+    _tool_loop(s, 5)
+    s.call_tool("notebook_add", {"summary": "the parser reads the config twice",
+                                 "source": "tool:c1"})
+    ctx = s.build(budget=2500)
+    names = [seg.name for seg in ctx.segments]
+    assert names == [n for n in SEGMENTS if n in names]  # in request order
+    assert {"system", "state", "contents", "recent"} <= set(names)
+    covered = [i for seg in ctx.segments for i in range(seg.start, seg.stop)]
+    assert covered == list(range(len(ctx.messages)))  # every message, once
+    for seg in ctx.segments:
+        assert seg.tokens == sum(m.tokens or 0 for m in ctx.messages[seg.start:seg.stop])
+        assert seg.tokens == ctx.stats.sections[seg.name]
+    assert ctx.segment("contents")[0].content.startswith("## Contents page")
+    assert ctx.segment("state")[0].content.startswith("## Working state")
+    assert ctx.segment("system")[0].content == "You are helpful."
