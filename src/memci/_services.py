@@ -12,7 +12,7 @@ from typing import Protocol
 
 from memci._settings import HostLimits
 from memci.memory import Gatherer, Memory
-from memci.store import SQLiteStore
+from memci.store import Store
 from memci.summarize import JobQueue
 from memci.workspace import Workspace
 
@@ -22,7 +22,7 @@ __all__ = ["SessionServices"]
 class SessionServices(Protocol):
     """The engine as a session sees it."""
 
-    store: SQLiteStore
+    store: Store
     workspace: Workspace
     jobs: JobQueue | None
     host_limits: Callable[[str], HostLimits] | None

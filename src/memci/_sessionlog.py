@@ -31,7 +31,7 @@ from memci.context._log import LogIndex
 from memci.errors import ConfigError
 from memci.memory import Hit
 from memci.messages import Message, ToolCallPart
-from memci.store import SessionRecord, SQLiteStore
+from memci.store import SessionRecord, Store
 from memci.workspace import Artifact
 
 __all__ = ["SessionLog"]
@@ -40,7 +40,7 @@ __all__ = ["SessionLog"]
 class SessionLog:
     """The followed branch of one session's log, with its system prompt and tool calls."""
 
-    def __init__(self, store: SQLiteStore, record: SessionRecord, views: ToolViews) -> None:
+    def __init__(self, store: Store, record: SessionRecord, views: ToolViews) -> None:
         self.store = store
         self.record = record
         self.views = views

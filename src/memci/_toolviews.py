@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from memci.messages import Message, ToolCallPart, ToolResultPart
-from memci.store import ROW_HEAD_CHARS, SessionRecord, SQLiteStore, row_head
+from memci.store import ROW_HEAD_CHARS, SessionRecord, Store, row_head
 from memci.tokens import Tokenizer
 from memci.workspace import Artifact, ArtifactNotFoundError, ArtifactStore, render_tool_result
 from memci.workspace._artifacts import PreparedOutput
@@ -94,7 +94,7 @@ class ToolViews:
     """Makes and reads the views of one session's tool results."""
 
     def __init__(
-        self, store: SQLiteStore, session: SessionRecord, artifacts: ArtifactStore,
+        self, store: Store, session: SessionRecord, artifacts: ArtifactStore,
         tokenizer: Tokenizer,
     ) -> None:
         self.store = store

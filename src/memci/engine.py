@@ -19,7 +19,7 @@ from memci.errors import InvalidFileError, InvalidMessageError, StoreError
 from memci.llm import LLMClient, client_from_env
 from memci.memory import Gatherer, Memory
 from memci.messages import Message, from_wire
-from memci.store import SessionRecord, SQLiteStore
+from memci.store import SessionRecord, SQLiteStore, Store
 from memci.summarize import JobQueue, default_summarizer, register_summary_handlers
 from memci.tokens import get_tokenizer
 from memci.workspace import Workspace
@@ -45,11 +45,15 @@ class Engine:
     """A store and the sessions in it."""
 
     def __init__(
-        self, store: SQLiteStore, *, llm: LLMClient | None = None, workers: int | None = None
+        self, store: Store, *, llm: LLMClient | None = None, workers: int | None = None,
+        artifacts_dir: str | Path | None = None,
     ) -> None:
         self.store = store
-        # Large tool outputs live as files beside the database (seed 004).
-        self.workspace = Workspace(store, store.path.parent / f"{store.path.stem}-artifacts")
+        # Large tool outputs live as files beside the database (seed 004), or where given.
+        if artifacts_dir is None:
+            db = Path(store.location)
+            artifacts_dir = db.parent / f"{db.stem}-artifacts"
+        self.workspace = Workspace(store, artifacts_dir)
         # Summaries by a model are made in the background and never block a build; with
         # no model configured the extractive stand-in is all there is, and no jobs exist.
         owned = client_from_env() if llm is None else None

@@ -27,7 +27,7 @@ from memci.memory._chunk import CODE_SUFFIXES, TEXT_SUFFIXES, chunk_file
 from memci.memory._embed import Embedder, embedder_from_env, speaks
 from memci.memory._hit import fuse
 from memci.memory._text import Analyzer, get_analyzer
-from memci.store import DocStore, SQLiteStore, VectorStore
+from memci.store import DocStore, Store, VectorStore
 
 __all__ = ["DocHit", "DocIndex", "IndexReport", "Progress"]
 
@@ -81,7 +81,7 @@ class DocIndex:
 
     def __init__(
         self,
-        store: SQLiteStore,
+        store: Store,
         *,
         analyzer: str | Analyzer | None = None,
         embedder: Embedder | Literal["env"] | None = "env",

@@ -41,7 +41,7 @@ from memci.store import (
     SearchDoc,
     SearchFilter,
     SessionRecord,
-    SQLiteStore,
+    Store,
     VectorStore,
 )
 
@@ -131,7 +131,7 @@ class MessageIndex:
 
     def __init__(
         self,
-        store: SQLiteStore,
+        store: Store,
         *,
         analyzer: str | Analyzer | None = None,
         embedder: Embedder | Literal["env"] | None = "env",

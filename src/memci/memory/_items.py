@@ -41,7 +41,7 @@ from memci.store import (
     NewItem,
     Scope,
     SessionRecord,
-    SQLiteStore,
+    Store,
     VectorStore,
 )
 
@@ -55,7 +55,7 @@ class MemoryItems:
 
     def __init__(
         self,
-        store: SQLiteStore,
+        store: Store,
         *,
         analyzer: str | Analyzer | None = None,
         embedder: Embedder | Literal["env"] | None = "env",

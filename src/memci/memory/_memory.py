@@ -28,7 +28,7 @@ from memci.memory._items import Level, MemoryItem, MemoryItems, Scope
 from memci.memory._text import Analyzer
 from memci.memory._time import TimeRange, time_hint
 from memci.messages import Message
-from memci.store import SessionRecord, SQLiteStore
+from memci.store import SessionRecord, Store
 
 __all__ = ["Memory", "memory_for", "search"]
 
@@ -45,7 +45,7 @@ class Memory:
 
     def __init__(
         self,
-        store: SQLiteStore,
+        store: Store,
         *,
         analyzer: str | Analyzer | None = None,
         embedder: Embedder | Literal["env"] | None = "env",
@@ -172,11 +172,11 @@ def _base(names: tuple[str, ...]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(n.partition(":")[2] or n for n in names))
 
 
-_MEMORIES: weakref.WeakKeyDictionary[SQLiteStore, Memory] = weakref.WeakKeyDictionary()
+_MEMORIES: weakref.WeakKeyDictionary[Store, Memory] = weakref.WeakKeyDictionary()
 _MEMORIES_LOCK = threading.Lock()
 
 
-def memory_for(store: SQLiteStore) -> Memory:
+def memory_for(store: Store) -> Memory:
     """Return the :class:`Memory` of ``store`` with default settings (one per store)."""
     with _MEMORIES_LOCK:
         memory = _MEMORIES.get(store)
@@ -187,7 +187,7 @@ def memory_for(store: SQLiteStore) -> Memory:
 
 
 def search(
-    store: SQLiteStore,
+    store: Store,
     *,
     query: str,
     k: int = 10,

@@ -32,7 +32,7 @@ from pathlib import Path
 
 from memci.errors import ConfigError, InvalidInputError
 from memci.server._policy import KeyPolicy, root_problem
-from memci.store import KeyRecord, KeyRows, SQLiteStore
+from memci.store import KeyRecord, KeyRows, Store
 
 __all__ = ["KEY_PREFIX", "ApiKey", "KeyPolicy", "KeyStore", "hash_key"]
 
@@ -70,9 +70,9 @@ def _api_key(row: KeyRecord) -> ApiKey:
 
 
 class KeyStore:
-    """Make, check, list (``keys``) and revoke API keys in a :class:`~memci.store.SQLiteStore`."""
+    """Make, check, list (``keys``) and revoke API keys in a :class:`~memci.store.Store`."""
 
-    def __init__(self, store: SQLiteStore, *, cache_seconds: float = 1.0) -> None:
+    def __init__(self, store: Store, *, cache_seconds: float = 1.0) -> None:
         self.store = store
         self.cache_seconds = cache_seconds
         self._cache: dict[str, tuple[str | None, float]] = {}

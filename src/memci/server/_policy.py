@@ -148,9 +148,11 @@ class KeyPolicy:
 
 def guarded_paths(engine: Engine) -> tuple[Path, ...]:
     """memci's own files of ``engine``: no file root may reach them."""
-    db = engine.store.path
-    return (db, *(db.with_name(db.name + s) for s in ("-wal", "-shm", "-journal")),
-            Path(engine.workspace.artifacts.files_dir))
+    files = [Path(engine.workspace.artifacts.files_dir)]
+    db = Path(engine.store.location)
+    if db.exists():  # a file store: the database and its journals (a server URL has none)
+        files += [db, *(db.with_name(db.name + s) for s in ("-wal", "-shm", "-journal"))]
+    return tuple(files)
 
 
 def _real(path: str | Path) -> str:

@@ -27,6 +27,7 @@ from memci.store._log import (
     MessageLog,
     PageRow,
 )
+from memci.store._protocols import Store
 from memci.store._records import SessionRecord
 from memci.store._search import (
     Candidate,
@@ -86,6 +87,7 @@ __all__ = [
     "SearchDoc",
     "SearchFilter",
     "SessionRecord",
+    "Store",
     "VectorStore",
     "WorkEvent",
     "WorkStore",

@@ -156,8 +156,14 @@ class MessageLog(Protocol):
         """``{seq: linked seq}`` of the messages after ``after`` that name what they continue."""
         ...
 
-    def tool_call(self, session: SessionRecord, call_id: str, before: int) -> Message | None:
-        """The assistant message with the latest call ``call_id`` made before seq ``before``."""
+    def tool_call(
+        self, session: SessionRecord, call_id: str, before: int | None
+    ) -> Message | None:
+        """The assistant message with the latest call ``call_id`` (made before ``before``)."""
+        ...
+
+    def output_refs(self, session: SessionRecord, first: int, last: int) -> dict[int, str]:
+        """The SHA-256 of every tool output with ``first <= seq <= last`` kept outside its row."""
         ...
 
     def views(self, session: SessionRecord, first: int, last: int) -> dict[int, str]:

@@ -48,7 +48,7 @@ from types import TracebackType
 from typing import Any, Self
 
 from memci.errors import ConfigError, InvalidInputError, StoreError
-from memci.store import JOB_STATES, Job, JobCounts, JobState, NewJob, SQLiteStore
+from memci.store import JOB_STATES, Job, JobCounts, JobState, NewJob, Store
 
 __all__ = [
     "JOB_STATES",
@@ -96,7 +96,7 @@ class RunReport:
         return text
 
 
-def job_counts(store: SQLiteStore, *, key_prefix: str = "") -> JobCounts:
+def job_counts(store: Store, *, key_prefix: str = "") -> JobCounts:
     """Count the jobs whose key starts with ``key_prefix`` (all: ``""``); never waits.
 
     Reads the job table whether or not this process runs a queue (zero counts when no
@@ -112,7 +112,7 @@ Handler = Callable[[Job], Any]
 #: Applies a result: ``effect(store, job, result)`` runs inside ``store.atomic()``, the
 #: transaction that marks the job done; it writes through ``store`` (the store the worker
 #: runs on), so its writes commit with "done" or not at all.
-Effect = Callable[[SQLiteStore, Job, Any], None]
+Effect = Callable[[Store, Job, Any], None]
 
 
 class _LeaseLost(Exception):
@@ -130,7 +130,7 @@ class JobQueue:
 
     def __init__(
         self,
-        store: SQLiteStore,
+        store: Store,
         *,
         lease_seconds: float = 60.0,
         backoff: float = 2.0,
@@ -155,7 +155,7 @@ class JobQueue:
         self._wake = threading.Condition()
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
-        self._worker_store: SQLiteStore | None = None
+        self._worker_store: Store | None = None
         self._in_flight: dict[int, str] = {}
         self._in_flight_lock = threading.Lock()
         self._processed = 0
@@ -429,7 +429,7 @@ class JobQueue:
                 self._count("retrying", f"{type(exc).__name__}: {exc}")
                 logger.warning("job %s: cannot record the outcome: %s", job.key, exc)
 
-    def _renew_leases(self, store: SQLiteStore, stop: threading.Event) -> None:
+    def _renew_leases(self, store: Store, stop: threading.Event) -> None:
         every = self.lease_seconds / 3
         while not stop.wait(every):
             with self._in_flight_lock:
@@ -441,11 +441,11 @@ class JobQueue:
             except StoreError as exc:
                 logger.warning("cannot renew job leases: %s", exc)
 
-    def _claim(self, store: SQLiteStore, owner: str) -> Job | None:
+    def _claim(self, store: Store, owner: str) -> Job | None:
         return store.jobs.claim(self.kinds, owner, now=time.time(),
                                 lease_seconds=self.lease_seconds, at=_now())
 
-    def _run_job(self, store: SQLiteStore, job: Job, owner: str) -> None:
+    def _run_job(self, store: Store, job: Job, owner: str) -> None:
         handler, effect = self._handlers[job.kind]
         with self._in_flight_lock:
             self._in_flight[job.id] = owner
@@ -476,7 +476,7 @@ class JobQueue:
                 self._in_flight.pop(job.id, None)
                 self._processed += 1
 
-    def _fail(self, store: SQLiteStore, job: Job, owner: str, exc: BaseException) -> None:
+    def _fail(self, store: Store, job: Job, owner: str, exc: BaseException) -> None:
         error = f"{type(exc).__name__}: {exc}"[:_MAX_ERROR]
         final = job.attempts >= job.max_attempts or isinstance(exc, InvalidInputError)
         delay = 0.0 if final else self._backoff(job.attempts)

@@ -48,7 +48,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from memci.errors import InvalidTextError, StoreError, StoreFullError
-from memci.store import Artifact, ArtifactRows, Blob, SessionRecord, SQLiteStore
+from memci.store import Artifact, ArtifactRows, Blob, SessionRecord, Store
 from memci.workspace._errors import ArtifactNotFoundError, WorkspaceError
 from memci.workspace._summary import (
     SUMMARY_LINE_WIDTH,
@@ -163,7 +163,7 @@ class ArtifactStore:
     """Tool outputs, stored whole and content-addressed, in a store and a folder of files."""
 
     def __init__(
-        self, store: SQLiteStore, files_dir: str | Path, *,
+        self, store: Store, files_dir: str | Path, *,
         inline_max_bytes: int = 64 * 1024,
         summarize: ToolOutputSummarizer = summarize_tool_output,
     ) -> None:
@@ -405,7 +405,7 @@ class ArtifactStore:
         """The id of the output whose SHA-256 is ``sha256``; a missing one is damage."""
         found = self.rows.blob_id(sha256)
         if found is None:
-            raise StoreError(f"{self.store.path} names a tool output (sha256 {sha256}) that "
+            raise StoreError(f"{self.store.location} names a tool output (sha256 {sha256}) that "
                              "no artifact holds: the store is damaged; restore it from a backup")
         return found
 

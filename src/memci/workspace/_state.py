@@ -33,7 +33,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from memci.errors import UnknownSessionError
-from memci.store import SessionRecord, SQLiteStore, WorkStore
+from memci.store import SessionRecord, Store, WorkStore
 from memci.workspace._compress import Compressor, extractive_compress
 from memci.workspace._errors import (
     RollbackConflictError,
@@ -99,7 +99,7 @@ class WorkState:
     """
 
     def __init__(
-        self, store: SQLiteStore, session: SessionRecord, *,
+        self, store: Store, session: SessionRecord, *,
         limits: WorkspaceLimits | None = None, compress: Compressor = extractive_compress,
         fastmemo_compress: Compressor | None = None, titles: SectionTitles = ENGLISH_TITLES,
         actor: str = "main", clock: Callable[[], datetime] | None = None,
@@ -108,7 +108,7 @@ class WorkState:
         self.rows: WorkStore = store.work
         if not self.rows.has_session(session.id):
             raise UnknownSessionError(f"session {session.name!r} (id {session.id}) is not "
-                                      f"in the store {store.path}")
+                                      f"in the store {store.location}")
         self.store = store
         self.session = session
         self.compress = compress

@@ -12,7 +12,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from memci.store import SessionRecord, SQLiteStore
+from memci.store import SessionRecord, Store
 from memci.workspace._artifacts import ArtifactStore
 from memci.workspace._compress import Compressor, extractive_compress
 from memci.workspace._items import WorkEvent
@@ -32,7 +32,7 @@ class Workspace:
     """
 
     def __init__(
-        self, store: SQLiteStore, files_dir: str | Path, *,
+        self, store: Store, files_dir: str | Path, *,
         limits: WorkspaceLimits | None = None, compress: Compressor = extractive_compress,
         fastmemo_compress: Compressor | None = None, titles: SectionTitles = ENGLISH_TITLES,
         inline_max_bytes: int = 64 * 1024,

@@ -70,6 +70,7 @@ class SQLiteStore(StoreParts):
 
     def __init__(self, path: str | Path, *, synchronous: str = "FULL") -> None:
         self.path = Path(path)
+        self.location = str(self.path)
         if synchronous.upper() not in ("FULL", "NORMAL", "EXTRA"):
             raise StoreError(f"synchronous must be FULL, NORMAL or EXTRA, not {synchronous!r}")
         errors()  # chooses the driver: a bad MEMCI_SQLITE_DRIVER raises here

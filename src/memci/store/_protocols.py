@@ -1,0 +1,94 @@
+"""A whole store: the message log, the context state and every other part, as one protocol.
+
+Everything above ``store/`` is typed against :class:`Store`, never against a backend, so a
+backend (SQLite today, PostgreSQL next) is one class that provides these parts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from typing import TYPE_CHECKING, Protocol
+
+from memci.store._artifacts import ArtifactRows
+from memci.store._docs import DocStore
+from memci.store._items import ItemStore
+from memci.store._jobs import JobStore
+from memci.store._keys import KeyRows
+from memci.store._log import ContextStore, MessageLog
+from memci.store._search import MessageSearch, VectorStore
+from memci.store._work import WorkStore
+
+if TYPE_CHECKING:
+    from memci.memory._text import Analyzer
+
+__all__ = ["Store"]
+
+
+class Store(MessageLog, Protocol):
+    """A backend: the log (:class:`MessageLog`) and the parts derived from it.
+
+    ``location`` names where the data lives (a file path, a database URL) in messages;
+    ``output_reader`` reads a tool output kept whole outside its row, by its SHA-256 (set
+    by the artifact store made over this store).
+    """
+
+    location: str
+    output_reader: Callable[[str], str] | None
+
+    @property
+    def context(self) -> ContextStore:
+        """Sessions' page states, events and keyed values, versioned."""
+        ...
+
+    @property
+    def work(self) -> WorkStore:
+        """Working state and its audit log."""
+        ...
+
+    @property
+    def artifact_rows(self) -> ArtifactRows:
+        """Artifacts' blobs and links."""
+        ...
+
+    @property
+    def jobs(self) -> JobStore:
+        """Background jobs."""
+        ...
+
+    @property
+    def keys(self) -> KeyRows:
+        """The server's API keys."""
+        ...
+
+    def search(self, analyzer: Analyzer) -> MessageSearch:
+        """The message index with ``analyzer``'s keyword text."""
+        ...
+
+    def items(self, analyzer: Analyzer) -> ItemStore:
+        """Long-term memory items with ``analyzer``'s keyword text."""
+        ...
+
+    def docs(self, analyzer: Analyzer) -> DocStore:
+        """Indexed files and their chunks."""
+        ...
+
+    def vectors(self, embedder: str) -> VectorStore:
+        """The vectors of one embedder."""
+        ...
+
+    def atomic(self) -> AbstractContextManager[None]:
+        """One transaction for every write made inside the block (all or nothing)."""
+        ...
+
+    def another(self) -> Store:
+        """A second handle on the same data, with its own connection (for workers)."""
+        ...
+
+    def schema_version(self, component: str = "core") -> int:
+        """The newest migration of ``component`` applied."""
+        ...
+
+    def close(self) -> None:
+        """Release the store's connections."""
+        ...
