@@ -23,6 +23,7 @@ import json
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from datetime import datetime
 from typing import Any
 
 from memci._services import SessionServices
@@ -52,7 +53,9 @@ __all__ = ["REPLY_PRIMING", "ContextBuilder"]
 
 REPLY_PRIMING = 3  # tokens every request spends priming the reply
 _ATTEMPTS = 8  # builds planned again after losing a compare-and-swap, before giving up
-_EPISODE_CANDIDATES = 3  # memory gathered per page: this many times what is shown
+_EPISODES_GATHERED = 40  # episodes gathered per page (a large budget shows many)
+_RESERVED_LINES = 3  # memory lines held room for before the window is planned
+_LINE_CHARS = 600  # characters of one memory line at most
 
 
 @dataclass(frozen=True, slots=True)
@@ -166,6 +169,7 @@ class ContextBuilder:
         self._call_ids: dict[int, frozenset[str]] = {}
         self._previous: list[tuple[tuple[int | None, int | None, str | None], int]] = []
         self._sizes: dict[tuple[int | None, int | None, int], int] = {}
+        self._line_tokens: dict[str, int] = {}
         self._expired_round = 0
         self.paged: PagedContext | None = None
         self.window: OldestWindow | SummarizeWindow | None = None
@@ -294,7 +298,7 @@ class ContextBuilder:
         candidates, gathered = self._candidates()
         state = self._state(chosen, caps["state"])
         state_tokens = (state.tokens or 0) if state else 0
-        retrieval = self._retrieval_bound(candidates, caps["retrieval"])
+        retrieval = self._retrieval_reserve(candidates, caps["retrieval"])
         reserve = self._head_reserve(chosen, room - state_tokens - retrieval)
         if self.paged is not None:
             ready: dict[int, tuple[str, ...]] = {}
@@ -324,9 +328,9 @@ class ContextBuilder:
 
     def _plan(self, snap: _Snapshot) -> _Plan:
         """Decide the window and what changes; reads nothing."""
-        retrieval_room = self._retrieval_bound(snap.candidates, snap.caps["retrieval"])
+        reserved = self._retrieval_reserve(snap.candidates, snap.caps["retrieval"])
         state_tokens = (snap.state.tokens or 0) if snap.state else 0
-        room = snap.room - retrieval_room - state_tokens - snap.reserve
+        room = snap.room - reserved - state_tokens - snap.reserve
         limit_bytes = self.settings.max_request_bytes
         payload = 0
         for _ in range(8):
@@ -337,8 +341,10 @@ class ContextBuilder:
             if payload <= limit_bytes or room <= 1:
                 break
             room = max(1, int(room * limit_bytes / payload * 0.9))
-        retrieval = self._retrieval_message(
-            [c for c in snap.candidates if not self._in_window(c, window)], retrieval_room)
+        # Memory takes what the window leaves: at least what was reserved for it, and the
+        # rest of the budget when the window sits below its high watermark.
+        left = snap.room - state_tokens - snap.reserve - sum(m.tokens or 0 for m in window)
+        retrieval = self._retrieval_message(snap.candidates, window, max(reserved, left))
         values: dict[str, Any] = {}
         plan = _Plan(window, retrieval, ContextChanges(values=values), payload_bytes=payload,
                      cache={"retrieval": self._saved_retrieval(snap.candidates)}
@@ -772,8 +778,10 @@ class ContextBuilder:
 
         Gathered once per page (episodes and preferences, in parallel, cached), saved with
         the page's opener so the requests of a tool loop, and a reopened session, carry
-        the same text. More episodes are gathered than shown: the plan leaves out those
-        still in the window. Returns them and whether this build gathered them.
+        the same text. Many more episodes are gathered than a small budget shows: the plan
+        leaves out those in the window and shows, best first, what fits. The chat's own
+        history is always searched; the query analyzer adds documents and code. Returns
+        the candidates and whether this build gathered them.
         """
         index = self.log.index
         if not self._retrieval_on() or not index.pages:
@@ -782,28 +790,23 @@ class ContextBuilder:
         opener = index.seqs[start]
         saved = self._values.get("retrieval")
         if isinstance(saved, Mapping) and saved.get("opener") == opener:
-            return tuple(Retrieved(t["text"], t["source"], t["kind"], t["score"],
-                                   t.get("session"), t.get("seq"))
-                         for t in saved["texts"]), False
+            return tuple(_retrieved_from(t) for t in saved["texts"]), False
         first = self.log.load_seqs(opener, opener)[0]
         found: tuple[Retrieved, ...] = ()
         if first.role == "user" and first.content.strip():
             query = first.content[:500]
-            # The query analyzer (rules: a build never waits on a model) says which
-            # sources this input needs: chat history, documents, code (seed 003).
+            gatherer = self.services.gatherer
+            # "Yesterday" counts from when the question was asked (a replayed or imported
+            # conversation keeps its own dates), not from the wall clock.
+            gathered = gatherer.gather(
+                query, session=self.record, scope="user", exclude_from_seq=opener,
+                max_episodes=_EPISODES_GATHERED, now=first.created_at)
+            archived = self._archived_predicate()
+            found = _deduped(replace(gathered, episodes=tuple(
+                h for h in gathered.episodes if self.log.on_branch(h, archived))).texts)
+            # The query analyzer (rules: a build never waits on a model) says which other
+            # sources this input needs: documents, code (seed 003).
             plan = analyze_query(query)
-            if plan.consults("history") or not (plan.consults("documents")
-                                                 or plan.consults("code")):
-                gatherer = self.services.gatherer
-                # "Yesterday" counts from when the question was asked (a replayed or
-                # imported conversation keeps its own dates), not from the wall clock.
-                gathered = gatherer.gather(
-                    query, session=self.record, scope="user", exclude_from_seq=opener,
-                    max_episodes=gatherer.max_episodes * _EPISODE_CANDIDATES,
-                    now=first.created_at)
-                archived = self._archived_predicate()
-                found = replace(gathered, episodes=tuple(
-                    h for h in gathered.episodes if self.log.on_branch(h, archived))).texts
             if plan.consults("documents") or plan.consults("code"):
                 docs = DocIndex(self.services.store).search_docs(query, k=3)
                 found += tuple(
@@ -826,51 +829,83 @@ class ContextBuilder:
             opener = int(saved["opener"]) if isinstance(saved, Mapping) else 0
         return {"opener": opener, "texts": [
             {"text": r.text, "source": r.source, "kind": r.kind, "score": r.score,
-             "session": r.session, "seq": r.seq} for r in found]}
+             "session": r.session, "seq": r.seq, "page": r.page,
+             "at": r.created_at.isoformat() if r.created_at is not None else None}
+            for r in found]}
 
-    def _in_window(self, item: Retrieved, window: Sequence[Message]) -> bool:
-        """Whether an episode is one of this session's messages shown in ``window``."""
-        if item.seq is None or item.session != self.record.name:
-            return False
-        return any(m.seq == item.seq for m in window)
+    def _line(self, item: Retrieved) -> tuple[str, int]:
+        """One line of the retrieval segment for ``item``, and its tokens (counted once)."""
+        when = f"{item.created_at:%Y-%m-%d} · " if item.created_at is not None else ""
+        text = " ".join(item.text.split())
+        line = f"- [{when}{item.kind} · {item.source}] {text[:_LINE_CHARS]}"
+        tokens = self._line_tokens.get(line)
+        if tokens is None:
+            tokens = self.tokenizer.count(line) + 1
+            if len(self._line_tokens) > 4096:
+                self._line_tokens.clear()
+            self._line_tokens[line] = tokens
+        return line, tokens
 
-    def _shown(self, found: Sequence[Retrieved]) -> list[Retrieved]:
-        limit = self.services.gatherer.max_episodes
-        episodes = [r for r in found if r.kind == "episode"][:limit]
-        return [*episodes, *(r for r in found if r.kind != "episode")]
-
-    def _retrieval_bound(self, found: Sequence[Retrieved], cap: int) -> int:
-        """Tokens the retrieval segment may take: enough for any choice among ``found``."""
+    def _retrieval_reserve(self, found: Sequence[Retrieved], cap: int) -> int:
+        """Tokens held for memory before the window is planned: its best few lines."""
         if not found or cap <= 0:
             return 0
-        episodes = sorted((r for r in found if r.kind == "episode"),
-                          key=lambda r: len(r.text), reverse=True)
-        limit = self.services.gatherer.max_episodes
-        widest = [*episodes[:limit], *(r for r in found if r.kind != "episode")]
-        message = self._retrieval_message(widest, cap, exact=False)
-        return (message.tokens or 0) if message is not None else 0
+        title = self.tokenizer.count(TITLES[self.language()].retrieval) + 8
+        best = sum(self._line(item)[1] for item in found[:_RESERVED_LINES])
+        return min(cap, title + best)
 
     def _retrieval_message(
-        self, found: Sequence[Retrieved], cap: int, *, exact: bool = True
+        self, found: Sequence[Retrieved], window: Sequence[Message], room: int
     ) -> Message | None:
-        """The retrieval segment: a titled user-role block (placed last in the request).
+        """The retrieval segment: a titled user-role block of the best lines that fit.
 
-        It is gathered once per page and is the only part of a request that is not carried
-        into the next one, so everything before it stays a prefix a provider can cache.
+        Lines go in rank order, leaving out what the window shows; each line is whole or
+        left out, never cut. It is gathered once per page and is the only part of a request
+        that is not carried into the next one, so everything before it stays a prefix a
+        provider can cache.
         """
-        chosen = self._shown(found) if exact else list(found)
-        if not chosen or cap <= 0:
+        if not found or room <= 0:
             return None
-        titles = TITLES[self.language()]
-        lines = [titles.retrieval]
-        for item in chosen:
-            text = " ".join(item.text.split())
-            lines.append(f"- [{item.kind} · {item.source}] {text[:600]}")
-        text = "\n".join(lines)
-        if self.tokenizer.count(text) > cap:
-            text = cut_middle(text, max(0, cap - 8), self.tokenizer)
-        if not text:
+        shown = {m.seq for m in window if m.seq is not None}
+        title = TITLES[self.language()].retrieval
+        used = self.tokenizer.count(title) + 8
+        lines = [title]
+        for item in found:
+            if item.session == self.record.name and item.seq in shown:
+                continue
+            line, tokens = self._line(item)
+            if used + tokens > room:
+                continue
+            lines.append(line)
+            used += tokens
+        if len(lines) == 1:
             return None
-        built = Message.user(text)
+        built = Message.user("\n".join(lines))
         return replace(built, tokens=self.tokenizer.count_message(built))
 
+
+def _retrieved_from(saved: Mapping[str, Any]) -> Retrieved:
+    at = saved.get("at")
+    return Retrieved(saved["text"], saved["source"], saved["kind"], saved["score"],
+                     saved.get("session"), saved.get("seq"),
+                     datetime.fromisoformat(at) if isinstance(at, str) else None,
+                     saved.get("page"))
+
+
+def _deduped(found: Sequence[Retrieved]) -> tuple[Retrieved, ...]:
+    """Memory without repeats.
+
+    A page's summary is left out when one of its messages was found, and so is a text
+    already listed.
+    """
+    pages = {(r.session, r.page) for r in found if r.seq is not None and r.page is not None}
+    seen: set[str] = set()
+    out: list[Retrieved] = []
+    for r in found:
+        key = " ".join(r.text.split()).casefold()
+        if key in seen or (r.seq is None and r.kind == "episode"
+                           and (r.session, r.page) in pages):
+            continue
+        seen.add(key)
+        out.append(r)
+    return tuple(out)

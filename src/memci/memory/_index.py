@@ -348,7 +348,8 @@ class MessageIndex:
         """Return the lists to fuse: ``keyword``, ``dense`` (with an embedder), ``time``.
 
         ``time`` (boost mode, when a range is given) ranks the messages inside the range
-        by the same retrievers, or, when nothing inside matches, lists them oldest first.
+        by the same retrievers; when the question has no words besides the time, it lists
+        the messages inside the range, oldest first.
         """
         mode = time_mode or self.time_mode
         # The words of the time the question names are not searched: the range stands for
@@ -379,7 +380,10 @@ class MessageIndex:
         lists = run(None)
         inside_lists = run(time_range)
         inside = [c for c, _, _ in fuse(inside_lists)]
-        if not inside:
+        if not inside and plan.empty:
+            # The question names only a time ("what did we discuss yesterday?"): what was
+            # said then is the answer. A question with words of its own keeps matching
+            # them: a date narrows or boosts, it never replaces the text ("Sunday mass").
             inside = self.in_range(k=depth, sessions=sessions, time_range=time_range,
                                    roles=roles)
         lists["time"] = inside
