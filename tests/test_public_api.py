@@ -15,7 +15,7 @@ PUBLIC = {
     # messages
     "Message", "TextPart", "ImagePart", "ToolCallPart", "ToolResultPart", "ReasoningPart",
     # the error tree
-    "MemciError", "ConfigError", "InvalidInputError", "InvalidMessageError",
+    "MemciError", "ConfigError", "BudgetTooSmallError", "InvalidInputError", "InvalidMessageError",
     "InvalidTextError", "InvalidTimestampError", "InvalidToolArgumentsError",
     "InvalidFileError", "MessageTooLargeError", "MissingExtraError", "OrphanToolResultError",
     "StoreError", "StoreCorruptError", "StoreFullError", "TokenizerUnavailableError",

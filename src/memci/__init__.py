@@ -18,6 +18,7 @@ from memci._session import Session, SessionStats
 from memci.context import Context, ContextStats, Segment, ToolSpec
 from memci.engine import Engine
 from memci.errors import (
+    BudgetTooSmallError,
     ConfigError,
     InvalidFileError,
     InvalidInputError,
@@ -53,6 +54,7 @@ from memci.messages import (
 __version__ = "0.1.0"
 
 __all__ = [
+    "BudgetTooSmallError",
     "ConfigError",
     "Context",
     "ContextStats",

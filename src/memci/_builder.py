@@ -33,11 +33,12 @@ from memci._toolviews import ToolViews
 from memci.budget import BudgetAllocator, PriorityRanker, Section, cut_middle
 from memci.context import Context, ContextStats, Segment, ToolSpec
 from memci.context._branches import cut_fits, pages_on, seq_at
+from memci.context._log import LogIndex
 from memci.context._model import ContentsEntry
 from memci.context._paged import PagedConfig, PagedContext
 from memci.context._pairing import pair_tool_calls
 from memci.context._strategies import OldestWindow, SummarizeWindow, WindowLoader
-from memci.errors import StoreError, StoreFullError
+from memci.errors import BudgetTooSmallError, StoreError, StoreFullError
 from memci.memory import DocIndex, Memory, Retrieved, Scope
 from memci.memory._judge import judge
 from memci.memory._query import analyze_query
@@ -52,6 +53,9 @@ from memci.workspace import CHINESE_TITLES, ENGLISH_TITLES, WorkState
 __all__ = ["REPLY_PRIMING", "ContextBuilder"]
 
 REPLY_PRIMING = 3  # tokens every request spends priming the reply
+_CONTENTS_FLOOR = 40  # tokens of a contents page that lists nothing (its title and ranges)
+_CUT_FLOOR = 64  # tokens a cut newest message keeps at least (its head, tail, marker)
+_STATE_FLOOR = 0.08  # share of the room the working state keeps whatever the window needs
 _ATTEMPTS = 8  # builds planned again after losing a compare-and-swap, before giving up
 _EPISODES_GATHERED = 40  # episodes gathered per page (a large budget shows many)
 _RESERVED_LINES = 3  # memory lines held room for before the window is planned
@@ -143,7 +147,7 @@ class ContextBuilder:
     def __init__(
         self, services: SessionServices, record: SessionRecord, settings: SessionSettings,
         tokenizer: Tokenizer, log: SessionLog, views: ToolViews,
-        work: Callable[[], WorkState], specs: Callable[[], tuple[ToolSpec, ...]],
+        work: Callable[[], WorkState], specs: Callable[[bool], tuple[ToolSpec, ...]],
     ) -> None:
         self.services = services
         self.record = record
@@ -167,7 +171,7 @@ class ContextBuilder:
         self._contract: tuple[str, Message] = ("", Message.system(""))
         self._state_cache: tuple[tuple[Any, ...], Message | None] = ((), None)
         self._call_ids: dict[int, frozenset[str]] = {}
-        self._previous: list[tuple[tuple[int | None, int | None, str | None], int]] = []
+        self._previous: list[tuple[object, int]] = []
         self._sizes: dict[tuple[int | None, int | None, int], int] = {}
         self._line_tokens: dict[str, int] = {}
         self._expired_round = 0
@@ -281,8 +285,10 @@ class ContextBuilder:
         chosen = choose_recipe(recipe, newest_role=index.roles[-1] if len(index) else None,
                                call_pending=self.log.call_pending())
         self._expire_pins()
-        specs = self.specs()
         limit = budget if budget is not None else self.settings.budget
+        # Room is kept for the tools that bring history back; the request carries them only
+        # when this build leaves some of it out (see _assemble).
+        specs = self.specs(True)
         tools_tokens = self._tools_tokens(specs)
         for keep in (("recall_page", "search_memory"), ("recall_page",), ()):
             if tools_tokens <= limit // 4:
@@ -291,11 +297,13 @@ class ContextBuilder:
             tools_tokens = self._tools_tokens(specs)
         head = self._head_system(specs)
         room = limit - tools_tokens - sum(m.tokens or 0 for m in head) - REPLY_PRIMING
+        self._check_fits(limit, head, index)
         # The profile follows the setting, not each page's hits: a profile that came and
         # went with the hits would resize the contents page back and forth.
-        caps = self._trimmed(self.allocator.allocate(
-            max(room, 0), turns=index.pages, has_retrieval=self._retrieval_on()), room)
         candidates, gathered = self._candidates()
+        caps = self._trimmed(self.allocator.allocate(
+            max(room, 0), turns=index.pages, has_retrieval=self._retrieval_on()), room,
+            retrieving=bool(candidates))
         state = self._state(chosen, caps["state"])
         state_tokens = (state.tokens or 0) if state else 0
         retrieval = self._retrieval_reserve(candidates, caps["retrieval"])
@@ -315,6 +323,30 @@ class ContextBuilder:
         return _Snapshot(chosen, limit, specs, tools_tokens, head, room, caps, candidates,
                          gathered, state, reserve)
 
+    def _newest_need(self) -> int:
+        """Tokens the newest message needs in the window (a tool output may be cut)."""
+        index = self.log.index
+        if not len(index):
+            return 0
+        newest = index.tokens[-1]
+        return min(newest, _CUT_FLOOR) if index.roles[-1] == "tool" else newest
+
+    def _check_fits(self, limit: int, head: Sequence[Message], index: LogIndex) -> None:
+        """Raise when the system prompt and the newest message alone pass the budget.
+
+        Every request holds both. The newest message is cut only when it alone is larger
+        than what the budget leaves (its head and tail, marked, at least ``_CUT_FLOOR``
+        tokens), never left out; below that, a build cannot keep the budget.
+        """
+        head_tokens = sum(m.tokens or 0 for m in head)
+        newest = min(self.log.index.tokens[-1], _CUT_FLOOR) if len(index) else 0
+        if head_tokens + newest + REPLY_PRIMING > limit:
+            raise BudgetTooSmallError(
+                f"session {self.record.name!r}: the budget of {limit} tokens cannot hold the "
+                f"system prompt ({head_tokens} tokens) and the newest message (at least "
+                f"{newest} tokens of it); raise the budget to at least "
+                f"{head_tokens + newest + REPLY_PRIMING} or shorten the system prompt")
+
     def window_start(self, limit: int) -> int:
         """The oldest log position a window of ``limit`` tokens can show (for prefetching)."""
         index = self.log.index
@@ -330,6 +362,13 @@ class ContextBuilder:
         """Decide the window and what changes; reads nothing."""
         reserved = self._retrieval_reserve(snap.candidates, snap.caps["retrieval"])
         state_tokens = (snap.state.tokens or 0) if snap.state else 0
+        # The newest message is never cut for memory: at a small budget the reserve for
+        # retrieved lines, then the working state, give way first.
+        newest = self._newest_need() + _CONTENTS_FLOOR
+        free = snap.room - snap.reserve - newest
+        reserved = max(0, min(reserved, free - state_tokens))
+        if state_tokens > free:
+            snap.state, state_tokens = None, 0
         room = snap.room - reserved - state_tokens - snap.reserve
         limit_bytes = self.settings.max_request_bytes
         payload = 0
@@ -341,6 +380,15 @@ class ContextBuilder:
             if payload <= limit_bytes or room <= 1:
                 break
             room = max(1, int(room * limit_bytes / payload * 0.9))
+        if (self.paged is not None and self.paged.feeds_state()
+                and snap.caps["state"] > state_tokens):
+            # Pages leave the window: their lines join the working state (context pool,
+            # notebook), which then takes its share. The window is planned for that now,
+            # so the next build, with the state grown, has nothing more to archive.
+            grown = min(snap.caps["state"], max(free, 0))
+            if grown > state_tokens:
+                window = self._window(room - (grown - state_tokens), snap.caps, snap.recipe)
+                state_tokens = grown
         # Memory takes what the window leaves: at least what was reserved for it, and the
         # rest of the budget when the window sits below its high watermark.
         left = snap.room - state_tokens - snap.reserve - sum(m.tokens or 0 for m in window)
@@ -416,6 +464,13 @@ class ContextBuilder:
             # request, the one whose prefix changes anyway, within what is left.
             left = snap.room - window_tokens - retrieval_tokens
             state = self._state(snap.recipe, min(snap.caps["state"], max(left, 0)))
+        specs, tools_tokens = snap.specs, snap.tools_tokens
+        if not self._left_out(window):
+            # The whole history is in the request: recall_page and search_memory could not
+            # act, so they are not offered (the room kept for them stays unused).
+            offered = {s.name for s in self.specs(False)}
+            specs = tuple(s for s in specs if s.name in offered)
+            tools_tokens = self._tools_tokens(specs)
         head_tokens = sum(m.tokens or 0 for m in snap.head)
         state_tokens = (state.tokens or 0) if state else 0
         body: list[Message] = [*snap.head]
@@ -434,7 +489,7 @@ class ContextBuilder:
         if retrieval is not None:
             segments.append(Segment("retrieval", len(body), len(body) + 1, retrieval_tokens))
             body.append(retrieval)
-        total = (head_tokens + state_tokens + snap.tools_tokens + window_tokens
+        total = (head_tokens + state_tokens + tools_tokens + window_tokens
                  + retrieval_tokens + REPLY_PRIMING)
         system = self.log.system
         # The conversation's own full history: its messages as stored, not memci's tools.
@@ -442,18 +497,18 @@ class ContextBuilder:
         elapsed = (time.perf_counter() - started) * 1000
         stats = ContextStats(
             total_tokens=total, budget=snap.limit,
-            sections={"system": head_tokens, "tools": snap.tools_tokens, "state": state_tokens,
+            sections={"system": head_tokens, "tools": tools_tokens, "state": state_tokens,
                       "retrieval": retrieval_tokens, "contents": contents_tokens,
                       "recent": window_tokens - contents_tokens},
             build_ms=elapsed, messages=len(body), full_tokens=full,
             strategy=self.settings.strategy, shares=snap.caps,
-            prefix_tokens=self._prefix(body, snap.tools_tokens),
+            prefix_tokens=self._prefix(body, specs, tools_tokens),
             request_bytes=plan.payload_bytes, events=plan.events, recipe=snap.recipe.name,
         )
         self.builds += 1
         self.build_ms += elapsed
         self.saved += stats.saved_tokens
-        return Context(messages=body, stats=stats, tools=snap.specs,
+        return Context(messages=body, stats=stats, tools=specs,
                        segments=tuple(s for s in segments if s.stop > s.start))
 
     # -- recall --------------------------------------------------------------------------
@@ -510,6 +565,25 @@ class ContextBuilder:
             out.append(info)
         return out
 
+    def _left_out(self, window: Sequence[Message]) -> bool:
+        """Whether a build's ``window`` leaves some of the history out (after its plan)."""
+        if self.paged is not None:
+            return (self.paged.first_active > 1 or bool(self.paged.archive.contents)
+                    or self.log.raw_total > sum(m.tokens or 0 for m in window))
+        return self.log.raw_total > sum(m.tokens or 0 for m in window if m.seq is not None)
+
+    def has_left_window(self, limit: int | None = None) -> bool:
+        """Whether some of the conversation is out of the window (at a budget of ``limit``).
+
+        Then the tools that bring it back can act: an archived page, or a history longer
+        than the budget (the build archives, so its contents page points at pages the
+        model can recall at once).
+        """
+        if self.paged is not None and (self.paged.first_active > 1
+                                       or self.paged.archive.contents):
+            return True
+        return self.log.index.total() > (limit or self.settings.budget)
+
     def first_window_page(self) -> int:
         """The oldest page still in the window."""
         return self.paged.first_active if self.paged is not None else self.log.index.pages
@@ -518,7 +592,12 @@ class ContextBuilder:
 
     def _window(self, room: int, caps: Mapping[str, int], recipe: Recipe) -> list[Message]:
         if self.paged is not None:
-            window = self.paged.plan(room, caps["contents"], recent_steps=recipe.recent_steps)
+            # seed 004's recent_window_policy: the tool loop keeps ``keep_rounds`` rounds in
+            # full, and more while they fit (within ``tool_loop_tokens``, when set).
+            steps = self.settings.keep_rounds if recipe.recent_steps else 0
+            window = self.paged.plan(room, caps["contents"], recent_steps=steps,
+                                     steps_tokens=self.settings.tool_loop_tokens
+                                     if recipe.recent_steps else 0)
         elif isinstance(self.window, SummarizeWindow):
             window = self.window.plan(room, caps["contents"])
         else:
@@ -526,13 +605,18 @@ class ContextBuilder:
             window = self.window.plan(room)
         return pair_tool_calls(window, self.tokenizer, self._call_ids)
 
-    def _trimmed(self, caps: dict[str, int], room: int) -> dict[str, int]:
+    def _trimmed(self, caps: dict[str, int], room: int, *, retrieving: bool) -> dict[str, int]:
         """Caps cut by priority when the newest page needs more than its share (seed 002).
 
         The newest page is required; what it needs beyond the recent share comes out of
         the lowest priorities first: working state (preferences), contents page (episodic),
-        then retrieval.
+        then retrieval. With nothing retrieved (a tool loop's later steps, a new session),
+        the retrieval share goes to the working state. The working state keeps at least
+        ``_STATE_FLOOR`` of the room: summarized down to its share, never to nothing
+        (seed 003), so the notebook of a long tool loop stays in its requests.
         """
+        if not retrieving:
+            caps = {**caps, "state": caps["state"] + caps["retrieval"], "retrieval": 0}
         index = self.log.index
         if not len(index):
             return caps
@@ -542,7 +626,9 @@ class ContextBuilder:
                     Section("contents", "episodic", caps["contents"]),
                     Section("state", "preferences", caps["state"])]
         keep = self.ranker.rank_and_truncate(sections, max(room, 0))
-        return {**caps, **{k: keep[k] for k in ("retrieval", "contents", "state")}}
+        out = {**caps, **{k: keep[k] for k in ("retrieval", "contents", "state")}}
+        out["state"] = max(out["state"], min(caps["state"], int(room * _STATE_FLOOR)))
+        return out
 
     def _saved_cut(self) -> tuple[int, int]:
         saved = self._values.get("paged.cut")
@@ -637,13 +723,16 @@ class ContextBuilder:
             room = max(0, cap - self.tokenizer.count(title + "".join(heads.values())) - 8)
             # Over its share, a section is summarized down, never dropped (seed 003).
             fitted = fit_sections(bodies, room, self.tokenizer, ExtractiveSummarizer())
-            blocks = [f"{heads[k]}\n{fitted[k]}" for k in sections]
-            text = "\n\n".join([title, *blocks])
-            if self.tokenizer.count(text) > cap:
+            # A section with nothing left under its title is not sent (no empty headers).
+            blocks = [f"{heads[k]}\n{fitted[k]}" for k in sections if fitted[k].strip()]
+            text = "\n\n".join([title, *blocks]) if blocks else ""
+            if text and self.tokenizer.count(text) > cap:
                 text = cut_middle(text, max(0, cap - 8), self.tokenizer)
             if text:
                 built = Message.system(text)
-                message = replace(built, tokens=self.tokenizer.count_message(built))
+                tokens = self.tokenizer.count_message(built)
+                # Too small a share for even a line: nothing, rather than over the budget.
+                message = replace(built, tokens=tokens) if tokens <= cap else None
         self._state_cache = (key, message)
         return message
 
@@ -675,9 +764,12 @@ class ContextBuilder:
             assert result is not None
             artifact = self.views.artifact_of(message)
             what = artifact.tool_name or "tool"
+            asked = _short_arguments(artifact.arguments)
             line = artifact.summary[0] if artifact.summary else f"{artifact.lines} lines"
-            state.notebook_add(f"{what}: {line}"[:300], source=f"tool:{result.call_id}",
-                               artifact_ref=artifact.pointer)
+            # What was done, its outcome, and where the whole output is (the pointer).
+            state.notebook_add(f"{what}({asked}) → {line}"[:300] if asked
+                               else f"{what}: {line}"[:300],
+                               source=f"tool:{result.call_id}", artifact_ref=artifact.pointer)
 
     def _pool_evicted(self, evicted: Mapping[int, ContentsEntry]) -> None:
         """Fold evicted pages into the context pool (seed 004's compressed chat history)."""
@@ -753,13 +845,19 @@ class ContextBuilder:
                 chars = int(chars * 0.7) - 1
         return out
 
-    def _prefix(self, body: Sequence[Message], tools_tokens: int) -> int:
-        """Tokens at the start of this request that repeat the previous request exactly."""
-        keys = [((m.seq, m.tokens, m.content if m.seq is None else None), m.tokens or 0)
-                for m in body]
+    def _prefix(self, body: Sequence[Message], specs: Sequence[ToolSpec],
+                tools_tokens: int) -> int:
+        """Tokens at the start of this request that repeat the previous request exactly.
+
+        memci's tool schemas come first (providers cache tools before messages); when the
+        set offered changes, nothing is shared.
+        """
+        keys: list[tuple[object, int]] = [
+            (tuple(s.name for s in specs), tools_tokens),
+                *(((m.seq, m.tokens, m.content if m.seq is None else None), m.tokens or 0)
+                  for m in body)]
         shared = 0
         if self._previous:
-            shared = tools_tokens  # memci's tool schemas come first and do not change
             for (key, tokens), (old, _) in zip(keys, self._previous, strict=False):
                 if key != old:
                     break
@@ -909,3 +1007,22 @@ def _deduped(found: Sequence[Retrieved]) -> tuple[Retrieved, ...]:
         seen.add(key)
         out.append(r)
     return tuple(out)
+
+
+def _short_arguments(arguments: str | None, limit: int = 140) -> str:
+    """A call's arguments in a line: the value of a one-argument call, else ``k=v`` pairs."""
+    if not arguments:
+        return ""
+    try:
+        parsed = json.loads(arguments)
+    except ValueError:
+        return " ".join(arguments.split())[:limit]
+    if isinstance(parsed, dict):
+        if len(parsed) == 1:
+            text = str(next(iter(parsed.values())))
+        else:
+            text = ", ".join(f"{k}={v}" for k, v in parsed.items())
+    else:
+        text = str(parsed)
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[:limit - 1] + "…"

@@ -24,7 +24,7 @@ from typing import IO, Any
 from memci._builder import ContextBuilder, PageInfo
 from memci._services import SessionServices
 from memci._sessionlog import SessionLog
-from memci._settings import SessionSettings
+from memci._settings import SessionSettings, resolve_settings
 from memci._toolviews import SessionArtifacts, ToolViews, count_tool_result
 from memci.context import Context, ToolSpec
 from memci.errors import ConfigError, InvalidMessageError
@@ -36,7 +36,7 @@ from memci.tokens import Tokenizer, get_tokenizer
 from memci.tools._builtin import FILE_TOOLS, RECALL_PAGE, SEARCH_MEMORY, WORKSPACE_TOOLS
 from memci.tools._host import ToolHost
 from memci.tools._registry import Tool, run_tool
-from memci.workspace import WorkState
+from memci.workspace import InvalidStateFileError, WorkState
 
 __all__ = ["EXPORT_FORMAT", "Session", "SessionStats"]
 
@@ -90,7 +90,8 @@ class Session:
 
     def _make_builder(self) -> ContextBuilder:
         return ContextBuilder(self.engine, self._record, self.settings, self.tokenizer,
-                              self._log, self._views, self._work_state, self.tool_specs)
+                              self._log, self._views, self._work_state,
+                              self._specs_for_build)
 
     def _reconfigure(self, record: SessionRecord, settings: SessionSettings) -> None:
         with self._lock:
@@ -266,11 +267,10 @@ class Session:
     # -- tools ---------------------------------------------------------------------------
 
     def _tools(self) -> dict[str, Tool[ToolHost]]:
-        """memci's tools offered in this session: the ``tools`` setting, or by need.
+        """memci's tools this session has: the ``tools`` setting, or all that apply.
 
-        ``auto``: recall_page with the paged strategy; once the session has tool calls,
-        artifact_get, grep, pins, plan and notebook; file_snippet and grep when file_roots
-        are set.
+        Any of them can be called (a model may call one it saw in an earlier request); the
+        ones offered to the model now are :meth:`_offered`.
         """
         every: dict[str, Tool[ToolHost]] = {}
         if self.settings.strategy == "paged":
@@ -281,20 +281,54 @@ class Session:
         chosen = self.settings.tools
         if chosen != "auto":
             return {name: every[name] for name in chosen if name in every}
+        if not self.settings.file_roots:
+            every.pop("file_snippet")
+        return every
+
+    def _offered(self, left: bool | None = None) -> dict[str, Tool[ToolHost]]:
+        """The tools offered to the model now: those that can act (``tools="auto"``).
+
+        recall_page and search_memory once pages have left the window (before that,
+        everything is in it); file_snippet and grep when file_roots are set; once the
+        session has tool results, artifact_get, grep, pins, plan and notebook. With an
+        explicit ``tools`` setting, exactly those.
+        """
+        every = self._tools()
+        if self.settings.tools != "auto":
+            return every
+        archived = self._builder.has_left_window() if left is None else left
         return {name: tool for name, tool in every.items()
-                if name in ("recall_page", "search_memory")
+                if (name in ("recall_page", "search_memory") and archived)
                 or (name in ("file_snippet", "grep") and self.settings.file_roots)
-                or (self._log.has_tool_results and name != "file_snippet")}
+                or (self._log.has_tool_results
+                    and name not in ("file_snippet", "recall_page", "search_memory"))}
 
-    def tool_specs(self) -> tuple[ToolSpec, ...]:
-        """memci's own tools offered to the model in this session."""
-        return tuple(t.spec for t in self._tools().values())
+    def tool_specs(self, every: bool = False) -> tuple[ToolSpec, ...]:
+        """memci's own tools offered to the model now (see :meth:`_offered`).
 
-    def tools(self, format: str = "openai") -> list[dict[str, Any]]:
-        """memci's own tool schemas, in OpenAI or Anthropic format."""
+        ``every``: all the tools this session can run, offered now or not.
+        """
+        return tuple(t.spec for t in (self._tools() if every else self._offered()).values())
+
+    def _specs_for_build(self, left: bool) -> tuple[ToolSpec, ...]:
+        """The tools a build offers, ``left`` saying whether history is out of its window."""
+        return tuple(t.spec for t in self._offered(left).values())
+
+    def tools(self, format: str = "openai", *, every: bool = False) -> list[dict[str, Any]]:
+        """memci's own tool schemas, in OpenAI or Anthropic format.
+
+        The tools offered to the model now (those that can act: recall_page once some of
+        the conversation has left the window, …); ``every=True`` lists all the session can
+        run — :meth:`call_tool` accepts any of them, since a model may call a tool it saw in
+        an earlier request.
+        """
         if format not in ("openai", "anthropic"):
             raise ConfigError(f"format must be 'openai' or 'anthropic', not {format!r}")
-        specs = self.tool_specs()
+        with self._lock:
+            self._log.sync()
+            if not every:
+                self._builder.current()
+            specs = self.tool_specs(every)
         if format == "anthropic":
             return [s.to_anthropic() for s in specs]
         return [s.to_openai() for s in specs]
@@ -322,16 +356,35 @@ class Session:
             return self._builder.work_state()
 
     def export_state(self) -> dict[str, Any]:
-        """The session's ``context_state.json`` (pins, plan, notebook, fastmemo, limits)."""
-        return self.work_state().export_state()
+        """The session's ``context_state.json`` (pins, plan, notebook, fastmemo, limits).
+
+        ``recent_window_policy`` holds the session's ``keep_rounds`` and
+        ``tool_loop_tokens`` (seed 004's dial for the tool loop).
+        """
+        data = self.work_state().export_state()
+        policy = dict(data.get("recent_window_policy") or {})
+        policy.update(keep_rounds=self.settings.keep_rounds,
+                      tool_loop_tokens=self.settings.tool_loop_tokens)
+        data["recent_window_policy"] = policy
+        return data
 
     def import_state(self, data: Any) -> None:
         """Replace the working state with a ``context_state.json`` object (all or nothing).
 
         An unknown version or a malformed object raises ``InvalidStateFileError`` and
-        changes nothing.
+        changes nothing. ``keep_rounds`` and ``tool_loop_tokens`` of its
+        ``recent_window_policy`` become the session's settings.
         """
+        dial = _window_policy(data)
+        if dial:  # checked against the host's limits before anything is stored
+            host = self.engine.host_limits
+            resolved, chosen = resolve_settings(
+                dial, self._record.settings,
+                limits=host(self.tenant) if host is not None else None)
         self.work_state().import_state(data)
+        if dial:
+            record = self.engine.store.ensure_session(self.tenant, self.name, self.user, chosen)
+            self._reconfigure(record, resolved)
 
     def index_path(
         self, path: str | Path, *, progress: Callable[[int, int, str], None] | None = None
@@ -416,3 +469,22 @@ class _Host:
 
     def record_round(self) -> None:
         self._session.record_round()
+
+
+def _window_policy(data: Any) -> dict[str, int]:
+    """The settings a ``context_state.json``'s ``recent_window_policy`` sets, checked."""
+    policy = data.get("recent_window_policy") if isinstance(data, Mapping) else None
+    if policy is None:
+        return {}
+    if not isinstance(policy, Mapping):
+        raise InvalidStateFileError("recent_window_policy: must be an object")
+    dial: dict[str, int] = {}
+    for key, low in (("keep_rounds", 1), ("tool_loop_tokens", 0)):
+        if key not in policy:
+            continue
+        value = policy[key]
+        if isinstance(value, bool) or not isinstance(value, int) or value < low:
+            raise InvalidStateFileError(
+                f"recent_window_policy.{key}: must be an integer ≥ {low}, not {value!r}")
+        dial[key] = value
+    return dial

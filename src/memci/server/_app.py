@@ -372,8 +372,9 @@ def create_app(
     ProxyUser = Annotated[str | None, Header(alias="X-Memci-User",
                                              description="The session's user.")]
 
-    def offered(session: Session) -> list[str]:
-        return [t["function"]["name"] for t in session.tools("openai")]
+    def offered(session: Session, every: bool = False) -> list[str]:
+        """The names of memci's tools offered now; ``every``: all the session can run."""
+        return [t["function"]["name"] for t in session.tools("openai", every=every)]
 
     # -- routes ----------------------------------------------------------------------
 
@@ -478,9 +479,12 @@ def create_app(
         sid: Sid, tenant: Tenant,
         format: Annotated[Literal["openai", "anthropic"], Query(
             description="Schema format.")] = "openai",
+        every: Annotated[bool, Query(
+            description="All the tools the session can run, not only those offered to the "
+                        "model now.")] = False,
     ) -> JSONResponse:
         session = hub.get(tenant, sid)
-        return _json({"session": sid, "tools": session.tools(format)})
+        return _json({"session": sid, "tools": session.tools(format, every=every)})
 
     @app.post("/v1/sessions/{sid}/tools/{name}", tags=["tools"],
               summary="Run one of memci's tools (JSON arguments)",
@@ -497,10 +501,11 @@ def create_app(
 
         def run() -> str:
             session = hub.get(tenant, sid)
-            if name not in offered(session):
+            names = offered(session, every=True)
+            if name not in names:
                 raise ApiError(404, "unknown_tool",
-                               f"{name!r} is not offered in this session; offered: "
-                               f"{', '.join(offered(session)) or 'none'}")
+                               f"{name!r} is not a tool of this session; its tools: "
+                               f"{', '.join(names) or 'none'}")
             return session.call_tool(name, arguments or {})
 
         result = await tool_threads.run(run)
@@ -511,7 +516,7 @@ def create_app(
              summary="Working state: pins and plan (when the session offers them)")
     def working_state(sid: Sid, tenant: Tenant) -> JSONResponse:
         session = hub.get(tenant, sid)
-        names = offered(session)
+        names = offered(session, every=True)
         state: dict[str, Any] = {"session": sid}
         for key, tool in (("pins", "pin_list"), ("plan", "plan_list")):
             state[key] = session.call_tool(tool, {}) if tool in names else None
@@ -528,7 +533,7 @@ def create_app(
         length: Annotated[int, Query(ge=1, le=1_000_000, description="Characters.")] = 4000,
     ) -> JSONResponse:
         session = hub.get(tenant, sid)
-        if "artifact_get" not in offered(session):
+        if "artifact_get" not in offered(session, every=True):
             raise ApiError(404, "not_offered", "this session offers no artifact_get tool")
         text = session.call_tool("artifact_get",
                                  {"id": artifact_id, "offset": offset, "length": length})

@@ -114,7 +114,7 @@ def create_mcp_server(engine: Engine, session: str, *, tenant: str = "default",
 
     def own_tools() -> list[types.Tool]:
         tools = [_ADD, _BUILD, _SEARCH]
-        for spec in target.tool_specs():
+        for spec in target.tool_specs(every=True):
             if spec.name not in ("add", "build", "search"):
                 tools.append(types.Tool(name=spec.name, description=spec.description,
                                         input_schema=dict(spec.parameters)))
@@ -128,7 +128,7 @@ def create_mcp_server(engine: Engine, session: str, *, tenant: str = "default",
                 return _text(_build(target, args))
             if name == "search":
                 return _text(_search(target, args))
-            if name not in {s.name for s in target.tool_specs()}:
+            if name not in {s.name for s in target.tool_specs(every=True)}:
                 return _text(f"error: {name!r} is not one of memci's tools here", error=True)
             result = target.call_tool(name, dict(args))
             return _text(result, error=result.startswith("error:"))
