@@ -13,7 +13,7 @@ SQLite (:mod:`memci.store.sqlite`) is the embedded default; everything else in m
 derived from what the store holds and can be rebuilt from it.
 """
 
-from memci.store._artifacts import Artifact, ArtifactRows, Blob
+from memci.store._artifacts import Artifact, ArtifactRows, Blob, OutputContents
 from memci.store._docs import DocChunk, DocFile, DocStore
 from memci.store._items import LEVELS, ItemFilter, ItemStore, Level, MemoryItem, NewItem, Scope
 from memci.store._jobs import JOB_STATES, Job, JobCounts, JobState, JobStore, JobTally, NewJob
@@ -81,6 +81,7 @@ __all__ = [
     "Migration",
     "NewItem",
     "NewJob",
+    "OutputContents",
     "PageRow",
     "SQLiteStore",
     "Scope",
