@@ -30,7 +30,8 @@ from memci.traces import FORMAT_NAMES as _FORMAT_NAMES
 
 __all__ = ["main"]
 
-_DB_HELP = "SQLite store file (default: $MEMCI_HOME/memci.db or ./.memci/memci.db)."
+_DB_HELP = ("The store: a SQLite file, or a postgresql://user@host/db URL (default: $MEMCI_DB, "
+            "else $MEMCI_HOME/memci.db or ./.memci/memci.db).")
 
 
 class _Group(click.Group):

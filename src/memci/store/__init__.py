@@ -27,6 +27,7 @@ from memci.store._log import (
     MessageLog,
     PageRow,
 )
+from memci.store._open import ENV_DB, default_location, is_postgres_url, open_store
 from memci.store._protocols import Store
 from memci.store._records import SessionRecord
 from memci.store._search import (
@@ -49,6 +50,7 @@ from memci.store.sqlite import (
 
 __all__ = [
     "CORE_MIGRATIONS",
+    "ENV_DB",
     "JOB_STATES",
     "LEVELS",
     "ROW_HEAD_CHARS",
@@ -92,6 +94,9 @@ __all__ = [
     "VectorStore",
     "WorkEvent",
     "WorkStore",
+    "default_location",
+    "is_postgres_url",
     "message_from_row",
+    "open_store",
     "row_head",
 ]
