@@ -149,7 +149,8 @@ class KeywordTable:
             self.delete(db, [ref])
         text, count = tsvector_text([self._cut(c) for c in columns])
         tokens = count + self.extra_tokens
-        body = columns[0].lower() if self.keeps_body and columns else None
+        # Text cannot hold U+0000; FTS5's trigram tokenizer stops there too.
+        body = columns[0].split("\x00", 1)[0].lower() if self.keeps_body and columns else None
         db.execute(f"INSERT INTO {self.name} (ref, shard, terms, tokens, body)"
                    " VALUES (%s, %s, %s::tsvector, %s, %s)", (ref, shard, text, tokens, body))
         self._count(db, shard, 1, tokens)
