@@ -157,7 +157,7 @@ def test_a_missing_extra_names_the_install_command() -> None:
 
 
 def test_an_unreachable_server_is_a_store_error_that_says_what_to_check() -> None:
-    with pytest.raises(StoreError, match="cannot be reached.*check that it runs"):
+    with pytest.raises(StoreError, match=r"cannot be reached.*check that it runs"):
         open_store("postgresql://nobody:secret@127.0.0.1:1/none?connect_timeout=2")
     with pytest.raises(StoreError) as raised:
         open_store("postgresql://nobody:secret@127.0.0.1:1/none?connect_timeout=2")

@@ -136,7 +136,7 @@ class PostgresDocStore:
         """Up to ``depth`` chunk ids matching ``plan`` (BM25; then its short terms)."""
         where, args = _kind(kind)
         found: list[int] = []
-        with self._store.read() as db:
+        with self._store.snapshot() as db:
             if plan.match is not None:
                 found = [ref for _, ref in self.table.rank(
                     db, plan.match, (1.0, 2.0), join=" JOIN doc_chunks c ON c.id = k.ref",

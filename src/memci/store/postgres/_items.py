@@ -226,7 +226,7 @@ class PostgresItemStore:
         """
         sql, args = _where(where)
         join = " JOIN memory_items i ON i.id = k.ref"
-        with self._store.read() as db:
+        with self._store.snapshot() as db:
             if plan.match is not None:
                 return [ref for _, ref in self.table.rank(
                     db, plan.match, (1.0, 0.5), join=join, where=f" AND {sql}", args=args,

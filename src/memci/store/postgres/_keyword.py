@@ -197,7 +197,10 @@ class KeywordTable:
         for phrase in found:
             row = db.execute(f"SELECT count(*) FROM {self.name} WHERE terms @@ %s::tsquery",
                              (phrase.tsquery(),)).fetchone()
-            having = int(row[0]) if row else 0
+            # Counted apart from the statistics: writers between the two reads may make it
+            # larger than the rows counted there (each search reads one snapshot, but a
+            # search inside a write transaction reads as it goes).
+            having = min(int(row[0]) if row else 0, total)
             idf = math.log((total - having + 0.5) / (having + 0.5)) if total else 0.0
             idfs.append(idf if idf > 0 else 1e-6)
         query = " | ".join(f"({p.tsquery()})" for p in found)

@@ -183,7 +183,7 @@ class PostgresMessageSearch:
         sql, args = _filters(where)
         join = " JOIN memory_docs d ON d.id = k.ref"
         scores: dict[int, float] = {}
-        with self._store.read() as db:
+        with self._store.snapshot() as db:
             if plan.match is not None:
                 depth = k * 2 if plan.short_terms else k
                 for score, ref in self.table.rank(
