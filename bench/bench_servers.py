@@ -30,6 +30,11 @@ sys.path[:0] = [str(ROOT / "src"), str(ROOT)]
 from tests import multiserver, pg  # noqa: E402
 
 
+_HEADER = ("| store, servers | req/s | add | context | search | acked | lost / dup"
+           " | archived twice | contexts differ | killed |\n"
+           "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--duration", type=float, default=60.0, help="seconds of load")
@@ -88,8 +93,7 @@ different servers, {args.duration:g} s per row: an add every request, a context 
 (budget 1,500, so pages are archived) every third, a search every fifth. With 3 servers,
 one is SIGKILLed halfway and its clients go on with the others. Latencies p50 / p95 in ms.
 
-| store, servers | req/s | add | context | search | acked | lost / dup | archived twice | contexts differ | killed |
-| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |
+{_HEADER}
 {chr(10).join(rows)}
 
 On one machine with two cores the servers compete with the database and 50 client threads
