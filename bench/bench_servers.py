@@ -29,7 +29,6 @@ sys.path[:0] = [str(ROOT / "src"), str(ROOT)]
 
 from tests import multiserver, pg  # noqa: E402
 
-
 _HEADER = ("| store, servers | req/s | add | context | search | acked | lost / dup"
            " | archived twice | contexts differ | killed |\n"
            "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
