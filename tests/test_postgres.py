@@ -18,7 +18,8 @@ import pytest
 import memci
 from memci.errors import ConfigError, MissingExtraError, StoreError
 from memci.memory import MessageIndex, get_analyzer
-from memci.store import open_store
+from memci.server import KeyStore
+from memci.store import Scope, open_store
 from memci.store.postgres._terms import PORTER, TRIGRAM, terms
 from tests import pg
 
@@ -211,3 +212,83 @@ def test_pg_url_in_the_environment_is_never_read_at_import() -> None:
     env = {**os.environ, "MEMCI_DB": "postgresql://nobody@127.0.0.1:1/x"}
     subprocess.run([sys.executable, "-c", "import memci, memci.store, memci.server"],
                    env=env, check=True, timeout=60)
+
+
+def _fill(engine: memci.Engine) -> memci.Session:
+    """A session with archived pages, a large tool output, a pin; a key and a memory item."""
+    session = engine.session("moved", user="u1", context_window=1500)
+    session.add({"role": "system", "content": "You are terse."})
+    for i in range(20):
+        session.add({"role": "user", "content": f"question {i} about the lighthouse 灯塔 " * 4})
+        session.add({"role": "assistant", "content": f"answer {i}: the keeper sleeps " * 4})
+        if i % 4 == 0:
+            session.build()
+    session.add({"role": "assistant", "content": "", "tool_calls": [
+        {"id": "c1", "type": "function", "function": {"name": "bash", "arguments": "{}"}}]})
+    session.add({"role": "tool", "tool_call_id": "c1", "content": "output line\n" * 20000})
+    session.call_tool("pin_add", {"text": "the keeper is Ann", "source": "user"})
+    engine.memory.remember(Scope.user_scope("u1"), "u1 prefers tea", "preference")
+    KeyStore(engine.store).create("acme")
+    session.build()
+    return session
+
+
+def _same(one: memci.Engine, two: memci.Engine) -> None:
+    a, b = one.session("moved"), two.session("moved")
+    assert [(m.seq, m.role, m.content, m.created_at) for m in a.messages()] == [
+        (m.seq, m.role, m.content, m.created_at) for m in b.messages()]
+    assert [(e.kind, e.page, e.last_page) for e in one.store.context.events(
+        one.store.session("default", "moved"))] == [(e.kind, e.page, e.last_page) for e in
+                                                    two.store.context.events(
+                                                        two.store.session("default", "moved"))]
+    assert [m.content for m in a.build().messages] == [m.content for m in b.build().messages]
+    assert [h.message.seq for h in b.search("灯塔 keeper", k=5)] == [
+        h.message.seq for h in a.search("灯塔 keeper", k=5)]
+    assert b.call_tool("pin_list", {}) == a.call_tool("pin_list", {})
+    assert KeyStore(two.store).tenant_of("nope") is None
+    scope = Scope.user_scope("u1")
+    assert two.memory.recall("tea", scope=scope)
+    assert [h.message.content for h in two.memory.recall("tea", scope=scope)] == [
+        h.message.content for h in one.memory.recall("tea", scope=scope)]
+
+
+def test_migrate_copies_a_store_from_sqlite_to_postgresql_and_back(
+    url: str, tmp_path: Path,
+) -> None:
+    from click.testing import CliRunner
+
+    from memci.cli import main
+
+    source = tmp_path / "source.db"
+    with memci.Engine.open(source, workers=0) as engine:
+        _fill(engine)
+    result = CliRunner().invoke(main, ["migrate", "--from", str(source), "--to", url])
+    assert result.exit_code == 0, result.output
+    assert "every table's count verified" in result.output
+    back = tmp_path / "back.db"
+    result = CliRunner().invoke(main, ["migrate", "--from", url, "--to", str(back)])
+    assert result.exit_code == 0, result.output
+    with memci.Engine.open(source, workers=0) as one, memci.Engine.open(url, workers=0) as two, \
+            memci.Engine.open(back, workers=0) as three:
+        _same(one, two)
+        _same(one, three)
+        assert three.workspace.artifacts.files_dir is not None  # outputs are files again
+        assert any(three.workspace.artifacts.files_dir.rglob("*.txt"))
+        moved = two.session("moved")
+        moved.add({"role": "user", "content": "after the move"})  # ids go on after the copy
+        assert moved.messages()[-1].seq == one.session("moved").count() + 1
+    # a store that holds data is never a target: nothing is merged
+    result = CliRunner().invoke(main, ["migrate", "--from", str(source), "--to", url])
+    assert result.exit_code != 0 and "already holds" in result.output
+
+
+def test_export_and_import_work_across_backends(url: str, tmp_path: Path) -> None:
+    with memci.Engine.open(tmp_path / "a.db", workers=0) as engine:
+        session = _fill(engine)
+        path = tmp_path / "moved.jsonl"
+        with path.open("w", encoding="utf-8") as fh:
+            session.export_jsonl(fh)
+        original = [(m.role, m.content) for m in session.messages()]
+    with memci.Engine.open(url, workers=0) as engine, path.open(encoding="utf-8") as fh:
+        imported = engine.import_jsonl(fh, name="copy")
+        assert [(m.role, m.content) for m in imported.messages()] == original

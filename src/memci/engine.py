@@ -22,7 +22,7 @@ from memci.messages import Message, from_wire
 from memci.store import SessionRecord, Store, open_store
 from memci.summarize import JobQueue, default_summarizer, register_summary_handlers
 from memci.tokens import get_tokenizer
-from memci.workspace import Workspace
+from memci.workspace import Workspace, contents_for
 
 __all__ = ["EXPORT_FORMAT", "Engine", "Session", "SessionStats"]
 
@@ -51,14 +51,7 @@ class Engine:
         # else in the store's own contents (a PostgreSQL database), else as files beside
         # a SQLite database.
         folder = artifacts_dir or os.environ.get(ENV_ARTIFACTS_DIR, "").strip() or None
-        contents = store.output_contents
-        if folder is not None:
-            self.workspace = Workspace(store, folder)
-        elif contents is not None:
-            self.workspace = Workspace(store, contents)
-        else:
-            db = Path(store.location)
-            self.workspace = Workspace(store, db.parent / f"{db.stem}-artifacts")
+        self.workspace = Workspace(store, contents_for(store, folder))
         # Summaries by a model are made in the background and never block a build; with
         # no model configured the extractive stand-in is all there is, and no jobs exist.
         owned = client_from_env() if llm is None else None

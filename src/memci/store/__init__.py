@@ -14,6 +14,7 @@ derived from what the store holds and can be rebuilt from it.
 """
 
 from memci.store._artifacts import Artifact, ArtifactRows, Blob, OutputContents
+from memci.store._copy import TABLES, TableCount, copy_store
 from memci.store._docs import DocChunk, DocFile, DocStore
 from memci.store._items import LEVELS, ItemFilter, ItemStore, Level, MemoryItem, NewItem, Scope
 from memci.store._jobs import JOB_STATES, Job, JobCounts, JobState, JobStore, JobTally, NewJob
@@ -54,6 +55,7 @@ __all__ = [
     "JOB_STATES",
     "LEVELS",
     "ROW_HEAD_CHARS",
+    "TABLES",
     "Artifact",
     "ArtifactRows",
     "Blob",
@@ -91,9 +93,11 @@ __all__ = [
     "SearchFilter",
     "SessionRecord",
     "Store",
+    "TableCount",
     "VectorStore",
     "WorkEvent",
     "WorkStore",
+    "copy_store",
     "default_location",
     "is_postgres_url",
     "message_from_row",

@@ -34,6 +34,7 @@ from memci.workspace._errors import (
     WorkspaceError,
     WorkspaceLimitError,
 )
+from memci.workspace._folder import contents_for
 from memci.workspace._items import MemoEntry, NoteEntry, Pin, PlanItem, WorkEvent
 from memci.workspace._limits import (
     CHINESE_TITLES,
@@ -104,6 +105,7 @@ __all__ = [
     "WorkspaceLimitError",
     "WorkspaceLimits",
     "call_workspace_tool",
+    "contents_for",
     "extractive_compress",
     "parse_artifact_ref",
     "parse_exit_code",

@@ -25,8 +25,9 @@ from pathlib import Path
 from typing import BinaryIO
 
 from memci.errors import StoreError, StoreFullError
+from memci.store import OutputContents, Store
 
-__all__ = ["ArtifactFolder"]
+__all__ = ["ArtifactFolder", "contents_for"]
 
 _CHUNK = 1 << 18  # bytes per step when hashing a file
 
@@ -135,3 +136,17 @@ class ArtifactFolder:
                 except OSError as exc:
                     raise StoreError(f"cannot remove unused artifact file {path}: {exc}") from exc
         return removed
+
+
+def contents_for(store: Store, folder: str | Path | None = None) -> OutputContents:
+    """Where ``store``'s large tool outputs go.
+
+    ``folder`` when given, else the store's own contents (a PostgreSQL database), else
+    ``<name>-artifacts/`` beside a SQLite file.
+    """
+    if folder is not None:
+        return ArtifactFolder(folder)
+    if store.output_contents is not None:
+        return store.output_contents
+    db = Path(store.location)
+    return ArtifactFolder(db.parent / f"{db.stem}-artifacts")
