@@ -193,17 +193,19 @@ class KeywordTable:
         if not found or limit <= 0:
             return []
         total, avg = self.stats(db)
+        query = " | ".join(f"({p.tsquery()})" for p in found)
+        # Rows holding each phrase, in one pass over the rows holding any (the GIN index).
+        counting = ", ".join("count(*) FILTER (WHERE terms @@ %s::tsquery)" for _ in found)
+        row = db.execute(f"SELECT {counting} FROM {self.name} WHERE terms @@ %s::tsquery",
+                         (*[p.tsquery() for p in found], query)).fetchone()
         idfs: list[float] = []
-        for phrase in found:
-            row = db.execute(f"SELECT count(*) FROM {self.name} WHERE terms @@ %s::tsquery",
-                             (phrase.tsquery(),)).fetchone()
+        for at in range(len(found)):
             # Counted apart from the statistics: writers between the two reads may make it
             # larger than the rows counted there (each search reads one snapshot, but a
             # search inside a write transaction reads as it goes).
-            having = min(int(row[0]) if row else 0, total)
+            having = min(int(row[at]) if row else 0, total)
             idf = math.log((total - having + 0.5) / (having + 0.5)) if total else 0.0
             idfs.append(idf if idf > 0 else 1e-6)
-        query = " | ".join(f"({p.tsquery()})" for p in found)
         exact = sorted({t for p in found for t in (p.terms[:-1] if p.prefix else p.terms)})
         prefixes = sorted({p.terms[-1] for p in found if p.prefix})
         rows = db.execute(
