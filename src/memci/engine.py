@@ -15,14 +15,14 @@ from typing import Any
 
 from memci._session import EXPORT_FORMAT, Session, SessionStats
 from memci._settings import HostLimits, resolve_settings
-from memci.errors import InvalidFileError, InvalidMessageError, StoreError
+from memci.errors import InvalidFileError, InvalidMessageError
 from memci.llm import LLMClient, client_from_env
 from memci.memory import Gatherer, Memory
 from memci.messages import Message, from_wire
-from memci.store import SessionRecord, SQLiteStore, Store
+from memci.store import SessionRecord, Store, open_store
 from memci.summarize import JobQueue, default_summarizer, register_summary_handlers
 from memci.tokens import get_tokenizer
-from memci.workspace import Workspace
+from memci.workspace import Workspace, contents_for
 
 __all__ = ["EXPORT_FORMAT", "Engine", "Session", "SessionStats"]
 
@@ -36,9 +36,7 @@ def _valid(text: str) -> bool:
     return True
 
 
-def _default_path() -> Path:
-    home = os.environ.get("MEMCI_HOME")
-    return (Path(home) if home else Path.cwd() / ".memci") / "memci.db"
+ENV_ARTIFACTS_DIR = "MEMCI_ARTIFACTS_DIR"
 
 
 class Engine:
@@ -49,11 +47,11 @@ class Engine:
         artifacts_dir: str | Path | None = None,
     ) -> None:
         self.store = store
-        # Large tool outputs live as files beside the database (seed 004), or where given.
-        if artifacts_dir is None:
-            db = Path(store.location)
-            artifacts_dir = db.parent / f"{db.stem}-artifacts"
-        self.workspace = Workspace(store, artifacts_dir)
+        # Large tool outputs (seed 004) live where given (a folder every server mounts),
+        # else in the store's own contents (a PostgreSQL database), else as files beside
+        # a SQLite database.
+        folder = artifacts_dir or os.environ.get(ENV_ARTIFACTS_DIR, "").strip() or None
+        self.workspace = Workspace(store, contents_for(store, folder))
         # Summaries by a model are made in the background and never block a build; with
         # no model configured the extractive stand-in is all there is, and no jobs exist.
         owned = client_from_env() if llm is None else None
@@ -104,20 +102,21 @@ class Engine:
     def open(
         cls, path: str | Path | None = None, *, synchronous: str = "FULL",
         llm: LLMClient | None = None, workers: int | None = None,
+        artifacts_dir: str | Path | None = None, pool_size: int | None = None,
     ) -> Engine:
-        """Open the store at ``path``; by default ``$MEMCI_HOME/memci.db`` or ``./.memci/``.
+        """Open the store at ``path``: a SQLite file or a ``postgresql://`` URL.
 
+        By default ``$MEMCI_DB``, else ``$MEMCI_HOME/memci.db``, else ``./.memci/memci.db``.
         ``llm`` (default: from ``MEMCI_LLM_*``) makes page summaries in the background with
         ``workers`` threads (default 1; 0 when ``memci worker`` runs them elsewhere).
+        ``artifacts_dir`` (default ``$MEMCI_ARTIFACTS_DIR``) is a folder for large tool
+        outputs; without it they are in a PostgreSQL database, or beside a SQLite file.
+        ``pool_size`` is the PostgreSQL connections of this engine (default
+        ``$MEMCI_PG_POOL_SIZE``, else 10).
         """
-        if isinstance(path, str) and "://" in path:
-            raise StoreError(
-                f"store URL {path.split('://')[0]}:// is not supported yet; use a file path"
-            )
-        store = SQLiteStore(Path(path) if path is not None else _default_path(),
-                            synchronous=synchronous)
+        store = open_store(path, synchronous=synchronous, pool_size=pool_size)
         try:
-            return cls(store, llm=llm, workers=workers)
+            return cls(store, llm=llm, workers=workers, artifacts_dir=artifacts_dir)
         except BaseException:
             store.close()
             raise

@@ -41,6 +41,10 @@ _MESSAGE_BYTES_HELP = "Largest message a session accepts, in bytes (requests may
                    "a killed process, not a power cut.")
 @click.option("--no-auth", is_flag=True,
               help="Serve without API keys, as tenant 'default' (loopback hosts only).")
+@click.option("--artifacts-dir", default=None,
+              help="Folder for large tool outputs, shared by every server of one store "
+                   "(default: $MEMCI_ARTIFACTS_DIR; else in a PostgreSQL database, or "
+                   "beside a SQLite file).")
 @click.option("--max-body-bytes", type=click.IntRange(min=1024), default=None,
               help="Largest request body accepted; larger ones get 413 (default 16 MiB, "
                    "or $MEMCI_SERVER_MAX_BODY_BYTES).")
@@ -70,7 +74,8 @@ _MESSAGE_BYTES_HELP = "Largest message a session accepts, in bytes (requests may
               show_default=True, help="uvicorn's log level.")
 def serve_command(
     host: str, port: int, db: str | None, synchronous: str, no_auth: bool,
-    max_body_bytes: int | None, file_roots: tuple[str, ...], max_message_bytes: int | None,
+    artifacts_dir: str | None, max_body_bytes: int | None, file_roots: tuple[str, ...],
+    max_message_bytes: int | None,
     upstream_base_url: str | None, upstream_api_key: str | None,
     upstream_anthropic_base_url: str | None, upstream_anthropic_api_key: str | None,
     upstream_timeout: float | None, max_tool_rounds: int | None, log_level: str,
@@ -96,7 +101,7 @@ def serve_command(
         upstream_anthropic_api_key=upstream_anthropic_api_key, upstream_timeout=upstream_timeout,
         max_tool_rounds=max_tool_rounds)
     serve(db, host=host, port=port, config=config, log_level=log_level,
-          synchronous=synchronous.upper())
+          synchronous=synchronous.upper(), artifacts_dir=artifacts_dir)
 
 
 @main.command("mcp")

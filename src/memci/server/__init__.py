@@ -55,13 +55,15 @@ def create_app(
 def serve(
     db: str | Path | None = None, *, host: str = "127.0.0.1", port: int = 8080,
     config: ServerConfig | None = None, log_level: str = "warning", synchronous: str = "FULL",
+    artifacts_dir: str | Path | None = None,
 ) -> None:
     """Run the REST API and proxy with uvicorn until interrupted; then close the store."""
     require("fastapi", extra="server", feature="memci serve")
     require("uvicorn", extra="server", feature="memci serve")
     from memci.server._run import run
 
-    run(db, host=host, port=port, config=config, log_level=log_level, synchronous=synchronous)
+    run(db, host=host, port=port, config=config, log_level=log_level, synchronous=synchronous,
+        artifacts_dir=artifacts_dir)
 
 
 def create_mcp_server(engine: Engine, session: str, **options: Any) -> Server[Any]:
