@@ -1,4 +1,4 @@
-"""The MCP server of ``memci mcp``: one session's tools for an MCP client.
+"""memci's MCP server: the tools of ``memci mcp`` (stdio) and of ``/mcp`` (HTTP).
 
 Built on the official MCP SDK's low-level server, so the tool list follows the session
 (``session.tools()`` changes with its strategy and features). Offered tools:
@@ -9,6 +9,12 @@ Built on the official MCP SDK's low-level server, so the tool list follows the s
 - ``search`` — search the session's memory (``query``, ``k``);
 - every tool of ``session.tools()`` (``recall_page``, pins, plan, ``artifact_get`` …),
   run with ``session.call_tool``.
+
+Every tool takes an optional ``session``: the session of the caller's tenant the call
+works in (made on first use). Without it a call goes to its connection's session (``memci
+mcp --session``, the ``X-Memci-Session`` header), else to :data:`DEFAULT_SESSION`
+(``default``). The tenant is never the call's to choose: it is the transport's (the
+command's ``--tenant``, the API key over HTTP), see :class:`Caller`.
 
 Blocking store work runs in worker threads, never on the event loop; tool calls in their
 own few (:mod:`memci.server._threads`), so a long grep never holds up the other requests.
