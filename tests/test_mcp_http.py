@@ -9,6 +9,8 @@ protocol, ``mode="legacy"``, and the SDK's default, ``mode="auto"``), with the A
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -30,7 +32,7 @@ from mcp.client.streamable_http import streamable_http_client
 import memci
 from memci.server import KeyPolicy, KeyStore, ServerConfig, create_app
 
-from .test_server import ServeProcess, auth
+from .test_server import ROOT, ServeProcess, auth, subprocess_env
 
 MODES = ["legacy", "auto"]
 
@@ -250,3 +252,22 @@ def test_no_auth_mcp_refuses_a_foreign_host(tmp_path: Path) -> None:
                             json=initialize)
         assert rebound.status_code in (403, 421)
         assert engine.sessions() == []
+
+
+def test_without_the_mcp_extra_mcp_answers_501(tmp_path: Path) -> None:
+    script = f"""
+import sys
+sys.modules["mcp"] = None  # as if memci[mcp] were not installed
+import memci
+from fastapi.testclient import TestClient
+from memci.server import ServerConfig, create_app
+with memci.Engine.open({str(tmp_path / "x.db")!r}) as engine, TestClient(
+        create_app(engine, ServerConfig(auth=False))) as http:
+    answer = http.post("/mcp", json={{}})
+    assert http.get("/healthz").status_code == 200
+print(answer.status_code, answer.json()["error"]["code"], "memci[mcp]" in answer.text)
+"""
+    done = subprocess.run([sys.executable, "-W", "ignore", "-c", script], capture_output=True,
+                          text=True, env=subprocess_env(), cwd=str(ROOT), timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["501", "missing_extra", "True"]

@@ -203,12 +203,22 @@ def test_no_tracer_provider_means_no_spans_and_no_work(
     session = engine.session("quiet")
     _chat(session, 3)
     session.build()
-    assert _trace._seen[1] is None
+    assert _trace._tracer() is None
     # A no-op provider set on purpose is the same as none.
     trace.set_tracer_provider(trace.NoOpTracerProvider())
     assert _trace.span("memci.build") is _trace._OFF
     session.build()
-    assert _trace._seen[1] is None
+    assert _trace._tracer() is None
+    assert _trace._seen == (trace.get_tracer_provider(), None)
+    # A provider set later, while memci runs, is used from the next call on.
+    _reset_globals()
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    trace.set_tracer_provider(provider)
+    session.build()
+    assert [s.name for s in exporter.get_finished_spans()] == ["memci.build"]
+    provider.shutdown()
 
 
 def test_memci_runs_without_opentelemetry_installed(tmp_path: Path) -> None:

@@ -17,7 +17,8 @@ Invariants:
 - **no cost when not traced**: without the ``opentelemetry`` package, or while the
   global provider is the API's default (a proxy: nothing set yet) or a no-op one,
   :func:`span` returns one shared null context: no span, no attributes, no allocation;
-  what it costs is a function call and a look at the global provider;
+  what it costs is a function call and a look at the global provider (tens of
+  nanoseconds; ``bench/bench_otel.py``);
 - a span that is not recording (sampled out) yields None, so attributes are computed
   only for spans that keep them;
 - an exception inside a span is recorded on it and sets its status to ERROR, then
@@ -53,6 +54,7 @@ __all__ = [
 ]
 
 _OFF: AbstractContextManager[None] = nullcontext()
+_UNKNOWN = object()
 _api: Any = None  # opentelemetry.trace once imported; False when it cannot be
 # (the global provider last seen, the tracer made from it, or None when it is a no-op)
 _seen: tuple[object, Tracer | None] = (None, None)
@@ -67,10 +69,19 @@ def _tracer() -> Tracer | None:
             api = importlib.import_module("opentelemetry.trace")
         except ImportError:
             api = False
+        else:
+            api.get_tracer_provider()  # sets the provider named by the environment, if any
         _api = api
     if api is False:
         return None
-    provider = api.get_tracer_provider()
+    # The provider the application set, read where the API keeps it: while none is set,
+    # get_tracer_provider() looks the environment up and raises and catches a KeyError on
+    # every call (over a microsecond). The public call stands in if the API moves it.
+    provider: Any = getattr(api, "_TRACER_PROVIDER", _UNKNOWN)
+    if provider is None:
+        return None
+    if provider is _UNKNOWN:
+        provider = api.get_tracer_provider()
     seen = _seen
     if provider is seen[0]:
         return seen[1]
