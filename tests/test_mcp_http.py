@@ -271,3 +271,12 @@ print(answer.status_code, answer.json()["error"]["code"], "memci[mcp]" in answer
                           text=True, env=subprocess_env(), cwd=str(ROOT), timeout=60)
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["501", "missing_extra", "True"]
+
+
+def test_the_example_runs_offline() -> None:
+    done = subprocess.run([sys.executable, str(ROOT / "examples" / "mcp_http_client.py")],
+                          capture_output=True, text=True, env=subprocess_env(), cwd=str(ROOT),
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "found in groceries: ['Buy oat milk.']" in done.stdout
+    assert "Book the night train to Vienna on Friday." in done.stdout

@@ -239,3 +239,12 @@ print("ok")
                           env=subprocess_env(), cwd=str(ROOT), timeout=60)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "ok"
+
+
+def test_the_example_runs_offline() -> None:
+    done = subprocess.run([sys.executable, str(ROOT / "examples" / "otel_spans.py")],
+                          capture_output=True, text=True, env=subprocess_env(), cwd=str(ROOT),
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "memci.build {" in done.stdout and "'memci.archived'" in done.stdout
+    assert "execute_tool recall_page" in done.stdout
