@@ -130,24 +130,42 @@ def test_without_a_session_calls_go_to_default(
         assert engine.session("default", tenant="globex").messages()[0].content == "to default"
 
 
-@pytest.mark.parametrize("key", [None, "mk_not-a-key", "revoked", "plainly wrong"])
+def _refused_headers(case: str, keys: dict[str, str]) -> dict[str, str]:
+    return {
+        "none": {},
+        "unknown": auth("mk_not-a-key"),
+        "revoked": auth(keys["revoked"]),
+        "not a key": auth("plainly wrong"),
+        "empty bearer": {"Authorization": "Bearer"},
+        "basic": {"Authorization": "Basic YWNtZTpwdw=="},
+        "two keys": {**auth(keys["acme"]), "x-api-key": keys["globex"]},
+        "revoked x-api-key": {"x-api-key": keys["revoked"]},
+    }[case]
+
+
+@pytest.mark.parametrize("case", ["none", "unknown", "revoked", "not a key", "empty bearer",
+                                  "basic", "two keys", "revoked x-api-key"])
 def test_a_missing_bad_or_revoked_key_is_refused(
-    served: tuple[ServeProcess, dict[str, str]], key: str | None
+    served: tuple[ServeProcess, dict[str, str]], case: str
 ) -> None:
     server, keys = served
-    sent = keys.get(key, key) if key is not None else None
+    sent = _refused_headers(case, keys)
     initialize = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
         "protocolVersion": "2025-06-18", "capabilities": {},
         "clientInfo": {"name": "t", "version": "1"}}}
-    headers = {"Accept": "application/json, text/event-stream",
-               **(auth(sent) if sent else {})}
-    r = httpx.post(f"{server.url}/mcp", json=initialize, headers=headers, timeout=10)
-    assert r.status_code == 401
-    assert r.headers["www-authenticate"] == "Bearer"
-    assert r.json()["error"]["code"] == "unauthorized"
+    accept = {"Accept": "application/json, text/event-stream"}
+    with httpx.Client(base_url=server.url, timeout=10) as http:
+        answers = [http.post("/mcp", json=initialize, headers={**accept, **sent}),
+                   http.get("/mcp", headers={"Accept": "text/event-stream", **sent}),
+                   http.delete("/mcp", headers={"mcp-session-id": "x" * 32, **sent})]
+    for r in answers:
+        assert r.status_code == 401, (r.request.method, r.text)
+        assert r.headers["www-authenticate"] == "Bearer"
+        assert r.json()["error"]["code"] == "unauthorized"
 
     async def connect() -> None:
-        async with _client(server.url, sent) as client:
+        async with httpx2.AsyncClient(headers=sent, timeout=30) as http, Client(
+                streamable_http_client(f"{server.url}/mcp", http_client=http)) as client:
             await client.list_tools()
 
     with pytest.raises(BaseException) as refused:  # the SDK raises an ExceptionGroup
