@@ -45,12 +45,12 @@ def _text(result: types.CallToolResult) -> str:
 
 @asynccontextmanager
 async def _client(url: str, key: str | None, *, session: str | None = None,
-                  mode: str = "auto") -> AsyncIterator[Client]:
+                  mode: str = "auto", path: str = "/mcp") -> AsyncIterator[Client]:
     headers = {"Authorization": f"Bearer {key}"} if key else {}
     if session is not None:
         headers["X-Memci-Session"] = session
     async with httpx2.AsyncClient(headers=headers, timeout=30) as http:
-        async with Client(streamable_http_client(f"{url}/mcp", http_client=http),
+        async with Client(streamable_http_client(url + path, http_client=http),
                           mode=mode, read_timeout_seconds=60) as client:
             yield client
 
@@ -120,14 +120,22 @@ def test_without_a_session_calls_go_to_default(
 ) -> None:
     server, keys = served
 
-    async def talk() -> types.CallToolResult:
+    async def talk() -> list[types.CallToolResult]:
         async with _client(server.url, keys["globex"]) as client:
-            return await client.call_tool("add", {"role": "user", "content": "to default"})
+            first = await client.call_tool("add", {"role": "user", "content": "to default"})
+        # the connection's session and user in the URL, for clients that only take one
+        async with _client(server.url, keys["globex"],
+                           path="/mcp?session=from-url&user=ann") as client:
+            second = await client.call_tool("add", {"role": "user", "content": "to from-url"})
+        return [first, second]
 
-    assert not anyio.run(talk).is_error
+    assert not any(r.is_error for r in anyio.run(talk))
     with memci.Engine.open(server.db, workers=0) as engine:
-        assert [r.name for r in engine.sessions("globex")] == ["default"]
+        assert [r.name for r in engine.sessions("globex")] == ["default", "from-url"]
         assert engine.session("default", tenant="globex").messages()[0].content == "to default"
+        from_url = engine.session("from-url", tenant="globex")
+        assert from_url.user == "ann"
+        assert from_url.messages()[0].content == "to from-url"
 
 
 def _refused_headers(case: str, keys: dict[str, str]) -> dict[str, str]:
