@@ -25,6 +25,7 @@ PROVIDED_BY = {
     "fastapi": "server", "starlette": "server", "pydantic": "server", "uvicorn": "server",
     "mcp": "mcp", "mcp_types": "mcp", "sqlite_vec": "vectors", "pysqlite3": "vectors",
     "psycopg": "postgres", "psycopg_pool": "postgres",
+    "opentelemetry": "otel",
 }
 
 

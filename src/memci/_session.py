@@ -21,6 +21,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import IO, Any
 
+from memci import _trace
 from memci._builder import ContextBuilder, PageInfo
 from memci._services import SessionServices
 from memci._sessionlog import SessionLog
@@ -148,6 +149,13 @@ class Session:
 
     def add_many(self, messages: Iterable[object]) -> list[Message]:
         """Store messages in one transaction: all of them, or none (then it raises)."""
+        with _trace.span("memci.add") as traced:
+            stored = self._add_many(messages)
+            if traced is not None:
+                _trace.describe_add(traced, self, stored)
+            return stored
+
+    def _add_many(self, messages: Iterable[object]) -> list[Message]:
         if isinstance(messages, str | bytes | Mapping) or not isinstance(messages, Iterable):
             raise InvalidMessageError(
                 f"add_many takes a list of messages, not {type(messages).__name__}")
@@ -193,8 +201,12 @@ class Session:
             raise ConfigError(f"k must be an int from 1 to 10000, not {k!r}")
         if now is not None and not isinstance(now, datetime):
             raise ConfigError(f"now must be a datetime, not {type(now).__name__}")
-        return self.engine.memory.search(query, session=self._record, k=k,
-                                         scope=scope, now=now)  # type: ignore[arg-type]
+        with _trace.span("memci.search") as traced:
+            hits = self.engine.memory.search(query, session=self._record, k=k,
+                                             scope=scope, now=now)  # type: ignore[arg-type]
+            if traced is not None:
+                _trace.describe_search(traced, self, scope, k, hits)
+            return hits
 
     def messages(self) -> list[Message]:
         """The whole stored log, in order."""
@@ -261,8 +273,13 @@ class Session:
             isinstance(budget, bool) or not isinstance(budget, int) or budget <= 0
         ):
             raise ConfigError(f"budget must be a positive int, not {budget!r}")
-        with self._lock:
-            return self._builder.build(budget, recipe)
+        with self._lock, _trace.span("memci.build") as traced:
+            context = self._builder.build(budget, recipe)
+            if traced is not None:
+                builder = self._builder
+                counts = builder.paged.counts if builder.paged is not None else builder.counts
+                _trace.describe_build(traced, self, context, self.settings.model, counts)
+            return context
 
     # -- tools ---------------------------------------------------------------------------
 
@@ -335,9 +352,12 @@ class Session:
 
     def call_tool(self, name: str, arguments: Mapping[str, Any] | str | None = None) -> str:
         """Run one of memci's own tools; refusals and bad arguments answer ``error: …``."""
-        with self._lock:
+        with self._lock, _trace.span("execute_tool", name) as traced:
             self._log.sync()
-            return run_tool(self._tools(), self._host, name, arguments)
+            result = run_tool(self._tools(), self._host, name, arguments)
+            if traced is not None:
+                _trace.describe_tool(traced, self, name, result)
+            return result
 
     def record_round(self) -> None:
         """Record the current round in the working state (TTLs in rounds count from it)."""

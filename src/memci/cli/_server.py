@@ -16,7 +16,7 @@ from rich.table import Table
 
 from memci.cli import _DB_HELP, _engine, main
 from memci.errors import ConfigError
-from memci.server import KeyPolicy, KeyStore, ServerConfig, run_mcp, serve
+from memci.server import DEFAULT_MCP_SESSION, KeyPolicy, KeyStore, ServerConfig, run_mcp, serve
 from memci.server._policy import guarded_paths
 
 __all__ = ["keys_group", "mcp_command", "serve_command"]
@@ -83,8 +83,9 @@ def serve_command(
     """Serve the REST API and the OpenAI- and Anthropic-compatible proxies over HTTP.
 
     Sessions, messages, context, search and memci's tools under /v1/sessions; the proxies
-    at /v1/chat/completions (OpenAI) and /v1/messages (Anthropic); the OpenAPI schema at
-    /openapi.json. Requests need an API key
+    at /v1/chat/completions (OpenAI) and /v1/messages (Anthropic); MCP over Streamable HTTP
+    at /mcp (with memci[mcp]; the session per connection in the X-Memci-Session header, or
+    per call); the OpenAPI schema at /openapi.json. Requests need an API key
     from `memci keys create TENANT` unless --no-auth is given.
 
     What sessions may reach on this machine is the operator's to set, never a request's:
@@ -105,17 +106,21 @@ def serve_command(
 
 
 @main.command("mcp")
-@click.option("--session", "session", required=True,
-              help="The memci session the MCP client works with (made if new).")
+@click.option("--session", "session", default=DEFAULT_MCP_SESSION, show_default=True,
+              help="The memci session calls work in unless a call names another with its "
+                   "'session' argument (made on first use).")
 @click.option("--db", default=None, help=_DB_HELP)
-@click.option("--tenant", default="default", show_default=True, help="The session's tenant.")
-@click.option("--user", default=None, help="The session's user.")
+@click.option("--tenant", default="default", show_default=True,
+              help="The tenant of every session the client reaches.")
+@click.option("--user", default=None, help="The user of sessions made here.")
 def mcp_command(session: str, db: str | None, tenant: str, user: str | None) -> None:
-    """Serve one session to an MCP client over standard input and output.
+    """Serve memci to an MCP client over standard input and output.
 
     Offers the tools add, build and search, and memci's own tools of the session
-    (recall_page, pins, plan, artifact_get …). Configure it in an MCP client as the
-    command `memci mcp --session NAME`.
+    (recall_page, pins, plan, artifact_get …). Every tool takes an optional 'session'
+    argument, so one client can keep several conversations of the tenant; without it,
+    calls go to --session ('default' unless given). Configure it in an MCP client as the
+    command `memci mcp` (over HTTP: `memci serve` serves the same tools at /mcp).
     """
     run_mcp(db, session, tenant=tenant, user=user)
 

@@ -30,6 +30,7 @@ from datetime import UTC, datetime
 from types import MappingProxyType
 from typing import Any, Literal
 
+from memci import _trace
 from memci.memory._embed import Embedder, embedder_from_env, speaks
 from memci.memory._hit import Hit, fuse
 from memci.memory._text import Analyzer, MatchPlan, get_analyzer, is_cjk
@@ -319,7 +320,7 @@ class MessageIndex:
                 break
             texts = [self._own.text(r.session_id, r.message)[:_EMBED_LIMIT] or " "
                      for r in rows]
-            vectors = self.embedder.embed(texts)
+            vectors = _trace.embed(self.embedder, texts)
             self.vectors.add("message", [(r.doc, r.session_id) for r in rows], vectors)
             done += len(rows)
         return done
@@ -385,7 +386,7 @@ class MessageIndex:
                 self._query_vectors.move_to_end(query)
                 return cached
         assert self.embedder is not None
-        vector = self.embedder.embed([query])[0]
+        vector = _trace.embed(self.embedder, [query])[0]
         with self._lock:
             self._query_vectors[query] = vector
             while len(self._query_vectors) > 256:

@@ -47,6 +47,7 @@ from datetime import UTC, datetime
 from types import TracebackType
 from typing import Any, Self
 
+from memci import _trace
 from memci.errors import ConfigError, InvalidInputError, StoreError
 from memci.store import JOB_STATES, Job, JobCounts, JobState, NewJob, Store
 
@@ -446,6 +447,13 @@ class JobQueue:
                                 lease_seconds=self.lease_seconds, at=_now())
 
     def _run_job(self, store: Store, job: Job, owner: str) -> None:
+        with _trace.span("memci.job", job.kind) as traced:
+            outcome = self._attempt(store, job, owner)
+            if traced is not None:
+                _trace.describe_job(traced, job.kind, job.key, job.attempts, outcome)
+
+    def _attempt(self, store: Store, job: Job, owner: str) -> str:
+        """Run one attempt of ``job``; return how it ended (done, failed, lost)."""
         handler, effect = self._handlers[job.kind]
         with self._in_flight_lock:
             self._in_flight[job.id] = owner
@@ -455,7 +463,7 @@ class JobQueue:
                 text = json.dumps(result, ensure_ascii=False, allow_nan=False)
             except Exception as exc:  # a handler is user code: record whatever it raised
                 self._fail(store, job, owner, exc)
-                return
+                return "failed"
             try:
                 with store.atomic():
                     if not store.jobs.complete(job.id, owner, text, at=_now()):
@@ -465,12 +473,15 @@ class JobQueue:
             except _LeaseLost:
                 self._count("lost")
                 logger.info("job %s: lease lost to another worker; result discarded", job.key)
+                return "lost"
             except StoreError:
                 raise
             except Exception as exc:  # the effect failed: nothing was committed
                 self._fail(store, job, owner, exc)
+                return "failed"
             else:
                 self._count("done")
+                return "done"
         finally:
             with self._in_flight_lock:
                 self._in_flight.pop(job.id, None)
