@@ -9,13 +9,13 @@ from __future__ import annotations
 import json
 import os
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
 from memci._session import EXPORT_FORMAT, Session, SessionStats
 from memci._settings import HostLimits, resolve_settings
-from memci.errors import InvalidFileError, InvalidMessageError
+from memci.errors import ConfigError, InvalidFileError, InvalidMessageError
 from memci.llm import LLMClient, client_from_env
 from memci.memory import Gatherer, Memory
 from memci.messages import Message, from_wire
@@ -37,6 +37,29 @@ def _valid(text: str) -> bool:
 
 
 ENV_ARTIFACTS_DIR = "MEMCI_ARTIFACTS_DIR"
+
+
+ENV_LLM_WORKERS = "MEMCI_LLM_WORKERS"
+DEFAULT_LLM_WORKERS = 4
+
+
+def summary_workers(environ: Mapping[str, str] | None = None) -> int:
+    """How many summaries an engine asks its model for at once: ``MEMCI_LLM_WORKERS``, or 4.
+
+    A model answers a page in seconds while a chat archives a page every turn or two: one
+    at a time, the backlog grows without bound; four keep up with a 2 s model and a page
+    per second.
+    """
+    raw = (os.environ if environ is None else environ).get(ENV_LLM_WORKERS, "").strip()
+    if not raw:
+        return DEFAULT_LLM_WORKERS
+    try:
+        value = int(raw)
+    except ValueError:
+        value = -1
+    if not 0 <= value <= 64:
+        raise ConfigError(f"{ENV_LLM_WORKERS} must be a whole number from 0 to 64, not {raw!r}")
+    return value
 
 
 class Engine:
@@ -64,7 +87,7 @@ class Engine:
         if client is not None:
             self.jobs = JobQueue(store)
             register_summary_handlers(self.jobs, default_summarizer(client))
-            count = 1 if workers is None else workers
+            count = summary_workers() if workers is None else workers
             if count:
                 self.jobs.start_workers(count)
         self._sessions: dict[tuple[str, str], Session] = {}
@@ -108,11 +131,8 @@ class Engine:
 
         By default ``$MEMCI_DB``, else ``$MEMCI_HOME/memci.db``, else ``./.memci/memci.db``.
         ``llm`` (default: from ``MEMCI_LLM_*``) makes page summaries in the background with
-        ``workers`` threads (default 1; 0 when ``memci worker`` runs them elsewhere).
-        ``artifacts_dir`` (default ``$MEMCI_ARTIFACTS_DIR``) is a folder for large tool
-        outputs; without it they are in a PostgreSQL database, or beside a SQLite file.
-        ``pool_size`` is the PostgreSQL connections of this engine (default
-        ``$MEMCI_PG_POOL_SIZE``, else 10).
+        ``workers`` threads (default ``MEMCI_LLM_WORKERS``, else 4; 0 when ``memci worker``
+        runs them elsewhere).
         """
         store = open_store(path, synchronous=synchronous, pool_size=pool_size)
         try:

@@ -162,7 +162,8 @@ class PostgresJobStore:
                 ).fetchone() or db.execute(
                     f"SELECT {_COLUMNS} FROM memci_jobs WHERE state = 'pending'"
                     " AND run_after <= %s AND kind = ANY(%s)"
-                    " ORDER BY run_after, id LIMIT 1 FOR UPDATE SKIP LOCKED", (now, wanted),
+                    " ORDER BY run_after DESC, id DESC LIMIT 1 FOR UPDATE SKIP LOCKED",
+                    (now, wanted),
                 ).fetchone()
                 if row is None:
                     return None

@@ -157,7 +157,12 @@ class SQLiteJobStore:
         self, kinds: Collection[str], owner: str, *, now: float, lease_seconds: float,
         at: datetime,
     ) -> Job | None:
-        """Take the next ready job of ``kinds`` for ``owner``, in one write transaction."""
+        """Take the next ready job of ``kinds`` for ``owner``, in one write transaction.
+
+        A job whose worker died comes first; then the newest ready job: a summary of the
+        page just archived is the one the next request can use, while older pages may have
+        left the contents page already.
+        """
         if not kinds:
             return None
         marks, kinds = _marks(kinds), tuple(kinds)
@@ -170,7 +175,7 @@ class SQLiteJobStore:
                 ).fetchone() or db.execute(
                     f"SELECT {_COLUMNS} FROM memci_jobs WHERE state = 'pending'"
                     f" AND run_after <= ? AND kind IN ({marks})"
-                    " ORDER BY run_after, id LIMIT 1", (now, *kinds),
+                    " ORDER BY run_after DESC, id DESC LIMIT 1", (now, *kinds),
                 ).fetchone()
                 if row is None:
                     return None
