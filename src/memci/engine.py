@@ -85,7 +85,8 @@ class Engine:
         self._memory: Memory | None = Memory(store)
         self._gatherer: Gatherer | None = None
         if client is not None:
-            self.jobs = JobQueue(store)
+            # The page just archived is the one a request shows: its summary first.
+            self.jobs = JobQueue(store, newest_first=True)
             register_summary_handlers(self.jobs, default_summarizer(client))
             count = summary_workers() if workers is None else workers
             if count:

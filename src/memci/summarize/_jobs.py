@@ -127,6 +127,8 @@ class JobQueue:
     renew every third of it); ``backoff`` and ``max_backoff`` bound the wait before a
     retry (doubling per attempt, with jitter); ``poll_interval`` is how often idle workers
     look for work submitted by other processes (work submitted here wakes them at once).
+    ``newest_first``: workers take the ready job submitted last (summaries: the page just
+    archived is the one on the contents page), else the one ready longest.
     """
 
     def __init__(
@@ -138,6 +140,7 @@ class JobQueue:
         max_backoff: float = 300.0,
         max_attempts: int = 5,
         poll_interval: float = 0.5,
+        newest_first: bool = False,
     ) -> None:
         for name, value in (("lease_seconds", lease_seconds), ("poll_interval", poll_interval)):
             if not value > 0:
@@ -152,6 +155,7 @@ class JobQueue:
         self.max_backoff = float(max_backoff)
         self.max_attempts = max_attempts
         self.poll_interval = float(poll_interval)
+        self.newest_first = newest_first
         self._handlers: dict[str, tuple[Handler, Effect | None]] = {}
         self._wake = threading.Condition()
         self._stop = threading.Event()
@@ -444,7 +448,8 @@ class JobQueue:
 
     def _claim(self, store: Store, owner: str) -> Job | None:
         return store.jobs.claim(self.kinds, owner, now=time.time(),
-                                lease_seconds=self.lease_seconds, at=_now())
+                                lease_seconds=self.lease_seconds, at=_now(),
+                                newest_first=self.newest_first)
 
     def _run_job(self, store: Store, job: Job, owner: str) -> None:
         with _trace.span("memci.job", job.kind) as traced:

@@ -46,7 +46,8 @@ def run_worker(
     """
     store = open_store(db_path)
     try:
-        queue = JobQueue(store, lease_seconds=lease_seconds, poll_interval=poll_interval)
+        queue = JobQueue(store, lease_seconds=lease_seconds, poll_interval=poll_interval,
+                         newest_first=True)
         if setup is not None:
             setup(queue)
         else:

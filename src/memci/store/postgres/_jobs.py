@@ -147,12 +147,13 @@ class PostgresJobStore:
 
     def claim(
         self, kinds: Collection[str], owner: str, *, now: float, lease_seconds: float,
-        at: datetime,
+        at: datetime, newest_first: bool = False,
     ) -> Job | None:
         """Take the next ready job of ``kinds`` for ``owner``, skipping jobs others hold."""
         if not kinds:
             return None
         wanted = list(kinds)
+        order = "id DESC" if newest_first else "run_after, id"
         with self._store.write() as db:
             while True:
                 row = db.execute(
@@ -162,8 +163,7 @@ class PostgresJobStore:
                 ).fetchone() or db.execute(
                     f"SELECT {_COLUMNS} FROM memci_jobs WHERE state = 'pending'"
                     " AND run_after <= %s AND kind = ANY(%s)"
-                    " ORDER BY run_after DESC, id DESC LIMIT 1 FOR UPDATE SKIP LOCKED",
-                    (now, wanted),
+                    f" ORDER BY {order} LIMIT 1 FOR UPDATE SKIP LOCKED", (now, wanted),
                 ).fetchone()
                 if row is None:
                     return None
