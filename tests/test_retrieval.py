@@ -476,3 +476,21 @@ def test_real_local_model(store: SQLiteStore, monkeypatch: pytest.MonkeyPatch) -
         "The quarterly tax report is due in April.", "Noted.")
     hits = index.search("what is my dog's name", sessions=[rec.id], retrievers=("dense",))
     assert hits[0].text.startswith("We adopted a beagle")
+
+
+def test_a_date_word_never_replaces_the_question_s_words(store: SQLiteStore) -> None:
+    # "Sunday mass" names a Sunday; what was said that Sunday is no answer to it.
+    rec = store.ensure_session("t", "mass", "u", {})
+    index = MessageIndex(store, embedder=None)
+    sunday = NOW - timedelta(days=4)  # the Sunday before NOW (a Thursday)
+    add(store, rec, index, "we went hiking by the lake", "the trail was muddy", at=sunday)
+    add(store, rec, index, "I sing in the choir at St. Anne's for mass every week", "lovely",
+        at=NOW - timedelta(days=30))
+    assert time_hint("where does she go to Sunday mass?", now=NOW) is not None
+    hits = index.search("where does she go to Sunday mass?", sessions=[rec.id], now=NOW)
+    assert hits[0].text.startswith("I sing in the choir")  # the words first
+    # what was said that Sunday still follows, as a date boosts
+    assert "we went hiking by the lake" in texts(hits)[1:4]
+    # a question made of a time only lists what was said then
+    only = index.search("what did we talk about on Sunday?", sessions=[rec.id], now=NOW)
+    assert only[0].created_at is not None and only[0].created_at.date() == sunday.date()

@@ -118,5 +118,6 @@ def fuse(
     Lists named ``time`` or ending in ``:time`` hold what matched inside a time the
     question names; when there are any, only their first entries are kept at the top.
     """
-    timed = [name for name in lists if name == "time" or name.endswith(":time")]
+    timed = [name for name in lists
+             if (name == "time" or name.endswith(":time")) and lists[name]]
     return rrf(lists, weights=weights, keep_first=timed or list(lists))

@@ -66,6 +66,7 @@ _CONTEXT_LIMIT = 300  # characters of the previous message indexed as context
 _EMBED_LIMIT = 2_000  # characters embedded (models read ~256-512 tokens anyway)
 _CONTEXT_MESSAGES = 8  # messages read back for the context of the first one indexed
 DENSE_FLOOR = 0.25  # cosine below which a nearest message is no match (see docs/retrieval.md)
+_DATED_WEIGHT = 0.9  # what was said in a named time, when none of it matches the words
 _CALL_LOOKBACK = 64  # messages read back for the call a tool result answers
 _CALLS_KEPT = 512  # tool calls remembered per session (see _OwnCalls)
 _CONTEXT_WEIGHT = 0.5  # BM25 weight of the previous messages' text
@@ -346,8 +347,12 @@ class MessageIndex:
                                  context_weight=self.context_weight)
 
     def fusion_weights(self) -> dict[str, float]:
-        """Return the RRF weight of each list (keyword and dense 1, time ``time_weight``)."""
-        return {"time": self.time_weight}
+        """Return the RRF weight of each list.
+
+        Keyword and dense 1, ``time`` (matches inside a named time) ``time_weight``,
+        ``dated`` (what was said then, matching none of the words) ``_DATED_WEIGHT``.
+        """
+        return {"time": self.time_weight, "dated": _DATED_WEIGHT}
 
     def dense(
         self,
@@ -446,12 +451,18 @@ class MessageIndex:
         lists = run(None)
         inside_lists = run(time_range)
         inside = [c for c, _, _ in fuse(inside_lists)]
-        if not inside and _asks_what_was_said(plan):
-            # The question names only a time ("what did we discuss yesterday?"): what was
-            # said then is the answer. A question with words of its own keeps matching
-            # them: a date narrows or boosts, it never replaces the text ("Sunday mass").
-            inside = self.in_range(k=depth, sessions=sessions, time_range=time_range,
-                                   roles=roles)
+        if not inside:
+            dated = self.in_range(k=depth, sessions=sessions, time_range=time_range,
+                                  roles=roles)
+            if _asks_what_was_said(plan):
+                # The question names only a time ("what did we discuss yesterday?"): what
+                # was said then is the answer.
+                inside = dated
+            else:
+                # A question with words of its own keeps matching them: a date boosts,
+                # it never replaces the text ("Sunday mass" finds mass first). What was
+                # said then follows, at a lower weight.
+                lists["dated"] = dated
         lists["time"] = inside
         return lists
 

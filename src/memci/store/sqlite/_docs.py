@@ -146,8 +146,9 @@ class SQLiteDocStore:
         with self._store.read() as db:
             if plan.match is not None:
                 found = [int(r[0]) for r in db.execute(
-                    f"SELECT c.id FROM {t} JOIN doc_chunks c ON c.id = {t}.rowid WHERE {t}"
-                    f" MATCH ?{where} ORDER BY bm25({t}, 1.0, 2.0), c.id LIMIT ?",
+                    f"WITH r AS MATERIALIZED (SELECT rowid AS id, bm25({t}, 1.0, 2.0) AS s"
+                    f" FROM {t} WHERE {t} MATCH ?) SELECT c.id FROM r JOIN doc_chunks c"
+                    f" ON c.id = r.id WHERE 1{where} ORDER BY r.s, c.id LIMIT ?",
                     (f"{{body title}} : ({plan.match})", *args, depth))]
             if plan.short_terms:
                 likes = " OR ".join("instr(lower(c.text), ?) > 0" for _ in plan.short_terms)

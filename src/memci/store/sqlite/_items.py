@@ -235,10 +235,15 @@ class SQLiteItemStore:
         t = self.table
         with self._store.read() as db:
             if plan.match is not None:
+                # The match first, then the owner filter: joined plainly, SQLite walks the
+                # owner's items and runs the full-text query once per item (27 ms against
+                # 0.6 ms for 100 items).
                 rows = db.execute(
-                    f"SELECT i.id FROM {t} JOIN memory_items i ON i.id = {t}.rowid"
-                    f" WHERE {t} MATCH ? AND {sql} ORDER BY bm25({t}, 1.0, 0.5), i.id"
-                    " LIMIT ?", (f"{{body subject}} : ({plan.match})", *args, depth),
+                    f"WITH hits AS MATERIALIZED (SELECT rowid AS id, bm25({t}, 1.0, 0.5)"
+                    f" AS score FROM {t} WHERE {t} MATCH ?)"
+                    f" SELECT i.id FROM hits JOIN memory_items i ON i.id = hits.id"
+                    f" WHERE {sql} ORDER BY hits.score, i.id LIMIT ?",
+                    (f"{{body subject}} : ({plan.match})", *args, depth),
                 ).fetchall()
             elif plan.short_terms:
                 likes = " OR ".join(f"instr(lower({t}.body), ?) > 0" for _ in plan.short_terms)

@@ -274,10 +274,13 @@ class SQLiteMessageSearch:
         sql, args = _filters(where)
         t = self.table
         if sql:
+            # The match first, then the filters: a plain join may walk the filtered rows
+            # and run the full-text query once per row.
             rows = db.execute(
-                f"SELECT d.id, d.session_id, d.seq, bm25({t}, 1.0, ?, 0.0) AS s FROM {t}"
-                f" JOIN memory_docs d ON d.id = {t}.rowid WHERE {t} MATCH ?{sql}"
-                " ORDER BY s, d.id LIMIT ?", (context_weight, expr, *args, k),
+                f"WITH r AS MATERIALIZED (SELECT rowid AS id, bm25({t}, 1.0, ?, 0.0) AS s"
+                f" FROM {t} WHERE {t} MATCH ?) SELECT d.id, d.session_id, d.seq, r.s"
+                f" FROM r JOIN memory_docs d ON d.id = r.id WHERE 1{sql}"
+                " ORDER BY r.s, d.id LIMIT ?", (context_weight, expr, *args, k),
             ).fetchall()
         else:
             # Rank inside FTS5 first and join only the k best: the join no longer runs
