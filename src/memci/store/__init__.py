@@ -3,8 +3,8 @@
 What is stored goes through protocols with plain-value signatures (no connection or
 cursor crosses them), one module per area: the message log (:class:`MessageLog`) and a
 session's context state, versioned for compare-and-swap (:class:`ContextStore`), the
-working state and its audit log
-(:class:`WorkStore`), artifacts' rows (:class:`ArtifactRows`), background jobs
+working state and its audit log (:class:`WorkStore`), deletions and their audit log
+(:class:`Eraser`), artifacts' rows (:class:`ArtifactRows`), background jobs
 (:class:`JobStore`), the server's API keys (:class:`KeyRows`) and the search index
 (:class:`MessageSearch`, :class:`ItemStore`, :class:`DocStore`, :class:`VectorStore`),
 with the records they take and return (:mod:`memci.store._records` and each area's
@@ -15,6 +15,7 @@ derived from what the store holds and can be rebuilt from it.
 
 from memci.store._artifacts import Artifact, ArtifactRows, Blob
 from memci.store._docs import DocChunk, DocFile, DocStore
+from memci.store._erase import ERASE_COUNTS, Eraser, Erasure, Removed
 from memci.store._items import LEVELS, ItemFilter, ItemStore, Level, MemoryItem, NewItem, Scope
 from memci.store._jobs import JOB_STATES, Job, JobCounts, JobState, JobStore, JobTally, NewJob
 from memci.store._keys import KeyRecord, KeyRows
@@ -49,6 +50,7 @@ from memci.store.sqlite import (
 
 __all__ = [
     "CORE_MIGRATIONS",
+    "ERASE_COUNTS",
     "JOB_STATES",
     "LEVELS",
     "ROW_HEAD_CHARS",
@@ -63,6 +65,8 @@ __all__ = [
     "DocChunk",
     "DocFile",
     "DocStore",
+    "Eraser",
+    "Erasure",
     "IndexedMessage",
     "ItemFilter",
     "ItemStore",
@@ -82,6 +86,7 @@ __all__ = [
     "NewItem",
     "NewJob",
     "PageRow",
+    "Removed",
     "SQLiteStore",
     "Scope",
     "SearchDoc",

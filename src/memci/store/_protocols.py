@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from memci.store._artifacts import ArtifactRows
 from memci.store._docs import DocStore
+from memci.store._erase import Eraser
 from memci.store._items import ItemStore
 from memci.store._jobs import JobStore
 from memci.store._keys import KeyRows
@@ -49,6 +50,11 @@ class Store(MessageLog, Protocol):
     @property
     def artifact_rows(self) -> ArtifactRows:
         """Artifacts' blobs and links."""
+        ...
+
+    @property
+    def eraser(self) -> Eraser:
+        """Deletions (retract, clear, delete a session, erase a user) and their audit log."""
         ...
 
     @property
