@@ -38,6 +38,7 @@ from memci.errors import (
     StoreError,
     StoreFullError,
     TokenizerUnavailableError,
+    UnknownMessageError,
     UnknownRoleError,
     UnknownSessionError,
 )
@@ -49,6 +50,7 @@ from memci.messages import (
     ToolCallPart,
     ToolResultPart,
 )
+from memci.store import Erasure
 
 __version__ = "0.1.0"
 
@@ -57,6 +59,7 @@ __all__ = [
     "Context",
     "ContextStats",
     "Engine",
+    "Erasure",
     "ImagePart",
     "InvalidFileError",
     "InvalidInputError",
@@ -86,6 +89,7 @@ __all__ = [
     "ToolCallPart",
     "ToolResultPart",
     "ToolSpec",
+    "UnknownMessageError",
     "UnknownRoleError",
     "UnknownSessionError",
     "__version__",

@@ -17,6 +17,7 @@ raised while storing, nothing has been written: the store is as it was before th
     │   │   └── InvalidTimestampError
     │   ├── ConfigError              a setting that is out of range or unknown
     │   ├── UnknownSessionError
+    │   ├── UnknownMessageError      a seq the session does not hold (retract, pop)
     │   └── InvalidFileError         an import or trace file that cannot be read
     ├── MissingExtraError            an optional part is not installed; names the pip command
     ├── TokenizerUnavailableError    an exact tokenizer whose encoding is not available offline
@@ -53,6 +54,7 @@ __all__ = [
     "StoreError",
     "StoreFullError",
     "TokenizerUnavailableError",
+    "UnknownMessageError",
     "UnknownRoleError",
     "UnknownSessionError",
 ]
@@ -100,6 +102,10 @@ class ConfigError(InvalidInputError):
 
 class UnknownSessionError(InvalidInputError):
     """A session that does not exist where one was required."""
+
+
+class UnknownMessageError(InvalidInputError):
+    """A message (by seq) that the session does not hold where one was required."""
 
 
 class InvalidFileError(InvalidInputError):

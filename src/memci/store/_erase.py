@@ -126,6 +126,21 @@ class Eraser(Protocol):
         """Delete memory items with their keyword text, vectors and history links."""
         ...
 
+    def derived_items(self, session: SessionRecord, first_page: int) -> list[int]:
+        """Ids of the memory items derived from the session's pages ``first_page`` and later.
+
+        The session's episodes of those pages, and its user's facts whose source names one
+        of them (``<session name>#p<page>``). Pass them to :meth:`erase_items`.
+        """
+        ...
+
+    def forget_pages(self, session: SessionRecord, first_page: int) -> int:
+        """Delete the saved rows of pages ``first_page`` and later; grow the version.
+
+        Those pages are plainly active again: the next build archives them anew.
+        """
+        ...
+
     def erase_jobs(self, key_prefixes: Collection[str]) -> int:
         """Delete the jobs whose key starts with one of ``key_prefixes`` (any state)."""
         ...
@@ -133,7 +148,8 @@ class Eraser(Protocol):
     def forget_work(self, session_id: int, keys: Collection[str]) -> int:
         """Delete working-state items (``note:7``, ``memo:3`` …) and the events that touched them.
 
-        Returns how many rows went (items and audit events).
+        Returns how many rows went (items and audit events). When any went, a ``forget``
+        event (the keys, no content) is added, so the state's version still grows.
         """
         ...
 

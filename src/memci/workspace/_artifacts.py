@@ -303,6 +303,32 @@ class ArtifactStore:
                     raise StoreError(f"cannot remove unused artifact file {path}: {exc}") from exc
         return removed
 
+    def remove_files(self, artifact_ids: Sequence[str]) -> int:
+        """Remove the files of blobs whose rows a deletion removed; forget cached text.
+
+        Called after the deletion committed: a file goes only once no row names it. A
+        file already gone is fine. Returns how many files were removed.
+        """
+        self.clear_cache()
+        removed = 0
+        for aid in artifact_ids:
+            path = self._path(aid)
+            try:
+                path.unlink()
+                removed += 1
+            except FileNotFoundError:
+                continue
+            except OSError as exc:
+                raise StoreError(f"cannot remove the file {path} of a deleted tool output: "
+                                 f"{exc}; remove it by hand") from exc
+        return removed
+
+    def clear_cache(self) -> None:
+        """Forget every output read and kept in memory (after a deletion)."""
+        with self._cache_lock:
+            self._cache.clear()
+            self._cache_chars = 0
+
     def _free_id(self, sha: str) -> str:
         for length in range(ARTIFACT_ID_LENGTH, 65, 4):
             candidate = sha[:length]

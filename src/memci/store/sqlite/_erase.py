@@ -20,10 +20,11 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import sqlite3
 from collections.abc import Collection, Iterable, Iterator, Mapping
 from contextlib import contextmanager
-from datetime import datetime
+from datetime import UTC, datetime
 from types import MappingProxyType
 from typing import Any
 
@@ -282,6 +283,37 @@ class SQLiteEraser:
         return int(db.execute("DELETE FROM memory_items WHERE id IN (SELECT value FROM"
                               " json_each(?))", (wanted,)).rowcount)
 
+    def derived_items(self, session: SessionRecord, first_page: int) -> list[int]:
+        """Ids of the items derived from the session's pages ``first_page`` and later.
+
+        Its episodes of those pages, and its user's facts whose source names one of them
+        (``<session name>#p<page>``, as the builder writes it).
+        """
+        prefix = f"{session.name}#p"
+        named = re.compile(re.escape(prefix) + r"(\d+)(?: ·|$)")
+        with self._store.read() as db:
+            rows = db.execute(
+                "SELECT id, session_id, source FROM memory_items WHERE tenant = ? AND"
+                " ((session_id = ? AND page >= ?) OR (session_id IS NULL AND user_id IS ?"
+                " AND substr(source, 1, ?) = ?))",
+                (session.tenant, session.id, first_page, session.user, len(prefix), prefix),
+            ).fetchall()
+        out: list[int] = []
+        for item, owner, source in rows:
+            if owner is not None:
+                out.append(int(item))
+            elif (found := named.match(str(source))) and int(found.group(1)) >= first_page:
+                out.append(int(item))
+        return out
+
+    def forget_pages(self, session: SessionRecord, first_page: int) -> int:
+        """Delete the saved rows of pages ``first_page`` and later; grow the version."""
+        with self._write() as db:
+            gone = db.execute("DELETE FROM pages WHERE session_id = ? AND page >= ?",
+                              (session.id, first_page)).rowcount
+            db.execute("UPDATE sessions SET version = version + 1 WHERE id = ?", (session.id,))
+        return int(gone)
+
     def erase_jobs(self, key_prefixes: Collection[str]) -> int:
         """Delete the jobs whose key starts with one of ``key_prefixes`` (any state)."""
         gone = 0
@@ -317,6 +349,13 @@ class SQLiteEraser:
                            " (SELECT value FROM json_each(?))", (_ids(events),))
                 gone += db.execute("DELETE FROM workspace_events WHERE id IN (SELECT value"
                                    " FROM json_each(?))", (_ids(events),)).rowcount
+            if gone:
+                # An event of its own (ids and no content): the state's version grows, so
+                # a cached rendering of it is made again.
+                db.execute(
+                    "INSERT INTO workspace_events (session_id, at, actor, action, target,"
+                    " before, after) VALUES (?, ?, 'memci', 'forget', ?, '{}', '{}')",
+                    (session_id, datetime.now(UTC).isoformat(), ",".join(wanted)[:500]))
         return gone
 
     def forget_values(self, session_ids: Collection[int], keys: Collection[str]) -> int:
