@@ -34,6 +34,7 @@ from typing import Any
 
 from memci._sessionlog import SessionLog
 from memci.errors import UnknownMessageError, UnknownSessionError
+from memci.memory import Memory
 from memci.messages import Message
 from memci.store import Erasure, Removed, SessionRecord, Store
 from memci.workspace import ArtifactStore
@@ -42,6 +43,8 @@ __all__ = ["Deleter"]
 
 # The working state's kinds, and the keys of context values that hold derived text.
 _WORK_KINDS = ("pin", "plan", "note", "memo")
+# How many seqs after a deleted message are looked at for search contexts quoting it.
+_QUOTED_SCAN = 512
 
 
 def _now() -> datetime:
@@ -73,10 +76,12 @@ class Deleter:
     """Deletions over one store, its artifact files and the caches of this process."""
 
     def __init__(
-        self, store: Store, artifacts: ArtifactStore, forget_caches: Callable[[], None],
+        self, store: Store, artifacts: ArtifactStore, memory: Callable[[], Memory],
+        forget_caches: Callable[[], None],
     ) -> None:
         self.store = store
         self.artifacts = artifacts
+        self.memory = memory
         self.forget_caches = forget_caches
 
     # -- messages ------------------------------------------------------------------------
@@ -109,8 +114,15 @@ class Deleter:
             # Pages before it stay as they were (evicted ones stay evicted); from it on
             # they are active again.
             values["paged.base"] = {"first_active": plan.first_page, "at": None}
+        quoting = self._quoting(record, plan.seqs)
+        memory = self.memory()
         with store.atomic():
             removed = eraser.retract(record, plan.seqs)
+            # The search entries of the messages right after quote what went (their
+            # context): they are made again without it.
+            if quoting:
+                eraser.unindex(record, [m.seq or 0 for m in quoting])
+                memory.index(record, quoting)
             counts = dict(removed.counts)
             if plan.first_page <= plan.pages:
                 counts["state"] = counts.get("state", 0) + eraser.forget_pages(
@@ -182,14 +194,37 @@ class Deleter:
             call_ids={m.tool_result.call_id for m in results if m.tool_result is not None},
             artifacts={a for s, a in views.items() if s in wanted})
 
+    def _quoting(self, record: SessionRecord, seqs: list[int]) -> list[Message]:
+        """The messages that stay whose search context may quote one of ``seqs``.
+
+        A context is the tail (``context_chars``) of the text before a message: the
+        messages after a deleted one, until their own text fills that tail.
+        """
+        gone = set(seqs)
+        room = max(0, self.memory().messages.context_chars)
+        later = [m for m in self.store.messages(record, after=seqs[0],
+                                                upto=seqs[-1] + _QUOTED_SCAN)
+                 if m.seq not in gone and m.role != "system"]
+        wanted: dict[int, Message] = {}
+        for seq in seqs:
+            size = 0
+            for message in later:
+                if (message.seq or 0) < seq:
+                    continue
+                if size >= room:
+                    break
+                wanted[message.seq or 0] = message
+                size += len(message.content) + 1
+        return [wanted[s] for s in sorted(wanted)]
+
     def _work_keys(self, record: SessionRecord, plan: _Retraction) -> list[str]:
         """Working-state items derived from what a retract removes.
 
         Notebook lines of its tool results, context-pool entries of the pages whose saved
-        state goes, and anything citing one of its artifacts.
+        state goes, and anything citing one of its messages (``chat:<seq>``) or artifacts.
         """
         pool = {f"chat:page-{p}" for p in range(plan.first_page, plan.pages + 1)}
-        tools = {f"tool:{c}" for c in plan.call_ids}
+        tools = {f"tool:{c}" for c in plan.call_ids} | {f"chat:{s}" for s in plan.seqs}
         keys: list[str] = []
         for kind in _WORK_KINDS:
             for item in self.store.work.items(record.id, kind):

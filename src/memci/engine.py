@@ -76,7 +76,8 @@ class Engine:
             artifacts_dir = db.parent / f"{db.stem}-artifacts"
         self.workspace = Workspace(store, artifacts_dir)
         #: Deletions (retract, clear, delete a session, erase a user) and their upkeep.
-        self.deleter = Deleter(store, self.workspace.artifacts, self._forget_caches)
+        self.deleter = Deleter(store, self.workspace.artifacts, lambda: self.memory,
+                               self._forget_caches)
         # Summaries by a model are made in the background and never block a build; with
         # no model configured the extractive stand-in is all there is, and no jobs exist.
         owned = client_from_env() if llm is None else None

@@ -102,6 +102,14 @@ class Eraser(Protocol):
         """
         ...
 
+    def unindex(self, session: SessionRecord, seqs: Collection[int]) -> int:
+        """Delete the search entries (keyword text, vectors) of messages ``seqs``, which stay.
+
+        For messages whose keyword text quotes a deleted one (its context): they are
+        indexed again after. Returns how many entries went.
+        """
+        ...
+
     def clear(self, session: SessionRecord) -> Removed:
         """Delete every message of the session and everything derived from them.
 

@@ -60,16 +60,22 @@ class SQLiteEraser:
     """Deletions and their audit log in one SQLite store."""
 
     def __init__(self, store: Database) -> None:
-        # Every table a session's data may be in exists from here on, so a deletion never
-        # has to ask which parts were made.
-        store.migrate("workspace", WORKSPACE_MIGRATIONS)
-        store.migrate("memory", MEMORY_MIGRATIONS)
-        store.migrate("jobs", JOBS_MIGRATIONS)
+        # Made cheaply: reading the erasure epoch (for caches) writes nothing.
         self._store = store
+
+    def _ready(self) -> None:
+        """Make every table a session's data may be in (at once when made already).
+
+        So a deletion never has to ask which parts were made.
+        """
+        self._store.migrate("workspace", WORKSPACE_MIGRATIONS)
+        self._store.migrate("memory", MEMORY_MIGRATIONS)
+        self._store.migrate("jobs", JOBS_MIGRATIONS)
 
     @contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:
         """A write in which what is deleted is overwritten with zeros, not only freed."""
+        self._ready()
         with self._store.write() as db:
             before = int(db.execute("PRAGMA secure_delete").fetchone()[0])
             db.execute("PRAGMA secure_delete = ON")
@@ -161,6 +167,11 @@ class SQLiteEraser:
         db.execute("DELETE FROM memory_docs WHERE id IN (SELECT value FROM json_each(?))",
                    (_ids(docs),))
         return {"index": len(docs), "vectors": vectors}
+
+    def unindex(self, session: SessionRecord, seqs: Collection[int]) -> int:
+        """Delete the search entries (keyword text, vectors) of messages that stay."""
+        with self._write() as db:
+            return self._forget_docs(db, session.id, [int(s) for s in seqs])["index"]
 
     @staticmethod
     def _vector_count(db: sqlite3.Connection, kind: str, refs: Collection[int]) -> int:
@@ -291,6 +302,7 @@ class SQLiteEraser:
         """
         prefix = f"{session.name}#p"
         named = re.compile(re.escape(prefix) + r"(\d+)(?: ·|$)")
+        self._ready()
         with self._store.read() as db:
             rows = db.execute(
                 "SELECT id, session_id, source FROM memory_items WHERE tenant = ? AND"
