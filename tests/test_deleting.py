@@ -224,6 +224,12 @@ def test_another_engine_sees_the_deletion(db_path: Path) -> None:
         assert f"{MARK}1" not in json.dumps(b.build().to_openai())
         assert b.add({"role": "user", "content": "next"}).seq == 9
         assert a.count() == 7
+        # A session deleted by the other engine: its name starts a new one here.
+        one.delete_session("s")
+        fresh = two.session("s")
+        assert fresh is not b and fresh.count() == 0
+        with pytest.raises(memci.UnknownSessionError):
+            b.build()
 
 
 def test_another_process_sees_the_deletion(db_path: Path) -> None:

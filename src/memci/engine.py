@@ -158,10 +158,14 @@ class Engine:
         limits = self.host_limits(tenant) if self.host_limits is not None else None
         with self._lock:
             existing = self._sessions.get(key)
+            saved = self.store.session(tenant, name)
+            if existing is not None and (saved is None or saved.id != existing.record.id):
+                # Deleted (by another process): this name now starts a new session.
+                existing = None
+                del self._sessions[key]
             if (existing is not None and not settings and user in (None, existing.user)
                     and self._limits.get(key) == limits):
                 return existing
-            saved = self.store.session(tenant, name)
             resolved, chosen = resolve_settings(settings, saved.settings if saved else {},
                                                 limits=limits)
             # Loaded before anything is saved: an encoding missing here refuses the

@@ -63,7 +63,10 @@ class SessionHub:
 
     def get(self, tenant: str, name: str) -> Session:
         """The existing session ``name`` of ``tenant``; raises UnknownSessionError."""
-        if not self.exists(tenant, name):
+        # Asked of the store, not of what this hub knows: another server may have deleted it.
+        if self.engine.store.session(tenant, name) is None:
+            with self._lock:
+                self._known.discard((tenant, name))
             raise UnknownSessionError(f"no session {name!r}")
         return self._remember(tenant, self.engine.session(name, tenant=tenant))
 
