@@ -189,8 +189,8 @@ def test_retract_inside_an_archived_page_rebuilds_the_contents(db_path: Path) ->
     with memci.Engine.open(db_path) as engine:
         s = engine.session("s", context_window=1_500, reserve_ratio=0.25)
         for i in range(30):
-            s.add({"role": "user", "content": f"topic {i} " + ("words " * 30)
-                   + (f" secret {MARK}" if i == 2 else "")})
+            s.add({"role": "user", "content": (f"{MARK} secret. " if i == 2 else "")
+                   + f"topic {i} " + ("words " * 30)})
             s.add({"role": "assistant", "content": f"reply {i} " + ("more " * 30)})
             s.build()
         assert s.place_of_page(3) in ("contents", "evicted")
@@ -198,10 +198,17 @@ def test_retract_inside_an_archived_page_rebuilds_the_contents(db_path: Path) ->
         seq = next(m.seq for m in s.messages() if MARK in m.content)
         assert seq is not None
         s.retract(seq)
+        # At once, before any build: no saved page row of the session holds it.
+        rows = [engine.store.context.page_rows(s.record, state=state)
+                for state in ("archived", "recalled", "evicted")]
+        assert rows[2] and MARK not in str(rows)
         ctx = s.build()
         assert MARK not in json.dumps(ctx.to_openai())
         assert s.stats().pages == pages - 1
-        assert all(MARK not in row for p in s.pages() for row in [str(p)])
+        # No saved contents entry, pool line or page row holds it (in any place).
+        saved = [engine.store.context.page_rows(s.record, state=state)
+                 for state in ("archived", "recalled", "evicted")]
+        assert MARK not in str(saved) and MARK not in json.dumps(s.export_state())
         assert s.search(MARK) == [] and s.search(MARK, scope="user") == []
         for page in s.pages():
             assert page.first_seq != seq

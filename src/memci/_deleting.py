@@ -13,8 +13,9 @@ Invariants:
 - derived state stays consistent: a retract drops the saved rows of the page holding the
   first message that goes and of every later page (they are plainly active again, and
   the next build archives them anew, with new contents entries, episodes and summaries),
-  the items, summary jobs, notebook lines and context-pool entries derived from them,
-  and the cached retrieval of every session of the user; a clear drops all of it;
+  the items, summary jobs and notebook lines derived from them, the context pool's chat
+  history (made again from the evicted pages that stay), and the cached retrieval of
+  every session of the user; a clear drops all of it;
 - every process notices: the session's log epoch and context version grow (its copies
   are read again), and the store's erasure epoch grows (caches keyed on memory's
   version miss);
@@ -37,7 +38,7 @@ from memci.errors import UnknownMessageError, UnknownSessionError
 from memci.memory import Memory
 from memci.messages import Message
 from memci.store import Erasure, Removed, SessionRecord, Store
-from memci.workspace import ArtifactStore
+from memci.workspace import ArtifactStore, WorkState
 
 __all__ = ["Deleter"]
 
@@ -137,8 +138,10 @@ class Deleter:
                                                             ["retrieval"])
             for key, value in values.items():
                 store.context.put(record, key, value)
-            counts["work"] = counts.get("work", 0) + eraser.forget_work(
-                record.id, self._work_keys(record, plan))
+            keys, pool_redone = self._work_keys(record, plan)
+            counts["work"] = counts.get("work", 0) + eraser.forget_work(record.id, keys)
+            if pool_redone:
+                self._pool_again(record, plan.first_page)
             erasure = eraser.record(
                 "retract", actor=actor, tenant=record.tenant, user=record.user,
                 sessions=[record.id], counts=counts, at=_now())
@@ -217,23 +220,44 @@ class Deleter:
                 size += len(message.content) + 1
         return [wanted[s] for s in sorted(wanted)]
 
-    def _work_keys(self, record: SessionRecord, plan: _Retraction) -> list[str]:
-        """Working-state items derived from what a retract removes.
+    def _work_keys(self, record: SessionRecord, plan: _Retraction) -> tuple[list[str], bool]:
+        """Working-state items derived from what a retract removes; whether the pool goes.
 
-        Notebook lines of its tool results, context-pool entries of the pages whose saved
-        state goes, and anything citing one of its messages (``chat:<seq>``) or artifacts.
+        Notebook lines of its tool results, anything citing one of its messages
+        (``chat:<seq>``) or artifacts, and the context pool's chat history when it holds
+        a page whose saved state goes: a pool compacted by memci no longer says which
+        pages it covers, so all of memci's chat history goes and is made again from the
+        pages that stay (:meth:`_pool_again`).
         """
-        pool = {f"chat:page-{p}" for p in range(plan.first_page, plan.pages + 1)}
+        pool_section = WorkState(self.store, record).limits.pool_section
         tools = {f"tool:{c}" for c in plan.call_ids} | {f"chat:{s}" for s in plan.seqs}
         keys: list[str] = []
+        history: list[str] = []
+        touched = False
         for kind in _WORK_KINDS:
             for item in self.store.work.items(record.id, kind):
                 if not isinstance(item, Mapping) or "id" not in item:
                     continue
-                source = item.get("source")
-                if source in tools or source in pool or _pointer_ids(item) & plan.artifacts:
-                    keys.append(f"{kind}:{item['id']}")
-        return keys
+                key, source = f"{kind}:{item['id']}", str(item.get("source") or "")
+                if source in tools or _pointer_ids(item) & plan.artifacts:
+                    keys.append(key)
+                elif kind == "memo" and item.get("section") == pool_section and (
+                        source.startswith("chat:page-") or item.get("actor") == "memci"):
+                    history.append(key)
+                    page = source.removeprefix("chat:page-")
+                    touched |= (not page.isdigit()) or int(page) >= plan.first_page
+        if touched and plan.first_page <= plan.pages:
+            return keys + history, True
+        return keys, False
+
+    def _pool_again(self, record: SessionRecord, first_page: int) -> None:
+        """Fold the evicted pages before ``first_page`` into the context pool again."""
+        state = WorkState(self.store, record).with_actor("memci")
+        for row in self.store.context.page_rows(record, state="evicted"):
+            if row.page < first_page and row.lines:
+                # As the builder folds an evicted page (ContextBuilder._pool_evicted).
+                text = f"Page {row.page}: " + " / ".join(row.lines[:3])
+                state.pool_add(text[:380], source=f"chat:page-{row.page}")
 
     def _neighbours(self, record: SessionRecord) -> list[int]:
         """The other sessions whose cached retrieval may quote this one (same user)."""
