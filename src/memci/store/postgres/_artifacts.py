@@ -205,6 +205,13 @@ class PostgresOutputContents:
                                    buffer_size=PART_BYTES)
         return cast(BinaryIO, reader)
 
+    def remove(self, artifact_id: str) -> bool:
+        """Delete the content's parts (its rows are gone)."""
+        with self._store.write() as db:
+            deleted = db.execute("DELETE FROM artifact_contents WHERE artifact_id = %s",
+                                 (artifact_id,)).rowcount
+        return bool(deleted)
+
     def sweep(self, named: Collection[str], *, older_than: float) -> int:
         """Nothing to sweep: a content is written with the rows that name it."""
         return 0
