@@ -1,7 +1,10 @@
 """Deleting: retract / pop / clear a session, delete a session, erase a user (issue 15).
 
-The erasure tests scan the raw bytes of the store's files (database, write-ahead log,
-artifact files) for marker strings that only the erased user's data holds.
+Every test runs on both backends (``where``: a SQLite file, or an empty PostgreSQL
+database, see tests/pg.py). The erasure tests look for marker strings that only the
+erased user's data holds: in the raw bytes of the SQLite store's files (database,
+write-ahead log, artifact files), and in every row of every table of the PostgreSQL
+database (what PostgreSQL can promise about its files is in docs/deleting.md).
 """
 
 from __future__ import annotations
@@ -17,6 +20,10 @@ import pytest
 
 import memci
 from memci.memory import Scope
+from tests import pg
+
+#: Where a test's store is: a SQLite file, or the URL of a PostgreSQL database.
+Where = Path | str
 
 MARK = "QZXMARK"  # only the erased user's text holds it
 CN_MARK = "紫菱秘记"  # also in Chinese
@@ -38,15 +45,55 @@ def _turn(s: memci.Session, i: int, mark: str, *, big: bool = False) -> None:
     s.add({"role": "assistant", "content": f"answer {i}: {mark}{i} is done"})
 
 
+@pytest.fixture(params=["sqlite", "postgres"])
+def where(request: pytest.FixtureRequest, db_path: Path) -> Where:
+    """The store of the test: a SQLite file, or an empty PostgreSQL database."""
+    return db_path if request.param == "sqlite" else pg.fresh_database()
+
+
 def _files(db: Path) -> list[Path]:
     folder = db.parent
     return [p for p in folder.rglob("*") if p.is_file()]
 
 
-def _holding(db: Path, marker: str) -> list[str]:
-    """Files under the store's folder whose raw bytes contain ``marker`` (UTF-8)."""
-    needle = marker.encode("utf-8")
-    return sorted(str(p.relative_to(db.parent)) for p in _files(db) if needle in p.read_bytes())
+def _text(value: Any) -> str:
+    if isinstance(value, bytes | memoryview):
+        return bytes(value).decode("utf-8", errors="replace")
+    return str(value)
+
+
+def _rows(where: Where, table: str) -> list[tuple[Any, ...]]:
+    """Every row of ``table``, as stored."""
+    if isinstance(where, Path):
+        db = sqlite3.connect(where)
+        try:
+            return db.execute(f"SELECT * FROM {table}").fetchall()
+        finally:
+            db.close()
+    import psycopg
+
+    with psycopg.connect(where) as conn:
+        return conn.execute(f"SELECT * FROM {table}").fetchall()
+
+
+def _holding(where: Where, marker: str) -> list[str]:
+    """What holds ``marker``: files (SQLite: their raw bytes), or tables (PostgreSQL).
+
+    A PostgreSQL table holds it when any value of any row does, in any case (keyword
+    rows keep terms as the analyzer cut them, in lower case); binary values as UTF-8.
+    """
+    if isinstance(where, Path):
+        needle = marker.encode("utf-8")
+        return sorted(str(p.relative_to(where.parent)) for p in _files(where)
+                      if needle in p.read_bytes())
+    import psycopg
+
+    with psycopg.connect(where) as conn:
+        tables = [str(r[0]) for r in conn.execute(
+            "SELECT tablename FROM pg_tables WHERE schemaname = current_schema()")]
+    found = marker.lower()
+    return sorted(t for t in tables if any(found in _text(v).lower()
+                                           for row in _rows(where, t) for v in row))
 
 
 def _fill(engine: memci.Engine, name: str, user: str, mark: str) -> memci.Session:
@@ -66,8 +113,8 @@ def _fill(engine: memci.Engine, name: str, user: str, mark: str) -> memci.Sessio
 # -- erase_user --------------------------------------------------------------------------
 
 
-def test_erase_user_leaves_no_byte_of_the_user_and_keeps_the_others(db_path: Path) -> None:
-    engine = memci.Engine.open(db_path)
+def test_erase_user_leaves_no_byte_of_the_user_and_keeps_the_others(where: Where) -> None:
+    engine = memci.Engine.open(where)
     _fill(engine, "a1", "alice", MARK)
     _fill(engine, "a2", "alice", MARK)
     bob = _fill(engine, "b1", "bob", OTHER)
@@ -78,22 +125,30 @@ def test_erase_user_leaves_no_byte_of_the_user_and_keeps_the_others(db_path: Pat
         s.add({"role": "tool", "tool_call_id": "shared", "content": "SHAREDOUT " * 10_000})
     bob_messages = [(m.seq, m.content) for m in bob.messages()]
     bob_pages = bob.pages()
-    assert _holding(db_path, MARK) and _holding(db_path, CN_MARK)
+    assert _holding(where, MARK) and _holding(where, CN_MARK)
+    if isinstance(where, str):
+        # The scan sees every kind of table the user's text is in, derived ones included.
+        held = _holding(where, MARK)
+        assert {"messages", "pages", "session_state", "workspace_items", "workspace_events",
+                "workspace_blobs", "workspace_artifacts", "artifact_contents",
+                "memory_items"} <= set(held)
+        assert any(t.startswith("memory_fts_") for t in held)
+        assert any(t.startswith("memory_items_fts_") for t in held)
 
     erasure = engine.erase_user("alice", actor="test")
 
     assert erasure.action == "erase_user" and erasure.counts["sessions"] == 2
     assert erasure.counts["messages"] > 90 and erasure.counts["items"] >= 1
     # Not one byte of alice's text in the database, its WAL or the artifact files ...
-    assert _holding(db_path, MARK) == []
-    assert _holding(db_path, CN_MARK) == []
+    assert _holding(where, MARK) == []
+    assert _holding(where, CN_MARK) == []
     # ... nor her id: the audit log keeps its SHA-256.
-    assert _holding(db_path, "alice") == []
+    assert _holding(where, "alice") == []
     assert {r.name for r in engine.sessions()} == {"b1"}
     # Bob is untouched: his messages, pages, search, memory and the shared output.
     assert [(m.seq, m.content) for m in bob.messages()] == bob_messages
     assert bob.pages() == bob_pages
-    assert _holding(db_path, OTHER) and _holding(db_path, "SHAREDOUT")
+    assert _holding(where, OTHER) and _holding(where, "SHAREDOUT")
     assert any(h.message.seq for h in bob.search(f"{OTHER}5"))
     assert bob.build().stats.total_tokens > 0
     shared = engine.workspace.artifacts.for_call(bob.record, "shared")
@@ -104,25 +159,23 @@ def test_erase_user_leaves_no_byte_of_the_user_and_keeps_the_others(db_path: Pat
     assert fresh.search(MARK, scope="user") == []
     assert all(MARK not in h.message.content for h in bob.search(MARK, scope="tenant"))
     engine.close()
-    assert _holding(db_path, MARK) == []
+    assert _holding(where, MARK) == []
 
 
-def test_erase_user_is_recorded_without_content(db_path: Path) -> None:
-    with memci.Engine.open(db_path) as engine:
+def test_erase_user_is_recorded_without_content(where: Where) -> None:
+    with memci.Engine.open(where) as engine:
         _fill(engine, "a1", "alice", MARK)
         engine.erase_user("alice", actor="ops@corp")
         (logged,) = [e for e in engine.erasures() if e.action == "erase_user"]
         assert logged.actor == "ops@corp" and logged.tenant == "default"
         assert logged.user is not None and len(logged.user) == 64
-    db = sqlite3.connect(db_path)
-    rows = db.execute("SELECT * FROM memci_erasures").fetchall()
-    db.close()
-    text = json.dumps(rows, ensure_ascii=False)
+    text = json.dumps([[_text(v) for v in row] for row in _rows(where, "memci_erasures")],
+                      ensure_ascii=False)
     assert MARK not in text and "alice" not in text and "question" not in text
 
 
-def test_erase_user_of_another_tenant_is_untouched(db_path: Path) -> None:
-    with memci.Engine.open(db_path) as engine:
+def test_erase_user_of_another_tenant_is_untouched(where: Where) -> None:
+    with memci.Engine.open(where) as engine:
         s = engine.session("x", user="alice", tenant="t2")
         s.add({"role": "user", "content": f"t2 {OTHER}"})
         engine.erase_user("alice", tenant="default")
@@ -133,13 +186,13 @@ def test_erase_user_of_another_tenant_is_untouched(db_path: Path) -> None:
 # -- delete_session ----------------------------------------------------------------------
 
 
-def test_delete_session_frees_the_name_and_stops_old_handles(db_path: Path) -> None:
-    with memci.Engine.open(db_path) as engine:
+def test_delete_session_frees_the_name_and_stops_old_handles(where: Where) -> None:
+    with memci.Engine.open(where) as engine:
         s = _fill(engine, "chat", "alice", MARK)
         kept = _fill(engine, "other", "alice", OTHER)
         erasure = engine.delete_session("chat")
         assert erasure.counts["messages"] == 49 and erasure.counts["sessions"] == 1
-        assert _holding(db_path, f"{MARK}7") == []
+        assert _holding(where, f"{MARK}7") == []
         with pytest.raises(memci.UnknownSessionError):
             s.add({"role": "user", "content": "late"})
         with pytest.raises(memci.UnknownSessionError):
@@ -155,8 +208,8 @@ def test_delete_session_frees_the_name_and_stops_old_handles(db_path: Path) -> N
 # -- retract and pop ---------------------------------------------------------------------
 
 
-def test_pop_removes_a_cancelled_turn_and_seqs_go_on(db_path: Path) -> None:
-    with memci.Engine.open(db_path) as engine:
+def test_pop_removes_a_cancelled_turn_and_seqs_go_on(where: Where) -> None:
+    with memci.Engine.open(where) as engine:
         s = engine.session("s")
         s.add({"role": "user", "content": "first"})
         s.add({"role": "assistant", "content": "reply"})
@@ -170,8 +223,8 @@ def test_pop_removes_a_cancelled_turn_and_seqs_go_on(db_path: Path) -> None:
         assert s.stats().messages == 3
 
 
-def test_retracting_a_call_takes_its_results(db_path: Path) -> None:
-    with memci.Engine.open(db_path) as engine:
+def test_retracting_a_call_takes_its_results(where: Where) -> None:
+    with memci.Engine.open(where) as engine:
         s = engine.session("s")
         s.add({"role": "user", "content": "run it"})
         s.add({"role": "assistant", "content": "", "tool_calls": [_call("c1")]})
@@ -185,8 +238,8 @@ def test_retracting_a_call_takes_its_results(db_path: Path) -> None:
         assert engine.workspace.artifacts.for_call(s.record, "c1") is None
 
 
-def test_retract_inside_an_archived_page_rebuilds_the_contents(db_path: Path) -> None:
-    with memci.Engine.open(db_path) as engine:
+def test_retract_inside_an_archived_page_rebuilds_the_contents(where: Where) -> None:
+    with memci.Engine.open(where) as engine:
         s = engine.session("s", context_window=1_500, reserve_ratio=0.25)
         for i in range(30):
             s.add({"role": "user", "content": (f"{MARK} secret. " if i == 2 else "")
@@ -216,8 +269,8 @@ def test_retract_inside_an_archived_page_rebuilds_the_contents(db_path: Path) ->
         assert not recalled.startswith("error") and MARK not in recalled
 
 
-def test_another_engine_sees_the_deletion(db_path: Path) -> None:
-    with memci.Engine.open(db_path) as one, memci.Engine.open(db_path) as two:
+def test_another_engine_sees_the_deletion(where: Where) -> None:
+    with memci.Engine.open(where) as one, memci.Engine.open(where) as two:
         a = one.session("s")
         for i in range(4):
             a.add({"role": "user", "content": f"q{i} {MARK}{i}"})
@@ -239,8 +292,8 @@ def test_another_engine_sees_the_deletion(db_path: Path) -> None:
             b.build()
 
 
-def test_another_process_sees_the_deletion(db_path: Path) -> None:
-    with memci.Engine.open(db_path) as engine:
+def test_another_process_sees_the_deletion(where: Where) -> None:
+    with memci.Engine.open(where) as engine:
         s = engine.session("s")
         for i in range(3):
             s.add({"role": "user", "content": f"q{i} {MARK}{i}"})
@@ -249,13 +302,13 @@ def test_another_process_sees_the_deletion(db_path: Path) -> None:
         code = ("import memci, sys\n"
                 "with memci.Engine.open(sys.argv[1]) as e:\n"
                 "    e.session('s').retract(3)\n")
-        subprocess.run([sys.executable, "-c", code, str(db_path)], check=True, timeout=120)
+        subprocess.run([sys.executable, "-c", code, str(where)], check=True, timeout=120)
         assert s.count() == 5
         assert f"{MARK}1" not in json.dumps(s.build().to_openai())
 
 
-def test_clear_empties_the_session_and_keeps_it(db_path: Path) -> None:
-    with memci.Engine.open(db_path) as engine:
+def test_clear_empties_the_session_and_keeps_it(where: Where) -> None:
+    with memci.Engine.open(where) as engine:
         s = _fill(engine, "s", "alice", MARK)
         assert s.clear() == 49
         assert s.count() == 0 and s.messages() == [] and s.pages() == []
@@ -271,8 +324,8 @@ def test_clear_empties_the_session_and_keeps_it(db_path: Path) -> None:
 
 
 @pytest.mark.parametrize("seq", [0, -1, True, "3", 3.0, None])
-def test_retract_refuses_what_is_not_a_seq(db_path: Path, seq: Any) -> None:
-    with memci.Engine.open(db_path) as engine:
+def test_retract_refuses_what_is_not_a_seq(where: Where, seq: Any) -> None:
+    with memci.Engine.open(where) as engine:
         s = engine.session("s")
         s.add({"role": "user", "content": "keep"})
         with pytest.raises(memci.UnknownMessageError, match="positive int"):
@@ -280,8 +333,8 @@ def test_retract_refuses_what_is_not_a_seq(db_path: Path, seq: Any) -> None:
         assert s.count() == 1
 
 
-def test_unknown_targets_raise_typed_errors_and_delete_nothing(db_path: Path) -> None:
-    with memci.Engine.open(db_path) as engine:
+def test_unknown_targets_raise_typed_errors_and_delete_nothing(where: Where) -> None:
+    with memci.Engine.open(where) as engine:
         s = engine.session("s", user="u")
         s.add({"role": "user", "content": "keep"})
         with pytest.raises(memci.UnknownMessageError, match="no message with seq 7"):

@@ -292,3 +292,41 @@ def test_export_and_import_work_across_backends(url: str, tmp_path: Path) -> Non
     with memci.Engine.open(url, workers=0) as engine, path.open(encoding="utf-8") as fh:
         imported = engine.import_jsonl(fh, name="copy")
         assert [(m.role, m.content) for m in imported.messages()] == original
+
+
+def _dead_rows(url: str, table: str) -> int | None:
+    """Dead row versions left in ``table``'s pages (pgstattuple); None without it."""
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as conn:
+        try:
+            conn.execute("CREATE EXTENSION IF NOT EXISTS pgstattuple")
+        except psycopg.Error:
+            return None
+        row = conn.execute("SELECT dead_tuple_count FROM pgstattuple(%s)", (table,)).fetchone()
+    return int(row[0]) if row else None
+
+
+def test_scrub_vacuums_and_says_when_an_older_snapshot_keeps_deleted_rows(url: str) -> None:
+    import psycopg
+
+    with memci.Engine.open(url, workers=0) as engine:
+        s = engine.session("s", user="alice")
+        for i in range(20):
+            s.add({"role": "user", "content": f"QZXMARK secret {i}"})
+        reader = psycopg.connect(url)  # another server's long read: it holds a snapshot
+        try:
+            reader.execute("BEGIN ISOLATION LEVEL REPEATABLE READ")
+            assert reader.execute("SELECT count(*) FROM messages").fetchone() == (20,)
+            engine.erase_user("alice")
+            # The old snapshot may still see the deleted rows: VACUUM cannot remove them.
+            assert engine.scrub() is False
+            assert reader.execute("SELECT count(*) FROM messages").fetchone() == (20,)
+            assert _dead_rows(url, "messages") in (None, 20)
+            reader.execute("COMMIT")
+            assert engine.scrub() is True
+            assert _dead_rows(url, "messages") in (None, 0)
+        finally:
+            reader.close()
+        with engine.store.read() as db:
+            assert db.execute("SELECT count(*) FROM messages").fetchone() == (0,)
