@@ -242,7 +242,9 @@ class Engine:
 
         Merges the search indexes, rewrites the database without its free pages (VACUUM)
         and empties the write-ahead log. Returns False when another connection was
-        reading, so the log could not be emptied yet (call it again later).
+        reading, so the log could not be emptied yet (call it again later). On PostgreSQL:
+        VACUUM of the tables deletions touch; False when an older snapshot may still see
+        deleted rows (see docs/deleting.md, "PostgreSQL").
         """
         return self.store.eraser.scrub()
 
