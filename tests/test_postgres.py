@@ -262,6 +262,10 @@ def test_migrate_copies_a_store_from_sqlite_to_postgresql_and_back(
     source = tmp_path / "source.db"
     with memci.Engine.open(source, workers=0) as engine:
         _fill(engine)
+        gone = engine.session("gone", user="u9")
+        for text in ("one", "two", "three"):
+            gone.add({"role": "user", "content": text})
+        gone.retract(3)  # the audit log and the highest seq given go along
     result = CliRunner().invoke(main, ["migrate", "--from", str(source), "--to", url])
     assert result.exit_code == 0, result.output
     assert "every table's count verified" in result.output
@@ -274,6 +278,11 @@ def test_migrate_copies_a_store_from_sqlite_to_postgresql_and_back(
         _same(one, three)
         assert three.workspace.artifacts.files_dir is not None  # outputs are files again
         assert any(three.workspace.artifacts.files_dir.rglob("*.txt"))
+        assert [(e.action, e.counts) for e in two.erasures()] == [
+            (e.action, e.counts) for e in one.erasures()] != []
+        assert [(e.action, e.counts) for e in three.erasures()] == [
+            (e.action, e.counts) for e in one.erasures()]
+        assert two.session("gone", user="u9").add({"role": "user", "content": "4"}).seq == 4
         moved = two.session("moved")
         moved.add({"role": "user", "content": "after the move"})  # ids go on after the copy
         assert moved.messages()[-1].seq == one.session("moved").count() + 1
@@ -330,3 +339,29 @@ def test_scrub_vacuums_and_says_when_an_older_snapshot_keeps_deleted_rows(url: s
             reader.close()
         with engine.store.read() as db:
             assert db.execute("SELECT count(*) FROM messages").fetchone() == (0,)
+
+
+def test_scrub_by_a_user_who_may_not_vacuum_says_so(url: str) -> None:
+    import psycopg
+
+    from memci.store.postgres import PostgresStore
+
+    owner = PostgresStore(url)
+    owner.close()
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("DROP ROLE IF EXISTS memci_rw")
+        conn.execute("CREATE ROLE memci_rw LOGIN PASSWORD 'rw'")
+        # Rows and the schema (opening a store checks its migrations), not the tables.
+        conn.execute("GRANT USAGE, CREATE ON SCHEMA public TO memci_rw")
+        conn.execute("GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public"
+                     " TO memci_rw")
+    parts = url.split("://", 1)[1].split("@", 1)
+    store = PostgresStore(f"postgresql://memci_rw:rw@{parts[-1]}")
+    try:
+        with pytest.raises(StoreError, match="the deletion is committed.*owner"):
+            store.eraser.scrub()
+    finally:
+        store.close()
+        with psycopg.connect(url, autocommit=True) as conn:
+            conn.execute("DROP OWNED BY memci_rw")
+            conn.execute("DROP ROLE memci_rw")

@@ -352,7 +352,7 @@ class PostgresEraser:
             # An event touched an item when the item's key is a key of its before or after.
             events = [int(r[0]) for r in db.execute(
                 "SELECT id FROM workspace_events WHERE session_id = %s AND"
-                " (before::jsonb ?| %s OR after::jsonb ?| %s) ORDER BY id",
+                " (before::jsonb ?| %s::text[] OR after::jsonb ?| %s::text[]) ORDER BY id",
                 (session_id, wanted, wanted)).fetchall()]
             if events:
                 db.execute("UPDATE workspace_events SET reverts = NULL WHERE reverts ="
@@ -432,11 +432,20 @@ class PostgresEraser:
         than this call may still see some: they stay until a later vacuum, and this
         returns False (call it again once it ended). Deleted bytes may stay in the files'
         free space and in the write-ahead log: see docs/deleting.md ("PostgreSQL").
+        Raises :class:`StoreError` when PostgreSQL skipped a table (it warns rather than
+        fails when the user may not vacuum it): what was deleted stays deleted.
         """
+        skipped: list[str] = []
+
+        def warned(notice: psycopg.errors.Diagnostic) -> None:
+            if notice.severity_nonlocalized == "WARNING":
+                skipped.append(str(notice.message_primary))
+
         with self._store.read() as db:
             if db.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
                 raise StoreError("scrub() runs outside any transaction: call it after the "
                                  "atomic() block that deleted")
+            db.add_notice_handler(warned)
             try:
                 row = db.execute("SELECT clock_timestamp()").fetchone()
                 assert row is not None
@@ -455,6 +464,13 @@ class PostgresEraser:
                     (started, started)).fetchone()
             except psycopg.Error as exc:
                 raise store_error(exc, self._store.location, "scrub") from exc
+            finally:
+                db.remove_notice_handler(warned)
+        if skipped:
+            raise StoreError(
+                f"the deletion is committed, but scrubbing {self._store.location} skipped "
+                f"tables: {skipped[0]}; run engine.scrub() as the owner of memci's tables "
+                "(the user that created them), or VACUUM them as that user")
         return not (held and held[0])
 
 
