@@ -358,7 +358,7 @@ def test_scrub_by_a_user_who_may_not_vacuum_says_so(url: str) -> None:
     parts = url.split("://", 1)[1].split("@", 1)
     store = PostgresStore(f"postgresql://memci_rw:rw@{parts[-1]}")
     try:
-        with pytest.raises(StoreError, match="the deletion is committed.*owner"):
+        with pytest.raises(StoreError, match=r"the deletion is committed.*owner"):
             store.eraser.scrub()
     finally:
         store.close()
