@@ -262,6 +262,10 @@ def test_migrate_copies_a_store_from_sqlite_to_postgresql_and_back(
     source = tmp_path / "source.db"
     with memci.Engine.open(source, workers=0) as engine:
         _fill(engine)
+        gone = engine.session("gone", user="u9")
+        for text in ("one", "two", "three"):
+            gone.add({"role": "user", "content": text})
+        gone.retract(3)  # the audit log and the highest seq given go along
     result = CliRunner().invoke(main, ["migrate", "--from", str(source), "--to", url])
     assert result.exit_code == 0, result.output
     assert "every table's count verified" in result.output
@@ -274,6 +278,11 @@ def test_migrate_copies_a_store_from_sqlite_to_postgresql_and_back(
         _same(one, three)
         assert three.workspace.artifacts.files_dir is not None  # outputs are files again
         assert any(three.workspace.artifacts.files_dir.rglob("*.txt"))
+        assert [(e.action, e.counts) for e in two.erasures()] == [
+            (e.action, e.counts) for e in one.erasures()] != []
+        assert [(e.action, e.counts) for e in three.erasures()] == [
+            (e.action, e.counts) for e in one.erasures()]
+        assert two.session("gone", user="u9").add({"role": "user", "content": "4"}).seq == 4
         moved = two.session("moved")
         moved.add({"role": "user", "content": "after the move"})  # ids go on after the copy
         assert moved.messages()[-1].seq == one.session("moved").count() + 1
@@ -292,3 +301,67 @@ def test_export_and_import_work_across_backends(url: str, tmp_path: Path) -> Non
     with memci.Engine.open(url, workers=0) as engine, path.open(encoding="utf-8") as fh:
         imported = engine.import_jsonl(fh, name="copy")
         assert [(m.role, m.content) for m in imported.messages()] == original
+
+
+def _dead_rows(url: str, table: str) -> int | None:
+    """Dead row versions left in ``table``'s pages (pgstattuple); None without it."""
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as conn:
+        try:
+            conn.execute("CREATE EXTENSION IF NOT EXISTS pgstattuple")
+        except psycopg.Error:
+            return None
+        row = conn.execute("SELECT dead_tuple_count FROM pgstattuple(%s)", (table,)).fetchone()
+    return int(row[0]) if row else None
+
+
+def test_scrub_vacuums_and_says_when_an_older_snapshot_keeps_deleted_rows(url: str) -> None:
+    import psycopg
+
+    with memci.Engine.open(url, workers=0) as engine:
+        s = engine.session("s", user="alice")
+        for i in range(20):
+            s.add({"role": "user", "content": f"QZXMARK secret {i}"})
+        reader = psycopg.connect(url)  # another server's long read: it holds a snapshot
+        try:
+            reader.execute("BEGIN ISOLATION LEVEL REPEATABLE READ")
+            assert reader.execute("SELECT count(*) FROM messages").fetchone() == (20,)
+            engine.erase_user("alice")
+            # The old snapshot may still see the deleted rows: VACUUM cannot remove them.
+            assert engine.scrub() is False
+            assert reader.execute("SELECT count(*) FROM messages").fetchone() == (20,)
+            assert _dead_rows(url, "messages") in (None, 20)
+            reader.execute("COMMIT")
+            assert engine.scrub() is True
+            assert _dead_rows(url, "messages") in (None, 0)
+        finally:
+            reader.close()
+        with engine.store.read() as db:
+            assert db.execute("SELECT count(*) FROM messages").fetchone() == (0,)
+
+
+def test_scrub_by_a_user_who_may_not_vacuum_says_so(url: str) -> None:
+    import psycopg
+
+    from memci.store.postgres import PostgresStore
+
+    owner = PostgresStore(url)
+    owner.close()
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("DROP ROLE IF EXISTS memci_rw")
+        conn.execute("CREATE ROLE memci_rw LOGIN PASSWORD 'rw'")
+        # Rows and the schema (opening a store checks its migrations), not the tables.
+        conn.execute("GRANT USAGE, CREATE ON SCHEMA public TO memci_rw")
+        conn.execute("GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public"
+                     " TO memci_rw")
+    parts = url.split("://", 1)[1].split("@", 1)
+    store = PostgresStore(f"postgresql://memci_rw:rw@{parts[-1]}")
+    try:
+        with pytest.raises(StoreError, match=r"the deletion is committed.*owner"):
+            store.eraser.scrub()
+    finally:
+        store.close()
+        with psycopg.connect(url, autocommit=True) as conn:
+            conn.execute("DROP OWNED BY memci_rw")
+            conn.execute("DROP ROLE memci_rw")

@@ -12,6 +12,8 @@ SRC = Path(memci.__file__).resolve().parent
 PUBLIC = {
     # the engine and a session, and what a build returns
     "Engine", "Session", "SessionStats", "Context", "ContextStats", "Segment", "ToolSpec",
+    # what a deletion records in the audit log
+    "Erasure",
     # messages
     "Message", "TextPart", "ImagePart", "ToolCallPart", "ToolResultPart", "ReasoningPart",
     # the error tree
@@ -19,8 +21,8 @@ PUBLIC = {
     "InvalidTextError", "InvalidTimestampError", "InvalidToolArgumentsError",
     "InvalidFileError", "MessageTooLargeError", "MissingExtraError", "OrphanToolResultError",
     "StoreError", "StoreCorruptError", "StoreFullError", "TokenizerUnavailableError",
-    "UnknownRoleError", "UnknownSessionError", "LLMError", "LLMConnectionError",
-    "LLMHTTPError", "LLMResponseError", "LLMTimeoutError",
+    "UnknownRoleError", "UnknownSessionError", "UnknownMessageError", "LLMError",
+    "LLMConnectionError", "LLMHTTPError", "LLMResponseError", "LLMTimeoutError",
     # modules and the version
     "messages", "tokens", "__version__",
 }

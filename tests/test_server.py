@@ -344,7 +344,7 @@ def test_bad_input_is_400_and_stores_nothing(client: TestClient, engine: memci.E
 
 
 def test_error_shape_for_routes_methods_and_json(client: TestClient) -> None:
-    cases = [client.get("/v1/nothing/here"), client.delete("/v1/sessions/x"),
+    cases = [client.get("/v1/nothing/here"), client.put("/v1/sessions/x"),
              client.post("/v1/sessions/x/messages", content=b"{not json"),
              client.post("/v1/sessions/x/messages", content=b""),
              client.get("/v1/sessions/x/search")]

@@ -39,6 +39,7 @@ from memci.errors import (
     StoreError,
     StoreFullError,
     TokenizerUnavailableError,
+    UnknownMessageError,
     UnknownRoleError,
     UnknownSessionError,
 )
@@ -50,6 +51,7 @@ from memci.messages import (
     ToolCallPart,
     ToolResultPart,
 )
+from memci.store import Erasure
 
 __version__ = "0.1.0"
 
@@ -59,6 +61,7 @@ __all__ = [
     "Context",
     "ContextStats",
     "Engine",
+    "Erasure",
     "ImagePart",
     "InvalidFileError",
     "InvalidInputError",
@@ -88,6 +91,7 @@ __all__ = [
     "ToolCallPart",
     "ToolResultPart",
     "ToolSpec",
+    "UnknownMessageError",
     "UnknownRoleError",
     "UnknownSessionError",
     "__version__",

@@ -1,8 +1,9 @@
 """What a session needs from the engine that opened it (a protocol, so neither imports the other).
 
 :class:`~memci.Engine` provides it: the store, the artifact workspace, the job queue of
-background summaries (None without a model), long-term memory and its extractor, and the
-operator's host limits (set by ``memci serve``).
+background summaries (None without a model), long-term memory and its extractor, the
+deletions (:class:`~memci._deleting.Deleter`) and the operator's host limits (set by
+``memci serve``).
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Protocol
 
+from memci._deleting import Deleter
 from memci._settings import HostLimits
 from memci.memory import Gatherer, Memory
 from memci.store import Store
@@ -24,6 +26,7 @@ class SessionServices(Protocol):
 
     store: Store
     workspace: Workspace
+    deleter: Deleter
     jobs: JobQueue | None
     host_limits: Callable[[str], HostLimits] | None
 

@@ -28,7 +28,7 @@ from memci._sessionlog import SessionLog
 from memci._settings import SessionSettings, resolve_settings
 from memci._toolviews import SessionArtifacts, ToolViews, count_tool_result
 from memci.context import Context, ToolSpec
-from memci.errors import ConfigError, InvalidMessageError
+from memci.errors import ConfigError, InvalidInputError, InvalidMessageError, UnknownMessageError
 from memci.memory import DocIndex, Hit, IndexReport
 from memci.messages import Message, coerce_many, to_wire
 from memci.store import SessionRecord
@@ -216,7 +216,52 @@ class Session:
         """How many messages the session holds."""
         with self._lock:
             self._log.sync()
-            return self._log.last_seq
+            return self._log.held
+
+    # -- deleting (memci._deleting) ------------------------------------------------------
+
+    def retract(self, seq: int, *, actor: str = "local") -> list[Message]:
+        """Delete the message ``seq`` and everything derived from it; return what went.
+
+        An assistant message goes with the tool results that answer its calls; a tool
+        result that goes leaves its call unanswered. The saved state of the message's page
+        and of later pages is dropped and made again by the next build; the seq is never
+        given again. Raises UnknownMessageError (nothing deleted) when the session holds
+        no message ``seq``. The audit log records it (``actor``, ids, counts).
+        """
+        if isinstance(seq, bool) or not isinstance(seq, int) or seq < 1:
+            raise UnknownMessageError(f"seq must be a positive int (a message's .seq), "
+                                      f"not {seq!r}")
+        with self._lock:
+            removed, _ = self.engine.deleter.retract(self._record, self._log, [seq],
+                                                     actor=_actor(actor))
+            return removed
+
+    def pop(self, *, actor: str = "local") -> Message:
+        """Delete the newest message (e.g. a cancelled turn) and return it.
+
+        Raises UnknownMessageError when the session holds no message.
+        """
+        actor = _actor(actor)
+        with self._lock:
+            self._log.sync()
+            if not self._log.held:
+                raise UnknownMessageError(f"session {self.name!r} holds no message to pop")
+            removed, _ = self.engine.deleter.retract(
+                self._record, self._log, [self._log.last_seq], actor=actor)
+            return removed[-1]
+
+    def clear(self, *, actor: str = "local") -> int:
+        """Delete every message of the session and everything derived; return how many went.
+
+        The session stays, with its name, user and settings: its pages, contents page,
+        working state, artifacts, memory items and summary jobs go. Seqs continue after
+        the highest the session ever had.
+        """
+        actor = _actor(actor)
+        with self._lock:
+            erasure = self.engine.deleter.clear(self._record, self._log, actor=actor)
+            return int(erasure.counts.get("messages", 0))
 
     def export_jsonl(self, out: IO[str]) -> int:
         """Write the session as JSONL (a header line, then one message a line); lossless."""
@@ -422,7 +467,7 @@ class Session:
             counts = builder.paged.counts if builder.paged is not None else builder.counts
             jobs = job_counts(self.engine.store, key_prefix=f"session:{self._record.id}:")
             return SessionStats(
-                messages=self._log.last_seq, pages=self._log.index.pages,
+                messages=self._log.held, pages=self._log.index.pages,
                 builds=builder.builds,
                 mean_build_ms=builder.build_ms / builder.builds if builder.builds else 0.0,
                 tokens_saved=builder.saved, archived=counts.get("archive", 0),
@@ -462,6 +507,13 @@ class Session:
             out += [{"round": e.round, "kind": e.kind, "page": page, "reason": e.reason,
                      "at": e.at} for page in range(e.page, max(e.last_page, e.page) + 1)]
         return out[-limit:]
+
+
+def _actor(actor: object) -> str:
+    """Who asked for a deletion, as the audit log records it."""
+    if not isinstance(actor, str) or not actor.strip() or len(actor) > 200:
+        raise InvalidInputError(f"actor must be a non-empty string (≤ 200 chars), not {actor!r}")
+    return actor
 
 
 class _Host:

@@ -4,8 +4,10 @@
 follows (seq, role and tokens as shown of every non-system message: a few integers each,
 so planning reads no message), the log's tree (:mod:`memci.context._branches`), the system
 prompt and the session's tool calls. It catches up with the store before every use
-(:meth:`sync`: appends made by other processes are read, nothing else), and loads message
-bodies on demand, by seq range, as a context shows them (tool results as their views).
+(:meth:`sync`: appends made by other processes are read, nothing else, while the log's
+epoch is the one it read; a deletion by any process grows the epoch, and the copy is then
+read again from the start), and loads message bodies on demand, by seq range, as a
+context shows them (tool results as their views).
 
 Everything in it is derived from the store and rebuilt from it when a session is opened.
 """
@@ -44,25 +46,44 @@ class SessionLog:
         self.store = store
         self.record = record
         self.views = views
+        self.generation = 0  # grows whenever ``index`` is rebuilt (another branch, a deletion)
+        self._empty(0)
+        self.sync()
+
+    def _empty(self, epoch: int) -> None:
+        """Forget the copy (the log's ``epoch`` is the one it will be read at)."""
+        self.epoch = epoch
         self.index = LogIndex()
         self.system: Message | None = None
         self.last_seq = 0
+        self.held = 0  # how many messages the log holds (system ones too)
         self.raw_total = 0  # tokens of the followed branch as stored (the full history)
         self.has_tool_results = False
         self.calls: dict[str, ToolCallPart] = {}
         self.branches = Branches()  # the log's tree; ``index`` is the branch followed
         self._followed = 0  # positions of ``index`` checked against the branches
         self.at: int | None = None  # the message fork() continues from, until an add
-        self.generation = 0  # grows whenever ``index`` is rebuilt over another branch
-        self.sync()
 
     # -- keeping in step -----------------------------------------------------------------
 
     def sync(self) -> bool:
-        """Catch up with the store (other processes may have appended); True if it grew."""
-        if self.store.last_seq(self.record) <= self.last_seq:
+        """Catch up with the store (other processes may have appended); True if it changed.
+
+        When messages were deleted since it was read (another epoch), the copy is read
+        again from the start. Raises UnknownSessionError when the session was deleted.
+        """
+        epoch, last = self.store.log_head(self.record)
+        if epoch != self.epoch:
+            self._empty(epoch)
+            self.generation += 1
+            if not last:
+                return True
+        elif last <= self.last_seq:
             return False
         rows = self.store.log_rows(self.record, after=self.last_seq)
+        if not rows:
+            return True
+        self.held += len(rows)
         systems = [r.seq for r in rows if r.role == "system"]
         if systems:
             self.system = self.load(systems[-1], systems[-1])[0]
@@ -92,6 +113,7 @@ class SessionLog:
         if stored[0].seq != self.last_seq + 1:
             self.sync()
             return
+        self.held += len(stored)
         for message in stored:
             for call in message.tool_calls:
                 self.calls[call.id] = call

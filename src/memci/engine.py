@@ -9,17 +9,24 @@ from __future__ import annotations
 import json
 import os
 import threading
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
 
+from memci._deleting import Deleter
 from memci._session import EXPORT_FORMAT, Session, SessionStats
 from memci._settings import HostLimits, resolve_settings
-from memci.errors import ConfigError, InvalidFileError, InvalidMessageError
+from memci.errors import (
+    ConfigError,
+    InvalidFileError,
+    InvalidInputError,
+    InvalidMessageError,
+)
 from memci.llm import LLMClient, client_from_env
 from memci.memory import Gatherer, Memory
 from memci.messages import Message, from_wire
-from memci.store import SessionRecord, Store, open_store
+from memci.store import Erasure, SessionRecord, Store, open_store
 from memci.summarize import JobQueue, default_summarizer, register_summary_handlers
 from memci.tokens import get_tokenizer
 from memci.workspace import Workspace, contents_for
@@ -62,6 +69,24 @@ def summary_workers(environ: Mapping[str, str] | None = None) -> int:
     return value
 
 
+def _check_name(what: str, value: object) -> None:
+    if not isinstance(value, str) or not value or len(value) > 200 or not _valid(value):
+        raise InvalidMessageError(
+            f"a {what} must be a non-empty string of valid Unicode (≤ 200 chars)")
+
+
+def _actor(actor: object) -> str:
+    """Who asked for a deletion, as the audit log records it."""
+    if not isinstance(actor, str) or not actor.strip() or len(actor) > 200:
+        raise InvalidInputError(f"actor must be a non-empty string (≤ 200 chars), not {actor!r}")
+    return actor
+
+
+def _default_path() -> Path:
+    home = os.environ.get("MEMCI_HOME")
+    return (Path(home) if home else Path.cwd() / ".memci") / "memci.db"
+
+
 class Engine:
     """A store and the sessions in it."""
 
@@ -75,6 +100,9 @@ class Engine:
         # a SQLite database.
         folder = artifacts_dir or os.environ.get(ENV_ARTIFACTS_DIR, "").strip() or None
         self.workspace = Workspace(store, contents_for(store, folder))
+        #: Deletions (retract, clear, delete a session, erase a user) and their upkeep.
+        self.deleter = Deleter(store, self.workspace.artifacts, lambda: self.memory,
+                               self._forget_caches)
         # Summaries by a model are made in the background and never block a build; with
         # no model configured the extractive stand-in is all there is, and no jobs exist.
         owned = client_from_env() if llm is None else None
@@ -149,17 +177,19 @@ class Engine:
         for what, value in (("session name", name), ("tenant", tenant), ("user", user)):
             if value is None and what == "user":
                 continue
-            if not isinstance(value, str) or not value or len(value) > 200 or not _valid(value):
-                raise InvalidMessageError(
-                    f"a {what} must be a non-empty string of valid Unicode (≤ 200 chars)")
+            _check_name(what, value)
         key = (tenant, name)
         limits = self.host_limits(tenant) if self.host_limits is not None else None
         with self._lock:
             existing = self._sessions.get(key)
+            saved = self.store.session(tenant, name)
+            if existing is not None and (saved is None or saved.id != existing.record.id):
+                # Deleted (by another process): this name now starts a new session.
+                existing = None
+                del self._sessions[key]
             if (existing is not None and not settings and user in (None, existing.user)
                     and self._limits.get(key) == limits):
                 return existing
-            saved = self.store.session(tenant, name)
             resolved, chosen = resolve_settings(settings, saved.settings if saved else {},
                                                 limits=limits)
             # Loaded before anything is saved: an encoding missing here refuses the
@@ -177,6 +207,85 @@ class Engine:
     def sessions(self, tenant: str | None = None) -> list[SessionRecord]:
         """Every session in the store (of one tenant, if given)."""
         return self.store.sessions(tenant)
+
+    # -- deleting (memci._deleting) ------------------------------------------------------
+
+    def delete_session(
+        self, name: str, *, tenant: str = "default", actor: str = "local", scrub: bool = True,
+    ) -> Erasure:
+        """Delete the session ``name`` and everything of it; return the audit record.
+
+        Its messages, pages, working state, artifacts (a tool output another session also
+        holds is kept for it), memory items, search entries, vectors and summary jobs go;
+        the name is free again (``engine.session(name)`` starts a new, empty session). A
+        handle still held on the deleted session raises UnknownSessionError when used.
+        ``scrub`` then leaves no byte of it in the store's files (see :meth:`scrub`).
+        Raises UnknownSessionError when the tenant has no such session.
+        """
+        _check_name("session name", name)
+        _check_name("tenant", tenant)
+        actor = _actor(actor)
+        with self._holding(lambda key: key == (tenant, name)):
+            erasure = self.deleter.delete_session(tenant, name, actor=actor, scrub=scrub)
+            self._sessions.pop((tenant, name), None)
+        return erasure
+
+    def erase_user(self, user: str, *, tenant: str = "default", actor: str = "local") -> Erasure:
+        """Erase everything of ``user`` in ``tenant`` and leave no byte of it in the files.
+
+        That is every session, message, artifact, memory item, vector, search entry, job
+        and state row of the user. Other users' data is untouched (a tool output one of
+        them also holds is kept for them). The audit log keeps who asked, when, the
+        session ids and counts, and the user only as the SHA-256 of the id. A user with
+        nothing stored is not an error: the erasure is recorded with zero counts.
+        """
+        _check_name("user", user)
+        _check_name("tenant", tenant)
+        actor = _actor(actor)
+        ids = {s.id for s in self.deleter.store.eraser.user_sessions(tenant, user)}
+        with self._holding(lambda key: key[0] == tenant and self._sessions[key].record.id
+                           in ids):
+            erasure, _ = self.deleter.erase_user(tenant, user, actor=actor)
+            for key in [k for k, s in self._sessions.items() if s.record.id in ids]:
+                del self._sessions[key]
+        return erasure
+
+    def erasures(self, tenant: str | None = None, *, limit: int = 100) -> list[Erasure]:
+        """The audit log of deletions (of one tenant, if given), oldest first."""
+        if tenant is not None:
+            _check_name("tenant", tenant)
+        if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 100_000:
+            raise ConfigError(f"limit must be an int from 1 to 100000, not {limit!r}")
+        return self.store.eraser.erasures(tenant, limit=limit)
+
+    def scrub(self) -> bool:
+        """Leave no byte of deleted content in the store's files.
+
+        Merges the search indexes, rewrites the database without its free pages (VACUUM)
+        and empties the write-ahead log. Returns False when another connection was
+        reading, so the log could not be emptied yet (call it again later). On PostgreSQL:
+        VACUUM of the tables deletions touch; False when an older snapshot may still see
+        deleted rows (see docs/deleting.md, "PostgreSQL").
+        """
+        return self.store.eraser.scrub()
+
+    @contextmanager
+    def _holding(self, wanted: Callable[[tuple[str, str]], bool]) -> Iterator[None]:
+        """Hold the engine's lock and the locks of its open sessions ``wanted`` picks.
+
+        So no thread of this engine adds to or builds a session while it is deleted.
+        """
+        with self._lock, ExitStack() as stack:
+            chosen = sorted((s for k, s in self._sessions.items() if wanted(k)),
+                            key=lambda s: s.record.id)
+            for session in chosen:
+                stack.enter_context(session._lock)
+            yield
+
+    def _forget_caches(self) -> None:
+        """Drop what this process cached of memory (after a deletion)."""
+        if self._gatherer is not None:
+            self._gatherer.clear()
 
     def import_jsonl(
         self, lines: Iterable[str], *, name: str | None = None, tenant: str | None = None

@@ -18,6 +18,7 @@ raised while storing, nothing has been written: the store is as it was before th
     │   ├── ConfigError              a setting that is out of range or unknown
     │   │   └── BudgetTooSmallError  a budget below the system prompt + the newest message
     │   ├── UnknownSessionError
+    │   ├── UnknownMessageError      a seq the session does not hold (retract, pop)
     │   └── InvalidFileError         an import or trace file that cannot be read
     ├── MissingExtraError            an optional part is not installed; names the pip command
     ├── TokenizerUnavailableError    an exact tokenizer whose encoding is not available offline
@@ -55,6 +56,7 @@ __all__ = [
     "StoreError",
     "StoreFullError",
     "TokenizerUnavailableError",
+    "UnknownMessageError",
     "UnknownRoleError",
     "UnknownSessionError",
 ]
@@ -109,6 +111,10 @@ class BudgetTooSmallError(ConfigError):
 
 class UnknownSessionError(InvalidInputError):
     """A session that does not exist where one was required."""
+
+
+class UnknownMessageError(InvalidInputError):
+    """A message (by seq) that the session does not hold where one was required."""
 
 
 class InvalidFileError(InvalidInputError):

@@ -345,4 +345,4 @@ def migrate_command(source: str, target: str, from_artifacts_dir: str | None,
 
 
 # The other commands register themselves on `main` when imported.
-from memci.cli import _inspect, _server, _work  # noqa: E402, F401
+from memci.cli import _delete, _inspect, _server, _work  # noqa: E402, F401

@@ -74,7 +74,7 @@ class RetrievalResult:
         return tuple(out)
 
 
-_Key = tuple[str, str, int, int, int | None, int, tuple[int, int], datetime | None]
+_Key = tuple[str, str, int, int, int | None, int, tuple[int, int, int], datetime | None]
 
 
 class Gatherer:

@@ -163,9 +163,13 @@ class Memory:
                 out.append(hit)
         return out
 
-    def version(self) -> tuple[int, int]:
-        """Grows whenever a message is indexed or an item changes (for caches)."""
-        return (self.messages.version(), self.items.version())
+    def version(self) -> tuple[int, int, int]:
+        """Changes whenever a message is indexed, an item changes or anything is deleted.
+
+        For caches: a deletion may leave the newest message and item as they were, so
+        the store's erasure epoch is part of it.
+        """
+        return (self.messages.version(), self.items.version(), self.store.eraser.epoch())
 
 
 def _base(names: tuple[str, ...]) -> tuple[str, ...]:

@@ -8,7 +8,8 @@ runs in the server's thread pool, never on the event loop (sessions and the stor
 thread-safe).
 Every route under ``/v1`` needs an API key (``Authorization: Bearer mk_…``) unless the
 server runs with ``auth=False``; the key's tenant is the only tenant the request sees.
-Reads of an unknown session answer 404; adding messages creates the session. Bodies
+Reads of an unknown session answer 404; adding messages creates the session; ``DELETE``
+routes retract, clear or delete a session and erase a user, only within the key's tenant. Bodies
 larger than ``max_body_bytes`` answer 413 before any handler runs, and a request that
 fails validation stores nothing (``add_many`` is one transaction).
 
@@ -49,7 +50,7 @@ from memci.server._auth import tenant_of as key_tenant
 from memci.server._config import ServerConfig
 from memci.server._errors import ApiError, classify, error_body
 from memci.server._json import hit_json, jsonable, message_json
-from memci.server._keys import KeyStore
+from memci.server._keys import KeyStore, hash_key
 from memci.server._models import ContextRequest, ErrorAnswer, MessagesBody
 from memci.server._policy import HostPolicy, guarded_paths, request_settings
 from memci.server._proxy import ChatProxy
@@ -561,6 +562,69 @@ def create_app(
     def get_stats(sid: Sid, tenant: Tenant) -> JSONResponse:
         session = hub.get(tenant, sid)
         return _json({"session": sid, **jsonable(session.stats())})
+
+    # -- deleting (docs/deleting.md) ---------------------------------------------------
+
+    def actor_of(request: Request) -> str:
+        """Who asks, for the audit log: the key's fingerprint, never the key."""
+        header = request.headers.get("authorization", "")
+        key = header[7:].strip() if header.lower().startswith("bearer ") else None
+        key = key or request.headers.get("x-api-key")
+        return f"rest:key-{hash_key(key)[:12]}" if key and config.auth else "rest"
+
+    Actor = Annotated[str, Depends(actor_of)]
+
+    def erasure_json(erasure: memci.Erasure) -> dict[str, Any]:
+        return {"id": erasure.id, "at": erasure.at.isoformat(), "actor": erasure.actor,
+                "action": erasure.action, "user_sha256": erasure.user,
+                "sessions": len(erasure.sessions), "counts": dict(erasure.counts)}
+
+    @app.delete("/v1/sessions/{sid}/messages/last", tags=["deleting"], responses=_ERRORS,
+                summary="Delete the newest message (a cancelled turn)")
+    def pop_message(sid: Sid, tenant: Tenant, actor: Actor) -> JSONResponse:
+        message = hub.get(tenant, sid).pop(actor=actor)
+        return _json({"session": sid, "removed": [message_json(message)]})
+
+    @app.delete("/v1/sessions/{sid}/messages/{seq}", tags=["deleting"], responses=_ERRORS,
+                summary="Delete one message (and the results of its tool calls)")
+    def retract_message(
+        sid: Sid, tenant: Tenant, actor: Actor,
+        seq: Annotated[int, Path(ge=1, le=_BIGGEST, description="The message's seq.")],
+    ) -> JSONResponse:
+        removed = hub.get(tenant, sid).retract(seq, actor=actor)
+        return _json({"session": sid, "removed": [message_json(m) for m in removed]})
+
+    @app.delete("/v1/sessions/{sid}/messages", tags=["deleting"], responses=_ERRORS,
+                summary="Delete every message of the session (it stays, empty)")
+    def clear_session(sid: Sid, tenant: Tenant, actor: Actor) -> JSONResponse:
+        removed = hub.get(tenant, sid).clear(actor=actor)
+        return _json({"session": sid, "removed": removed})
+
+    @app.delete("/v1/sessions/{sid}", tags=["deleting"], responses=_ERRORS,
+                summary="Delete the session and everything of it")
+    def delete_session(sid: Sid, tenant: Tenant, actor: Actor) -> JSONResponse:
+        if not hub.exists(tenant, sid):
+            raise ApiError(404, "unknown_session", f"no session {sid!r}")
+        erasure = hub.delete(tenant, sid, actor=actor)
+        return _json({"session": sid, "erasure": erasure_json(erasure)})
+
+    @app.delete("/v1/users/{user}", tags=["deleting"], responses=_ERRORS,
+                summary="Erase everything of a user of the key's tenant; leave no trace")
+    def erase_user(
+        tenant: Tenant, actor: Actor,
+        user: Annotated[str, Path(min_length=1, max_length=200, description="The user.")],
+    ) -> JSONResponse:
+        erasure = hub.erase_user(tenant, user, actor=actor)
+        return _json({"user": user, "erasure": erasure_json(erasure)})
+
+    @app.get("/v1/erasures", tags=["deleting"], responses=_ERRORS,
+             summary="The tenant's audit log of deletions (ids and counts, no content)")
+    def erasures(
+        tenant: Tenant,
+        limit: Annotated[int, Query(ge=1, le=10_000, description="At most this many.")] = 100,
+    ) -> JSONResponse:
+        return _json({"erasures": [erasure_json(e)
+                                   for e in engine.erasures(tenant, limit=limit)]})
 
     @app.post("/v1/chat/completions", tags=["proxy"],
               summary="OpenAI-compatible chat completions with memci's context")

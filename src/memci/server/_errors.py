@@ -2,7 +2,7 @@
 
 Every error answer is ``{"error": {"code": "...", "message": "..."}}``. memci's own errors
 map by kind: the caller's mistakes (:class:`~memci.errors.InvalidInputError`) are 400, an
-unknown session or tool 404, a missing optional part 501, a store that cannot be read or
+unknown session, message or tool 404, a missing optional part 501, a store that cannot be read or
 written 503 (``store_full`` when the disk is full, ``store_corrupt`` when its file is
 damaged, else ``store_unavailable``), an upstream model that fails 502; anything else is a
 500 that says nothing internal.
@@ -23,6 +23,7 @@ from memci.errors import (
     StoreError,
     StoreFullError,
     TokenizerUnavailableError,
+    UnknownMessageError,
     UnknownSessionError,
 )
 from memci.tools._registry import UnknownToolError
@@ -54,6 +55,8 @@ def classify(exc: MemciError) -> ApiError:
     """The HTTP answer for one of memci's errors."""
     if isinstance(exc, UnknownSessionError):
         return ApiError(404, "unknown_session", str(exc))
+    if isinstance(exc, UnknownMessageError):
+        return ApiError(404, "unknown_message", str(exc))
     if isinstance(exc, UnknownToolError):
         return ApiError(404, "unknown_tool", str(exc))
     if isinstance(exc, ConfigError | TokenizerUnavailableError):

@@ -2,8 +2,9 @@
 
 A request's API key decides its tenant, and a session is looked up only inside that
 tenant, so another tenant's session of the same name is simply not there (404). Reads
-never create a session; only adding messages (REST or proxy) does. Sessions are never
-deleted, so a session once found is known for the life of the server.
+never create a session; only adding messages (REST or proxy) does. A session once found
+is known until it is deleted through the hub (:meth:`SessionHub.delete`,
+:meth:`SessionHub.erase_user`), which forgets it.
 
 Every session is handed out through :meth:`Engine.session`, which applies the tenant's
 host limits (the operator's file roots and message size, see :mod:`memci.server._policy`)
@@ -20,6 +21,7 @@ from memci._session import Session
 from memci.engine import Engine
 from memci.errors import InvalidInputError, OrphanToolResultError, UnknownSessionError
 from memci.messages import Message, coerce
+from memci.store import Erasure
 
 __all__ = ["SessionHub", "read_messages"]
 
@@ -61,7 +63,10 @@ class SessionHub:
 
     def get(self, tenant: str, name: str) -> Session:
         """The existing session ``name`` of ``tenant``; raises UnknownSessionError."""
-        if not self.exists(tenant, name):
+        # Asked of the store, not of what this hub knows: another server may have deleted it.
+        if self.engine.store.session(tenant, name) is None:
+            with self._lock:
+                self._known.discard((tenant, name))
             raise UnknownSessionError(f"no session {name!r}")
         return self._remember(tenant, self.engine.session(name, tenant=tenant))
 
@@ -79,6 +84,19 @@ class SessionHub:
         """Get or create the session; ``settings`` apply (and are saved) when given."""
         return self._remember(tenant, self.engine.session(
             name, user=user, tenant=tenant, **dict(settings or {})))
+
+    def delete(self, tenant: str, name: str, *, actor: str) -> Erasure:
+        """Delete the session (see :meth:`Engine.delete_session`) and forget it."""
+        with self._lock:
+            self._known.discard((tenant, name))
+        return self.engine.delete_session(name, tenant=tenant, actor=actor)
+
+    def erase_user(self, tenant: str, user: str, *, actor: str) -> Erasure:
+        """Erase the user (see :meth:`Engine.erase_user`) and forget their sessions."""
+        names = {r.name for r in self.engine.sessions(tenant) if r.user == user}
+        with self._lock:
+            self._known -= {(tenant, n) for n in names}
+        return self.engine.erase_user(user, tenant=tenant, actor=actor)
 
     def turn_lock(self, session: Session) -> threading.Lock:
         """A lock that serializes the proxy's read-compare-append of one session."""

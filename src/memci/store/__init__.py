@@ -3,8 +3,8 @@
 What is stored goes through protocols with plain-value signatures (no connection or
 cursor crosses them), one module per area: the message log (:class:`MessageLog`) and a
 session's context state, versioned for compare-and-swap (:class:`ContextStore`), the
-working state and its audit log
-(:class:`WorkStore`), artifacts' rows (:class:`ArtifactRows`), background jobs
+working state and its audit log (:class:`WorkStore`), deletions and their audit log
+(:class:`Eraser`), artifacts' rows (:class:`ArtifactRows`), background jobs
 (:class:`JobStore`), the server's API keys (:class:`KeyRows`) and the search index
 (:class:`MessageSearch`, :class:`ItemStore`, :class:`DocStore`, :class:`VectorStore`),
 with the records they take and return (:mod:`memci.store._records` and each area's
@@ -16,6 +16,7 @@ derived from what the store holds and can be rebuilt from it.
 from memci.store._artifacts import Artifact, ArtifactRows, Blob, OutputContents
 from memci.store._copy import TABLES, TableCount, copy_store
 from memci.store._docs import DocChunk, DocFile, DocStore
+from memci.store._erase import ERASE_COUNTS, Eraser, Erasure, Removed
 from memci.store._items import LEVELS, ItemFilter, ItemStore, Level, MemoryItem, NewItem, Scope
 from memci.store._jobs import JOB_STATES, Job, JobCounts, JobState, JobStore, JobTally, NewJob
 from memci.store._keys import KeyRecord, KeyRows
@@ -52,6 +53,7 @@ from memci.store.sqlite import (
 __all__ = [
     "CORE_MIGRATIONS",
     "ENV_DB",
+    "ERASE_COUNTS",
     "JOB_STATES",
     "LEVELS",
     "ROW_HEAD_CHARS",
@@ -67,6 +69,8 @@ __all__ = [
     "DocChunk",
     "DocFile",
     "DocStore",
+    "Eraser",
+    "Erasure",
     "IndexedMessage",
     "ItemFilter",
     "ItemStore",
@@ -87,6 +91,7 @@ __all__ = [
     "NewJob",
     "OutputContents",
     "PageRow",
+    "Removed",
     "SQLiteStore",
     "Scope",
     "SearchDoc",

@@ -153,6 +153,14 @@ class OutputContents(Protocol):
         """
         ...
 
+    def remove(self, artifact_id: str) -> bool:
+        """Remove the content of ``artifact_id`` (no row names it any more); whether it was.
+
+        Called after the deletion that removed its rows committed; a content already gone
+        is fine.
+        """
+        ...
+
     def sweep(self, named: Collection[str], *, older_than: float) -> int:
         """Remove contents older than ``older_than`` seconds that no row names; how many.
 

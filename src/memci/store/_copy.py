@@ -36,12 +36,13 @@ TABLES: tuple[str, ...] = (
     "sessions", "messages", "tool_calls", "pages", "context_events", "session_state",
     "message_views", "workspace_blobs", "workspace_artifacts", "workspace_items",
     "workspace_meta", "workspace_events", "memory_docs", "memory_items", "doc_files",
-    "doc_chunks", "memci_jobs", "server_api_keys",
+    "doc_chunks", "memci_jobs", "server_api_keys", "memci_erasures",
 )
 # Identity columns of the PostgreSQL tables (their sequences go on after a copy).
 _IDENTITY = {"sessions": "id", "context_events": "id", "workspace_artifacts": "seq",
              "workspace_events": "id", "memory_docs": "id", "memory_items": "id",
-             "doc_files": "id", "doc_chunks": "id", "memci_jobs": "id"}
+             "doc_files": "id", "doc_chunks": "id", "memci_jobs": "id",
+             "memci_erasures": "id"}
 # Self-references: copied in id order, so a row's reference is always copied first.
 _ORDER = {"memory_items": "id", "workspace_events": "id"}
 _BATCH = 1000

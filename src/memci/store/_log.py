@@ -109,7 +109,12 @@ class ContextChanges:
 
 
 class MessageLog(Protocol):
-    """Sessions and their messages: append-only, ``seq`` 1, 2, 3 … per session."""
+    """Sessions and their messages: ``seq`` 1, 2, 3 … per session, never given twice.
+
+    Messages are only appended, except by the store's :class:`~memci.store.Eraser`
+    (retract, clear, delete): it grows the session's epoch (:meth:`log_head`), and the
+    next message still continues after the highest seq the session ever had.
+    """
 
     def session(self, tenant: str, name: str) -> SessionRecord | None:
         """The session ``name`` of ``tenant``, or None."""
@@ -139,6 +144,15 @@ class MessageLog(Protocol):
 
     def last_seq(self, session: SessionRecord) -> int:
         """The seq of the newest message (0 when empty)."""
+        ...
+
+    def log_head(self, session: SessionRecord) -> tuple[int, int]:
+        """``(epoch, last seq)``: the epoch grows whenever messages of the session are deleted.
+
+        A copy of the log is current while the epoch is the one it read: it catches up by
+        reading what came after its last seq; another epoch means reading it again.
+        Raises :class:`~memci.errors.UnknownSessionError` when the session was deleted.
+        """
         ...
 
     def messages(

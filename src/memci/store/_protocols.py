@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from memci.store._artifacts import ArtifactRows, OutputContents
 from memci.store._docs import DocStore
+from memci.store._erase import Eraser
 from memci.store._items import ItemStore
 from memci.store._jobs import JobStore
 from memci.store._keys import KeyRows
@@ -58,6 +59,11 @@ class Store(MessageLog, Protocol):
         None: in a folder the engine chooses (beside a SQLite file); a PostgreSQL store
         keeps them in the database, so every server reads them.
         """
+        ...
+
+    @property
+    def eraser(self) -> Eraser:
+        """Deletions (retract, clear, delete a session, erase a user) and their audit log."""
         ...
 
     @property

@@ -285,6 +285,21 @@ class ArtifactStore:
         """
         return self.contents.sweep(self.rows.file_ids(), older_than=older_than)
 
+    def remove_files(self, artifact_ids: Sequence[str]) -> int:
+        """Remove the contents of blobs whose rows a deletion removed; forget cached text.
+
+        Called after the deletion committed: a file goes only once no row names it. A
+        file already gone is fine. Returns how many files were removed.
+        """
+        self.clear_cache()
+        return sum(1 for aid in artifact_ids if self.contents.remove(aid))
+
+    def clear_cache(self) -> None:
+        """Forget every output read and kept in memory (after a deletion)."""
+        with self._cache_lock:
+            self._cache.clear()
+            self._cache_chars = 0
+
     def _free_id(self, sha: str) -> str:
         for length in range(ARTIFACT_ID_LENGTH, 65, 4):
             candidate = sha[:length]

@@ -67,6 +67,18 @@ class ArtifactFolder:
         """Where the content of ``artifact_id`` is (or would be)."""
         return self.folder / artifact_id[:2] / f"{artifact_id}.txt"
 
+    def remove(self, artifact_id: str) -> bool:
+        """Remove the file of ``artifact_id``; whether there was one."""
+        path = self.path(artifact_id)
+        try:
+            path.unlink()
+        except FileNotFoundError:
+            return False
+        except OSError as exc:
+            raise StoreError(f"cannot remove the file {path} of a deleted tool output: "
+                             f"{exc}; remove it by hand") from exc
+        return True
+
     def write(self, artifact_id: str, chunks: Iterable[bytes], size: int, sha256: str) -> None:
         """Write the file of ``artifact_id``: complete under its name, or absent."""
         path = self.path(artifact_id)

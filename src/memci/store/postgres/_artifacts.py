@@ -205,6 +205,20 @@ class PostgresOutputContents:
                                    buffer_size=PART_BYTES)
         return cast(BinaryIO, reader)
 
+    def remove(self, artifact_id: str) -> bool:
+        """Delete the content's parts if no blob row names it any more.
+
+        A deletion removes a blob's parts with its row, in one transaction
+        (:mod:`memci.store.postgres._erase`), so this finds none left as a rule; and a
+        blob stored again since (the same output, by another process) keeps its parts.
+        """
+        with self._store.write() as db:
+            deleted = db.execute(
+                "DELETE FROM artifact_contents WHERE artifact_id = %s AND NOT EXISTS"
+                " (SELECT 1 FROM workspace_blobs WHERE id = %s)",
+                (artifact_id, artifact_id)).rowcount
+        return bool(deleted)
+
     def sweep(self, named: Collection[str], *, older_than: float) -> int:
         """Nothing to sweep: a content is written with the rows that name it."""
         return 0

@@ -30,14 +30,14 @@ import hashlib
 import math
 import re
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from memci.store.postgres._db import Connection, Database
 from memci.store.postgres._terms import TRIGRAM, tokenizer
 
-__all__ = ["KeywordTable", "Phrase", "phrases"]
+__all__ = ["KeywordTable", "Phrase", "forget_keywords", "keyword_tables", "phrases"]
 
 _K1 = 1.2
 _B = 0.75
@@ -157,18 +157,10 @@ class KeywordTable:
 
     def delete(self, db: Connection, refs: Sequence[int]) -> None:
         """Forget the rows ``refs``."""
-        if not refs:
-            return
-        rows = db.execute(f"DELETE FROM {self.name} WHERE ref = ANY(%s) RETURNING shard, tokens",
-                          (list(refs),)).fetchall()
-        for shard, tokens in rows:
-            self._count(db, int(shard), -1, -int(tokens))
+        forget_keywords(db, self.name, refs)
 
     def _count(self, db: Connection, shard: int, docs: int, tokens: int) -> None:
-        db.execute("INSERT INTO keyword_stats (tab, shard, docs, tokens) VALUES (%s, %s, %s, %s)"
-                   " ON CONFLICT (tab, shard) DO UPDATE SET docs = keyword_stats.docs"
-                   " + EXCLUDED.docs, tokens = keyword_stats.tokens + EXCLUDED.tokens",
-                   (self.name, shard, docs, tokens))
+        _count(db, self.name, shard, docs, tokens)
 
     # -- reading -------------------------------------------------------------------------
 
@@ -244,6 +236,42 @@ class KeywordTable:
     def count(self, db: Connection) -> int:
         """How many rows the table has."""
         return self.stats(db)[0]
+
+
+def _count(db: Connection, table: str, shard: int, docs: int, tokens: int) -> None:
+    db.execute("INSERT INTO keyword_stats (tab, shard, docs, tokens) VALUES (%s, %s, %s, %s)"
+               " ON CONFLICT (tab, shard) DO UPDATE SET docs = keyword_stats.docs"
+               " + EXCLUDED.docs, tokens = keyword_stats.tokens + EXCLUDED.tokens",
+               (table, shard, docs, tokens))
+
+
+def forget_keywords(db: Connection, table: str, refs: Collection[int]) -> int:
+    """Delete the rows ``refs`` of the keyword table ``table`` (inside a write); how many.
+
+    Its statistics count them out, so BM25 goes on weighing the rows that stay.
+    """
+    if not refs:
+        return 0
+    rows = db.execute(f"DELETE FROM {table} WHERE ref = ANY(%s) RETURNING shard, tokens",
+                      (sorted({int(r) for r in refs}),)).fetchall()
+    shards: dict[int, tuple[int, int]] = {}
+    for shard, tokens in rows:
+        docs, total = shards.get(int(shard), (0, 0))
+        shards[int(shard)] = (docs + 1, total + int(tokens))
+    for shard, (docs, total) in sorted(shards.items()):
+        _count(db, table, shard, -docs, -total)
+    return len(rows)
+
+
+def keyword_tables(db: Connection, base: str) -> list[str]:
+    """Every keyword table of ``base`` (``memory_fts``…), whatever analyzer made it.
+
+    Found in the catalog, not only the ones this process opened.
+    """
+    pattern = base.replace("_", "\\_") + "\\_%"
+    return [str(r[0]) for r in db.execute(
+        "SELECT tablename FROM pg_tables WHERE schemaname = current_schema()"
+        " AND tablename LIKE %s ORDER BY tablename", (pattern,)).fetchall()]
 
 
 def _like_prefix(text: str) -> str:

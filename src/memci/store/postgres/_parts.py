@@ -1,11 +1,11 @@
 """The parts of a PostgreSQL store besides the log, each made on first use.
 
-They are the working state, artifacts' rows and contents, jobs, API keys, and the search
-index (messages, items, documents, vectors); their tables are made by the migrations when
-the store opens, except what depends on an analyzer or an embedder (keyword tables, vector
-tables), made by the part on first use. A part is kept once made (one per store, and one
-per analyzer or embedder for the search parts). Every part takes the store itself and
-writes through its ``write()``, so writes of several parts inside
+They are the working state, artifacts' rows and contents, jobs, API keys, deletions, and
+the search index (messages, items, documents, vectors); their tables are made by the
+migrations when the store opens, except what depends on an analyzer or an embedder
+(keyword tables, vector tables), made by the part on first use. A part is kept once made
+(one per store, and one per analyzer or embedder for the search parts). Every part takes
+the store itself and writes through its ``write()``, so writes of several parts inside
 :meth:`~memci.store.postgres.PostgresStore.atomic` are one transaction.
 """
 
@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from memci.memory._text import Analyzer
     from memci.store.postgres._artifacts import PostgresArtifactRows, PostgresOutputContents
     from memci.store.postgres._docs import PostgresDocStore
+    from memci.store.postgres._erase import PostgresEraser
     from memci.store.postgres._items import PostgresItemStore
     from memci.store.postgres._jobs import PostgresJobStore
     from memci.store.postgres._keys import PostgresKeyRows
@@ -72,6 +73,13 @@ class PostgresParts:
         from memci.store.postgres._artifacts import PostgresOutputContents
 
         return self._part(("output_contents", ""), lambda: PostgresOutputContents(self._store))
+
+    @property
+    def eraser(self) -> PostgresEraser:
+        """Deletions and their audit log (:class:`~memci.store.Eraser`)."""
+        from memci.store.postgres._erase import PostgresEraser
+
+        return self._part(("eraser", ""), lambda: PostgresEraser(self._store))
 
     @property
     def jobs(self) -> PostgresJobStore:

@@ -7,9 +7,14 @@ machines may open it together. Invariants:
 - a message is durable when :meth:`PostgresStore.append` returns (its transaction has
   committed; PostgreSQL's ``synchronous_commit`` decides what that means on the server);
 - one call to ``append`` is one transaction: all of its messages are stored or none;
-- ``seq`` is 1, 2, 3 … per session with no gap and no duplicate, whichever process
-  appends: the session's row is locked (``FOR UPDATE``) inside the append transaction and
-  the next seq read under that lock, so writers wait for each other per session only;
+- ``seq`` is 1, 2, 3 … per session with no duplicate, whichever process appends: the
+  session's row is locked (``FOR UPDATE``) inside the append transaction and the next seq
+  read under that lock, so writers wait for each other per session only; there is no gap
+  until messages are deleted, and a deleted seq is never given again (the session keeps
+  the highest seq it gave, ``top_seq``; its ``epoch`` grows with every deletion, see
+  :meth:`PostgresStore.log_head`);
+- a deleted session leaves a row no name finds (tenant ``''``, see
+  :mod:`memci.store.postgres._erase`), so its id is never given to another session;
 - a tool result is accepted only if it answers an open tool call of its session;
 - a tool output kept whole outside its row is read back through
   :attr:`PostgresStore.output_reader`, as in the SQLite store;
@@ -40,7 +45,13 @@ from urllib.parse import urlsplit, urlunsplit
 import psycopg
 import psycopg_pool
 
-from memci.errors import ConfigError, OrphanToolResultError, StoreError, UnknownSessionError
+from memci.errors import (
+    ConfigError,
+    InvalidInputError,
+    OrphanToolResultError,
+    StoreError,
+    UnknownSessionError,
+)
 from memci.messages import Message, dumps_parts
 from memci.store._log import LogRow
 from memci.store._records import SessionRecord
@@ -301,7 +312,7 @@ class PostgresStore(PostgresParts):
         with self.read() as db:
             row = db.execute(
                 "SELECT id, tenant, name, user_id, settings, created_at FROM sessions"
-                " WHERE tenant = %s AND name = %s", (tenant, name)).fetchone()
+                " WHERE tenant = %s AND name = %s AND tenant <> ''", (tenant, name)).fetchone()
         return _session_record(row) if row else None
 
     def ensure_session(
@@ -309,6 +320,8 @@ class PostgresStore(PostgresParts):
     ) -> SessionRecord:
         """Get or create the session; given settings replace the saved ones."""
         text = json.dumps(dict(settings), sort_keys=True)
+        if not tenant:
+            raise InvalidInputError("a session needs a non-empty tenant")
         select = ("SELECT id, tenant, name, user_id, settings, created_at FROM sessions"
                   " WHERE tenant = %s AND name = %s")
         with self.write() as db:
@@ -334,8 +347,10 @@ class PostgresStore(PostgresParts):
         sql = "SELECT id, tenant, name, user_id, settings, created_at FROM sessions"
         args: tuple[Any, ...] = ()
         if tenant is not None:
-            sql += " WHERE tenant = %s"
+            sql += " WHERE tenant = %s AND tenant <> ''"
             args = (tenant,)
+        else:
+            sql += " WHERE tenant <> ''"  # a deleted session's row is no session
         with self.read() as db:
             rows = db.execute(sql + " ORDER BY id", args).fetchall()
         return [_session_record(r) for r in rows]
@@ -357,15 +372,7 @@ class PostgresStore(PostgresParts):
         now = _now()
         external = external or {}
         with self.write() as db:
-            # The session's row lock orders its writers; other sessions never wait on it.
-            if db.execute("SELECT 1 FROM sessions WHERE id = %s FOR UPDATE",
-                          (session.id,)).fetchone() is None:
-                raise UnknownSessionError(
-                    f"no session with id {session.id} in the store {self.location}: create "
-                    "the session first")
-            row = db.execute("SELECT COALESCE(MAX(seq), 0) FROM messages WHERE session_id = %s",
-                             (session.id,)).fetchone()
-            seq = int(row[0]) if row else 0
+            seq = self._next_seq(db, session) - 1
             for position, message in enumerate(messages):
                 seq += 1
                 if message.role == "tool":
@@ -390,6 +397,26 @@ class PostgresStore(PostgresParts):
                     created_at=created))
         return stored
 
+    def _next_seq(self, db: Connection, session: SessionRecord) -> int:
+        """The seq the next message gets: after the newest, and after any ever deleted.
+
+        Locks the session's row: it orders the session's writers (and its deletions);
+        other sessions never wait on it.
+        """
+        found = db.execute("SELECT tenant, top_seq FROM sessions WHERE id = %s FOR UPDATE",
+                           (session.id,)).fetchone()
+        if found is None:
+            raise UnknownSessionError(
+                f"no session with id {session.id} in the store {self.location}: create "
+                "the session first")
+        if not found[0]:
+            raise UnknownSessionError(
+                f"session {session.name!r} was deleted: open it again with "
+                "engine.session(name) to start a new one under that name")
+        row = db.execute("SELECT COALESCE(MAX(seq), 0) FROM messages WHERE session_id = %s",
+                         (session.id,)).fetchone()
+        return max(int(found[1]), int(row[0]) if row else 0) + 1
+
     @staticmethod
     def _answer_call(db: Connection, session: SessionRecord, message: Message, seq: int) -> None:
         result = message.tool_result
@@ -406,6 +433,24 @@ class PostgresStore(PostgresParts):
         db.execute("UPDATE tool_calls SET result_seq = %s WHERE session_id = %s"
                    " AND call_id = %s AND call_seq = %s",
                    (seq, session.id, result.call_id, row[0]))
+
+    def log_head(self, session: SessionRecord) -> tuple[int, int]:
+        """``(epoch, last seq)``: the epoch grows whenever messages are deleted.
+
+        A process that holds a copy of the log catches up by reading what came after its
+        last seq while the epoch is the one it read; another epoch means reading it again.
+        Raises :class:`UnknownSessionError` when the session was deleted.
+        """
+        with self.read() as db:
+            row = db.execute(
+                "SELECT epoch, (SELECT MAX(seq) FROM messages WHERE session_id = %s)"
+                " FROM sessions WHERE id = %s AND tenant <> ''", (session.id, session.id),
+            ).fetchone()
+        if row is None:
+            raise UnknownSessionError(
+                f"session {session.name!r} was deleted: open it again with "
+                "engine.session(name) to start a new one under that name")
+        return int(row[0]), int(row[1] or 0)
 
     def last_seq(self, session: SessionRecord) -> int:
         """The seq of the newest message of the session (0 when empty)."""
@@ -543,6 +588,7 @@ if TYPE_CHECKING:
         ArtifactRows,
         ContextStore,
         DocStore,
+        Eraser,
         ItemStore,
         JobStore,
         KeyRows,
@@ -555,8 +601,8 @@ if TYPE_CHECKING:
     def _implements(
         store: PostgresStore, analyzer: Analyzer
     ) -> tuple[Store, ContextStore, WorkStore, ArtifactRows, JobStore, KeyRows,
-               MessageSearch, ItemStore, DocStore, VectorStore]:
+               MessageSearch, ItemStore, DocStore, VectorStore, Eraser]:
         """Never called: mypy checks here that each PostgreSQL part implements its protocol."""
         return (store, store.context, store.work, store.artifact_rows, store.jobs, store.keys,
                 store.search(analyzer), store.items(analyzer), store.docs(analyzer),
-                store.vectors(""))
+                store.vectors(""), store.eraser)

@@ -4,17 +4,23 @@ The FTS5 tables depend on the analyzer chosen (its ``tokenize`` option), so they
 made by a migration: :func:`ensure_fts` makes ``<base>_<analyzer>`` when it is missing,
 and the search parts fill it from the plain tables, which stay the source of truth.
 Nothing in them is lost by dropping them.
+
+Every table keeps a copy of the text it indexes, so a row can be deleted exactly (FTS5
+deletes a row by tokenizing the text it was given again). A message table made by an older
+memci without one (``content=''``) cannot delete a row on every SQLite: :func:`ensure_fts`
+drops it and makes it again, and the search part fills it from the plain tables.
 """
 
 from __future__ import annotations
 
+import re
 import sqlite3
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from memci.memory._text import Analyzer
 
-__all__ = ["FTS_COLUMNS", "ensure_fts", "fts_name"]
+__all__ = ["FTS_COLUMNS", "ensure_fts", "fts_name", "fts_tables"]
 
 # Columns of each derived FTS5 table (base name → columns, first is searched most).
 FTS_COLUMNS: dict[str, tuple[str, ...]] = {
@@ -22,6 +28,10 @@ FTS_COLUMNS: dict[str, tuple[str, ...]] = {
     "memory_items_fts": ("body", "subject"),
     "doc_chunks_fts": ("body", "title"),
 }
+
+
+# How a table made without a copy of its text was declared (``content = ''``).
+_CONTENTLESS = re.compile(r"content\s*=\s*''")
 
 
 def fts_name(base: str, analyzer: Analyzer) -> str:
@@ -32,18 +42,33 @@ def fts_name(base: str, analyzer: Analyzer) -> str:
 def ensure_fts(db: sqlite3.Connection, base: str, analyzer: Analyzer) -> bool:
     """Create the FTS5 table ``base`` for ``analyzer`` if missing; True when just created.
 
-    Message tables keep no copy of the text (``content=''``): the store has it. The
-    trigram analyzer keeps one, because its short terms are matched with ``instr``.
-    Item and chunk tables keep theirs so rows can be deleted.
+    Every table keeps a copy of its text, so that a row can be deleted (retract, erase)
+    and the trigram analyzer's short terms can be matched with ``instr``. A table without
+    one, made by an older memci, is made again (True: fill it again).
     """
     name = fts_name(base, analyzer)
-    row = db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?",
+    row = db.execute("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = ?",
                      (name,)).fetchone()
     if row is not None:
-        return False
+        if not _CONTENTLESS.search(str(row[0] or "")):
+            return False
+        db.execute(f"DROP TABLE {name}")
     columns = ", ".join(FTS_COLUMNS[base])
-    options = [f"tokenize = '{analyzer.tokenize}'"]
-    if base == "memory_fts" and analyzer.name != "trigram":
-        options.append("content = ''")
-    db.execute(f"CREATE VIRTUAL TABLE {name} USING fts5({columns}, {', '.join(options)})")
+    db.execute(f"CREATE VIRTUAL TABLE {name} USING fts5({columns},"
+               f" tokenize = '{analyzer.tokenize}')")
     return True
+
+
+def fts_tables(db: sqlite3.Connection) -> dict[str, list[str]]:
+    """Every FTS5 table of the store, by base name (whatever analyzer made it)."""
+    names = [str(r[0]) for r in db.execute(
+        "SELECT name FROM sqlite_master WHERE type = 'table' AND sql LIKE 'CREATE VIRTUAL"
+        " TABLE%USING fts5%'")]
+    out: dict[str, list[str]] = {base: [] for base in FTS_COLUMNS}
+    for name in names:
+        # Longest base first: "memory_items_fts_x" is not "memory_fts" + "_items…".
+        for base in sorted(FTS_COLUMNS, key=len, reverse=True):
+            if name.startswith(base + "_"):
+                out[base].append(name)
+                break
+    return out

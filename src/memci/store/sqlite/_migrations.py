@@ -132,4 +132,29 @@ CORE_MIGRATIONS: tuple[Migration, ...] = (
         ALTER TABLE context_events ADD COLUMN last_page INTEGER;
         """,
     ),
+    Migration(
+        6,
+        "deleting: a log epoch, seqs never given twice, the audit log of erasures",
+        """
+        -- Grows whenever messages of the session are deleted (retract, clear): a process
+        -- that holds a copy of the log reads it again instead of only catching up.
+        ALTER TABLE sessions ADD COLUMN epoch INTEGER NOT NULL DEFAULT 0;
+        -- The highest seq the session ever gave, so a deleted seq is never given again.
+        ALTER TABLE sessions ADD COLUMN top_seq INTEGER NOT NULL DEFAULT 0;
+        -- One row per deletion: who, what and when, as ids and counts, never content (a
+        -- user is kept as the SHA-256 of their id). AUTOINCREMENT: ids are never reused,
+        -- so the newest id is the store's erasure epoch.
+        CREATE TABLE memci_erasures (
+            id          INTEGER PRIMARY KEY AUTOINCREMENT,
+            at          TEXT NOT NULL,
+            actor       TEXT NOT NULL,
+            action      TEXT NOT NULL,
+            tenant      TEXT NOT NULL,
+            user_sha256 TEXT,
+            sessions    TEXT NOT NULL,
+            counts      TEXT NOT NULL
+        );
+        CREATE INDEX memci_erasures_tenant ON memci_erasures (tenant, id);
+        """,
+    ),
 )

@@ -1,6 +1,6 @@
 """The parts of a SQLite store besides the log, each made on first use.
 
-They are the working state, artifacts' rows, jobs, API keys, and the search index
+They are the working state, artifacts' rows, jobs, API keys, deletions, and the search index
 (messages, items, documents, vectors). Opening a store stays cheap: a part applies its
 migration series and makes its derived tables when first asked for, then is kept (one
 per store, and one per analyzer or embedder for the search parts). A part first asked
@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from memci.memory._text import Analyzer
     from memci.store.sqlite._artifacts import SQLiteArtifactRows
     from memci.store.sqlite._docs import SQLiteDocStore
+    from memci.store.sqlite._erase import SQLiteEraser
     from memci.store.sqlite._items import SQLiteItemStore
     from memci.store.sqlite._jobs import SQLiteJobStore
     from memci.store.sqlite._keys import SQLiteKeyRows
@@ -75,6 +76,13 @@ class StoreParts:
     def output_contents(self) -> None:
         """None: large tool outputs are files in a folder beside the database."""
         return None
+
+    @property
+    def eraser(self) -> SQLiteEraser:
+        """Deletions and their audit log (:class:`~memci.store.Eraser`)."""
+        from memci.store.sqlite._erase import SQLiteEraser
+
+        return self._part(("eraser", ""), lambda: SQLiteEraser(self._store))
 
     @property
     def jobs(self) -> SQLiteJobStore:

@@ -105,6 +105,9 @@ class SQLiteMessageSearch:
         self, db: sqlite3.Connection, doc: int, session_id: int, text: str, context: str
     ) -> None:
         a = self.analyzer
+        # A row left under this id (an entry deleted outside memci, its id given again)
+        # holds another message's text: it goes first.
+        db.execute(f"DELETE FROM {self.table} WHERE rowid = ?", (doc,))
         db.execute(
             f"INSERT INTO {self.table} (rowid, body, context, scope) VALUES (?, ?, ?, ?)",
             (doc, a.document(text), a.document(context), f"s{session_id}x"),

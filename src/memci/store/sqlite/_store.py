@@ -5,9 +5,14 @@ Invariants:
 - a message is durable when :meth:`SQLiteStore.append` returns (WAL, ``synchronous=FULL``
   by default);
 - one call to ``append`` is one transaction: all of its messages are stored or none;
-- ``seq`` is 1, 2, 3 … per session with no gap and no duplicate, also with several
-  processes appending to one session (the next seq is read inside a ``BEGIN IMMEDIATE``
-  write transaction, which SQLite serializes across processes);
+- ``seq`` is 1, 2, 3 … per session with no duplicate, also with several processes
+  appending to one session (the next seq is read inside a ``BEGIN IMMEDIATE`` write
+  transaction, which SQLite serializes across processes), and with no gap until messages
+  are deleted: a deleted seq is never given again (the session keeps the highest seq it
+  gave, ``top_seq``), and the session's ``epoch`` grows with every deletion
+  (:meth:`SQLiteStore.log_head`);
+- a deleted session leaves a row no name finds (tenant ``''``, see
+  :mod:`memci.store.sqlite._erase`), so its id is never given to another session;
 - a tool result is accepted only if it answers an open tool call of its session (made
   earlier, or earlier in the same batch);
 - every stored row can be read back (:func:`message_from_row`), also one an older memci
@@ -42,7 +47,12 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
-from memci.errors import OrphanToolResultError, StoreError
+from memci.errors import (
+    InvalidInputError,
+    OrphanToolResultError,
+    StoreError,
+    UnknownSessionError,
+)
 from memci.messages import Message, dumps_parts
 from memci.store._log import LogRow
 from memci.store._records import SessionRecord
@@ -286,7 +296,7 @@ class SQLiteStore(StoreParts):
         with self.read() as db:
             row = db.execute(
                 "SELECT id, tenant, name, user_id, settings, created_at FROM sessions"
-                " WHERE tenant = ? AND name = ?", (tenant, name),
+                " WHERE tenant = ? AND name = ? AND tenant != ''", (tenant, name),
             ).fetchone()
         return _session_record(row) if row else None
 
@@ -295,6 +305,8 @@ class SQLiteStore(StoreParts):
     ) -> SessionRecord:
         """Get or create the session; given settings replace the saved ones."""
         text = json.dumps(dict(settings), sort_keys=True)
+        if not tenant:
+            raise InvalidInputError("a session needs a non-empty tenant")
         with self.write() as db:
             row = db.execute(
                 "SELECT id, user_id, settings FROM sessions WHERE tenant = ? AND name = ?",
@@ -319,8 +331,10 @@ class SQLiteStore(StoreParts):
         sql = "SELECT id, tenant, name, user_id, settings, created_at FROM sessions"
         args: tuple[Any, ...] = ()
         if tenant is not None:
-            sql += " WHERE tenant = ?"
+            sql += " WHERE tenant = ? AND tenant != ''"
             args = (tenant,)
+        else:
+            sql += " WHERE tenant != ''"  # a deleted session's row is no session
         with self.read() as db:
             rows = db.execute(sql + " ORDER BY id", args).fetchall()
         return [_session_record(r) for r in rows]
@@ -344,10 +358,7 @@ class SQLiteStore(StoreParts):
         now = _now()
         external = external or {}
         with self.write() as db:
-            row = db.execute(
-                "SELECT MAX(seq) FROM messages WHERE session_id = ?", (session.id,)
-            ).fetchone()
-            seq = int(row[0] or 0)
+            seq = self._next_seq(db, session) - 1
             for position, message in enumerate(messages):
                 seq += 1
                 if message.role == "tool":
@@ -378,6 +389,19 @@ class SQLiteStore(StoreParts):
         return stored
 
     @staticmethod
+    def _next_seq(db: sqlite3.Connection, session: SessionRecord) -> int:
+        """The seq the next message gets: after the newest, and after any ever deleted."""
+        row = db.execute(
+            "SELECT MAX(top_seq, COALESCE((SELECT MAX(seq) FROM messages WHERE"
+            " session_id = ?), 0)) FROM sessions WHERE id = ? AND tenant != ''",
+            (session.id, session.id)).fetchone()
+        if row is None:
+            raise UnknownSessionError(
+                f"session {session.name!r} was deleted: open it again with "
+                "engine.session(name) to start a new one under that name")
+        return int(row[0]) + 1
+
+    @staticmethod
     def _answer_call(
         db: sqlite3.Connection, session: SessionRecord, message: Message, seq: int
     ) -> None:
@@ -398,6 +422,24 @@ class SQLiteStore(StoreParts):
             "UPDATE tool_calls SET result_seq = ? WHERE session_id = ? AND call_id = ?"
             " AND call_seq = ?", (seq, session.id, result.call_id, row[0]),
         )
+
+    def log_head(self, session: SessionRecord) -> tuple[int, int]:
+        """``(epoch, last seq)``: the epoch grows whenever messages are deleted.
+
+        A process that holds a copy of the log catches up by reading what came after its
+        last seq while the epoch is the one it read; another epoch means reading it again.
+        Raises :class:`UnknownSessionError` when the session was deleted.
+        """
+        with self.read() as db:
+            row = db.execute(
+                "SELECT epoch, (SELECT MAX(seq) FROM messages WHERE session_id = ?)"
+                " FROM sessions WHERE id = ? AND tenant != ''", (session.id, session.id),
+            ).fetchone()
+        if row is None:
+            raise UnknownSessionError(
+                f"session {session.name!r} was deleted: open it again with "
+                "engine.session(name) to start a new one under that name")
+        return int(row[0]), int(row[1] or 0)
 
     def last_seq(self, session: SessionRecord) -> int:
         """The seq of the newest message of the session (0 when empty)."""
@@ -556,6 +598,7 @@ if TYPE_CHECKING:
         ArtifactRows,
         ContextStore,
         DocStore,
+        Eraser,
         ItemStore,
         JobStore,
         KeyRows,
@@ -568,8 +611,8 @@ if TYPE_CHECKING:
     def _implements(
         store: SQLiteStore, analyzer: Analyzer
     ) -> tuple[MessageLog, ContextStore, WorkStore, ArtifactRows, JobStore, KeyRows,
-               MessageSearch, ItemStore, DocStore, VectorStore]:
+               MessageSearch, ItemStore, DocStore, VectorStore, Eraser]:
         """Never called: mypy checks here that each SQLite part implements its protocol."""
         return (store, store.context, store.work, store.artifact_rows, store.jobs, store.keys,
                 store.search(analyzer), store.items(analyzer), store.docs(analyzer),
-                store.vectors(""))
+                store.vectors(""), store.eraser)
