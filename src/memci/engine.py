@@ -82,11 +82,6 @@ def _actor(actor: object) -> str:
     return actor
 
 
-def _default_path() -> Path:
-    home = os.environ.get("MEMCI_HOME")
-    return (Path(home) if home else Path.cwd() / ".memci") / "memci.db"
-
-
 class Engine:
     """A store and the sessions in it."""
 
