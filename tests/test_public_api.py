@@ -17,7 +17,8 @@ PUBLIC = {
     # the error tree
     "MemciError", "ConfigError", "InvalidInputError", "InvalidMessageError",
     "InvalidTextError", "InvalidTimestampError", "InvalidToolArgumentsError",
-    "InvalidFileError", "MessageTooLargeError", "MissingExtraError", "OrphanToolResultError",
+    "InvalidFileError", "InvalidToolError", "ToolNameClashError", "MessageTooLargeError",
+    "MissingExtraError", "OrphanToolResultError",
     "StoreError", "StoreCorruptError", "StoreFullError", "TokenizerUnavailableError",
     "UnknownRoleError", "UnknownSessionError", "LLMError", "LLMConnectionError",
     "LLMHTTPError", "LLMResponseError", "LLMTimeoutError",

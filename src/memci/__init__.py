@@ -10,7 +10,7 @@ put aside, and never loses a message::
     session = engine.session("chat-1", user="u1", model="gpt-4o-mini")
     session.set_system("You are a helpful assistant.")
     session.add({"role": "user", "content": "hi"})
-    payload = session.build().to_openai()
+    payload = session.build(tools=[...]).to_openai()   # the agent's tools with memci's
 """
 
 from memci import messages, tokens
@@ -25,6 +25,7 @@ from memci.errors import (
     InvalidTextError,
     InvalidTimestampError,
     InvalidToolArgumentsError,
+    InvalidToolError,
     LLMConnectionError,
     LLMError,
     LLMHTTPError,
@@ -38,6 +39,7 @@ from memci.errors import (
     StoreError,
     StoreFullError,
     TokenizerUnavailableError,
+    ToolNameClashError,
     UnknownRoleError,
     UnknownSessionError,
 )
@@ -64,6 +66,7 @@ __all__ = [
     "InvalidTextError",
     "InvalidTimestampError",
     "InvalidToolArgumentsError",
+    "InvalidToolError",
     "LLMConnectionError",
     "LLMError",
     "LLMHTTPError",
@@ -84,6 +87,7 @@ __all__ = [
     "TextPart",
     "TokenizerUnavailableError",
     "ToolCallPart",
+    "ToolNameClashError",
     "ToolResultPart",
     "ToolSpec",
     "UnknownRoleError",

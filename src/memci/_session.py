@@ -33,12 +33,13 @@ from memci.messages import Message, coerce_many, to_wire
 from memci.store import SessionRecord
 from memci.summarize import job_counts
 from memci.tokens import Tokenizer, get_tokenizer
+from memci.tools._agent import check_no_clash, read_agent_tools, tool_call_name
 from memci.tools._builtin import FILE_TOOLS, RECALL_PAGE, SEARCH_MEMORY, WORKSPACE_TOOLS
 from memci.tools._host import ToolHost
 from memci.tools._registry import Tool, run_tool
 from memci.workspace import WorkState
 
-__all__ = ["EXPORT_FORMAT", "Session", "SessionStats"]
+__all__ = ["EXPORT_FORMAT", "Session", "SessionStats", "every_tool"]
 
 EXPORT_FORMAT = "memci.session.v1"
 
@@ -86,6 +87,7 @@ class Session:
                                 self.tokenizer)
         self._log = SessionLog(engine.store, record, self._views)
         self._host = _Host(self)
+        self._agent_tools: tuple[ToolSpec, ...] = ()
         self._builder = self._make_builder()
 
     def _make_builder(self) -> ContextBuilder:
@@ -250,18 +252,43 @@ class Session:
 
     # -- building ------------------------------------------------------------------------
 
-    def build(self, *, budget: int | None = None, recipe: str = "auto") -> Context:
+    def build(
+        self, *, budget: int | None = None, recipe: str = "auto", tools: object = None
+    ) -> Context:
         """The context to send now, within ``budget`` tokens (default: the session's).
 
         ``recipe`` is ``chat``, ``tool_loop`` or ``auto`` (the tool loop when the newest
-        message is a tool result or a tool call is unanswered).
+        message is a tool result or a tool call is unanswered). ``tools`` are the agent's
+        own tool definitions (OpenAI, Anthropic or Responses form; default: the ones given
+        to ``engine.session(..., tools=[...])``): their schemas are counted in the budget
+        and the context's payloads carry them before memci's own. A definition memci
+        cannot send raises :class:`~memci.InvalidToolError`, one named like a memci tool
+        :class:`~memci.ToolNameClashError`, and tools that leave no room for the
+        conversation :class:`~memci.ConfigError`.
         """
         if budget is not None and (
             isinstance(budget, bool) or not isinstance(budget, int) or budget <= 0
         ):
             raise ConfigError(f"budget must be a positive int, not {budget!r}")
+        agent = self._agent_tools if tools is None else self._read_tools(tools)
         with self._lock:
-            return self._builder.build(budget, recipe)
+            # The settings may have changed since the default tools were checked.
+            check_no_clash(agent, every_tool(self.settings))
+            return self._builder.build(budget, recipe, agent)
+
+    @property
+    def agent_tools(self) -> tuple[ToolSpec, ...]:
+        """The agent's tools every build carries unless given others (``engine.session``)."""
+        return self._agent_tools
+
+    def _read_tools(self, tools: object) -> tuple[ToolSpec, ...]:
+        return read_agent_tools(tools, max_bytes=self.settings.max_message_bytes)
+
+    def _use_agent_tools(self, specs: tuple[ToolSpec, ...]) -> None:
+        """Make ``specs`` (read and checked) the agent's tools of every build from now on."""
+        with self._lock:
+            check_no_clash(specs, every_tool(self.settings))
+            self._agent_tools = specs
 
     # -- tools ---------------------------------------------------------------------------
 
@@ -272,15 +299,9 @@ class Session:
         artifact_get, grep, pins, plan and notebook; file_snippet and grep when file_roots
         are set.
         """
-        every: dict[str, Tool[ToolHost]] = {}
-        if self.settings.strategy == "paged":
-            every[RECALL_PAGE.spec.name] = RECALL_PAGE
-        every[SEARCH_MEMORY.spec.name] = SEARCH_MEMORY
-        every.update(FILE_TOOLS)
-        every.update(WORKSPACE_TOOLS)
-        chosen = self.settings.tools
-        if chosen != "auto":
-            return {name: every[name] for name in chosen if name in every}
+        every = every_tool(self.settings)
+        if self.settings.tools != "auto":
+            return every
         return {name: tool for name, tool in every.items()
                 if name in ("recall_page", "search_memory")
                 or (name in ("file_snippet", "grep") and self.settings.file_roots)
@@ -291,13 +312,28 @@ class Session:
         return tuple(t.spec for t in self._tools().values())
 
     def tools(self, format: str = "openai") -> list[dict[str, Any]]:
-        """memci's own tool schemas, in OpenAI or Anthropic format."""
-        if format not in ("openai", "anthropic"):
-            raise ConfigError(f"format must be 'openai' or 'anthropic', not {format!r}")
+        """memci's own tool schemas, in OpenAI, Anthropic or Responses form."""
+        if format not in ("openai", "anthropic", "responses"):
+            raise ConfigError(
+                f"format must be 'openai', 'anthropic' or 'responses', not {format!r}")
         specs = self.tool_specs()
         if format == "anthropic":
             return [s.to_anthropic() for s in specs]
+        if format == "responses":
+            return [s.to_responses() for s in specs]
         return [s.to_openai() for s in specs]
+
+    def handles(self, call: object) -> bool:
+        """Whether a model's tool call is for memci: run it with :meth:`call_tool`.
+
+        ``call`` is a tool call as the model gave it (an OpenAI tool call, an Anthropic
+        ``tool_use`` block, a Responses ``function_call`` item, their SDK objects, a
+        :class:`~memci.ToolCallPart`) or a tool name. False means the call is the agent's
+        own: memci's tools never share a name with the agent's (that is refused).
+        """
+        # No I/O: the tools offered grow only with what this session object has seen,
+        # and the build that offered a tool to the model has seen at least as much.
+        return tool_call_name(call) in self._tools()
 
     def call_tool(self, name: str, arguments: Mapping[str, Any] | str | None = None) -> str:
         """Run one of memci's own tools; refusals and bad arguments answer ``error: …``."""
@@ -389,6 +425,23 @@ class Session:
             out += [{"round": e.round, "kind": e.kind, "page": page, "reason": e.reason,
                      "at": e.at} for page in range(e.page, max(e.last_page, e.page) + 1)]
         return out[-limit:]
+
+
+def every_tool(settings: SessionSettings) -> dict[str, Tool[ToolHost]]:
+    """Every tool memci may offer in a session with ``settings`` (some only by need).
+
+    The agent's tools may take none of these names, so a tool call is never ambiguous and
+    a clash shows on the first build, not once the session grows into using the tool.
+    """
+    every: dict[str, Tool[ToolHost]] = {}
+    if settings.strategy == "paged":
+        every[RECALL_PAGE.spec.name] = RECALL_PAGE
+    every[SEARCH_MEMORY.spec.name] = SEARCH_MEMORY
+    every.update(FILE_TOOLS)
+    every.update(WORKSPACE_TOOLS)
+    if settings.tools != "auto":
+        return {name: every[name] for name in settings.tools if name in every}
+    return every
 
 
 class _Host:
