@@ -10,6 +10,9 @@ background thread. It serves
   ``message`` with the reply's text and one ``function_call`` per call the reply
   scripts (``Reply(text, calls=(("name", {...}),))``; Chat Completions answer those
   with ``tool_calls``, Anthropic with ``tool_use`` blocks);
+- ``POST /v1/embeddings`` and ``POST /embeddings`` — OpenAI embeddings: one vector of
+  :data:`EMBEDDING_DIM` per input, a function of the text alone (:func:`fake_embedding`),
+  returned in reverse order with their ``index`` as a real server may;
 
 so ``fake.base_url`` works as the base URL of both ``OpenAIChatClient`` (it appends
 ``/chat/completions``) and ``AnthropicClient`` (it appends ``/v1/messages``), and
@@ -50,6 +53,7 @@ Example::
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import json
 import socket
@@ -65,6 +69,7 @@ from types import TracebackType
 from typing import Any, Literal, Self
 
 __all__ = [
+    "EMBEDDING_DIM",
     "Drop",
     "FakeLLM",
     "JSONReply",
@@ -73,12 +78,15 @@ __all__ = [
     "Reply",
     "Status",
     "echo_reply",
+    "fake_embedding",
 ]
 
-Provider = Literal["openai", "anthropic", "responses"]
+Provider = Literal["openai", "anthropic", "responses", "embeddings"]
 OPENAI_PATHS = ("/v1/chat/completions", "/chat/completions")
 ANTHROPIC_PATHS = ("/v1/messages",)
 RESPONSES_PATHS = ("/v1/responses", "/responses")
+EMBEDDINGS_PATHS = ("/v1/embeddings", "/embeddings")
+EMBEDDING_DIM = 8
 
 
 # -- recorded requests ---------------------------------------------------------------------
@@ -461,7 +469,8 @@ class _Handler(BaseHTTPRequestHandler):
         path = self.path.split("?", 1)[0]
         provider: Provider | None = (
             "openai" if path in OPENAI_PATHS else "anthropic" if path in ANTHROPIC_PATHS
-            else "responses" if path in RESPONSES_PATHS else None
+            else "responses" if path in RESPONSES_PATHS
+            else "embeddings" if path in EMBEDDINGS_PATHS else None
         )
         try:
             decoded: Any = json.loads(body) if body else None
@@ -477,6 +486,7 @@ class _Handler(BaseHTTPRequestHandler):
             return
         problem = self._auth_problem(request) or (
             (_responses_problem(request, *fake._issued()) if provider == "responses"
+             else _embeddings_problem(request) if provider == "embeddings"
              else _shape_problem(request)) if fake.strict else None
         )
         if problem is not None:
@@ -510,6 +520,13 @@ class _Handler(BaseHTTPRequestHandler):
             else:
                 self._send_json(behaviour.status, behaviour.body, headers)
         else:
+            if provider == "embeddings":
+                inputs = request.json["input"]
+                data = [{"object": "embedding", "index": i, "embedding": fake_embedding(t)}
+                        for i, t in enumerate([inputs] if isinstance(inputs, str) else inputs)]
+                self._send_json(200, {"object": "list", "data": data[::-1],
+                                      "model": request.json["model"]})
+                return
             text = behaviour.text if behaviour.text is not None else fake.responder(request)
             if provider == "responses":
                 body = _response_body(request, behaviour, text, fake.model)
@@ -660,6 +677,25 @@ def _response_body(
             "output_tokens_details": {"reasoning_tokens": 1},
         }
     return body
+
+
+def fake_embedding(text: str) -> list[float]:
+    """The fake server's embedding of ``text``: :data:`EMBEDDING_DIM` numbers from its hash."""
+    digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()
+    return [(b - 127.5) / 127.5 for b in digest[:EMBEDDING_DIM]]
+
+
+def _embeddings_problem(request: RecordedRequest) -> tuple[int, str] | None:
+    data = request.json
+    if not isinstance(data, dict) or not isinstance(data.get("model"), str):
+        return 400, "model: field required"
+    inputs = data.get("input")
+    if isinstance(inputs, str):
+        inputs = [inputs]
+    if not isinstance(inputs, list) or not inputs or not all(
+            isinstance(t, str) and t for t in inputs):
+        return 400, "input: a non-empty string or array of non-empty strings is required"
+    return None
 
 
 def _error_body(provider: Provider, status: int, message: str) -> dict[str, Any]:
