@@ -12,6 +12,8 @@ SRC = Path(memci.__file__).resolve().parent
 PUBLIC = {
     # the engine and a session, and what a build returns
     "Engine", "Session", "SessionStats", "Context", "ContextStats", "Segment", "ToolSpec",
+    # the same for asyncio
+    "AsyncEngine", "AsyncSession",
     # messages
     "Message", "TextPart", "ImagePart", "ToolCallPart", "ToolResultPart", "ReasoningPart",
     # the error tree

@@ -11,9 +11,12 @@ put aside, and never loses a message::
     session.set_system("You are a helpful assistant.")
     session.add({"role": "user", "content": "hi"})
     payload = session.build(tools=[...]).to_openai()   # the agent's tools with memci's
+
+and the same with ``await`` on :class:`AsyncEngine` / :class:`AsyncSession`.
 """
 
 from memci import messages, tokens
+from memci._async import AsyncEngine, AsyncSession
 from memci._session import Session, SessionStats
 from memci.context import Context, ContextStats, Segment, ToolSpec
 from memci.engine import Engine
@@ -55,6 +58,8 @@ from memci.messages import (
 __version__ = "0.1.0"
 
 __all__ = [
+    "AsyncEngine",
+    "AsyncSession",
     "ConfigError",
     "Context",
     "ContextStats",
