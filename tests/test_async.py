@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import inspect
 import json
 import logging
 import time
@@ -221,7 +222,8 @@ def run_sync(path: Path, fake: FakeLLM) -> tuple[list[Any], list[Any]]:
         _record(results, s.messages())
         _record(results, [s.count(), s.branch_seqs(), s.page_of(20), s.place_of_page(1)])
         _record(results, [s.pages(), s.events(), s.stats(), s.export_state()])
-        _record(results, [s.tools("anthropic"), s.agent_tools, s.system_prompt])
+        _record(results, [s.tools("anthropic"), s.agent_tools, s.system_prompt,
+                          s.tools("responses", every=True), s.tool_specs(every=True)])
     finally:
         engine.close()
     return results, [r.json for r in fake.requests]
@@ -264,7 +266,8 @@ async def run_async(path: Path, fake: FakeLLM) -> tuple[list[Any], list[Any]]:
                           await s.place_of_page(1)])
         _record(results, [await s.pages(), await s.events(), await s.stats(),
                           await s.export_state()])
-        _record(results, [s.tools("anthropic"), s.agent_tools, await s.system_prompt()])
+        _record(results, [await s.tools("anthropic"), s.agent_tools, await s.system_prompt(),
+                          await s.tools("responses", every=True), s.tool_specs(every=True)])
     finally:
         await engine.close()
     return results, [r.json for r in fake.requests]
@@ -458,6 +461,20 @@ def test_async_methods_match_the_sync_ones() -> None:
         assert not missing, f"{async_class.__name__} lacks {sorted(missing)}"
 
 
+def test_async_methods_take_the_sync_methods_arguments() -> None:
+    for sync_class, async_class in ((memci.Session, memci.AsyncSession),
+                                    (memci.Engine, memci.AsyncEngine)):
+        for name, member in vars(sync_class).items():
+            if name.startswith("_") or not callable(member) or not hasattr(async_class, name):
+                continue
+            sync = inspect.signature(member).parameters
+            given = inspect.signature(getattr(async_class, name)).parameters
+            assert [(p.name, p.kind, p.default) for p in sync.values()] == [
+                (p.name, p.kind, p.default) for p in given.values()
+                if p.name in sync], f"{async_class.__name__}.{name}"
+            assert set(sync) <= set(given), f"{async_class.__name__}.{name}"
+
+
 def test_run_reaches_what_has_no_awaited_form(db_path: Path) -> None:
     async def run() -> list[str]:
         async with await memci.AsyncEngine.open(db_path, workers=0) as engine:
@@ -467,3 +484,12 @@ def test_run_reaches_what_has_no_awaited_form(db_path: Path) -> None:
             return [p.summary for p in await s.run(lambda sync: sync.work_state().pin_list())]
 
     assert asyncio.run(run()) == ["the deadline is Friday"]
+
+
+def test_async_engine_open_takes_every_argument_of_engine_open() -> None:
+    sync = inspect.signature(memci.Engine.open).parameters
+    given = inspect.signature(memci.AsyncEngine.open).parameters
+    assert set(sync) <= set(given), set(sync) - set(given)
+    for name, parameter in sync.items():
+        assert given[name].default == parameter.default, name
+        assert given[name].kind == parameter.kind, name

@@ -49,4 +49,7 @@ def test_a_big_newest_page_takes_from_the_lowest_priorities(engine: memci.Engine
     s.add({"role": "user", "content": "a long task " + "detail " * 1500})
     ctx = s.build(budget=6000)
     assert ctx.stats.total_tokens <= 6000
-    assert ctx.stats.shares["state"] < 6000 * 0.1
+    assert ctx.segment("recent")[-1].content.startswith("a long task")  # whole, first
+    assert ctx.stats.sections["recent"] >= ctx.segment("recent")[-1].tokens
+    # nothing was retrieved for it: the retrieval share went to the working state
+    assert ctx.stats.shares["retrieval"] == 0

@@ -45,10 +45,10 @@ def test_the_plan_reads_and_writes_nothing(engine: memci.Engine,
 
     def guard(name: str, real: Callable[..., Any]) -> Callable[..., Any]:
         @contextmanager
-        def wrapped(self: SQLiteStore) -> Iterator[Any]:
+        def wrapped(self: SQLiteStore, **options: Any) -> Iterator[Any]:
             if planning:
                 touched.append(name)
-            with real(self) as db:
+            with real(self, **options) as db:
                 yield db
         return wrapped
 

@@ -147,10 +147,10 @@ def test_baseline_is_the_conversations_own_messages_and_tools(tmp_path: Path) ->
             own = sum(tok.count_message(m) for raw in messages[:row["seq"] - 1]
                       for m in coerce(raw))
             assert row["full_tokens"] == own + schemas + 3  # + the reply's header
-    # memci's own tool schemas (~300 tokens) are memci's cost, not the agent's: the first
-    # request of a short conversation costs memci more than its whole history.
+    # memci's own tool schemas (~300 tokens) are memci's cost, not the agent's; while the
+    # whole history fits, memci offers none, so the first request costs what it holds.
     first = _rows(EXAMPLE_TRACE, "--budget", "4000")["requests"][0]
-    assert first["full_tokens"] < first["memci_tokens"] - 200
+    assert first["memci_tokens"] <= first["full_tokens"]
 
 
 def test_the_agents_tools_count_on_both_sides(tmp_path: Path) -> None:

@@ -102,3 +102,40 @@ def test_no_model_means_no_jobs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
         _chat(s, 0, 30)
         assert s.build(budget=3000).stats.total_tokens <= 3000
         assert s.stats().jobs_pending == 0
+
+
+def test_summaries_keep_up_with_a_slow_model_and_a_page_a_turn(tmp_path: Path) -> None:
+    # A 2 s model, a page every half second: four summaries at once (the default), the
+    # newest page first, keep the backlog bounded, and model lines reach requests while
+    # the chat goes on (before: one at a time, oldest first, none within the run).
+    with FakeLLM(responder=page_responder, delay=2.0) as fake:
+        client = OpenAIChatClient("fake-model", api_key="k", base_url=fake.openai_base_url)
+        with client, memci.Engine.open(tmp_path / "m.db", llm=client) as eng:
+            s = eng.session("s", evict_unrecalled_rounds=0, retrieval=False)
+            _chat(s, 0, 12)
+            s.build(budget=3000)
+            pending: list[int] = []
+            reached = None
+            started = time.monotonic()
+            for t in range(12, 48):
+                _chat(s, t, 1)
+                ctx = s.build(budget=3000)
+                pending.append(s.stats().jobs_pending)
+                if reached is None and "MODEL LINE" in _contents(ctx):
+                    reached = time.monotonic() - started
+                time.sleep(0.5)
+            archived = s.stats().archived
+            assert reached is not None and reached < 18, reached
+            assert max(pending) <= 24 < archived, (pending, archived)
+            assert fake.count > 10
+
+
+def test_the_number_of_summary_workers_is_configurable() -> None:
+    from memci.engine import summary_workers
+
+    assert summary_workers({}) == 4
+    assert summary_workers({"MEMCI_LLM_WORKERS": "8"}) == 8
+    assert summary_workers({"MEMCI_LLM_WORKERS": "0"}) == 0
+    for bad in ("-1", "many", "65"):
+        with pytest.raises(memci.ConfigError, match="MEMCI_LLM_WORKERS"):
+            summary_workers({"MEMCI_LLM_WORKERS": bad})

@@ -17,6 +17,7 @@ from mcp import Client, StdioServerParameters
 
 import memci
 import memci.cli
+import memci.server
 
 from .test_server import ROOT, subprocess_env
 
@@ -86,3 +87,50 @@ def test_mcp_search_tool(tmp_path: Path) -> None:
         ("search", {"query": "cat name", "k": 3}))
     assert "search" in names and not found.is_error
     assert "Mochi" in _text(found)
+
+
+async def _bare(db: Path, *calls: tuple[str, dict[str, Any]]
+                ) -> tuple[list[types.Tool], list[types.CallToolResult]]:
+    """``memci mcp`` with no --session: only the store and the tenant are given."""
+    params = StdioServerParameters(
+        command=sys.executable, args=[*_command(), "mcp", "--db", str(db), "--tenant", "t1"],
+        env=subprocess_env(), cwd=str(ROOT))
+    async with Client(params, cache=None, read_timeout_seconds=60) as client:
+        listed = await client.list_tools()
+        results = [await client.call_tool(name, args) for name, args in calls]
+    return listed.tools, results
+
+
+def test_mcp_over_stdio_starts_without_a_session_and_takes_one_per_call(
+    tmp_path: Path
+) -> None:
+    db = tmp_path / "bare.db"
+    tools, results = anyio.run(
+        _bare, db,
+        ("add", {"role": "user", "content": "into the default session"}),
+        ("add", {"messages": [{"role": "user", "content": "about tomatoes"}],
+                 "session": "garden"}),
+        ("search", {"query": "tomatoes", "session": "garden"}),
+        ("search", {"query": "tomatoes"}),
+        ("build", {"session": "garden"}),
+        ("recall_page", {"index": 1, "session": "garden"}),
+        ("add", {"role": "user", "content": "x", "session": ""}),
+        ("add", {"role": "user", "content": "x", "session": ["a"]}),
+        ("add", {"role": "user", "content": "x", "session": "y" * 201}),
+    )
+    assert all(t.input_schema["properties"]["session"]["type"] == "string" for t in tools)
+    default, garden, found, not_found, built, recalled, *bad = results
+    assert not default.is_error and not garden.is_error
+    assert "tomatoes" in _text(found) and "tomatoes" not in _text(not_found)
+    assert json.loads(_text(built))["payload"]["messages"][-1]["content"] == "about tomatoes"
+    assert not recalled.is_error
+    for refused in bad:
+        assert refused.is_error and "session" in _text(refused)
+    with memci.Engine.open(db, workers=0) as engine:
+        assert {r.name for r in engine.sessions("t1")} == {
+            memci.server.DEFAULT_MCP_SESSION, "garden"}
+        assert memci.server.DEFAULT_MCP_SESSION == "default"
+        assert [m.content for m in engine.session("default", tenant="t1").messages()] == [
+            "into the default session"]
+        assert [m.content for m in engine.session("garden", tenant="t1").messages()] == [
+            "about tomatoes"]

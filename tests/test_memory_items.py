@@ -130,7 +130,9 @@ def test_gather_parallel_cache_ttl_and_invalidation(memory: Memory, store: SQLit
     old = store.ensure_session("t", "old", "u", {})
     memory.index(old, store.append(old, [Message.user("my puffin photo trip to Iceland"),
                                          Message.assistant("nice puffins")]))
-    memory.items.remember_preference(Scope.of(rec, "user"), "likes short answers", "style")
+    memory.items.remember_preference(Scope.of(rec, "user"), "on a trip, likes short answers",
+                                     "style")
+    memory.items.remember_preference(Scope.of(rec, "user"), "likes dark mode", "ui")
     clock = Clock()
     gatherer = Gatherer(memory, ttl=300, clock=clock)
     try:
@@ -138,7 +140,8 @@ def test_gather_parallel_cache_ttl_and_invalidation(memory: Memory, store: SQLit
         assert not first.cached
         assert first.episodes[0].text == "my puffin photo trip to Iceland"
         assert len(first.episodes) <= 3
-        assert [p.text for p in first.preferences] == ["likes short answers"]
+        # only the preference that shares a term with the question
+        assert [p.text for p in first.preferences] == ["on a trip, likes short answers"]
         kinds = [t.kind for t in first.texts]
         assert kinds[-1] == "preference"
         assert first.texts[0].source.startswith("old#p1/")

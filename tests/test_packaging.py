@@ -24,6 +24,8 @@ PROVIDED_BY = {
     "tiktoken": "tiktoken", "jieba": "jieba",
     "fastapi": "server", "starlette": "server", "pydantic": "server", "uvicorn": "server",
     "mcp": "mcp", "mcp_types": "mcp", "sqlite_vec": "vectors", "pysqlite3": "vectors",
+    "psycopg": "postgres", "psycopg_pool": "postgres",
+    "opentelemetry": "otel",
 }
 
 

@@ -108,7 +108,7 @@ def test_recall_brings_a_page_back_in_full(engine: memci.Engine) -> None:
     assert s.call_tool("recall_page", {"index": 999}).startswith("error:")
     assert s.call_tool("recall_page", '{"index": "x"}').startswith("error:")
     # an evicted page can be recalled too
-    evicted = next(e["page"] for e in s.events() if e["kind"] == "evict")
+    evicted = next(p for p in range(1, page) if s.place_of_page(p) == "evicted")
     assert s.call_tool("recall_page", {"index": evicted}).startswith(f"Page {evicted} (")
     # it ages out again at the next archive event, and the contents page shows the recall
     for t in range(40, 80):
@@ -140,8 +140,9 @@ def test_eviction_rules_are_recorded(engine: memci.Engine) -> None:
 def test_lru_eviction_when_contents_page_is_full(engine: memci.Engine) -> None:
     s = engine.session("s", contents_max_tokens=300, evict_unrecalled_rounds=0,
                        retrieval=False)
-    _chat(s, 80)
-    ctx = s.build(budget=3000)
+    for t in range(80):  # built every turn: pages listed earlier make room for newer ones
+        _chat(s, 1, start=t)
+        ctx = s.build(budget=3000)
     assert s.tokenizer.count(_contents(ctx)) <= 330
     assert any(e["reason"].startswith("lru") for e in s.events())
     listed = _listed(ctx)
@@ -180,7 +181,12 @@ def test_strategies_keep_system_and_fit(engine: memci.Engine, strategy: str) -> 
 
 
 def test_tool_schema_tokens_come_out_of_the_budget(engine: memci.Engine) -> None:
-    s = engine.session("s")
+    quiet = engine.session("quiet")
+    _chat(quiet, 5)
+    ctx = quiet.build(budget=5000)
+    # the whole chat is in the window: no tool could act, none is offered or counted
+    assert ctx.stats.sections["tools"] == 0 and "tools" not in ctx.to_openai()
+    s = engine.session("s", tools=("recall_page", "search_memory"))
     _chat(s, 5)
     ctx = s.build(budget=5000)
     assert ctx.stats.sections["tools"] > 0

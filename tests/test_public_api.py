@@ -17,7 +17,7 @@ PUBLIC = {
     # messages
     "Message", "TextPart", "ImagePart", "ToolCallPart", "ToolResultPart", "ReasoningPart",
     # the error tree
-    "MemciError", "ConfigError", "InvalidInputError", "InvalidMessageError",
+    "MemciError", "ConfigError", "BudgetTooSmallError", "InvalidInputError", "InvalidMessageError",
     "InvalidTextError", "InvalidTimestampError", "InvalidToolArgumentsError",
     "InvalidFileError", "InvalidToolError", "ToolNameClashError", "MessageTooLargeError",
     "MissingExtraError", "OrphanToolResultError",

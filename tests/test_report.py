@@ -245,7 +245,10 @@ def test_example_trace_report_with_events_in_chromium(tmp_path: Path) -> None:
     assert shot.count(COLORS["memci"], tokens) > 400
     assert shot.count(COLORS["full"], tokens) > 400
     assert shot.count(COLORS["archive"], tokens, tolerance=8) >= 3 * 40  # three markers
-    assert shot.count(COLORS["evict"], tokens, tolerance=8) >= 3 * 40
+    evicted = sum(1 for r in data["requests"] for e in r.get("events", ())
+                  if str(e).startswith("evict"))
+    if evicted:  # pages archived by a build are never evicted by it; later builds may
+        assert shot.count(COLORS["evict"], tokens, tolerance=8) >= 40
     assert shot.count(COLORS["saved"], charts["saved"]) > 5000
     assert shot.count(COLORS["prefix"], charts["prefix"]) > 2000
     # Each colour is where its chart is, not elsewhere.
@@ -398,3 +401,24 @@ def test_replay_report_to_a_missing_directory_is_one_line(tmp_path: Path) -> Non
     assert result.exit_code == 2
     assert result.output.strip().splitlines() == [
         f"error: InvalidFileError: cannot write the report to {target}: no such directory"]
+
+
+def test_report_shows_where_the_tokens_go(tmp_path: Path) -> None:
+    # The replay labels each request's tokens by the build's segments; the report sums them.
+    out = tmp_path / "report.html"
+    trace = SHARED_DATA / "traces" / "django__django-11815.traj.json"
+    if not trace.exists():
+        pytest.skip("shared data not present")
+    run = CliRunner().invoke(main, ["replay", str(trace), "--budget", "8000", "--json"])
+    assert run.exit_code == 0, run.output
+    data = json.loads(run.stdout)
+    run = CliRunner().invoke(main, ["replay", str(trace), "--budget", "8000", "--report",
+                                    str(out)])
+    assert run.exit_code == 0, run.output
+    for row in data["requests"]:
+        assert sum(row["segments"].values()) + 3 == row["memci_tokens"]  # + reply priming
+    # One long tool loop: one page, whose hidden steps the notebook (state) carries.
+    assert any(row["segments"].get("state") for row in data["requests"])
+    dom = _Dom(out.read_text(encoding="utf-8"))
+    table = dom.text["segments"]
+    assert "recent" in table and "state" in table and "tools" in table

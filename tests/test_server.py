@@ -302,7 +302,8 @@ def test_add_accepts_one_a_list_an_envelope_and_anthropic(client: TestClient,
     assert session.user == "u1" and session.count() == 7
     summary = client.get("/v1/sessions/c").json()
     assert summary["messages"] == 7 and summary["user"] == "u1"
-    assert "recall_page" in summary["tools"] and summary["stats"]["messages"] == 7
+    # nothing has left the window yet: memci offers no recall_page (it could not act)
+    assert "recall_page" not in summary["tools"] and summary["stats"]["messages"] == 7
     got = client.get("/v1/sessions/c/messages", params={"after": 5}).json()["messages"]
     assert [m["seq"] for m in got] == [6, 7]
 
@@ -367,7 +368,7 @@ def test_context_in_both_formats_with_stats(client: TestClient) -> None:
     r = client.post("/v1/sessions/ctx/context", json={"format": "anthropic"})
     payload = r.json()["payload"]
     assert payload["system"] == "You help." and payload["messages"][0]["role"] == "user"
-    assert "input_schema" in payload["tools"][0]
+    assert "tools" not in payload  # the whole chat is in the window: no tool could act
     # no body at all is the default build; a body without a content type is read as JSON
     assert client.post("/v1/sessions/ctx/context").json()["format"] == "openai"
     r = client.post("/v1/sessions/ctx/context", content=b'{"format": "anthropic"}')
@@ -381,8 +382,11 @@ def test_context_in_both_formats_with_stats(client: TestClient) -> None:
 def test_tools_list_call_unknown_and_bad_arguments(client: TestClient) -> None:
     client.post("/v1/sessions/t/messages", json={"role": "user", "content": "hi"})
     tools = client.get("/v1/sessions/t/tools").json()["tools"]
+    assert "recall_page" not in [t["function"]["name"] for t in tools]  # nothing to recall
+    tools = client.get("/v1/sessions/t/tools", params={"every": "true"}).json()["tools"]
     assert "recall_page" in [t["function"]["name"] for t in tools]
-    anthropic = client.get("/v1/sessions/t/tools", params={"format": "anthropic"}).json()
+    anthropic = client.get("/v1/sessions/t/tools",
+                           params={"format": "anthropic", "every": "true"}).json()
     assert "input_schema" in anthropic["tools"][0]
     r = client.post("/v1/sessions/t/tools/recall_page", json={"index": 1})
     assert r.status_code == 200 and r.json()["tool"] == "recall_page"
@@ -398,7 +402,8 @@ def test_tools_list_call_unknown_and_bad_arguments(client: TestClient) -> None:
 
 def test_state_artifacts_and_stats(client: TestClient) -> None:
     client.post("/v1/sessions/w/messages", json={"role": "user", "content": "hi"})
-    offered = [t["function"]["name"] for t in client.get("/v1/sessions/w/tools").json()["tools"]]
+    offered = [t["function"]["name"] for t in client.get(
+        "/v1/sessions/w/tools", params={"every": "true"}).json()["tools"]]
     state = client.get("/v1/sessions/w/state").json()
     assert (state["pins"] is None) == ("pin_list" not in offered)
     assert (state["plan"] is None) == ("plan_list" not in offered)

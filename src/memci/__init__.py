@@ -21,6 +21,7 @@ from memci._session import Session, SessionStats
 from memci.context import Context, ContextStats, Segment, ToolSpec
 from memci.engine import Engine
 from memci.errors import (
+    BudgetTooSmallError,
     ConfigError,
     InvalidFileError,
     InvalidInputError,
@@ -60,6 +61,7 @@ __version__ = "0.1.0"
 __all__ = [
     "AsyncEngine",
     "AsyncSession",
+    "BudgetTooSmallError",
     "ConfigError",
     "Context",
     "ContextStats",

@@ -4,7 +4,7 @@ Every line of logic is the sync classes' own: an :class:`AsyncSession` wraps a
 :class:`~memci.Session` and runs each of its methods that reads or writes the store in a
 worker thread of its engine's bounded pool (``threads``, default ``min(32, cores + 4)``),
 so the event loop never waits on SQLite, a file or a lock. Methods that do no I/O
-(``tools``, ``tool_specs``, ``handles`` and the properties) are the plain methods.
+(``tool_specs``, ``handles`` and the properties) are the plain methods.
 
 Invariants:
 
@@ -70,14 +70,21 @@ class AsyncEngine:
     @classmethod
     async def open(
         cls, path: str | Path | None = None, *, synchronous: str = "FULL",
-        llm: LLMClient | None = None, workers: int | None = None, threads: int | None = None,
+        llm: LLMClient | None = None, workers: int | None = None,
+        artifacts_dir: str | Path | None = None, pool_size: int | None = None,
+        threads: int | None = None,
     ) -> AsyncEngine:
         """Open the store at ``path`` (the arguments of :meth:`Engine.open`).
 
         ``threads`` bounds the worker threads that run the store's I/O.
         """
+        if threads is not None and (
+            isinstance(threads, bool) or not isinstance(threads, int) or threads < 1
+        ):
+            raise ConfigError(f"threads must be an int >= 1, not {threads!r}")
         loop = asyncio.get_running_loop()
-        opened = partial(Engine.open, path, synchronous=synchronous, llm=llm, workers=workers)
+        opened = partial(Engine.open, path, synchronous=synchronous, llm=llm, workers=workers,
+                         artifacts_dir=artifacts_dir, pool_size=pool_size)
         engine = await loop.run_in_executor(None, opened)
         try:
             return cls(engine, threads=threads)
@@ -215,13 +222,17 @@ class AsyncSession:
         """The agent's tools every build carries unless given others."""
         return self._session.agent_tools
 
-    def tool_specs(self) -> tuple[ToolSpec, ...]:
-        """memci's own tools offered to the model in this session."""
-        return self._session.tool_specs()
+    def tool_specs(self, every: bool = False) -> tuple[ToolSpec, ...]:
+        """memci's own tools offered to the model now (``every``: all it can run)."""
+        return self._session.tool_specs(every)
 
-    def tools(self, format: str = "openai") -> list[dict[str, Any]]:
-        """memci's own tool schemas, in OpenAI, Anthropic or Responses form."""
-        return self._session.tools(format)
+    async def tools(self, format: str = "openai", *, every: bool = False) -> list[dict[str, Any]]:
+        """memci's own tool schemas, in OpenAI, Anthropic or Responses form.
+
+        Awaited: which tools are offered now follows the stored log (see
+        :meth:`Session.tools`).
+        """
+        return await self._call(partial(self._session.tools, format, every=every))
 
     def handles(self, call: object) -> bool:
         """Whether a model's tool call is for memci (run it with :meth:`call_tool`)."""

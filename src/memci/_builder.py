@@ -23,6 +23,7 @@ import json
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from datetime import datetime
 from typing import Any
 
 from memci._services import SessionServices
@@ -32,11 +33,12 @@ from memci._toolviews import ToolViews
 from memci.budget import BudgetAllocator, PriorityRanker, Section, cut_middle
 from memci.context import Context, ContextStats, Segment, ToolSpec
 from memci.context._branches import cut_fits, pages_on, seq_at
+from memci.context._log import LogIndex
 from memci.context._model import ContentsEntry
 from memci.context._paged import PagedConfig, PagedContext
 from memci.context._pairing import pair_tool_calls
 from memci.context._strategies import OldestWindow, SummarizeWindow, WindowLoader
-from memci.errors import ConfigError, StoreError, StoreFullError
+from memci.errors import BudgetTooSmallError, StoreError, StoreFullError
 from memci.memory import DocIndex, Memory, Retrieved, Scope
 from memci.memory._judge import judge
 from memci.memory._query import analyze_query
@@ -51,8 +53,13 @@ from memci.workspace import CHINESE_TITLES, ENGLISH_TITLES, WorkState
 __all__ = ["REPLY_PRIMING", "ContextBuilder"]
 
 REPLY_PRIMING = 3  # tokens every request spends priming the reply
+_CONTENTS_FLOOR = 40  # tokens of a contents page that lists nothing (its title and ranges)
+_CUT_FLOOR = 64  # tokens a cut newest message keeps at least (its head, tail, marker)
+_STATE_FLOOR = 0.08  # share of the room the working state keeps whatever the window needs
 _ATTEMPTS = 8  # builds planned again after losing a compare-and-swap, before giving up
-_EPISODE_CANDIDATES = 3  # memory gathered per page: this many times what is shown
+_EPISODES_GATHERED = 40  # episodes gathered per page (a large budget shows many)
+_RESERVED_LINES = 3  # memory lines held room for before the window is planned
+_LINE_CHARS = 600  # characters of one memory line at most
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,7 +149,7 @@ class ContextBuilder:
     def __init__(
         self, services: SessionServices, record: SessionRecord, settings: SessionSettings,
         tokenizer: Tokenizer, log: SessionLog, views: ToolViews,
-        work: Callable[[], WorkState], specs: Callable[[], tuple[ToolSpec, ...]],
+        work: Callable[[], WorkState], specs: Callable[[bool], tuple[ToolSpec, ...]],
     ) -> None:
         self.services = services
         self.record = record
@@ -167,9 +174,9 @@ class ContextBuilder:
         self._contract: tuple[str, Message] = ("", Message.system(""))
         self._state_cache: tuple[tuple[Any, ...], Message | None] = ((), None)
         self._call_ids: dict[int, tuple[str, ...]] = {}
-        self._previous: list[tuple[tuple[int | None, int | None, str | None], int]] = []
-        self._previous_tools: tuple[tuple[str, str | None], ...] = ()
+        self._previous: list[tuple[object, int]] = []
         self._sizes: dict[tuple[int | None, int | None, int], int] = {}
+        self._line_tokens: dict[str, int] = {}
         self._expired_round = 0
         self.paged: PagedContext | None = None
         self.window: OldestWindow | SummarizeWindow | None = None
@@ -286,9 +293,11 @@ class ContextBuilder:
         chosen = choose_recipe(recipe, newest_role=index.roles[-1] if len(index) else None,
                                call_pending=self.log.call_pending())
         self._expire_pins()
-        specs = self.specs()
         limit = budget if budget is not None else self.settings.budget
         agent_tokens = self._agent_tools_tokens(agent)
+        # Room is kept for the tools that bring history back; the request carries them only
+        # when this build leaves some of it out (see _assemble).
+        specs = self.specs(True)
         tools_tokens = self._tools_tokens(specs)
         for keep in (("recall_page", "search_memory"), ("recall_page",), ()):
             if tools_tokens <= (limit - agent_tokens) // 4:
@@ -296,22 +305,18 @@ class ContextBuilder:
             specs = tuple(s for s in specs if s.name in keep)
             tools_tokens = self._tools_tokens(specs)
         head = self._head_system(specs)
-        head_tokens = sum(m.tokens or 0 for m in head)
-        if agent and agent_tokens + head_tokens + REPLY_PRIMING > limit:
-            raise ConfigError(
-                f"the agent's tools take {agent_tokens} tokens and the system prompt "
-                f"{head_tokens}: more than the budget of {limit}, with no room left for the "
-                "conversation; send fewer or shorter tools, or raise the budget "
-                "(context_window, max_tokens, or build(budget=...))")
-        room = limit - agent_tokens - tools_tokens - head_tokens - REPLY_PRIMING
+        room = (limit - agent_tokens - tools_tokens - sum(m.tokens or 0 for m in head)
+                - REPLY_PRIMING)
+        self._check_fits(limit, head, index, agent_tokens)
         # The profile follows the setting, not each page's hits: a profile that came and
         # went with the hits would resize the contents page back and forth.
-        caps = self._trimmed(self.allocator.allocate(
-            max(room, 0), turns=index.pages, has_retrieval=self._retrieval_on()), room)
         candidates, gathered = self._candidates()
+        caps = self._trimmed(self.allocator.allocate(
+            max(room, 0), turns=index.pages, has_retrieval=self._retrieval_on()), room,
+            retrieving=bool(candidates))
         state = self._state(chosen, caps["state"])
         state_tokens = (state.tokens or 0) if state else 0
-        retrieval = self._retrieval_bound(candidates, caps["retrieval"])
+        retrieval = self._retrieval_reserve(candidates, caps["retrieval"])
         reserve = self._head_reserve(chosen, room - state_tokens - retrieval)
         if self.paged is not None:
             ready: dict[int, tuple[str, ...]] = {}
@@ -328,6 +333,36 @@ class ContextBuilder:
         return _Snapshot(chosen, limit, specs, tools_tokens, agent, agent_tokens, head, room,
                          caps, candidates, gathered, state, reserve)
 
+    def _newest_need(self) -> int:
+        """Tokens the newest message needs in the window (a tool output may be cut)."""
+        index = self.log.index
+        if not len(index):
+            return 0
+        newest = index.tokens[-1]
+        return min(newest, _CUT_FLOOR) if index.roles[-1] == "tool" else newest
+
+    def _check_fits(self, limit: int, head: Sequence[Message], index: LogIndex,
+                    agent_tokens: int = 0) -> None:
+        """Raise when the system prompt, the agent's tools and the newest message pass the budget.
+
+        Every request holds them all (memci's own tools give way). The newest message is
+        cut only when it alone is larger than what the budget leaves (its head and tail,
+        marked, at least ``_CUT_FLOOR`` tokens), never left out; below that, a build
+        cannot keep the budget.
+        """
+        head_tokens = sum(m.tokens or 0 for m in head)
+        newest = min(self.log.index.tokens[-1], _CUT_FLOOR) if len(index) else 0
+        need = head_tokens + agent_tokens + newest + REPLY_PRIMING
+        if need > limit:
+            tools = (f", the agent's tools ({agent_tokens} tokens of schemas)"
+                     if agent_tokens else "")
+            fix = ("send fewer or shorter tools, or shorten the system prompt" if agent_tokens
+                   else "shorten the system prompt")
+            raise BudgetTooSmallError(
+                f"session {self.record.name!r}: the budget of {limit} tokens cannot hold the "
+                f"system prompt ({head_tokens} tokens){tools} and the newest message (at "
+                f"least {newest} tokens of it); raise the budget to at least {need} or {fix}")
+
     def window_start(self, limit: int) -> int:
         """The oldest log position a window of ``limit`` tokens can show (for prefetching)."""
         index = self.log.index
@@ -341,9 +376,16 @@ class ContextBuilder:
 
     def _plan(self, snap: _Snapshot) -> _Plan:
         """Decide the window and what changes; reads nothing."""
-        retrieval_room = self._retrieval_bound(snap.candidates, snap.caps["retrieval"])
+        reserved = self._retrieval_reserve(snap.candidates, snap.caps["retrieval"])
         state_tokens = (snap.state.tokens or 0) if snap.state else 0
-        room = snap.room - retrieval_room - state_tokens - snap.reserve
+        # The newest message is never cut for memory: at a small budget the reserve for
+        # retrieved lines, then the working state, give way first.
+        newest = self._newest_need() + _CONTENTS_FLOOR
+        free = snap.room - snap.reserve - newest
+        reserved = max(0, min(reserved, free - state_tokens))
+        if state_tokens > free:
+            snap.state, state_tokens = None, 0
+        room = snap.room - reserved - state_tokens - snap.reserve
         limit_bytes = self.settings.max_request_bytes
         payload = 0
         for _ in range(8):
@@ -354,8 +396,19 @@ class ContextBuilder:
             if payload <= limit_bytes or room <= 1:
                 break
             room = max(1, int(room * limit_bytes / payload * 0.9))
-        retrieval = self._retrieval_message(
-            [c for c in snap.candidates if not self._in_window(c, window)], retrieval_room)
+        if (self.paged is not None and self.paged.feeds_state()
+                and snap.caps["state"] > state_tokens):
+            # Pages leave the window: their lines join the working state (context pool,
+            # notebook), which then takes its share. The window is planned for that now,
+            # so the next build, with the state grown, has nothing more to archive.
+            grown = min(snap.caps["state"], max(free, 0))
+            if grown > state_tokens:
+                window = self._window(room - (grown - state_tokens), snap.caps, snap.recipe)
+                state_tokens = grown
+        # Memory takes what the window leaves: at least what was reserved for it, and the
+        # rest of the budget when the window sits below its high watermark.
+        left = snap.room - state_tokens - snap.reserve - sum(m.tokens or 0 for m in window)
+        retrieval = self._retrieval_message(snap.candidates, window, max(reserved, left))
         values: dict[str, Any] = {}
         plan = _Plan(window, retrieval, ContextChanges(values=values), payload_bytes=payload,
                      cache={"retrieval": self._saved_retrieval(snap.candidates)}
@@ -427,6 +480,13 @@ class ContextBuilder:
             # request, the one whose prefix changes anyway, within what is left.
             left = snap.room - window_tokens - retrieval_tokens
             state = self._state(snap.recipe, min(snap.caps["state"], max(left, 0)))
+        specs, tools_tokens = snap.specs, snap.tools_tokens
+        if not self._left_out(window):
+            # The whole history is in the request: recall_page and search_memory could not
+            # act, so they are not offered (the room kept for them stays unused).
+            offered = {s.name for s in self.specs(False)}
+            specs = tuple(s for s in specs if s.name in offered)
+            tools_tokens = self._tools_tokens(specs)
         head_tokens = sum(m.tokens or 0 for m in snap.head)
         state_tokens = (state.tokens or 0) if state else 0
         body: list[Message] = [*snap.head]
@@ -445,9 +505,8 @@ class ContextBuilder:
         if retrieval is not None:
             segments.append(Segment("retrieval", len(body), len(body) + 1, retrieval_tokens))
             body.append(retrieval)
-        tools = (*snap.agent, *snap.specs)
-        tools_tokens = snap.agent_tokens + snap.tools_tokens
-        total = (head_tokens + state_tokens + tools_tokens + window_tokens
+        tools = (*snap.agent, *specs)  # the agent's first, then memci's
+        total = (head_tokens + state_tokens + snap.agent_tokens + tools_tokens + window_tokens
                  + retrieval_tokens + REPLY_PRIMING)
         system = self.log.system
         # The conversation's own full history: its messages as stored, not memci's tools.
@@ -455,13 +514,13 @@ class ContextBuilder:
         elapsed = (time.perf_counter() - started) * 1000
         stats = ContextStats(
             total_tokens=total, budget=snap.limit,
-            sections={"system": head_tokens, "tools": snap.tools_tokens,
+            sections={"system": head_tokens, "tools": tools_tokens,
                       "agent_tools": snap.agent_tokens, "state": state_tokens,
                       "retrieval": retrieval_tokens, "contents": contents_tokens,
                       "recent": window_tokens - contents_tokens},
             build_ms=elapsed, messages=len(body), full_tokens=full,
             strategy=self.settings.strategy, shares=snap.caps,
-            prefix_tokens=self._prefix(body, tools, tools_tokens),
+            prefix_tokens=self._prefix(body, tools, snap.agent_tokens + tools_tokens),
             request_bytes=plan.payload_bytes, events=plan.events, recipe=snap.recipe.name,
         )
         self.builds += 1
@@ -524,6 +583,25 @@ class ContextBuilder:
             out.append(info)
         return out
 
+    def _left_out(self, window: Sequence[Message]) -> bool:
+        """Whether a build's ``window`` leaves some of the history out (after its plan)."""
+        if self.paged is not None:
+            return (self.paged.first_active > 1 or bool(self.paged.archive.contents)
+                    or self.log.raw_total > sum(m.tokens or 0 for m in window))
+        return self.log.raw_total > sum(m.tokens or 0 for m in window if m.seq is not None)
+
+    def has_left_window(self, limit: int | None = None) -> bool:
+        """Whether some of the conversation is out of the window (at a budget of ``limit``).
+
+        Then the tools that bring it back can act: an archived page, or a history longer
+        than the budget (the build archives, so its contents page points at pages the
+        model can recall at once).
+        """
+        if self.paged is not None and (self.paged.first_active > 1
+                                       or self.paged.archive.contents):
+            return True
+        return self.log.index.total() > (limit or self.settings.budget)
+
     def first_window_page(self) -> int:
         """The oldest page still in the window."""
         return self.paged.first_active if self.paged is not None else self.log.index.pages
@@ -543,7 +621,12 @@ class ContextBuilder:
 
     def _planned(self, room: int, caps: Mapping[str, int], recipe: Recipe) -> list[Message]:
         if self.paged is not None:
-            window = self.paged.plan(room, caps["contents"], recent_steps=recipe.recent_steps)
+            # seed 004's recent_window_policy: the tool loop keeps ``keep_rounds`` rounds in
+            # full, and more while they fit (within ``tool_loop_tokens``, when set).
+            steps = self.settings.keep_rounds if recipe.recent_steps else 0
+            window = self.paged.plan(room, caps["contents"], recent_steps=steps,
+                                     steps_tokens=self.settings.tool_loop_tokens
+                                     if recipe.recent_steps else 0)
         elif isinstance(self.window, SummarizeWindow):
             window = self.window.plan(room, caps["contents"])
         else:
@@ -551,13 +634,18 @@ class ContextBuilder:
             window = self.window.plan(room)
         return window
 
-    def _trimmed(self, caps: dict[str, int], room: int) -> dict[str, int]:
+    def _trimmed(self, caps: dict[str, int], room: int, *, retrieving: bool) -> dict[str, int]:
         """Caps cut by priority when the newest page needs more than its share (seed 002).
 
         The newest page is required; what it needs beyond the recent share comes out of
         the lowest priorities first: working state (preferences), contents page (episodic),
-        then retrieval.
+        then retrieval. With nothing retrieved (a tool loop's later steps, a new session),
+        the retrieval share goes to the working state. The working state keeps at least
+        ``_STATE_FLOOR`` of the room: summarized down to its share, never to nothing
+        (seed 003), so the notebook of a long tool loop stays in its requests.
         """
+        if not retrieving:
+            caps = {**caps, "state": caps["state"] + caps["retrieval"], "retrieval": 0}
         index = self.log.index
         if not len(index):
             return caps
@@ -567,7 +655,9 @@ class ContextBuilder:
                     Section("contents", "episodic", caps["contents"]),
                     Section("state", "preferences", caps["state"])]
         keep = self.ranker.rank_and_truncate(sections, max(room, 0))
-        return {**caps, **{k: keep[k] for k in ("retrieval", "contents", "state")}}
+        out = {**caps, **{k: keep[k] for k in ("retrieval", "contents", "state")}}
+        out["state"] = max(out["state"], min(caps["state"], int(room * _STATE_FLOOR)))
+        return out
 
     def _saved_cut(self) -> tuple[int, int]:
         saved = self._values.get("paged.cut")
@@ -674,13 +764,16 @@ class ContextBuilder:
             room = max(0, cap - self.tokenizer.count(title + "".join(heads.values())) - 8)
             # Over its share, a section is summarized down, never dropped (seed 003).
             fitted = fit_sections(bodies, room, self.tokenizer, ExtractiveSummarizer())
-            blocks = [f"{heads[k]}\n{fitted[k]}" for k in sections]
-            text = "\n\n".join([title, *blocks])
-            if self.tokenizer.count(text) > cap:
+            # A section with nothing left under its title is not sent (no empty headers).
+            blocks = [f"{heads[k]}\n{fitted[k]}" for k in sections if fitted[k].strip()]
+            text = "\n\n".join([title, *blocks]) if blocks else ""
+            if text and self.tokenizer.count(text) > cap:
                 text = cut_middle(text, max(0, cap - 8), self.tokenizer)
             if text:
                 built = Message.system(text)
-                message = replace(built, tokens=self.tokenizer.count_message(built))
+                tokens = self.tokenizer.count_message(built)
+                # Too small a share for even a line: nothing, rather than over the budget.
+                message = replace(built, tokens=tokens) if tokens <= cap else None
         self._state_cache = (key, message)
         return message
 
@@ -712,9 +805,12 @@ class ContextBuilder:
             assert result is not None
             artifact = self.views.artifact_of(message)
             what = artifact.tool_name or "tool"
+            asked = _short_arguments(artifact.arguments)
             line = artifact.summary[0] if artifact.summary else f"{artifact.lines} lines"
-            state.notebook_add(f"{what}: {line}"[:300], source=f"tool:{result.call_id}",
-                               artifact_ref=artifact.pointer)
+            # What was done, its outcome, and where the whole output is (the pointer).
+            state.notebook_add(f"{what}({asked}) → {line}"[:300] if asked
+                               else f"{what}: {line}"[:300],
+                               source=f"tool:{result.call_id}", artifact_ref=artifact.pointer)
 
     def _pool_evicted(self, evicted: Mapping[int, ContentsEntry]) -> None:
         """Fold evicted pages into the context pool (seed 004's compressed chat history)."""
@@ -792,22 +888,24 @@ class ContextBuilder:
                 chars = int(chars * 0.7) - 1
         return out
 
-    def _prefix(
-        self, body: Sequence[Message], tools: Sequence[ToolSpec], tools_tokens: int
-    ) -> int:
-        """Tokens at the start of this request that repeat the previous request exactly."""
-        keys = [((m.seq, m.tokens, m.content if m.seq is None else None), m.tokens or 0)
-                for m in body]
-        names = tuple((t.name, t.original) for t in tools)
+    def _prefix(self, body: Sequence[Message], tools: Sequence[ToolSpec],
+                tools_tokens: int) -> int:
+        """Tokens at the start of this request that repeat the previous request exactly.
+
+        The tool schemas (the agent's, then memci's) come first (providers cache tools
+        before messages); when the tools sent change, nothing is shared.
+        """
+        keys: list[tuple[object, int]] = [
+            (tuple((t.name, t.original) for t in tools), tools_tokens),
+                *(((m.seq, m.tokens, m.content if m.seq is None else None), m.tokens or 0)
+                  for m in body)]
         shared = 0
-        if self._previous and names == self._previous_tools:
-            shared = tools_tokens  # the tool schemas come first: the same ones, again
+        if self._previous:
             for (key, tokens), (old, _) in zip(keys, self._previous, strict=False):
                 if key != old:
                     break
                 shared += tokens
         self._previous = keys
-        self._previous_tools = names
         return shared
 
     # -- retrieval -----------------------------------------------------------------------
@@ -821,8 +919,10 @@ class ContextBuilder:
 
         Gathered once per page (episodes and preferences, in parallel, cached), saved with
         the page's opener so the requests of a tool loop, and a reopened session, carry
-        the same text. More episodes are gathered than shown: the plan leaves out those
-        still in the window. Returns them and whether this build gathered them.
+        the same text. Many more episodes are gathered than a small budget shows: the plan
+        leaves out those in the window and shows, best first, what fits. The chat's own
+        history is always searched; the query analyzer adds documents and code. Returns
+        the candidates and whether this build gathered them.
         """
         index = self.log.index
         if not self._retrieval_on() or not index.pages:
@@ -831,28 +931,23 @@ class ContextBuilder:
         opener = index.seqs[start]
         saved = self._values.get("retrieval")
         if isinstance(saved, Mapping) and saved.get("opener") == opener:
-            return tuple(Retrieved(t["text"], t["source"], t["kind"], t["score"],
-                                   t.get("session"), t.get("seq"))
-                         for t in saved["texts"]), False
+            return tuple(_retrieved_from(t) for t in saved["texts"]), False
         first = self.log.load_seqs(opener, opener)[0]
         found: tuple[Retrieved, ...] = ()
         if first.role == "user" and first.content.strip():
             query = first.content[:500]
-            # The query analyzer (rules: a build never waits on a model) says which
-            # sources this input needs: chat history, documents, code (seed 003).
+            gatherer = self.services.gatherer
+            # "Yesterday" counts from when the question was asked (a replayed or imported
+            # conversation keeps its own dates), not from the wall clock.
+            gathered = gatherer.gather(
+                query, session=self.record, scope="user", exclude_from_seq=opener,
+                max_episodes=_EPISODES_GATHERED, now=first.created_at)
+            archived = self._archived_predicate()
+            found = _deduped(replace(gathered, episodes=tuple(
+                h for h in gathered.episodes if self.log.on_branch(h, archived))).texts)
+            # The query analyzer (rules: a build never waits on a model) says which other
+            # sources this input needs: documents, code (seed 003).
             plan = analyze_query(query)
-            if plan.consults("history") or not (plan.consults("documents")
-                                                 or plan.consults("code")):
-                gatherer = self.services.gatherer
-                # "Yesterday" counts from when the question was asked (a replayed or
-                # imported conversation keeps its own dates), not from the wall clock.
-                gathered = gatherer.gather(
-                    query, session=self.record, scope="user", exclude_from_seq=opener,
-                    max_episodes=gatherer.max_episodes * _EPISODE_CANDIDATES,
-                    now=first.created_at)
-                archived = self._archived_predicate()
-                found = replace(gathered, episodes=tuple(
-                    h for h in gathered.episodes if self.log.on_branch(h, archived))).texts
             if plan.consults("documents") or plan.consults("code"):
                 docs = DocIndex(self.services.store).search_docs(query, k=3)
                 found += tuple(
@@ -875,51 +970,102 @@ class ContextBuilder:
             opener = int(saved["opener"]) if isinstance(saved, Mapping) else 0
         return {"opener": opener, "texts": [
             {"text": r.text, "source": r.source, "kind": r.kind, "score": r.score,
-             "session": r.session, "seq": r.seq} for r in found]}
+             "session": r.session, "seq": r.seq, "page": r.page,
+             "at": r.created_at.isoformat() if r.created_at is not None else None}
+            for r in found]}
 
-    def _in_window(self, item: Retrieved, window: Sequence[Message]) -> bool:
-        """Whether an episode is one of this session's messages shown in ``window``."""
-        if item.seq is None or item.session != self.record.name:
-            return False
-        return any(m.seq == item.seq for m in window)
+    def _line(self, item: Retrieved) -> tuple[str, int]:
+        """One line of the retrieval segment for ``item``, and its tokens (counted once)."""
+        when = f"{item.created_at:%Y-%m-%d} · " if item.created_at is not None else ""
+        text = " ".join(item.text.split())
+        line = f"- [{when}{item.kind} · {item.source}] {text[:_LINE_CHARS]}"
+        tokens = self._line_tokens.get(line)
+        if tokens is None:
+            tokens = self.tokenizer.count(line) + 1
+            if len(self._line_tokens) > 4096:
+                self._line_tokens.clear()
+            self._line_tokens[line] = tokens
+        return line, tokens
 
-    def _shown(self, found: Sequence[Retrieved]) -> list[Retrieved]:
-        limit = self.services.gatherer.max_episodes
-        episodes = [r for r in found if r.kind == "episode"][:limit]
-        return [*episodes, *(r for r in found if r.kind != "episode")]
-
-    def _retrieval_bound(self, found: Sequence[Retrieved], cap: int) -> int:
-        """Tokens the retrieval segment may take: enough for any choice among ``found``."""
+    def _retrieval_reserve(self, found: Sequence[Retrieved], cap: int) -> int:
+        """Tokens held for memory before the window is planned: its best few lines."""
         if not found or cap <= 0:
             return 0
-        episodes = sorted((r for r in found if r.kind == "episode"),
-                          key=lambda r: len(r.text), reverse=True)
-        limit = self.services.gatherer.max_episodes
-        widest = [*episodes[:limit], *(r for r in found if r.kind != "episode")]
-        message = self._retrieval_message(widest, cap, exact=False)
-        return (message.tokens or 0) if message is not None else 0
+        title = self.tokenizer.count(TITLES[self.language()].retrieval) + 8
+        best = sum(self._line(item)[1] for item in found[:_RESERVED_LINES])
+        return min(cap, title + best)
 
     def _retrieval_message(
-        self, found: Sequence[Retrieved], cap: int, *, exact: bool = True
+        self, found: Sequence[Retrieved], window: Sequence[Message], room: int
     ) -> Message | None:
-        """The retrieval segment: a titled user-role block (placed last in the request).
+        """The retrieval segment: a titled user-role block of the best lines that fit.
 
-        It is gathered once per page and is the only part of a request that is not carried
-        into the next one, so everything before it stays a prefix a provider can cache.
+        Lines go in rank order, leaving out what the window shows; each line is whole or
+        left out, never cut. It is gathered once per page and is the only part of a request
+        that is not carried into the next one, so everything before it stays a prefix a
+        provider can cache.
         """
-        chosen = self._shown(found) if exact else list(found)
-        if not chosen or cap <= 0:
+        if not found or room <= 0:
             return None
-        titles = TITLES[self.language()]
-        lines = [titles.retrieval]
-        for item in chosen:
-            text = " ".join(item.text.split())
-            lines.append(f"- [{item.kind} · {item.source}] {text[:600]}")
-        text = "\n".join(lines)
-        if self.tokenizer.count(text) > cap:
-            text = cut_middle(text, max(0, cap - 8), self.tokenizer)
-        if not text:
+        shown = {m.seq for m in window if m.seq is not None}
+        title = TITLES[self.language()].retrieval
+        used = self.tokenizer.count(title) + 8
+        lines = [title]
+        for item in found:
+            if item.session == self.record.name and item.seq in shown:
+                continue
+            line, tokens = self._line(item)
+            if used + tokens > room:
+                continue
+            lines.append(line)
+            used += tokens
+        if len(lines) == 1:
             return None
-        built = Message.user(text)
+        built = Message.user("\n".join(lines))
         return replace(built, tokens=self.tokenizer.count_message(built))
 
+
+def _retrieved_from(saved: Mapping[str, Any]) -> Retrieved:
+    at = saved.get("at")
+    return Retrieved(saved["text"], saved["source"], saved["kind"], saved["score"],
+                     saved.get("session"), saved.get("seq"),
+                     datetime.fromisoformat(at) if isinstance(at, str) else None,
+                     saved.get("page"))
+
+
+def _deduped(found: Sequence[Retrieved]) -> tuple[Retrieved, ...]:
+    """Memory without repeats.
+
+    A page's summary is left out when one of its messages was found, and so is a text
+    already listed.
+    """
+    pages = {(r.session, r.page) for r in found if r.seq is not None and r.page is not None}
+    seen: set[str] = set()
+    out: list[Retrieved] = []
+    for r in found:
+        key = " ".join(r.text.split()).casefold()
+        if key in seen or (r.seq is None and r.kind == "episode"
+                           and (r.session, r.page) in pages):
+            continue
+        seen.add(key)
+        out.append(r)
+    return tuple(out)
+
+
+def _short_arguments(arguments: str | None, limit: int = 140) -> str:
+    """A call's arguments in a line: the value of a one-argument call, else ``k=v`` pairs."""
+    if not arguments:
+        return ""
+    try:
+        parsed = json.loads(arguments)
+    except ValueError:
+        return " ".join(arguments.split())[:limit]
+    if isinstance(parsed, dict):
+        if len(parsed) == 1:
+            text = str(next(iter(parsed.values())))
+        else:
+            text = ", ".join(f"{k}={v}" for k, v in parsed.items())
+    else:
+        text = str(parsed)
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[:limit - 1] + "…"

@@ -21,10 +21,11 @@ from datetime import datetime
 from pathlib import Path
 from typing import IO, Any
 
+from memci import _trace
 from memci._builder import ContextBuilder, PageInfo
 from memci._services import SessionServices
 from memci._sessionlog import SessionLog
-from memci._settings import SessionSettings
+from memci._settings import SessionSettings, resolve_settings
 from memci._toolviews import SessionArtifacts, ToolViews, count_tool_result
 from memci.context import Context, ToolSpec
 from memci.errors import ConfigError, InvalidMessageError
@@ -37,7 +38,7 @@ from memci.tools._agent import check_no_clash, read_agent_tools, tool_call_name
 from memci.tools._builtin import FILE_TOOLS, RECALL_PAGE, SEARCH_MEMORY, WORKSPACE_TOOLS
 from memci.tools._host import ToolHost
 from memci.tools._registry import Tool, run_tool
-from memci.workspace import WorkState
+from memci.workspace import InvalidStateFileError, WorkState
 
 __all__ = ["EXPORT_FORMAT", "Session", "SessionStats", "every_tool"]
 
@@ -92,7 +93,8 @@ class Session:
 
     def _make_builder(self) -> ContextBuilder:
         return ContextBuilder(self.engine, self._record, self.settings, self.tokenizer,
-                              self._log, self._views, self._work_state, self.tool_specs)
+                              self._log, self._views, self._work_state,
+                              self._specs_for_build)
 
     def _reconfigure(self, record: SessionRecord, settings: SessionSettings) -> None:
         with self._lock:
@@ -149,6 +151,13 @@ class Session:
 
     def add_many(self, messages: Iterable[object]) -> list[Message]:
         """Store messages in one transaction: all of them, or none (then it raises)."""
+        with _trace.span("memci.add") as traced:
+            stored = self._add_many(messages)
+            if traced is not None:
+                _trace.describe_add(traced, self, stored)
+            return stored
+
+    def _add_many(self, messages: Iterable[object]) -> list[Message]:
         if isinstance(messages, str | bytes | Mapping) or not isinstance(messages, Iterable):
             raise InvalidMessageError(
                 f"add_many takes a list of messages, not {type(messages).__name__}")
@@ -194,8 +203,12 @@ class Session:
             raise ConfigError(f"k must be an int from 1 to 10000, not {k!r}")
         if now is not None and not isinstance(now, datetime):
             raise ConfigError(f"now must be a datetime, not {type(now).__name__}")
-        return self.engine.memory.search(query, session=self._record, k=k,
-                                         scope=scope, now=now)  # type: ignore[arg-type]
+        with _trace.span("memci.search") as traced:
+            hits = self.engine.memory.search(query, session=self._record, k=k,
+                                             scope=scope, now=now)  # type: ignore[arg-type]
+            if traced is not None:
+                _trace.describe_search(traced, self, scope, k, hits)
+            return hits
 
     def messages(self) -> list[Message]:
         """The whole stored log, in order."""
@@ -271,10 +284,15 @@ class Session:
         ):
             raise ConfigError(f"budget must be a positive int, not {budget!r}")
         agent = self._agent_tools if tools is None else self._read_tools(tools)
-        with self._lock:
+        with self._lock, _trace.span("memci.build") as traced:
             # The settings may have changed since the default tools were checked.
             check_no_clash(agent, every_tool(self.settings))
-            return self._builder.build(budget, recipe, agent)
+            context = self._builder.build(budget, recipe, agent)
+            if traced is not None:
+                builder = self._builder
+                counts = builder.paged.counts if builder.paged is not None else builder.counts
+                _trace.describe_build(traced, self, context, self.settings.model, counts)
+            return context
 
     @property
     def agent_tools(self) -> tuple[ToolSpec, ...]:
@@ -293,30 +311,58 @@ class Session:
     # -- tools ---------------------------------------------------------------------------
 
     def _tools(self) -> dict[str, Tool[ToolHost]]:
-        """memci's tools offered in this session: the ``tools`` setting, or by need.
+        """memci's tools this session has: the ``tools`` setting, or all that apply.
 
-        ``auto``: recall_page with the paged strategy; once the session has tool calls,
-        artifact_get, grep, pins, plan and notebook; file_snippet and grep when file_roots
-        are set.
+        Any of them can be called (a model may call one it saw in an earlier request); the
+        ones offered to the model now are :meth:`_offered`.
         """
-        every = every_tool(self.settings)
+        return every_tool(self.settings)
+
+    def _offered(self, left: bool | None = None) -> dict[str, Tool[ToolHost]]:
+        """The tools offered to the model now: those that can act (``tools="auto"``).
+
+        recall_page and search_memory once pages have left the window (before that,
+        everything is in it); file_snippet and grep when file_roots are set; once the
+        session has tool results, artifact_get, grep, pins, plan and notebook. With an
+        explicit ``tools`` setting, exactly those.
+        """
+        every = self._tools()
         if self.settings.tools != "auto":
             return every
+        archived = self._builder.has_left_window() if left is None else left
         return {name: tool for name, tool in every.items()
-                if name in ("recall_page", "search_memory")
+                if (name in ("recall_page", "search_memory") and archived)
                 or (name in ("file_snippet", "grep") and self.settings.file_roots)
-                or (self._log.has_tool_results and name != "file_snippet")}
+                or (self._log.has_tool_results
+                    and name not in ("file_snippet", "recall_page", "search_memory"))}
 
-    def tool_specs(self) -> tuple[ToolSpec, ...]:
-        """memci's own tools offered to the model in this session."""
-        return tuple(t.spec for t in self._tools().values())
+    def tool_specs(self, every: bool = False) -> tuple[ToolSpec, ...]:
+        """memci's own tools offered to the model now (see :meth:`_offered`).
 
-    def tools(self, format: str = "openai") -> list[dict[str, Any]]:
-        """memci's own tool schemas, in OpenAI, Anthropic or Responses form."""
+        ``every``: all the tools this session can run, offered now or not.
+        """
+        return tuple(t.spec for t in (self._tools() if every else self._offered()).values())
+
+    def _specs_for_build(self, left: bool) -> tuple[ToolSpec, ...]:
+        """The tools a build offers, ``left`` saying whether history is out of its window."""
+        return tuple(t.spec for t in self._offered(left).values())
+
+    def tools(self, format: str = "openai", *, every: bool = False) -> list[dict[str, Any]]:
+        """memci's own tool schemas, in OpenAI, Anthropic or Responses form.
+
+        The tools offered to the model now (those that can act: recall_page once some of
+        the conversation has left the window, …); ``every=True`` lists all the session can
+        run — :meth:`call_tool` accepts any of them, since a model may call a tool it saw in
+        an earlier request.
+        """
         if format not in ("openai", "anthropic", "responses"):
             raise ConfigError(
                 f"format must be 'openai', 'anthropic' or 'responses', not {format!r}")
-        specs = self.tool_specs()
+        with self._lock:
+            self._log.sync()
+            if not every:
+                self._builder.current()
+            specs = self.tool_specs(every)
         if format == "anthropic":
             return [s.to_anthropic() for s in specs]
         if format == "responses":
@@ -331,15 +377,18 @@ class Session:
         :class:`~memci.ToolCallPart`) or a tool name. False means the call is the agent's
         own: memci's tools never share a name with the agent's (that is refused).
         """
-        # No I/O: the tools offered grow only with what this session object has seen,
-        # and the build that offered a tool to the model has seen at least as much.
+        # Every tool the session can run, offered now or not (a model may call one it
+        # saw in an earlier request): that depends on the settings only, so no I/O.
         return tool_call_name(call) in self._tools()
 
     def call_tool(self, name: str, arguments: Mapping[str, Any] | str | None = None) -> str:
         """Run one of memci's own tools; refusals and bad arguments answer ``error: …``."""
-        with self._lock:
+        with self._lock, _trace.span("execute_tool", name) as traced:
             self._log.sync()
-            return run_tool(self._tools(), self._host, name, arguments)
+            result = run_tool(self._tools(), self._host, name, arguments)
+            if traced is not None:
+                _trace.describe_tool(traced, self, name, result)
+            return result
 
     def record_round(self) -> None:
         """Record the current round in the working state (TTLs in rounds count from it)."""
@@ -358,16 +407,35 @@ class Session:
             return self._builder.work_state()
 
     def export_state(self) -> dict[str, Any]:
-        """The session's ``context_state.json`` (pins, plan, notebook, fastmemo, limits)."""
-        return self.work_state().export_state()
+        """The session's ``context_state.json`` (pins, plan, notebook, fastmemo, limits).
+
+        ``recent_window_policy`` holds the session's ``keep_rounds`` and
+        ``tool_loop_tokens`` (seed 004's dial for the tool loop).
+        """
+        data = self.work_state().export_state()
+        policy = dict(data.get("recent_window_policy") or {})
+        policy.update(keep_rounds=self.settings.keep_rounds,
+                      tool_loop_tokens=self.settings.tool_loop_tokens)
+        data["recent_window_policy"] = policy
+        return data
 
     def import_state(self, data: Any) -> None:
         """Replace the working state with a ``context_state.json`` object (all or nothing).
 
         An unknown version or a malformed object raises ``InvalidStateFileError`` and
-        changes nothing.
+        changes nothing. ``keep_rounds`` and ``tool_loop_tokens`` of its
+        ``recent_window_policy`` become the session's settings.
         """
+        dial = _window_policy(data)
+        if dial:  # checked against the host's limits before anything is stored
+            host = self.engine.host_limits
+            resolved, chosen = resolve_settings(
+                dial, self._record.settings,
+                limits=host(self.tenant) if host is not None else None)
         self.work_state().import_state(data)
+        if dial:
+            record = self.engine.store.ensure_session(self.tenant, self.name, self.user, chosen)
+            self._reconfigure(record, resolved)
 
     def index_path(
         self, path: str | Path, *, progress: Callable[[int, int, str], None] | None = None
@@ -428,10 +496,12 @@ class Session:
 
 
 def every_tool(settings: SessionSettings) -> dict[str, Tool[ToolHost]]:
-    """Every tool memci may offer in a session with ``settings`` (some only by need).
+    """Every tool memci can run in a session with ``settings``, offered now or not.
 
-    The agent's tools may take none of these names, so a tool call is never ambiguous and
-    a clash shows on the first build, not once the session grows into using the tool.
+    The ``tools`` setting, or with ``auto`` all that apply: recall_page with the paged
+    strategy, file_snippet with file_roots. The agent's tools may take none of these
+    names, so a tool call is never ambiguous and a clash shows on the first build, not
+    once memci starts offering the tool.
     """
     every: dict[str, Tool[ToolHost]] = {}
     if settings.strategy == "paged":
@@ -441,6 +511,8 @@ def every_tool(settings: SessionSettings) -> dict[str, Tool[ToolHost]]:
     every.update(WORKSPACE_TOOLS)
     if settings.tools != "auto":
         return {name: every[name] for name in settings.tools if name in every}
+    if not settings.file_roots:
+        every.pop("file_snippet")
     return every
 
 
@@ -469,3 +541,22 @@ class _Host:
 
     def record_round(self) -> None:
         self._session.record_round()
+
+
+def _window_policy(data: Any) -> dict[str, int]:
+    """The settings a ``context_state.json``'s ``recent_window_policy`` sets, checked."""
+    policy = data.get("recent_window_policy") if isinstance(data, Mapping) else None
+    if policy is None:
+        return {}
+    if not isinstance(policy, Mapping):
+        raise InvalidStateFileError("recent_window_policy: must be an object")
+    dial: dict[str, int] = {}
+    for key, low in (("keep_rounds", 1), ("tool_loop_tokens", 0)):
+        if key not in policy:
+            continue
+        value = policy[key]
+        if isinstance(value, bool) or not isinstance(value, int) or value < low:
+            raise InvalidStateFileError(
+                f"recent_window_policy.{key}: must be an integer ≥ {low}, not {value!r}")
+        dial[key] = value
+    return dial

@@ -70,6 +70,8 @@ class SessionSettings:
     contents_max_tokens: int = 0
     contents_entry_lines: int = 8
     tool_head_tokens: int = 1500
+    keep_rounds: int = 3
+    tool_loop_tokens: int = 0
     ctx_recent_max_tokens: int = 0
     retrieval: bool = True
     tools: str | tuple[str, ...] = "auto"
@@ -209,6 +211,8 @@ _CHECKS: dict[str, Callable[[str, object], Any]] = {
     "contents_max_tokens": _integer(0, " (0 = off)"),
     "contents_entry_lines": _integer(0, " (0 = off)"),
     "tool_head_tokens": _integer(0, " (0 = off)"),
+    "keep_rounds": _integer(1),
+    "tool_loop_tokens": _integer(0, " (0 = the budget)"),
     "ctx_recent_max_tokens": _integer(0, " (0 = off)"),
     "retrieval": _bool,
     "tools": _tools,

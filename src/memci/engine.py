@@ -16,15 +16,15 @@ from typing import Any
 from memci._session import EXPORT_FORMAT, Session, SessionStats, every_tool
 from memci._settings import HostLimits, resolve_settings
 from memci.context import ToolSpec
-from memci.errors import ConfigError, InvalidFileError, InvalidMessageError, StoreError
+from memci.errors import ConfigError, InvalidFileError, InvalidMessageError
 from memci.llm import LLMClient, client_from_env
 from memci.memory import Gatherer, Memory
 from memci.messages import Message, from_wire
-from memci.store import SessionRecord, SQLiteStore, Store
+from memci.store import SessionRecord, Store, open_store
 from memci.summarize import JobQueue, default_summarizer, register_summary_handlers
 from memci.tokens import get_tokenizer
 from memci.tools._agent import check_no_clash, read_agent_tools
-from memci.workspace import Workspace
+from memci.workspace import Workspace, contents_for
 
 __all__ = ["EXPORT_FORMAT", "Engine", "Session", "SessionStats"]
 
@@ -61,9 +61,30 @@ def _agent_tools_given(settings: dict[str, Any]) -> list[Any] | None:
     return items
 
 
-def _default_path() -> Path:
-    home = os.environ.get("MEMCI_HOME")
-    return (Path(home) if home else Path.cwd() / ".memci") / "memci.db"
+ENV_ARTIFACTS_DIR = "MEMCI_ARTIFACTS_DIR"
+
+
+ENV_LLM_WORKERS = "MEMCI_LLM_WORKERS"
+DEFAULT_LLM_WORKERS = 4
+
+
+def summary_workers(environ: Mapping[str, str] | None = None) -> int:
+    """How many summaries an engine asks its model for at once: ``MEMCI_LLM_WORKERS``, or 4.
+
+    A model answers a page in seconds while a chat archives a page every turn or two: one
+    at a time, the backlog grows without bound; four keep up with a 2 s model and a page
+    per second.
+    """
+    raw = (os.environ if environ is None else environ).get(ENV_LLM_WORKERS, "").strip()
+    if not raw:
+        return DEFAULT_LLM_WORKERS
+    try:
+        value = int(raw)
+    except ValueError:
+        value = -1
+    if not 0 <= value <= 64:
+        raise ConfigError(f"{ENV_LLM_WORKERS} must be a whole number from 0 to 64, not {raw!r}")
+    return value
 
 
 class Engine:
@@ -74,11 +95,11 @@ class Engine:
         artifacts_dir: str | Path | None = None,
     ) -> None:
         self.store = store
-        # Large tool outputs live as files beside the database (seed 004), or where given.
-        if artifacts_dir is None:
-            db = Path(store.location)
-            artifacts_dir = db.parent / f"{db.stem}-artifacts"
-        self.workspace = Workspace(store, artifacts_dir)
+        # Large tool outputs (seed 004) live where given (a folder every server mounts),
+        # else in the store's own contents (a PostgreSQL database), else as files beside
+        # a SQLite database.
+        folder = artifacts_dir or os.environ.get(ENV_ARTIFACTS_DIR, "").strip() or None
+        self.workspace = Workspace(store, contents_for(store, folder))
         # Summaries by a model are made in the background and never block a build; with
         # no model configured the extractive stand-in is all there is, and no jobs exist.
         owned = client_from_env() if llm is None else None
@@ -89,9 +110,10 @@ class Engine:
         self._memory: Memory | None = Memory(store)
         self._gatherer: Gatherer | None = None
         if client is not None:
-            self.jobs = JobQueue(store)
+            # The page just archived is the one a request shows: its summary first.
+            self.jobs = JobQueue(store, newest_first=True)
             register_summary_handlers(self.jobs, default_summarizer(client))
-            count = 1 if workers is None else workers
+            count = summary_workers() if workers is None else workers
             if count:
                 self.jobs.start_workers(count)
         self._sessions: dict[tuple[str, str], Session] = {}
@@ -129,20 +151,18 @@ class Engine:
     def open(
         cls, path: str | Path | None = None, *, synchronous: str = "FULL",
         llm: LLMClient | None = None, workers: int | None = None,
+        artifacts_dir: str | Path | None = None, pool_size: int | None = None,
     ) -> Engine:
-        """Open the store at ``path``; by default ``$MEMCI_HOME/memci.db`` or ``./.memci/``.
+        """Open the store at ``path``: a SQLite file or a ``postgresql://`` URL.
 
+        By default ``$MEMCI_DB``, else ``$MEMCI_HOME/memci.db``, else ``./.memci/memci.db``.
         ``llm`` (default: from ``MEMCI_LLM_*``) makes page summaries in the background with
-        ``workers`` threads (default 1; 0 when ``memci worker`` runs them elsewhere).
+        ``workers`` threads (default ``MEMCI_LLM_WORKERS``, else 4; 0 when ``memci worker``
+        runs them elsewhere).
         """
-        if isinstance(path, str) and "://" in path:
-            raise StoreError(
-                f"store URL {path.split('://')[0]}:// is not supported yet; use a file path"
-            )
-        store = SQLiteStore(Path(path) if path is not None else _default_path(),
-                            synchronous=synchronous)
+        store = open_store(path, synchronous=synchronous, pool_size=pool_size)
         try:
-            return cls(store, llm=llm, workers=workers)
+            return cls(store, llm=llm, workers=workers, artifacts_dir=artifacts_dir)
         except BaseException:
             store.close()
             raise

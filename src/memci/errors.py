@@ -18,6 +18,7 @@ raised while storing, nothing has been written: the store is as it was before th
     │   ├── InvalidToolError         an agent's tool definition memci cannot send
     │   │   └── ToolNameClashError   named like one of memci's own tools (names both)
     │   ├── ConfigError              a setting that is out of range or unknown
+    │   │   └── BudgetTooSmallError  a budget below the system prompt + the newest message
     │   ├── UnknownSessionError
     │   └── InvalidFileError         an import or trace file that cannot be read
     ├── MissingExtraError            an optional part is not installed; names the pip command
@@ -35,6 +36,7 @@ raised while storing, nothing has been written: the store is as it was before th
 from __future__ import annotations
 
 __all__ = [
+    "BudgetTooSmallError",
     "ConfigError",
     "InvalidFileError",
     "InvalidInputError",
@@ -108,6 +110,13 @@ class ToolNameClashError(InvalidToolError):
 
 class ConfigError(InvalidInputError):
     """A setting that is unknown or out of range."""
+
+
+class BudgetTooSmallError(ConfigError):
+    """A budget smaller than the system prompt and the newest message together.
+
+    memci never sends over the budget silently: raise the budget or shorten them.
+    """
 
 
 class UnknownSessionError(InvalidInputError):

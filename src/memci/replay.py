@@ -77,6 +77,8 @@ class Request:
     prefix_tokens: int
     events: tuple[str, ...] = ()
     full_cached_tokens: int = 0
+    segments: dict[str, int] = field(default_factory=dict[str, int])
+    """Tokens of each segment of memci's request (``ctx.segments``; ``tools`` beside)."""
 
 
 def _cost(tokens: int, cached: int, discount: float) -> float:
@@ -169,7 +171,7 @@ class ReplayResult:
                  "full_cached_tokens": r.full_cached_tokens,
                  "memci_cost_cached": round(self.memci_cost(r), 1),
                  "full_cost_cached": round(self.full_cost(r), 1),
-                 "events": list(r.events)}
+                 "events": list(r.events), "segments": r.segments}
                 for r in self.requests
             ],
             "totals": {"requests": len(self.requests), "memci_tokens": self.memci_tokens,
@@ -240,6 +242,8 @@ def replay(
                 # The agent's tools come first in its request and never change.
                 prefix_tokens=ctx.stats.prefix_tokens + (0 if first else agent_tools),
                 events=ctx.stats.events, full_cached_tokens=previous,
+                segments={"tools": ctx.stats.sections.get("tools", 0) + agent_tools,
+                          **{s.name: s.tokens for s in ctx.segments}},
             ))
             previous = agent_tools + history
         try:

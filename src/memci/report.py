@@ -507,6 +507,7 @@ def render_report(
             ("memci", "line", f"memci ({cached_memci:,.0f} in all)"),
             ("full", "line", f"full history ({cached_full:,.0f})")],
             _cost_chart(result) + _cost_table(result)))
+    parts.append(_segments_table(result))
     parts.append(_events_table(found))
     parts.append(_requests_table(result, shares))
     if result.skipped:
@@ -544,6 +545,34 @@ def _card(ident: str, title: str, legend: Sequence[tuple[str, str, str]], svg: s
                    f"{html.escape(label)}</span>" for color, shape, label in legend)
     return (f'<section class="card" id="{ident}"><div class="card-head"><h2>{html.escape(title)}'
             f'</h2><div class="legend">{keys}</div></div>{svg}</section>')
+
+
+_SEGMENT_NOTES = {
+    "tools": "tool schemas: memci's and the agent's",
+    "system": "the system prompt and memci's tool contract",
+    "state": "working state: fastmemo, context pool, pins, plan, notebook",
+    "contents": "the contents page of archived pages (or a rolling summary)",
+    "recent": "recent pages in full",
+    "retrieval": "memory gathered for the current page",
+}
+
+
+def _segments_table(result: ReplayResult) -> str:
+    """Where memci's tokens go: mean tokens per request of each segment, and its share."""
+    reqs = [r for r in result.requests if r.segments]
+    if not reqs:
+        return ""
+    total = sum(sum(r.segments.values()) for r in reqs) or 1
+    rows = []
+    for name, note in _SEGMENT_NOTES.items():
+        tokens = sum(r.segments.get(name, 0) for r in reqs)
+        if tokens:
+            rows.append(f"<tr><td>{name}</td><td>{html.escape(note)}</td>"
+                        f"<td>{tokens / len(reqs):,.0f}</td><td>{_pct(tokens, total)}</td></tr>")
+    return ('<section class="card" id="segments"><h2>Where the tokens go</h2><table>'
+            "<thead><tr><th>segment</th><th>what it holds</th><th>mean tokens per request"
+            "</th><th>share</th></tr></thead><tbody>" + "".join(rows) + "</tbody></table>"
+            "</section>")
 
 
 def _events_table(events: Sequence[_Event]) -> str:

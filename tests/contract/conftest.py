@@ -29,8 +29,9 @@ from memci.store import (
     VectorStore,
     WorkStore,
 )
+from tests import pg
 
-BACKENDS = ("sqlite",)
+BACKENDS = ("sqlite", "postgres")
 
 #: A store: its parts and the log's session and message methods (see the module's text).
 Store = Any
@@ -39,6 +40,15 @@ Store = Any
 def _open(backend: str, where: Path) -> Store:
     if backend == "sqlite":
         return SQLiteStore(where / "memci.db")
+    if backend == "postgres":
+        # One empty database per test (its URL kept beside the test's files), made on the
+        # tests' own PostgreSQL server (see tests/pg.py).
+        from memci.store.postgres import PostgresStore
+
+        marker = where / "postgres.url"
+        if not marker.exists():
+            marker.write_text(pg.fresh_database())
+        return PostgresStore(marker.read_text())
     raise AssertionError(f"unknown backend {backend!r}")  # pragma: no cover
 
 

@@ -26,6 +26,18 @@ def claim(jobs: JobStore, owner: str = "w1", *, now: float = NOW,
     return jobs.claim(kinds, owner, now=now, lease_seconds=30.0, at=AT)
 
 
+def test_newest_first_claims_take_the_ready_job_submitted_last(jobs: JobStore) -> None:
+    jobs.submit([new("old", run_after=NOW - 5), new("new", run_after=NOW - 1),
+                 new("future", run_after=NOW + 60)], at=AT)
+    first = jobs.claim(("work",), "w1", now=NOW, lease_seconds=30.0, at=AT, newest_first=True)
+    assert first is not None and first.key == "new"
+    second = jobs.claim(("work",), "w2", now=NOW, lease_seconds=30.0, at=AT,
+                        newest_first=True)
+    assert second is not None and second.key == "old"
+    assert jobs.claim(("work",), "w3", now=NOW, lease_seconds=30.0, at=AT,
+                      newest_first=True) is None  # "future" is not ready
+
+
 def test_submitting_a_key_again_keeps_its_job(jobs: JobStore) -> None:
     (made,) = jobs.submit([new("a", payload='{"n": 1, "text": "摘要"}')], at=AT)
     assert (made.kind, made.key, made.state, made.attempts) == ("work", "a", "pending", 0)

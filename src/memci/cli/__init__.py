@@ -30,7 +30,8 @@ from memci.traces import FORMAT_NAMES as _FORMAT_NAMES
 
 __all__ = ["main"]
 
-_DB_HELP = "SQLite store file (default: $MEMCI_HOME/memci.db or ./.memci/memci.db)."
+_DB_HELP = ("The store: a SQLite file, or a postgresql://user@host/db URL (default: $MEMCI_DB, "
+            "else $MEMCI_HOME/memci.db or ./.memci/memci.db).")
 
 
 class _Group(click.Group):
@@ -286,6 +287,61 @@ def import_command(file: Path, name: str | None, tenant: str | None, db: str | N
         count = session.count()
     Console(stderr=True).print(f"imported {count} messages into session {session.name!r}",
                                highlight=False)
+
+
+@main.command("migrate")
+@click.option("--from", "source", required=True,
+              help="The store to copy: a SQLite file or a postgresql:// URL.")
+@click.option("--to", "target", required=True,
+              help="The new, empty store to copy into: a SQLite file or a postgresql:// URL.")
+@click.option("--from-artifacts-dir", default=None,
+              help="Where the source keeps large tool outputs, if a folder of its own "
+                   "(default: in its database, or beside its SQLite file).")
+@click.option("--to-artifacts-dir", default=None,
+              help="A folder for the target's large tool outputs (default: in its database, "
+                   "or beside its SQLite file).")
+def migrate_command(source: str, target: str, from_artifacts_dir: str | None,
+                    to_artifacts_dir: str | None) -> None:
+    """Copy a whole store into a new one, e.g. from SQLite to PostgreSQL, and verify it.
+
+    Every session, message, page state, artifact, working state, memory item, indexed
+    file, job and API key is copied in one transaction (all of it or nothing), then each
+    table is counted on both sides. Keyword indexes and vectors are made again by the new
+    store. Stop the servers writing to the source first.
+    """
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+    from memci.store import copy_store, open_store
+    from memci.workspace import contents_for
+
+    if source == target:
+        raise click.UsageError("--from and --to name the same store")
+    src = open_store(source)
+    try:
+        dst = open_store(target)
+        try:
+            columns = (TextColumn("{task.description:<20}"), BarColumn(), MofNCompleteColumn())
+            with Progress(*columns, console=Console(stderr=True)) as bar:
+                tasks: dict[str, Any] = {}
+
+                def progress(table: str, done: int, total: int) -> None:
+                    if table not in tasks:
+                        tasks[table] = bar.add_task(table, total=max(total, 1))
+                    bar.update(tasks[table], completed=done if total else 1)
+
+                counts = copy_store(src, dst, source_contents=contents_for(
+                    src, from_artifacts_dir), target_contents=contents_for(
+                    dst, to_artifacts_dir), progress=progress)
+        finally:
+            dst.close()
+    finally:
+        src.close()
+    out = Console(stderr=True)
+    for count in counts:
+        out.print(f"{count.table:<20} {count.source:>9,} rows copied, {count.target:,} in "
+                  "the target", highlight=False)
+    out.print(f"copied {sum(c.source for c in counts):,} rows from {src.location} to "
+              f"{dst.location}: every table's count verified", highlight=False)
 
 
 # The other commands register themselves on `main` when imported.

@@ -31,9 +31,10 @@ from rich.text import Text
 from memci._builder import PageInfo
 from memci.cli import _DB_HELP, main
 from memci.context import Context
-from memci.engine import Engine, Session, _default_path
+from memci.engine import Engine, Session
 from memci.errors import StoreError, UnknownSessionError
 from memci.messages import Message
+from memci.store import default_location, is_postgres_url
 
 __all__ = ["inspect_data", "search_data", "stats_data"]
 
@@ -47,11 +48,11 @@ _STATE_TOOLS = (("pins", "pin_list"), ("plan", "plan_list"), ("notebook", "noteb
 @contextmanager
 def _session(db: str | None, name: str, tenant: str) -> Iterator[Session]:
     """Open an existing store and session, or raise an error that says what to fix."""
-    path = Path(db) if db else _default_path()
-    if not path.is_file():
-        hint = "pass --db PATH" if db else "pass --db PATH or set MEMCI_HOME"
-        raise StoreError(f"no memci store at {path}; {hint}")
-    engine = Engine.open(path, workers=0)
+    where = db or default_location()
+    if not is_postgres_url(where) and not Path(where).is_file():
+        hint = "pass --db PATH" if db else "pass --db PATH or set MEMCI_HOME or MEMCI_DB"
+        raise StoreError(f"no memci store at {where}; {hint}")
+    engine = Engine.open(where, workers=0)
     try:
         if engine.store.session(tenant, name) is None:
             names = [r.name for r in engine.sessions(tenant)]

@@ -16,7 +16,7 @@ from rich.table import Table
 
 from memci.cli import _DB_HELP, _engine, main
 from memci.errors import ConfigError
-from memci.server import KeyPolicy, KeyStore, ServerConfig, run_mcp, serve
+from memci.server import DEFAULT_MCP_SESSION, KeyPolicy, KeyStore, ServerConfig, run_mcp, serve
 from memci.server._policy import guarded_paths
 
 __all__ = ["keys_group", "mcp_command", "serve_command"]
@@ -41,6 +41,10 @@ _MESSAGE_BYTES_HELP = "Largest message a session accepts, in bytes (requests may
                    "a killed process, not a power cut.")
 @click.option("--no-auth", is_flag=True,
               help="Serve without API keys, as tenant 'default' (loopback hosts only).")
+@click.option("--artifacts-dir", default=None,
+              help="Folder for large tool outputs, shared by every server of one store "
+                   "(default: $MEMCI_ARTIFACTS_DIR; else in a PostgreSQL database, or "
+                   "beside a SQLite file).")
 @click.option("--max-body-bytes", type=click.IntRange(min=1024), default=None,
               help="Largest request body accepted; larger ones get 413 (default 16 MiB, "
                    "or $MEMCI_SERVER_MAX_BODY_BYTES).")
@@ -70,7 +74,8 @@ _MESSAGE_BYTES_HELP = "Largest message a session accepts, in bytes (requests may
               show_default=True, help="uvicorn's log level.")
 def serve_command(
     host: str, port: int, db: str | None, synchronous: str, no_auth: bool,
-    max_body_bytes: int | None, file_roots: tuple[str, ...], max_message_bytes: int | None,
+    artifacts_dir: str | None, max_body_bytes: int | None, file_roots: tuple[str, ...],
+    max_message_bytes: int | None,
     upstream_base_url: str | None, upstream_api_key: str | None,
     upstream_anthropic_base_url: str | None, upstream_anthropic_api_key: str | None,
     upstream_timeout: float | None, max_tool_rounds: int | None, log_level: str,
@@ -78,8 +83,9 @@ def serve_command(
     """Serve the REST API and the OpenAI- and Anthropic-compatible proxies over HTTP.
 
     Sessions, messages, context, search and memci's tools under /v1/sessions; the proxies
-    at /v1/chat/completions (OpenAI) and /v1/messages (Anthropic); the OpenAPI schema at
-    /openapi.json. Requests need an API key
+    at /v1/chat/completions (OpenAI) and /v1/messages (Anthropic); MCP over Streamable HTTP
+    at /mcp (with memci[mcp]; the session per connection in the X-Memci-Session header, or
+    per call); the OpenAPI schema at /openapi.json. Requests need an API key
     from `memci keys create TENANT` unless --no-auth is given.
 
     What sessions may reach on this machine is the operator's to set, never a request's:
@@ -96,21 +102,25 @@ def serve_command(
         upstream_anthropic_api_key=upstream_anthropic_api_key, upstream_timeout=upstream_timeout,
         max_tool_rounds=max_tool_rounds)
     serve(db, host=host, port=port, config=config, log_level=log_level,
-          synchronous=synchronous.upper())
+          synchronous=synchronous.upper(), artifacts_dir=artifacts_dir)
 
 
 @main.command("mcp")
-@click.option("--session", "session", required=True,
-              help="The memci session the MCP client works with (made if new).")
+@click.option("--session", "session", default=DEFAULT_MCP_SESSION, show_default=True,
+              help="The memci session calls work in unless a call names another with its "
+                   "'session' argument (made on first use).")
 @click.option("--db", default=None, help=_DB_HELP)
-@click.option("--tenant", default="default", show_default=True, help="The session's tenant.")
-@click.option("--user", default=None, help="The session's user.")
+@click.option("--tenant", default="default", show_default=True,
+              help="The tenant of every session the client reaches.")
+@click.option("--user", default=None, help="The user of sessions made here.")
 def mcp_command(session: str, db: str | None, tenant: str, user: str | None) -> None:
-    """Serve one session to an MCP client over standard input and output.
+    """Serve memci to an MCP client over standard input and output.
 
     Offers the tools add, build and search, and memci's own tools of the session
-    (recall_page, pins, plan, artifact_get …). Configure it in an MCP client as the
-    command `memci mcp --session NAME`.
+    (recall_page, pins, plan, artifact_get …). Every tool takes an optional 'session'
+    argument, so one client can keep several conversations of the tenant; without it,
+    calls go to --session ('default' unless given). Configure it in an MCP client as the
+    command `memci mcp` (over HTTP: `memci serve` serves the same tools at /mcp).
     """
     run_mcp(db, session, tenant=tenant, user=user)
 

@@ -14,9 +14,9 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
 from memci.cli import _DB_HELP, _atomic, _engine, _existing, main
-from memci.engine import _default_path
 from memci.errors import InvalidFileError
 from memci.memory import DocIndex
+from memci.store import default_location
 from memci.summarize import run_worker
 
 __all__: list[str] = []
@@ -38,8 +38,7 @@ def worker_command(db: str | None, once: bool, workers: int, poll: float) -> Non
     At the end it prints how many jobs ran, succeeded and failed, and the last error;
     with --once it exits with status 1 when a job failed.
     """
-    path = Path(db) if db else _default_path()
-    report = run_worker(path, once=once, workers=workers, poll_interval=poll)
+    report = run_worker(db or default_location(), once=once, workers=workers, poll_interval=poll)
     console = Console(stderr=True, soft_wrap=True)
     console.print(report.describe(), style="red" if report.failed else None,
                   highlight=False, markup=False)

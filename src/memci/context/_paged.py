@@ -69,12 +69,18 @@ _TITLES = {
            "Earlier pages of this conversation were moved out of the context. Each is "
            "listed by its index with one line per message. To read a page again in full, "
            "call the tool recall_page with its index.",
-           "recalls: {n}", "last recall: round {r}", "… {k} more entries"),
+           "recalls: {n}", "last recall: round {r}", "… {k} more entries",
+           "Pages {ranges}: archived, not listed here (no room); recall_page still reads "
+           "them."),
     "zh": ("## 目录页（已归档的对话）",
            "本对话中较早的页面已移出上下文，按页码列出，每条消息一行摘要。如需再次完整查看某一页，"
            "请调用工具 recall_page 并传入页码。",
-           "召回次数: {n}", "最后召回: 第 {r} 轮", "… 另有 {k} 条"),
+           "召回次数: {n}", "最后召回: 第 {r} 轮", "… 另有 {k} 条",
+           "第 {ranges} 页：已归档，篇幅所限未在此列出；仍可用 recall_page 查看。"),
 }
+
+
+_UNLISTED_RUNS = 8  # ranges the contents page names at most (the oldest and newest kept)
 
 
 @dataclass(slots=True)
@@ -111,6 +117,7 @@ class PagedContext:
         self._contents: Message | None = None
         self._dirty = _Dirty()
         self.counts = {"archive": 0, "recall": 0, "evict": 0}
+        self._just_archived: set[int] = set()  # pages this build archived (never evicted)
         self._backlog = 0  # active pages up to this one are past the load bound
         self._ready: dict[int, tuple[str, ...]] = {}  # model summaries ready, by page
         self._archived: list[tuple[int, list[Message]]] = []  # listed since last taken
@@ -172,11 +179,16 @@ class PagedContext:
         hidden, self._hidden = self._hidden, []
         return hidden
 
+    def feeds_state(self) -> bool:
+        """Whether the plan moved lines to the working state (evicted or hidden steps)."""
+        return bool(self.archive.evicted) or bool(self._hidden)
+
     def take_changes(self) -> tuple[list[PageRow], list[ContextEvent]]:
         """Page rows and events changed since the last call (for the store to save)."""
         rows = [self._row(p) for p in sorted(self._dirty.pages) if self._has_row(p)]
         events = self._dirty.events
         self._dirty = _Dirty()
+        self._just_archived = set()  # a build's changes are taken once, at its end
         return rows, events
 
     def take_evicted(self) -> dict[int, ContentsEntry]:
@@ -243,14 +255,16 @@ class PagedContext:
         self._backlog = max(backlog, self.first_active - 1)
         self._materialize_new()
 
-    def plan(self, room: int, contents_cap: int, *, recent_steps: int = 0) -> list[Message]:
+    def plan(self, room: int, contents_cap: int, *, recent_steps: int = 0,
+             steps_tokens: int = 0) -> list[Message]:
         """Archive, evict and trim so that the contents page and the window fit ``room``.
 
         Pure: it reads no message (:meth:`prepare` loaded what it may show).
 
         With ``recent_steps`` (the tool-loop recipe), the current page shows its opening
         message and its newest steps only: at least ``recent_steps`` of them, cut back to
-        that many when they pass twice as many less one (so the cut moves in batches).
+        that many when they pass twice as many less one (so the cut moves in batches);
+        ``steps_tokens`` (when not 0) caps the tokens of the current page's steps shown.
         """
         if not len(self.log):
             return []
@@ -271,7 +285,7 @@ class PagedContext:
             self._evict_lru(cap)
         contents = self._contents_message()
         budget_left = room - (contents.tokens or 0 if contents else 0)
-        window = list(self._window(budget_left, recent_steps))
+        window = list(self._window(budget_left, recent_steps, steps_tokens))
         return [contents, *window] if contents else window
 
     @property
@@ -308,10 +322,12 @@ class PagedContext:
         for page in [p for p in self.active.pages if p <= last and p not in self.recalled]:
             self.active.pages[page].detach()  # loaded by an earlier build
         self.first_active = last + 1
-        reason = "backlog: older than what the window can hold"
-        self._event("archive", first, reason, last)
-        self._event("evict", first, "lru: contents page over its token limit", last)
+        # Listed on the contents page as one range line (see _unlisted), never archived
+        # and evicted in one build.
+        self._event("archive", first, "backlog: older than what the window can hold, "
+                    "not listed (no room on the contents page)", last)
         self._backlog = 0
+        self._contents = None
 
     def _archive_down_to(self, target: int, cap: int, reason: str, *, limit: int = 0) -> None:
         """Archive recalled pages, then the oldest active ones, until under ``target``.
@@ -351,15 +367,18 @@ class PagedContext:
             entry = ContentsEntry(page, first, last_seq,
                                   self._lines(messages) if page in listed else (),
                                   archived_round=self.round)
+            self._just_archived.add(page)
             if page in listed:
                 entry.tokens = self._entry_tokens(entry)
                 self.archive.contents[page] = entry
                 self._event("archive", page, reason)
                 summarize.append((page, messages))
             else:
+                # No room to list it: its lines go to the context pool, and the contents
+                # page names it in its range line (archived, not evicted, in this build).
                 self.archive.evicted[page] = entry
-                self._event("archive", page, reason)
-                self._event("evict", page, "lru: contents page over its token limit")
+                self._event("archive", page, f"{reason}, not listed (no room on the "
+                            "contents page)")
         for page in sorted(self.recalled):
             if tokens <= max(limit, target):
                 break
@@ -407,10 +426,19 @@ class PagedContext:
 
     def _evict_lru(self, cap: int) -> None:
         while self.archive.contents and self._contents_tokens() > cap:
+            older = [e for e in self.archive.contents.values()
+                     if e.page not in self._just_archived]
+            if not older:
+                # Only pages archived by this build are left: one is not listed after all
+                # (its lines go to the context pool, the range line names it); a page is
+                # never archived and evicted in one build.
+                page = min(self.archive.contents)
+                self.archive.evicted[page] = self.archive.contents.pop(page)
+                self._contents = None
+                continue
             # Least recently used first; at a tie, a page never recalled before one that was.
-            page = min(self.archive.contents.values(),
-                       key=lambda e: (e.last_recall_round or e.archived_round,
-                                      e.recall_count, e.page)).page
+            page = min(older, key=lambda e: (e.last_recall_round or e.archived_round,
+                                             e.recall_count, e.page)).page
             self._evict(page, "lru: contents page over its token limit")
 
     def _evict(self, page: int, reason: str) -> None:
@@ -475,7 +503,7 @@ class PagedContext:
             current.append(message)
         self._next_position = len(log)
 
-    def _window(self, room: int, recent_steps: int) -> Iterator[Message]:
+    def _window(self, room: int, recent_steps: int, steps_tokens: int = 0) -> Iterator[Message]:
         """Recalled and active pages; the current page trimmed in batches if it must be."""
         current = self.active.pages.get(self.round)
         others = self.active.tokens - (current.tokens if current else 0)
@@ -485,9 +513,10 @@ class PagedContext:
             node = node.next
         if current is None or current.head is None:
             return
-        yield from self._current_page(current, room - others, recent_steps)
+        yield from self._current_page(current, room - others, recent_steps, steps_tokens)
 
-    def _current_page(self, page: Page, room: int, recent_steps: int) -> Iterator[Message]:
+    def _current_page(self, page: Page, room: int, recent_steps: int,
+                      steps_tokens: int = 0) -> Iterator[Message]:
         opener = page.head
         assert opener is not None
         if self._cut_page != page.number:
@@ -495,6 +524,8 @@ class PagedContext:
         rest_tokens = page.tokens - (opener.message.tokens or 0)
         shown = rest_tokens - self._hidden_tokens(page)
         room_rest = room - (opener.message.tokens or 0)
+        # The steps shown stay within the tool-loop target (the newest is never cut for it).
+        target = min(room_rest, steps_tokens) if steps_tokens else room_rest
         if room_rest < 0:
             yield shrink_message(opener.message, max(1, room), self.tokenizer)
             return
@@ -502,8 +533,8 @@ class PagedContext:
         if recent_steps:
             self._cut = max(self._cut, self._step_cut(page, recent_steps))
             shown = rest_tokens - self._hidden_tokens(page)
-        if shown > room_rest:
-            self._cut = self._new_cut(page, int(room_rest * self.config.low_watermark))
+        if shown > target:
+            self._cut = self._new_cut(page, int(target * self.config.low_watermark))
         if self._cut > before:
             start, _ = self.log.page_span(page.number)
             self._hidden += self.log.seqs[start + 1 + before:start + 1 + self._cut]
@@ -575,21 +606,45 @@ class PagedContext:
         start, end = self.log.page_span(page)
         return 12 + 18 * min(end - start, self.config.contents_entry_lines or end - start)
 
+    def _unlisted(self) -> str:
+        """The archived pages the contents page does not list, as ranges ("1–9, 12").
+
+        The gaps between listed (or recalled) pages below the window: O(listed pages).
+        """
+        listed = sorted(p for p in self.archive.contents.keys() | self.recalled.keys()
+                        if p < self.first_active)
+        parts: list[str] = []
+        start = 1
+        for page in [*listed, self.first_active]:
+            if page > start:
+                parts.append(f"{start}" if page - 1 == start else f"{start}–{page - 1}")
+            start = page + 1
+        if len(parts) > _UNLISTED_RUNS:
+            parts = [*parts[:_UNLISTED_RUNS // 2], "…", *parts[-(_UNLISTED_RUNS // 2):]]
+        return ", ".join(parts)
+
     def _contents_tokens(self) -> int:
-        if not self.archive.contents:
-            return 0
-        if self._contents is not None:
-            return self._contents.tokens or 0
-        return 60 + sum(e.tokens for e in self.archive.contents.values())
+        # Counted on the page itself, as sent: an estimate that differs from what the next
+        # build counts would evict there, with nothing new to archive.
+        contents = self._contents_message()
+        return (contents.tokens or 0) if contents is not None else 0
 
     def _contents_message(self) -> Message | None:
-        if not self.archive.contents:
+        """The contents page: every listed page, then one line naming the unlisted ones."""
+        if not self.archive.contents and self.first_active <= 1:
             return None
         if self._contents is None:
             titles = _TITLES[self.language]
             blocks = [self._entry_text(self.archive.contents[p])
                       for p in sorted(self.archive.contents)]
-            text = "\n\n".join([titles[0], titles[1], *blocks])
+            unlisted = self._unlisted()
+            if unlisted:
+                blocks.append(titles[5].format(ranges=unlisted))
+            if not blocks:
+                return None
+            # The explanation goes with listed pages; a page of ranges only is its title.
+            text = "\n\n".join([titles[0], titles[1], *blocks] if self.archive.contents
+                               else [titles[0], *blocks])
             message = Message.system(text)
             self._contents = Message("system", message.parts,
                                      tokens=self.tokenizer.count_message(message))

@@ -17,6 +17,7 @@ from typing import Any, Self
 
 import httpx
 
+from memci import _trace
 from memci.errors import ConfigError
 from memci.llm._base import (
     DEFAULT_CONNECT_TIMEOUT,
@@ -67,6 +68,21 @@ class SyncLLMClient(BaseLLMClient):
         Transient failures are retried with backoff; what is left raises an
         :class:`~memci.errors.LLMError` subclass.
         """
+        with _trace.span("chat", self.model) as traced:
+            reply = self._complete(messages, system=system, max_tokens=max_tokens,
+                                   temperature=temperature)
+            if traced is not None:
+                _trace.describe_chat(traced, self.provider, self.model, max_tokens, reply)
+            return reply
+
+    def _complete(
+        self,
+        messages: Sequence[Message | Mapping[str, Any]],
+        *,
+        system: str | None,
+        max_tokens: int,
+        temperature: float | None,
+    ) -> Completion:
         request = self._prepare(
             messages, system=system, max_tokens=max_tokens, temperature=temperature
         )

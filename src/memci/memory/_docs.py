@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from memci import _trace
 from memci.errors import InvalidInputError
 from memci.memory._chunk import CODE_SUFFIXES, TEXT_SUFFIXES, chunk_file
 from memci.memory._embed import Embedder, embedder_from_env, speaks
@@ -187,7 +188,7 @@ class DocIndex:
             chunks = self.rows.chunks(self.vectors.missing("chunk", batch))
             if not chunks:
                 return done
-            vectors = self.embedder.embed([f"{c.title}\n{c.text}"[:_EMBED_LIMIT]
+            vectors = _trace.embed(self.embedder, [f"{c.title}\n{c.text}"[:_EMBED_LIMIT]
                                            for c in chunks])
             self.vectors.add("chunk", [(c.id, None) for c in chunks], vectors)
             done += len(chunks)
@@ -213,7 +214,7 @@ class DocIndex:
         if (self.vectors is not None and self.embedder is not None
                 and speaks(self.embedder, query)):
             self.embed_pending()
-            vector = self.embedder.embed([query])[0]
+            vector = _trace.embed(self.embedder, [query])[0]
             lists["dense"] = [ref for ref, _ in self.vectors.search(
                 "chunk", vector, depth, refs=allowed)]
         fused = fuse(lists)[:k]

@@ -16,7 +16,7 @@ from __future__ import annotations
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime
@@ -49,6 +49,8 @@ class Retrieved:
     score: float
     session: str | None = None  # an episode that is a stored message: its session ...
     seq: int | None = None  # ... and seq (so a context leaves out what it shows anyway)
+    created_at: datetime | None = None  # when it was said (or the item became valid)
+    page: int | None = None  # the page of its session it belongs to (message or episode)
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,7 +67,8 @@ class RetrievalResult:
     def texts(self) -> tuple[Retrieved, ...]:
         """Episodes (best first), then preferences (newest first), as texts with sources."""
         out = [Retrieved(h.text, h.source, "episode", h.score, h.session,
-                         h.message.seq if h.item is None else None) for h in self.episodes]
+                         h.message.seq if h.item is None else None, h.created_at, h.page)
+               for h in self.episodes]
         out.extend(Retrieved(p.text, f"preference:{p.id}", "preference", 0.0)
                    for p in self.preferences)
         return tuple(out)
@@ -141,7 +144,8 @@ class Gatherer:
                                now)
         preferences = pool.submit(self.memory.items.preferences, Scope.of(session, scope),
                                   limit=self.max_preferences)
-        result = RetrievalResult(query, tuple(episodes.result()), tuple(preferences.result()),
+        relevant = self._relevant(query, preferences.result())
+        result = RetrievalResult(query, tuple(episodes.result()), relevant,
                                  (time.perf_counter() - started) * 1000)
         with self._lock:
             self._cache[key] = (moment, result)
@@ -149,6 +153,21 @@ class Gatherer:
             while len(self._cache) > self.max_entries:
                 self._cache.popitem(last=False)
         return result
+
+    def _relevant(
+        self, query: str, preferences: Sequence[MemoryItem]
+    ) -> tuple[MemoryItem, ...]:
+        """The preferences that share a searchable term with ``query``.
+
+        A preference helps answer a question about what it names ("what food do I like?"),
+        and is noise beside any other question: it is shown only when the two share a
+        term, as the index would match them.
+        """
+        analyzer = self.memory.messages.analyzer
+        asked = set(analyzer.query(query).terms)
+        if not asked:
+            return ()
+        return tuple(p for p in preferences if asked & set(analyzer.query(p.text).terms))
 
     def _episodes(
         self, query: str, session: SessionRecord, scope: Level, count: int,

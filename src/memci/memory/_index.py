@@ -30,9 +30,10 @@ from datetime import UTC, datetime
 from types import MappingProxyType
 from typing import Any, Literal
 
+from memci import _trace
 from memci.memory._embed import Embedder, embedder_from_env, speaks
 from memci.memory._hit import Hit, fuse
-from memci.memory._text import Analyzer, MatchPlan, get_analyzer
+from memci.memory._text import Analyzer, MatchPlan, get_analyzer, is_cjk
 from memci.memory._time import TimeRange, time_hint, without_time
 from memci.messages import Message, TextPart, ToolCallPart, ToolResultPart
 from memci.store import (
@@ -44,6 +45,7 @@ from memci.store import (
     Store,
     VectorStore,
 )
+from memci.tools._names import OWN_TOOL_NAMES
 
 __all__ = [
     "DEFAULT_ANALYZER",
@@ -63,6 +65,9 @@ _BODY_LIMIT = 20_000  # characters of one message that are indexed (tool output 
 _CONTEXT_LIMIT = 300  # characters of the previous message indexed as context
 _EMBED_LIMIT = 2_000  # characters embedded (models read ~256-512 tokens anyway)
 _CONTEXT_MESSAGES = 8  # messages read back for the context of the first one indexed
+DENSE_FLOOR = 0.25  # cosine below which a nearest message is no match (see docs/retrieval.md)
+_CALL_LOOKBACK = 64  # messages read back for the call a tool result answers
+_CALLS_KEPT = 512  # tool calls remembered per session (see _OwnCalls)
 _CONTEXT_WEIGHT = 0.5  # BM25 weight of the previous messages' text
 _TIME_WEIGHT = 2.0  # RRF weight of the list of messages inside a time the question names
 
@@ -79,13 +84,20 @@ def _flatten(value: Any) -> Iterable[str]:
         yield str(value)
 
 
-def message_text(message: Message) -> str:
-    """Return the searchable text of a message: text, tool call names and arguments, results."""
+def message_text(message: Message, own_calls: Collection[str] = ()) -> str:
+    """Return the searchable text of a message: text, tool call names and arguments, results.
+
+    memci's own tool calls, and the results of the calls whose ids are in ``own_calls``,
+    are left out: their answers are memci's, not the conversation's (see
+    :mod:`memci.tools._names`).
+    """
     pieces: list[str] = []
     for part in message.parts:
         if isinstance(part, TextPart):
             pieces.append(part.text)
         elif isinstance(part, ToolCallPart):
+            if part.name in OWN_TOOL_NAMES:
+                continue
             try:
                 args = " ".join(_flatten(json.loads(part.arguments)))
             except (ValueError, RecursionError):  # RecursionError: older rows nest deeper
@@ -96,8 +108,49 @@ def message_text(message: Message) -> str:
                 args = args.encode("utf-8", "replace").decode("utf-8")
             pieces.append(f"{part.name} {args}")
         elif isinstance(part, ToolResultPart):
-            pieces.append(part.content)
+            if part.call_id not in own_calls:
+                pieces.append(part.content)
     return "\n".join(pieces)[:_BODY_LIMIT]
+
+
+class _OwnCalls:
+    """Which tool results answer one of memci's own tools, per session.
+
+    The call comes before its result, usually in an earlier ``add``: calls seen while
+    indexing are remembered (the newest few hundred per session), and a result whose call
+    was not seen looks back over the messages before it once.
+    """
+
+    def __init__(self, recent: Callable[[int, int, int], list[Message]]) -> None:
+        self.recent = recent
+        self.calls: dict[int, dict[str, bool]] = {}
+
+    def see(self, session_id: int, message: Message) -> None:
+        calls = self.calls.setdefault(session_id, {})
+        for part in message.parts:
+            if isinstance(part, ToolCallPart):
+                calls[part.id] = part.name in OWN_TOOL_NAMES
+        if len(calls) > _CALLS_KEPT:
+            for call_id in list(calls)[:len(calls) - _CALLS_KEPT // 2]:
+                del calls[call_id]
+
+    def of(self, session_id: int, message: Message) -> frozenset[str]:
+        """The ids of memci's own calls that ``message``'s results answer (usually none)."""
+        results = [p.call_id for p in message.parts if isinstance(p, ToolResultPart)]
+        if not results:
+            return frozenset()
+        calls = self.calls.setdefault(session_id, {})
+        if any(r not in calls for r in results) and message.seq is not None:
+            for earlier in reversed(self.recent(session_id, message.seq, _CALL_LOOKBACK)):
+                self.see(session_id, earlier)
+            calls = self.calls[session_id]
+        return frozenset(r for r in results if calls.get(r, False))
+
+    def text(self, session_id: int, message: Message) -> str:
+        """``message``'s searchable text (memci's own tool answers left out)."""
+        own = self.of(session_id, message)
+        self.see(session_id, message)
+        return message_text(message, own)
 
 
 def _epoch(moment: datetime | None) -> float:
@@ -140,6 +193,7 @@ class MessageIndex:
         context_chars: int = _CONTEXT_LIMIT,
         time_weight: float = _TIME_WEIGHT,
         page_of: Callable[[int, int], int] | None = None,
+        dense_floor: float = DENSE_FLOOR,
     ) -> None:
         self.store = store
         self.analyzer = (get_analyzer(analyzer or DEFAULT_ANALYZER)
@@ -151,10 +205,12 @@ class MessageIndex:
         self.context_weight = context_weight
         self.context_chars = context_chars
         self.time_weight = time_weight
+        self.dense_floor = dense_floor
         self.page_of = page_of
         self.rows: MessageSearch = store.search(self.analyzer)
         self._query_vectors: OrderedDict[str, list[float]] = OrderedDict()
         self._lock = threading.Lock()
+        self._own = _OwnCalls(self.rows.recent)
         with store.atomic():
             self._catch_up_keyword()
 
@@ -185,10 +241,13 @@ class MessageIndex:
                 last = message.seq
                 if message.role == "user":
                     page += 1
-                text = message_text(message)
+                text = self._own.text(session.id, message)
+                # Nothing of its own to find (memci's tool answers): no neighbours' text
+                # either, so it is never a hit.
                 added += rows.add(SearchDoc(session.id, message.seq, message.role, page,
-                                            _epoch(message.created_at), text, previous))
-                if message.role != "system":
+                                            _epoch(message.created_at), text,
+                                            previous if text.strip() else ""))
+                if message.role != "system" and text.strip():
                     previous = self._roll(previous, text)
         return added
 
@@ -204,8 +263,11 @@ class MessageIndex:
             return ""
         texts: list[str] = []
         size = 0
-        for message in self.rows.recent(session_id, seq, _CONTEXT_MESSAGES):
-            texts.append(message_text(message))
+        recent = self.rows.recent(session_id, seq, _CONTEXT_MESSAGES)
+        own = {p.id for m in recent for p in m.parts
+               if isinstance(p, ToolCallPart) and p.name in OWN_TOOL_NAMES}
+        for message in recent:
+            texts.append(message_text(message, own))
             size += len(texts[-1])
             if size >= self.context_chars:
                 break
@@ -222,9 +284,9 @@ class MessageIndex:
             last = context.get(sid)
             previous = (last[1] if last is not None and last[0] == seq - 1
                         else self._context_before(sid, seq))
-            text = message_text(entry.message)
-            self.rows.add_keyword(entry.doc, sid, text, previous)
-            context[sid] = (seq, self._roll(previous, text))
+            text = self._own.text(sid, entry.message)
+            self.rows.add_keyword(entry.doc, sid, text, previous if text.strip() else "")
+            context[sid] = (seq, self._roll(previous, text) if text.strip() else previous)
 
     def sync(self, sessions: Collection[int] | None = None) -> int:
         """Index what the store holds for ``sessions`` (ids; all when None) and the index not.
@@ -256,8 +318,9 @@ class MessageIndex:
             rows = self.rows.embed_backlog(after, size)
             if not rows:
                 break
-            texts = [message_text(r.message)[:_EMBED_LIMIT] or " " for r in rows]
-            vectors = self.embedder.embed(texts)
+            texts = [self._own.text(r.session_id, r.message)[:_EMBED_LIMIT] or " "
+                     for r in rows]
+            vectors = _trace.embed(self.embedder, texts)
             self.vectors.add("message", [(r.doc, r.session_id) for r in rows], vectors)
             done += len(rows)
         return done
@@ -311,7 +374,10 @@ class MessageIndex:
             rows = self.rows.matching(_filter(sessions, time_range, roles))
             found = self.vectors.search("message", vector, k, refs=[c.doc for c in rows])
         keep = {c.doc: c for c in rows}
-        return [keep[ref] for ref, _ in found if ref in keep][:k]
+        # The nearest are not matches when nothing is near: below the floor they are left
+        # out rather than returned to fill k.
+        return [keep[ref] for ref, cosine in found
+                if ref in keep and cosine >= self.dense_floor][:k]
 
     def _query_vector(self, query: str) -> list[float]:
         with self._lock:
@@ -320,7 +386,7 @@ class MessageIndex:
                 self._query_vectors.move_to_end(query)
                 return cached
         assert self.embedder is not None
-        vector = self.embedder.embed([query])[0]
+        vector = _trace.embed(self.embedder, [query])[0]
         with self._lock:
             self._query_vectors[query] = vector
             while len(self._query_vectors) > 256:
@@ -348,7 +414,8 @@ class MessageIndex:
         """Return the lists to fuse: ``keyword``, ``dense`` (with an embedder), ``time``.
 
         ``time`` (boost mode, when a range is given) ranks the messages inside the range
-        by the same retrievers, or, when nothing inside matches, lists them oldest first.
+        by the same retrievers; when the question has no words besides the time, it lists
+        the messages inside the range, oldest first.
         """
         mode = time_mode or self.time_mode
         # The words of the time the question names are not searched: the range stands for
@@ -379,7 +446,10 @@ class MessageIndex:
         lists = run(None)
         inside_lists = run(time_range)
         inside = [c for c, _, _ in fuse(inside_lists)]
-        if not inside:
+        if not inside and _asks_what_was_said(plan):
+            # The question names only a time ("what did we discuss yesterday?"): what was
+            # said then is the answer. A question with words of its own keeps matching
+            # them: a date narrows or boosts, it never replaces the text ("Sunday mass").
             inside = self.in_range(k=depth, sessions=sessions, time_range=time_range,
                                    roles=roles)
         lists["time"] = inside
@@ -463,3 +533,19 @@ def _filter(
         return SearchFilter(sessions, None, None, roles)
     return SearchFilter(sessions, time_range.start.timestamp(), time_range.end.timestamp(),
                         roles)
+
+
+# Words that ask *that* something was said, not what about: a question made of these and a
+# time ("what did we talk about yesterday?", "昨天聊了什么") asks for what was said then.
+_TALK_WORDS = frozenset("""
+talk talked talking talks discuss discussed discussing discussion discussions chat chatted
+chatting chats say speak spoke spoken speaking happen happened happening conversation
+conversations topic topics go went going do doing done
+""".split())
+_TALK_CHARS = frozenset("聊天说讲谈讨论发生过了做干")
+
+
+def _asks_what_was_said(plan: MatchPlan) -> bool:
+    """Whether a query's terms only ask what was said (or it has none)."""
+    return all(term in _TALK_WORDS or (is_cjk(term) and set(term) <= _TALK_CHARS)
+               for term in (*plan.terms, *plan.short_terms))

@@ -27,6 +27,7 @@ from datetime import datetime
 from types import MappingProxyType
 from typing import Any, Literal
 
+from memci import _trace
 from memci.errors import InvalidInputError
 from memci.memory._embed import Embedder, embedder_from_env, speaks
 from memci.memory._hit import Hit, fuse
@@ -177,7 +178,7 @@ class MemoryItems:
                 return done
             texts = [(i.text + ("\n" + i.summary if i.summary else ""))[:_EMBED_LIMIT]
                      for i in items]
-            vectors = self.embedder.embed(texts)
+            vectors = _trace.embed(self.embedder, texts)
             self.vectors.add("item", [(i.id, i.session_id) for i in items], vectors)
             done += len(items)
 
@@ -202,7 +203,7 @@ class MemoryItems:
         if (self.vectors is not None and self.embedder is not None and allowed
                 and query.strip() and speaks(self.embedder, query)):
             self.embed_pending()
-            vector = self.embedder.embed([query])[0]
+            vector = _trace.embed(self.embedder, [query])[0]
             found = self.vectors.search("item", vector, depth, refs=allowed)
             lists["dense"] = [ref for ref, _ in found]
             if time_range is not None:

@@ -1,5 +1,8 @@
 """The REST API: sessions, messages, context, search, memci's tools, state and stats.
 
+MCP over Streamable HTTP is mounted at ``/mcp`` (:mod:`memci.server._mcp_http`) when
+``memci[mcp]`` is installed, behind the same API keys; without it ``/mcp`` answers 501.
+
 One :class:`~memci.Engine` serves every request of the process; every call into memci
 runs in the server's thread pool, never on the event loop (sessions and the store are
 thread-safe).
@@ -19,11 +22,12 @@ ones a request may set at all). The OpenAPI schema carries the request models of
 # No ``from __future__ import annotations`` here: FastAPI reads the routes' annotations,
 # and the ones made inside create_app (Tenant, Sid) only resolve when evaluated in place.
 
+import importlib.util
 import json
 from collections.abc import AsyncIterator, Sequence
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, nullcontext
 from datetime import UTC, datetime
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import anyio.to_thread
 import httpx
@@ -33,13 +37,15 @@ from fastapi.responses import JSONResponse, Response
 from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBearer
 from pydantic import TypeAdapter, ValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 from starlette.types import Message as ASGIMessage
 
 import memci
 from memci._session import Session
 from memci.engine import Engine
-from memci.errors import InvalidMessageError, MemciError
+from memci.errors import InvalidMessageError, MemciError, MissingExtraError
+from memci.server._auth import tenant_of as key_tenant
 from memci.server._config import ServerConfig
 from memci.server._errors import ApiError, classify, error_body
 from memci.server._json import hit_json, jsonable, message_json
@@ -50,6 +56,9 @@ from memci.server._proxy import ChatProxy
 from memci.server._sessions import SessionHub, read_messages
 from memci.server._threads import ToolThreads
 from memci.tools._builtin import FILE_TOOLS, RECALL_PAGE, SEARCH_MEMORY, WORKSPACE_TOOLS
+
+if TYPE_CHECKING:
+    from memci.server._mcp_http import McpEndpoint
 
 __all__ = ["BodyLimit", "ContextRequest", "create_app"]
 
@@ -245,6 +254,17 @@ _ERRORS: dict[int | str, dict[str, Any]] = {
         (503, "The store cannot be written."))}
 
 
+def _mcp_endpoint(
+    hub: SessionHub, keys: KeyStore, config: ServerConfig
+) -> "McpEndpoint | None":
+    """The endpoint of MCP over HTTP, or None without ``memci[mcp]`` installed."""
+    if importlib.util.find_spec("mcp") is None:
+        return None
+    from memci.server._mcp_http import McpEndpoint
+
+    return McpEndpoint(hub, keys, config)
+
+
 def create_app(
     engine: Engine, config: ServerConfig | None = None, *, keys: KeyStore | None = None
 ) -> FastAPI:
@@ -263,9 +283,11 @@ def create_app(
     proxy = ChatProxy(hub, config, tool_threads)
     bodies, definitions = _schemas()
 
+    mcp = _mcp_endpoint(hub, keys, config)
+
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
-        async with httpx.AsyncClient(
+        async with (mcp.running() if mcp is not None else nullcontext()), httpx.AsyncClient(
             timeout=httpx.Timeout(config.upstream_timeout, connect=10.0),
             limits=httpx.Limits(max_connections=200, max_keepalive_connections=50),
         ) as client:
@@ -335,27 +357,11 @@ def create_app(
 
     async def tenant_of(
         request: Request,
+        # Declared for the OpenAPI schema; the check itself reads the headers (_auth).
         credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)],
         x_api_key: Annotated[str | None, Depends(api_key_header)],
     ) -> str:
-        if not config.auth:
-            return config.default_tenant
-        key = credentials.credentials if credentials is not None else x_api_key
-        sent = request.headers.get("x-api-key")  # also when empty, which x_api_key hides
-        if credentials is not None and sent is not None and sent != key:
-            # Two different keys: answering as either could act for the wrong tenant.
-            raise ApiError(401, "unauthorized",
-                           "the request carries two different API keys (Authorization and "
-                           "x-api-key); send one")
-        if not key:
-            raise ApiError(401, "unauthorized",
-                           "send an API key as 'Authorization: Bearer <key>'")
-        found, tenant = keys.cached(key)  # most requests: no thread, no store read
-        if not found:
-            tenant = await anyio.to_thread.run_sync(keys.tenant_of, key)
-        if tenant is None:
-            raise ApiError(401, "unauthorized", "the API key is unknown or revoked")
-        return tenant
+        return await key_tenant(keys, config, request.headers)
 
     Tenant = Annotated[str, Depends(tenant_of)]
     Sid = Annotated[str, _SID]
@@ -372,10 +378,20 @@ def create_app(
     ProxyUser = Annotated[str | None, Header(alias="X-Memci-User",
                                              description="The session's user.")]
 
-    def offered(session: Session) -> list[str]:
-        return [t["function"]["name"] for t in session.tools("openai")]
+    def offered(session: Session, every: bool = False) -> list[str]:
+        """The names of memci's tools offered now; ``every``: all the session can run."""
+        return [t["function"]["name"] for t in session.tools("openai", every=every)]
 
     # -- routes ----------------------------------------------------------------------
+
+    if mcp is not None:
+        # An ASGI app as the endpoint: Starlette hands it the request's scope as is.
+        app.router.routes.append(Route("/mcp", mcp, methods=["GET", "POST", "DELETE"],
+                                       include_in_schema=False))
+    else:
+        @app.api_route("/mcp", methods=["GET", "POST", "DELETE"], include_in_schema=False)
+        def mcp_missing() -> JSONResponse:
+            return _error(classify(MissingExtraError("mcp", "mcp", "MCP over HTTP (/mcp)")))
 
     @app.get("/healthz", tags=["server"], summary="Liveness: the server answers")
     def healthz() -> JSONResponse:
@@ -478,9 +494,12 @@ def create_app(
         sid: Sid, tenant: Tenant,
         format: Annotated[Literal["openai", "anthropic"], Query(
             description="Schema format.")] = "openai",
+        every: Annotated[bool, Query(
+            description="All the tools the session can run, not only those offered to the "
+                        "model now.")] = False,
     ) -> JSONResponse:
         session = hub.get(tenant, sid)
-        return _json({"session": sid, "tools": session.tools(format)})
+        return _json({"session": sid, "tools": session.tools(format, every=every)})
 
     @app.post("/v1/sessions/{sid}/tools/{name}", tags=["tools"],
               summary="Run one of memci's tools (JSON arguments)",
@@ -497,10 +516,11 @@ def create_app(
 
         def run() -> str:
             session = hub.get(tenant, sid)
-            if name not in offered(session):
+            names = offered(session, every=True)
+            if name not in names:
                 raise ApiError(404, "unknown_tool",
-                               f"{name!r} is not offered in this session; offered: "
-                               f"{', '.join(offered(session)) or 'none'}")
+                               f"{name!r} is not a tool of this session; its tools: "
+                               f"{', '.join(names) or 'none'}")
             return session.call_tool(name, arguments or {})
 
         result = await tool_threads.run(run)
@@ -511,7 +531,7 @@ def create_app(
              summary="Working state: pins and plan (when the session offers them)")
     def working_state(sid: Sid, tenant: Tenant) -> JSONResponse:
         session = hub.get(tenant, sid)
-        names = offered(session)
+        names = offered(session, every=True)
         state: dict[str, Any] = {"session": sid}
         for key, tool in (("pins", "pin_list"), ("plan", "plan_list")):
             state[key] = session.call_tool(tool, {}) if tool in names else None
@@ -528,7 +548,7 @@ def create_app(
         length: Annotated[int, Query(ge=1, le=1_000_000, description="Characters.")] = 4000,
     ) -> JSONResponse:
         session = hub.get(tenant, sid)
-        if "artifact_get" not in offered(session):
+        if "artifact_get" not in offered(session, every=True):
             raise ApiError(404, "not_offered", "this session offers no artifact_get tool")
         text = session.call_tool("artifact_get",
                                  {"id": artifact_id, "offset": offset, "length": length})

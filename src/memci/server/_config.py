@@ -23,9 +23,11 @@ from memci._settings import check_setting
 from memci.errors import ConfigError
 from memci.messages import DEFAULT_MAX_BYTES
 
-__all__ = ["DEFAULT_MAX_BODY_BYTES", "ServerConfig"]
+__all__ = ["DEFAULT_MAX_BODY_BYTES", "DEFAULT_MCP_SESSION", "ServerConfig"]
 
 DEFAULT_MAX_BODY_BYTES = 16 * 1024 * 1024
+DEFAULT_MCP_SESSION = "default"
+"""The session an MCP call works in when neither it nor its connection names one."""
 
 
 @dataclass(frozen=True, slots=True)

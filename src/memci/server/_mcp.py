@@ -1,4 +1,4 @@
-"""The MCP server of ``memci mcp``: one session's tools for an MCP client.
+"""memci's MCP server: the tools of ``memci mcp`` (stdio) and of ``/mcp`` (HTTP).
 
 Built on the official MCP SDK's low-level server, so the tool list follows the session
 (``session.tools()`` changes with its strategy and features). Offered tools:
@@ -10,6 +10,12 @@ Built on the official MCP SDK's low-level server, so the tool list follows the s
 - every tool of ``session.tools()`` (``recall_page``, pins, plan, ``artifact_get`` …),
   run with ``session.call_tool``.
 
+Every tool takes an optional ``session``: the session of the caller's tenant the call
+works in (made on first use). Without it a call goes to its connection's session (``memci
+mcp --session``, the ``X-Memci-Session`` header), else to :data:`DEFAULT_SESSION`
+(``default``). The tenant is never the call's to choose: it is the transport's (the
+command's ``--tenant``, the API key over HTTP), see :class:`Caller`.
+
 Blocking store work runs in worker threads, never on the event loop; tool calls in their
 own few (:mod:`memci.server._threads`), so a long grep never holds up the other requests.
 Bad input is a tool error (``isError``) whose text says what to fix; nothing is stored then.
@@ -18,7 +24,8 @@ Bad input is a tool error (``isError``) whose text says what to fix; nothing is 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -33,10 +40,42 @@ import memci
 from memci._session import Session
 from memci.engine import Engine
 from memci.errors import InvalidInputError, MemciError
+from memci.server._config import DEFAULT_MCP_SESSION
 from memci.server._json import hit_json, jsonable
 from memci.server._threads import ToolThreads
 
-__all__ = ["create_mcp_server", "run_stdio"]
+__all__ = [
+    "DEFAULT_SESSION",
+    "Caller",
+    "CallerOf",
+    "OpenSession",
+    "build_server",
+    "create_mcp_server",
+    "run_stdio",
+]
+
+DEFAULT_SESSION = DEFAULT_MCP_SESSION
+
+
+@dataclass(frozen=True, slots=True)
+class Caller:
+    """Who makes an MCP request: their tenant, their connection's session and user."""
+
+    tenant: str
+    session: str = DEFAULT_SESSION
+    user: str | None = None
+
+
+CallerOf = Callable[[ServerRequestContext[Any]], Caller]
+"""Says who makes a request (from its transport: the CLI's options, the HTTP request)."""
+OpenSession = Callable[[Caller, str], Session]
+"""Gets or makes a session of the caller's tenant by name."""
+
+_OWN = ("add", "build", "search")
+_SESSION_ARG: dict[str, Any] = {
+    "type": "string", "minLength": 1, "maxLength": 200,
+    "description": "The memci session to work in (default: the connection's session, "
+                   f"else {DEFAULT_SESSION!r}). Made on first use."}
 
 _ADD = types.Tool(
     name="add",
@@ -106,57 +145,110 @@ def _search(session: Session, args: Mapping[str, Any]) -> str:
     return json.dumps({"hits": [hit_json(h) for h in hits]}, ensure_ascii=False)
 
 
-def create_mcp_server(engine: Engine, session: str, *, tenant: str = "default",
-                      user: str | None = None) -> Server[Any]:
-    """An MCP server for the session ``session`` of ``engine`` (made if it is new)."""
-    target = engine.session(session, tenant=tenant, user=user)
+def _with_session(tool: types.Tool) -> types.Tool:
+    """``tool`` with the optional ``session`` argument every tool here takes."""
+    schema = dict(tool.input_schema)
+    schema["properties"] = {**dict(schema.get("properties") or {}), "session": _SESSION_ARG}
+    return tool.model_copy(update={"input_schema": schema})
+
+
+def _tool_list(session: Session) -> list[types.Tool]:
+    tools = [_ADD, _BUILD, _SEARCH]
+    for spec in session.tool_specs(every=True):  # an MCP client lists tools once
+        if spec.name not in _OWN:
+            tools.append(types.Tool(name=spec.name, description=spec.description,
+                                    input_schema=dict(spec.parameters)))
+    return [_with_session(t) for t in tools]
+
+
+def _run(session: Session, name: str, args: Mapping[str, Any]) -> types.CallToolResult:
+    if name == "add":
+        return _text(_add(session, args))
+    if name == "build":
+        return _text(_build(session, args))
+    if name == "search":
+        return _text(_search(session, args))
+    if name not in {s.name for s in session.tool_specs(every=True)}:
+        return _text(f"error: {name!r} is not one of memci's tools in session "
+                     f"{session.name!r}", error=True)
+    result = session.call_tool(name, dict(args))
+    return _text(result, error=result.startswith("error:"))
+
+
+def _session_name(args: dict[str, Any], default: str) -> str:
+    """The ``session`` argument of a call (taken out of ``args``), else ``default``."""
+    named = args.pop("session", None)
+    if named is None:
+        return default
+    if not isinstance(named, str) or not named or len(named) > 200:
+        raise InvalidInputError("'session' must be a session name: a non-empty string "
+                                "(≤ 200 chars)")
+    return named
+
+
+def build_server(
+    open_session: OpenSession, caller_of: CallerOf, *, instructions: str
+) -> Server[Any]:
+    """An MCP server whose calls go to the session each call names.
+
+    ``caller_of(ctx)`` says who calls (tenant, the connection's session, user);
+    ``open_session(caller, name)`` gets or makes session ``name`` for that caller. Both
+    run in worker threads; a caller never reaches a tenant other than its own, since
+    ``open_session`` is given only the caller's.
+    """
     tool_threads = ToolThreads()
 
-    def own_tools() -> list[types.Tool]:
-        tools = [_ADD, _BUILD, _SEARCH]
-        for spec in target.tool_specs():
-            if spec.name not in ("add", "build", "search"):
-                tools.append(types.Tool(name=spec.name, description=spec.description,
-                                        input_schema=dict(spec.parameters)))
-        return tools
+    def listing(caller: Caller) -> list[types.Tool]:
+        return _tool_list(open_session(caller, caller.session))
 
-    def call(name: str, args: Mapping[str, Any]) -> types.CallToolResult:
+    def call(caller: Caller, name: str, arguments: dict[str, Any]) -> types.CallToolResult:
         try:
-            if name == "add":
-                return _text(_add(target, args))
-            if name == "build":
-                return _text(_build(target, args))
-            if name == "search":
-                return _text(_search(target, args))
-            if name not in {s.name for s in target.tool_specs()}:
-                return _text(f"error: {name!r} is not one of memci's tools here", error=True)
-            result = target.call_tool(name, dict(args))
-            return _text(result, error=result.startswith("error:"))
+            target = open_session(caller, _session_name(arguments, caller.session))
+            return _run(target, name, arguments)
         except MemciError as exc:
             return _text(f"error: {type(exc).__name__}: {exc}", error=True)
 
     async def list_tools(
-        _: ServerRequestContext[Any], __: types.PaginatedRequestParams | None
+        ctx: ServerRequestContext[Any], __: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
-        return types.ListToolsResult(tools=await anyio.to_thread.run_sync(own_tools))
+        caller = caller_of(ctx)
+        return types.ListToolsResult(
+            tools=await anyio.to_thread.run_sync(lambda: listing(caller)))
 
     async def call_tool(
-        _: ServerRequestContext[Any], params: types.CallToolRequestParams
+        ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
     ) -> types.CallToolResult:
+        caller = caller_of(ctx)
         arguments = dict(params.arguments or {})
-        return await tool_threads.run(lambda: call(params.name, arguments))
+        return await tool_threads.run(lambda: call(caller, params.name, arguments))
 
-    return Server(
-        "memci", version=memci.__version__,
-        instructions=f"memci keeps the conversation of session {session!r}: add messages, "
-                     "build the context to send, search what was said.",
-        on_list_tools=list_tools, on_call_tool=call_tool,
-    )
+    return Server("memci", version=memci.__version__, instructions=instructions,
+                  on_list_tools=list_tools, on_call_tool=call_tool)
 
 
-def run_stdio(db: str | Path | None, session: str, *, tenant: str = "default",
-              user: str | None = None) -> None:
-    """Serve ``session`` over MCP on standard input and output until the client leaves."""
+def create_mcp_server(engine: Engine, session: str = DEFAULT_SESSION, *,
+                      tenant: str = "default", user: str | None = None) -> Server[Any]:
+    """An MCP server over ``engine`` for one tenant; calls go to ``session`` by default.
+
+    Each call may name another session of the tenant (its ``session`` argument); a
+    session is made on first use.
+    """
+    fixed = Caller(tenant=tenant, session=session, user=user)
+    engine.session(session, tenant=tenant, user=user)  # a bad name or tenant fails now
+
+    def open_session(caller: Caller, name: str) -> Session:
+        return engine.session(name, tenant=caller.tenant, user=caller.user)
+
+    return build_server(
+        open_session, lambda _: fixed,
+        instructions=f"memci keeps conversations: add messages, build the context to send, "
+                     f"search what was said. Calls work in session {session!r} unless they "
+                     "name another with 'session'.")
+
+
+def run_stdio(db: str | Path | None, session: str = DEFAULT_SESSION, *,
+              tenant: str = "default", user: str | None = None) -> None:
+    """Serve over MCP on standard input and output until the client leaves."""
     engine = Engine.open(db)
     try:
         server = create_mcp_server(engine, session, tenant=tenant, user=user)

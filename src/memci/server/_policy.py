@@ -148,7 +148,8 @@ class KeyPolicy:
 
 def guarded_paths(engine: Engine) -> tuple[Path, ...]:
     """memci's own files of ``engine``: no file root may reach them."""
-    files = [Path(engine.workspace.artifacts.files_dir)]
+    folder = engine.workspace.artifacts.files_dir  # None: the outputs are in the database
+    files = [] if folder is None else [Path(folder)]
     db = Path(engine.store.location)
     if db.exists():  # a file store: the database and its journals (a server URL has none)
         files += [db, *(db.with_name(db.name + s) for s in ("-wal", "-shm", "-journal"))]

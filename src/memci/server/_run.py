@@ -43,9 +43,10 @@ def _exit_quietly(signum: int, frame: FrameType | None) -> None:
 def run(
     db: str | Path | None, *, host: str, port: int, config: ServerConfig | None,
     log_level: str = "warning", synchronous: str = "FULL",
+    artifacts_dir: str | Path | None = None,
 ) -> None:
     """Serve ``db`` on ``host:port`` until interrupted."""
-    engine = Engine.open(db, synchronous=synchronous)
+    engine = Engine.open(db, synchronous=synchronous, artifacts_dir=artifacts_dir)
     try:
         app = create_app(engine, config)
         server = _Server(uvicorn.Config(

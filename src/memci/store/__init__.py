@@ -13,7 +13,8 @@ SQLite (:mod:`memci.store.sqlite`) is the embedded default; everything else in m
 derived from what the store holds and can be rebuilt from it.
 """
 
-from memci.store._artifacts import Artifact, ArtifactRows, Blob
+from memci.store._artifacts import Artifact, ArtifactRows, Blob, OutputContents
+from memci.store._copy import TABLES, TableCount, copy_store
 from memci.store._docs import DocChunk, DocFile, DocStore
 from memci.store._items import LEVELS, ItemFilter, ItemStore, Level, MemoryItem, NewItem, Scope
 from memci.store._jobs import JOB_STATES, Job, JobCounts, JobState, JobStore, JobTally, NewJob
@@ -27,6 +28,7 @@ from memci.store._log import (
     MessageLog,
     PageRow,
 )
+from memci.store._open import ENV_DB, default_location, is_postgres_url, open_store
 from memci.store._protocols import Store
 from memci.store._records import SessionRecord
 from memci.store._search import (
@@ -49,9 +51,11 @@ from memci.store.sqlite import (
 
 __all__ = [
     "CORE_MIGRATIONS",
+    "ENV_DB",
     "JOB_STATES",
     "LEVELS",
     "ROW_HEAD_CHARS",
+    "TABLES",
     "Artifact",
     "ArtifactRows",
     "Blob",
@@ -81,6 +85,7 @@ __all__ = [
     "Migration",
     "NewItem",
     "NewJob",
+    "OutputContents",
     "PageRow",
     "SQLiteStore",
     "Scope",
@@ -88,9 +93,14 @@ __all__ = [
     "SearchFilter",
     "SessionRecord",
     "Store",
+    "TableCount",
     "VectorStore",
     "WorkEvent",
     "WorkStore",
+    "copy_store",
+    "default_location",
+    "is_postgres_url",
     "message_from_row",
+    "open_store",
     "row_head",
 ]

@@ -1,9 +1,11 @@
 """What the store keeps of artifacts: one blob per distinct tool output, one link per call.
 
-An artifact's content lives inline in its blob, or in a file beside the store (the
-artifact store's business, :mod:`memci.workspace`); the store keeps which, with the
-output's size and address. A link ties a blob to one tool call of one session, with the
-call's tool name, arguments, exit code, owner, time and summary.
+An artifact's content lives inline in its blob, or, when large, in the store's
+:class:`OutputContents`: a folder of files beside the store (the SQLite default; see
+:mod:`memci.workspace`), a folder shared by several servers, or the database itself
+(PostgreSQL). The rows keep which, with the output's size and address. A link ties a blob
+to one tool call of one session, with the call's tool name, arguments, exit code, owner,
+time and summary.
 
 Invariants every backend keeps:
 
@@ -18,12 +20,12 @@ Invariants every backend keeps:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Literal, Protocol
+from typing import BinaryIO, Literal, Protocol
 
-__all__ = ["Artifact", "ArtifactRows", "Blob"]
+__all__ = ["Artifact", "ArtifactRows", "Blob", "OutputContents"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,4 +121,42 @@ class ArtifactRows(Protocol):
 
     def for_session(self, session_id: int) -> list[Artifact]:
         """Every link of the session, oldest first."""
+        ...
+
+
+class OutputContents(Protocol):
+    """Where whole tool outputs too large for their rows live, by artifact id.
+
+    A content is written once under its id and never changed; reading it gives back the
+    exact UTF-8 bytes written. ``in_transaction`` says when a write happens:
+
+    - True (the database): inside the store's open ``atomic()`` block, with the rows that
+      name it, so a rolled-back write leaves nothing and nothing needs sweeping;
+    - False (a folder): before that transaction (no lock is held during an fsync); a
+      content is complete under its name or absent, one no row names is harmless, and
+      :meth:`sweep` removes it once it is old.
+
+    ``location`` names where the contents are, in messages.
+    """
+
+    location: str
+    in_transaction: bool
+
+    def write(self, artifact_id: str, chunks: Iterable[bytes], size: int, sha256: str) -> None:
+        """Store the content of ``artifact_id``: ``chunks`` of its UTF-8, ``size`` bytes."""
+        ...
+
+    def open(self, artifact_id: str, size: int) -> BinaryIO:
+        """A seekable reader of the content (checked to hold ``size`` bytes).
+
+        Raises :class:`~memci.errors.StoreError` when it is missing or of another size.
+        """
+        ...
+
+    def sweep(self, named: Collection[str], *, older_than: float) -> int:
+        """Remove contents older than ``older_than`` seconds that no row names; how many.
+
+        ``named`` are the ids the rows name (a content written by ``in_transaction``
+        contents is always named: there is nothing to sweep).
+        """
         ...

@@ -12,8 +12,9 @@ Invariants every backend keeps:
   never get the same job while its lease runs (the claim is one transaction that reads
   and takes the job);
 - a claim takes first a running job whose lease expired (a vanished worker's), then the
-  pending job that has been ready longest (``run_after``, then id); a running job whose
-  lease expired on its last attempt is failed instead, with the reason;
+  pending job that has been ready longest (``run_after``, then id), or with
+  ``newest_first`` the ready job submitted last; a running job whose lease expired on its
+  last attempt is failed instead, with the reason;
 - :meth:`JobStore.complete`, :meth:`JobStore.fail` and :meth:`JobStore.renew` are fenced
   by the lease: they change the job only while ``owner`` still holds it;
 - every method is one transaction of its own or joins the store's open ``atomic()``
@@ -128,7 +129,7 @@ class JobStore(Protocol):
 
     def claim(
         self, kinds: Collection[str], owner: str, *, now: float, lease_seconds: float,
-        at: datetime,
+        at: datetime, newest_first: bool = False,
     ) -> Job | None:
         """Take the next ready job of ``kinds`` for ``owner`` (see the module's order)."""
         ...

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Protocol
 
-from memci.store._artifacts import ArtifactRows
+from memci.store._artifacts import ArtifactRows, OutputContents
 from memci.store._docs import DocStore
 from memci.store._items import ItemStore
 from memci.store._jobs import JobStore
@@ -49,6 +49,15 @@ class Store(MessageLog, Protocol):
     @property
     def artifact_rows(self) -> ArtifactRows:
         """Artifacts' blobs and links."""
+        ...
+
+    @property
+    def output_contents(self) -> OutputContents | None:
+        """Where the backend keeps whole tool outputs too large for a row itself.
+
+        None: in a folder the engine chooses (beside a SQLite file); a PostgreSQL store
+        keeps them in the database, so every server reads them.
+        """
         ...
 
     @property

@@ -47,6 +47,7 @@ from datetime import UTC, datetime
 from types import TracebackType
 from typing import Any, Self
 
+from memci import _trace
 from memci.errors import ConfigError, InvalidInputError, StoreError
 from memci.store import JOB_STATES, Job, JobCounts, JobState, NewJob, Store
 
@@ -126,6 +127,8 @@ class JobQueue:
     renew every third of it); ``backoff`` and ``max_backoff`` bound the wait before a
     retry (doubling per attempt, with jitter); ``poll_interval`` is how often idle workers
     look for work submitted by other processes (work submitted here wakes them at once).
+    ``newest_first``: workers take the ready job submitted last (summaries: the page just
+    archived is the one on the contents page), else the one ready longest.
     """
 
     def __init__(
@@ -137,6 +140,7 @@ class JobQueue:
         max_backoff: float = 300.0,
         max_attempts: int = 5,
         poll_interval: float = 0.5,
+        newest_first: bool = False,
     ) -> None:
         for name, value in (("lease_seconds", lease_seconds), ("poll_interval", poll_interval)):
             if not value > 0:
@@ -151,6 +155,7 @@ class JobQueue:
         self.max_backoff = float(max_backoff)
         self.max_attempts = max_attempts
         self.poll_interval = float(poll_interval)
+        self.newest_first = newest_first
         self._handlers: dict[str, tuple[Handler, Effect | None]] = {}
         self._wake = threading.Condition()
         self._stop = threading.Event()
@@ -443,9 +448,17 @@ class JobQueue:
 
     def _claim(self, store: Store, owner: str) -> Job | None:
         return store.jobs.claim(self.kinds, owner, now=time.time(),
-                                lease_seconds=self.lease_seconds, at=_now())
+                                lease_seconds=self.lease_seconds, at=_now(),
+                                newest_first=self.newest_first)
 
     def _run_job(self, store: Store, job: Job, owner: str) -> None:
+        with _trace.span("memci.job", job.kind) as traced:
+            outcome = self._attempt(store, job, owner)
+            if traced is not None:
+                _trace.describe_job(traced, job.kind, job.key, job.attempts, outcome)
+
+    def _attempt(self, store: Store, job: Job, owner: str) -> str:
+        """Run one attempt of ``job``; return how it ended (done, failed, lost)."""
         handler, effect = self._handlers[job.kind]
         with self._in_flight_lock:
             self._in_flight[job.id] = owner
@@ -455,7 +468,7 @@ class JobQueue:
                 text = json.dumps(result, ensure_ascii=False, allow_nan=False)
             except Exception as exc:  # a handler is user code: record whatever it raised
                 self._fail(store, job, owner, exc)
-                return
+                return "failed"
             try:
                 with store.atomic():
                     if not store.jobs.complete(job.id, owner, text, at=_now()):
@@ -465,12 +478,15 @@ class JobQueue:
             except _LeaseLost:
                 self._count("lost")
                 logger.info("job %s: lease lost to another worker; result discarded", job.key)
+                return "lost"
             except StoreError:
                 raise
             except Exception as exc:  # the effect failed: nothing was committed
                 self._fail(store, job, owner, exc)
+                return "failed"
             else:
                 self._count("done")
+                return "done"
         finally:
             with self._in_flight_lock:
                 self._in_flight.pop(job.id, None)

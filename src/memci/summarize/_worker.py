@@ -18,7 +18,7 @@ from pathlib import Path
 from types import FrameType
 
 from memci.llm import LLMClient
-from memci.store import SQLiteStore
+from memci.store import open_store
 from memci.summarize._jobs import JobQueue, RunReport
 from memci.summarize._tasks import default_summarizer, register_summary_handlers
 
@@ -44,9 +44,10 @@ def run_worker(
     thread); the jobs in hand are finished first. ``setup(queue)`` replaces the default
     handlers; ``client`` replaces the model configured in the environment.
     """
-    store = SQLiteStore(db_path)
+    store = open_store(db_path)
     try:
-        queue = JobQueue(store, lease_seconds=lease_seconds, poll_interval=poll_interval)
+        queue = JobQueue(store, lease_seconds=lease_seconds, poll_interval=poll_interval,
+                         newest_first=True)
         if setup is not None:
             setup(queue)
         else:

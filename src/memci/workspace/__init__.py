@@ -1,7 +1,8 @@
 """The workspace of seed 004: artifacts, pins, plan, notebook, fastmemo, context_state.json.
 
-- :class:`ArtifactStore` keeps every tool output whole and content-addressed; a context
-  shows its summary (:func:`summarize_tool_output`) and pointer ``artifact:<id>``
+- :class:`ArtifactStore` keeps every tool output whole and content-addressed (large ones
+  in a folder, :class:`ArtifactFolder`, or in the store's database); a context shows its
+  summary (:func:`summarize_tool_output`) and pointer ``artifact:<id>``
   (:func:`render_tool_result`);
 - :class:`WorkState` is a session's pins, plan, notebook and fastmemo: bounded, sourced,
   audited, and rolled back event by event;
@@ -16,6 +17,7 @@ from memci.store.sqlite import WORKSPACE_MIGRATIONS  # the workspace's series (S
 from memci.workspace._artifacts import (
     ARTIFACT_ID_LENGTH,
     Artifact,
+    ArtifactFolder,
     ArtifactStore,
     PreparedOutput,
     parse_artifact_ref,
@@ -32,6 +34,7 @@ from memci.workspace._errors import (
     WorkspaceError,
     WorkspaceLimitError,
 )
+from memci.workspace._folder import contents_for
 from memci.workspace._items import MemoEntry, NoteEntry, Pin, PlanItem, WorkEvent
 from memci.workspace._limits import (
     CHINESE_TITLES,
@@ -79,6 +82,7 @@ __all__ = [
     "WORKSPACE_MIGRATIONS",
     "WORKSPACE_TOOL_SPECS",
     "Artifact",
+    "ArtifactFolder",
     "ArtifactNotFoundError",
     "ArtifactStore",
     "Compressor",
@@ -101,6 +105,7 @@ __all__ = [
     "WorkspaceLimitError",
     "WorkspaceLimits",
     "call_workspace_tool",
+    "contents_for",
     "extractive_compress",
     "parse_artifact_ref",
     "parse_exit_code",

@@ -6,22 +6,26 @@ so the same output of two calls is one blob linked to two calls. Each link row k
 the call's tool name, call id, arguments, exit code, owner, session, time and summary.
 
 Small outputs (up to ``inline_max_bytes``) live inline in the store's rows; larger ones
-are files beside the database, ``files_dir/<first two hex digits>/<id>.txt``. The rows go
-through the store's artifact part (``store.artifact_rows``, an
-:class:`~memci.store.ArtifactRows`). Storing is two steps: :meth:`ArtifactStore.prepare`
-(outside any transaction) hashes, summarizes and writes the file atomically (temporary
-file, fsync, rename to its content address, fsync of the folder); :meth:`ArtifactStore.link`
-writes the rows in one ``store.atomic()`` block, which joins the caller's transaction — the
-one that stores the tool message, so the message, its artifact and its file are stored
+in the artifact store's *contents* (:class:`~memci.store.OutputContents`): files in a
+folder, ``<folder>/<first two hex digits>/<id>.txt`` (:class:`ArtifactFolder`, beside a
+SQLite database, or a folder several servers share), or the database itself (a
+PostgreSQL store's). The rows go through the store's artifact part
+(``store.artifact_rows``, an :class:`~memci.store.ArtifactRows`). Storing is two steps:
+:meth:`ArtifactStore.prepare` (outside any transaction) hashes, summarizes and, for a
+folder, writes the file atomically (temporary file, fsync, rename to its content address,
+fsync of the folder); :meth:`ArtifactStore.link` writes the rows (and a content the
+database keeps) in one ``store.atomic()`` block, which joins the caller's transaction — the
+one that stores the tool message, so the message, its artifact and its content are stored
 together or not at all. Invariants:
 
-- a committed row always names a complete file;
+- a committed row always names a complete content;
 - a file without a row (the transaction that would have named it failed, or a crash came
   first) is harmless: the next write of the same content reuses it, and
-  :meth:`ArtifactStore.sweep` removes it once it is old;
+  :meth:`ArtifactStore.sweep` removes it once it is old (a content in the database is
+  written with its rows: there is none without one);
 - a large output is processed in bounded memory: hashed, written and read in chunks;
   reading a range (:meth:`ArtifactStore.read`, :meth:`ArtifactStore.read_lines`) reads
-  only as much of the file as the range needs (an ASCII file is read at the offset).
+  only as much of the content as the range needs (an ASCII one is read at the offset).
 
 Context text refers to an artifact as ``artifact:<id>`` (:func:`pointer`); the model
 reads more of it through the ``artifact_get`` tool. :func:`render_tool_result` is how a
@@ -32,14 +36,10 @@ the output cut at a line boundary with a note of what was cut and how to get mor
 from __future__ import annotations
 
 import codecs
-import errno
 import hashlib
 import json
-import os
 import re
-import tempfile
 import threading
-import time
 from collections import OrderedDict
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -47,9 +47,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
-from memci.errors import InvalidTextError, StoreError, StoreFullError
-from memci.store import Artifact, ArtifactRows, Blob, SessionRecord, Store
+from memci.errors import InvalidTextError, StoreError
+from memci.store import Artifact, ArtifactRows, Blob, OutputContents, SessionRecord, Store
 from memci.workspace._errors import ArtifactNotFoundError, WorkspaceError
+from memci.workspace._folder import ArtifactFolder
 from memci.workspace._summary import (
     SUMMARY_LINE_WIDTH,
     ToolOutputSummarizer,
@@ -61,6 +62,7 @@ from memci.workspace._text import count_lines, shorten
 __all__ = [
     "ARTIFACT_ID_LENGTH",
     "Artifact",
+    "ArtifactFolder",
     "ArtifactStore",
     "PreparedOutput",
     "parse_artifact_ref",
@@ -151,26 +153,26 @@ def _utf8(content: str) -> Iterator[bytes]:
             ) from exc
 
 
-def _file_sha(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        while block := handle.read(_CHUNK):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 class ArtifactStore:
-    """Tool outputs, stored whole and content-addressed, in a store and a folder of files."""
+    """Tool outputs, stored whole and content-addressed, in a store and its contents.
+
+    ``files_dir`` is where large outputs go: a folder (a path), or an
+    :class:`~memci.store.OutputContents` (e.g. ``store.output_contents`` of a PostgreSQL
+    store). :attr:`files_dir` is the folder, None when the contents are not files.
+    """
 
     def __init__(
-        self, store: Store, files_dir: str | Path, *,
+        self, store: Store, files_dir: str | Path | OutputContents, *,
         inline_max_bytes: int = 64 * 1024,
         summarize: ToolOutputSummarizer = summarize_tool_output,
     ) -> None:
         if inline_max_bytes < 0:
             raise WorkspaceError(f"inline_max_bytes must be 0 or more, not {inline_max_bytes}")
         self.store = store
-        self.files_dir = Path(files_dir)
+        self.contents: OutputContents = (ArtifactFolder(files_dir)
+                                         if isinstance(files_dir, str | Path) else files_dir)
+        self.files_dir: Path | None = (self.contents.folder
+                                       if isinstance(self.contents, ArtifactFolder) else None)
         self.inline_max_bytes = inline_max_bytes
         self.summarize = summarize
         self._cache: OrderedDict[str, str] = OrderedDict()
@@ -209,9 +211,9 @@ class ArtifactStore:
         summary = _clean_summary(
             self.summarize(content, tool_name=tool_name, arguments=args_text), content)
         written = False
-        if large and self.rows.blob_id(sha) is None:
+        if large and not self.contents.in_transaction and self.rows.blob_id(sha) is None:
             # The name is final unless the 12-digit id turns out to be taken (see link).
-            self._write_file(sha[:ARTIFACT_ID_LENGTH], content, size, sha)
+            self._write_content(sha[:ARTIFACT_ID_LENGTH], content, size, sha)
             written = True
         return PreparedOutput(
             content=content, sha256=sha, size=size, chars=len(content),
@@ -239,7 +241,7 @@ class ArtifactStore:
                 large = prepared.stored == "file"
                 if large and (artifact_id != sha[:ARTIFACT_ID_LENGTH]
                               or not prepared.file_written):
-                    self._write_file(artifact_id, prepared.content, prepared.size, sha)
+                    self._write_content(artifact_id, prepared.content, prepared.size, sha)
                 self.rows.add_blob(Blob(
                     id=artifact_id, sha256=sha, size=prepared.size, chars=prepared.chars,
                     lines=prepared.lines, content=None if large else prepared.content,
@@ -278,30 +280,10 @@ class ArtifactStore:
         Such files are left when the transaction that would have named them failed, or a
         process died between writing a file and committing its row. Young ones are kept:
         another process may be about to commit the row that names its file (a write that
-        reuses an old file makes it young again). Returns how many files were removed.
+        reuses an old file makes it young again). Contents kept in the database are written
+        with their rows and need no sweeping. Returns how many were removed.
         """
-        if not self.files_dir.is_dir():
-            return 0
-        named = self.rows.file_ids()
-        cutoff = time.time() - older_than
-        removed = 0
-        for folder in self.files_dir.iterdir():
-            if not folder.is_dir():
-                continue
-            for path in folder.iterdir():
-                name = path.name
-                temporary = name.startswith(".") and name.endswith(".tmp")
-                if not temporary and not (name.endswith(".txt") and name[:-4] not in named):
-                    continue
-                try:
-                    if path.stat().st_mtime < cutoff:
-                        path.unlink()
-                        removed += 1
-                except FileNotFoundError:
-                    continue
-                except OSError as exc:
-                    raise StoreError(f"cannot remove unused artifact file {path}: {exc}") from exc
-        return removed
+        return self.contents.sweep(self.rows.file_ids(), older_than=older_than)
 
     def _free_id(self, sha: str) -> str:
         for length in range(ARTIFACT_ID_LENGTH, 65, 4):
@@ -310,40 +292,9 @@ class ArtifactStore:
                 return candidate
         raise StoreError(f"no free artifact id for sha256 {sha}")  # pragma: no cover
 
-    def _path(self, artifact_id: str) -> Path:
-        return self.files_dir / artifact_id[:2] / f"{artifact_id}.txt"
-
-    def _write_file(self, artifact_id: str, content: str, size: int, sha: str) -> None:
-        """Write ``content`` as the file of ``artifact_id``: complete under its name, or absent."""
-        path = self._path(artifact_id)
-        try:
-            if path.is_file() and path.stat().st_size == size and _file_sha(path) == sha:
-                # Left by a write whose row never committed: reuse it, and make it young
-                # so a sweep spares it until the row that names it commits.
-                os.utime(path)
-                return
-            path.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(prefix=f".{artifact_id}.", suffix=".tmp",
-                                       dir=path.parent)
-            try:
-                with os.fdopen(fd, "wb") as handle:
-                    for piece in _utf8(content):
-                        handle.write(piece)
-                    handle.flush()
-                    os.fsync(handle.fileno())
-                os.replace(tmp, path)
-            except BaseException:
-                Path(tmp).unlink(missing_ok=True)
-                raise
-            _fsync_dir(path.parent)
-        except OSError as exc:
-            if exc.errno in (errno.ENOSPC, errno.EDQUOT):
-                raise StoreFullError(
-                    f"cannot write artifact file {path}: the disk is full: nothing of this "
-                    "call was stored; free disk space and retry") from exc
-            raise StoreError(
-                f"cannot write artifact file {path}: {exc}; nothing of this call was stored: "
-                f"check that {self.files_dir} is a writable folder with free space") from exc
+    def _write_content(self, artifact_id: str, content: str, size: int, sha: str) -> None:
+        """Store ``content`` as the content of ``artifact_id`` (complete, or not at all)."""
+        self.contents.write(artifact_id, _utf8(content), size, sha)
 
     # -- reading -------------------------------------------------------------------------
 
@@ -386,13 +337,11 @@ class ArtifactStore:
         content, size, _ = self._blob(aid)
         if content is not None:
             return content
-        path = self._path(aid)
-        try:
-            data = path.read_bytes()
-        except OSError as exc:
-            raise self._unreadable(aid, path, exc) from exc
+        with self.contents.open(aid, size) as handle:
+            data = handle.read()
         if len(data) != size:
-            raise StoreError(f"artifact file {path} has {len(data)} bytes, not {size}")
+            raise StoreError(f"artifact {pointer(aid)} has {len(data)} bytes in "
+                             f"{self.contents.location}, not {size}")
         text = data.decode("utf-8")
         self._remember(aid, text)
         return text
@@ -416,10 +365,6 @@ class ArtifactStore:
             raise _not_found(aid)
         return blob.content, blob.size, blob.chars
 
-    def _unreadable(self, aid: str, path: Path, exc: OSError) -> StoreError:
-        return StoreError(f"artifact {pointer(aid)} is recorded but its file {path} cannot be "
-                          f"read: {exc}; restore the folder {self.files_dir} from a backup")
-
     def _remember(self, aid: str, text: str) -> None:
         if len(text) > _CACHE_CHARS // 4:
             return
@@ -429,17 +374,6 @@ class ArtifactStore:
             while self._cache_chars > _CACHE_CHARS:
                 _, dropped = self._cache.popitem(last=False)
                 self._cache_chars -= len(dropped)
-
-    def _open_file(self, aid: str, size: int) -> Any:
-        path = self._path(aid)
-        try:
-            handle = path.open("rb")
-        except OSError as exc:
-            raise self._unreadable(aid, path, exc) from exc
-        if os.fstat(handle.fileno()).st_size != size:
-            handle.close()
-            raise StoreError(f"artifact file {path} does not have the {size} bytes recorded")
-        return handle
 
     def read(self, artifact_id: str, offset: int = 0, length: int | None = None) -> str:
         """Exactly the characters ``offset`` … ``offset + length`` of the output.
@@ -462,7 +396,7 @@ class ArtifactStore:
         want = chars - offset if length is None else min(length, chars - offset)
         if want <= 0:
             return ""
-        with self._open_file(aid, size) as handle:
+        with self.contents.open(aid, size) as handle:
             if size == chars:  # ASCII: one byte a character
                 handle.seek(offset)
                 return bytes(handle.read(want)).decode("utf-8")
@@ -485,7 +419,7 @@ class ArtifactStore:
         content, size, _ = self._blob(aid)
         if content is not None:
             return slice_lines(content, start, count)
-        with self._open_file(aid, size) as handle:
+        with self.contents.open(aid, size) as handle:
             return _line_range(handle, start, count)
 
     def render_tool_result(self, artifact: Artifact | str, *, head_chars: int = 0) -> str:
@@ -602,17 +536,3 @@ def _line_range(handle: Any, start: int, count: int | None, *, chunk: int = _CHU
                 break
         kept.append(block)
     return b"".join(kept).decode("utf-8")
-
-
-def _fsync_dir(folder: Path) -> None:
-    """Make a rename in ``folder`` durable (a no-op where folders cannot be opened)."""
-    try:
-        fd = os.open(folder, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)

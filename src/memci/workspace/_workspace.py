@@ -12,7 +12,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from memci.store import SessionRecord, Store
+from memci.store import OutputContents, SessionRecord, Store
 from memci.workspace._artifacts import ArtifactStore
 from memci.workspace._compress import Compressor, extractive_compress
 from memci.workspace._items import WorkEvent
@@ -27,12 +27,13 @@ __all__ = ["Workspace"]
 class Workspace:
     """Artifacts and per-session working state over one store.
 
-    ``files_dir`` holds the large artifacts (e.g. ``<data dir>/artifacts`` beside the
-    database). ``limits`` given here win over limits saved with a session.
+    ``files_dir`` holds the large artifacts: a folder (e.g. ``<data dir>/artifacts`` beside
+    the database) or the store's own contents (:attr:`~memci.store.Store.output_contents`).
+    ``limits`` given here win over limits saved with a session.
     """
 
     def __init__(
-        self, store: Store, files_dir: str | Path, *,
+        self, store: Store, files_dir: str | Path | OutputContents, *,
         limits: WorkspaceLimits | None = None, compress: Compressor = extractive_compress,
         fastmemo_compress: Compressor | None = None, titles: SectionTitles = ENGLISH_TITLES,
         inline_max_bytes: int = 64 * 1024,

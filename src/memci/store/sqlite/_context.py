@@ -113,7 +113,7 @@ class SQLiteContextStore:
         Not guarded by the version (and not bumping it): a cache read stale is only
         derived again.
         """
-        with self._store.write() as db:
+        with self._store.write(durable=False) as db:
             db.execute("INSERT OR REPLACE INTO session_state (session_id, key, value)"
                        " VALUES (?, ?, ?)",
                        (session.id, key, json.dumps(value, ensure_ascii=False)))

@@ -26,8 +26,8 @@ class Database(Protocol):
         """The connection, for reads, under the store's lock."""
         ...
 
-    def write(self) -> AbstractContextManager[sqlite3.Connection]:
-        """A write transaction (joined by writes inside it)."""
+    def write(self, *, durable: bool = True) -> AbstractContextManager[sqlite3.Connection]:
+        """A write transaction (joined by writes inside it); see SQLiteStore.write."""
         ...
 
     def migrate(self, component: str, migrations: Sequence[Migration]) -> None:

@@ -155,12 +155,13 @@ class SQLiteJobStore:
 
     def claim(
         self, kinds: Collection[str], owner: str, *, now: float, lease_seconds: float,
-        at: datetime,
+        at: datetime, newest_first: bool = False,
     ) -> Job | None:
         """Take the next ready job of ``kinds`` for ``owner``, in one write transaction."""
         if not kinds:
             return None
         marks, kinds = _marks(kinds), tuple(kinds)
+        order = "id DESC" if newest_first else "run_after, id"
         with self._store.write() as db:
             while True:
                 row = db.execute(
@@ -170,7 +171,7 @@ class SQLiteJobStore:
                 ).fetchone() or db.execute(
                     f"SELECT {_COLUMNS} FROM memci_jobs WHERE state = 'pending'"
                     f" AND run_after <= ? AND kind IN ({marks})"
-                    " ORDER BY run_after, id LIMIT 1", (now, *kinds),
+                    f" ORDER BY {order} LIMIT 1", (now, *kinds),
                 ).fetchone()
                 if row is None:
                     return None

@@ -72,6 +72,11 @@ class StoreParts:
         return self._part(("artifact_rows", ""), lambda: SQLiteArtifactRows(self._store))
 
     @property
+    def output_contents(self) -> None:
+        """None: large tool outputs are files in a folder beside the database."""
+        return None
+
+    @property
     def jobs(self) -> SQLiteJobStore:
         """Background jobs (:class:`~memci.store.JobStore`)."""
         from memci.store.sqlite._jobs import SQLiteJobStore

@@ -9,6 +9,7 @@ FTS5). User text reaches ``MATCH`` only as the analyzer's quoted terms.
 
 from __future__ import annotations
 
+import heapq
 import json
 import math
 import sqlite3
@@ -28,6 +29,11 @@ if TYPE_CHECKING:
 __all__ = ["SQLiteMessageSearch", "session_names"]
 
 _SCOPE_TERMS_MAX = 20  # up to this many sessions are always filtered inside FTS5
+_RARE = 3_000  # a term in more entries than this is common: searched among the newest only
+_POSTINGS = 12_000  # postings of rare terms one search scores at most
+_RECENT = 2_000  # the newest entries a search of common terms looks at
+_TERMS_MAX = 12  # rare terms of one query searched at most (the rarest)
+_COMMON_MAX = 4  # common terms of one query searched (among the newest) at most
 
 
 def session_names(db: sqlite3.Connection, ids: Collection[int]) -> dict[int, str]:
@@ -71,6 +77,7 @@ class SQLiteMessageSearch:
         with store.write() as db:
             ensure_fts(db, "memory_fts", analyzer)
         self._names: dict[int, str] = {}
+        self._dfs: dict[str, tuple[int, int]] = {}  # term -> (entries holding it, index size)
 
     # -- writing -------------------------------------------------------------------------
 
@@ -217,14 +224,53 @@ class SQLiteMessageSearch:
         self, db: sqlite3.Connection, match: str, k: int, where: SearchFilter,
         context_weight: float,
     ) -> list[tuple[float, Candidate]]:
-        expr = f"{{body context}} : ({match})"
+        """BM25 over the terms of ``match``, scoring a bounded number of postings.
+
+        FTS5 scores every row that matches, so an OR of common words scores most of the
+        index. The terms are split by how many entries hold them (counted once, capped,
+        cached): rare ones are searched in the whole index, at most :data:`_POSTINGS`
+        postings of them; common ones (in more than :data:`_RARE` entries, so they add
+        little to BM25) only among the newest :data:`_RECENT` entries, ranked after every
+        match of a rare term. So a search costs about the same at 1k or 100k entries,
+        whatever the words.
+        """
         sessions = where.sessions
         if sessions is not None and not sessions:
             return []
+        scope = ""
         if sessions is not None and self._scope_in_fts(db, sessions):
             scope = " OR ".join(f'"s{int(s)}x"' for s in sessions)
-            expr = f"({expr}) AND (scope : ({scope}))"
             where = SearchFilter(None, where.start, where.end, where.roles)
+        parts = match.split(" OR ")
+        counted = sorted((self._df(db, part), part) for part in parts)
+        rare: list[str] = []
+        postings = 0
+        for df, part in counted:
+            if df > _RARE or len(rare) >= _TERMS_MAX or (rare and postings + df > _POSTINGS):
+                break
+            rare.append(part)
+            postings += df
+        found: list[tuple[float, Candidate]] = []
+        if rare:
+            found = self._ranked(db, rare, scope, where, context_weight, k)
+        if len(rare) < len(parts) and len(found) < k:
+            # The rest only among the newest entries: bounded, and ranked below.
+            seen = {c.doc for _, c in found}
+            top = min((score for score, _ in found), default=0.0)
+            common = [part for _, part in counted[len(rare):]][:_COMMON_MAX]
+            extra = self._newest(db, common, scope, where, k + len(seen))
+            found += [(min(score, top) - 1e-9 * (i + 1), cand)
+                      for i, (score, cand) in enumerate(extra) if cand.doc not in seen]
+        return found[:k]
+
+    def _ranked(
+        self, db: sqlite3.Connection, parts: Sequence[str], scope: str, where: SearchFilter,
+        context_weight: float, k: int,
+    ) -> list[tuple[float, Candidate]]:
+        """FTS5's BM25 over ``parts`` (rare terms: few postings to score)."""
+        expr = f"{{body context}} : ({' OR '.join(parts)})"
+        if scope:
+            expr = f"({expr}) AND (scope : ({scope}))"
         sql, args = _filters(where)
         t = self.table
         if sql:
@@ -243,6 +289,60 @@ class SQLiteMessageSearch:
                 " ORDER BY r.s, d.id", (context_weight, expr, k),
             ).fetchall()
         return [(-float(r[3]), Candidate(int(r[0]), int(r[1]), int(r[2]))) for r in rows]
+
+    def _newest(
+        self, db: sqlite3.Connection, parts: Sequence[str], scope: str, where: SearchFilter,
+        k: int,
+    ) -> list[tuple[float, Candidate]]:
+        """Common terms among the newest :data:`_RECENT` entries, ranked without FTS5's BM25.
+
+        BM25 in FTS5 counts each term's rows over the whole index: for a common term that
+        is most of it. Here each term's rows are read within the newest entries only, and
+        an entry scores the sum of its terms' weights there (``ln(1 + n / rows)``); newer
+        first at a tie.
+        """
+        t = self.table
+        top = int(db.execute(f"SELECT COALESCE(MAX(rowid), 0) FROM {t}").fetchone()[0])
+        lowest = max(0, top - _RECENT)
+        scored: dict[int, float] = {}
+        for part in parts:
+            expr = f"{{body context}} : {part}"
+            if scope:
+                expr = f"({expr}) AND (scope : ({scope}))"
+            docs = [r[0] for r in db.execute(
+                f"SELECT rowid FROM {t} WHERE {t} MATCH ? AND rowid > ?", (expr, lowest))]
+            if docs:
+                weight = math.log(1 + (top - lowest) / len(docs))
+                for doc in docs:
+                    scored[doc] = scored.get(doc, 0.0) + weight
+        best = heapq.nlargest(k * 4, scored, key=lambda d: (scored[d], d))
+        sql, args = _filters(where)
+        rows = db.execute(
+            "SELECT d.id, d.session_id, d.seq FROM memory_docs d WHERE d.id IN"
+            f" (SELECT value FROM json_each(?)){sql}", (json.dumps(best), *args)).fetchall()
+        keep = {int(r[0]): Candidate(int(r[0]), int(r[1]), int(r[2])) for r in rows}
+        return [(scored[d], keep[d]) for d in best if d in keep][:k]
+
+    def _df(self, db: sqlite3.Connection, part: str) -> int:
+        """Entries holding the quoted term ``part``, counted up to :data:`_RARE` + 1.
+
+        Cached per term until the index has grown by a tenth: a term's share moves slowly.
+        """
+        size = self._size(db)
+        cached = self._dfs.get(part)
+        if cached is not None and size <= cached[1] * 1.1 + 16:
+            return cached[0]
+        t = self.table
+        count = int(db.execute(
+            f"SELECT COUNT(*) FROM (SELECT rowid FROM {t} WHERE {t} MATCH ? LIMIT ?)",
+            (f"{{body context}} : {part}", _RARE + 1)).fetchone()[0])
+        if len(self._dfs) >= 16_384:
+            self._dfs.clear()
+        self._dfs[part] = (count, size)
+        return count
+
+    def _size(self, db: sqlite3.Connection) -> int:
+        return int(db.execute(f"SELECT COALESCE(MAX(rowid), 0) FROM {self.table}").fetchone()[0])
 
     def _scope_in_fts(self, db: sqlite3.Connection, sessions: Collection[int]) -> bool:
         """Whether to filter by ``sessions`` inside FTS5 (scope terms) rather than by a join.

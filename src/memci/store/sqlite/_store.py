@@ -79,6 +79,7 @@ class SQLiteStore(StoreParts):
         self._migrated: set[str] = set()
         self._migrated_before: set[str] = set()  # as it was when the transaction began
         self._db: sqlite3.Connection | None = None
+        self._synchronous = synchronous.upper()
         self.sqlite_vec = False
         #: Reads a tool output kept whole in an artifact file, by its SHA-256; set by the
         #: artifact store made over this store (see :meth:`messages`).
@@ -109,6 +110,7 @@ class SQLiteStore(StoreParts):
             if str(mode).lower() != "wal" and str(self.path) != ":memory:":
                 raise StoreError(f"cannot put {self.path} in WAL mode (got {mode})")
             db.execute(f"PRAGMA synchronous = {synchronous}")
+            self._synchronous = synchronous
             db.execute("PRAGMA foreign_keys = ON")
             # Reading the schema reads page 1 and the schema table: a foreign file, or one
             # damaged there, fails here, when opened, not at the first session.
@@ -137,11 +139,15 @@ class SQLiteStore(StoreParts):
         return self._db
 
     @contextmanager
-    def write(self) -> Iterator[sqlite3.Connection]:
+    def write(self, *, durable: bool = True) -> Iterator[sqlite3.Connection]:
         """A write transaction (``BEGIN IMMEDIATE``): commit on success, roll back on error.
 
         Writes opened inside it (by this thread, which holds the store's lock) join it, so
         :meth:`atomic` makes several parts' writes one transaction.
+
+        ``durable=False`` (a cache any process derives again) commits without waiting for
+        the disk (``synchronous=NORMAL`` for this transaction): a power cut may lose it,
+        never corrupt the file nor any durable write before or after it.
 
         A failure of SQLite in the transaction raises :class:`StoreError` (a full disk
         :class:`~memci.errors.StoreFullError`, a damaged file
@@ -157,9 +163,13 @@ class SQLiteStore(StoreParts):
                 finally:
                     self._depth -= 1
                 return
+            relaxed = not durable and self._synchronous != "NORMAL"
             try:
+                if relaxed:
+                    db.execute("PRAGMA synchronous = NORMAL")
                 db.execute("BEGIN IMMEDIATE")
             except errors() as exc:
+                self._restore_synchronous(db, relaxed)
                 raise store_error(exc, self.path, "start a write on") from exc
             self._depth = 1
             self._migrated_before = set(self._migrated)
@@ -178,6 +188,15 @@ class SQLiteStore(StoreParts):
             except errors() as exc:
                 self._rollback(db)
                 raise store_error(exc, self.path, "commit to") from exc
+            finally:
+                self._restore_synchronous(db, relaxed)
+
+    def _restore_synchronous(self, db: sqlite3.Connection, relaxed: bool) -> None:
+        if relaxed:
+            try:
+                db.execute(f"PRAGMA synchronous = {self._synchronous}")
+            except errors() as exc:
+                raise store_error(exc, self.path, "configure") from exc
 
     def another(self) -> SQLiteStore:
         """A second store on the same file, with its own connection (for workers).

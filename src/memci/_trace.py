@@ -1,0 +1,239 @@
+"""OpenTelemetry spans of memci: one helper, and nothing at all when no tracer is set.
+
+memci traces through the OpenTelemetry API (``pip install 'memci[otel]'``) and the
+global tracer provider the application sets (``opentelemetry.trace.set_tracer_provider``);
+it never sets one itself, never exports, and does no work at import.
+
+Every traced point calls :func:`span` (a context manager) and, only when it yields a
+span, describes it with one of the ``describe_*`` functions::
+
+    with span("memci.build") as traced:
+        context = ...
+        if traced is not None:
+            describe_build(traced, session, context, before)
+
+Invariants:
+
+- **no cost when not traced**: without the ``opentelemetry`` package, or while the
+  global provider is the API's default (a proxy: nothing set yet) or a no-op one,
+  :func:`span` returns one shared null context: no span, no attributes, no allocation;
+  what it costs is a function call and a look at the global provider (tens of
+  nanoseconds; ``bench/bench_otel.py``);
+- a span that is not recording (sampled out) yields None, so attributes are computed
+  only for spans that keep them;
+- an exception inside a span is recorded on it and sets its status to ERROR, then
+  propagates unchanged; tracing never changes what memci does or returns;
+- attributes hold figures and names only (session, tenant, model, tool, token counts):
+  never the text of a message, a query or a tool's output.
+
+Span names and attributes follow the OpenTelemetry GenAI semantic conventions where they
+fit (``execute_tool {name}``, ``chat {model}``, ``embeddings {model}``;
+``gen_ai.conversation.id``, ``gen_ai.usage.input_tokens`` …), plus ``memci.*`` ones
+(see ``docs/integrations/otel.md``).
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager, contextmanager, nullcontext
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from opentelemetry.trace import Span, Tracer
+
+__all__ = [
+    "describe_add",
+    "describe_build",
+    "describe_chat",
+    "describe_job",
+    "describe_search",
+    "describe_tool",
+    "embed",
+    "span",
+]
+
+_OFF: AbstractContextManager[None] = nullcontext()
+_UNKNOWN = object()
+_api: Any = None  # opentelemetry.trace once imported; False when it cannot be
+# (the global provider last seen, the tracer made from it, or None when it is a no-op)
+_seen: tuple[object, Tracer | None] = (None, None)
+
+
+def _tracer() -> Tracer | None:
+    """memci's tracer from the global provider, or None while there is nothing to trace to."""
+    global _api, _seen
+    api = _api
+    if api is None:
+        try:
+            api = importlib.import_module("opentelemetry.trace")
+        except ImportError:
+            api = False
+        else:
+            api.get_tracer_provider()  # sets the provider named by the environment, if any
+        _api = api
+    if api is False:
+        return None
+    # The provider the application set, read where the API keeps it: while none is set,
+    # get_tracer_provider() looks the environment up and raises and catches a KeyError on
+    # every call (over a microsecond). The public call stands in if the API moves it.
+    provider: Any = getattr(api, "_TRACER_PROVIDER", _UNKNOWN)
+    if provider is None:
+        return None
+    if provider is _UNKNOWN:
+        provider = api.get_tracer_provider()
+    seen = _seen
+    if provider is seen[0]:
+        return seen[1]
+    # The API's proxy stands in until an application sets a provider; a span from it
+    # would be a no-op object, made and dropped on every call.
+    if isinstance(provider, api.ProxyTracerProvider | api.NoOpTracerProvider):
+        tracer = None
+    else:
+        from memci import __version__
+
+        tracer = provider.get_tracer("memci", __version__)
+    _seen = (provider, tracer)
+    return tracer
+
+
+def span(name: str, detail: object = None) -> AbstractContextManager[Span | None]:
+    """A span around the block, yielded when it records (else None).
+
+    It is named ``name``, or ``"{name} {detail}"`` when ``detail`` is given (the name
+    is made only when there is a tracer, so an untraced call builds no string).
+    """
+    tracer = _tracer()
+    if tracer is None:
+        return _OFF
+    return _recording(tracer, name if detail is None else f"{name} {detail}")
+
+
+@contextmanager
+def _recording(tracer: Tracer, name: str) -> Iterator[Span | None]:
+    with tracer.start_as_current_span(name, record_exception=True,
+                                      set_status_on_exception=True) as current:
+        yield current if current.is_recording() else None
+
+
+# -- what each span says -----------------------------------------------------------------
+
+
+class _Session(Protocol):
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def tenant(self) -> str: ...
+
+
+def _conversation(traced: Span, session: _Session) -> None:
+    traced.set_attribute("gen_ai.conversation.id", session.name)
+    traced.set_attribute("memci.tenant", session.tenant)
+
+
+def describe_add(traced: Span, session: _Session, stored: Sequence[Any]) -> None:
+    """``memci.add``: how many messages were stored, their tokens, the last seq."""
+    _conversation(traced, session)
+    traced.set_attribute("memci.messages", len(stored))
+    traced.set_attribute("memci.tokens", sum(m.tokens or 0 for m in stored))
+    if stored and stored[-1].seq is not None:
+        traced.set_attribute("memci.seq", stored[-1].seq)
+
+
+def describe_build(
+    traced: Span, session: _Session, context: Any, model: str | None,
+    counts: Mapping[str, int],
+) -> None:
+    """``memci.build``: the request's tokens by segment, the budget, what it saved.
+
+    ``counts`` are the session's archive, recall and evict counts so far, in pages (as
+    ``session.stats()``); ``memci.events`` says what this build archived or evicted.
+    """
+    stats = context.stats
+    _conversation(traced, session)
+    if model:
+        traced.set_attribute("gen_ai.request.model", model)
+    traced.set_attribute("gen_ai.usage.input_tokens", stats.total_tokens)
+    traced.set_attribute("memci.budget", stats.budget)
+    traced.set_attribute("memci.tokens_saved", stats.saved_tokens)
+    traced.set_attribute("memci.tokens.full", stats.full_tokens)
+    traced.set_attribute("memci.tokens.prefix", stats.prefix_tokens)
+    for segment, tokens in stats.sections.items():
+        traced.set_attribute(f"memci.tokens.{segment}", tokens)
+    traced.set_attribute("memci.messages", stats.messages)
+    traced.set_attribute("memci.recipe", stats.recipe)
+    traced.set_attribute("memci.strategy", stats.strategy)
+    traced.set_attribute("memci.events", list(stats.events))
+    for kind, attribute in (("archive", "memci.archived"), ("recall", "memci.recalled"),
+                            ("evict", "memci.evicted")):
+        traced.set_attribute(attribute, counts.get(kind, 0))
+
+
+def describe_search(traced: Span, session: _Session, scope: str, k: int,
+                    hits: Sequence[Any]) -> None:
+    """``memci.search``: where it looked, how many it asked for and found (no query text)."""
+    _conversation(traced, session)
+    traced.set_attribute("memci.search.scope", scope)
+    traced.set_attribute("memci.search.k", k)
+    traced.set_attribute("memci.search.hits", len(hits))
+
+
+def describe_tool(traced: Span, session: _Session, name: str, result: str) -> None:
+    """``execute_tool {name}``: one of memci's own tools; a refusal is an error."""
+    _conversation(traced, session)
+    traced.set_attribute("gen_ai.operation.name", "execute_tool")
+    traced.set_attribute("gen_ai.tool.name", name)
+    traced.set_attribute("gen_ai.tool.type", "function")
+    traced.set_attribute("memci.tool.result_chars", len(result))
+    if result.startswith("error:"):
+        from opentelemetry.trace import Status, StatusCode
+
+        traced.set_attribute("error.type", "tool_error")
+        traced.set_status(Status(StatusCode.ERROR, result[:200]))
+
+
+def describe_job(traced: Span, kind: str, key: str, attempt: int, outcome: str) -> None:
+    """``memci.job {kind}``: a background job's attempt and how it ended."""
+    traced.set_attribute("memci.job.kind", kind)
+    traced.set_attribute("memci.job.key", key)
+    traced.set_attribute("memci.job.attempt", attempt)
+    traced.set_attribute("memci.job.outcome", outcome)
+
+
+def describe_chat(traced: Span, provider: str, model: str, max_tokens: int,
+                  reply: Any) -> None:
+    """``chat {model}``: memci's own call to a model (summaries), with its usage."""
+    traced.set_attribute("gen_ai.operation.name", "chat")
+    traced.set_attribute("gen_ai.provider.name", provider)
+    traced.set_attribute("gen_ai.request.model", model)
+    traced.set_attribute("gen_ai.request.max_tokens", max_tokens)
+    traced.set_attribute("gen_ai.response.model", reply.model)
+    if reply.input_tokens is not None:
+        traced.set_attribute("gen_ai.usage.input_tokens", reply.input_tokens)
+    if reply.output_tokens is not None:
+        traced.set_attribute("gen_ai.usage.output_tokens", reply.output_tokens)
+    if reply.stop_reason:
+        traced.set_attribute("gen_ai.response.finish_reasons", [reply.stop_reason])
+
+
+class _Embedder(Protocol):
+    name: str
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]: ...
+
+
+def embed(embedder: _Embedder, texts: Sequence[str]) -> list[list[float]]:
+    """``embedder.embed(texts)`` in an ``embeddings {model}`` span."""
+    if _tracer() is None:
+        return embedder.embed(texts)
+    model = embedder.name.partition(":")[2] or embedder.name
+    with span("embeddings", model) as traced:
+        vectors = embedder.embed(texts)
+        if traced is not None:
+            traced.set_attribute("gen_ai.operation.name", "embeddings")
+            traced.set_attribute("gen_ai.request.model", model)
+            traced.set_attribute("memci.texts", len(texts))
+            if vectors:
+                traced.set_attribute("gen_ai.embeddings.dimension.count", len(vectors[0]))
+        return vectors

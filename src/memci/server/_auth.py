@@ -1,0 +1,60 @@
+"""Who is calling: the tenant of a request's API key, for the REST API, proxy and ``/mcp``.
+
+One check for every route, so the REST API and MCP over HTTP accept exactly the same keys
+and refuse exactly the same requests (401, with ``WWW-Authenticate: Bearer``):
+
+- a key is sent as ``Authorization: Bearer <key>`` or as ``x-api-key`` (Anthropic's SDK);
+- two different keys on one request are refused (answering as either could act for the
+  wrong tenant);
+- an unknown or revoked key is refused; a known key's tenant is the only tenant the
+  request sees;
+- with ``auth=False`` (``memci serve --no-auth``, loopback only) every request is the
+  server's default tenant.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import anyio.to_thread
+
+from memci.server._config import ServerConfig
+from memci.server._errors import ApiError
+from memci.server._keys import KeyStore
+
+__all__ = ["sent_key", "tenant_of"]
+
+
+def sent_key(headers: Mapping[str, str]) -> str | None:
+    """The API key a request carries (None when it carries none).
+
+    Raises ApiError 401 when ``Authorization`` and ``x-api-key`` hold two different keys.
+    """
+    bearer: str | None = None
+    authorization = headers.get("authorization")
+    if authorization:
+        scheme, _, credentials = authorization.partition(" ")
+        credentials = credentials.strip()
+        if scheme.lower() == "bearer" and credentials:
+            bearer = credentials
+    other = headers.get("x-api-key")  # also when empty: an empty header is not "no header"
+    if bearer is not None and other is not None and other != bearer:
+        raise ApiError(401, "unauthorized",
+                       "the request carries two different API keys (Authorization and "
+                       "x-api-key); send one")
+    return bearer if bearer is not None else (other or None)
+
+
+async def tenant_of(keys: KeyStore, config: ServerConfig, headers: Mapping[str, str]) -> str:
+    """The tenant of the request's key; ApiError 401 when there is no valid key."""
+    if not config.auth:
+        return config.default_tenant
+    key = sent_key(headers)
+    if not key:
+        raise ApiError(401, "unauthorized", "send an API key as 'Authorization: Bearer <key>'")
+    found, tenant = keys.cached(key)  # most requests: no thread, no store read
+    if not found:
+        tenant = await anyio.to_thread.run_sync(keys.tenant_of, key)
+    if tenant is None:
+        raise ApiError(401, "unauthorized", "the API key is unknown or revoked")
+    return tenant

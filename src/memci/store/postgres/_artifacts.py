@@ -1,0 +1,256 @@
+"""Artifacts in PostgreSQL: their rows (:class:`~memci.store.ArtifactRows`) and large contents.
+
+Tables of the ``workspace`` series: ``workspace_blobs`` (one per content; ``content`` holds
+an inline output's UTF-8, NULL when the output is large) and ``workspace_artifacts`` (one
+per call; ``seq`` is an identity column, so a link's number is never reused). A large
+output lives in ``artifact_contents`` (``postgres`` series), in parts of
+:data:`PART_BYTES`, written in the transaction that stores its blob's row: every server
+reads it from the database, none keeps it on its own disk only, and a write that rolls
+back leaves nothing behind (:class:`PostgresOutputContents`).
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from collections.abc import Collection, Iterable, Sequence
+from datetime import datetime
+from typing import Any, BinaryIO, cast
+
+from memci.errors import StoreError, UnknownSessionError
+from memci.store._artifacts import Artifact, Blob
+from memci.store.postgres._db import Database
+
+__all__ = ["PART_BYTES", "PostgresArtifactRows", "PostgresOutputContents"]
+
+PART_BYTES = 1 << 20
+"""Bytes per stored part of a large output: a range read fetches only the parts it spans."""
+
+_SELECT = (
+    "SELECT b.id, b.bytes, b.chars, b.lines, a.exit_code, a.summary, a.tool_name, a.call_id,"
+    " a.arguments, a.owner, a.session_id, a.created_at, b.content IS NULL, b.sha256,"
+    " a.is_error, a.seq FROM workspace_artifacts a JOIN workspace_blobs b"
+    " ON b.id = a.artifact_id"
+)
+
+
+def _artifact(row: Sequence[Any]) -> Artifact:
+    return Artifact(
+        id=str(row[0]), size=int(row[1]), chars=int(row[2]), lines=int(row[3]),
+        exit_code=None if row[4] is None else int(row[4]),
+        summary=tuple(json.loads(row[5])), tool_name=row[6], call_id=row[7],
+        arguments=row[8], owner=str(row[9]), session_id=int(row[10]),
+        created_at=datetime.fromisoformat(row[11]), stored="file" if row[12] else "inline",
+        sha256=str(row[13]), is_error=bool(row[14]), seq=int(row[15]),
+    )
+
+
+def _summary(lines: Sequence[str]) -> str:
+    return json.dumps(list(lines), ensure_ascii=False)
+
+
+class PostgresArtifactRows:
+    """Blobs and links of one PostgreSQL store."""
+
+    def __init__(self, store: Database) -> None:
+        self._store = store
+
+    def blob(self, artifact_id: str) -> Blob | None:
+        """The blob with this id, or None."""
+        with self._store.read() as db:
+            row = db.execute("SELECT id, sha256, bytes, chars, lines, content FROM"
+                             " workspace_blobs WHERE id = %s", (artifact_id,)).fetchone()
+        if row is None:
+            return None
+        return Blob(id=str(row[0]), sha256=str(row[1]), size=int(row[2]), chars=int(row[3]),
+                    lines=int(row[4]),
+                    content=None if row[5] is None else bytes(row[5]).decode("utf-8"))
+
+    def blob_id(self, sha256: str) -> str | None:
+        """The id of the blob whose content has this SHA-256, or None."""
+        with self._store.read() as db:
+            row = db.execute("SELECT id FROM workspace_blobs WHERE sha256 = %s",
+                             (sha256,)).fetchone()
+        return None if row is None else str(row[0])
+
+    def exists(self, artifact_id: str) -> bool:
+        """Whether a blob has this id."""
+        with self._store.read() as db:
+            return db.execute("SELECT 1 FROM workspace_blobs WHERE id = %s",
+                              (artifact_id,)).fetchone() is not None
+
+    def add_blob(self, blob: Blob, *, created_at: datetime) -> None:
+        """Store a new blob."""
+        content = None if blob.content is None else blob.content.encode("utf-8")
+        with self._store.write() as db:
+            db.execute(
+                "INSERT INTO workspace_blobs (id, sha256, bytes, chars, lines, content,"
+                " created_at) VALUES (%s, %s, %s, %s, %s, %s, %s)",
+                (blob.id, blob.sha256, blob.size, blob.chars, blob.lines, content,
+                 created_at.isoformat()))
+
+    def link(
+        self, artifact_id: str, *, session_id: int, call_id: str | None,
+        tool_name: str | None, arguments: str | None, exit_code: int | None,
+        is_error: bool, summary: Sequence[str], owner: str, created_at: datetime,
+    ) -> Artifact:
+        """Link a stored blob to one tool call of a session; return the artifact."""
+        with self._store.write() as db:
+            if db.execute("SELECT 1 FROM sessions WHERE id = %s",
+                          (session_id,)).fetchone() is None:
+                raise UnknownSessionError(f"no session with id {session_id} in the store "
+                                          f"{self._store.location}: create the session first")
+            row = db.execute(
+                "INSERT INTO workspace_artifacts (artifact_id, session_id, call_id, tool_name,"
+                " arguments, exit_code, is_error, summary, owner, created_at)"
+                " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s) RETURNING seq",
+                (artifact_id, session_id, call_id, tool_name, arguments, exit_code,
+                 int(is_error), _summary(summary), owner, created_at.isoformat())).fetchone()
+            assert row is not None
+            found = db.execute(_SELECT + " WHERE a.seq = %s", (row[0],)).fetchone()
+        assert found is not None
+        return _artifact(found)
+
+    def set_summary(self, seq: int, summary: Sequence[str]) -> None:
+        """Replace the summary of the link ``seq``."""
+        with self._store.write() as db:
+            db.execute("UPDATE workspace_artifacts SET summary = %s WHERE seq = %s",
+                       (_summary(summary), seq))
+
+    def file_ids(self) -> set[str]:
+        """Ids of every blob whose content is kept outside its row."""
+        with self._store.read() as db:
+            return {str(r[0]) for r in db.execute(
+                "SELECT id FROM workspace_blobs WHERE content IS NULL")}
+
+    def latest(self, artifact_id: str) -> Artifact | None:
+        """The blob as linked to its latest call, or None."""
+        with self._store.read() as db:
+            row = db.execute(_SELECT + " WHERE b.id = %s ORDER BY a.seq DESC LIMIT 1",
+                             (artifact_id,)).fetchone()
+        return None if row is None else _artifact(row)
+
+    def calls(self, artifact_id: str) -> list[Artifact]:
+        """Every link of the blob, oldest first."""
+        with self._store.read() as db:
+            rows = db.execute(_SELECT + " WHERE b.id = %s ORDER BY a.seq",
+                              (artifact_id,)).fetchall()
+        return [_artifact(r) for r in rows]
+
+    def for_call(self, session_id: int, call_id: str) -> Artifact | None:
+        """The latest link of the call ``call_id`` of the session, or None."""
+        with self._store.read() as db:
+            row = db.execute(_SELECT + " WHERE a.session_id = %s AND a.call_id = %s"
+                             " ORDER BY a.seq DESC LIMIT 1", (session_id, call_id)).fetchone()
+        return None if row is None else _artifact(row)
+
+    def for_session(self, session_id: int) -> list[Artifact]:
+        """Every link of the session, oldest first."""
+        with self._store.read() as db:
+            rows = db.execute(_SELECT + " WHERE a.session_id = %s ORDER BY a.seq",
+                              (session_id,)).fetchall()
+        return [_artifact(r) for r in rows]
+
+
+class PostgresOutputContents:
+    """Large tool outputs in ``artifact_contents`` (:class:`~memci.store.OutputContents`)."""
+
+    in_transaction = True
+
+    def __init__(self, store: Database) -> None:
+        self._store = store
+        self.location = f"the database {store.location}"
+
+    def write(self, artifact_id: str, chunks: Iterable[bytes], size: int, sha256: str) -> None:
+        """Store the content in parts of :data:`PART_BYTES`, in the caller's transaction."""
+        buffer = bytearray()
+        part = 0
+        written = 0
+        with self._store.write() as db:
+            db.execute("DELETE FROM artifact_contents WHERE artifact_id = %s", (artifact_id,))
+
+            def flush(data: bytes) -> None:
+                nonlocal part, written
+                db.execute("INSERT INTO artifact_contents (artifact_id, part, data)"
+                           " VALUES (%s, %s, %s)", (artifact_id, part, data))
+                part += 1
+                written += len(data)
+
+            for chunk in chunks:
+                buffer += chunk
+                while len(buffer) >= PART_BYTES:
+                    flush(bytes(buffer[:PART_BYTES]))
+                    del buffer[:PART_BYTES]
+            if buffer or not part:
+                flush(bytes(buffer))
+            if written != size:
+                raise StoreError(f"artifact {artifact_id}: {written} bytes given, {size} "
+                                 "expected; nothing was stored")
+
+    def open(self, artifact_id: str, size: int) -> BinaryIO:
+        """A seekable reader that fetches the parts a read spans."""
+        with self._store.read() as db:
+            row = db.execute("SELECT count(*), COALESCE(SUM(octet_length(data)), 0)"
+                             " FROM artifact_contents WHERE artifact_id = %s",
+                             (artifact_id,)).fetchone()
+        parts, stored = (int(row[0]), int(row[1])) if row else (0, 0)
+        if parts == 0:
+            raise StoreError(f"artifact artifact:{artifact_id} is recorded but its content is "
+                             f"not in {self.location}: the store is damaged; restore it from "
+                             "a backup")
+        if stored != size:
+            raise StoreError(f"artifact artifact:{artifact_id} has {stored} bytes in "
+                             f"{self.location}, not the {size} recorded")
+        reader = io.BufferedReader(_Parts(self._store, artifact_id, size),
+                                   buffer_size=PART_BYTES)
+        return cast(BinaryIO, reader)
+
+    def sweep(self, named: Collection[str], *, older_than: float) -> int:
+        """Nothing to sweep: a content is written with the rows that name it."""
+        return 0
+
+
+class _Parts(io.RawIOBase):
+    """The bytes of one stored content, read part by part (the last part read is kept)."""
+
+    def __init__(self, store: Database, artifact_id: str, size: int) -> None:
+        super().__init__()
+        self._store = store
+        self._id = artifact_id
+        self._size = size
+        self._pos = 0
+        self._cached: tuple[int, bytes] | None = None
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def tell(self) -> int:
+        return self._pos
+
+    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
+        base = {io.SEEK_SET: 0, io.SEEK_CUR: self._pos, io.SEEK_END: self._size}[whence]
+        self._pos = max(0, base + offset)
+        return self._pos
+
+    def _part(self, number: int) -> bytes:
+        if self._cached is not None and self._cached[0] == number:
+            return self._cached[1]
+        with self._store.read() as db:
+            row = db.execute("SELECT data FROM artifact_contents WHERE artifact_id = %s"
+                             " AND part = %s", (self._id, number)).fetchone()
+        data = bytes(row[0]) if row else b""
+        self._cached = (number, data)
+        return data
+
+    def readinto(self, buffer: Any) -> int:
+        view = memoryview(buffer).cast("B")
+        if self._pos >= self._size or not len(view):
+            return 0
+        number, within = divmod(self._pos, PART_BYTES)
+        data = self._part(number)[within:within + len(view)]
+        view[:len(data)] = data
+        self._pos += len(data)
+        return len(data)

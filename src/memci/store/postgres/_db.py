@@ -1,0 +1,45 @@
+"""What every PostgreSQL part needs of the store it belongs to: a protocol.
+
+Parts never import the store; :class:`~memci.store.postgres.PostgresStore` provides it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
+from typing import Any, Protocol, TypeAlias
+
+import psycopg
+
+__all__ = ["Connection", "Database"]
+
+Connection: TypeAlias = psycopg.Connection[tuple[Any, ...]]
+
+
+class Database(Protocol):
+    """The store's server, its transactions and its derived tables."""
+
+    location: str
+
+    def read(self) -> AbstractContextManager[Connection]:
+        """A connection for reads: the open transaction's on this thread, else a pooled one."""
+        ...
+
+    def snapshot(self) -> AbstractContextManager[Connection]:
+        """A connection whose statements all read one consistent snapshot."""
+        ...
+
+    def write(self) -> AbstractContextManager[Connection]:
+        """A write transaction (joined by writes inside it, on this thread)."""
+        ...
+
+    def locked(self, doing: str, work: Callable[[Connection], object]) -> None:
+        """Run ``work`` in a transaction of its own under the migration lock."""
+        ...
+
+    def derive(
+        self, name: str, statements: Sequence[str],
+        fill: Callable[[Connection], None] | None = None,
+    ) -> bool:
+        """Make the derived table ``name`` once, committed on its own; True when just made."""
+        ...

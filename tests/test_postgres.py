@@ -1,0 +1,294 @@
+"""The PostgreSQL backend through the engine: opening by URL, servers sharing one database.
+
+Every test runs on a real PostgreSQL (tests/pg.py starts one); the storage protocols
+themselves are checked by the contract suite (tests/contract), on both backends.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+import memci
+from memci.errors import ConfigError, MissingExtraError, StoreError
+from memci.memory import MessageIndex, get_analyzer
+from memci.server import KeyStore
+from memci.store import Scope, open_store
+from memci.store.postgres._terms import PORTER, TRIGRAM, terms
+from tests import pg
+
+TEXTS = [
+    "The quick brown foxes jumped over the lazy dogs' kennels, running swiftly.",
+    "Relational databases: normalization, generalizations and hopefulness; café naïve "
+    "résumé Ærøskøbing ŒUVRE straße İstanbul ﬁne",
+    "我们明天去杭州旅游，顺便看看西湖。Python 3.12 的 asyncio 很好用！",
+    "snake_case CamelCase e-mail x86_64 v1.2.3 don't ain't 'quoted' 42nd 1st",
+    "caresses ponies ties caress cats feed agreed plastered bled motoring sing conflated "
+    "troubled sized hopping tanned falling hissing fizzed failing filing happy sky "
+    "relational conditional rational valenci hesitanci digitizer conformabli radicalli "
+    "differentli vileli analogousli vietnamization predication operator feudalism "
+    "decisiveness hopefulness callousness formaliti sensitiviti sensibiliti triplicate "
+    "formative formalize electriciti electrical hopeful goodness revival allowance "
+    "inference airliner gyroscopic adjustable defensible irritant replacement adjustment "
+    "dependent adoption homologou communism activate angulariti homologous effective "
+    "bowdlerize probate rate cease controll roll generously",
+]
+
+
+@pytest.fixture
+def url() -> str:
+    return pg.fresh_database()
+
+
+def _fts5_terms(spec: str, text: str) -> list[str]:
+    db = sqlite3.connect(":memory:")
+    db.execute(f"CREATE VIRTUAL TABLE t USING fts5(x, tokenize = '{spec}')")
+    db.execute("CREATE VIRTUAL TABLE v USING fts5vocab(t, 'instance')")
+    db.execute("INSERT INTO t (x) VALUES (?)", (text,))
+    return [r[0] for r in db.execute("SELECT term FROM v ORDER BY offset")]
+
+
+@pytest.mark.parametrize("spec", [PORTER, TRIGRAM])
+def test_terms_are_cut_as_sqlite_fts5_cuts_them(spec: str) -> None:
+    analyzer = get_analyzer("bigram")
+    for text in TEXTS:
+        document = analyzer.document(text) if spec == PORTER else text
+        assert terms(spec, document) == _fts5_terms(spec, document), text
+
+
+def test_an_engine_opens_a_postgresql_url_and_a_second_server_sees_the_same_session(
+    url: str, tmp_path: Path,
+) -> None:
+    one = memci.Engine.open(url, workers=0)
+    two = memci.Engine.open(url, workers=0)
+    try:
+        a = one.session("chat", user="u1", context_window=2000)
+        a.add({"role": "user", "content": "我们明天去杭州旅游"})
+        a.add({"role": "assistant", "content": "好的，西湖很美。"})
+        for i in range(30):
+            a.add({"role": "user", "content": f"question {i} about the red kayak " * 5})
+            a.add({"role": "assistant", "content": f"answer {i}: paddle harder " * 5})
+        b = two.session("chat", user="u1")
+        assert [m.content for m in b.messages()] == [m.content for m in a.messages()]
+        built_b = b.build()
+        built_a = a.build()
+        assert [m.content for m in built_a.messages] == [m.content for m in built_b.messages]
+        hits = b.search("杭州", k=3)
+        assert hits and "杭州" in hits[0].message.content
+        assert b.search("kayak", k=3)
+    finally:
+        one.close()
+        two.close()
+    assert not any(tmp_path.iterdir())  # nothing on this machine's disk
+
+
+def test_a_large_tool_output_is_in_the_database_and_every_server_reads_it(
+    url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    output = "".join(f"line {i}: {'数据' if i % 7 else 'data'} {'x' * 60}\n" for i in range(40000))
+    one = memci.Engine.open(url, workers=0)
+    two = memci.Engine.open(url, workers=0)
+    try:
+        assert one.workspace.artifacts.files_dir is None
+        a = one.session("tools")
+        a.add({"role": "assistant", "content": "", "tool_calls": [
+            {"id": "c1", "type": "function", "function": {"name": "bash", "arguments": "{}"}}]})
+        a.add({"role": "tool", "tool_call_id": "c1", "content": output})
+        b = two.session("tools")
+        assert b.messages()[1].content == output
+        record = two.store.session("default", "tools")
+        assert record is not None
+        (artifact,) = two.workspace.artifacts.for_session(record.id)
+        assert artifact.stored == "file" and artifact.size > 1 << 20  # several parts
+        got = b.call_tool("artifact_get", {"id": artifact.id, "offset": 1_000_000,
+                                           "length": 500})
+        assert output[1_000_000:1_000_500] in got
+        assert two.workspace.artifacts.read_lines(artifact.id, 39999, 2) == "".join(
+            output.splitlines(keepends=True)[39998:40000])
+    finally:
+        one.close()
+        two.close()
+    assert list(tmp_path.iterdir()) == []  # no artifacts folder on this server's disk
+
+
+def test_memci_db_names_the_store(url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MEMCI_DB", url)
+    engine = memci.Engine.open(workers=0)
+    try:
+        assert engine.store.location.startswith("postgresql://")
+        engine.session("env").add({"role": "user", "content": "hi"})
+    finally:
+        engine.close()
+    again = open_store(url)
+    try:
+        found = again.session("default", "env")
+        assert found is not None and again.last_seq(found) == 1
+    finally:
+        again.close()
+
+
+def test_sqlite_urls_and_unknown_schemes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    store = open_store("sqlite:///rel.db")
+    store.close()
+    assert (tmp_path / "rel.db").is_file()
+    store = open_store(f"sqlite:///{tmp_path}/abs.db")
+    store.close()
+    assert (tmp_path / "abs.db").is_file()
+    with pytest.raises(ConfigError, match=r"mysql://.*postgresql://"):
+        memci.Engine.open("mysql://u@h/db")
+
+
+def test_a_missing_extra_names_the_install_command() -> None:
+    code = ("import sys; sys.modules['psycopg'] = None\n"
+            "import memci\n"
+            "try:\n    memci.Engine.open('postgresql://u@127.0.0.1:1/x')\n"
+            "except memci.errors.MissingExtraError as e:\n    print(e)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=60, check=True).stdout
+    assert "pip install 'memci[postgres]'" in out
+    assert issubclass(MissingExtraError, memci.MemciError)
+
+
+def test_an_unreachable_server_is_a_store_error_that_says_what_to_check() -> None:
+    with pytest.raises(StoreError, match=r"cannot be reached.*check that it runs"):
+        open_store("postgresql://nobody:secret@127.0.0.1:1/none?connect_timeout=2")
+    with pytest.raises(StoreError) as raised:
+        open_store("postgresql://nobody:secret@127.0.0.1:1/none?connect_timeout=2")
+    assert "secret" not in str(raised.value)
+
+
+def test_servers_starting_at_once_migrate_once(url: str) -> None:
+    stores: list[object] = []
+    errors: list[BaseException] = []
+    start = threading.Barrier(4)
+
+    def open_one() -> None:
+        start.wait()
+        try:
+            stores.append(open_store(url))
+        except BaseException as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=open_one) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors and len(stores) == 4
+    import psycopg
+
+    with psycopg.connect(url) as conn:
+        rows = conn.execute("SELECT component, version, count(*) FROM memci_migrations"
+                            " GROUP BY component, version HAVING count(*) > 1").fetchall()
+    assert rows == []
+    for store in stores:
+        store.close()  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("analyzer", ["bigram", "trigram"])
+def test_a_message_with_a_nul_character_is_kept_exactly(url: str, analyzer: str) -> None:
+    # PostgreSQL's text cannot hold U+0000: the log keeps it (in JSON), the index cuts at it
+    engine = memci.Engine.open(url, workers=0)
+    try:
+        session = engine.session("nul")
+        session.add({"role": "user", "content": "zeppelin\x00 hangar"})
+        assert [m.content for m in session.messages()] == ["zeppelin\x00 hangar"]
+        index = MessageIndex(engine.store, analyzer=analyzer, embedder=None)
+        index.sync()
+        assert index.search("zeppelin", k=1)
+    finally:
+        engine.close()
+
+
+def test_pg_url_in_the_environment_is_never_read_at_import() -> None:
+    env = {**os.environ, "MEMCI_DB": "postgresql://nobody@127.0.0.1:1/x"}
+    subprocess.run([sys.executable, "-c", "import memci, memci.store, memci.server"],
+                   env=env, check=True, timeout=60)
+
+
+def _fill(engine: memci.Engine) -> memci.Session:
+    """A session with archived pages, a large tool output, a pin; a key and a memory item."""
+    session = engine.session("moved", user="u1", context_window=1500)
+    session.add({"role": "system", "content": "You are terse."})
+    for i in range(20):
+        session.add({"role": "user", "content": f"question {i} about the lighthouse 灯塔 " * 4})
+        session.add({"role": "assistant", "content": f"answer {i}: the keeper sleeps " * 4})
+        if i % 4 == 0:
+            session.build()
+    session.add({"role": "assistant", "content": "", "tool_calls": [
+        {"id": "c1", "type": "function", "function": {"name": "bash", "arguments": "{}"}}]})
+    session.add({"role": "tool", "tool_call_id": "c1", "content": "output line\n" * 20000})
+    session.call_tool("pin_add", {"text": "the keeper is Ann", "source": "user"})
+    engine.memory.remember(Scope.user_scope("u1"), "u1 prefers tea", "preference")
+    KeyStore(engine.store).create("acme")
+    session.build()
+    return session
+
+
+def _same(one: memci.Engine, two: memci.Engine) -> None:
+    a, b = one.session("moved"), two.session("moved")
+    assert [(m.seq, m.role, m.content, m.created_at) for m in a.messages()] == [
+        (m.seq, m.role, m.content, m.created_at) for m in b.messages()]
+    assert [(e.kind, e.page, e.last_page) for e in one.store.context.events(
+        one.store.session("default", "moved"))] == [(e.kind, e.page, e.last_page) for e in
+                                                    two.store.context.events(
+                                                        two.store.session("default", "moved"))]
+    assert [m.content for m in a.build().messages] == [m.content for m in b.build().messages]
+    assert [h.message.seq for h in b.search("灯塔 keeper", k=5)] == [
+        h.message.seq for h in a.search("灯塔 keeper", k=5)]
+    assert b.call_tool("pin_list", {}) == a.call_tool("pin_list", {})
+    assert KeyStore(two.store).tenant_of("nope") is None
+    scope = Scope.user_scope("u1")
+    assert two.memory.recall("tea", scope=scope)
+    assert [h.message.content for h in two.memory.recall("tea", scope=scope)] == [
+        h.message.content for h in one.memory.recall("tea", scope=scope)]
+
+
+def test_migrate_copies_a_store_from_sqlite_to_postgresql_and_back(
+    url: str, tmp_path: Path,
+) -> None:
+    from click.testing import CliRunner
+
+    from memci.cli import main
+
+    source = tmp_path / "source.db"
+    with memci.Engine.open(source, workers=0) as engine:
+        _fill(engine)
+    result = CliRunner().invoke(main, ["migrate", "--from", str(source), "--to", url])
+    assert result.exit_code == 0, result.output
+    assert "every table's count verified" in result.output
+    back = tmp_path / "back.db"
+    result = CliRunner().invoke(main, ["migrate", "--from", url, "--to", str(back)])
+    assert result.exit_code == 0, result.output
+    with memci.Engine.open(source, workers=0) as one, memci.Engine.open(url, workers=0) as two, \
+            memci.Engine.open(back, workers=0) as three:
+        _same(one, two)
+        _same(one, three)
+        assert three.workspace.artifacts.files_dir is not None  # outputs are files again
+        assert any(three.workspace.artifacts.files_dir.rglob("*.txt"))
+        moved = two.session("moved")
+        moved.add({"role": "user", "content": "after the move"})  # ids go on after the copy
+        assert moved.messages()[-1].seq == one.session("moved").count() + 1
+    # a store that holds data is never a target: nothing is merged
+    result = CliRunner().invoke(main, ["migrate", "--from", str(source), "--to", url])
+    assert result.exit_code != 0 and "already holds" in result.output
+
+
+def test_export_and_import_work_across_backends(url: str, tmp_path: Path) -> None:
+    with memci.Engine.open(tmp_path / "a.db", workers=0) as engine:
+        session = _fill(engine)
+        path = tmp_path / "moved.jsonl"
+        with path.open("w", encoding="utf-8") as fh:
+            session.export_jsonl(fh)
+        original = [(m.role, m.content) for m in session.messages()]
+    with memci.Engine.open(url, workers=0) as engine, path.open(encoding="utf-8") as fh:
+        imported = engine.import_jsonl(fh, name="copy")
+        assert [(m.role, m.content) for m in imported.messages()] == original
