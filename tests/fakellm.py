@@ -8,7 +8,11 @@ background thread. It serves
 - ``POST /v1/responses`` and ``POST /responses`` — OpenAI Responses, answered as a
   reasoning model answers: a ``reasoning`` item (with ``encrypted_content``), a
   ``message`` with the reply's text and one ``function_call`` per call the reply
-  scripts (``Reply(text, calls=(("name", {...}),))``);
+  scripts (``Reply(text, calls=(("name", {...}),))``; Chat Completions answer those
+  with ``tool_calls``, Anthropic with ``tool_use`` blocks);
+- ``POST /v1/embeddings`` and ``POST /embeddings`` — OpenAI embeddings: one vector of
+  :data:`EMBEDDING_DIM` per input, a function of the text alone (:func:`fake_embedding`),
+  returned in reverse order with their ``index`` as a real server may;
 
 so ``fake.base_url`` works as the base URL of both ``OpenAIChatClient`` (it appends
 ``/chat/completions``) and ``AnthropicClient`` (it appends ``/v1/messages``), and
@@ -33,7 +37,10 @@ Responses requests are held to the rules the real API enforces on ``input`` and
 answering an earlier ``function_call``, a reasoning item passed back only right before
 the item it came before (as this server issued them, paired by id) and an item id passed
 back only after its reasoning, ids it never issued refused, and function tools that are
-strict (the API's default) only with a strict schema.
+strict (the API's default) only with a strict schema. Chat Completions and Anthropic
+requests are held to the tool rules too: every tool call answered right after it (by
+``tool`` messages; by ``tool_result`` blocks first in the next user message), every
+result answering such a call, and tools well formed with unique names.
 
 Example::
 
@@ -46,6 +53,7 @@ Example::
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import json
 import socket
@@ -61,6 +69,7 @@ from types import TracebackType
 from typing import Any, Literal, Self
 
 __all__ = [
+    "EMBEDDING_DIM",
     "Drop",
     "FakeLLM",
     "JSONReply",
@@ -69,12 +78,15 @@ __all__ = [
     "Reply",
     "Status",
     "echo_reply",
+    "fake_embedding",
 ]
 
-Provider = Literal["openai", "anthropic", "responses"]
+Provider = Literal["openai", "anthropic", "responses", "embeddings"]
 OPENAI_PATHS = ("/v1/chat/completions", "/chat/completions")
 ANTHROPIC_PATHS = ("/v1/messages",)
 RESPONSES_PATHS = ("/v1/responses", "/responses")
+EMBEDDINGS_PATHS = ("/v1/embeddings", "/embeddings")
+EMBEDDING_DIM = 8
 
 
 # -- recorded requests ---------------------------------------------------------------------
@@ -124,7 +136,7 @@ class Reply:
     model: str | None = None
     stop_reason: str | None = None
     usage: bool = True
-    calls: tuple[tuple[str, Mapping[str, Any]], ...] = ()  # Responses function calls
+    calls: tuple[tuple[str, Mapping[str, Any]], ...] = ()  # tool calls: (name, arguments)
 
 
 @dataclass(frozen=True)
@@ -457,7 +469,8 @@ class _Handler(BaseHTTPRequestHandler):
         path = self.path.split("?", 1)[0]
         provider: Provider | None = (
             "openai" if path in OPENAI_PATHS else "anthropic" if path in ANTHROPIC_PATHS
-            else "responses" if path in RESPONSES_PATHS else None
+            else "responses" if path in RESPONSES_PATHS
+            else "embeddings" if path in EMBEDDINGS_PATHS else None
         )
         try:
             decoded: Any = json.loads(body) if body else None
@@ -473,6 +486,7 @@ class _Handler(BaseHTTPRequestHandler):
             return
         problem = self._auth_problem(request) or (
             (_responses_problem(request, *fake._issued()) if provider == "responses"
+             else _embeddings_problem(request) if provider == "embeddings"
              else _shape_problem(request)) if fake.strict else None
         )
         if problem is not None:
@@ -506,6 +520,13 @@ class _Handler(BaseHTTPRequestHandler):
             else:
                 self._send_json(behaviour.status, behaviour.body, headers)
         else:
+            if provider == "embeddings":
+                inputs = request.json["input"]
+                data = [{"object": "embedding", "index": i, "embedding": fake_embedding(t)}
+                        for i, t in enumerate([inputs] if isinstance(inputs, str) else inputs)]
+                self._send_json(200, {"object": "list", "data": data[::-1],
+                                      "model": request.json["model"]})
+                return
             text = behaviour.text if behaviour.text is not None else fake.responder(request)
             if provider == "responses":
                 body = _response_body(request, behaviour, text, fake.model)
@@ -568,29 +589,42 @@ def _success_body(
         _request_texts(request)
     )
     output_tokens = reply.output_tokens if reply.output_tokens is not None else _estimate([text])
+    n = request.index
     if provider == "openai":
+        message: dict[str, Any] = {"role": "assistant", "content": text}
+        if reply.calls:
+            message["content"] = text or None
+            message["tool_calls"] = [
+                {"id": f"call_fake_{n}_{i}", "type": "function",
+                 "function": {"name": name, "arguments": json.dumps(dict(arguments))}}
+                for i, (name, arguments) in enumerate(reply.calls)]
         body: dict[str, Any] = {
-            "id": f"chatcmpl-fake-{request.index}",
+            "id": f"chatcmpl-fake-{n}",
             "object": "chat.completion",
             "created": int(time.time()),
             "model": model,
             "choices": [{
                 "index": 0,
-                "message": {"role": "assistant", "content": text},
-                "finish_reason": reply.stop_reason or "stop",
+                "message": message,
+                "finish_reason": reply.stop_reason or ("tool_calls" if reply.calls
+                                                       else "stop"),
             }],
         }
         if reply.usage:
             body["usage"] = {"prompt_tokens": input_tokens, "completion_tokens": output_tokens,
                              "total_tokens": input_tokens + output_tokens}
         return body
+    blocks: list[dict[str, Any]] = [{"type": "text", "text": text}] if text or not (
+        reply.calls) else []
+    blocks += [{"type": "tool_use", "id": f"toolu_fake_{n}_{i}", "name": name,
+                "input": dict(arguments)} for i, (name, arguments) in enumerate(reply.calls)]
     body = {
-        "id": f"msg_fake_{request.index}",
+        "id": f"msg_fake_{n}",
         "type": "message",
         "role": "assistant",
         "model": model,
-        "content": [{"type": "text", "text": text}],
-        "stop_reason": reply.stop_reason or "end_turn",
+        "content": blocks,
+        "stop_reason": reply.stop_reason or ("tool_use" if reply.calls else "end_turn"),
         "stop_sequence": None,
     }
     if reply.usage:
@@ -645,6 +679,25 @@ def _response_body(
     return body
 
 
+def fake_embedding(text: str) -> list[float]:
+    """The fake server's embedding of ``text``: :data:`EMBEDDING_DIM` numbers from its hash."""
+    digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()
+    return [(b - 127.5) / 127.5 for b in digest[:EMBEDDING_DIM]]
+
+
+def _embeddings_problem(request: RecordedRequest) -> tuple[int, str] | None:
+    data = request.json
+    if not isinstance(data, dict) or not isinstance(data.get("model"), str):
+        return 400, "model: field required"
+    inputs = data.get("input")
+    if isinstance(inputs, str):
+        inputs = [inputs]
+    if not isinstance(inputs, list) or not inputs or not all(
+            isinstance(t, str) and t for t in inputs):
+        return 400, "input: a non-empty string or array of non-empty strings is required"
+    return None
+
+
 def _error_body(provider: Provider, status: int, message: str) -> dict[str, Any]:
     kind = _ERROR_TYPES.get(status, "api_error")
     if provider == "anthropic":
@@ -676,6 +729,75 @@ def _shape_problem(request: RecordedRequest) -> tuple[int, str] | None:
             return 400, "messages: roles must be user or assistant (system goes in 'system')"
         if any(a == b for a, b in itertools.pairwise(roles)):
             return 400, "messages: roles must alternate between user and assistant"
+        return _anthropic_tools_problem(data.get("tools"), messages)
+    return _chat_tools_problem(data.get("tools"), messages)
+
+
+def _unique_names(names: list[Any], where: str) -> str | None:
+    for i, name in enumerate(names):
+        if not isinstance(name, str) or not name:
+            return f"{where}[{i}]: a tool needs a name"
+        if name in names[:i]:
+            return f"{where}: tool names must be unique ({name!r} is repeated)"
+    return None
+
+
+def _chat_tools_problem(tools: Any, messages: list[dict[str, Any]]) -> tuple[int, str] | None:
+    """What Chat Completions refuses about tools: malformed tools, unpaired calls."""
+    if tools is not None:
+        if not isinstance(tools, list) or not all(
+                isinstance(t, dict) and t.get("type") == "function"
+                and isinstance(t.get("function"), dict) for t in tools):
+            return 400, "tools: each tool must be {'type': 'function', 'function': {...}}"
+        problem = _unique_names([t["function"].get("name") for t in tools], "tools")
+        if problem is not None:
+            return 400, problem
+    open_calls: set[str] = set()
+    for i, message in enumerate(messages):
+        if message["role"] == "tool":
+            if message.get("tool_call_id") not in open_calls:
+                return 400, (f"messages[{i}]: messages with role 'tool' must be a response to "
+                             "a preceding message with 'tool_calls'")
+            open_calls.discard(message["tool_call_id"])
+            continue
+        if open_calls:
+            return 400, ("An assistant message with 'tool_calls' must be followed by tool "
+                         "messages responding to each 'tool_call_id'. The following "
+                         f"tool_call_ids did not have response messages: {sorted(open_calls)}")
+        open_calls = {c.get("id") for c in message.get("tool_calls") or []
+                      if isinstance(c, dict)}
+    return None
+
+
+def _anthropic_tools_problem(
+    tools: Any, messages: list[dict[str, Any]]
+) -> tuple[int, str] | None:
+    """What Anthropic refuses about tools: malformed tools, unanswered tool_use blocks."""
+    if tools is not None:
+        if not isinstance(tools, list) or not all(
+                isinstance(t, dict) and ("input_schema" in t or "type" in t) for t in tools):
+            return 400, "tools: each custom tool needs 'name' and 'input_schema'"
+        problem = _unique_names([t.get("name") for t in tools], "tools")
+        if problem is not None:
+            return 400, problem
+    asked: set[str] = set()
+    for i, message in enumerate(messages):
+        content = message.get("content")
+        blocks = [b for b in content if isinstance(b, dict)] if isinstance(content, list) else []
+        kinds = [b.get("type") for b in blocks]
+        results = [b.get("tool_use_id") for b in blocks if b.get("type") == "tool_result"]
+        if message["role"] == "user":
+            if asked and (set(results) != asked
+                          or kinds[:len(results)] != ["tool_result"] * len(results)):
+                return 400, (f"messages.{i}: tool_use ids were found without tool_result "
+                             f"blocks immediately after: {sorted(asked - set(results))}")
+            if not asked and results:
+                return 400, (f"messages.{i}.content: unexpected tool_use_id found in "
+                             "tool_result blocks: each tool_result block must have a "
+                             "corresponding tool_use block in the previous message")
+            asked = set()
+        else:
+            asked = {b.get("id") for b in blocks if b.get("type") == "tool_use"}
     return None
 
 
@@ -797,6 +919,10 @@ def _tools_problem(tools: Any) -> str | None:
         return None
     if not isinstance(tools, list):
         return "Invalid type for 'tools': expected an array."
+    problem = _unique_names([t.get("name") if isinstance(t, dict) else None for t in tools],
+                            "tools")
+    if problem is not None:
+        return problem
     for i, tool in enumerate(tools):
         if not isinstance(tool, dict) or tool.get("type") != "function":
             return f"Invalid value at 'tools[{i}].type': this server knows function tools."

@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 import memci
+from memci.messages import MISSING_RESULT
 
 
 def _call(cid: str, name: str = "bash", args: str = '{"command": "ls"}') -> dict[str, Any]:
@@ -247,7 +248,9 @@ def test_oversized_user_message_is_cut_to_fit(engine: memci.Engine) -> None:
     assert s.messages()[-1].content == huge
 
 
-def test_unanswered_calls_are_left_out_of_the_request(engine: memci.Engine) -> None:
+def test_an_unanswered_call_stays_in_the_request_with_a_stand_in_result(
+    engine: memci.Engine,
+) -> None:
     s = engine.session("s", strategy="oldest")
     s.add({"role": "user", "content": "go"})
     s.add({"role": "assistant", "content": "two calls",
@@ -255,8 +258,10 @@ def test_unanswered_calls_are_left_out_of_the_request(engine: memci.Engine) -> N
     s.add({"role": "tool", "tool_call_id": "a1", "content": "done"})
     payload = s.build().to_openai()
     assert_openai_valid(payload["messages"])
-    assert payload["messages"][-2]["tool_calls"][0]["id"] == "a1"
-    assert len(s.messages()) == 3
+    assert [c["id"] for c in payload["messages"][-3]["tool_calls"]] == ["a1", "a2"]
+    assert payload["messages"][-1] == {"role": "tool", "tool_call_id": "a2",
+                                       "content": MISSING_RESULT}
+    assert len(s.messages()) == 3  # the stand-in is in the request only
 
 
 def test_metadata_never_sent(engine: memci.Engine) -> None:

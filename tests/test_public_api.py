@@ -14,12 +14,15 @@ PUBLIC = {
     "Engine", "Session", "SessionStats", "Context", "ContextStats", "Segment", "ToolSpec",
     # what a deletion records in the audit log
     "Erasure",
+    # the same for asyncio
+    "AsyncEngine", "AsyncSession",
     # messages
     "Message", "TextPart", "ImagePart", "ToolCallPart", "ToolResultPart", "ReasoningPart",
     # the error tree
     "MemciError", "ConfigError", "BudgetTooSmallError", "InvalidInputError", "InvalidMessageError",
     "InvalidTextError", "InvalidTimestampError", "InvalidToolArgumentsError",
-    "InvalidFileError", "MessageTooLargeError", "MissingExtraError", "OrphanToolResultError",
+    "InvalidFileError", "InvalidToolError", "ToolNameClashError", "MessageTooLargeError",
+    "MissingExtraError", "OrphanToolResultError",
     "StoreError", "StoreCorruptError", "StoreFullError", "TokenizerUnavailableError",
     "UnknownRoleError", "UnknownSessionError", "UnknownMessageError", "LLMError",
     "LLMConnectionError", "LLMHTTPError", "LLMResponseError", "LLMTimeoutError",

@@ -10,10 +10,13 @@ put aside, and never loses a message::
     session = engine.session("chat-1", user="u1", model="gpt-4o-mini")
     session.set_system("You are a helpful assistant.")
     session.add({"role": "user", "content": "hi"})
-    payload = session.build().to_openai()
+    payload = session.build(tools=[...]).to_openai()   # the agent's tools with memci's
+
+and the same with ``await`` on :class:`AsyncEngine` / :class:`AsyncSession`.
 """
 
 from memci import messages, tokens
+from memci._async import AsyncEngine, AsyncSession
 from memci._session import Session, SessionStats
 from memci.context import Context, ContextStats, Segment, ToolSpec
 from memci.engine import Engine
@@ -26,6 +29,7 @@ from memci.errors import (
     InvalidTextError,
     InvalidTimestampError,
     InvalidToolArgumentsError,
+    InvalidToolError,
     LLMConnectionError,
     LLMError,
     LLMHTTPError,
@@ -39,6 +43,7 @@ from memci.errors import (
     StoreError,
     StoreFullError,
     TokenizerUnavailableError,
+    ToolNameClashError,
     UnknownMessageError,
     UnknownRoleError,
     UnknownSessionError,
@@ -56,6 +61,8 @@ from memci.store import Erasure
 __version__ = "0.1.0"
 
 __all__ = [
+    "AsyncEngine",
+    "AsyncSession",
     "BudgetTooSmallError",
     "ConfigError",
     "Context",
@@ -69,6 +76,7 @@ __all__ = [
     "InvalidTextError",
     "InvalidTimestampError",
     "InvalidToolArgumentsError",
+    "InvalidToolError",
     "LLMConnectionError",
     "LLMError",
     "LLMHTTPError",
@@ -89,6 +97,7 @@ __all__ = [
     "TextPart",
     "TokenizerUnavailableError",
     "ToolCallPart",
+    "ToolNameClashError",
     "ToolResultPart",
     "ToolSpec",
     "UnknownMessageError",

@@ -107,6 +107,8 @@ class _Snapshot:
     limit: int
     specs: tuple[ToolSpec, ...]
     tools_tokens: int
+    agent: tuple[ToolSpec, ...]  # the agent's own tools, sent before memci's
+    agent_tokens: int
     head: list[Message]
     room: int
     caps: dict[str, int]
@@ -168,9 +170,10 @@ class ContextBuilder:
         self._generation = -1  # the log's branch generation it was loaded over
         self._values: dict[str, Any] = {}
         self._tool_tokens: dict[tuple[str, ...], int] = {}
+        self._agent_tokens: dict[tuple[tuple[str, str], ...], int] = {}
         self._contract: tuple[str, Message] = ("", Message.system(""))
         self._state_cache: tuple[tuple[Any, ...], Message | None] = ((), None)
-        self._call_ids: dict[int, frozenset[str]] = {}
+        self._call_ids: dict[int, tuple[str, ...]] = {}
         self._previous: list[tuple[object, int]] = []
         self._sizes: dict[tuple[int | None, int | None, int], int] = {}
         self._line_tokens: dict[str, int] = {}
@@ -260,11 +263,16 @@ class ContextBuilder:
 
     # -- building ------------------------------------------------------------------------
 
-    def build(self, budget: int | None, recipe: str) -> Context:
-        """The context to send now (see the module's docstring for the phases)."""
+    def build(
+        self, budget: int | None, recipe: str, agent: tuple[ToolSpec, ...] = ()
+    ) -> Context:
+        """The context to send now (see the module's docstring for the phases).
+
+        ``agent``: the agent's own tools (checked), budgeted and carried before memci's.
+        """
         started = time.perf_counter()
         for _ in range(_ATTEMPTS):
-            snap = self._load(budget, recipe)
+            snap = self._load(budget, recipe, agent)
             plan = self._plan(snap)
             try:
                 self._commit(snap, plan)
@@ -279,25 +287,27 @@ class ContextBuilder:
         raise StoreError(f"session {self.record.name!r}: {_ATTEMPTS} builds in a row lost "
                          "to concurrent writers; try again")
 
-    def _load(self, budget: int | None, recipe: str) -> _Snapshot:
+    def _load(self, budget: int | None, recipe: str, agent: tuple[ToolSpec, ...]) -> _Snapshot:
         self.current()
         index = self.log.index
         chosen = choose_recipe(recipe, newest_role=index.roles[-1] if len(index) else None,
                                call_pending=self.log.call_pending())
         self._expire_pins()
         limit = budget if budget is not None else self.settings.budget
+        agent_tokens = self._agent_tools_tokens(agent)
         # Room is kept for the tools that bring history back; the request carries them only
         # when this build leaves some of it out (see _assemble).
         specs = self.specs(True)
         tools_tokens = self._tools_tokens(specs)
         for keep in (("recall_page", "search_memory"), ("recall_page",), ()):
-            if tools_tokens <= limit // 4:
+            if tools_tokens <= (limit - agent_tokens) // 4:
                 break  # a small budget cannot carry every schema: keep the essential
             specs = tuple(s for s in specs if s.name in keep)
             tools_tokens = self._tools_tokens(specs)
         head = self._head_system(specs)
-        room = limit - tools_tokens - sum(m.tokens or 0 for m in head) - REPLY_PRIMING
-        self._check_fits(limit, head, index)
+        room = (limit - agent_tokens - tools_tokens - sum(m.tokens or 0 for m in head)
+                - REPLY_PRIMING)
+        self._check_fits(limit, head, index, agent_tokens)
         # The profile follows the setting, not each page's hits: a profile that came and
         # went with the hits would resize the contents page back and forth.
         candidates, gathered = self._candidates()
@@ -320,8 +330,8 @@ class ContextBuilder:
         elif self.window is not None:
             self.window.loader.prefetch(0 if isinstance(self.window, SummarizeWindow)
                                         and not self.window.cut else self.window_start(limit))
-        return _Snapshot(chosen, limit, specs, tools_tokens, head, room, caps, candidates,
-                         gathered, state, reserve)
+        return _Snapshot(chosen, limit, specs, tools_tokens, agent, agent_tokens, head, room,
+                         caps, candidates, gathered, state, reserve)
 
     def _newest_need(self) -> int:
         """Tokens the newest message needs in the window (a tool output may be cut)."""
@@ -331,21 +341,27 @@ class ContextBuilder:
         newest = index.tokens[-1]
         return min(newest, _CUT_FLOOR) if index.roles[-1] == "tool" else newest
 
-    def _check_fits(self, limit: int, head: Sequence[Message], index: LogIndex) -> None:
-        """Raise when the system prompt and the newest message alone pass the budget.
+    def _check_fits(self, limit: int, head: Sequence[Message], index: LogIndex,
+                    agent_tokens: int = 0) -> None:
+        """Raise when the system prompt, the agent's tools and the newest message pass the budget.
 
-        Every request holds both. The newest message is cut only when it alone is larger
-        than what the budget leaves (its head and tail, marked, at least ``_CUT_FLOOR``
-        tokens), never left out; below that, a build cannot keep the budget.
+        Every request holds them all (memci's own tools give way). The newest message is
+        cut only when it alone is larger than what the budget leaves (its head and tail,
+        marked, at least ``_CUT_FLOOR`` tokens), never left out; below that, a build
+        cannot keep the budget.
         """
         head_tokens = sum(m.tokens or 0 for m in head)
         newest = min(self.log.index.tokens[-1], _CUT_FLOOR) if len(index) else 0
-        if head_tokens + newest + REPLY_PRIMING > limit:
+        need = head_tokens + agent_tokens + newest + REPLY_PRIMING
+        if need > limit:
+            tools = (f", the agent's tools ({agent_tokens} tokens of schemas)"
+                     if agent_tokens else "")
+            fix = ("send fewer or shorter tools, or shorten the system prompt" if agent_tokens
+                   else "shorten the system prompt")
             raise BudgetTooSmallError(
                 f"session {self.record.name!r}: the budget of {limit} tokens cannot hold the "
-                f"system prompt ({head_tokens} tokens) and the newest message (at least "
-                f"{newest} tokens of it); raise the budget to at least "
-                f"{head_tokens + newest + REPLY_PRIMING} or shorten the system prompt")
+                f"system prompt ({head_tokens} tokens){tools} and the newest message (at "
+                f"least {newest} tokens of it); raise the budget to at least {need} or {fix}")
 
     def window_start(self, limit: int) -> int:
         """The oldest log position a window of ``limit`` tokens can show (for prefetching)."""
@@ -376,7 +392,7 @@ class ContextBuilder:
             window = self._window(room, snap.caps, snap.recipe)
             if not limit_bytes:
                 break
-            payload = self._request_bytes([*snap.head, *window], snap.specs)
+            payload = self._request_bytes([*snap.head, *window], (*snap.agent, *snap.specs))
             if payload <= limit_bytes or room <= 1:
                 break
             room = max(1, int(room * limit_bytes / payload * 0.9))
@@ -489,7 +505,8 @@ class ContextBuilder:
         if retrieval is not None:
             segments.append(Segment("retrieval", len(body), len(body) + 1, retrieval_tokens))
             body.append(retrieval)
-        total = (head_tokens + state_tokens + tools_tokens + window_tokens
+        tools = (*snap.agent, *specs)  # the agent's first, then memci's
+        total = (head_tokens + state_tokens + snap.agent_tokens + tools_tokens + window_tokens
                  + retrieval_tokens + REPLY_PRIMING)
         system = self.log.system
         # The conversation's own full history: its messages as stored, not memci's tools.
@@ -497,18 +514,19 @@ class ContextBuilder:
         elapsed = (time.perf_counter() - started) * 1000
         stats = ContextStats(
             total_tokens=total, budget=snap.limit,
-            sections={"system": head_tokens, "tools": tools_tokens, "state": state_tokens,
+            sections={"system": head_tokens, "tools": tools_tokens,
+                      "agent_tools": snap.agent_tokens, "state": state_tokens,
                       "retrieval": retrieval_tokens, "contents": contents_tokens,
                       "recent": window_tokens - contents_tokens},
             build_ms=elapsed, messages=len(body), full_tokens=full,
             strategy=self.settings.strategy, shares=snap.caps,
-            prefix_tokens=self._prefix(body, specs, tools_tokens),
+            prefix_tokens=self._prefix(body, tools, snap.agent_tokens + tools_tokens),
             request_bytes=plan.payload_bytes, events=plan.events, recipe=snap.recipe.name,
         )
         self.builds += 1
         self.build_ms += elapsed
         self.saved += stats.saved_tokens
-        return Context(messages=body, stats=stats, tools=specs,
+        return Context(messages=body, stats=stats, tools=tools,
                        segments=tuple(s for s in segments if s.stop > s.start))
 
     # -- recall --------------------------------------------------------------------------
@@ -591,6 +609,17 @@ class ContextBuilder:
     # -- the window ----------------------------------------------------------------------
 
     def _window(self, room: int, caps: Mapping[str, int], recipe: Recipe) -> list[Message]:
+        """The window within ``room``, its tool calls paired (stand-in results counted)."""
+        planned = self._planned(room, caps, recipe)
+        window = pair_tool_calls(planned, self.tokenizer, self._call_ids)
+        grown = sum(m.tokens or 0 for m in window) - sum(m.tokens or 0 for m in planned)
+        if grown > 0 and room > 1:
+            # Stand-in results of calls never answered take room the plan did not see.
+            planned = self._planned(max(1, room - grown), caps, recipe)
+            window = pair_tool_calls(planned, self.tokenizer, self._call_ids)
+        return window
+
+    def _planned(self, room: int, caps: Mapping[str, int], recipe: Recipe) -> list[Message]:
         if self.paged is not None:
             # seed 004's recent_window_policy: the tool loop keeps ``keep_rounds`` rounds in
             # full, and more while they fit (within ``tool_loop_tokens``, when set).
@@ -603,7 +632,7 @@ class ContextBuilder:
         else:
             assert self.window is not None
             window = self.window.plan(room)
-        return pair_tool_calls(window, self.tokenizer, self._call_ids)
+        return window
 
     def _trimmed(self, caps: dict[str, int], room: int, *, retrieving: bool) -> dict[str, int]:
         """Caps cut by priority when the newest page needs more than its share (seed 002).
@@ -665,6 +694,18 @@ class ContextBuilder:
         return len('{"messages": [], "tools": ]}') + sizes + 2 * max(len(body) - 1, 0) + tools
 
     # -- the system segment and tools ----------------------------------------------------
+
+    def _agent_tools_tokens(self, agent: Sequence[ToolSpec]) -> int:
+        """Tokens of the agent's tool schemas, counted as memci counts its own."""
+        if not agent:
+            return 0
+        key = tuple((s.name, s.original or json.dumps(s.to_openai())) for s in agent)
+        if key not in self._agent_tokens:
+            if len(self._agent_tokens) > 64:
+                self._agent_tokens.clear()
+            text = json.dumps([s.to_openai() for s in agent])
+            self._agent_tokens[key] = self.tokenizer.count(text) + 4 * len(agent)
+        return self._agent_tokens[key]
 
     def _tools_tokens(self, specs: Sequence[ToolSpec]) -> int:
         key = tuple(s.name for s in specs)
@@ -822,7 +863,9 @@ class ContextBuilder:
 
     def _with_head(self, window: list[Message], reserve: int) -> list[Message]:
         """The newest tool results shown with the head of their output, within ``reserve``."""
-        last = [i for i in range(len(window) - 1, -1, -1) if window[i].role == "tool"]
+        # Stand-in results (no seq) have no output to show.
+        last = [i for i in range(len(window) - 1, -1, -1)
+                if window[i].role == "tool" and window[i].seq is not None]
         tail: list[int] = []
         for i in last:
             if tail and i != tail[-1] - 1:
@@ -845,15 +888,15 @@ class ContextBuilder:
                 chars = int(chars * 0.7) - 1
         return out
 
-    def _prefix(self, body: Sequence[Message], specs: Sequence[ToolSpec],
+    def _prefix(self, body: Sequence[Message], tools: Sequence[ToolSpec],
                 tools_tokens: int) -> int:
         """Tokens at the start of this request that repeat the previous request exactly.
 
-        memci's tool schemas come first (providers cache tools before messages); when the
-        set offered changes, nothing is shared.
+        The tool schemas (the agent's, then memci's) come first (providers cache tools
+        before messages); when the tools sent change, nothing is shared.
         """
         keys: list[tuple[object, int]] = [
-            (tuple(s.name for s in specs), tools_tokens),
+            (tuple((t.name, t.original) for t in tools), tools_tokens),
                 *(((m.seq, m.tokens, m.content if m.seq is None else None), m.tokens or 0)
                   for m in body)]
         shared = 0

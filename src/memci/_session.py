@@ -34,12 +34,13 @@ from memci.messages import Message, coerce_many, to_wire
 from memci.store import SessionRecord
 from memci.summarize import job_counts
 from memci.tokens import Tokenizer, get_tokenizer
+from memci.tools._agent import check_no_clash, read_agent_tools, tool_call_name
 from memci.tools._builtin import FILE_TOOLS, RECALL_PAGE, SEARCH_MEMORY, WORKSPACE_TOOLS
 from memci.tools._host import ToolHost
 from memci.tools._registry import Tool, run_tool
 from memci.workspace import InvalidStateFileError, WorkState
 
-__all__ = ["EXPORT_FORMAT", "Session", "SessionStats"]
+__all__ = ["EXPORT_FORMAT", "Session", "SessionStats", "every_tool"]
 
 EXPORT_FORMAT = "memci.session.v1"
 
@@ -87,6 +88,7 @@ class Session:
                                 self.tokenizer)
         self._log = SessionLog(engine.store, record, self._views)
         self._host = _Host(self)
+        self._agent_tools: tuple[ToolSpec, ...] = ()
         self._builder = self._make_builder()
 
     def _make_builder(self) -> ContextBuilder:
@@ -308,23 +310,48 @@ class Session:
 
     # -- building ------------------------------------------------------------------------
 
-    def build(self, *, budget: int | None = None, recipe: str = "auto") -> Context:
+    def build(
+        self, *, budget: int | None = None, recipe: str = "auto", tools: object = None
+    ) -> Context:
         """The context to send now, within ``budget`` tokens (default: the session's).
 
         ``recipe`` is ``chat``, ``tool_loop`` or ``auto`` (the tool loop when the newest
-        message is a tool result or a tool call is unanswered).
+        message is a tool result or a tool call is unanswered). ``tools`` are the agent's
+        own tool definitions (OpenAI, Anthropic or Responses form; default: the ones given
+        to ``engine.session(..., tools=[...])``): their schemas are counted in the budget
+        and the context's payloads carry them before memci's own. A definition memci
+        cannot send raises :class:`~memci.InvalidToolError`, one named like a memci tool
+        :class:`~memci.ToolNameClashError`, and tools that leave no room for the
+        conversation :class:`~memci.ConfigError`.
         """
         if budget is not None and (
             isinstance(budget, bool) or not isinstance(budget, int) or budget <= 0
         ):
             raise ConfigError(f"budget must be a positive int, not {budget!r}")
+        agent = self._agent_tools if tools is None else self._read_tools(tools)
         with self._lock, _trace.span("memci.build") as traced:
-            context = self._builder.build(budget, recipe)
+            # The settings may have changed since the default tools were checked.
+            check_no_clash(agent, every_tool(self.settings))
+            context = self._builder.build(budget, recipe, agent)
             if traced is not None:
                 builder = self._builder
                 counts = builder.paged.counts if builder.paged is not None else builder.counts
                 _trace.describe_build(traced, self, context, self.settings.model, counts)
             return context
+
+    @property
+    def agent_tools(self) -> tuple[ToolSpec, ...]:
+        """The agent's tools every build carries unless given others (``engine.session``)."""
+        return self._agent_tools
+
+    def _read_tools(self, tools: object) -> tuple[ToolSpec, ...]:
+        return read_agent_tools(tools, max_bytes=self.settings.max_message_bytes)
+
+    def _use_agent_tools(self, specs: tuple[ToolSpec, ...]) -> None:
+        """Make ``specs`` (read and checked) the agent's tools of every build from now on."""
+        with self._lock:
+            check_no_clash(specs, every_tool(self.settings))
+            self._agent_tools = specs
 
     # -- tools ---------------------------------------------------------------------------
 
@@ -334,18 +361,7 @@ class Session:
         Any of them can be called (a model may call one it saw in an earlier request); the
         ones offered to the model now are :meth:`_offered`.
         """
-        every: dict[str, Tool[ToolHost]] = {}
-        if self.settings.strategy == "paged":
-            every[RECALL_PAGE.spec.name] = RECALL_PAGE
-        every[SEARCH_MEMORY.spec.name] = SEARCH_MEMORY
-        every.update(FILE_TOOLS)
-        every.update(WORKSPACE_TOOLS)
-        chosen = self.settings.tools
-        if chosen != "auto":
-            return {name: every[name] for name in chosen if name in every}
-        if not self.settings.file_roots:
-            every.pop("file_snippet")
-        return every
+        return every_tool(self.settings)
 
     def _offered(self, left: bool | None = None) -> dict[str, Tool[ToolHost]]:
         """The tools offered to the model now: those that can act (``tools="auto"``).
@@ -377,15 +393,16 @@ class Session:
         return tuple(t.spec for t in self._offered(left).values())
 
     def tools(self, format: str = "openai", *, every: bool = False) -> list[dict[str, Any]]:
-        """memci's own tool schemas, in OpenAI or Anthropic format.
+        """memci's own tool schemas, in OpenAI, Anthropic or Responses form.
 
         The tools offered to the model now (those that can act: recall_page once some of
         the conversation has left the window, …); ``every=True`` lists all the session can
         run — :meth:`call_tool` accepts any of them, since a model may call a tool it saw in
         an earlier request.
         """
-        if format not in ("openai", "anthropic"):
-            raise ConfigError(f"format must be 'openai' or 'anthropic', not {format!r}")
+        if format not in ("openai", "anthropic", "responses"):
+            raise ConfigError(
+                f"format must be 'openai', 'anthropic' or 'responses', not {format!r}")
         with self._lock:
             self._log.sync()
             if not every:
@@ -393,7 +410,21 @@ class Session:
             specs = self.tool_specs(every)
         if format == "anthropic":
             return [s.to_anthropic() for s in specs]
+        if format == "responses":
+            return [s.to_responses() for s in specs]
         return [s.to_openai() for s in specs]
+
+    def handles(self, call: object) -> bool:
+        """Whether a model's tool call is for memci: run it with :meth:`call_tool`.
+
+        ``call`` is a tool call as the model gave it (an OpenAI tool call, an Anthropic
+        ``tool_use`` block, a Responses ``function_call`` item, their SDK objects, a
+        :class:`~memci.ToolCallPart`) or a tool name. False means the call is the agent's
+        own: memci's tools never share a name with the agent's (that is refused).
+        """
+        # Every tool the session can run, offered now or not (a model may call one it
+        # saw in an earlier request): that depends on the settings only, so no I/O.
+        return tool_call_name(call) in self._tools()
 
     def call_tool(self, name: str, arguments: Mapping[str, Any] | str | None = None) -> str:
         """Run one of memci's own tools; refusals and bad arguments answer ``error: …``."""
@@ -514,6 +545,27 @@ def _actor(actor: object) -> str:
     if not isinstance(actor, str) or not actor.strip() or len(actor) > 200:
         raise InvalidInputError(f"actor must be a non-empty string (≤ 200 chars), not {actor!r}")
     return actor
+
+
+def every_tool(settings: SessionSettings) -> dict[str, Tool[ToolHost]]:
+    """Every tool memci can run in a session with ``settings``, offered now or not.
+
+    The ``tools`` setting, or with ``auto`` all that apply: recall_page with the paged
+    strategy, file_snippet with file_roots. The agent's tools may take none of these
+    names, so a tool call is never ambiguous and a clash shows on the first build, not
+    once memci starts offering the tool.
+    """
+    every: dict[str, Tool[ToolHost]] = {}
+    if settings.strategy == "paged":
+        every[RECALL_PAGE.spec.name] = RECALL_PAGE
+    every[SEARCH_MEMORY.spec.name] = SEARCH_MEMORY
+    every.update(FILE_TOOLS)
+    every.update(WORKSPACE_TOOLS)
+    if settings.tools != "auto":
+        return {name: every[name] for name in settings.tools if name in every}
+    if not settings.file_roots:
+        every.pop("file_snippet")
+    return every
 
 
 class _Host:

@@ -15,8 +15,9 @@ from pathlib import Path
 from typing import Any
 
 from memci._deleting import Deleter
-from memci._session import EXPORT_FORMAT, Session, SessionStats
+from memci._session import EXPORT_FORMAT, Session, SessionStats, every_tool
 from memci._settings import HostLimits, resolve_settings
+from memci.context import ToolSpec
 from memci.errors import (
     ConfigError,
     InvalidFileError,
@@ -29,6 +30,7 @@ from memci.messages import Message, from_wire
 from memci.store import Erasure, SessionRecord, Store, open_store
 from memci.summarize import JobQueue, default_summarizer, register_summary_handlers
 from memci.tokens import get_tokenizer
+from memci.tools._agent import check_no_clash, read_agent_tools
 from memci.workspace import Workspace, contents_for
 
 __all__ = ["EXPORT_FORMAT", "Engine", "Session", "SessionStats"]
@@ -41,6 +43,29 @@ def _valid(text: str) -> bool:
     except UnicodeEncodeError:
         return False
     return True
+
+
+def _agent_tools_given(settings: dict[str, Any]) -> list[Any] | None:
+    """Take the agent's tool definitions out of ``settings`` (memci's tool names stay).
+
+    ``tools=[...]`` of names (or ``"auto"``, or ``[]``) is memci's own setting; a list of
+    tool definitions is the agent's tools.
+    """
+    given = settings.get("tools")
+    if given is None or isinstance(given, str | bytes | Mapping) or not isinstance(
+            given, Iterable):
+        return None
+    items = list(given)
+    settings["tools"] = items  # an iterator is read once
+    if not any(isinstance(t, Mapping | ToolSpec) or hasattr(t, "model_dump") for t in items):
+        return None  # names, or nothing like a definition: the setting says what is wrong
+    if any(isinstance(t, str) for t in items):
+        raise ConfigError(
+            "tools mixes memci tool names and tool definitions: pass memci's own tools "
+            "to offer as names (tools=['recall_page', ...]) or the agent's tools as "
+            "definitions (tools=[{'type': 'function', ...}]), not both in one list")
+    del settings["tools"]
+    return items
 
 
 ENV_ARTIFACTS_DIR = "MEMCI_ARTIFACTS_DIR"
@@ -168,7 +193,14 @@ class Engine:
     def session(
         self, name: str, *, user: str | None = None, tenant: str = "default", **settings: Any
     ) -> Session:
-        """Get or create the session ``name``; keyword settings override saved ones."""
+        """Get or create the session ``name``; keyword settings override saved ones.
+
+        ``tools`` is either memci's own tools to offer (the setting: ``"auto"`` or a list
+        of their names) or the agent's own tool definitions (a list of dicts in OpenAI,
+        Anthropic or Responses form): those become the default of every ``build()`` of
+        the returned Session object (not saved; ``build(tools=...)`` overrides them).
+        """
+        agent = _agent_tools_given(settings)
         for what, value in (("session name", name), ("tenant", tenant), ("user", user)):
             if value is None and what == "user":
                 continue
@@ -184,19 +216,28 @@ class Engine:
                 del self._sessions[key]
             if (existing is not None and not settings and user in (None, existing.user)
                     and self._limits.get(key) == limits):
+                if agent is not None:
+                    existing._use_agent_tools(existing._read_tools(agent))
                 return existing
             resolved, chosen = resolve_settings(settings, saved.settings if saved else {},
                                                 limits=limits)
             # Loaded before anything is saved: an encoding missing here refuses the
-            # settings and leaves the session as it was.
+            # settings and leaves the session as it was. So are the agent's tools checked.
             get_tokenizer(resolved.tokenizer, provider=resolved.provider)
+            specs = None
+            if agent is not None:
+                specs = read_agent_tools(agent, max_bytes=resolved.max_message_bytes)
+                check_no_clash(specs, every_tool(resolved))
             record = self.store.ensure_session(tenant, name, user, chosen)
             self._limits[key] = limits
             if existing is not None:
                 existing._reconfigure(record, resolved)
-                return existing
-            session = Session(self, record, resolved)
-            self._sessions[key] = session
+                session = existing
+            else:
+                session = Session(self, record, resolved)
+                self._sessions[key] = session
+            if specs is not None:
+                session._use_agent_tools(specs)
             return session
 
     def sessions(self, tenant: str | None = None) -> list[SessionRecord]:

@@ -15,6 +15,8 @@ raised while storing, nothing has been written: the store is as it was before th
     │   │   ├── InvalidTextError
     │   │   ├── MessageTooLargeError
     │   │   └── InvalidTimestampError
+    │   ├── InvalidToolError         an agent's tool definition memci cannot send
+    │   │   └── ToolNameClashError   named like one of memci's own tools (names both)
     │   ├── ConfigError              a setting that is out of range or unknown
     │   │   └── BudgetTooSmallError  a budget below the system prompt + the newest message
     │   ├── UnknownSessionError
@@ -43,6 +45,7 @@ __all__ = [
     "InvalidTextError",
     "InvalidTimestampError",
     "InvalidToolArgumentsError",
+    "InvalidToolError",
     "LLMConnectionError",
     "LLMError",
     "LLMHTTPError",
@@ -56,6 +59,7 @@ __all__ = [
     "StoreError",
     "StoreFullError",
     "TokenizerUnavailableError",
+    "ToolNameClashError",
     "UnknownMessageError",
     "UnknownRoleError",
     "UnknownSessionError",
@@ -96,6 +100,14 @@ class MessageTooLargeError(InvalidMessageError):
 
 class InvalidTimestampError(InvalidMessageError):
     """A ``created_at`` that is not an ISO 8601 date-time."""
+
+
+class InvalidToolError(InvalidInputError):
+    """An agent's tool definition that memci cannot read or send; the message names it."""
+
+
+class ToolNameClashError(InvalidToolError):
+    """An agent's tool has the name of one of memci's own tools; the message names both."""
 
 
 class ConfigError(InvalidInputError):

@@ -13,8 +13,14 @@ connections) with exponential backoff and jitter, honour ``Retry-After``, and ra
 typed :class:`~memci.errors.LLMError` for the rest. :class:`LLMClient` is the protocol a
 summarizer accepts, so any object with that ``complete`` method will do.
 :func:`client_from_env` builds the configured client from ``MEMCI_LLM_*`` variables.
+
+For asyncio, :class:`AsyncOpenAIChatClient` and :class:`AsyncAnthropicClient` (and
+:func:`async_client_from_env`) do the same over ``httpx.AsyncClient``: ``await
+client.complete(...)``. Everything but the I/O is shared (``BaseLLMClient``), so both
+make the same requests and read the same replies.
 """
 
+from memci.llm._aclient import AsyncAnthropicClient, AsyncLLMClient, AsyncOpenAIChatClient
 from memci.llm._base import (
     DEFAULT_CONNECT_TIMEOUT,
     DEFAULT_MAX_RETRIES,
@@ -30,6 +36,7 @@ from memci.llm._env import (
     ENV_MODEL,
     ENV_PROVIDER,
     PROVIDERS,
+    async_client_from_env,
     client_from_env,
 )
 from memci.llm._formats import ANTHROPIC_VERSION
@@ -47,11 +54,15 @@ __all__ = [
     "PROVIDERS",
     "RETRY_STATUSES",
     "AnthropicClient",
+    "AsyncAnthropicClient",
+    "AsyncLLMClient",
+    "AsyncOpenAIChatClient",
     "BaseLLMClient",
     "Completion",
     "LLMClient",
     "OpenAIChatClient",
     "SyncLLMClient",
+    "async_client_from_env",
     "client_from_env",
     "parse_retry_after",
 ]

@@ -3,8 +3,8 @@
 :class:`BaseLLMClient` holds a client's settings (validated once, in the constructor) and
 the decisions shared by every transport: how a call becomes a request, which outcomes are
 retried and after how long, and how a reply or a failure becomes a :class:`Completion` or
-a typed :class:`~memci.errors.LLMError`. A transport (the sync clients in ``_client``; an
-async pair could follow) only sends bytes, sleeps, and loops on these decisions, so the
+a typed :class:`~memci.errors.LLMError`. A transport (the sync clients in ``_client``, the
+async ones in ``_aclient``) only sends bytes, sleeps, and loops on these decisions, so the
 two can never disagree about what a reply means.
 
 Invariants: the API key never appears in a repr, log line or error message; a request is

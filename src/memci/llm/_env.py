@@ -14,6 +14,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from memci.errors import ConfigError
+from memci.llm._aclient import AsyncAnthropicClient, AsyncLLMClient, AsyncOpenAIChatClient
 from memci.llm._client import AnthropicClient, OpenAIChatClient, SyncLLMClient
 
 __all__ = [
@@ -22,6 +23,7 @@ __all__ = [
     "ENV_MODEL",
     "ENV_PROVIDER",
     "PROVIDERS",
+    "async_client_from_env",
     "client_from_env",
 ]
 
@@ -33,6 +35,10 @@ ENV_MODEL = "MEMCI_LLM_MODEL"
 PROVIDERS: Mapping[str, type[OpenAIChatClient] | type[AnthropicClient]] = {
     "openai": OpenAIChatClient,
     "anthropic": AnthropicClient,
+}
+_ASYNC: Mapping[str, type[AsyncOpenAIChatClient] | type[AsyncAnthropicClient]] = {
+    "openai": AsyncOpenAIChatClient,
+    "anthropic": AsyncAnthropicClient,
 }
 
 
@@ -58,6 +64,35 @@ def client_from_env(
     given (a local server may need none). Raises :class:`~memci.errors.ConfigError`
     naming the missing variable, or for an unknown provider.
     """
+    found = _resolve(environ, provider, base_url, api_key, model)
+    if found is None:
+        return None
+    name, settings = found
+    return PROVIDERS[name](**settings, **options)
+
+
+def async_client_from_env(
+    environ: Mapping[str, str] | None = None,
+    *,
+    provider: str | None = None,
+    base_url: str | None = None,
+    api_key: str | None = None,
+    model: str | None = None,
+    **options: Any,
+) -> AsyncLLMClient | None:
+    """:func:`client_from_env` for asyncio: the same settings, an async client."""
+    found = _resolve(environ, provider, base_url, api_key, model)
+    if found is None:
+        return None
+    name, settings = found
+    return _ASYNC[name](**settings, **options)
+
+
+def _resolve(
+    environ: Mapping[str, str] | None, provider: str | None, base_url: str | None,
+    api_key: str | None, model: str | None,
+) -> tuple[str, dict[str, Any]] | None:
+    """The provider and the client's settings, or None when no LLM is configured."""
     env = os.environ if environ is None else environ
 
     def pick(given: str | None, name: str) -> str | None:
@@ -73,8 +108,7 @@ def client_from_env(
         return None
 
     name = (chosen_provider or _guess_provider(chosen_url)).lower()
-    client_class = PROVIDERS.get(name)
-    if client_class is None:
+    if name not in PROVIDERS:
         raise ConfigError(
             f"{ENV_PROVIDER}={chosen_provider!r} is not a known provider: "
             f"use one of {', '.join(sorted(PROVIDERS))}"
@@ -95,7 +129,7 @@ def client_from_env(
             f"set {ENV_API_KEY} for the provider's public endpoint, or {ENV_BASE_URL} "
             "for a local server that needs no key"
         )
-    return client_class(chosen_model, api_key=chosen_key, base_url=chosen_url, **options)
+    return name, {"model": chosen_model, "api_key": chosen_key, "base_url": chosen_url}
 
 
 def _guess_provider(base_url: str | None) -> str:

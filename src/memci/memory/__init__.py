@@ -15,6 +15,7 @@ Nothing here loads a model or reads the environment at import.
 from memci.memory._chunk import Chunk, chunk_file, chunk_markdown, chunk_python
 from memci.memory._docs import DocHit, DocIndex, IndexReport, Progress
 from memci.memory._embed import (
+    AsyncOpenAIEmbedder,
     Embedder,
     OpenAIEmbedder,
     SentenceTransformerEmbedder,
@@ -40,6 +41,7 @@ __all__ = [
     "DEFAULT_CACHE_TTL",
     "DEFAULT_MAX_EPISODES",
     "RRF_K",
+    "AsyncOpenAIEmbedder",
     "Chunk",
     "DocHit",
     "DocIndex",
