@@ -493,3 +493,20 @@ def test_async_engine_open_takes_every_argument_of_engine_open() -> None:
     for name, parameter in sync.items():
         assert given[name].default == parameter.default, name
         assert given[name].kind == parameter.kind, name
+
+
+def test_deleting_through_the_async_api(tmp_path: Path) -> None:
+    async def main() -> None:
+        async with await memci.AsyncEngine.open(tmp_path / "m.db") as engine:
+            session = await engine.session("s", user="ana")
+            await session.add({"role": "user", "content": "my code is zebra-42"})
+            await session.add({"role": "assistant", "content": "noted"})
+            popped = await session.pop()
+            assert popped.content == "noted" and await session.count() == 1
+            erased = await engine.erase_user("ana")
+            assert erased.action == "erase_user" and sum(erased.counts.values()) > 0
+            assert "zebra" not in repr(erased) and "ana" != erased.user
+            assert {e.action for e in await engine.erasures()} == {"retract", "erase_user"}
+            assert await engine.sessions() == []
+
+    asyncio.run(main())

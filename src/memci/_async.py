@@ -41,7 +41,7 @@ from memci.errors import ConfigError, StoreError
 from memci.llm import LLMClient
 from memci.memory import Hit, IndexReport
 from memci.messages import Message
-from memci.store import SessionRecord
+from memci.store import Erasure, SessionRecord
 from memci.tokens import Tokenizer
 
 __all__ = ["AsyncEngine", "AsyncSession"]
@@ -128,6 +128,26 @@ class AsyncEngine:
         session = await self._call(partial(self._engine.import_jsonl, lines, name=name,
                                            tenant=tenant))
         return self._wrap(session)
+
+    async def delete_session(self, name: str, *, tenant: str = "default",
+                             actor: str = "local", scrub: bool = True) -> Erasure:
+        """Delete a session and everything of it (see :meth:`Engine.delete_session`)."""
+        return await self._call(partial(self._engine.delete_session, name, tenant=tenant,
+                                        actor=actor, scrub=scrub))
+
+    async def erase_user(self, user: str, *, tenant: str = "default",
+                         actor: str = "local") -> Erasure:
+        """Erase everything of a user in a tenant (see :meth:`Engine.erase_user`)."""
+        return await self._call(partial(self._engine.erase_user, user, tenant=tenant,
+                                        actor=actor))
+
+    async def erasures(self, tenant: str | None = None, *, limit: int = 100) -> list[Erasure]:
+        """The audit log of deletions, newest first (no content)."""
+        return await self._call(partial(self._engine.erasures, tenant, limit=limit))
+
+    async def scrub(self) -> bool:
+        """Make deleted bytes go from the store's files (see :meth:`Engine.scrub`)."""
+        return await self._call(self._engine.scrub)
 
     async def close(self) -> None:
         """Finish the calls under way, stop background workers and close the store."""
@@ -259,6 +279,20 @@ class AsyncSession:
     async def record_round(self) -> None:
         """Record the current round in the working state."""
         await self._call(self._session.record_round)
+
+    # -- deleting (see docs/deleting.md) ----------------------------------------------------
+
+    async def retract(self, seq: int, *, actor: str = "local") -> list[Message]:
+        """Delete message ``seq`` and what was derived from it (see :meth:`Session.retract`)."""
+        return await self._call(partial(self._session.retract, seq, actor=actor))
+
+    async def pop(self, *, actor: str = "local") -> Message:
+        """Delete the newest message (a cancelled turn); see :meth:`Session.pop`."""
+        return await self._call(partial(self._session.pop, actor=actor))
+
+    async def clear(self, *, actor: str = "local") -> int:
+        """Delete every message of the session and what was derived; how many."""
+        return await self._call(partial(self._session.clear, actor=actor))
 
     async def import_state(self, data: Any) -> None:
         """Replace the working state with a ``context_state.json`` object (all or nothing)."""
