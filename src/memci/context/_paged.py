@@ -425,21 +425,33 @@ class PagedContext:
                 self._evict(page, f"recall count unchanged for {p} rounds")
 
     def _evict_lru(self, cap: int) -> None:
+        # First on the entries' own counts (no page is rendered per eviction, which made
+        # a long first build quadratic), then on the page as sent, for the last few.
+        while self.archive.contents and self._estimate_contents() > cap:
+            self._evict_one()
         while self.archive.contents and self._contents_tokens() > cap:
-            older = [e for e in self.archive.contents.values()
-                     if e.page not in self._just_archived]
-            if not older:
-                # Only pages archived by this build are left: one is not listed after all
-                # (its lines go to the context pool, the range line names it); a page is
-                # never archived and evicted in one build.
-                page = min(self.archive.contents)
-                self.archive.evicted[page] = self.archive.contents.pop(page)
-                self._contents = None
-                continue
-            # Least recently used first; at a tie, a page never recalled before one that was.
-            page = min(older, key=lambda e: (e.last_recall_round or e.archived_round,
-                                             e.recall_count, e.page)).page
-            self._evict(page, "lru: contents page over its token limit")
+            self._evict_one()
+
+    def _estimate_contents(self) -> int:
+        """The contents page's tokens from its entries' counts (a little over, never under)."""
+        return 90 + sum(e.tokens for e in self.archive.contents.values())
+
+    def _evict_one(self) -> None:
+        """Take the least recently used entry off the contents page (see _evict_lru)."""
+        older = [e for e in self.archive.contents.values()
+                 if e.page not in self._just_archived]
+        if not older:
+            # Only pages archived by this build are left: one is not listed after all
+            # (its lines go to the context pool, the range line names it); a page is
+            # never archived and evicted in one build.
+            page = min(self.archive.contents)
+            self.archive.evicted[page] = self.archive.contents.pop(page)
+            self._contents = None
+            return
+        # Least recently used first; at a tie, a page never recalled before one that was.
+        page = min(older, key=lambda e: (e.last_recall_round or e.archived_round,
+                                         e.recall_count, e.page)).page
+        self._evict(page, "lru: contents page over its token limit")
 
     def _evict(self, page: int, reason: str) -> None:
         self.archive.evicted[page] = self.archive.contents.pop(page)
