@@ -295,7 +295,8 @@ def test_missing_extra_names_the_install_command() -> None:
 
 
 def test_example_runs_offline() -> None:
-    out = subprocess.run([sys.executable, str(ROOT / "examples/integrations/openai_agents.py")],
-                         capture_output=True, text=True, timeout=120)
+    example = ROOT / "examples/integrations/openai_agents_example.py"
+    out = subprocess.run([sys.executable, str(example)], capture_output=True, text=True,
+                         timeout=120)
     assert out.returncode == 0, out.stderr
     assert "within budget" in out.stdout

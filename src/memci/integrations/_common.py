@@ -21,10 +21,12 @@ from memci.context import Context, ToolSpec
 from memci.errors import ConfigError, MissingExtraError
 from memci.messages import Message
 from memci.tools._builtin import FILE_TOOLS, RECALL_PAGE, SEARCH_MEMORY, WORKSPACE_TOOLS
+from memci.tools._registry import UnknownToolError
 
 __all__ = [
     "Ledger",
     "build_within",
+    "call_tool",
     "every_tool",
     "key_of",
     "missing_extra",
@@ -130,6 +132,19 @@ def every_tool(session: Session) -> tuple[ToolSpec, ...]:
     if chosen != "auto":
         every = [s for s in every if s.name in chosen]
     return tuple(every)
+
+
+def call_tool(session: Session, name: str, arguments: Mapping[str, Any] | str | None) -> str:
+    """Run one of memci's tools for a framework; one not offered now answers ``error: …``.
+
+    A framework registers every tool once (:func:`every_tool`), so a model may call one the
+    session does not offer at this point (no tool output yet for ``artifact_get``): the
+    model gets the reason, as for any refused call, and the run goes on.
+    """
+    try:
+        return session.call_tool(name, arguments)
+    except UnknownToolError as exc:
+        return f"error: {exc}"
 
 
 def split_system(messages: Sequence[Message]) -> tuple[str | None, list[Message]]:

@@ -36,6 +36,7 @@ from memci.integrations import _aio
 from memci.integrations._common import (
     Ledger,
     build_within,
+    call_tool,
     every_tool,
     key_of,
     missing_extra,
@@ -193,7 +194,7 @@ class MemciSession:
         session, name = self.session, spec.name
 
         async def invoke(_ctx: RunContextWrapper[Any], arguments: str) -> str:
-            return await _aio.call(session, session.call_tool, name, arguments)
+            return await _aio.call(session, call_tool, session, name, arguments)
 
         async def enabled(_ctx: RunContextWrapper[Any], _agent: AgentBase) -> bool:
             offered = await _aio.call(session, session.tool_specs)

@@ -1,6 +1,6 @@
 """memci under the OpenAI Agents SDK, offline: a scripted model reads twelve large logs.
 
-Run it: ``python examples/integrations/openai_agents.py`` (needs ``memci[openai-agents]``;
+Run it: ``python examples/integrations/openai_agents_example.py`` (needs ``memci[openai-agents]``;
 no network, no API key: the model is the SDK's own ``ScriptedModel``).
 
 The agent calls its ``read_file`` tool twelve times (10-16 KB each) before it answers.
