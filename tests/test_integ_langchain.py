@@ -43,9 +43,10 @@ RUNS, STEPS = 3, 8
 
 def file_text(path: str) -> str:
     size = 5_000 + (sum(map(ord, path)) * 2_657) % 15_000
-    lines, n = [], 0
-    while sum(len(x) + 1 for x in lines) < size:
+    lines, n, length = [], 0, 0
+    while length < size:
         lines.append(f"{path}:{n} value={(n * 7_919) % 104_729}")
+        length += len(lines[-1]) + 1
         n += 1
     return "\n".join(lines)
 
