@@ -1,5 +1,9 @@
 """memci.integrations.pydantic_ai with the real pydantic-ai: FunctionModel and TestModel.
 
+Runs go through ``asyncio.run(agent.run(...))``: ``run_sync`` leaves an event loop
+set on the thread that no one closes (pydantic-ai keeps one per thread), which a later
+test would meet as an unclosed-socket ResourceWarning.
+
 pydantic-ai's ``FunctionModel`` plays the model through a planner that reads the messages
 it is sent (and so can call memci's ``artifact_get`` on a pointer it sees); every request's
 messages and tool definitions are recorded and counted with the real tokenizer.
@@ -155,7 +159,7 @@ def test_capability_tool_loop_within_budget(tmp_path: Path) -> None:
 def test_without_memci_the_history_outgrows_the_budget(tmp_path: Path) -> None:
     planner = Planner()
     agent = Agent(FunctionModel(planner), instructions="You read logs.", tools=[read_file])
-    agent.run_sync("Question 0: which lines failed?")
+    asyncio.run(agent.run("Question 0: which lines failed?"))
     assert max(t for _, t in planner.seen) > 7_500
 
 
@@ -167,13 +171,13 @@ def test_history_processor_with_test_model(tmp_path: Path) -> None:
                           {"role": "assistant", "content": "noted"}])
         agent = Agent(TestModel(call_tools=[]), toolsets=[toolset(session)],
                       capabilities=[ProcessHistory(history_processor(session))])
-        result = agent.run_sync("what is my locker code?")
+        result = asyncio.run(agent.run("what is my locker code?"))
         sent = result.all_messages()
         assert "4312" in text_of(sent)  # the earlier conversation came from memci
         stored = [m.content for m in session.messages()]
         assert stored[:3] == ["my locker code is 4312", "noted", "what is my locker code?"]
         # Running again with the run's own history stores nothing twice.
-        agent.run_sync("and again?", message_history=sent)
+        asyncio.run(agent.run("and again?", message_history=sent))
         users = [m.content for m in session.messages() if m.role == "user"]
         assert users == ["my locker code is 4312", "what is my locker code?", "and again?"]
     finally:
@@ -197,7 +201,7 @@ def test_toolset_runs_memci_tools(tmp_path: Path) -> None:
             return ModelResponse([ToolCallPart("search_memory", {"query": "deploy key"})])
 
         agent = Agent(FunctionModel(model), toolsets=[toolset(session)])
-        assert "vault" in agent.run_sync("where is the key?").output
+        assert "vault" in asyncio.run(agent.run("where is the key?")).output
         assert calls[0] == {"recall_page", "search_memory"}  # only what the session offers
     finally:
         engine.close()
