@@ -20,7 +20,6 @@ from memci._session import Session
 from memci.context import Context, ToolSpec
 from memci.errors import ConfigError, MissingExtraError
 from memci.messages import Message
-from memci.tools._builtin import FILE_TOOLS, RECALL_PAGE, SEARCH_MEMORY, WORKSPACE_TOOLS
 from memci.tools._registry import UnknownToolError
 
 __all__ = [
@@ -30,6 +29,7 @@ __all__ = [
     "every_tool",
     "key_of",
     "missing_extra",
+    "offered_names",
     "schema_tokens",
     "split_system",
     "text_tokens",
@@ -120,18 +120,23 @@ def build_within(
 
 
 def every_tool(session: Session) -> tuple[ToolSpec, ...]:
-    """Every tool the session may offer; which are offered now is ``session.tool_specs()``.
+    """Every tool the session can run; which are offered now is ``session.tool_specs()``.
 
-    The same list as the session's own (``Session._tools``) before it picks by need, so a
-    framework that registers tools once can register them all and enable them per call.
+    A framework that registers tools once registers them all and enables them per call.
     """
-    every = [RECALL_PAGE.spec] if session.settings.strategy == "paged" else []
-    every += [SEARCH_MEMORY.spec, *(t.spec for t in FILE_TOOLS.values()),
-              *(t.spec for t in WORKSPACE_TOOLS.values())]
-    chosen = session.settings.tools
-    if chosen != "auto":
-        every = [s for s in every if s.name in chosen]
-    return tuple(every)
+    return session.tool_specs(every=True)
+
+
+def offered_names(session: Session) -> set[str]:
+    """The tools a framework should offer on its next model call.
+
+    What the session offers now, and recall_page and search_memory always (when the
+    session has them): a framework fixes its tool list before memci builds the request,
+    and the build that moves the first pages out of the window puts a contents page in
+    that very request, which tells the model to call recall_page.
+    """
+    names = {s.name for s in session.tool_specs()}
+    return names | ({"recall_page", "search_memory"} & {s.name for s in every_tool(session)})
 
 
 def call_tool(session: Session, name: str, arguments: Mapping[str, Any] | str | None) -> str:

@@ -40,6 +40,7 @@ from memci.integrations._common import (
     every_tool,
     key_of,
     missing_extra,
+    offered_names,
     schema_tokens,
     split_system,
     text_tokens,
@@ -146,16 +147,19 @@ class MemciMiddleware(AgentMiddleware[Any, Any, Any]):
                      if schemas[id(t)]["function"]["name"] not in self._mine]
         own = text_tokens(self.session, request.system_prompt) + schema_tokens(
             self.session, own_tools)
-        sent = [schemas[id(t)]["function"]["name"] for t in request.tools]
-        ctx = build_within(self.session, own, sent_tools=sent, recipe=self.recipe)
-        offered = {t.name for t in ctx.tools}
+        names = [schemas[id(t)]["function"]["name"] for t in request.tools]
+        # memci's tools go out when the session offers them (now, or in this build).
+        likely = offered_names(self.session)
+        ctx = build_within(self.session, own, sent_tools=[n for n in names if n in likely],
+                           recipe=self.recipe)
+        offered = {t.name for t in ctx.tools} | likely
         messages = context_messages(ctx, request.system_prompt)
         first = messages[0] if messages else None
         system = first if isinstance(first, SystemMessage) else None
         if system is not None:
             messages.pop(0)
-        tools = [t for t in request.tools
-                 if schemas[id(t)]["function"]["name"] not in self._mine - offered]
+        tools = [t for t, n in zip(request.tools, names, strict=True)
+                 if n not in self._mine or n in offered]
         return request.override(messages=_as_any(messages), system_message=system, tools=tools)
 
     def _keep(self, response: ModelResponse[Any]) -> None:

@@ -40,6 +40,7 @@ from memci.integrations._common import (
     every_tool,
     key_of,
     missing_extra,
+    offered_names,
     schema_tokens,
     text_tokens,
 )
@@ -197,8 +198,7 @@ class MemciSession:
             return await _aio.call(session, call_tool, session, name, arguments)
 
         async def enabled(_ctx: RunContextWrapper[Any], _agent: AgentBase) -> bool:
-            offered = await _aio.call(session, session.tool_specs)
-            return any(s.name == name for s in offered)
+            return name in await _aio.call(session, offered_names, session)
 
         return FunctionTool(name=name, description=spec.description,
                             params_json_schema=dict(spec.parameters), on_invoke_tool=invoke,

@@ -41,6 +41,7 @@ from memci.integrations._common import (
     every_tool,
     key_of,
     missing_extra,
+    offered_names,
     schema_tokens,
     split_system,
     text_tokens,
@@ -300,7 +301,6 @@ def toolset(session: Session) -> AbstractToolset[Any]:
              for s in every_tool(session)]
 
     async def offered(_ctx: RunContext[Any], tool: ToolDefinition) -> bool:
-        specs = await _aio.call(session, session.tool_specs)
-        return any(s.name == tool.name for s in specs)
+        return tool.name in await _aio.call(session, offered_names, session)
 
     return FunctionToolset(tools).filtered(offered)
