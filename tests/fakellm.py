@@ -20,8 +20,10 @@ so ``fake.base_url`` works as the base URL of both ``OpenAIChatClient`` (it appe
 
 Scripting: each request takes the next behaviour from a FIFO queue the test fills
 (``reply``, ``slow``, ``status``, ``rate_limit``, ``server_error``, ``malformed``,
-``json``, ``drop``, or ``push`` of behaviour objects); with the queue empty it replies
-``"summary: " + the first 50 characters of the last user message``. Every request is
+``json``, ``drop``, or ``push`` of behaviour objects); with the queue empty it asks
+``planner(request)`` for the behaviour when one is given (an agent loop that answers
+what it reads), else replies ``"summary: " + the first 50 characters of the last user
+message``. Every request is
 recorded (path, lower-cased headers, raw body, decoded JSON) before it is answered, and
 ``count`` / ``requests`` / ``last`` / ``wait_for`` read the records. ``delay`` adds
 seconds to every answer (for benchmarks).
@@ -197,12 +199,14 @@ class FakeLLM:
         strict: bool = True,
         responder: Callable[[RecordedRequest], str] = echo_reply,
         host: str = "127.0.0.1",
+        planner: Callable[[RecordedRequest], Behaviour] | None = None,
     ) -> None:
         self.delay = delay
         self.model = model
         self.api_key = api_key
         self.strict = strict
         self.responder = responder
+        self.planner = planner
         self._host = host
         self._lock = threading.Condition()
         self._queue: deque[Behaviour] = deque()
@@ -385,9 +389,12 @@ class FakeLLM:
             self._lock.notify_all()
             return request
 
-    def _next(self) -> Behaviour:
+    def _next(self, request: RecordedRequest) -> Behaviour:
         with self._lock:
-            return self._queue.popleft() if self._queue else Reply()
+            if self._queue:
+                return self._queue.popleft()
+        # Outside the lock: a planner may read the server's records.
+        return self.planner(request) if self.planner is not None else Reply()
 
     def _issue(self, reasoning_id: str, item_ids: list[str]) -> None:
         with self._lock:
@@ -493,7 +500,7 @@ class _Handler(BaseHTTPRequestHandler):
             status, message = problem
             self._send_json(status, _error_body(provider, status, message))
             return
-        behaviour = fake._next()
+        behaviour = fake._next(request)
         if fake._stopping.wait(fake.delay + behaviour.delay):
             self.close_connection = True  # shutting down: answer nothing
             return

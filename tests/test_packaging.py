@@ -26,6 +26,9 @@ PROVIDED_BY = {
     "mcp": "mcp", "mcp_types": "mcp", "sqlite_vec": "vectors", "pysqlite3": "vectors",
     "psycopg": "postgres", "psycopg_pool": "postgres",
     "opentelemetry": "otel",
+    "agents": "openai-agents", "openai": "openai-agents",
+    "langchain": "langchain", "langchain_core": "langchain", "langgraph": "langchain",
+    "pydantic_ai": "pydantic-ai", "llama_index": "llama-index",
 }
 
 

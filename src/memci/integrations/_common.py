@@ -1,0 +1,158 @@
+"""What the framework adapters share: keys of what a framework already holds, budgets, tools.
+
+- :class:`Ledger` answers "has memci stored this already?" for what a framework hands back
+  on every model call (its whole list so far), as a multiset of content keys: an item is
+  known once per time it was stored or shown, so the same words said twice are stored twice.
+- :func:`build_within` builds the session's context within its budget less the tokens the
+  framework adds around it; :func:`every_tool` lists every tool the session may offer.
+- :func:`split_system` separates the system messages of a context (memci's head, contents
+  page, working state, retrieved memory), which frameworks take apart from the turns.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from memci._session import Session
+from memci.context import Context, ToolSpec
+from memci.errors import ConfigError, MissingExtraError
+from memci.messages import Message
+from memci.tools._registry import UnknownToolError
+
+__all__ = [
+    "Ledger",
+    "build_within",
+    "call_tool",
+    "every_tool",
+    "key_of",
+    "missing_extra",
+    "offered_names",
+    "schema_tokens",
+    "split_system",
+    "text_tokens",
+]
+
+# A message's framing beyond its text, as memci counts it for OpenAI (tokens._overhead).
+_PER_MESSAGE = 4
+_PER_TOOL = 4
+
+
+def missing_extra(extra: str, package: str, module: str) -> MissingExtraError:
+    """The error an adapter module raises when its framework is not installed."""
+    return MissingExtraError(extra, package, f"memci.integrations.{module}")
+
+
+def key_of(value: object) -> str:
+    """A content key for a framework's message or item (JSON of its plain form)."""
+    return json.dumps(value, sort_keys=True, ensure_ascii=False, default=repr)
+
+
+class Ledger:
+    """A multiset of keys of what memci holds of what the framework will hand back."""
+
+    def __init__(self) -> None:
+        self._known: Counter[str] = Counter()
+
+    def reset(self, keys: Iterable[str] = ()) -> None:
+        """Forget everything; know ``keys`` (what was just shown to the framework)."""
+        self._known = Counter(keys)
+
+    def note(self, keys: Iterable[str]) -> None:
+        """Know ``keys`` once more each."""
+        self._known.update(keys)
+
+    def fresh(self, keys: Sequence[str]) -> list[int]:
+        """Positions of ``keys`` memci does not hold yet (each known key is used once)."""
+        left = Counter(self._known)
+        out: list[int] = []
+        for i, key in enumerate(keys):
+            if left[key] > 0:
+                left[key] -= 1
+            else:
+                out.append(i)
+        return out
+
+    def take(self, key: str) -> bool:
+        """Use up one ``key`` if known (True), else False."""
+        if self._known[key] > 0:
+            self._known[key] -= 1
+            return True
+        return False
+
+
+def text_tokens(session: Session, text: str | None) -> int:
+    """Tokens of a text sent as one message (an instruction, a system prompt)."""
+    return session.tokenizer.count(text) + _PER_MESSAGE if text else 0
+
+
+def schema_tokens(session: Session, tools: Sequence[Mapping[str, Any]]) -> int:
+    """Tokens of function tools in OpenAI form, counted as memci counts its own."""
+    if not tools:
+        return 0
+    return session.tokenizer.count(json.dumps(list(tools))) + _PER_TOOL * len(tools)
+
+
+def build_within(
+    session: Session, own: int, *, sent_tools: Iterable[str] = (), recipe: str = "auto"
+) -> Context:
+    """The session's context within its budget less ``own`` tokens the framework adds.
+
+    ``sent_tools``: names of memci's tools the framework sends whatever the build says
+    (a build that leaves some out, on a small budget, pays for them with less context).
+    """
+    budget = session.settings.budget - own
+    if budget < 256:
+        raise ConfigError(
+            f"session {session.name!r}: a budget of {session.settings.budget} tokens leaves "
+            f"{budget} for memci's context after the framework's own {own} (instructions and "
+            "tool schemas); raise context_window or max_tokens, or send fewer tools")
+    ctx = session.build(budget=budget, recipe=recipe)
+    shown = {t.name for t in ctx.tools}
+    left_out = [s.to_openai() for s in every_tool(session)
+                if s.name in set(sent_tools) and s.name not in shown]
+    if left_out:
+        extra = schema_tokens(session, left_out)
+        ctx = session.build(budget=max(budget - extra, 1), recipe=recipe)
+    return ctx
+
+
+def every_tool(session: Session) -> tuple[ToolSpec, ...]:
+    """Every tool the session can run; which are offered now is ``session.tool_specs()``.
+
+    A framework that registers tools once registers them all and enables them per call.
+    """
+    return session.tool_specs(every=True)
+
+
+def offered_names(session: Session) -> set[str]:
+    """The tools a framework should offer on its next model call.
+
+    What the session offers now, and recall_page and search_memory always (when the
+    session has them): a framework fixes its tool list before memci builds the request,
+    and the build that moves the first pages out of the window puts a contents page in
+    that very request, which tells the model to call recall_page.
+    """
+    names = {s.name for s in session.tool_specs()}
+    return names | ({"recall_page", "search_memory"} & {s.name for s in every_tool(session)})
+
+
+def call_tool(session: Session, name: str, arguments: Mapping[str, Any] | str | None) -> str:
+    """Run one of memci's tools for a framework; one not offered now answers ``error: …``.
+
+    A framework registers every tool once (:func:`every_tool`), so a model may call one the
+    session does not offer at this point (no tool output yet for ``artifact_get``): the
+    model gets the reason, as for any refused call, and the run goes on.
+    """
+    try:
+        return session.call_tool(name, arguments)
+    except UnknownToolError as exc:
+        return f"error: {exc}"
+
+
+def split_system(messages: Sequence[Message]) -> tuple[str | None, list[Message]]:
+    """The text of a context's system messages (joined by blank lines) and the others."""
+    texts = [m.content for m in messages if m.role == "system" and m.content]
+    return ("\n\n".join(texts) if texts else None), [m for m in messages if m.role != "system"]

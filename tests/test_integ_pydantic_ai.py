@@ -1,0 +1,225 @@
+"""memci.integrations.pydantic_ai with the real pydantic-ai: FunctionModel and TestModel.
+
+Runs go through ``asyncio.run(agent.run(...))``: ``run_sync`` leaves an event loop
+set on the thread that no one closes (pydantic-ai keeps one per thread), which a later
+test would meet as an unclosed-socket ResourceWarning.
+
+pydantic-ai's ``FunctionModel`` plays the model through a planner that reads the messages
+it is sent (and so can call memci's ``artifact_get`` on a pointer it sees); every request's
+messages and tool definitions are recorded and counted with the real tokenizer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from pydantic_ai import Agent
+from pydantic_ai.capabilities import ProcessHistory
+from pydantic_ai.messages import (
+    ModelMessage,
+    ModelRequest,
+    ModelResponse,
+    SystemPromptPart,
+    TextPart,
+    ToolCallPart,
+    ToolReturnPart,
+    UserPromptPart,
+)
+from pydantic_ai.models.function import AgentInfo, FunctionModel
+from pydantic_ai.models.test import TestModel
+
+import memci
+from memci.integrations.pydantic_ai import MemciCapability, history_processor, toolset
+from memci.tokens import get_tokenizer
+
+ROOT = Path(__file__).resolve().parents[1]
+TOKENS = get_tokenizer("cl100k_base")
+RUNS, STEPS = 3, 8
+
+
+def file_text(path: str) -> str:
+    size = 5_000 + (sum(map(ord, path)) * 2_657) % 15_000
+    lines, n, length = [], 0, 0
+    while length < size:
+        lines.append(f"{path}:{n} value={(n * 7_919) % 104_729}")
+        length += len(lines[-1]) + 1
+        n += 1
+    return "\n".join(lines)
+
+
+def read_file(path: str) -> str:
+    """Read a file of the project."""
+    return file_text(path)
+
+
+def text_of(messages: list[ModelMessage]) -> str:
+    out = []
+    for m in messages:
+        for p in m.parts:
+            content = getattr(p, "content", None)
+            if isinstance(content, str):
+                out.append(content)
+            if isinstance(p, ToolCallPart):
+                out.append(p.args_as_json_str())
+    return "\n".join(out)
+
+
+def request_tokens(messages: list[ModelMessage], info: AgentInfo) -> int:
+    total = 3 + (TOKENS.count(info.instructions) + 4 if info.instructions else 0)
+    for m in messages:
+        for p in m.parts:
+            if isinstance(p, SystemPromptPart | UserPromptPart | TextPart):
+                total += 4 + TOKENS.count(str(p.content))
+            elif isinstance(p, ToolCallPart):
+                total += 10 + TOKENS.count(p.tool_name) + TOKENS.count(p.args_as_json_str())
+            elif isinstance(p, ToolReturnPart):
+                total += 5 + TOKENS.count(p.model_response_str())
+    tools = [{"type": "function", "function": {"name": t.name, "description":
+              t.description or "", "parameters": t.parameters_json_schema}}
+             for t in info.function_tools]
+    if tools:
+        total += TOKENS.count(json.dumps(tools)) + 4 * len(tools)
+    return total
+
+
+class Planner:
+    def __init__(self) -> None:
+        self.run, self.step, self.n = -1, 0, 0
+        self.seen: list[tuple[list[ModelMessage], int]] = []
+
+    def __call__(self, messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        self.seen.append((list(messages), request_tokens(messages, info)))
+        text = text_of(messages)
+        run = max(int(n) for n in re.findall(r"Question (\d+):", text))
+        if run != self.run:
+            self.run, self.step = run, 0
+        self.step += 1
+        self.n += 1
+        if self.step > STEPS:
+            return ModelResponse([TextPart(f"done with run {run}")])
+        name, args = "read_file", {"path": f"run{run}/f{self.step}.log"}
+        pointers = re.findall(r"artifact:([0-9a-f]{6,})", text)
+        if self.step == 4 and pointers:
+            name, args = "artifact_get", {"id": pointers[-1], "length": 200}
+        return ModelResponse([ToolCallPart(name, json.dumps(args), f"call_{self.n}")])
+
+
+def pairing_ok(messages: list[ModelMessage]) -> bool:
+    open_calls: set[str] = set()
+    for m in messages:
+        for p in m.parts:
+            if isinstance(p, ToolCallPart):
+                open_calls.add(p.tool_call_id)
+            elif isinstance(p, ToolReturnPart):
+                if p.tool_call_id not in open_calls:
+                    return False
+                open_calls.discard(p.tool_call_id)
+    return not open_calls or isinstance(messages[-1], ModelResponse)
+
+
+def test_capability_tool_loop_within_budget(tmp_path: Path) -> None:
+    engine = memci.Engine.open(tmp_path / "m.db")
+    try:
+        session = engine.session("pai", context_window=10_000, tokenizer="cl100k_base")
+        planner = Planner()
+        agent = Agent(FunctionModel(planner), instructions="You read logs.",
+                      tools=[read_file], capabilities=[MemciCapability(session)])
+
+        async def runs() -> list[str]:
+            return [(await agent.run(f"Question {r}: which lines failed?")).output
+                    for r in range(RUNS)]
+
+        assert asyncio.run(runs()) == [f"done with run {r}" for r in range(RUNS)]
+        budget = session.settings.budget
+        assert len(planner.seen) == RUNS * (STEPS + 1)
+        assert max(t for _, t in planner.seen) <= budget
+        assert all(pairing_ok(m) for m, _ in planner.seen)
+        # The conversation was stored once, final answers included.
+        stored = session.messages()
+        assert [m.content for m in stored if m.role == "user"] == [
+            f"Question {r}: which lines failed?" for r in range(RUNS)]
+        assert [m.content for m in stored if m.role == "assistant" and m.content] == [
+            f"done with run {r}" for r in range(RUNS)]
+        assert sum(1 for m in stored if m.role == "tool") == RUNS * STEPS
+        # Far more than a request may carry went through, and artifact_get reached it.
+        assert sum(len(m.content) for m in stored) > 8 * budget
+        fetched = [m for m in stored if m.role == "tool" and m.content.startswith("run")
+                   and m.content.count("\n") < 12]
+        assert fetched
+    finally:
+        engine.close()
+
+
+def test_without_memci_the_history_outgrows_the_budget(tmp_path: Path) -> None:
+    planner = Planner()
+    agent = Agent(FunctionModel(planner), instructions="You read logs.", tools=[read_file])
+    asyncio.run(agent.run("Question 0: which lines failed?"))
+    assert max(t for _, t in planner.seen) > 7_500
+
+
+def test_history_processor_with_test_model(tmp_path: Path) -> None:
+    engine = memci.Engine.open(tmp_path / "m.db")
+    try:
+        session = engine.session("pai", context_window=10_000, tokenizer="cl100k_base")
+        session.add_many([{"role": "user", "content": "my locker code is 4312"},
+                          {"role": "assistant", "content": "noted"}])
+        agent = Agent(TestModel(call_tools=[]), toolsets=[toolset(session)],
+                      capabilities=[ProcessHistory(history_processor(session))])
+        result = asyncio.run(agent.run("what is my locker code?"))
+        sent = result.all_messages()
+        assert "4312" in text_of(sent)  # the earlier conversation came from memci
+        stored = [m.content for m in session.messages()]
+        assert stored[:3] == ["my locker code is 4312", "noted", "what is my locker code?"]
+        # Running again with the run's own history stores nothing twice.
+        asyncio.run(agent.run("and again?", message_history=sent))
+        users = [m.content for m in session.messages() if m.role == "user"]
+        assert users == ["my locker code is 4312", "what is my locker code?", "and again?"]
+    finally:
+        engine.close()
+
+
+def test_toolset_runs_memci_tools(tmp_path: Path) -> None:
+    engine = memci.Engine.open(tmp_path / "m.db")
+    try:
+        session = engine.session("pai")
+        session.add({"role": "user", "content": "the deploy key is in vault"})
+        calls: list[Any] = []
+
+        def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+            names = {t.name for t in info.function_tools}
+            calls.append(names)
+            last = messages[-1]
+            if isinstance(last, ModelRequest) and any(
+                    isinstance(p, ToolReturnPart) for p in last.parts):
+                return ModelResponse([TextPart(last.parts[0].model_response_str())])
+            return ModelResponse([ToolCallPart("search_memory", {"query": "deploy key"})])
+
+        agent = Agent(FunctionModel(model), toolsets=[toolset(session)])
+        assert "vault" in asyncio.run(agent.run("where is the key?")).output
+        # What can act now (nothing of the workspace before a tool result) and search.
+        assert calls[0] == {"recall_page", "search_memory"}
+    finally:
+        engine.close()
+
+
+def test_missing_extra_names_the_install_command() -> None:
+    code = ("import sys; sys.modules['pydantic_ai'] = None\n"
+            "try:\n import memci.integrations.pydantic_ai\n"
+            "except Exception as e: print(type(e).__name__, e)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout
+    assert out.startswith("MissingExtraError") and "pip install 'memci[pydantic-ai]'" in out
+
+
+def test_example_runs_offline() -> None:
+    example = ROOT / "examples/integrations/pydantic_ai_example.py"
+    out = subprocess.run([sys.executable, str(example)], capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert "within budget" in out.stdout
