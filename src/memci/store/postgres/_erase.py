@@ -40,6 +40,7 @@ from memci.errors import StoreError
 from memci.messages import ToolResultPart, loads_parts
 from memci.store._erase import Erasure, Removed
 from memci.store._records import SessionRecord
+from memci.store._rows import session_from_row
 from memci.store.postgres._db import Connection, Database
 from memci.store.postgres._failures import store_error
 from memci.store.postgres._keyword import forget_keywords, keyword_tables
@@ -258,9 +259,7 @@ class PostgresEraser:
                 "SELECT id, tenant, name, user_id, settings, created_at FROM sessions"
                 " WHERE tenant = %s AND user_id = %s AND tenant <> %s ORDER BY id",
                 (tenant, user, GONE)).fetchall()
-        return [SessionRecord(int(r[0]), str(r[1]), str(r[2]), r[3],
-                              MappingProxyType(json.loads(r[4])), datetime.fromisoformat(r[5]))
-                for r in rows]
+        return [session_from_row(r) for r in rows]
 
     # -- memory items, jobs, working state -----------------------------------------------
 

@@ -10,10 +10,10 @@ item id; :class:`KeywordTable`) keeps ``body`` (text and summary, weight A) and
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from memci.store._items import ItemFilter, MemoryItem, NewItem, Scope
+from memci.store._rows import ITEM_COLUMNS, item_from_row
 from memci.store.postgres._db import Connection, Database
 from memci.store.postgres._keyword import KeywordTable
 from memci.store.postgres._search import session_names
@@ -23,27 +23,8 @@ if TYPE_CHECKING:
 
 __all__ = ["PostgresItemStore"]
 
-_COLUMNS = ("id, scope, tenant, user_id, session_id, kind, subject, text, summary, source, "
-            "page, seen, valid_from, valid_to, superseded_by, created, updated")
 _REV = "nextval('memory_item_revisions')"
 _SHARDS = 16  # item rows' statistics are spread so writers seldom wait on one counter
-
-
-def _time(value: float | None) -> datetime | None:
-    return datetime.fromtimestamp(value, UTC) if value is not None else None
-
-
-def _item(row: Sequence[Any]) -> MemoryItem:
-    return MemoryItem(
-        id=int(row[0]), scope=row[1], tenant=row[2], user=row[3],
-        session_id=int(row[4]) if row[4] is not None else None, kind=row[5], subject=row[6],
-        text=row[7], summary=row[8], source=row[9],
-        page=int(row[10]) if row[10] is not None else None, seen=int(row[11]),
-        valid_from=datetime.fromtimestamp(row[12], UTC), valid_to=_time(row[13]),
-        superseded_by=int(row[14]) if row[14] is not None else None,
-        created=datetime.fromtimestamp(row[15], UTC),
-        updated=datetime.fromtimestamp(row[16], UTC),
-    )
 
 
 def _owner(scope: Scope) -> tuple[str, list[Any]]:
@@ -171,28 +152,28 @@ class PostgresItemStore:
     def get(self, item_id: int) -> MemoryItem | None:
         """The item, or None."""
         with self._store.read() as db:
-            row = db.execute(f"SELECT {_COLUMNS} FROM memory_items WHERE id = %s",
+            row = db.execute(f"SELECT {ITEM_COLUMNS} FROM memory_items WHERE id = %s",
                              (item_id,)).fetchone()
-        return _item(row) if row else None
+        return item_from_row(row) if row else None
 
     def get_many(self, item_ids: Sequence[int]) -> list[MemoryItem]:
         """The items still stored, in the order asked."""
         with self._store.read() as db:
-            rows = db.execute(f"SELECT {_COLUMNS} FROM memory_items WHERE id = ANY(%s)",
+            rows = db.execute(f"SELECT {ITEM_COLUMNS} FROM memory_items WHERE id = ANY(%s)",
                               ([int(i) for i in item_ids],)).fetchall()
-        found = {int(r[0]): _item(r) for r in rows}
+        found = {int(r[0]): item_from_row(r) for r in rows}
         return [found[i] for i in item_ids if i in found]
 
     def visible(self, where: ItemFilter, *, limit: int | None = None) -> list[MemoryItem]:
         """Items passing ``where``, newest first (by the time they became true)."""
         sql, args = _where(where)
-        query = (f"SELECT {_COLUMNS} FROM memory_items i WHERE {sql}"
+        query = (f"SELECT {ITEM_COLUMNS} FROM memory_items i WHERE {sql}"
                  " ORDER BY i.valid_from DESC, i.id DESC")
         if limit is not None:
             query += " LIMIT %s"
             args.append(limit)
         with self._store.read() as db:
-            return [_item(r) for r in db.execute(query, args).fetchall()]
+            return [item_from_row(r) for r in db.execute(query, args).fetchall()]
 
     def history(self, item_id: int) -> list[MemoryItem]:
         """Every item of the same owner, kind and subject (or the item alone), oldest first."""
@@ -202,15 +183,15 @@ class PostgresItemStore:
             if row is None:
                 return []
             if row[5] is None:
-                rows = db.execute(f"SELECT {_COLUMNS} FROM memory_items WHERE id = %s",
+                rows = db.execute(f"SELECT {ITEM_COLUMNS} FROM memory_items WHERE id = %s",
                                   (item_id,)).fetchall()
             else:
                 rows = db.execute(
-                    f"SELECT {_COLUMNS} FROM memory_items WHERE tenant = %s AND scope = %s AND"
+                    f"SELECT {ITEM_COLUMNS} FROM memory_items WHERE tenant = %s AND scope = %s AND"
                     " user_id IS NOT DISTINCT FROM %s AND session_id IS NOT DISTINCT FROM %s"
                     " AND kind = %s AND subject = %s ORDER BY valid_from, id", tuple(row),
                 ).fetchall()
-        return [_item(r) for r in rows]
+        return [item_from_row(r) for r in rows]
 
     def version(self) -> int:
         """The newest revision: grows with every change to items."""

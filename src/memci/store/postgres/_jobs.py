@@ -14,30 +14,15 @@ import json
 import logging
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from datetime import datetime
-from types import MappingProxyType
 from typing import Any
 
 from memci.store._jobs import Job, JobCounts, JobState, JobTally, NewJob
+from memci.store._rows import JOB_COLUMNS, job_from_row
 from memci.store.postgres._db import Database
 
 __all__ = ["PostgresJobStore"]
 
 logger = logging.getLogger("memci.jobs")
-
-_COLUMNS = ("id, kind, key, payload, state, attempts, max_attempts, last_error, result,"
-            " lease_owner, lease_expires, run_after, created_at, updated_at")
-
-
-def _job(row: Sequence[Any]) -> Job:
-    return Job(
-        id=int(row[0]), kind=str(row[1]), key=str(row[2]),
-        payload=MappingProxyType(json.loads(row[3])), state=row[4], attempts=int(row[5]),
-        max_attempts=int(row[6]), last_error=row[7],
-        result=json.loads(row[8]) if row[8] is not None else None,
-        lease_owner=row[9], lease_expires=row[10], run_after=float(row[11]),
-        created_at=datetime.fromisoformat(row[12]), updated_at=datetime.fromisoformat(row[13]),
-    )
-
 
 class PostgresJobStore:
     """The jobs of one PostgreSQL store."""
@@ -57,18 +42,18 @@ class PostgresJobStore:
                     " ON CONFLICT (key) DO NOTHING",
                     (job.kind, job.key, job.payload, job.max_attempts, job.run_after, stamp,
                      stamp))
-                row = db.execute(f"SELECT {_COLUMNS} FROM memci_jobs WHERE key = %s",
+                row = db.execute(f"SELECT {JOB_COLUMNS} FROM memci_jobs WHERE key = %s",
                                  (job.key,)).fetchone()
                 assert row is not None
-                out.append(_job(row))
+                out.append(job_from_row(row))
         return out
 
     def get(self, key: str) -> Job | None:
         """The job under ``key``, or None."""
         with self._store.read() as db:
-            row = db.execute(f"SELECT {_COLUMNS} FROM memci_jobs WHERE key = %s",
+            row = db.execute(f"SELECT {JOB_COLUMNS} FROM memci_jobs WHERE key = %s",
                              (key,)).fetchone()
-        return _job(row) if row else None
+        return job_from_row(row) if row else None
 
     def results(self, keys: Iterable[str]) -> dict[str, Any]:
         """Decoded results of the done jobs among ``keys``."""
@@ -83,7 +68,7 @@ class PostgresJobStore:
     def jobs(self, *, state: JobState | None = None, kind: str | None = None,
              limit: int = 100) -> list[Job]:
         """Jobs, newest first, optionally of one state and kind."""
-        sql = f"SELECT {_COLUMNS} FROM memci_jobs WHERE TRUE"
+        sql = f"SELECT {JOB_COLUMNS} FROM memci_jobs WHERE TRUE"
         args: list[Any] = []
         if state is not None:
             sql += " AND state = %s"
@@ -93,7 +78,7 @@ class PostgresJobStore:
             args.append(kind)
         with self._store.read() as db:
             rows = db.execute(sql + " ORDER BY id DESC LIMIT %s", [*args, limit]).fetchall()
-        return [_job(r) for r in rows]
+        return [job_from_row(r) for r in rows]
 
     def counts(self, key_prefix: str = "") -> JobCounts:
         """How the jobs whose key starts with ``key_prefix`` stand."""
@@ -157,17 +142,17 @@ class PostgresJobStore:
         with self._store.write() as db:
             while True:
                 row = db.execute(
-                    f"SELECT {_COLUMNS} FROM memci_jobs WHERE state = 'running'"
+                    f"SELECT {JOB_COLUMNS} FROM memci_jobs WHERE state = 'running'"
                     " AND lease_expires < %s AND kind = ANY(%s)"
                     " ORDER BY lease_expires LIMIT 1 FOR UPDATE SKIP LOCKED", (now, wanted),
                 ).fetchone() or db.execute(
-                    f"SELECT {_COLUMNS} FROM memci_jobs WHERE state = 'pending'"
+                    f"SELECT {JOB_COLUMNS} FROM memci_jobs WHERE state = 'pending'"
                     " AND run_after <= %s AND kind = ANY(%s)"
                     f" ORDER BY {order} LIMIT 1 FOR UPDATE SKIP LOCKED", (now, wanted),
                 ).fetchone()
                 if row is None:
                     return None
-                job = _job(row)
+                job = job_from_row(row)
                 if job.state == "running" and job.attempts >= job.max_attempts:
                     db.execute(
                         "UPDATE memci_jobs SET state = 'failed', last_error = %s,"

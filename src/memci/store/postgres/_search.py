@@ -16,10 +16,10 @@ from collections.abc import Collection, Sequence
 from typing import TYPE_CHECKING, Any
 
 from memci.messages import Message, loads_parts
+from memci.store._rows import message_from_row
 from memci.store._search import Candidate, IndexedMessage, SearchDoc, SearchFilter
 from memci.store.postgres._db import Connection, Database
 from memci.store.postgres._keyword import KeywordTable
-from memci.store.sqlite._rows import message_from_row
 
 if TYPE_CHECKING:
     from memci.memory._text import Analyzer, MatchPlan

@@ -38,7 +38,6 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
 from datetime import UTC, datetime
-from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
 
@@ -55,12 +54,12 @@ from memci.errors import (
 from memci.messages import Message, dumps_parts
 from memci.store._log import LogRow
 from memci.store._records import SessionRecord
+from memci.store._rows import message_from_row, row_head, session_from_row
 from memci.store.postgres._context import PostgresContextStore
 from memci.store.postgres._db import Connection
 from memci.store.postgres._failures import store_error
 from memci.store.postgres._migrations import MIGRATION_LOCK, SERIES
 from memci.store.postgres._parts import PostgresParts
-from memci.store.sqlite._rows import message_from_row, row_head
 
 __all__ = ["DEFAULT_POOL_SIZE", "ENV_POOL_SIZE", "PostgresStore", "redact"]
 
@@ -313,7 +312,7 @@ class PostgresStore(PostgresParts):
             row = db.execute(
                 "SELECT id, tenant, name, user_id, settings, created_at FROM sessions"
                 " WHERE tenant = %s AND name = %s AND tenant <> ''", (tenant, name)).fetchone()
-        return _session_record(row) if row else None
+        return session_from_row(row) if row else None
 
     def ensure_session(
         self, tenant: str, name: str, user: str | None, settings: Mapping[str, Any]
@@ -340,7 +339,7 @@ class PostgresStore(PostgresParts):
                     " WHERE id = %s RETURNING id, tenant, name, user_id, settings, created_at",
                     (user, text, row[0])).fetchone()
         assert row is not None
-        return _session_record(row)
+        return session_from_row(row)
 
     def sessions(self, tenant: str | None = None) -> list[SessionRecord]:
         """Every session (of one tenant, if given), oldest first."""
@@ -353,7 +352,7 @@ class PostgresStore(PostgresParts):
             sql += " WHERE tenant <> ''"  # a deleted session's row is no session
         with self.read() as db:
             rows = db.execute(sql + " ORDER BY id", args).fetchall()
-        return [_session_record(r) for r in rows]
+        return [session_from_row(r) for r in rows]
 
     # -- messages ------------------------------------------------------------------------
 
@@ -573,13 +572,6 @@ class PostgresStore(PostgresParts):
             return None
         found = self.messages(session, after=int(row[0]) - 1, upto=int(row[0]))
         return found[0] if found else None
-
-
-def _session_record(row: Sequence[Any]) -> SessionRecord:
-    return SessionRecord(
-        id=int(row[0]), tenant=str(row[1]), name=str(row[2]), user=row[3],
-        settings=MappingProxyType(json.loads(row[4])),
-        created_at=datetime.fromisoformat(row[5]))
 
 
 if TYPE_CHECKING:

@@ -6,12 +6,12 @@ Each component's schema is a numbered migration series recorded in ``memci_migra
 (``core``, ``workspace``, ``memory``, ``jobs``, ``server``), all of them here.
 """
 
+from memci.store._rows import ROW_HEAD_CHARS, message_from_row, row_head
 from memci.store.sqlite._migrations import CORE_MIGRATIONS, Migration
 from memci.store.sqlite._migrations_jobs import JOBS_MIGRATIONS
 from memci.store.sqlite._migrations_memory import MEMORY_MIGRATIONS
 from memci.store.sqlite._migrations_server import SERVER_MIGRATIONS
 from memci.store.sqlite._migrations_workspace import WORKSPACE_MIGRATIONS
-from memci.store.sqlite._rows import ROW_HEAD_CHARS, message_from_row, row_head
 from memci.store.sqlite._store import SQLiteStore
 
 __all__ = ["CORE_MIGRATIONS", "JOBS_MIGRATIONS", "MEMORY_MIGRATIONS", "ROW_HEAD_CHARS",

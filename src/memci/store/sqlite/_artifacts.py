@@ -7,40 +7,16 @@ when it lives in a file) and ``workspace_artifacts`` (one per call; ``seq`` is
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Any
 
 from memci.errors import UnknownSessionError
 from memci.store._artifacts import Artifact, Blob
+from memci.store._rows import ARTIFACT_SELECT, artifact_from_row, summary_json
 from memci.store.sqlite._db import Database
 from memci.store.sqlite._migrations_workspace import WORKSPACE_MIGRATIONS
 
 __all__ = ["SQLiteArtifactRows"]
-
-_SELECT = (
-    "SELECT b.id, b.bytes, b.chars, b.lines, a.exit_code, a.summary, a.tool_name, a.call_id,"
-    " a.arguments, a.owner, a.session_id, a.created_at, b.content IS NULL, b.sha256,"
-    " a.is_error, a.seq FROM workspace_artifacts a JOIN workspace_blobs b"
-    " ON b.id = a.artifact_id"
-)
-
-
-def _artifact(row: Sequence[Any]) -> Artifact:
-    return Artifact(
-        id=str(row[0]), size=int(row[1]), chars=int(row[2]), lines=int(row[3]),
-        exit_code=None if row[4] is None else int(row[4]),
-        summary=tuple(json.loads(row[5])), tool_name=row[6], call_id=row[7],
-        arguments=row[8], owner=str(row[9]), session_id=int(row[10]),
-        created_at=datetime.fromisoformat(row[11]), stored="file" if row[12] else "inline",
-        sha256=str(row[13]), is_error=bool(row[14]), seq=int(row[15]),
-    )
-
-
-def _summary(lines: Sequence[str]) -> str:
-    return json.dumps(list(lines), ensure_ascii=False)
-
 
 class SQLiteArtifactRows:
     """Blobs and links of one SQLite store."""
@@ -98,16 +74,16 @@ class SQLiteArtifactRows:
                 " arguments, exit_code, is_error, summary, owner, created_at)"
                 " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (artifact_id, session_id, call_id, tool_name, arguments, exit_code,
-                 int(is_error), _summary(summary), owner, created_at.isoformat()),
+                 int(is_error), summary_json(summary), owner, created_at.isoformat()),
             )
-            found = db.execute(_SELECT + " WHERE a.seq = ?", (cursor.lastrowid,)).fetchone()
-        return _artifact(found)
+            found = db.execute(ARTIFACT_SELECT + " WHERE a.seq = ?", (cursor.lastrowid,)).fetchone()
+        return artifact_from_row(found)
 
     def set_summary(self, seq: int, summary: Sequence[str]) -> None:
         """Replace the summary of the link ``seq``."""
         with self._store.write() as db:
             db.execute("UPDATE workspace_artifacts SET summary = ? WHERE seq = ?",
-                       (_summary(summary), seq))
+                       (summary_json(summary), seq))
 
     def file_ids(self) -> set[str]:
         """Ids of every blob whose content is in a file."""
@@ -118,29 +94,29 @@ class SQLiteArtifactRows:
     def latest(self, artifact_id: str) -> Artifact | None:
         """The blob as linked to its latest call, or None."""
         with self._store.read() as db:
-            row = db.execute(_SELECT + " WHERE b.id = ? ORDER BY a.seq DESC LIMIT 1",
+            row = db.execute(ARTIFACT_SELECT + " WHERE b.id = ? ORDER BY a.seq DESC LIMIT 1",
                              (artifact_id,)).fetchone()
-        return None if row is None else _artifact(row)
+        return None if row is None else artifact_from_row(row)
 
     def calls(self, artifact_id: str) -> list[Artifact]:
         """Every link of the blob, oldest first."""
         with self._store.read() as db:
-            rows = db.execute(_SELECT + " WHERE b.id = ? ORDER BY a.seq",
+            rows = db.execute(ARTIFACT_SELECT + " WHERE b.id = ? ORDER BY a.seq",
                               (artifact_id,)).fetchall()
-        return [_artifact(r) for r in rows]
+        return [artifact_from_row(r) for r in rows]
 
     def for_call(self, session_id: int, call_id: str) -> Artifact | None:
         """The latest link of the call ``call_id`` of the session, or None."""
         with self._store.read() as db:
             row = db.execute(
-                _SELECT + " WHERE a.session_id = ? AND a.call_id = ? ORDER BY a.seq DESC"
+                ARTIFACT_SELECT + " WHERE a.session_id = ? AND a.call_id = ? ORDER BY a.seq DESC"
                 " LIMIT 1", (session_id, call_id),
             ).fetchone()
-        return None if row is None else _artifact(row)
+        return None if row is None else artifact_from_row(row)
 
     def for_session(self, session_id: int) -> list[Artifact]:
         """Every link of the session, oldest first."""
         with self._store.read() as db:
-            rows = db.execute(_SELECT + " WHERE a.session_id = ? ORDER BY a.seq",
+            rows = db.execute(ARTIFACT_SELECT + " WHERE a.session_id = ? ORDER BY a.seq",
                               (session_id,)).fetchall()
-        return [_artifact(r) for r in rows]
+        return [artifact_from_row(r) for r in rows]

@@ -32,6 +32,7 @@ from memci.errors import StoreError
 from memci.messages import ToolResultPart, loads_parts
 from memci.store._erase import Erasure, Removed
 from memci.store._records import SessionRecord
+from memci.store._rows import session_from_row
 from memci.store.sqlite._db import Database
 from memci.store.sqlite._driver import errors
 from memci.store.sqlite._failures import store_error
@@ -261,9 +262,7 @@ class SQLiteEraser:
                 "SELECT id, tenant, name, user_id, settings, created_at FROM sessions"
                 " WHERE tenant = ? AND user_id = ? AND tenant != ? ORDER BY id",
                 (tenant, user, GONE)).fetchall()
-        return [SessionRecord(int(r[0]), str(r[1]), str(r[2]), r[3],
-                              MappingProxyType(json.loads(r[4])), datetime.fromisoformat(r[5]))
-                for r in rows]
+        return [session_from_row(r) for r in rows]
 
     # -- memory items, jobs, working state -----------------------------------------------
 

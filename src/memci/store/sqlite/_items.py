@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Collection, Sequence
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from memci.store._items import ItemFilter, MemoryItem, NewItem, Scope
+from memci.store._rows import ITEM_COLUMNS, item_from_row
 from memci.store.sqlite._db import Database
 from memci.store.sqlite._fts import ensure_fts, fts_name
 from memci.store.sqlite._migrations_memory import MEMORY_MIGRATIONS
@@ -23,27 +23,6 @@ if TYPE_CHECKING:
     from memci.memory._text import Analyzer, MatchPlan
 
 __all__ = ["SQLiteItemStore"]
-
-_COLUMNS = ("id, scope, tenant, user_id, session_id, kind, subject, text, summary, source, "
-            "page, seen, valid_from, valid_to, superseded_by, created, updated")
-
-
-def _time(value: float | None) -> datetime | None:
-    return datetime.fromtimestamp(value, UTC) if value is not None else None
-
-
-def _item(row: Sequence[Any]) -> MemoryItem:
-    return MemoryItem(
-        id=int(row[0]), scope=row[1], tenant=row[2], user=row[3],
-        session_id=int(row[4]) if row[4] is not None else None, kind=row[5], subject=row[6],
-        text=row[7], summary=row[8], source=row[9],
-        page=int(row[10]) if row[10] is not None else None, seen=int(row[11]),
-        valid_from=datetime.fromtimestamp(row[12], UTC), valid_to=_time(row[13]),
-        superseded_by=int(row[14]) if row[14] is not None else None,
-        created=datetime.fromtimestamp(row[15], UTC),
-        updated=datetime.fromtimestamp(row[16], UTC),
-    )
-
 
 def _owner(scope: Scope, alias: str = "") -> tuple[str, list[Any]]:
     """SQL for "owned by exactly this scope" (not what it can see)."""
@@ -176,31 +155,31 @@ class SQLiteItemStore:
     def get(self, item_id: int) -> MemoryItem | None:
         """The item, or None."""
         with self._store.read() as db:
-            row = db.execute(f"SELECT {_COLUMNS} FROM memory_items WHERE id = ?",
+            row = db.execute(f"SELECT {ITEM_COLUMNS} FROM memory_items WHERE id = ?",
                              (item_id,)).fetchone()
-        return _item(row) if row else None
+        return item_from_row(row) if row else None
 
     def get_many(self, item_ids: Sequence[int]) -> list[MemoryItem]:
         """The items still stored, in the order asked."""
         out: list[MemoryItem] = []
         with self._store.read() as db:
             for item_id in item_ids:
-                row = db.execute(f"SELECT {_COLUMNS} FROM memory_items WHERE id = ?",
+                row = db.execute(f"SELECT {ITEM_COLUMNS} FROM memory_items WHERE id = ?",
                                  (item_id,)).fetchone()
                 if row is not None:
-                    out.append(_item(row))
+                    out.append(item_from_row(row))
         return out
 
     def visible(self, where: ItemFilter, *, limit: int | None = None) -> list[MemoryItem]:
         """Items passing ``where``, newest first (by the time they became true)."""
         sql, args = _where(where)
-        query = (f"SELECT {_COLUMNS} FROM memory_items i WHERE {sql}"
+        query = (f"SELECT {ITEM_COLUMNS} FROM memory_items i WHERE {sql}"
                  " ORDER BY i.valid_from DESC, i.id DESC")
         if limit is not None:
             query += " LIMIT ?"
             args.append(limit)
         with self._store.read() as db:
-            return [_item(r) for r in db.execute(query, args).fetchall()]
+            return [item_from_row(r) for r in db.execute(query, args).fetchall()]
 
     def history(self, item_id: int) -> list[MemoryItem]:
         """Every item of the same owner, kind and subject (or the item alone), oldest first."""
@@ -210,14 +189,15 @@ class SQLiteItemStore:
             if row is None:
                 return []
             if row[5] is None:
-                return [_item(db.execute(f"SELECT {_COLUMNS} FROM memory_items WHERE id = ?",
-                                         (item_id,)).fetchone())]
+                return [item_from_row(db.execute(
+                    f"SELECT {ITEM_COLUMNS} FROM memory_items WHERE id = ?",
+                    (item_id,)).fetchone())]
             rows = db.execute(
-                f"SELECT {_COLUMNS} FROM memory_items WHERE tenant = ? AND scope = ? AND"
+                f"SELECT {ITEM_COLUMNS} FROM memory_items WHERE tenant = ? AND scope = ? AND"
                 " user_id IS ? AND session_id IS ? AND kind = ? AND subject = ?"
                 " ORDER BY valid_from, id", tuple(row),
             ).fetchall()
-        return [_item(r) for r in rows]
+        return [item_from_row(r) for r in rows]
 
     def version(self) -> int:
         """The newest revision: grows with every change to items."""

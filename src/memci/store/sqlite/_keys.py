@@ -6,23 +6,12 @@ tenant are found through its index on ``tenant``.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
-
 from memci.store._keys import KeyRecord
+from memci.store._rows import KEY_SELECT, key_from_row
 from memci.store.sqlite._db import Database
 from memci.store.sqlite._migrations_server import SERVER_MIGRATIONS
 
 __all__ = ["SQLiteKeyRows"]
-
-_SELECT = ("SELECT key_id, tenant, key_hash, label, created_at, revoked_at, policy"
-           " FROM server_api_keys")
-
-
-def _key(row: Sequence[Any]) -> KeyRecord:
-    return KeyRecord(key_id=str(row[0]), tenant=str(row[1]), key_hash=str(row[2]),
-                     label=row[3], created_at=str(row[4]), revoked_at=row[5], policy=row[6])
-
 
 class SQLiteKeyRows:
     """The API keys of one SQLite store."""
@@ -44,31 +33,31 @@ class SQLiteKeyRows:
     def get(self, key_id: str) -> KeyRecord | None:
         """The key with this id, or None."""
         with self._store.read() as db:
-            row = db.execute(_SELECT + " WHERE key_id = ?", (key_id,)).fetchone()
-        return None if row is None else _key(row)
+            row = db.execute(KEY_SELECT + " WHERE key_id = ?", (key_id,)).fetchone()
+        return None if row is None else key_from_row(row)
 
     def find(self, key_hash: str) -> KeyRecord | None:
         """The active key whose hash is ``key_hash``, or None."""
         with self._store.read() as db:
-            row = db.execute(_SELECT + " WHERE key_hash = ? AND revoked_at IS NULL",
+            row = db.execute(KEY_SELECT + " WHERE key_hash = ? AND revoked_at IS NULL",
                              (key_hash,)).fetchone()
-        return None if row is None else _key(row)
+        return None if row is None else key_from_row(row)
 
     def keys(self, tenant: str | None = None) -> list[KeyRecord]:
         """Every key (of one tenant), by time made, then id."""
-        sql, args = _SELECT, tuple[str, ...]()
+        sql, args = KEY_SELECT, tuple[str, ...]()
         if tenant is not None:
             sql, args = sql + " WHERE tenant = ?", (tenant,)
         with self._store.read() as db:
             rows = db.execute(sql + " ORDER BY created_at, key_id", args).fetchall()
-        return [_key(r) for r in rows]
+        return [key_from_row(r) for r in rows]
 
     def first_active(self, tenant: str) -> KeyRecord | None:
         """The tenant's oldest active key, or None."""
         with self._store.read() as db:
-            row = db.execute(_SELECT + " WHERE tenant = ? AND revoked_at IS NULL"
+            row = db.execute(KEY_SELECT + " WHERE tenant = ? AND revoked_at IS NULL"
                              " ORDER BY created_at LIMIT 1", (tenant,)).fetchone()
-        return None if row is None else _key(row)
+        return None if row is None else key_from_row(row)
 
     def active_policies(self) -> list[tuple[str, str]]:
         """``(tenant, policy)`` of every active key that carries a policy."""

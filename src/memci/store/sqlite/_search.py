@@ -17,11 +17,11 @@ from collections.abc import Collection, Sequence
 from typing import TYPE_CHECKING, Any
 
 from memci.messages import Message, loads_parts
+from memci.store._rows import message_from_row
 from memci.store._search import Candidate, IndexedMessage, SearchDoc, SearchFilter
 from memci.store.sqlite._db import Database
 from memci.store.sqlite._fts import ensure_fts, fts_name
 from memci.store.sqlite._migrations_memory import MEMORY_MIGRATIONS
-from memci.store.sqlite._rows import message_from_row
 
 if TYPE_CHECKING:
     from memci.memory._text import Analyzer, MatchPlan

@@ -44,7 +44,6 @@ from contextlib import contextmanager
 from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
-from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from memci.errors import (
@@ -56,16 +55,23 @@ from memci.errors import (
 from memci.messages import Message, dumps_parts
 from memci.store._log import LogRow
 from memci.store._records import SessionRecord
+from memci.store._rows import message_from_row, row_head, session_from_row
 from memci.store.sqlite._context import SQLiteContextStore
 from memci.store.sqlite._driver import connect, errors, load_sqlite_vec
 from memci.store.sqlite._failures import store_error
 from memci.store.sqlite._migrations import CORE_MIGRATIONS, Migration
 from memci.store.sqlite._parts import StoreParts
-from memci.store.sqlite._rows import TOKENS_SQL, message_from_row, row_head
 
 __all__ = ["SQLiteStore"]
 
 _BUSY_TIMEOUT_MS = 60_000
+
+# A row's tokens, or (written by an older memci without checking) an estimate: about four
+# characters of its parts a token. memci.store._rows reads a row the same way.
+TOKENS_SQL = ("CASE WHEN typeof(m.tokens) = 'integer' AND m.tokens >= 0 THEN m.tokens"
+               " ELSE length(m.parts) / 4 END")
+
+
 
 logger = logging.getLogger("memci.store")
 
@@ -298,7 +304,7 @@ class SQLiteStore(StoreParts):
                 "SELECT id, tenant, name, user_id, settings, created_at FROM sessions"
                 " WHERE tenant = ? AND name = ? AND tenant != ''", (tenant, name),
             ).fetchone()
-        return _session_record(row) if row else None
+        return session_from_row(row) if row else None
 
     def ensure_session(
         self, tenant: str, name: str, user: str | None, settings: Mapping[str, Any]
@@ -337,7 +343,7 @@ class SQLiteStore(StoreParts):
             sql += " WHERE tenant != ''"  # a deleted session's row is no session
         with self.read() as db:
             rows = db.execute(sql + " ORDER BY id", args).fetchall()
-        return [_session_record(r) for r in rows]
+        return [session_from_row(r) for r in rows]
 
     # -- messages ------------------------------------------------------------------------
 
@@ -574,14 +580,6 @@ class SQLiteStore(StoreParts):
             return None
         found = self.messages(session, after=int(row[0]) - 1, upto=int(row[0]))
         return found[0] if found else None
-
-
-def _session_record(row: tuple[Any, ...]) -> SessionRecord:
-    return SessionRecord(
-        id=int(row[0]), tenant=str(row[1]), name=str(row[2]), user=row[3],
-        settings=MappingProxyType(json.loads(row[4])),
-        created_at=datetime.fromisoformat(row[5]),
-    )
 
 
 def _statements(sql: str) -> list[str]:

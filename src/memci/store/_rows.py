@@ -1,0 +1,185 @@
+"""Reading rows back as records, the same way on every SQL backend.
+
+The SQLite and PostgreSQL stores keep the same columns for messages, sessions, jobs, API
+keys, artifacts and memory items; each table's column list and its decoder live here once.
+
+Every stored message row can be read (:func:`message_from_row`), also one an older memci
+wrote before it checked every field: a ``tokens`` that is not a whole number is read as an
+estimate from the size of its parts, a ``created_at`` outside what can be converted to UTC
+as the nearest instant that can, an unreadable one as None, metadata that is not a JSON
+object as text under ``"unreadable"``. A tool output kept whole in an artifact file has
+only its head in the row (:data:`ROW_HEAD_CHARS`, :func:`row_head`).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from datetime import UTC, datetime
+from types import MappingProxyType
+from typing import Any
+
+from memci.messages import Message, loads_parts
+from memci.store._artifacts import Artifact
+from memci.store._items import MemoryItem
+from memci.store._jobs import Job
+from memci.store._keys import KeyRecord
+from memci.store._records import SessionRecord
+
+__all__ = [
+    "ARTIFACT_SELECT",
+    "ITEM_COLUMNS",
+    "JOB_COLUMNS",
+    "KEY_SELECT",
+    "ROW_HEAD_CHARS",
+    "artifact_from_row",
+    "item_from_row",
+    "job_from_row",
+    "key_from_row",
+    "message_from_row",
+    "row_head",
+    "session_from_row",
+    "summary_json",
+]
+
+ROW_HEAD_CHARS = 20_000
+"""Characters of a tool output kept in its message row when the whole is in a file.
+
+As many as search indexes of one message, so indexes rebuilt from rows see the same text.
+"""
+
+def row_head(message: Message) -> Message:
+    """``message`` as its row keeps it when its tool output is in a file: the head only."""
+    result = message.tool_result
+    assert result is not None
+    return replace(message, parts=(replace(result, content=result.content[:ROW_HEAD_CHARS]),))
+
+
+def message_from_row(session: str, row: Sequence[Any]) -> Message:
+    """A ``messages`` row (seq, role, parts, name, metadata, created_at, tokens) as a Message.
+
+    Reads every row any memci version wrote (see the module's invariants).
+    """
+    seq, role, parts, name, metadata, created_at, tokens = row
+    return Message(
+        role=role, parts=loads_parts(parts), name=name if isinstance(name, str) else None,
+        metadata=_stored_metadata(metadata), created_at=_stored_instant(created_at),
+        session=session, seq=int(seq), tokens=_stored_tokens(tokens, parts),
+    )
+
+
+def _stored_tokens(tokens: object, parts: object) -> int:
+    if isinstance(tokens, int) and tokens >= 0:
+        return tokens
+    return len(parts) // 4 if isinstance(parts, str) else 0
+
+
+def _stored_metadata(text: object) -> Mapping[str, Any]:
+    if not text:
+        return MappingProxyType({})
+    try:
+        value = json.loads(str(text))
+    except (ValueError, RecursionError):
+        value = None
+    if not isinstance(value, dict):
+        return MappingProxyType({"unreadable": str(text)})
+    return MappingProxyType(value)
+
+
+def _stored_instant(text: object) -> datetime | None:
+    try:
+        stamp = datetime.fromisoformat(str(text))
+    except ValueError:
+        return None
+    if stamp.tzinfo is None:
+        return stamp.replace(tzinfo=UTC)
+    try:
+        stamp.astimezone(UTC)
+    except OverflowError:
+        # Older versions took instants just outside years 1-9999 in UTC: the nearest one.
+        edge = datetime.min if stamp.year == 1 else datetime.max
+        return edge.replace(tzinfo=UTC)
+    return stamp
+
+
+def session_from_row(row: Sequence[Any]) -> SessionRecord:
+    """A ``sessions`` row (id, tenant, name, user_id, settings, created_at)."""
+    return SessionRecord(
+        id=int(row[0]), tenant=str(row[1]), name=str(row[2]), user=row[3],
+        settings=MappingProxyType(json.loads(row[4])),
+        created_at=datetime.fromisoformat(row[5]),
+    )
+
+
+JOB_COLUMNS = ("id, kind, key, payload, state, attempts, max_attempts, last_error, result,"
+               " lease_owner, lease_expires, run_after, created_at, updated_at")
+
+
+def job_from_row(row: Sequence[Any]) -> Job:
+    """A ``memci_jobs`` row of :data:`JOB_COLUMNS`."""
+    return Job(
+        id=int(row[0]), kind=str(row[1]), key=str(row[2]),
+        payload=MappingProxyType(json.loads(row[3])), state=row[4], attempts=int(row[5]),
+        max_attempts=int(row[6]), last_error=row[7],
+        result=json.loads(row[8]) if row[8] is not None else None,
+        lease_owner=row[9], lease_expires=row[10], run_after=float(row[11]),
+        created_at=datetime.fromisoformat(row[12]), updated_at=datetime.fromisoformat(row[13]),
+    )
+
+
+KEY_SELECT = ("SELECT key_id, tenant, key_hash, label, created_at, revoked_at, policy"
+              " FROM server_api_keys")
+
+
+def key_from_row(row: Sequence[Any]) -> KeyRecord:
+    """A ``server_api_keys`` row of :data:`KEY_SELECT`."""
+    return KeyRecord(key_id=str(row[0]), tenant=str(row[1]), key_hash=str(row[2]),
+                     label=row[3], created_at=str(row[4]), revoked_at=row[5], policy=row[6])
+
+
+ARTIFACT_SELECT = (
+    "SELECT b.id, b.bytes, b.chars, b.lines, a.exit_code, a.summary, a.tool_name, a.call_id,"
+    " a.arguments, a.owner, a.session_id, a.created_at, b.content IS NULL, b.sha256,"
+    " a.is_error, a.seq FROM workspace_artifacts a JOIN workspace_blobs b"
+    " ON b.id = a.artifact_id"
+)
+
+
+def artifact_from_row(row: Sequence[Any]) -> Artifact:
+    """An artifact (a ``workspace_artifacts`` link and its blob) of :data:`ARTIFACT_SELECT`."""
+    return Artifact(
+        id=str(row[0]), size=int(row[1]), chars=int(row[2]), lines=int(row[3]),
+        exit_code=None if row[4] is None else int(row[4]),
+        summary=tuple(json.loads(row[5])), tool_name=row[6], call_id=row[7],
+        arguments=row[8], owner=str(row[9]), session_id=int(row[10]),
+        created_at=datetime.fromisoformat(row[11]), stored="file" if row[12] else "inline",
+        sha256=str(row[13]), is_error=bool(row[14]), seq=int(row[15]),
+    )
+
+
+def summary_json(lines: Sequence[str]) -> str:
+    """An artifact's summary lines as stored."""
+    return json.dumps(list(lines), ensure_ascii=False)
+
+
+ITEM_COLUMNS = ("id, scope, tenant, user_id, session_id, kind, subject, text, summary, source, "
+                "page, seen, valid_from, valid_to, superseded_by, created, updated")
+
+
+def _instant(value: float | None) -> datetime | None:
+    return datetime.fromtimestamp(value, UTC) if value is not None else None
+
+
+def item_from_row(row: Sequence[Any]) -> MemoryItem:
+    """A ``memory_items`` row of :data:`ITEM_COLUMNS`."""
+    return MemoryItem(
+        id=int(row[0]), scope=row[1], tenant=row[2], user=row[3],
+        session_id=int(row[4]) if row[4] is not None else None, kind=row[5], subject=row[6],
+        text=row[7], summary=row[8], source=row[9],
+        page=int(row[10]) if row[10] is not None else None, seen=int(row[11]),
+        valid_from=datetime.fromtimestamp(row[12], UTC), valid_to=_instant(row[13]),
+        superseded_by=int(row[14]) if row[14] is not None else None,
+        created=datetime.fromtimestamp(row[15], UTC),
+        updated=datetime.fromtimestamp(row[16], UTC),
+    )
