@@ -49,6 +49,7 @@ from memci.store._log import ContextChanges, ContextState
 from memci.summarize import SummaryJobs
 from memci.tokens import Tokenizer
 from memci.workspace import CHINESE_TITLES, ENGLISH_TITLES, WorkState
+from memci.workspace._summary import arguments_line
 
 __all__ = ["REPLY_PRIMING", "ContextBuilder"]
 
@@ -805,7 +806,7 @@ class ContextBuilder:
             assert result is not None
             artifact = self.views.artifact_of(message)
             what = artifact.tool_name or "tool"
-            asked = _short_arguments(artifact.arguments)
+            asked = arguments_line(artifact.arguments)
             line = artifact.summary[0] if artifact.summary else f"{artifact.lines} lines"
             # What was done, its outcome, and where the whole output is (the pointer).
             state.notebook_add(f"{what}({asked}) → {line}"[:300] if asked
@@ -1050,22 +1051,3 @@ def _deduped(found: Sequence[Retrieved]) -> tuple[Retrieved, ...]:
         seen.add(key)
         out.append(r)
     return tuple(out)
-
-
-def _short_arguments(arguments: str | None, limit: int = 140) -> str:
-    """A call's arguments in a line: the value of a one-argument call, else ``k=v`` pairs."""
-    if not arguments:
-        return ""
-    try:
-        parsed = json.loads(arguments)
-    except ValueError:
-        return " ".join(arguments.split())[:limit]
-    if isinstance(parsed, dict):
-        if len(parsed) == 1:
-            text = str(next(iter(parsed.values())))
-        else:
-            text = ", ".join(f"{k}={v}" for k, v in parsed.items())
-    else:
-        text = str(parsed)
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[:limit - 1] + "…"

@@ -31,6 +31,7 @@ from memci.workspace._text import count_lines, shorten
 __all__ = [
     "SUMMARY_LINE_WIDTH",
     "ToolOutputSummarizer",
+    "arguments_line",
     "is_error_line",
     "is_exception_line",
     "is_meaningful_line",
@@ -309,6 +310,28 @@ def _test_counts(content: str) -> str | None:
 _GREP_TOOLS = frozenset({"grep", "rg", "ripgrep", "ag", "ack", "search", "search_files"})
 _GREP_COMMAND = re.compile(r"(?:^|[|;&(]\s*|\s)(?:grep|egrep|fgrep|rg|ag|ack|git\s+grep)\s")
 _GREP_HIT = re.compile(r"^([^\s:][^:\n]*?):(\d+)[:-]", re.MULTILINE)
+
+
+def arguments_line(arguments: str | None, limit: int = 140) -> str:
+    """A call's arguments in one line, for a notebook line's "what was done".
+
+    The value of a one-argument call, else ``k=v`` pairs; cut to ``limit`` characters.
+    """
+    if not arguments:
+        return ""
+    try:
+        parsed = json.loads(arguments)
+    except ValueError:
+        return " ".join(arguments.split())[:limit]
+    if isinstance(parsed, dict):
+        if len(parsed) == 1:
+            text = str(next(iter(parsed.values())))
+        else:
+            text = ", ".join(f"{k}={v}" for k, v in parsed.items())
+    else:
+        text = str(parsed)
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[:limit - 1] + "…"
 
 
 def _command(arguments: str | Mapping[str, Any] | None) -> str:
