@@ -521,7 +521,19 @@ def test_schema_driven_fuzz_finds_no_server_error(client: TestClient,
                 case.validate_response(response, checks=checks)
 
             fuzz()
-    reached = {op for op, codes in seen.items() if 200 in codes}
+    # The fuzz got past authentication to every operation (which answers, valid or not,
+    # depend on the versions of hypothesis and schemathesis that drew the cases).
+    reached = {op for op, codes in seen.items() if codes - {401, 403}}
     assert {"POST /v1/sessions/{sid}/messages", "POST /v1/sessions/{sid}/context",
             "GET /v1/sessions/{sid}/search", "POST /v1/sessions/{sid}/tools/{name}"
             } <= reached, seen
+    # And whatever it sent, the session it fuzzed still takes and answers valid requests.
+    client.headers.update(headers)
+    assert client.post("/v1/sessions/s/messages", json={
+        "messages": [{"role": "user", "content": "still here?"}]}).status_code == 200
+    r = client.post("/v1/sessions/s/context", json={"budget": 100_000})
+    assert r.status_code == 200, r.text
+    assert "still here?" in json.dumps(r.json()["payload"])
+    assert client.get("/v1/sessions/s/search", params={"q": "still"}).status_code == 200
+    r = client.post("/v1/sessions/s/tools/recall_page", json={"index": 1})
+    assert r.status_code == 200, r.text

@@ -88,3 +88,56 @@ def test_the_range_line_of_unlisted_pages_is_in_chinese_for_a_chinese_chat(
         contents = ctx.segment("contents")
         assert contents and "未在此列出" in contents[0].content
         assert ctx.stats.total_tokens <= 400
+
+
+_IMAGE = {"type": "image_url", "image_url": {"url": "https://example.com/a.png",
+                                              "detail": "high"}}
+_BIG_CALL = {"role": "assistant", "content": None, "tool_calls": [
+    {"id": "c1", "type": "function",
+     "function": {"name": "lookup", "arguments": '{"q": "' + "word " * 800 + '"}'}}]}
+_PARALLEL = {"role": "assistant", "content": "x", "tool_calls": [
+    {"id": f"p{i}", "type": "function",
+     "function": {"name": "lookup", "arguments": '{"q": "' + "w " * 30 + '"}'}}
+    for i in range(6)]}
+# Newest messages whose parts cannot all be cut: images, tool calls, a call's pairing.
+_ENDINGS = {
+    "image": [{"role": "user", "content": "hi"},
+              {"role": "user", "content": [{"type": "text", "text": "look"}, _IMAGE]}],
+    "two images and text": [{"role": "user", "content": [
+        _IMAGE, _IMAGE, {"type": "text", "text": "x " * 300}]}],
+    "a large call and its result": [
+        {"role": "user", "content": "go"}, _BIG_CALL,
+        {"role": "tool", "tool_call_id": "c1", "content": "result " * 900}],
+    "a large call not answered yet": [{"role": "user", "content": "go"}, _BIG_CALL],
+    "parallel results": [{"role": "user", "content": "go"}, _PARALLEL, *[
+        {"role": "tool", "tool_call_id": f"p{i}", "content": "out " * 200}
+        for i in range(6)]],
+    "a long user turn": [{"role": "user", "content": "a"},
+                         {"role": "assistant", "content": "b"},
+                         {"role": "user", "content": "hello there " * 500}],
+}
+
+
+@pytest.mark.parametrize("strategy", ["paged", "oldest", "summarize"])
+@pytest.mark.parametrize("ending", sorted(_ENDINGS))
+def test_a_build_fits_its_budget_or_names_one_that_works(
+        tmp_path: Path, strategy: str, ending: str) -> None:
+    """Fits, or raises naming the least budget; that budget then builds, within itself."""
+    with memci.Engine.open(tmp_path / "m.db") as engine:
+        session = engine.session("s", strategy=strategy)
+        for message in _ENDINGS[ending]:
+            session.add(message)
+        for recipe in ("chat", "tool_loop"):
+            raised = 0
+            for budget in [*range(1, 1400, 23), 2000, 4000]:
+                try:
+                    ctx = session.build(recipe=recipe, budget=budget)
+                except memci.BudgetTooSmallError as exc:
+                    raised += 1
+                    assert exc.budget == budget < exc.needed, (budget, exc.needed)
+                    assert f"at least {exc.needed} " in str(exc)
+                    ctx = session.build(recipe=recipe, budget=exc.needed)
+                    budget = exc.needed
+                assert ctx.stats.total_tokens <= budget, (recipe, budget, ctx.stats.sections)
+                assert ctx.messages[-1].role != "system" or ctx.stats.sections["retrieval"]
+            assert raised  # these endings cannot fit the smallest budgets

@@ -151,6 +151,7 @@ class SessionMachine(RuleBasedStateMachine):
     @initialize(strategy=st.sampled_from(["paged", "oldest", "summarize"]),
                 budget=st.sampled_from([400, 4000, 96_000]))
     def open_session(self, strategy: str, budget: int) -> None:
+        self.budget = budget
         self.session = self.engine.session(
             "s", user="u", strategy=strategy, max_tokens=budget, tools=ALL_TOOLS,
             file_roots=[str(self.dir / "files")], max_message_bytes=64 * 1024)
@@ -316,12 +317,25 @@ class SessionMachine(RuleBasedStateMachine):
     def build(self, recipe: str, budget: int | None) -> None:
         try:
             ctx = self.session.build(recipe=recipe, budget=budget)
-        except memci.BudgetTooSmallError:
-            assert budget is not None and budget < 200  # only a budget below its needs
-            return
+        except memci.BudgetTooSmallError as exc:
+            # Only a budget below its needs, and the budget it names builds.
+            ctx = self._too_small(exc, budget, recipe)
+            budget = exc.needed
         assert budget is None or ctx.stats.total_tokens <= budget
         json.dumps(ctx.to_openai(), ensure_ascii=False).encode("utf-8")
         json.dumps(ctx.to_anthropic(), ensure_ascii=False).encode("utf-8")
+
+    def _too_small(self, exc: memci.BudgetTooSmallError, budget: int | None,
+                   recipe: str = "auto") -> memci.Context:
+        assert exc.budget == (budget or self.budget) < exc.needed
+        # What the system prompt and the newest messages hold, whole, bounds what they need.
+        messages = self.session.messages()
+        held = sum(m.tokens or 0 for m in messages[-8:] if m.role != "system")
+        system = next((m.tokens or 0 for m in reversed(messages) if m.role == "system"), 0)
+        assert exc.needed <= held + system + 200, exc
+        ctx = self.session.build(recipe=recipe, budget=exc.needed)
+        assert ctx.stats.total_tokens <= exc.needed
+        return ctx
 
     @rule(name=st.sampled_from([*ALL_TOOLS, "nope"]), arguments=tool_arguments)
     def call_tool(self, name: str, arguments: Any) -> None:
@@ -364,7 +378,10 @@ class SessionMachine(RuleBasedStateMachine):
         self.session = self.engine.session("s")
         out = io.StringIO()
         assert self.session.export_jsonl(out) == self.stored
-        self.session.build()
+        try:
+            self.session.build()
+        except memci.BudgetTooSmallError as exc:
+            self._too_small(exc, None)
 
     @invariant()
     def holds_what_was_acknowledged(self) -> None:

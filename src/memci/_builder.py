@@ -30,13 +30,20 @@ from memci._services import SessionServices
 from memci._sessionlog import SessionLog
 from memci._settings import SessionSettings
 from memci._toolviews import ToolViews
-from memci.budget import BudgetAllocator, PriorityRanker, Section, cut_middle
+from memci.budget import (
+    CUT_FLOOR,
+    BudgetAllocator,
+    PriorityRanker,
+    Section,
+    cut_middle,
+    floor_tokens,
+)
 from memci.context import Context, ContextStats, Segment, ToolSpec
 from memci.context._branches import cut_fits, pages_on, seq_at
 from memci.context._log import LogIndex
 from memci.context._model import ContentsEntry
 from memci.context._paged import PagedConfig, PagedContext
-from memci.context._pairing import pair_tool_calls
+from memci.context._pairing import pair_tool_calls, stand_in_result
 from memci.context._strategies import OldestWindow, SummarizeWindow, WindowLoader
 from memci.errors import BudgetTooSmallError, StoreError, StoreFullError
 from memci.memory import DocIndex, Memory, Retrieved, Scope
@@ -55,7 +62,6 @@ __all__ = ["REPLY_PRIMING", "ContextBuilder"]
 
 REPLY_PRIMING = 3  # tokens every request spends priming the reply
 _CONTENTS_FLOOR = 40  # tokens of a contents page that lists nothing (its title and ranges)
-_CUT_FLOOR = 64  # tokens a cut newest message keeps at least (its head, tail, marker)
 _STATE_FLOOR = 0.08  # share of the room the working state keeps whatever the window needs
 _ATTEMPTS = 8  # builds planned again after losing a compare-and-swap, before giving up
 _EPISODES_GATHERED = 40  # episodes gathered per page (a large budget shows many)
@@ -175,6 +181,7 @@ class ContextBuilder:
         self._contract: tuple[str, Message] = ("", Message.system(""))
         self._state_cache: tuple[tuple[Any, ...], Message | None] = ((), None)
         self._call_ids: dict[int, tuple[str, ...]] = {}
+        self._floor = (0, 0)  # (newest seq, its floor): see _newest_floor
         self._previous: list[tuple[object, int]] = []
         self._sizes: dict[tuple[int | None, int | None, int], int] = {}
         self._line_tokens: dict[str, int] = {}
@@ -275,6 +282,7 @@ class ContextBuilder:
         for _ in range(_ATTEMPTS):
             snap = self._load(budget, recipe, agent)
             plan = self._plan(snap)
+            self._check_window(snap, plan)
             try:
                 self._commit(snap, plan)
             except _Conflict:
@@ -298,17 +306,24 @@ class ContextBuilder:
         agent_tokens = self._agent_tools_tokens(agent)
         # Room is kept for the tools that bring history back; the request carries them only
         # when this build leaves some of it out (see _assemble).
+        prompt = self._head_system(())
+        self._check_fits(limit, prompt, index, agent_tokens)
+        # memci's own tools (and their contract) take a quarter of the budget at most, and
+        # only what the system prompt, the agent's tools and the newest message leave.
+        prompt_tokens = sum(m.tokens or 0 for m in prompt)
+        spare = (limit - agent_tokens - prompt_tokens - self._newest_floor() - REPLY_PRIMING
+                 - _CONTENTS_FLOOR)
         specs = self.specs(True)
-        tools_tokens = self._tools_tokens(specs)
         for keep in (("recall_page", "search_memory"), ("recall_page",), ()):
-            if tools_tokens <= (limit - agent_tokens) // 4:
+            tools_tokens = self._tools_tokens(specs)
+            contract = sum(m.tokens or 0 for m in self._head_system(specs)) - prompt_tokens
+            if tools_tokens <= (limit - agent_tokens) // 4 and tools_tokens + contract <= spare:
                 break  # a small budget cannot carry every schema: keep the essential
             specs = tuple(s for s in specs if s.name in keep)
-            tools_tokens = self._tools_tokens(specs)
         head = self._head_system(specs)
+        tools_tokens = self._tools_tokens(specs)
         room = (limit - agent_tokens - tools_tokens - sum(m.tokens or 0 for m in head)
                 - REPLY_PRIMING)
-        self._check_fits(limit, head, index, agent_tokens)
         # The profile follows the setting, not each page's hits: a profile that came and
         # went with the hits would resize the contents page back and forth.
         candidates, gathered = self._candidates()
@@ -339,30 +354,86 @@ class ContextBuilder:
         index = self.log.index
         if not len(index):
             return 0
-        newest = index.tokens[-1]
-        return min(newest, _CUT_FLOOR) if index.roles[-1] == "tool" else newest
+        return self._newest_floor() if index.roles[-1] == "tool" else max(
+            index.tokens[-1], self._newest_floor())
+
+    def _newest_floor(self) -> int:
+        """Tokens the newest message keeps at least in a request, with what must come with it.
+
+        A tool result comes with the assistant message that made its call, a call not yet
+        answered with its stand-in result (providers require the pair), and under the
+        paged strategy the newest step with its page's opener. Their text may be cut
+        (:func:`~memci.budget.fit_messages`); images, tool calls and framing count whole.
+        Cached by the newest seq: a stored message never changes.
+        """
+        index = self.log.index
+        n = len(index)
+        if not n:
+            return 0
+        seq = index.seqs[-1]
+        if self._floor[0] == seq:
+            return self._floor[1]
+        start = n - 1
+        while start > 0 and index.roles[start] == "tool":
+            start -= 1
+        positions = list(range(start, n))
+        if self.paged is not None:
+            opener = index.page_starts[index.pages - 1] if index.pages else start
+            if opener < start:
+                positions.insert(0, opener)
+        if len(positions) == 1 and index.tokens[-1] <= CUT_FLOOR \
+                and index.roles[-1] != "assistant":
+            floor = index.tokens[-1]
+        else:
+            shown = {index.seqs[p]: index.tokens[p] for p in positions}
+            unit = [replace(m, tokens=shown[m.seq or 0])
+                    for p in positions for m in self.log.load_views(index.seqs[p], index.seqs[p])
+                    if m.seq in shown]
+            floor = sum(floor_tokens(m, self.tokenizer) for m in unit)
+            answered = {m.tool_result.call_id for m in unit if m.tool_result is not None}
+            floor += sum(stand_in_result(c.id, self.tokenizer).tokens or 0
+                         for m in unit for c in m.tool_calls if c.id not in answered)
+        self._floor = (seq, floor)
+        return floor
 
     def _check_fits(self, limit: int, head: Sequence[Message], index: LogIndex,
                     agent_tokens: int = 0) -> None:
         """Raise when the system prompt, the agent's tools and the newest message pass the budget.
 
         Every request holds them all (memci's own tools give way). The newest message is
-        cut only when it alone is larger than what the budget leaves (its head and tail,
-        marked, at least ``_CUT_FLOOR`` tokens), never left out; below that, a build
+        cut only when it alone is larger than what the budget leaves (its text's head and
+        tail, marked; see :meth:`_newest_floor`), never left out; below that, a build
         cannot keep the budget.
         """
         head_tokens = sum(m.tokens or 0 for m in head)
-        newest = min(self.log.index.tokens[-1], _CUT_FLOOR) if len(index) else 0
+        newest = self._newest_floor() if len(index) else 0
         need = head_tokens + agent_tokens + newest + REPLY_PRIMING
         if need > limit:
-            tools = (f", the agent's tools ({agent_tokens} tokens of schemas)"
-                     if agent_tokens else "")
-            fix = ("send fewer or shorter tools, or shorten the system prompt" if agent_tokens
-                   else "shorten the system prompt")
-            raise BudgetTooSmallError(
-                f"session {self.record.name!r}: the budget of {limit} tokens cannot hold the "
-                f"system prompt ({head_tokens} tokens){tools} and the newest message (at "
-                f"least {newest} tokens of it); raise the budget to at least {need} or {fix}")
+            self._too_small(limit, head_tokens, agent_tokens, newest, need)
+
+    def _too_small(self, limit: int, head_tokens: int, agent_tokens: int, newest: int,
+                   need: int) -> None:
+        tools = (f", the agent's tools ({agent_tokens} tokens of schemas)"
+                 if agent_tokens else "")
+        fix = ("send fewer or shorter tools, or shorten the system prompt" if agent_tokens
+               else "shorten the system prompt")
+        raise BudgetTooSmallError(
+            f"session {self.record.name!r}: the budget of {limit} tokens cannot hold the "
+            f"system prompt ({head_tokens} tokens){tools} and the newest message (at "
+            f"least {newest} tokens of it); raise the budget to at least {need} or {fix}",
+            budget=limit, needed=need)
+
+    def _check_window(self, snap: _Snapshot, plan: _Plan) -> None:
+        """Raise, before anything is committed, when the window's messages pass the budget.
+
+        :meth:`_check_fits` estimates what the newest messages keep when cut; this checks
+        what the plan holds, so that a build keeps its budget or says it cannot.
+        """
+        head_tokens = sum(m.tokens or 0 for m in snap.head)
+        recent = sum(m.tokens or 0 for m in plan.window if m.role != "system")
+        need = head_tokens + snap.agent_tokens + recent + REPLY_PRIMING
+        if need > snap.limit:
+            self._too_small(snap.limit, head_tokens, snap.agent_tokens, recent, need)
 
     def window_start(self, limit: int) -> int:
         """The oldest log position a window of ``limit`` tokens can show (for prefetching)."""
@@ -382,6 +453,7 @@ class ContextBuilder:
         # The newest message is never cut for memory: at a small budget the reserve for
         # retrieved lines, then the working state, give way first.
         newest = self._newest_need() + _CONTENTS_FLOOR
+        snap.reserve = max(0, min(snap.reserve, snap.room - newest))  # it gives way too
         free = snap.room - snap.reserve - newest
         reserved = max(0, min(reserved, free - state_tokens))
         if state_tokens > free:
@@ -618,6 +690,10 @@ class ContextBuilder:
             # Stand-in results of calls never answered take room the plan did not see.
             planned = self._planned(max(1, room - grown), caps, recipe)
             window = pair_tool_calls(planned, self.tokenizer, self._call_ids)
+        if sum(m.tokens or 0 for m in window) > room:
+            # The newest messages, cut to their floor, fill the room: the contents page (or
+            # summary) gives way in this request.
+            window = [m for m in window if m.role != "system"]
         return window
 
     def _planned(self, room: int, caps: Mapping[str, int], recipe: Recipe) -> list[Message]:

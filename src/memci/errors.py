@@ -118,7 +118,13 @@ class BudgetTooSmallError(ConfigError):
     """A budget smaller than the system prompt and the newest message together.
 
     memci never sends over the budget silently: raise the budget or shorten them.
+    ``budget`` is the budget asked for, ``needed`` the least budget that builds.
     """
+
+    def __init__(self, message: str, *, budget: int = 0, needed: int = 0) -> None:
+        self.budget = budget
+        self.needed = needed
+        super().__init__(message)
 
 
 class UnknownSessionError(InvalidInputError):

@@ -8,10 +8,17 @@ from memci.budget._allocator import (
     Profile,
     Section,
 )
-from memci.budget._truncate import cut_middle, shrink_message
+from memci.budget._truncate import (
+    CUT_FLOOR,
+    cut_middle,
+    fit_messages,
+    floor_tokens,
+    shrink_message,
+)
 from memci.budget._window import newest_that_fit
 
 __all__ = [
+    "CUT_FLOOR",
     "PRIORITIES",
     "PROFILES",
     "BudgetAllocator",
@@ -19,6 +26,8 @@ __all__ = [
     "Profile",
     "Section",
     "cut_middle",
+    "fit_messages",
+    "floor_tokens",
     "newest_that_fit",
     "shrink_message",
 ]

@@ -6,14 +6,16 @@ final answer), so a cut takes from the middle and says how much it took.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
 
 from memci.messages import Message, TextPart, ToolCallPart, ToolResultPart
 from memci.tokens import Tokenizer
 
-__all__ = ["cut_middle", "shrink_message"]
+__all__ = ["CUT_FLOOR", "cut_middle", "fit_messages", "floor_tokens", "shrink_message"]
 
 _MARK = "\n[… {n} characters cut …]\n"
+CUT_FLOOR = 64  # tokens a cut message keeps at least (its text's head, tail and the marker)
 
 
 def cut_middle(text: str, max_tokens: int, tokenizer: Tokenizer, *, head_share: float = 0.6) -> str:
@@ -63,6 +65,42 @@ def shrink_message(message: Message, max_tokens: int, tokenizer: Tokenizer) -> M
             parts[i] = replace(part, content=cut_middle(part.content, share, tokenizer))
     shrunk = replace(message, parts=tuple(parts))
     return replace(shrunk, tokens=tokenizer.count_message(shrunk))
+
+
+def floor_tokens(message: Message, tokenizer: Tokenizer) -> int:
+    """Tokens ``message`` keeps at least when cut by :func:`fit_messages`.
+
+    Its text goes down to ``CUT_FLOOR`` tokens; images, tool calls and the message's
+    framing are never cut, so they count whole.
+    """
+    tokens = message.tokens if message.tokens is not None else tokenizer.count_message(message)
+    if tokens <= CUT_FLOOR:
+        return tokens
+    fixed = shrink_message(message, 0, tokenizer).tokens or 0
+    return min(tokens, max(CUT_FLOOR, fixed))
+
+
+def fit_messages(messages: Sequence[Message], room: int, tokenizer: Tokenizer) -> list[Message]:
+    """``messages``, the largest cut first, so that together they count at most ``room``.
+
+    Each keeps at least its :func:`floor_tokens`: when ``room`` is below the sum of those
+    floors the result counts that sum, and the caller (who checked the budget against
+    it) decides. Messages that fit whole are returned unchanged.
+    """
+    sizes = [m.tokens or 0 for m in messages]
+    if sum(sizes) <= room:
+        return list(messages)
+    floors = [floor_tokens(m, tokenizer) for m in messages]
+    # The highest level such that every message cut to max(its floor, level) fits.
+    lo, hi = 0, max(sizes)
+    while lo < hi:
+        level = (lo + hi + 1) // 2
+        if sum(min(s, max(f, level)) for s, f in zip(sizes, floors, strict=True)) <= room:
+            lo = level
+        else:
+            hi = level - 1
+    return [m if s <= max(f, lo) else shrink_message(m, max(f, lo), tokenizer)
+            for m, s, f in zip(messages, sizes, floors, strict=True)]
 
 
 def _cuttable(part: object) -> bool:

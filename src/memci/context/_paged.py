@@ -31,7 +31,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from memci.budget import newest_that_fit, shrink_message
+from memci.budget import fit_messages, newest_that_fit
 from memci.context._log import LogIndex
 from memci.context._model import (
     ActiveChapter,
@@ -538,9 +538,6 @@ class PagedContext:
         room_rest = room - (opener.message.tokens or 0)
         # The steps shown stay within the tool-loop target (the newest is never cut for it).
         target = min(room_rest, steps_tokens) if steps_tokens else room_rest
-        if room_rest < 0:
-            yield shrink_message(opener.message, max(1, room), self.tokenizer)
-            return
         before = self._cut
         if recent_steps:
             self._cut = max(self._cut, self._step_cut(page, recent_steps))
@@ -558,15 +555,9 @@ class PagedContext:
         while node is not None:
             rest.append(node.message)
             node = node.next
-        yield opener.message
-        shown = sum(m.tokens or 0 for m in rest)
-        if shown <= room_rest or not rest:
-            yield from rest
-            return
-        # Even the newest step alone does not fit: cut its text, for this request only.
-        share = max(1, room_rest // len(rest))
-        for m in rest:
-            yield m if (m.tokens or 0) <= share else shrink_message(m, share, self.tokenizer)
+        # When even the page's opener and its newest step do not fit, their text is cut
+        # (the largest first), for this request only.
+        yield from fit_messages([opener.message, *rest], room, self.tokenizer)
 
     def _step_cut(self, page: Page, steps: int) -> int:
         """The cut that shows ``steps`` newest steps, if more than ``2 * steps - 1`` show."""

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from memci.budget import newest_that_fit, shrink_message
+from memci.budget import fit_messages, floor_tokens, newest_that_fit
 from memci.context._log import LogIndex
 from memci.messages import Message
 from memci.tokens import Tokenizer
@@ -57,10 +57,8 @@ def _newest_unit_start(log: LogIndex) -> int:
 
 
 def _shrunk_unit(loader: WindowLoader, room: int, tokenizer: Tokenizer) -> list[Message]:
-    unit = loader.positions(_newest_unit_start(loader.log))
-    share = max(1, room // len(unit))
-    return [m if (m.tokens or 0) <= share else shrink_message(m, share, tokenizer)
-            for m in unit]
+    """The newest message with the calls it answers, cut to ``room`` (for this request)."""
+    return fit_messages(loader.positions(_newest_unit_start(loader.log)), room, tokenizer)
 
 
 class OldestWindow:
@@ -128,8 +126,11 @@ class SummarizeWindow:
                 self.cut = cut
                 self.changed = True
         summary_tokens = self.summary.tokens or 0 if self.summary else 0
-        if log.span_tokens(self.cut, len(log)) > room - summary_tokens:
-            window = _shrunk_unit(self.loader, room - summary_tokens, self.tokenizer)
-        else:
+        if log.span_tokens(self.cut, len(log)) <= room - summary_tokens:
             window = self.loader.positions(self.cut)
+            return [self.summary, *window] if self.summary else window
+        unit = self.loader.positions(_newest_unit_start(log))
+        if sum(floor_tokens(m, self.tokenizer) for m in unit) > room - summary_tokens:
+            return fit_messages(unit, room, self.tokenizer)  # the summary gives way
+        window = fit_messages(unit, room - summary_tokens, self.tokenizer)
         return [self.summary, *window] if self.summary else window
