@@ -112,6 +112,11 @@ _ENDINGS = {
     "parallel results": [{"role": "user", "content": "go"}, _PARALLEL, *[
         {"role": "tool", "tool_call_id": f"p{i}", "content": "out " * 200}
         for i in range(6)]],
+    "an image opens the page, steps follow": [
+        {"role": "user", "content": [{"type": "text", "text": "what is this?"}, _IMAGE]},
+        {**_PARALLEL, "tool_calls": _PARALLEL["tool_calls"][:1]},
+        {"role": "tool", "tool_call_id": "p0", "content": "out " * 200},
+        *[{"role": "assistant", "content": f"step {i} " * 40} for i in range(6)]],
     "a long user turn": [{"role": "user", "content": "a"},
                          {"role": "assistant", "content": "b"},
                          {"role": "user", "content": "hello there " * 500}],

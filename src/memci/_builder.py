@@ -360,9 +360,10 @@ class ContextBuilder:
     def _newest_floor(self) -> int:
         """Tokens the newest message keeps at least in a request, with what must come with it.
 
-        A tool result comes with the assistant message that made its call, a call not yet
-        answered with its stand-in result (providers require the pair), and under the
-        paged strategy the newest step with its page's opener. Their text may be cut
+        A tool result comes with the assistant message that made its call, and a call not
+        yet answered with its stand-in result (providers require the pair; under the paged
+        strategy the page's opener comes too when it fits, and gives way when it does
+        not). Their text may be cut
         (:func:`~memci.budget.fit_messages`); images, tool calls and framing count whole.
         Cached by the newest seq: a stored message never changes.
         """
@@ -376,19 +377,12 @@ class ContextBuilder:
         start = n - 1
         while start > 0 and index.roles[start] == "tool":
             start -= 1
-        positions = list(range(start, n))
-        if self.paged is not None:
-            opener = index.page_starts[index.pages - 1] if index.pages else start
-            if opener < start:
-                positions.insert(0, opener)
-        if len(positions) == 1 and index.tokens[-1] <= CUT_FLOOR \
-                and index.roles[-1] != "assistant":
+        if start == n - 1 and index.tokens[-1] <= CUT_FLOOR and index.roles[-1] != "assistant":
             floor = index.tokens[-1]
         else:
-            shown = {index.seqs[p]: index.tokens[p] for p in positions}
+            shown = dict(zip(index.seqs[start:], index.tokens[start:], strict=True))
             unit = [replace(m, tokens=shown[m.seq or 0])
-                    for p in positions for m in self.log.load_views(index.seqs[p], index.seqs[p])
-                    if m.seq in shown]
+                    for m in self.log.load_views(index.seqs[start], seq) if m.seq in shown]
             floor = sum(floor_tokens(m, self.tokenizer) for m in unit)
             answered = {m.tool_result.call_id for m in unit if m.tool_result is not None}
             floor += sum(stand_in_result(c.id, self.tokenizer).tokens or 0

@@ -31,7 +31,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from memci.budget import fit_messages, newest_that_fit
+from memci.budget import fit_messages, floor_tokens, newest_that_fit
 from memci.context._log import LogIndex
 from memci.context._model import (
     ActiveChapter,
@@ -556,8 +556,12 @@ class PagedContext:
             rest.append(node.message)
             node = node.next
         # When even the page's opener and its newest step do not fit, their text is cut
-        # (the largest first), for this request only.
-        yield from fit_messages([opener.message, *rest], room, self.tokenizer)
+        # (the largest first), for this request only; below their floors, the opener
+        # gives way (the newest step is never left out).
+        shown_unit = [opener.message, *rest]
+        if rest and sum(floor_tokens(m, self.tokenizer) for m in shown_unit) > room:
+            shown_unit = rest
+        yield from fit_messages(shown_unit, room, self.tokenizer)
 
     def _step_cut(self, page: Page, steps: int) -> int:
         """The cut that shows ``steps`` newest steps, if more than ``2 * steps - 1`` show."""
