@@ -512,7 +512,7 @@ def test_schema_driven_fuzz_finds_no_server_error(client: TestClient,
         for fixed in ({"sid": "s"}, None):  # the existing session, and any name
             strategy = schema.as_strategy(mode, headers=headers, path_parameters=fixed)
 
-            @settings(max_examples=80, derandomize=True, deadline=None, database=None,
+            @settings(max_examples=80, deadline=None,
                       phases=[Phase.generate], suppress_health_check=list(HealthCheck))
             @given(case=strategy)
             def fuzz(case: Any) -> None:

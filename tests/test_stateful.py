@@ -6,9 +6,9 @@ small budgets, call_tool with any arguments, search, reopen — never raise. Inv
 raises a MemciError and stores nothing. After every step the store holds exactly what
 was acknowledged, and it stays loadable: a reopened engine counts, builds and exports it.
 
-Deterministic in CI: ``derandomize=True`` and no example database, with a bounded number
-of examples and steps (about 20 s). To search harder, run it with more examples and
-``derandomize=False``.
+Deterministic in CI (the tests' hypothesis profile, tests/conftest.py), with a bounded
+number of examples and steps (about 20 s). To search harder, run it with
+HYPOTHESIS_PROFILE=explore, as often as you like.
 """
 
 from __future__ import annotations
@@ -391,7 +391,7 @@ class SessionMachine(RuleBasedStateMachine):
 
 
 SessionMachine.TestCase.settings = settings(
-    max_examples=30, stateful_step_count=40, derandomize=True, database=None,
+    max_examples=30, stateful_step_count=40,
     deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
 TestSessionMachine = SessionMachine.TestCase
