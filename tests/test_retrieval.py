@@ -406,6 +406,35 @@ def test_many_sessions_in_scope_give_the_same_hits_either_way(store: SQLiteStore
     assert {name for name, seq in by_join if seq == 1} == {f"mine-{i}" for i in range(25)}
 
 
+@pytest.mark.parametrize("theirs_rank_first", [False, True])
+def test_a_session_holding_most_of_the_store_is_ranked_as_by_the_whole_index(
+        store: SQLiteStore, theirs_rank_first: bool) -> None:
+    # A session holding half of the index or more is searched without scope terms (the
+    # best of the whole index, then its own), a small part of it with them. Either way
+    # its hits are the whole index's ranking, kept to the session.
+    index = MessageIndex(store, embedder=None)
+    mine = store.ensure_session("t", "mine", "me", {})
+    other = store.ensure_session("t", "other", "you", {})
+    for i in range(120):
+        add(store, mine, index, f"kayak trip {i} to the lake", "noted")
+    for i in range(50):  # fewer, but matching more of the query's words when they lead
+        add(store, other, index, f"kayak trip {i} to the lake with the paddle and canoe"
+            if theirs_rank_first else f"grocery list {i}", "ok")
+    query = "kayak paddle canoe lake trip"
+
+    def agree() -> None:
+        whole = [c for c in index.keyword(query, k=1_000) if c.session_id == mine.id][:6]
+        assert len(whole) == 6
+        assert index.keyword(query, k=6, sessions=[mine.id]) == whole
+
+    assert index.rows.scope_in_fts([mine.id])
+    agree()
+    for i in range(400):  # now "mine" is a small part of the store
+        add(store, store.ensure_session("t", f"filler-{i}", "you", {}), index,
+            f"grocery list {i}", "ok")
+    agree()
+
+
 def test_a_scope_of_more_sessions_than_sqlite_has_variables(store: SQLiteStore) -> None:
     # A statement takes at most MAX_VARIABLE_NUMBER parameters (32,766 by default, 250,000
     # in Debian's and pysqlite3's builds): session ids go as one JSON value instead.

@@ -679,12 +679,14 @@ class ContextBuilder:
         """The window within ``room``, its tool calls paired (stand-in results counted)."""
         planned = self._planned(room, caps, recipe)
         window = pair_tool_calls(planned, self.tokenizer, self._call_ids)
-        grown = sum(m.tokens or 0 for m in window) - sum(m.tokens or 0 for m in planned)
+        tokens = sum(m.tokens or 0 for m in window)
+        grown = 0 if window is planned else tokens - sum(m.tokens or 0 for m in planned)
         if grown > 0 and room > 1:
             # Stand-in results of calls never answered take room the plan did not see.
             planned = self._planned(max(1, room - grown), caps, recipe)
             window = pair_tool_calls(planned, self.tokenizer, self._call_ids)
-        if sum(m.tokens or 0 for m in window) > room:
+            tokens = sum(m.tokens or 0 for m in window)
+        if tokens > room:
             # The newest messages, cut to their floor, fill the room: the contents page (or
             # summary) gives way in this request.
             window = [m for m in window if m.role != "system"]

@@ -78,6 +78,8 @@ class SQLiteMessageSearch:
             ensure_fts(db, "memory_fts", analyzer)
         self._names: dict[int, str] = {}
         self._dfs: dict[str, tuple[int, int]] = {}  # term -> (entries holding it, index size)
+        # sessions -> (the share of the index they hold, index size then)
+        self._shares: dict[str, tuple[float, int]] = {}
 
     # -- writing -------------------------------------------------------------------------
 
@@ -255,7 +257,14 @@ class SQLiteMessageSearch:
             postings += df
         found: list[tuple[float, Candidate]] = []
         if rare:
-            found = self._ranked(db, rare, scope, where, context_weight, k)
+            near = None
+            share = self._share(db, sessions) if scope and sessions is not None else 0.0
+            if share >= 0.5:
+                assert sessions is not None
+                near = self._ranked_within(db, rare, sessions, where, context_weight, k,
+                                           depth=math.ceil(k / share * 1.25))
+            found = near if near is not None else self._ranked(
+                db, rare, scope, where, context_weight, k)
         if len(rare) < len(parts) and len(found) < k:
             # The rest only among the newest entries: bounded, and ranked below.
             seen = {c.doc for _, c in found}
@@ -295,6 +304,51 @@ class SQLiteMessageSearch:
                 " ORDER BY r.s, d.id", (context_weight, expr, k),
             ).fetchall()
         return [(-float(r[3]), Candidate(int(r[0]), int(r[1]), int(r[2]))) for r in rows]
+
+    def _ranked_within(
+        self, db: sqlite3.Connection, parts: Sequence[str], sessions: Collection[int],
+        where: SearchFilter, context_weight: float, k: int, *, depth: int,
+    ) -> list[tuple[float, Candidate]] | None:
+        """:meth:`_ranked` for sessions that hold most of the index, without scope terms.
+
+        A scope term's posting list is as long as its session: merging it costs more than
+        ranking the rare terms' postings. So the best matches in the whole index are
+        ranked (BM25 counts over the whole index either way), and those of ``sessions``
+        kept: the same ``k`` best, or None when too few of them were among the ``depth``
+        ranked.
+        """
+        if _filters(where)[0]:
+            return None
+        t = self.table
+        expr = f"{{body context}} : ({' OR '.join(parts)})"
+        ranked = db.execute(
+            f"SELECT rowid, bm25({t}, 1.0, ?, 0.0) AS s FROM {t} WHERE {t} MATCH ?"
+            " ORDER BY s, rowid LIMIT ?", (context_weight, expr, depth)).fetchall()
+        rows = db.execute(
+            "SELECT id, session_id, seq FROM memory_docs WHERE id IN"
+            " (SELECT value FROM json_each(?)) AND session_id IN (SELECT value FROM"
+            " json_each(?))", (json.dumps([r[0] for r in ranked]),
+                               json.dumps(list(sessions)))).fetchall()
+        inside = {int(r[0]): Candidate(int(r[0]), int(r[1]), int(r[2])) for r in rows}
+        found = [(-float(s), inside[int(doc)]) for doc, s in ranked if int(doc) in inside]
+        if len(found) < k and len(ranked) == depth:
+            return None  # more matches of these sessions may rank below the ones read
+        return found[:k]
+
+    def _share(self, db: sqlite3.Connection, sessions: Collection[int]) -> float:
+        """The share of the index ``sessions`` hold (counted again as the index grows)."""
+        key = ",".join(str(s) for s in sorted(sessions))
+        size = self._size(db)
+        cached = self._shares.get(key)
+        if cached is None or size > cached[1] * 1.1 + 16:
+            inside = int(db.execute(
+                "SELECT COUNT(*) FROM memory_docs WHERE session_id IN"
+                " (SELECT value FROM json_each(?))", (json.dumps(list(sessions)),)
+            ).fetchone()[0])
+            if len(self._shares) >= 1_024:
+                self._shares.clear()
+            cached = self._shares[key] = (min(1.0, inside / max(size, 1)), size)
+        return cached[0]
 
     def _newest(
         self, db: sqlite3.Connection, parts: Sequence[str], scope: str, where: SearchFilter,
