@@ -304,12 +304,12 @@ class ContextBuilder:
         self._expire_pins()
         limit = budget if budget is not None else self.settings.budget
         agent_tokens = self._agent_tools_tokens(agent)
-        # Room is kept for the tools that bring history back; the request carries them only
-        # when this build leaves some of it out (see _assemble).
         prompt = self._head_system(())
         self._check_fits(limit, prompt, index, agent_tokens)
-        # memci's own tools (and their contract) take a quarter of the budget at most, and
-        # only what the system prompt, the agent's tools and the newest message leave.
+        # Room is kept for the tools that bring history back; the request carries them only
+        # when this build leaves some of it out (see _assemble). They (and their contract)
+        # take a quarter of the budget at most, and only what the system prompt, the
+        # agent's tools and the newest message leave.
         prompt_tokens = sum(m.tokens or 0 for m in prompt)
         spare = (limit - agent_tokens - prompt_tokens - self._newest_floor() - REPLY_PRIMING
                  - _CONTENTS_FLOOR)
@@ -361,11 +361,10 @@ class ContextBuilder:
         """Tokens the newest message keeps at least in a request, with what must come with it.
 
         A tool result comes with the assistant message that made its call, and a call not
-        yet answered with its stand-in result (providers require the pair; under the paged
-        strategy the page's opener comes too when it fits, and gives way when it does
-        not). Their text may be cut
-        (:func:`~memci.budget.fit_messages`); images, tool calls and framing count whole.
-        Cached by the newest seq: a stored message never changes.
+        yet answered with its stand-in result: providers require the pair. (Under the paged
+        strategy the page's opener comes too when it fits, and gives way when it does not.)
+        Their text may be cut (:func:`~memci.budget.fit_messages`); images, tool calls and
+        framing count whole. Cached by the newest seq: a stored message never changes.
         """
         index = self.log.index
         n = len(index)
