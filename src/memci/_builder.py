@@ -376,7 +376,7 @@ class ContextBuilder:
         start = n - 1
         while start > 0 and index.roles[start] == "tool":
             start -= 1
-        if start == n - 1 and index.tokens[-1] <= CUT_FLOOR and index.roles[-1] != "assistant":
+        if start == n - 1 and index.tokens[-1] <= CUT_FLOOR and not self.log.call_pending():
             floor = index.tokens[-1]
         else:
             shown = dict(zip(index.seqs[start:], index.tokens[start:], strict=True))

@@ -63,6 +63,7 @@ class SessionLog:
         self.branches = Branches()  # the log's tree; ``index`` is the branch followed
         self._followed = 0  # positions of ``index`` checked against the branches
         self.at: int | None = None  # the message fork() continues from, until an add
+        self._pending = (0, False)  # (newest seq, whether its calls await results)
 
     # -- keeping in step -----------------------------------------------------------------
 
@@ -253,9 +254,11 @@ class SessionLog:
         roles = self.index.roles
         if not roles or roles[-1] != "assistant":
             return False
-        i = len(roles) - 1
-        message = self.load_seqs(self.index.seqs[i], self.index.seqs[i])
-        return bool(message and message[0].tool_calls)
+        seq = self.index.seqs[-1]
+        if self._pending[0] != seq:  # a stored message never changes: once per message
+            message = self.load_seqs(seq, seq)
+            self._pending = (seq, bool(message and message[0].tool_calls))
+        return self._pending[1]
 
     def language(self) -> tuple[str, bool]:
         """The conversation's language from its first four messages; final once they exist.
