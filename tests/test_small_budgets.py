@@ -6,6 +6,7 @@ is not archived and evicted in one build; the newest message is always sent.
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -144,5 +145,8 @@ def test_a_build_fits_its_budget_or_names_one_that_works(
                     ctx = session.build(recipe=recipe, budget=exc.needed)
                     budget = exc.needed
                 assert ctx.stats.total_tokens <= budget, (recipe, budget, ctx.stats.sections)
+                # What was cut leaves no empty text block for a provider to refuse.
+                sent = json.dumps([ctx.to_openai(), ctx.to_anthropic()])
+                assert '"text": ""' not in sent, sent[:300]
                 assert ctx.messages[-1].role != "system" or ctx.stats.sections["retrieval"]
             assert raised  # these endings cannot fit the smallest budgets

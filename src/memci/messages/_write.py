@@ -100,7 +100,9 @@ def to_openai_message(message: Message) -> dict[str, Any]:
         assert result is not None, "a tool message carries a tool result"
         return {"role": "tool", "tool_call_id": result.call_id, "content": result.content}
     out: dict[str, Any] = {"role": message.role}
-    visible = [p for p in message.parts if not isinstance(p, ToolCallPart | ReasoningPart)]
+    # Empty text (a message's text cut away to fit its images) is not sent, as with Anthropic.
+    visible = [p for p in message.parts if not isinstance(p, ToolCallPart | ReasoningPart)
+               and not (isinstance(p, TextPart) and not p.text)]
     calls = message.tool_calls
     if len(visible) == 1 and isinstance(visible[0], TextPart):
         out["content"] = visible[0].text
