@@ -523,3 +523,22 @@ def test_a_date_word_never_replaces_the_question_s_words(store: SQLiteStore) -> 
     # a question made of a time only lists what was said then
     only = index.search("what did we talk about on Sunday?", sessions=[rec.id], now=NOW)
     assert only[0].created_at is not None and only[0].created_at.date() == sunday.date()
+
+
+def test_common_words_are_searched_among_the_newest_entries(store: SQLiteStore) -> None:
+    # Words in more than 3,000 entries are common: scored among the newest 2,000 entries
+    # only, the entries holding more of them first and, at a tie, the newest first.
+    index = MessageIndex(store, embedder=None)
+    both = store.ensure_session("t", "both", "u", {})
+    texts = [f"common usual words, number {i}" for i in range(3_200)]
+    for start in range(0, len(texts), 400):
+        add(store, both, index, *texts[start:start + 400])
+    one = store.ensure_session("t", "one", "u", {})  # newer, but with one of the words
+    add(store, one, index, *[f"only common here, {i}" for i in range(10)])
+    found = index.keyword("common usual", k=5)
+    assert {c.session_id for c in found} == {both.id}
+    seqs = [c.seq for c in found]
+    assert seqs == [3_200, 3_199, 3_198, 3_197, 3_196], seqs  # both words, newest first
+    assert [c.seq for c in index.keyword("usual common", k=3)] == seqs[:3]
+    mine = index.keyword("common", k=4, sessions=[one.id])  # one word: the newest first
+    assert [c.seq for c in mine] == [10, 9, 8, 7]

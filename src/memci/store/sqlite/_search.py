@@ -9,7 +9,6 @@ FTS5). User text reaches ``MATCH`` only as the analyzer's quoted terms.
 
 from __future__ import annotations
 
-import heapq
 import json
 import math
 import sqlite3
@@ -369,13 +368,16 @@ class SQLiteMessageSearch:
             expr = f"{{body context}} : {part}"
             if scope:
                 expr = f"({expr}) AND (scope : ({scope}))"
-            docs = [r[0] for r in db.execute(
-                f"SELECT rowid FROM {t} WHERE {t} MATCH ? AND rowid > ?", (expr, lowest))]
+            # One JSON array per term: up to _RECENT rowids, read without a row each.
+            docs: list[int] = json.loads(db.execute(
+                f"SELECT json_group_array(rowid) FROM {t} WHERE {t} MATCH ? AND rowid > ?",
+                (expr, lowest)).fetchone()[0])
             if docs:
                 weight = math.log(1 + (top - lowest) / len(docs))
-                for doc in docs:
-                    scored[doc] = scored.get(doc, 0.0) + weight
-        best = heapq.nlargest(k * 4, scored, key=lambda d: (scored[d], d))
+                get = scored.get
+                scored.update({doc: get(doc, 0.0) + weight for doc in docs})
+        # Best score first, the newest first at a tie.
+        best = [d for _, d in sorted(((v, d) for d, v in scored.items()), reverse=True)[:k * 4]]
         sql, args = _filters(where)
         rows = db.execute(
             "SELECT d.id, d.session_id, d.seq FROM memory_docs d WHERE d.id IN"
