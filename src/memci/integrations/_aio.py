@@ -5,7 +5,10 @@ thread (``asyncio.to_thread``), so a build or a write never blocks the event loo
 calls of one session run one at a time, in the order they were made (a per-session lock
 taken in the worker thread), so a write and the build that must see it never overlap.
 
-When memci's own ``AsyncSession`` lands, this module is the only one to switch.
+It is not :class:`~memci.AsyncSession`: an adapter is given a sync ``Session`` and the
+frameworks call it both ways (a LangChain history's ``messages`` and ``aget_messages``);
+one thread lock per session orders the sync and the async calls alike, where
+``AsyncSession``'s ``asyncio.Lock`` orders awaited calls only.
 """
 
 from __future__ import annotations
