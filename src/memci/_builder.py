@@ -24,6 +24,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
+from itertools import takewhile
 from typing import Any
 
 from memci._services import SessionServices
@@ -125,11 +126,21 @@ class _Snapshot:
     reserve: int
 
 
+def _is_system(message: Message) -> bool:
+    return message.role == "system"
+
+
+def _contents_tokens(window: Sequence[Message]) -> int:
+    """Tokens of the contents page (or summary) a window starts with."""
+    return sum(m.tokens or 0 for m in takewhile(_is_system, window))
+
+
 @dataclass(slots=True)
 class _Plan:
     """What the plan decided: the window, and what to commit."""
 
     window: list[Message]
+    window_tokens: int  # of ``window``, counted once by _window
     retrieval: Message | None
     changes: ContextChanges
     hidden: list[int] = field(default_factory=list)
@@ -423,7 +434,7 @@ class ContextBuilder:
         what the plan holds, so that a build keeps its budget or says it cannot.
         """
         head_tokens = sum(m.tokens or 0 for m in snap.head)
-        recent = sum(m.tokens or 0 for m in plan.window if m.role != "system")
+        recent = plan.window_tokens - _contents_tokens(plan.window)
         need = head_tokens + snap.agent_tokens + recent + REPLY_PRIMING
         if need > snap.limit:
             self._too_small(snap.limit, head_tokens, snap.agent_tokens, recent, need)
@@ -455,7 +466,7 @@ class ContextBuilder:
         limit_bytes = self.settings.max_request_bytes
         payload = 0
         for _ in range(8):
-            window = self._window(room, snap.caps, snap.recipe)
+            window, window_tokens = self._window(room, snap.caps, snap.recipe)
             if not limit_bytes:
                 break
             payload = self._request_bytes([*snap.head, *window], (*snap.agent, *snap.specs))
@@ -469,14 +480,16 @@ class ContextBuilder:
             # so the next build, with the state grown, has nothing more to archive.
             grown = min(snap.caps["state"], max(free, 0))
             if grown > state_tokens:
-                window = self._window(room - (grown - state_tokens), snap.caps, snap.recipe)
+                window, window_tokens = self._window(room - (grown - state_tokens), snap.caps,
+                                                     snap.recipe)
                 state_tokens = grown
         # Memory takes what the window leaves: at least what was reserved for it, and the
         # rest of the budget when the window sits below its high watermark.
-        left = snap.room - state_tokens - snap.reserve - sum(m.tokens or 0 for m in window)
+        left = snap.room - state_tokens - snap.reserve - window_tokens
         retrieval = self._retrieval_message(snap.candidates, window, max(reserved, left))
         values: dict[str, Any] = {}
-        plan = _Plan(window, retrieval, ContextChanges(values=values), payload_bytes=payload,
+        plan = _Plan(window, window_tokens, retrieval, ContextChanges(values=values),
+                     payload_bytes=payload,
                      cache={"retrieval": self._saved_retrieval(snap.candidates)}
                      if snap.gathered else {})
         if self.paged is not None:
@@ -534,10 +547,10 @@ class ContextBuilder:
 
     def _assemble(self, snap: _Snapshot, plan: _Plan, started: float) -> Context:
         """The request: head, working state, window, memory; labelled by segment."""
-        window = plan.window
+        window, window_tokens = plan.window, plan.window_tokens
         if snap.reserve:
             window = self._with_head(window, snap.reserve)
-        window_tokens = sum(m.tokens or 0 for m in window)
+            window_tokens = sum(m.tokens or 0 for m in window)
         retrieval = plan.retrieval if window and window[-1].role != "assistant" else None
         retrieval_tokens = (retrieval.tokens or 0) if retrieval else 0
         state = snap.state
@@ -560,7 +573,7 @@ class ContextBuilder:
         if state is not None:
             segments.append(Segment("state", len(body), len(body) + 1, state_tokens))
             body.append(state)
-        contents = [m for m in window if m.role == "system"]
+        contents = list(takewhile(_is_system, window))
         contents_tokens = sum(m.tokens or 0 for m in contents)
         if contents:
             segments.append(Segment("contents", len(body), len(body) + len(contents),
@@ -674,8 +687,12 @@ class ContextBuilder:
 
     # -- the window ----------------------------------------------------------------------
 
-    def _window(self, room: int, caps: Mapping[str, int], recipe: Recipe) -> list[Message]:
-        """The window within ``room``, its tool calls paired (stand-in results counted)."""
+    def _window(self, room: int, caps: Mapping[str, int],
+                recipe: Recipe) -> tuple[list[Message], int]:
+        """The window within ``room``, its tool calls paired (stand-in results counted).
+
+        With its tokens. The contents page (or summary) comes first, as system messages.
+        """
         planned = self._planned(room, caps, recipe)
         window = pair_tool_calls(planned, self.tokenizer, self._call_ids)
         tokens = sum(m.tokens or 0 for m in window)
@@ -688,8 +705,9 @@ class ContextBuilder:
         if tokens > room:
             # The newest messages, cut to their floor, fill the room: the contents page (or
             # summary) gives way in this request.
-            window = [m for m in window if m.role != "system"]
-        return window
+            contents = list(takewhile(_is_system, window))
+            window, tokens = window[len(contents):], tokens - _contents_tokens(contents)
+        return window, tokens
 
     def _planned(self, room: int, caps: Mapping[str, int], recipe: Recipe) -> list[Message]:
         if self.paged is not None:
