@@ -125,7 +125,7 @@ class Clock:
         return self.now
 
 
-def test_gather_parallel_cache_ttl_and_invalidation(memory: Memory, store: SQLiteStore) -> None:
+def test_gather_cache_ttl_and_invalidation(memory: Memory, store: SQLiteStore) -> None:
     rec = store.ensure_session("t", "s", "u", {})
     old = store.ensure_session("t", "old", "u", {})
     memory.index(old, store.append(old, [Message.user("my puffin photo trip to Iceland"),

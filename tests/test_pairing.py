@@ -123,3 +123,58 @@ def test_stand_ins_are_counted_in_the_budget(engine: memci.Engine, fake: FakeLLM
         assert counted <= budget
         assert ctx.stats.total_tokens <= budget
         _send_everywhere(ctx, fake)
+
+
+def test_windows_checked_one_after_another_are_paired_as_if_each_were_the_first() -> None:
+    """:class:`Pairing` skips what a window shares with the last paired one: never a fault.
+
+    Windows are cut from one pool of message objects (as a build's window shares the
+    messages of the last), at random starts and ends, with answered, unanswered and late
+    calls, some in the middle of a call's results; each must come out as a fresh
+    ``pair_tool_calls`` makes it.
+    """
+    import random
+
+    from memci.context._pairing import Pairing, pair_tool_calls
+    from memci.messages import Message, ToolCallPart
+    from memci.tokens import get_tokenizer
+
+    rng = random.Random(7)
+    tokenizer = get_tokenizer("estimate")
+    pool: list[Message] = []
+    late: list[Message] = []
+    for i in range(400):
+        roll = rng.random()
+        if roll < 0.4:
+            pool.append(Message.user(f"q{i}"))
+            pool.extend(late)
+            late = []
+        else:
+            ids = [f"c{i}_{j}" for j in range(rng.choice((1, 1, 2)))]
+            pool.append(Message.assistant("", *(ToolCallPart(c, "bash", "{}") for c in ids)))
+            for c in ids:
+                fate = rng.random()
+                result = Message.tool(c, f"out {c}")
+                if fate < 0.97:  # most are answered: most windows are paired
+                    pool.append(result)
+                elif fate < 0.985:
+                    late.append(result)
+    pairing = Pairing(tokenizer)
+    start, end = 0, 20
+    repaired = 0
+    for _ in range(2_000):
+        roll = rng.random()
+        if roll < 0.5:
+            end = min(len(pool), end + rng.randint(1, 3))  # the chat goes on
+        elif roll < 0.7:
+            start = min(end - 1, start + rng.randint(1, 5))  # pages leave the window
+        elif roll < 0.85:
+            end = max(start + 1, end - rng.randint(1, 3))  # a cut of the newest
+        else:
+            start, end = sorted(rng.sample(range(len(pool) + 1), 2))
+        start = max(start, end - 24)  # a window of a few rounds
+        window = pool[start:end]
+        fresh = pair_tool_calls(list(window), tokenizer, {})
+        assert pairing(list(window)) == fresh
+        repaired += fresh != window
+    assert 200 < repaired < 1_800  # windows of both kinds were checked

@@ -20,6 +20,7 @@ once per change of the working state), and labelled by segment.
 from __future__ import annotations
 
 import json
+import operator
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -44,7 +45,7 @@ from memci.context._branches import cut_fits, pages_on, seq_at
 from memci.context._log import LogIndex
 from memci.context._model import ContentsEntry
 from memci.context._paged import PagedConfig, PagedContext
-from memci.context._pairing import pair_tool_calls, stand_in_result
+from memci.context._pairing import Pairing, stand_in_result
 from memci.context._strategies import OldestWindow, SummarizeWindow, WindowLoader
 from memci.errors import BudgetTooSmallError, StoreError, StoreFullError
 from memci.memory import DocIndex, Memory, Retrieved, Scope
@@ -191,9 +192,10 @@ class ContextBuilder:
         self._agent_tokens: dict[tuple[tuple[str, str], ...], int] = {}
         self._contract: tuple[str, Message] = ("", Message.system(""))
         self._state_cache: tuple[tuple[Any, ...], Message | None] = ((), None)
-        self._call_ids: dict[int, tuple[str, ...]] = {}
+        self._pairing = Pairing(self.tokenizer)
         self._floor = (0, 0)  # (newest seq, its floor): see _newest_floor
-        self._previous: list[tuple[object, int]] = []
+        # the last request's tools and messages (see _prefix)
+        self._previous: tuple[object, list[Message]] = (None, [])
         self._sizes: dict[tuple[int | None, int | None, int], int] = {}
         self._line_tokens: dict[str, int] = {}
         self._expired_round = 0
@@ -590,6 +592,7 @@ class ContextBuilder:
         system = self.log.system
         # The conversation's own full history: its messages as stored, not memci's tools.
         full = self.log.raw_total + ((system.tokens or 0) if system else 0) + REPLY_PRIMING
+        prefix = self._prefix(body, tools, snap.agent_tokens + tools_tokens)
         elapsed = (time.perf_counter() - started) * 1000
         stats = ContextStats(
             total_tokens=total, budget=snap.limit,
@@ -599,7 +602,7 @@ class ContextBuilder:
                       "recent": window_tokens - contents_tokens},
             build_ms=elapsed, messages=len(body), full_tokens=full,
             strategy=self.settings.strategy, shares=snap.caps,
-            prefix_tokens=self._prefix(body, tools, snap.agent_tokens + tools_tokens),
+            prefix_tokens=prefix,
             request_bytes=plan.payload_bytes, events=plan.events, recipe=snap.recipe.name,
         )
         self.builds += 1
@@ -694,13 +697,13 @@ class ContextBuilder:
         With its tokens. The contents page (or summary) comes first, as system messages.
         """
         planned = self._planned(room, caps, recipe)
-        window = pair_tool_calls(planned, self.tokenizer, self._call_ids)
+        window = self._pairing(planned)
         tokens = sum(m.tokens or 0 for m in window)
         grown = 0 if window is planned else tokens - sum(m.tokens or 0 for m in planned)
         if grown > 0 and room > 1:
             # Stand-in results of calls never answered take room the plan did not see.
             planned = self._planned(max(1, room - grown), caps, recipe)
-            window = pair_tool_calls(planned, self.tokenizer, self._call_ids)
+            window = self._pairing(planned)
             tokens = sum(m.tokens or 0 for m in window)
         if tokens > room:
             # The newest messages, cut to their floor, fill the room: the contents page (or
@@ -983,20 +986,22 @@ class ContextBuilder:
         """Tokens at the start of this request that repeat the previous request exactly.
 
         The tool schemas (the agent's, then memci's) come first (providers cache tools
-        before messages); when the tools sent change, nothing is shared.
+        before messages); when the tools sent change, nothing is shared. Messages repeat
+        when they are the same objects (a stored message never changes: compared in C),
+        or have the same seq and tokens (and text, for one that is not stored).
         """
-        keys: list[tuple[object, int]] = [
-            (tuple((t.name, t.original) for t in tools), tools_tokens),
-                *(((m.seq, m.tokens, m.content if m.seq is None else None), m.tokens or 0)
-                  for m in body)]
-        shared = 0
-        if self._previous:
-            for (key, tokens), (old, _) in zip(keys, self._previous, strict=False):
-                if key != old:
-                    break
-                shared += tokens
-        self._previous = keys
-        return shared
+        tools_key = (tuple((t.name, t.original) for t in tools), tools_tokens)
+        (old_key, old), self._previous = self._previous, (tools_key, list(body))
+        if old_key != tools_key:
+            return 0
+        n, shared = min(len(body), len(old)), 0
+        while shared < n:
+            same = list(map(operator.is_, body[shared:n], old[shared:n]))
+            shared += same.index(False) if False in same else len(same)
+            if shared == n or _repeat_key(body[shared]) != _repeat_key(old[shared]):
+                break
+            shared += 1
+        return tools_tokens + sum(m.tokens or 0 for m in body[:shared])
 
     # -- retrieval -----------------------------------------------------------------------
 
@@ -1007,7 +1012,7 @@ class ContextBuilder:
     def _candidates(self) -> tuple[tuple[Retrieved, ...], bool]:
         """Long-term memory for the user message that opened the current page (seed 002).
 
-        Gathered once per page (episodes and preferences, in parallel, cached), saved with
+        Gathered once per page (episodes and preferences, cached), saved with
         the page's opener so the requests of a tool loop, and a reopened session, carry
         the same text. Many more episodes are gathered than a small budget shows: the plan
         leaves out those in the window and shows, best first, what fits. The chat's own
@@ -1113,6 +1118,11 @@ class ContextBuilder:
             return None
         built = Message.user("\n".join(lines))
         return replace(built, tokens=self.tokenizer.count_message(built))
+
+
+def _repeat_key(message: Message) -> tuple[object, ...]:
+    """What makes two messages of successive requests the same (see ``_prefix``)."""
+    return (message.seq, message.tokens, message.content if message.seq is None else None)
 
 
 def _retrieved_from(saved: Mapping[str, Any]) -> Retrieved:

@@ -160,7 +160,7 @@ class Engine:
 
     @property
     def gatherer(self) -> Gatherer:
-        """Seed 002's long-term extractor over :attr:`memory` (parallel fetch, TTL cache)."""
+        """Seed 002's long-term extractor over :attr:`memory` (TTL cache)."""
         made = self._gatherer
         if made is not None:
             return made

@@ -12,11 +12,14 @@ window it is given, never the store:
   request, so the model sees it was made and that nothing came back, and can make it again;
 - a result whose call is not in the window is left out (its page is on the contents page).
 
-A window that keeps the rules comes back unchanged.
+A window that keeps the rules comes back unchanged. :class:`Pairing` checks the windows of
+one log build after build: the part a window shares with the last window found paired is
+not walked again.
 """
 
 from __future__ import annotations
 
+import operator
 from bisect import bisect_left
 from collections import defaultdict
 from dataclasses import replace
@@ -24,13 +27,44 @@ from dataclasses import replace
 from memci.messages import MISSING_RESULT, Message
 from memci.tokens import Tokenizer
 
-__all__ = ["pair_tool_calls", "stand_in_result"]
+__all__ = ["Pairing", "pair_tool_calls", "stand_in_result"]
 
 
 def stand_in_result(call_id: str, tokenizer: Tokenizer) -> Message:
     """The error result a request carries for a call whose result is not there."""
     message = Message.tool(call_id, MISSING_RESULT, is_error=True)
     return replace(message, tokens=tokenizer.count_message(message))
+
+
+class Pairing:
+    """:func:`pair_tool_calls` for the successive windows of one log.
+
+    A build's window mostly repeats the last one: the same message objects (a stored
+    message never changes), then what is new. A window found paired is kept; the next is
+    checked from the last place both share where no call is open, and comes back as it is
+    when that rest keeps the rules.
+    """
+
+    def __init__(self, tokenizer: Tokenizer) -> None:
+        self.tokenizer = tokenizer
+        self._call_ids: dict[int, tuple[str, ...]] = {}
+        self._last: list[Message] = []  # the last window found paired
+
+    def __call__(self, window: list[Message]) -> list[Message]:
+        """``window`` with each call followed by its result (see :func:`pair_tool_calls`)."""
+        last = self._last
+        same = list(map(operator.is_, window, last))  # the shared start, compared in C
+        start = same.index(False) if False in same else len(same)
+        # In a paired window no call is open before a message that is not a tool result:
+        # the check resumes at such a place with nothing open.
+        while 0 < start < len(last) and last[start].role == "tool":
+            start -= 1
+        rest = window[start:]
+        if _paired(rest, [_calls(m, self._call_ids) if m.role == "assistant" else ()
+                          for m in rest]):
+            self._last = list(window)
+            return window
+        return pair_tool_calls(window, self.tokenizer, self._call_ids)
 
 
 def pair_tool_calls(

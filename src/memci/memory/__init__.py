@@ -6,7 +6,7 @@
   tenant > user > session, merged when equal and superseded (with history) by subject;
 - :class:`Memory` — both over one store; :func:`search` for ``session.search``;
 - :class:`Gatherer` — seed 002's long-term extractor: episodes and preferences for a
-  query, in parallel, cached with a TTL;
+  query, cached with a TTL;
 - :class:`DocIndex` — text, Markdown and code files, chunked, indexed incrementally.
 
 Nothing here loads a model or reads the environment at import.

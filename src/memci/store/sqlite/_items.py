@@ -8,6 +8,7 @@ an item's row there can be replaced.
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from collections.abc import Collection, Sequence
 from typing import TYPE_CHECKING, Any
@@ -160,15 +161,15 @@ class SQLiteItemStore:
         return item_from_row(row) if row else None
 
     def get_many(self, item_ids: Sequence[int]) -> list[MemoryItem]:
-        """The items still stored, in the order asked."""
-        out: list[MemoryItem] = []
+        """The items still stored, in the order asked (one statement for all)."""
+        if not item_ids:
+            return []
         with self._store.read() as db:
-            for item_id in item_ids:
-                row = db.execute(f"SELECT {ITEM_COLUMNS} FROM memory_items WHERE id = ?",
-                                 (item_id,)).fetchone()
-                if row is not None:
-                    out.append(item_from_row(row))
-        return out
+            rows = db.execute(f"SELECT {ITEM_COLUMNS} FROM memory_items WHERE id IN"
+                              " (SELECT value FROM json_each(?))",
+                              (json.dumps([int(i) for i in item_ids]),)).fetchall()
+        found = {item.id: item for item in map(item_from_row, rows)}
+        return [found[i] for i in item_ids if i in found]
 
     def visible(self, where: ItemFilter, *, limit: int | None = None) -> list[MemoryItem]:
         """Items passing ``where``, newest first (by the time they became true)."""

@@ -478,20 +478,26 @@ class SQLiteMessageSearch:
     # -- loading -------------------------------------------------------------------------
 
     def load(self, candidates: Sequence[Candidate]) -> dict[int, tuple[Message, int]]:
-        """``{doc: (message, page)}`` of the candidates still stored (named sessions)."""
-        out: dict[int, tuple[Message, int]] = {}
+        """``{doc: (message, page)}`` of the candidates still stored (named sessions).
+
+        One statement for all of them; in the candidates' order.
+        """
+        if not candidates:
+            return {}
         with self._store.read() as db:
-            for cand in candidates:
-                row = db.execute(
-                    "SELECT m.seq, m.role, m.parts, m.name, m.metadata, m.created_at, m.tokens,"
-                    " d.page FROM messages m JOIN memory_docs d ON d.session_id = m.session_id"
-                    " AND d.seq = m.seq WHERE m.session_id = ? AND m.seq = ?",
-                    (cand.session_id, cand.seq),
-                ).fetchone()
-                if row is None:
-                    continue
+            rows = db.execute(
+                "SELECT d.id, d.session_id, m.seq, m.role, m.parts, m.name, m.metadata,"
+                " m.created_at, m.tokens, d.page FROM memory_docs d JOIN messages m"
+                " ON m.session_id = d.session_id AND m.seq = d.seq"
+                " WHERE d.id IN (SELECT value FROM json_each(?))",
+                (json.dumps([c.doc for c in candidates]),)).fetchall()
+        found = {(int(r[0]), int(r[1]), int(r[2])): r for r in rows}
+        out: dict[int, tuple[Message, int]] = {}
+        for cand in candidates:
+            row = found.get((cand.doc, cand.session_id, cand.seq))
+            if row is not None:
                 name = self.session_name(cand.session_id)
-                out[cand.doc] = (message_from_row(name, row[:7]), int(row[7]))
+                out[cand.doc] = (message_from_row(name, row[2:9]), int(row[9]))
         return out
 
     def session_name(self, session_id: int) -> str:
