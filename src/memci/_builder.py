@@ -22,7 +22,7 @@ from __future__ import annotations
 import json
 import operator
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from itertools import takewhile
@@ -133,7 +133,7 @@ def _is_system(message: Message) -> bool:
 
 def _contents_tokens(window: Sequence[Message]) -> int:
     """Tokens of the contents page (or summary) a window starts with."""
-    return sum(m.tokens or 0 for m in takewhile(_is_system, window))
+    return _tokens(takewhile(_is_system, window))
 
 
 @dataclass(slots=True)
@@ -552,7 +552,7 @@ class ContextBuilder:
         window, window_tokens = plan.window, plan.window_tokens
         if snap.reserve:
             window = self._with_head(window, snap.reserve)
-            window_tokens = sum(m.tokens or 0 for m in window)
+            window_tokens = _tokens(window)
         retrieval = plan.retrieval if window and window[-1].role != "assistant" else None
         retrieval_tokens = (retrieval.tokens or 0) if retrieval else 0
         state = snap.state
@@ -669,7 +669,7 @@ class ContextBuilder:
         """Whether a build's ``window`` leaves some of the history out (after its plan)."""
         if self.paged is not None:
             return (self.paged.first_active > 1 or bool(self.paged.archive.contents)
-                    or self.log.raw_total > sum(m.tokens or 0 for m in window))
+                    or self.log.raw_total > _tokens(window))
         return self.log.raw_total > sum(m.tokens or 0 for m in window if m.seq is not None)
 
     def has_left_window(self, limit: int | None = None) -> bool:
@@ -698,13 +698,13 @@ class ContextBuilder:
         """
         planned = self._planned(room, caps, recipe)
         window = self._pairing(planned)
-        tokens = sum(m.tokens or 0 for m in window)
-        grown = 0 if window is planned else tokens - sum(m.tokens or 0 for m in planned)
+        tokens = _tokens(window)
+        grown = 0 if window is planned else tokens - _tokens(planned)
         if grown > 0 and room > 1:
             # Stand-in results of calls never answered take room the plan did not see.
             planned = self._planned(max(1, room - grown), caps, recipe)
             window = self._pairing(planned)
-            tokens = sum(m.tokens or 0 for m in window)
+            tokens = _tokens(window)
         if tokens > room:
             # The newest messages, cut to their floor, fill the room: the contents page (or
             # summary) gives way in this request.
@@ -1001,7 +1001,7 @@ class ContextBuilder:
             if shared == n or _repeat_key(body[shared]) != _repeat_key(old[shared]):
                 break
             shared += 1
-        return tools_tokens + sum(m.tokens or 0 for m in body[:shared])
+        return tools_tokens + _tokens(body[:shared])
 
     # -- retrieval -----------------------------------------------------------------------
 
@@ -1102,7 +1102,8 @@ class ContextBuilder:
         """
         if not found or room <= 0:
             return None
-        shown = {m.seq for m in window if m.seq is not None}
+        shown = set(map(_SEQ, window))
+        shown.discard(None)  # messages memci wrote (a contents page) have no seq
         title = TITLES[self.language()].retrieval
         used = self.tokenizer.count(title) + 8
         lines = [title]
@@ -1118,6 +1119,15 @@ class ContextBuilder:
             return None
         built = Message.user("\n".join(lines))
         return replace(built, tokens=self.tokenizer.count_message(built))
+
+
+_SEQ = operator.attrgetter("seq")
+_TOKENS = operator.attrgetter("tokens")
+
+
+def _tokens(messages: Iterable[Message]) -> int:
+    """The tokens of ``messages`` (summed in C: a window holds thousands)."""
+    return sum(filter(None, map(_TOKENS, messages)))
 
 
 def _repeat_key(message: Message) -> tuple[object, ...]:

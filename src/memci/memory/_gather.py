@@ -102,6 +102,7 @@ class Gatherer:
         self._clock = clock
         self._cache: OrderedDict[_Key, tuple[float, RetrievalResult]] = OrderedDict()
         self._lock = threading.Lock()
+        self._term_cache: dict[str, frozenset[str]] = {}
         self.hits = 0
         self.misses = 0
 
@@ -156,11 +157,21 @@ class Gatherer:
         and is noise beside any other question: it is shown only when the two share a
         term, as the index would match them.
         """
-        analyzer = self.memory.messages.analyzer
-        asked = set(analyzer.query(query).terms)
+        asked = self._terms(query)
         if not asked:
             return ()
-        return tuple(p for p in preferences if asked & set(analyzer.query(p.text).terms))
+        return tuple(p for p in preferences if asked & self._terms(p.text))
+
+    def _terms(self, text: str) -> frozenset[str]:
+        """The searchable terms of ``text`` (a preference's are kept: it is asked again)."""
+        terms = self._term_cache.get(text)
+        if terms is None:
+            terms = frozenset(self.memory.messages.analyzer.query(text).terms)
+            with self._lock:
+                if len(self._term_cache) >= 4_096:
+                    self._term_cache.clear()
+                self._term_cache[text] = terms
+        return terms
 
     def _episodes(
         self, query: str, session: SessionRecord, scope: Level, count: int,

@@ -195,13 +195,12 @@ class MemoryItems:
         plan = self.analyzer.query(query)
         if plan.match is not None or plan.short_terms:
             lists["keyword"] = self.rows.keyword(plan, where, depth)
-        allowed = self.rows.ids(where)
         if time_range is not None:
             inside = self.rows.valid_within(where, time_range.start.timestamp(),
                                             time_range.end.timestamp())
             lists["time"] = [i for i in lists.get("keyword", []) if i in inside]
-        if (self.vectors is not None and self.embedder is not None and allowed
-                and query.strip() and speaks(self.embedder, query)):
+        if (self.vectors is not None and self.embedder is not None and query.strip()
+                and speaks(self.embedder, query) and (allowed := self.rows.ids(where))):
             self.embed_pending()
             vector = _trace.embed(self.embedder, [query])[0]
             found = self.vectors.search("item", vector, depth, refs=allowed)

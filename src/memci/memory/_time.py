@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta, tzinfo
+from functools import lru_cache
 
 __all__ = ["TimeRange", "time_hint", "without_time"]
 
@@ -279,9 +280,14 @@ def time_hint(query: str, *, now: datetime | None = None) -> TimeRange | None:
     """Return the time range the query names, relative to ``now``; None if none.
 
     The earliest expression in the text wins; when two start at the same place, the more
-    specific (listed first) does.
+    specific (listed first) does. (A search asks it for each of its parts: the answer for
+    a given query and moment is kept.)
     """
-    moment = now if now is not None else datetime.now().astimezone()
+    return _time_hint(query, now if now is not None else datetime.now().astimezone())
+
+
+@lru_cache(maxsize=256)
+def _time_hint(query: str, moment: datetime) -> TimeRange | None:
     zone: tzinfo = moment.tzinfo if moment.tzinfo is not None else UTC
     moment = moment.replace(tzinfo=zone)
     today = moment.date()
