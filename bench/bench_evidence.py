@@ -3,6 +3,8 @@
 Run:  python bench/bench_evidence.py                      (all development data, ~6 min)
       python bench/bench_evidence.py --feed live bulk     (memci fed both ways, ~10 min)
       python bench/bench_evidence.py --quick              (a subset, ~1 min)
+      python bench/bench_evidence.py --embedder sentence-transformers:all-MiniLM-L6-v2
+          (memci with dense retrieval too, beside the default; needs memci[embeddings])
       python bench/bench_evidence.py --locomo other/*.json --kdconv other.json \
           --longmemeval lme.json --traces other/*.traj.json   (held-out files, same code)
       ... --write docs/benchmarks-evidence.md --dump misses.jsonl
@@ -62,6 +64,8 @@ NOT_ASKED = {
 LABELS = {
     "memci-live": "memci (built every turn)",
     "memci-bulk": "memci (history imported)",
+    "memci-live+dense": "memci + embedder (built every turn)",
+    "memci-bulk+dense": "memci + embedder (history imported)",
     "window": "sliding window",
     "trim_messages": "langchain trim_messages",
     "bm25": "BM25 top-10 + newest",
@@ -97,9 +101,10 @@ class Run:
     """One run: every dataset × budget × system, and the per-question rows."""
 
     def __init__(self, budgets: Sequence[int], feeds: Sequence[str], dump: IO[str] | None,
-                 workdir: Path) -> None:
+                 workdir: Path, embedder: str | None = None) -> None:
         self.budgets = list(budgets)
         self.feeds = list(feeds)
+        self.embedder = embedder
         self.dump = dump
         self.workdir = workdir
         self.tallies: dict[tuple[str, int, str], Tally] = {}
@@ -107,7 +112,8 @@ class Run:
         self.feed_ms: dict[tuple[str, int], list[float]] = {}
 
     def systems(self) -> list[str]:
-        return [f"memci-{f}" for f in self.feeds] + [b.name for b in BASELINES]
+        dense = [f"memci-{f}+dense" for f in self.feeds] if self.embedder else []
+        return [f"memci-{f}" for f in self.feeds] + dense + [b.name for b in BASELINES]
 
     def conversation(self, conv: Conversation) -> None:
         count = self.counts.setdefault(conv.dataset, {"conversations": 0, "turns": 0,
@@ -127,13 +133,16 @@ class Run:
         for budget in self.budgets:
             fed: dict[str, MemciConversation] = {}
             for feed in self.feeds:
-                fed[feed] = MemciConversation(conv, budget, self.workdir, feed)
+                fed[f"memci-{feed}"] = MemciConversation(conv, budget, self.workdir, feed)
                 self.feed_ms.setdefault((conv.dataset, budget), []).extend(
-                    fed[feed].feed_build_ms)
+                    fed[f"memci-{feed}"].feed_build_ms)
+                if self.embedder:
+                    fed[f"memci-{feed}+dense"] = MemciConversation(
+                        conv, budget, self.workdir, feed, embedder=self.embedder)
             try:
                 for q in conv.questions:
                     runs: list[tuple[str, dict[str, Any], float]] = [
-                        (f"memci-{feed}", *fed[feed].ask(q)) for feed in self.feeds]
+                        (name, *m.ask(q)) for name, m in fed.items()]
                     runs += [(b.name, *b.run(history, q, budget)) for b in BASELINES]
                     for system, payload, ms in runs:
                         self._measure(conv, q, budget, system, payload, ms, text)
@@ -310,6 +319,10 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--quick", action="store_true",
                         help="one conversation per dataset, 20 questions, budgets 2k and 8k, "
                              "live feed, one trace at 8k")
+    parser.add_argument("--embedder", metavar="SPEC",
+                        help="also run memci with this MEMCI_EMBEDDER beside the default "
+                             "(e.g. sentence-transformers:all-MiniLM-L6-v2, with "
+                             "memci[embeddings]): dense retrieval on top of keyword")
     parser.add_argument("--dump", type=Path, help="write one JSON line per question and system")
     parser.add_argument("--write", type=Path, help="write the Markdown report here")
     return parser.parse_args(argv)
@@ -342,7 +355,7 @@ def main(argv: Sequence[str] | None = None) -> str:
     dump = args.dump.open("w", encoding="utf-8") if args.dump else None
     try:
         with tempfile.TemporaryDirectory() as tmp:
-            run = Run(budgets, feeds, dump, Path(tmp))
+            run = Run(budgets, feeds, dump, Path(tmp), args.embedder)
             for conv in conversations:
                 t0 = time.perf_counter()
                 run.conversation(conv)

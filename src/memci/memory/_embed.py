@@ -111,8 +111,27 @@ def unit(vector: Sequence[float]) -> list[float]:
     return [float(x) / norm for x in vector] if norm else [0.0 for _ in vector]
 
 
+_MODELS: dict[tuple[str, str], Any] = {}
+_MODELS_LOCK = threading.Lock()
+
+
+def _loaded_model(path: str, device: str) -> Any:
+    """The sentence-transformers model at ``path``, loaded once per process.
+
+    Every engine a process opens embeds with it: loading took ~120 ms a time, paid by the
+    first build of each engine.
+    """
+    with _MODELS_LOCK:
+        model = _MODELS.get((path, device))
+        if model is None:
+            module = importlib.import_module("sentence_transformers")
+            model = _MODELS[(path, device)] = module.SentenceTransformer(
+                path, device=device, local_files_only=True)
+        return model
+
+
 class SentenceTransformerEmbedder:
-    """A local sentence-transformers model, loaded from disk on first use."""
+    """A local sentence-transformers model, loaded from disk on first use (once a process)."""
 
     def __init__(
         self, model: str, *, batch_size: int = 64, device: str = "cpu",
@@ -143,10 +162,7 @@ class SentenceTransformerEmbedder:
     def _load(self) -> Any:
         with self._lock:
             if self._model is None:
-                module = importlib.import_module("sentence_transformers")
-                self._model = module.SentenceTransformer(
-                    self._path(), device=self.device, local_files_only=True
-                )
+                self._model = _loaded_model(self._path(), self.device)
             return self._model
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
