@@ -557,3 +557,25 @@ def test_common_words_are_searched_among_the_newest_entries(store: SQLiteStore) 
     assert [c.seq for c in index.keyword("usual common", k=3)] == seqs[:3]
     mine = index.keyword("common", k=4, sessions=[one.id])  # one word: the newest first
     assert [c.seq for c in mine] == [10, 9, 8, 7]
+
+
+def test_common_words_rank_as_if_each_entry_were_scored_one_by_one() -> None:
+    # Entries holding the same common words are ranked a group at a time: the order must
+    # be the one scoring each entry (the sum of its words' weights; the newest at a tie)
+    # gives, whatever the weights, overlaps and ties.
+    import random
+
+    from memci.store.sqlite._search import _best_by_terms
+
+    rng = random.Random(5)
+    for _ in range(300):
+        count = rng.randint(0, 4)
+        weights = [rng.choice((0.5, 1.0, 1.5, rng.random() * 3)) for _ in range(count)]
+        terms = [(w, set(rng.sample(range(400), rng.randint(1, 300)))) for w in weights]
+        scored: dict[int, float] = {}
+        for weight, docs in terms:
+            for doc in docs:
+                scored[doc] = scored.get(doc, 0.0) + weight
+        n = rng.choice((1, 10, 160, 1_000))
+        expected = sorted(((v, d) for d, v in scored.items()), reverse=True)[:n]
+        assert _best_by_terms(terms, n) == expected

@@ -1042,7 +1042,7 @@ class ContextBuilder:
                 h for h in gathered.episodes if self.log.on_branch(h, archived))).texts)
             # The query analyzer (rules: a build never waits on a model) says which other
             # sources this input needs: documents, code (seed 003).
-            plan = analyze_query(query)
+            plan = analyze_query(query, now=first.created_at)
             if plan.consults("documents") or plan.consults("code"):
                 docs = DocIndex(self.services.store).search_docs(query, k=3)
                 found += tuple(

@@ -61,6 +61,41 @@ def _filters(where: SearchFilter) -> tuple[str, list[Any]]:
     return sql, args
 
 
+def _best_by_terms(terms: Sequence[tuple[float, set[int]]], n: int) -> list[tuple[float, int]]:
+    """The ``n`` entries with the most weight of the terms they hold; the newest at a tie.
+
+    ``terms``: each term's weight and the entries holding it (at most :data:`_COMMON_MAX`
+    terms, each held by up to :data:`_RECENT` entries). An entry's score is the sum of its
+    terms' weights, so the entries holding the same terms score alike: they are taken a
+    group at a time (one per set of terms, 2**n - 1 at most), by set operations in C, best
+    group first, rather than scored one by one (~0.25 against ~1 ms for four terms).
+    """
+    groups: dict[float, list[tuple[list[set[int]], list[set[int]]]]] = {}
+    for mask in range(1, 1 << len(terms)):
+        score = 0.0
+        inside: list[set[int]] = []
+        outside: list[set[int]] = []
+        for i, (weight, docs) in enumerate(terms):
+            if mask >> i & 1:
+                score += weight  # added in the terms' order, as one by one would
+                inside.append(docs)
+            else:
+                outside.append(docs)
+        groups.setdefault(score, []).append((inside, outside))
+    best: list[tuple[float, int]] = []
+    for score in sorted(groups, reverse=True):
+        found: set[int] = set()
+        for inside, outside in groups[score]:
+            docs = set.intersection(*inside)
+            if outside and docs:
+                docs.difference_update(*outside)
+            found |= docs
+        best.extend((score, d) for d in sorted(found, reverse=True)[:n - len(best)])
+        if len(best) >= n:
+            break
+    return best
+
+
 def _candidates(rows: Sequence[Sequence[Any]]) -> list[Candidate]:
     return [Candidate(int(r[0]), int(r[1]), int(r[2])) for r in rows]
 
@@ -363,7 +398,7 @@ class SQLiteMessageSearch:
         t = self.table
         top = int(db.execute(f"SELECT COALESCE(MAX(rowid), 0) FROM {t}").fetchone()[0])
         lowest = max(0, top - _RECENT)
-        scored: dict[int, float] = {}
+        terms: list[tuple[float, set[int]]] = []
         for part in parts:
             expr = f"{{body context}} : {part}"
             if scope:
@@ -373,17 +408,16 @@ class SQLiteMessageSearch:
                 f"SELECT json_group_array(rowid) FROM {t} WHERE {t} MATCH ? AND rowid > ?",
                 (expr, lowest)).fetchone()[0])
             if docs:
-                weight = math.log(1 + (top - lowest) / len(docs))
-                get = scored.get
-                scored.update({doc: get(doc, 0.0) + weight for doc in docs})
-        # Best score first, the newest first at a tie.
-        best = [d for _, d in sorted(((v, d) for d, v in scored.items()), reverse=True)[:k * 4]]
+                terms.append((math.log(1 + (top - lowest) / len(docs)), set(docs)))
         sql, args = _filters(where)
+        # With filters, more than k are read, as some will not pass them.
+        best = _best_by_terms(terms, k * 4 if sql else k)
         rows = db.execute(
             "SELECT d.id, d.session_id, d.seq FROM memory_docs d WHERE d.id IN"
-            f" (SELECT value FROM json_each(?)){sql}", (json.dumps(best), *args)).fetchall()
+            f" (SELECT value FROM json_each(?)){sql}",
+            (json.dumps([d for _, d in best]), *args)).fetchall()
         keep = {int(r[0]): Candidate(int(r[0]), int(r[1]), int(r[2])) for r in rows}
-        return [(scored[d], keep[d]) for d in best if d in keep][:k]
+        return [(score, keep[d]) for score, d in best if d in keep][:k]
 
     def _df(self, db: sqlite3.Connection, part: str) -> int:
         """Entries holding the quoted term ``part``, counted up to :data:`_RARE` + 1.
