@@ -164,3 +164,30 @@ def test_query_about_the_docs_brings_document_chunks(engine: memci.Engine, tmp_p
     last = s.build().messages[-1]
     assert last.content.startswith("## Retrieved memory")
     assert "[document · " in last.content and "deploy.sh" in last.content
+
+
+def test_what_the_window_holds_is_not_searched_and_what_a_build_archives_is(
+    engine: memci.Engine,
+) -> None:
+    # Memory is gathered without what the window holds (a memory line would only repeat
+    # it); a page the same build then archives is gathered again, so its facts are in the
+    # request in one place or the other.
+    s = engine.session("s")
+    s.add({"role": "user", "content": "My locker code at the climbing gym is 7391."})
+    s.add({"role": "assistant", "content": "Noted, locker code 7391."})
+    question = {"role": "user", "content": "What is my locker code at the gym?"}
+    short = engine.session("short")
+    short.add({"role": "user", "content": "My locker code at the climbing gym is 7391."})
+    short.add({"role": "assistant", "content": "Noted, locker code 7391."})
+    short.add(question)
+    ctx = short.build(budget=2000)  # everything fits: the window holds the fact
+    window = [m for m in ctx.messages if "7391" in m.content]
+    assert len(window) == 2 and not any(m.content.startswith("## ") for m in window)
+    for t in range(20):  # pages the question's build must archive, none built before
+        s.add({"role": "user", "content": f"Topic {t}: " + "trains and weather " * 40})
+        s.add({"role": "assistant", "content": f"Topic {t} noted."})
+    s.add(question)
+    ctx = s.build(budget=2000)
+    assert s.place_of_page(1) != "window"  # archived by this very build
+    memory = [m.content for m in ctx.messages if "Retrieved memory" in m.content]
+    assert memory and "7391" in memory[0]

@@ -538,3 +538,31 @@ def test_missing_tiktoken_raises_missing_extra() -> None:
     )
     assert done.returncode == 0, done.stderr
     assert "pip install 'memci[tiktoken]'" in done.stdout
+
+
+def test_lines_count_as_their_joined_text() -> None:
+    # A block of lines (the retrieved-memory segment) is counted from each line's kept
+    # estimate: it must equal the estimate of the joined text, for English, Chinese, code
+    # and tool output, with lines ending in punctuation or not, with whitespace, digits,
+    # rules and lines that hold a newline of their own.
+    import random
+
+    from memci.tokens import get_tokenizer
+
+    texts = [str(m.get("content") or "") for m in _held_out_traces()] + _held_out_chinese()
+    texts += ["## Retrieved memory\n(found by memci; not written by the user)", "x", "42",
+              "----------", "  indented", "trailing  ", "end.", "¿qué?", "日本語。", "🙂",
+              "a\nb", "\r\nstarts with a newline", "ends with one\n", ""]
+    estimate = get_tokenizer("estimate")
+    rng = random.Random(3)
+    for _ in range(2_000):
+        lines = []
+        for _ in range(rng.randint(1, 12)):
+            text = rng.choice(texts)
+            if len(text) > 80 and rng.random() < 0.7:
+                start = rng.randrange(len(text) - 40)
+                text = text[start:start + rng.randint(1, 600)]
+            if rng.random() < 0.5:
+                text = " ".join(text.split())
+            lines.append(text)
+        assert estimate.count_lines(lines) == estimate.count("\n".join(lines)), lines

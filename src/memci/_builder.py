@@ -56,7 +56,7 @@ from memci.recipes import TITLES, Recipe, choose_recipe
 from memci.store import SessionRecord
 from memci.store._log import ContextChanges, ContextState
 from memci.summarize import SummaryJobs
-from memci.tokens import Tokenizer
+from memci.tokens import EstimateTokenizer, Tokenizer
 from memci.workspace import CHINESE_TITLES, ENGLISH_TITLES, WorkState
 from memci.workspace._summary import arguments_line
 
@@ -149,6 +149,7 @@ class _Plan:
     archived: list[tuple[int, list[Message]]] = field(default_factory=list)
     payload_bytes: int = 0
     cache: dict[str, Any] = field(default_factory=dict)  # derived values, saved unguarded
+    memory_room: int = 0  # tokens the retrieval segment may take
 
     @property
     def events(self) -> tuple[str, ...]:
@@ -295,6 +296,7 @@ class ContextBuilder:
         for _ in range(_ATTEMPTS):
             snap = self._load(budget, recipe, agent)
             plan = self._plan(snap)
+            self._regather(snap, plan)
             self._check_window(snap, plan)
             try:
                 self._commit(snap, plan)
@@ -492,8 +494,8 @@ class ContextBuilder:
         values: dict[str, Any] = {}
         plan = _Plan(window, window_tokens, retrieval, ContextChanges(values=values),
                      payload_bytes=payload,
-                     cache={"retrieval": self._saved_retrieval(snap.candidates)}
-                     if snap.gathered else {})
+                     cache={"retrieval": self._values["retrieval"]} if snap.gathered else {},
+                     memory_room=max(reserved, left))
         if self.paged is not None:
             paged = self.paged
             rows, events = paged.take_changes()
@@ -522,6 +524,24 @@ class ContextBuilder:
                 "text": summary.content.split("\n", 1)[1] if summary else "",
                 "through": seq_at(self.log.index, self.window.cut - 1)}
         return plan
+
+    def _regather(self, snap: _Snapshot, plan: _Plan) -> None:
+        """Gather again when this build's plan archived what the gather left out.
+
+        A gather leaves out what is in the window then (see :meth:`_candidates`); pages
+        this very plan archived left the window after it, so memory is gathered again
+        without them left out: retrieval is decided after what is archived.
+        """
+        if not self._retrieval_on() or not self.log.index.pages:
+            return
+        saved = self._values.get("retrieval")
+        if (not isinstance(saved, Mapping)
+                or int(saved.get("from", saved["opener"])) >= self._window_seq()):
+            return
+        snap.candidates, snap.gathered = self._candidates()
+        plan.retrieval = self._retrieval_message(snap.candidates, plan.window,
+                                                 plan.memory_room)
+        plan.cache = {"retrieval": self._values["retrieval"]}
 
     def _commit(self, snap: _Snapshot, plan: _Plan) -> None:
         """Write what the plan changed, once, if the context version is still ours."""
@@ -1014,18 +1034,22 @@ class ContextBuilder:
 
         Gathered once per page (episodes and preferences, cached), saved with
         the page's opener so the requests of a tool loop, and a reopened session, carry
-        the same text. Many more episodes are gathered than a small budget shows: the plan
-        leaves out those in the window and shows, best first, what fits. The chat's own
-        history is always searched; the query analyzer adds documents and code. Returns
-        the candidates and whether this build gathered them.
+        the same text. What the window holds is not searched (from the oldest page in it
+        on: a memory line would only repeat it); when pages leave the window later, memory
+        is gathered again without them left out (see :meth:`_regather`). Many more
+        episodes are gathered than a small budget shows: the plan shows, best first, what
+        fits. The chat's own history is always searched; the query analyzer adds documents
+        and code. Returns the candidates and whether this build gathered them.
         """
         index = self.log.index
         if not self._retrieval_on() or not index.pages:
             return (), False
         start, _ = index.page_span(index.pages)
         opener = index.seqs[start]
+        window = self._window_seq()
         saved = self._values.get("retrieval")
-        if isinstance(saved, Mapping) and saved.get("opener") == opener:
+        if (isinstance(saved, Mapping) and saved.get("opener") == opener
+                and int(saved.get("from", opener)) >= window):
             return tuple(_retrieved_from(t) for t in saved["texts"]), False
         first = self.log.load_seqs(opener, opener)[0]
         found: tuple[Retrieved, ...] = ()
@@ -1035,7 +1059,7 @@ class ContextBuilder:
             # "Yesterday" counts from when the question was asked (a replayed or imported
             # conversation keeps its own dates), not from the wall clock.
             gathered = gatherer.gather(
-                query, session=self.record, scope="user", exclude_from_seq=opener,
+                query, session=self.record, scope="user", exclude_from_seq=window,
                 max_episodes=_EPISODES_GATHERED, now=first.created_at)
             archived = self._archived_predicate()
             found = _deduped(replace(gathered, episodes=tuple(
@@ -1048,8 +1072,21 @@ class ContextBuilder:
                 found += tuple(
                     Retrieved(h.text[:600], f"{h.path}#L{h.start_line}-{h.end_line}",
                               "document", h.score) for h in docs)
-        self._values["retrieval"] = self._saved_retrieval(found, opener)
+        self._values["retrieval"] = self._saved_retrieval(found, opener, window)
         return found, True
+
+    def _window_seq(self) -> int:
+        """The seq the window starts at: its oldest page's first (recalled pages aside).
+
+        1 while no page has left it: the whole conversation is in the window (what comes
+        before the first page is system messages, never retrieved).
+        """
+        index = self.log.index
+        first = self.paged.first_active if self.paged is not None else index.pages
+        if first <= 1:
+            return 1
+        start, _ = index.page_span(min(first, index.pages))
+        return index.seqs[start]
 
     def _archived_predicate(self) -> Callable[[int], bool]:
         paged = self.paged
@@ -1058,12 +1095,13 @@ class ContextBuilder:
         return lambda page: paged.place_of(page) in ("contents", "evicted")
 
     def _saved_retrieval(
-        self, found: Sequence[Retrieved], opener: int | None = None
+        self, found: Sequence[Retrieved], opener: int, start: int
     ) -> dict[str, Any]:
-        saved = self._values.get("retrieval")
-        if opener is None:
-            opener = int(saved["opener"]) if isinstance(saved, Mapping) else 0
-        return {"opener": opener, "texts": [
+        """The saved form of a page's memory.
+
+        Its opener, the seq from which the window was left out of the search, the texts.
+        """
+        return {"opener": opener, "from": start, "texts": [
             {"text": r.text, "source": r.source, "kind": r.kind, "score": r.score,
              "session": r.session, "seq": r.seq, "page": r.page,
              "at": r.created_at.isoformat() if r.created_at is not None else None}
@@ -1118,7 +1156,12 @@ class ContextBuilder:
         if len(lines) == 1:
             return None
         built = Message.user("\n".join(lines))
-        return replace(built, tokens=self.tokenizer.count_message(built))
+        if isinstance(self.tokenizer, EstimateTokenizer):
+            # The same count, summed from the lines' kept estimates: most lines recur.
+            tokens = self.tokenizer.overhead.per_message + self.tokenizer.count_lines(lines)
+        else:
+            tokens = self.tokenizer.count_message(built)
+        return replace(built, tokens=tokens)
 
 
 _SEQ = operator.attrgetter("seq")

@@ -21,13 +21,13 @@ from __future__ import annotations
 
 import re
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Final
 
 from memci.errors import ConfigError, MissingExtraError, TokenizerUnavailableError
 from memci.messages import Message
 from memci.tokens._base import Tokenizer
-from memci.tokens._estimate import estimate_tokens
+from memci.tokens._estimate import estimate_lines, estimate_tokens
 from memci.tokens._exact import EXACT, ExactTokenizer, load_encoding
 from memci.tokens._overhead import PROVIDERS, Overhead, count_message, overhead_for
 
@@ -61,6 +61,10 @@ class EstimateTokenizer:
     def count(self, text: str) -> int:
         """Estimated cl100k_base tokens of ``text``."""
         return estimate_tokens(text)
+
+    def count_lines(self, lines: Sequence[str]) -> int:
+        """The count of ``lines`` joined by newlines, summed from the lines' kept estimates."""
+        return estimate_lines(lines)
 
     def count_message(self, message: Message) -> int:
         """Estimated tokens of ``message`` including the provider's framing."""

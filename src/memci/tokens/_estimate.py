@@ -46,9 +46,10 @@ from __future__ import annotations
 
 import re
 import threading
+from collections.abc import Sequence
 from typing import Final
 
-__all__ = ["FEATURES", "estimate_tokens", "features", "weights"]
+__all__ = ["FEATURES", "estimate_lines", "estimate_tokens", "features", "weights"]
 
 # ---------------------------------------------------------------------------------------
 # Fitted weights (tokens per feature unit). Fitted by `python bench/bench_tokens.py --fit`
@@ -281,6 +282,41 @@ def estimate_tokens(text: str) -> int:
     if not text:
         return 0
     return max(1, round(_estimate(text)))
+
+
+_LINES: dict[str, float] = {}  # a line's unrounded estimate, for estimate_lines
+_NEWLINE_CHARS: Final = "\r\n"
+
+
+def estimate_lines(lines: Sequence[str]) -> int:
+    """:func:`estimate_tokens` of ``lines`` joined by newlines, from each line's own estimate.
+
+    Every feature of the estimate stays inside a line, except the newline between two: it
+    costs a newline run unless punctuation ends the line before it. So a block of lines
+    built again from lines already seen costs a sum, not a second pass over its text.
+    Lines that are empty or start or end with a newline are counted joined.
+    """
+    if not lines:
+        return 0
+    if any(not line or line[0] in _NEWLINE_CHARS or line[-1] in _NEWLINE_CHARS
+           for line in lines):
+        return estimate_tokens("\n".join(lines))
+    if len(_LINES) > _MAX_WORDS:
+        _LINES.clear()
+    total = 0.0
+    for i, line in enumerate(lines):
+        cost = _LINES.get(line)
+        if cost is None:
+            cost = _LINES[line] = _estimate(line)
+        if i and not _is_punct(lines[i - 1][-1]):
+            total += W_NEWLINE
+        total += cost
+    return max(1, round(total))
+
+
+def _is_punct(char: str) -> bool:
+    """Whether ``char`` is in the estimate's ASCII punctuation class (absorbs a newline)."""
+    return char.isascii() and _CLASSES[ord(char)] == ord(".")
 
 
 def _estimate(text: str) -> float:
