@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 import memci
+from memci._builder import REPLY_PRIMING
 
 
 def _fill(s: memci.Session, turns: int, start: int = 0) -> None:
@@ -191,3 +192,20 @@ def test_what_the_window_holds_is_not_searched_and_what_a_build_archives_is(
     assert s.place_of_page(1) != "window"  # archived by this very build
     memory = [m.content for m in ctx.messages if "Retrieved memory" in m.content]
     assert memory and "7391" in memory[0]
+
+
+def test_a_build_that_gathers_again_is_repeated_by_the_next(engine: memci.Engine) -> None:
+    # The first build after a long import archives most of it and gathers memory again
+    # (what it archived was in the window when it first gathered); the next build, with
+    # nothing new, must plan the page as that one did and send the same request.
+    s = engine.session("chat", user="u1", context_window=2000)
+    s.add({"role": "user", "content": "我们明天去杭州旅游"})
+    s.add({"role": "assistant", "content": "好的，西湖很美。"})
+    for i in range(30):
+        s.add({"role": "user", "content": f"question {i} about the red kayak " * 5})
+        s.add({"role": "assistant", "content": f"answer {i}: paddle harder " * 5})
+    first = s.build()
+    assert any(e.startswith("archive") for e in first.stats.events)
+    again = s.build()
+    assert [m.content for m in again.messages] == [m.content for m in first.messages]
+    assert again.stats.prefix_tokens == again.stats.total_tokens - REPLY_PRIMING

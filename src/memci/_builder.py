@@ -344,7 +344,7 @@ class ContextBuilder:
         candidates, gathered = self._candidates()
         caps = self._trimmed(self.allocator.allocate(
             max(room, 0), turns=index.pages, has_retrieval=self._retrieval_on()), room,
-            retrieving=bool(candidates))
+            retrieving=self._retrieving(candidates))
         state = self._state(chosen, caps["state"])
         state_tokens = (state.tokens or 0) if state else 0
         retrieval = self._retrieval_reserve(candidates, caps["retrieval"])
@@ -530,7 +530,9 @@ class ContextBuilder:
 
         A gather leaves out what is in the window then (see :meth:`_candidates`); pages
         this very plan archived left the window after it, so memory is gathered again
-        without them left out: retrieval is decided after what is archived.
+        without them left out: retrieval is decided after what is archived. The page
+        keeps the shares its first plan gave memory and the working state, so its later
+        requests are planned as this one was.
         """
         if not self._retrieval_on() or not self.log.index.pages:
             return
@@ -538,10 +540,23 @@ class ContextBuilder:
         if (not isinstance(saved, Mapping)
                 or int(saved.get("from", saved["opener"])) >= self._window_seq()):
             return
+        share = self._retrieving(snap.candidates)
         snap.candidates, snap.gathered = self._candidates()
+        self._values["retrieval"]["share"] = share
         plan.retrieval = self._retrieval_message(snap.candidates, plan.window,
                                                  plan.memory_room)
         plan.cache = {"retrieval": self._values["retrieval"]}
+
+    def _retrieving(self, candidates: Sequence[Retrieved]) -> bool:
+        """Whether memory takes its share of this page's requests: it found something.
+
+        Decided by the page's first gather (and saved with it), so a gather again in the
+        same build does not change how the page's requests are planned.
+        """
+        saved = self._values.get("retrieval")
+        if isinstance(saved, Mapping) and "share" in saved:
+            return bool(saved["share"])
+        return bool(candidates)
 
     def _commit(self, snap: _Snapshot, plan: _Plan) -> None:
         """Write what the plan changed, once, if the context version is still ours."""
@@ -1101,7 +1116,7 @@ class ContextBuilder:
 
         Its opener, the seq from which the window was left out of the search, the texts.
         """
-        return {"opener": opener, "from": start, "texts": [
+        return {"opener": opener, "from": start, "share": bool(found), "texts": [
             {"text": r.text, "source": r.source, "kind": r.kind, "score": r.score,
              "session": r.session, "seq": r.seq, "page": r.page,
              "at": r.created_at.isoformat() if r.created_at is not None else None}
