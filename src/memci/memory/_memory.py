@@ -125,12 +125,13 @@ class Memory:
             time_range = time_hint(query, now=now)
         depth = max(50, 3 * k)
         # Only this session, and all of it excluded (in the window): no message can come
-        # back, so none is searched (a short chat without a user pays nothing).
+        # back, so none is searched. The index still catches up, a few messages a build,
+        # rather than all at once at the first search that runs.
         everything_excluded = (sessions == [session.id] and exclude_from_seq is not None
                                and exclude_from_seq <= 1)
+        index.sync(sessions)
         message_lists: dict[str, list[Candidate]] = {}
         if not everything_excluded:
-            index.sync(sessions)
             index.embed_pending()
             message_lists = index.ranked_lists(query, depth=depth, sessions=sessions,
                                                time_range=time_range)
