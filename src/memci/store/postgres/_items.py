@@ -24,7 +24,11 @@ if TYPE_CHECKING:
 __all__ = ["PostgresItemStore"]
 
 _REV = "nextval('memory_item_revisions')"
-_SHARDS = 16  # item rows' statistics are spread so writers seldom wait on one counter
+# Item rows' statistics are spread over shards so writers seldom wait on one counter. A
+# transaction counts all its rows under one shard (its connection's): counting each row
+# under its own shard, two transactions that add many items took the shards' row locks in
+# different orders and deadlocked (three servers archiving at once did).
+_SHARDS = 16
 
 
 def _owner(scope: Scope) -> tuple[str, list[Any]]:
@@ -82,7 +86,7 @@ class PostgresItemStore:
              subject: str | None, *, replace: bool = False) -> None:
         body = text if not summary else f"{text}\n{summary}"
         a = self.analyzer
-        self.table.put(db, item_id, item_id % _SHARDS,
+        self.table.put(db, item_id, (id(db) >> 4) % _SHARDS,
                        (a.document(body), a.document(subject or "")), replace=replace)
 
     # -- writing -------------------------------------------------------------------------
