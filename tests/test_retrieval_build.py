@@ -194,6 +194,31 @@ def test_what_the_window_holds_is_not_searched_and_what_a_build_archives_is(
     assert memory and "7391" in memory[0]
 
 
+def test_memory_comes_from_outside_the_window_when_the_window_matches_better(
+    engine: memci.Engine,
+) -> None:
+    # The window's own messages are left out inside the search, not after it: when more
+    # of them match the question better than the search's depth, what left the window is
+    # still found.
+    s = engine.session("s")
+    s.add({"role": "user", "content": "Mom says the ferry to the island leaves at noon on "
+                                      "Sundays; remember it for the trip."})
+    s.add({"role": "assistant", "content": "Noted."})
+    for t in range(60):
+        s.add({"role": "user", "content": f"Topic {t}: " + "trains and weather " * 30})
+        s.add({"role": "assistant", "content": f"Topic {t} noted."})
+        s.build(budget=8000)
+    for t in range(150):
+        s.add({"role": "user", "content": f"ferry ferry ferry {t}"})
+        s.add({"role": "assistant", "content": "ok"})
+        s.build(budget=8000)
+    s.add({"role": "user", "content": "When does the ferry leave?"})
+    ctx = s.build(budget=8000)
+    assert s.place_of_page(1) != "window"
+    window = [m.content for m in ctx.messages if m.content.startswith("ferry ferry ferry")]
+    assert len(window) > 120  # more than the search's depth match better, in the window
+    memory = [m.content for m in ctx.messages if "Retrieved memory" in m.content]
+    assert memory and "noon on Sundays" in memory[0]
 def test_a_build_that_gathers_again_is_repeated_by_the_next(engine: memci.Engine) -> None:
     # The first build after a long import archives most of it and gathers memory again
     # (what it archived was in the window when it first gathered); the next build, with

@@ -340,10 +340,11 @@ class MessageIndex:
         sessions: Collection[int] | None = None,
         time_range: TimeRange | None = None,
         roles: Collection[str] | None = None,
+        below: int | None = None,
     ) -> list[Candidate]:
-        """BM25-ranked messages matching ``query`` (best first)."""
+        """BM25-ranked messages matching ``query`` (best first); ``below``: doc bound."""
         plan = self.plan(query) if isinstance(query, str) else query
-        return self.rows.keyword(plan, k=k, where=_filter(sessions, time_range, roles),
+        return self.rows.keyword(plan, k=k, where=_filter(sessions, time_range, roles, below),
                                  context_weight=self.context_weight)
 
     def fusion_weights(self) -> dict[str, float]:
@@ -415,8 +416,12 @@ class MessageIndex:
         roles: Collection[str] | None = None,
         time_mode: TimeMode | None = None,
         retrievers: Collection[str] = RETRIEVERS,
+        below: int | None = None,
     ) -> dict[str, list[Candidate]]:
         """Return the lists to fuse: ``keyword``, ``dense`` (with an embedder), ``time``.
+
+        ``below``: keyword and time matches only among entries with a smaller doc number
+        (a session's window left out, see :meth:`Memory.search`).
 
         ``time`` (boost mode, when a range is given) ranks the messages inside the range
         by the same retrievers; when the question has no words besides the time, it lists
@@ -435,7 +440,7 @@ class MessageIndex:
             found: dict[str, list[Candidate]] = {}
             if use_keyword:
                 found["keyword"] = self.keyword(plan, k=depth, sessions=sessions,
-                                                time_range=window, roles=roles)
+                                                time_range=window, roles=roles, below=below)
             if use_dense:
                 found["dense"] = self.dense(topic, k=depth, sessions=sessions,
                                             time_range=window, roles=roles)
@@ -538,12 +543,12 @@ class MessageIndex:
 
 def _filter(
     sessions: Collection[int] | None, time_range: TimeRange | None,
-    roles: Collection[str] | None,
+    roles: Collection[str] | None, below: int | None = None,
 ) -> SearchFilter:
     if time_range is None:
-        return SearchFilter(sessions, None, None, roles)
+        return SearchFilter(sessions, None, None, roles, below)
     return SearchFilter(sessions, time_range.start.timestamp(), time_range.end.timestamp(),
-                        roles)
+                        roles, below)
 
 
 # Words that ask *that* something was said, not what about: a question made of these and a

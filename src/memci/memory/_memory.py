@@ -133,8 +133,13 @@ class Memory:
         message_lists: dict[str, list[Candidate]] = {}
         if not everything_excluded:
             index.embed_pending()
+            # Searching only this session, its excluded messages are left out inside the
+            # search (they are its newest entries), so the depth holds others; searching
+            # several, they are left out below.
+            below = (index.rows.first_doc(session.id, exclude_from_seq)
+                     if exclude_from_seq is not None and sessions == [session.id] else None)
             message_lists = index.ranked_lists(query, depth=depth, sessions=sessions,
-                                               time_range=time_range)
+                                               time_range=time_range, below=below)
         lists: dict[str, list[tuple[str, int]]] = {}
         candidates: dict[int, Candidate] = {}
         for name, found in message_lists.items():

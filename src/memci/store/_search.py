@@ -71,13 +71,16 @@ class SearchDoc:
 class SearchFilter:
     """Which entries a search may return: of these sessions, in ``[start, end)``, roles.
 
-    None means no restriction; ``start`` and ``end`` are Unix seconds.
+    None means no restriction; ``start`` and ``end`` are Unix seconds. ``below``: only
+    entries with a smaller doc number (what a session's context window holds is left out
+    so: see :meth:`MessageSearch.first_doc`).
     """
 
     sessions: Collection[int] | None = None
     start: float | None = None
     end: float | None = None
     roles: Collection[str] | None = None
+    below: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,6 +140,14 @@ class MessageSearch(Protocol):
 
     def among(self, docs: Collection[int], where: SearchFilter) -> list[Candidate]:
         """The entries ``docs`` that pass ``where``."""
+        ...
+
+    def first_doc(self, session_id: int, seq: int) -> int | None:
+        """The doc number of the session's first entry from ``seq`` on (None: none yet).
+
+        A session's entries are numbered in the order of their seqs, and after every
+        entry made before them.
+        """
         ...
 
     def matching(self, where: SearchFilter) -> list[Candidate]:

@@ -49,6 +49,9 @@ def _filters(where: SearchFilter) -> tuple[str, list[Any]]:
     if where.roles is not None:
         sql += " AND d.role = ANY(%s)"
         args.append(list(where.roles))
+    if where.below is not None:
+        sql += " AND d.id < %s"
+        args.append(where.below)
     return sql, args
 
 
@@ -205,6 +208,13 @@ class PostgresMessageSearch:
                               ([ref for ref, _ in best],)).fetchall()
         found = {int(r[0]): Candidate(int(r[0]), int(r[1]), int(r[2])) for r in rows}
         return [found[ref] for ref, _ in best if ref in found]
+
+    def first_doc(self, session_id: int, seq: int) -> int | None:
+        """The doc number of the session's first entry from ``seq`` on (None: none yet)."""
+        with self._store.read() as db:
+            row = db.execute("SELECT MIN(id) FROM memory_docs WHERE session_id = %s"
+                             " AND seq >= %s", (session_id, seq)).fetchone()
+        return None if row is None or row[0] is None else int(row[0])
 
     def among(self, docs: Collection[int], where: SearchFilter) -> list[Candidate]:
         """The entries ``docs`` that pass ``where``."""

@@ -13,6 +13,7 @@ import json
 import math
 import sqlite3
 from collections.abc import Collection, Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from memci.messages import Message, loads_parts
@@ -58,7 +59,15 @@ def _filters(where: SearchFilter) -> tuple[str, list[Any]]:
     if where.roles is not None:
         sql += f" AND d.role IN ({','.join('?' * len(where.roles))})"
         args.extend(where.roles)
+    if where.below is not None:
+        sql += " AND d.id < ?"
+        args.append(where.below)
     return sql, args
+
+
+def _bound(where: SearchFilter) -> tuple[str, tuple[int, ...]]:
+    """``where.below`` as a rowid bound inside a full-text query (FTS5 skips the rest)."""
+    return ("", ()) if where.below is None else (" AND rowid < ?", (where.below,))
 
 
 def _best_by_terms(terms: Sequence[tuple[float, set[int]]], n: int) -> list[tuple[float, int]]:
@@ -279,7 +288,7 @@ class SQLiteMessageSearch:
         scope = ""
         if sessions is not None and self._scope_in_fts(db, sessions):
             scope = " OR ".join(f'"s{int(s)}x"' for s in sessions)
-            where = SearchFilter(None, where.start, where.end, where.roles)
+            where = replace(where, sessions=None)
         parts = match.split(" OR ")
         counted = sorted((self._df(db, part), part) for part in parts)
         rare: list[str] = []
@@ -317,25 +326,26 @@ class SQLiteMessageSearch:
         expr = f"{{body context}} : ({' OR '.join(parts)})"
         if scope:
             expr = f"({expr}) AND (scope : ({scope}))"
-        sql, args = _filters(where)
+        sql, args = _filters(replace(where, below=None))
+        bound, below = _bound(where)
         t = self.table
         if sql:
             # The match first, then the filters: a plain join may walk the filtered rows
             # and run the full-text query once per row.
             rows = db.execute(
                 f"WITH r AS MATERIALIZED (SELECT rowid AS id, bm25({t}, 1.0, ?, 0.0) AS s"
-                f" FROM {t} WHERE {t} MATCH ?) SELECT d.id, d.session_id, d.seq, r.s"
+                f" FROM {t} WHERE {t} MATCH ?{bound}) SELECT d.id, d.session_id, d.seq, r.s"
                 f" FROM r JOIN memory_docs d ON d.id = r.id WHERE 1{sql}"
-                " ORDER BY r.s, d.id LIMIT ?", (context_weight, expr, *args, k),
+                " ORDER BY r.s, d.id LIMIT ?", (context_weight, expr, *below, *args, k),
             ).fetchall()
         else:
             # Rank inside FTS5 first and join only the k best: the join no longer runs
             # for every matching row, which is what made a search grow with the history.
             rows = db.execute(
                 f"SELECT d.id, d.session_id, d.seq, r.s FROM (SELECT rowid AS id,"
-                f" bm25({t}, 1.0, ?, 0.0) AS s FROM {t} WHERE {t} MATCH ?"
+                f" bm25({t}, 1.0, ?, 0.0) AS s FROM {t} WHERE {t} MATCH ?{bound}"
                 " ORDER BY s, rowid LIMIT ?) r JOIN memory_docs d ON d.id = r.id"
-                " ORDER BY r.s, d.id", (context_weight, expr, k),
+                " ORDER BY r.s, d.id", (context_weight, expr, *below, k),
             ).fetchall()
         return [(-float(r[3]), Candidate(int(r[0]), int(r[1]), int(r[2]))) for r in rows]
 
@@ -351,13 +361,14 @@ class SQLiteMessageSearch:
         kept: the same ``k`` best, or None when too few of them were among the ``depth``
         ranked.
         """
-        if _filters(where)[0]:
+        if _filters(replace(where, below=None))[0]:
             return None
         t = self.table
         expr = f"{{body context}} : ({' OR '.join(parts)})"
+        bound, below = _bound(where)
         ranked = db.execute(
-            f"SELECT rowid, bm25({t}, 1.0, ?, 0.0) AS s FROM {t} WHERE {t} MATCH ?"
-            " ORDER BY s, rowid LIMIT ?", (context_weight, expr, depth)).fetchall()
+            f"SELECT rowid, bm25({t}, 1.0, ?, 0.0) AS s FROM {t} WHERE {t} MATCH ?{bound}"
+            " ORDER BY s, rowid LIMIT ?", (context_weight, expr, *below, depth)).fetchall()
         rows = db.execute(
             "SELECT id, session_id, seq FROM memory_docs WHERE id IN"
             " (SELECT value FROM json_each(?)) AND session_id IN (SELECT value FROM"
@@ -397,6 +408,8 @@ class SQLiteMessageSearch:
         """
         t = self.table
         top = int(db.execute(f"SELECT COALESCE(MAX(rowid), 0) FROM {t}").fetchone()[0])
+        if where.below is not None:
+            top = min(top, where.below - 1)  # the newest entries below the bound
         lowest = max(0, top - _RECENT)
         terms: list[tuple[float, set[int]]] = []
         for part in parts:
@@ -405,12 +418,13 @@ class SQLiteMessageSearch:
                 expr = f"({expr}) AND (scope : ({scope}))"
             # One JSON array per term: up to _RECENT rowids, read without a row each.
             docs: list[int] = json.loads(db.execute(
-                f"SELECT json_group_array(rowid) FROM {t} WHERE {t} MATCH ? AND rowid > ?",
-                (expr, lowest)).fetchone()[0])
+                f"SELECT json_group_array(rowid) FROM {t} WHERE {t} MATCH ? AND rowid > ?"
+                " AND rowid <= ?", (expr, lowest, top)).fetchone()[0])
             if docs:
                 terms.append((math.log(1 + (top - lowest) / len(docs)), set(docs)))
-        sql, args = _filters(where)
-        # With filters, more than k are read, as some will not pass them.
+        # With filters, more than k are read, as some will not pass them (the bound is
+        # kept already: only entries up to ``top`` were read).
+        sql, args = _filters(replace(where, below=None))
         best = _best_by_terms(terms, k * 4 if sql else k)
         rows = db.execute(
             "SELECT d.id, d.session_id, d.seq FROM memory_docs d WHERE d.id IN"
@@ -480,6 +494,13 @@ class SQLiteMessageSearch:
             for doc, sid, seq in rows:
                 score, cand = ranked.get(int(doc), (0.0, Candidate(int(doc), int(sid), int(seq))))
                 ranked[int(doc)] = (score + idf, cand)
+
+    def first_doc(self, session_id: int, seq: int) -> int | None:
+        """The doc number of the session's first entry from ``seq`` on (None: none yet)."""
+        with self._store.read() as db:
+            found = db.execute("SELECT MIN(id) FROM memory_docs WHERE session_id = ?"
+                               " AND seq >= ?", (session_id, seq)).fetchone()[0]
+        return None if found is None else int(found)
 
     def among(self, docs: Collection[int], where: SearchFilter) -> list[Candidate]:
         """The entries ``docs`` that pass ``where``."""
