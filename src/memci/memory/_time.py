@@ -280,8 +280,8 @@ def time_hint(query: str, *, now: datetime | None = None) -> TimeRange | None:
     """Return the time range the query names, relative to ``now``; None if none.
 
     The earliest expression in the text wins; when two start at the same place, the more
-    specific (listed first) does. (A search asks it for each of its parts: the answer for
-    a given query and moment is kept.)
+    specific (listed first) does. (A build asks twice for its question, the query analyzer
+    and the search: the answer for a given query and moment is kept.)
     """
     return _time_hint(query, now if now is not None else datetime.now().astimezone())
 
