@@ -1129,7 +1129,7 @@ class ContextBuilder:
         line = f"- [{when}{item.kind} · {item.source}] {text[:_LINE_CHARS]}"
         tokens = self._line_tokens.get(line)
         if tokens is None:
-            tokens = self.tokenizer.count(line) + 1
+            tokens = self._lines_tokens((line,)) + 1
             if len(self._line_tokens) > 4096:
                 self._line_tokens.clear()
             self._line_tokens[line] = tokens
@@ -1170,13 +1170,19 @@ class ContextBuilder:
             used += tokens
         if len(lines) == 1:
             return None
-        built = Message.user("\n".join(lines))
+        # A message's framing and its text count apart (count_message adds them).
+        tokens = self.tokenizer.count_message(Message.user("")) + self._lines_tokens(lines)
+        return replace(Message.user("\n".join(lines)), tokens=tokens)
+
+    def _lines_tokens(self, lines: Sequence[str]) -> int:
+        """Tokens of ``lines`` joined by newlines.
+
+        The estimator sums the lines' kept estimates (memory lines recur from build to
+        build): each line is estimated once, for its own count and for the block's.
+        """
         if isinstance(self.tokenizer, EstimateTokenizer):
-            # The same count, summed from the lines' kept estimates: most lines recur.
-            tokens = self.tokenizer.overhead.per_message + self.tokenizer.count_lines(lines)
-        else:
-            tokens = self.tokenizer.count_message(built)
-        return replace(built, tokens=tokens)
+            return self.tokenizer.count_lines(lines)
+        return self.tokenizer.count("\n".join(lines))
 
 
 _SEQ = operator.attrgetter("seq")
