@@ -9,6 +9,7 @@ import re
 import sys
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import httpx
 import pytest
@@ -562,6 +563,65 @@ def test_common_words_are_searched_among_the_newest_entries(store: SQLiteStore) 
     assert [c.seq for c in index.keyword("usual common", k=3)] == seqs[:3]
     mine = index.keyword("common", k=4, sessions=[one.id])  # one word: the newest first
     assert [c.seq for c in mine] == [10, 9, 8, 7]
+
+
+def test_common_words_kept_between_searches_rank_as_a_fresh_search_does(
+        store: SQLiteStore, tmp_path: Path) -> None:
+    # A search keeps the newest entries of common words between searches and reads only
+    # what was added since. After adds, a bound moved back and forth, deletions whose ids
+    # are given again (by memci and behind its back), it must rank as a search that
+    # keeps nothing, opened on the same file.
+    import random
+
+    from memci.store.sqlite._driver import connect
+
+    rng = random.Random(11)
+    index = MessageIndex(store, embedder=None)
+    rec = store.ensure_session("t", "kept", "u", {})
+    words = ("common", "usual", "plain", "ordinary")
+
+    def said(n: int, repeat: int = 1) -> list[str]:
+        # Repeated, a message's words fill the context of the next ones too.
+        return [" ".join(rng.sample(words, rng.randint(2, 4)) * repeat)
+                + f" {rng.random():.6f}" for _ in range(n)]
+
+    for _ in range(12):  # each word in ~3,600 entries: common
+        add(store, rec, index, *said(400))
+    queries = ("common usual", "plain ordinary usual", "common", "ordinary common plain usual")
+    table = index.rows.table  # type: ignore[attr-defined]
+    for step in range(40):
+        action = rng.choice(("add", "add", "retract", "outside", "search"))
+        if action == "add":
+            add(store, rec, index, *said(rng.randint(1, 30)))
+        elif action == "retract":  # memci deletes the newest: their ids are given again
+            top = max(m.seq or 0 for m in store.messages(rec))
+            gone = rng.randint(1, 8)
+            store.eraser.retract(rec, range(top - gone + 1, top + 1))
+            add(store, rec, index, *said(gone + rng.randint(0, 4), repeat=40))
+        elif action == "outside":  # another program deletes an entry, then memci adds
+            with connect(tmp_path / "memci.db") as raw:
+                doc = raw.execute("SELECT MAX(id) FROM memory_docs").fetchone()[0]
+                raw.execute(f"DELETE FROM {table} WHERE rowid = ?", (doc,))
+                raw.execute("DELETE FROM memory_docs WHERE id = ?", (doc,))
+                raw.execute("DELETE FROM messages WHERE session_id = ? AND seq ="
+                            " (SELECT MAX(seq) FROM messages WHERE session_id = ?)",
+                            (rec.id, rec.id))
+            store.close()
+            store = SQLiteStore(tmp_path / "memci.db")
+            index = MessageIndex(store, embedder=None)
+            add(store, rec, index, *said(3, repeat=40))
+        fresh_store = SQLiteStore(tmp_path / "memci.db")
+        fresh = MessageIndex(fresh_store, embedder=None)
+        with connect(tmp_path / "memci.db") as raw:
+            top = int(raw.execute("SELECT MAX(id) FROM memory_docs").fetchone()[0])
+        for query in queries:
+            below = rng.choice((None, top - rng.randint(0, 300), top + 1))
+            sessions = rng.choice((None, [rec.id]))
+            mine = index.keyword(query, k=40, sessions=sessions, below=below)
+            theirs = fresh.keyword(query, k=40, sessions=sessions, below=below)
+            assert [c.doc for c in mine] == [c.doc for c in theirs], (step, action, query)
+        fresh_store.close()
+    store.close()
 
 
 def test_common_words_rank_as_if_each_entry_were_scored_one_by_one() -> None:

@@ -9,6 +9,7 @@ FTS5). User text reaches ``MATCH`` only as the analyzer's quoted terms.
 
 from __future__ import annotations
 
+import bisect
 import json
 import math
 import sqlite3
@@ -34,6 +35,7 @@ _POSTINGS = 12_000  # postings of rare terms one search scores at most
 _RECENT = 2_000  # the newest entries a search of common terms looks at
 _TERMS_MAX = 12  # rare terms of one query searched at most (the rarest)
 _COMMON_MAX = 4  # common terms of one query searched (among the newest) at most
+_RECENT_TERMS = 64  # common terms whose newest entries are kept between searches
 
 
 def session_names(db: sqlite3.Connection, ids: Collection[int]) -> dict[int, str]:
@@ -123,6 +125,8 @@ class SQLiteMessageSearch:
         self._dfs: dict[str, tuple[int, int]] = {}  # term -> (entries holding it, index size)
         # sessions -> (the share of the index they hold, index size then)
         self._shares: dict[str, tuple[float, int]] = {}
+        # (common term, scope) -> (deletions then, low, high, its entries in (low, high])
+        self._recent: dict[tuple[str, str], tuple[int, int, int, list[int]]] = {}
 
     # -- writing -------------------------------------------------------------------------
 
@@ -406,20 +410,14 @@ class SQLiteMessageSearch:
         an entry scores the sum of its terms' weights there (``ln(1 + n / rows)``); newer
         first at a tie.
         """
-        t = self.table
-        top = int(db.execute(f"SELECT COALESCE(MAX(rowid), 0) FROM {t}").fetchone()[0])
+        top = self._size(db)
         if where.below is not None:
             top = min(top, where.below - 1)  # the newest entries below the bound
         lowest = max(0, top - _RECENT)
+        deleted = int(db.execute("SELECT n FROM memory_docs_deleted").fetchone()[0])
         terms: list[tuple[float, set[int]]] = []
         for part in parts:
-            expr = f"{{body context}} : {part}"
-            if scope:
-                expr = f"({expr}) AND (scope : ({scope}))"
-            # One JSON array per term: up to _RECENT rowids, read without a row each.
-            docs: list[int] = json.loads(db.execute(
-                f"SELECT json_group_array(rowid) FROM {t} WHERE {t} MATCH ? AND rowid > ?"
-                " AND rowid <= ?", (expr, lowest, top)).fetchone()[0])
+            docs = self._recent_docs(db, part, scope, lowest, top, deleted)
             if docs:
                 terms.append((math.log(1 + (top - lowest) / len(docs)), set(docs)))
         # With filters, more than k are read, as some will not pass them (the bound is
@@ -432,6 +430,53 @@ class SQLiteMessageSearch:
             (json.dumps([d for _, d in best]), *args)).fetchall()
         keep = {int(r[0]): Candidate(int(r[0]), int(r[1]), int(r[2])) for r in rows}
         return [(score, keep[d]) for score, d in best if d in keep][:k]
+
+    def _recent_docs(
+        self, db: sqlite3.Connection, part: str, scope: str, lowest: int, top: int,
+        deleted: int,
+    ) -> list[int]:
+        """The entries in ``(lowest, top]`` holding ``part`` (within ``scope``), ascending.
+
+        Kept between searches: a common term is asked again and again, and the newest
+        entries move by a few a build, so only the entries added since are read. Entry ids
+        only grow while none is deleted (a new one takes the next id); ``deleted``, the
+        count of deletions so far, drops what was kept when it changes.
+        """
+        key = (part, scope)
+        kept = self._recent.get(key)
+        if kept is not None and kept[0] == deleted and kept[1] <= lowest <= kept[2]:
+            _, low, high, docs = kept
+            if top > high:
+                docs = docs + self._read_recent(db, part, scope, high, top)
+                high = top
+            if high - lowest <= 2 * _RECENT:  # what is kept stays about one range long
+                docs = docs[bisect.bisect_right(docs, lowest):]
+                low = lowest
+            self._recent[key] = (deleted, low, high, docs)
+            return docs[bisect.bisect_right(docs, lowest):bisect.bisect_right(docs, top)]
+        docs = self._read_recent(db, part, scope, lowest, top)
+        if len(self._recent) >= _RECENT_TERMS:
+            self._recent.clear()
+        self._recent[key] = (deleted, lowest, top, docs)
+        return docs
+
+    def _read_recent(
+        self, db: sqlite3.Connection, part: str, scope: str, lowest: int, top: int
+    ) -> list[int]:
+        """The entries in ``(lowest, top]`` holding ``part`` (within ``scope``), ascending."""
+        if top <= lowest:
+            return []
+        t = self.table
+        expr = f"{{body context}} : {part}"
+        if scope:
+            expr = f"({expr}) AND (scope : ({scope}))"
+        # One JSON array: the rowids read without a row each (FTS5 gives them in order;
+        # sorting sorted ids costs a pass).
+        docs: list[int] = json.loads(db.execute(
+            f"SELECT json_group_array(rowid) FROM {t} WHERE {t} MATCH ? AND rowid > ?"
+            " AND rowid <= ?", (expr, lowest, top)).fetchone()[0])
+        docs.sort()
+        return docs
 
     def _df(self, db: sqlite3.Connection, part: str) -> int:
         """Entries holding the quoted term ``part``, counted up to :data:`_RARE` + 1.

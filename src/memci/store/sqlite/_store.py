@@ -583,8 +583,19 @@ class SQLiteStore(StoreParts):
 
 
 def _statements(sql: str) -> list[str]:
+    """The statements of a migration, one by one (a trigger's body holds semicolons)."""
     lines = [ln for ln in sql.splitlines() if not ln.strip().startswith("--")]
-    return [s.strip() for s in "\n".join(lines).split(";") if s.strip()]
+    out: list[str] = []
+    pending = ""
+    for piece in "\n".join(lines).split(";"):
+        pending += piece + ";"
+        if sqlite3.complete_statement(pending):
+            if pending.strip(" \n;"):
+                out.append(pending.strip().removesuffix(";"))
+            pending = ""
+    if pending.strip(" \n;"):
+        out.append(pending.strip().removesuffix(";"))
+    return out
 
 
 def _now() -> datetime:
