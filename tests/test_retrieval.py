@@ -565,12 +565,12 @@ def test_common_words_are_searched_among_the_newest_entries(store: SQLiteStore) 
     assert [c.seq for c in mine] == [10, 9, 8, 7]
 
 
-def test_common_words_kept_between_searches_rank_as_a_fresh_search_does(
+def test_what_a_search_keeps_between_searches_gives_what_a_fresh_search_gives(
         store: SQLiteStore, tmp_path: Path) -> None:
     # A search keeps the newest entries of common words between searches and reads only
-    # what was added since. After adds, a bound moved back and forth, deletions whose ids
-    # are given again (by memci and behind its back), it must rank as a search that
-    # keeps nothing, opened on the same file.
+    # what was added since, and keeps the messages it loaded. After adds, a bound moved
+    # back and forth, deletions whose ids are given again (by memci and behind its back),
+    # it must rank and load as a search that keeps nothing, opened on the same file.
     import random
 
     from memci.store.sqlite._driver import connect
@@ -620,6 +620,10 @@ def test_common_words_kept_between_searches_rank_as_a_fresh_search_does(
             mine = index.keyword(query, k=40, sessions=sessions, below=below)
             theirs = fresh.keyword(query, k=40, sessions=sessions, below=below)
             assert [c.doc for c in mine] == [c.doc for c in theirs], (step, action, query)
+            # what it loads is kept as well: the same messages and pages, ids given again
+            assert ({d: (m.content, page) for d, (m, page) in index.rows.load(mine).items()}
+                    == {d: (m.content, page)
+                        for d, (m, page) in fresh.rows.load(theirs).items()}), (step, action)
         fresh_store.close()
     store.close()
 

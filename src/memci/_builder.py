@@ -1125,8 +1125,7 @@ class ContextBuilder:
     def _line(self, item: Retrieved) -> tuple[str, int]:
         """One line of the retrieval segment for ``item``, and its tokens (counted once)."""
         when = f"{item.created_at:%Y-%m-%d} · " if item.created_at is not None else ""
-        text = " ".join(item.text.split())
-        line = f"- [{when}{item.kind} · {item.source}] {text[:_LINE_CHARS]}"
+        line = f"- [{when}{item.kind} · {item.source}] {_squeezed(item.text, _LINE_CHARS)}"
         tokens = self._line_tokens.get(line)
         if tokens is None:
             tokens = self._lines_tokens((line,)) + 1
@@ -1208,19 +1207,34 @@ def _retrieved_from(saved: Mapping[str, Any]) -> Retrieved:
 
 
 def _deduped(found: Sequence[Retrieved]) -> tuple[Retrieved, ...]:
-    """Memory without repeats.
+    """Memory without repeats, each text as its line shows it.
 
     A page's summary is left out when one of its messages was found, and so is a text
-    already listed.
+    already listed. A text keeps what its line shows (spaces squeezed, cut to
+    :data:`_LINE_CHARS`): only that is saved with the page and read again.
     """
     pages = {(r.session, r.page) for r in found if r.seq is not None and r.page is not None}
     seen: set[str] = set()
     out: list[Retrieved] = []
     for r in found:
-        key = " ".join(r.text.split()).casefold()
+        text = " ".join(r.text.split())
+        key = text.casefold()
         if key in seen or (r.seq is None and r.kind == "episode"
                            and (r.session, r.page) in pages):
             continue
         seen.add(key)
-        out.append(r)
+        shown = text[:_LINE_CHARS]
+        out.append(r if shown == r.text else replace(r, text=shown))
     return tuple(out)
+
+
+def _squeezed(text: str, limit: int) -> str:
+    """``" ".join(text.split())[:limit]``, reading about as much of ``text`` as it needs."""
+    n = 2 * limit
+    while n < len(text):
+        words = text[:n].split()
+        head = " ".join(words[:-1])  # the last word may be cut: the rest is the text's
+        if len(head) >= limit:
+            return head[:limit]
+        n *= 2
+    return " ".join(text.split())[:limit]

@@ -15,9 +15,9 @@ sqlite-vec tables need the extension and are made with their vector space (see
   derived data and are embedded again;
 - ``doc_files`` and ``doc_chunks``: indexed files (path, mtime, size, sha256) and chunks
   with titles, symbols and line ranges.
-- ``memory_docs_deleted`` (migration 3): how many ``memory_docs`` rows were ever deleted,
-  counted by a trigger, so that what a search keeps between searches is dropped on any
-  deletion, memci's or not.
+- ``memory_docs_changes`` (migration 3): how many ``memory_docs`` rows were ever deleted
+  or updated, counted by triggers, so that what a search keeps between searches is
+  dropped on any such change, memci's or not.
 
 Never edit a released migration: add the next.
 """
@@ -127,15 +127,20 @@ MEMORY_MIGRATIONS: tuple[Migration, ...] = (
     ),
     Migration(
         3,
-        "message index deletions counted",
+        "message index changes counted",
         """
-        -- How many entries were ever deleted: a search keeps the newest entries of common
-        -- terms between searches, and a deletion (an id may then be given again) drops them.
-        CREATE TABLE memory_docs_deleted (n INTEGER NOT NULL);
-        INSERT INTO memory_docs_deleted (n) VALUES (0);
+        -- How many entries were ever deleted or changed (a page renumbered): a search
+        -- keeps what it read between searches, and any of these (an id may then be given
+        -- again) drops it. Adding an entry changes nothing that was read.
+        CREATE TABLE memory_docs_changes (n INTEGER NOT NULL);
+        INSERT INTO memory_docs_changes (n) VALUES (0);
         CREATE TRIGGER memory_docs_deleted AFTER DELETE ON memory_docs
         BEGIN
-            UPDATE memory_docs_deleted SET n = n + 1;
+            UPDATE memory_docs_changes SET n = n + 1;
+        END;
+        CREATE TRIGGER memory_docs_updated AFTER UPDATE ON memory_docs
+        BEGIN
+            UPDATE memory_docs_changes SET n = n + 1;
         END;
         """,
     ),

@@ -36,6 +36,7 @@ _RECENT = 2_000  # the newest entries a search of common terms looks at
 _TERMS_MAX = 12  # rare terms of one query searched at most (the rarest)
 _COMMON_MAX = 4  # common terms of one query searched (among the newest) at most
 _RECENT_TERMS = 64  # common terms whose newest entries are kept between searches
+_LOADED_MAX = 4_096  # loaded messages kept between searches at most
 
 
 def session_names(db: sqlite3.Connection, ids: Collection[int]) -> dict[int, str]:
@@ -125,8 +126,10 @@ class SQLiteMessageSearch:
         self._dfs: dict[str, tuple[int, int]] = {}  # term -> (entries holding it, index size)
         # sessions -> (the share of the index they hold, index size then)
         self._shares: dict[str, tuple[float, int]] = {}
-        # (common term, scope) -> (deletions then, low, high, its entries in (low, high])
+        # (common term, scope) -> (changes then, low, high, its entries in (low, high])
         self._recent: dict[tuple[str, str], tuple[int, int, int, list[int]]] = {}
+        # (changes then, doc -> (session id, seq, message, page))
+        self._loaded: tuple[int, dict[int, tuple[int, int, Message, int]]] = (-1, {})
 
     # -- writing -------------------------------------------------------------------------
 
@@ -414,10 +417,10 @@ class SQLiteMessageSearch:
         if where.below is not None:
             top = min(top, where.below - 1)  # the newest entries below the bound
         lowest = max(0, top - _RECENT)
-        deleted = int(db.execute("SELECT n FROM memory_docs_deleted").fetchone()[0])
+        changes = self._changes(db)
         terms: list[tuple[float, set[int]]] = []
         for part in parts:
-            docs = self._recent_docs(db, part, scope, lowest, top, deleted)
+            docs = self._recent_docs(db, part, scope, lowest, top, changes)
             if docs:
                 terms.append((math.log(1 + (top - lowest) / len(docs)), set(docs)))
         # With filters, more than k are read, as some will not pass them (the bound is
@@ -433,18 +436,18 @@ class SQLiteMessageSearch:
 
     def _recent_docs(
         self, db: sqlite3.Connection, part: str, scope: str, lowest: int, top: int,
-        deleted: int,
+        changes: int,
     ) -> list[int]:
         """The entries in ``(lowest, top]`` holding ``part`` (within ``scope``), ascending.
 
         Kept between searches: a common term is asked again and again, and the newest
         entries move by a few a build, so only the entries added since are read. Entry ids
-        only grow while none is deleted (a new one takes the next id); ``deleted``, the
-        count of deletions so far, drops what was kept when it changes.
+        only grow while none is deleted (a new one takes the next id); ``changes`` (see
+        :meth:`_changes`) drops what was kept when it moves.
         """
         key = (part, scope)
         kept = self._recent.get(key)
-        if kept is not None and kept[0] == deleted and kept[1] <= lowest <= kept[2]:
+        if kept is not None and kept[0] == changes and kept[1] <= lowest <= kept[2]:
             _, low, high, docs = kept
             if top > high:
                 docs = docs + self._read_recent(db, part, scope, high, top)
@@ -452,12 +455,12 @@ class SQLiteMessageSearch:
             if high - lowest <= 2 * _RECENT:  # what is kept stays about one range long
                 docs = docs[bisect.bisect_right(docs, lowest):]
                 low = lowest
-            self._recent[key] = (deleted, low, high, docs)
+            self._recent[key] = (changes, low, high, docs)
             return docs[bisect.bisect_right(docs, lowest):bisect.bisect_right(docs, top)]
         docs = self._read_recent(db, part, scope, lowest, top)
         if len(self._recent) >= _RECENT_TERMS:
             self._recent.clear()
-        self._recent[key] = (deleted, lowest, top, docs)
+        self._recent[key] = (changes, lowest, top, docs)
         return docs
 
     def _read_recent(
@@ -495,6 +498,15 @@ class SQLiteMessageSearch:
             self._dfs.clear()
         self._dfs[part] = (count, size)
         return count
+
+    @staticmethod
+    def _changes(db: sqlite3.Connection) -> int:
+        """How many entries were ever deleted or changed (counted by triggers).
+
+        What a search keeps between searches stays right while this stays: entries are
+        then only added, each with a higher id.
+        """
+        return int(db.execute("SELECT n FROM memory_docs_changes").fetchone()[0])
 
     def _size(self, db: sqlite3.Connection) -> int:
         return int(db.execute(f"SELECT COALESCE(MAX(rowid), 0) FROM {self.table}").fetchone()[0])
@@ -580,24 +592,34 @@ class SQLiteMessageSearch:
     def load(self, candidates: Sequence[Candidate]) -> dict[int, tuple[Message, int]]:
         """``{doc: (message, page)}`` of the candidates still stored (named sessions).
 
-        One statement for all of them; in the candidates' order.
+        One statement for all of them; in the candidates' order. What was loaded is kept
+        until an entry is deleted or changed (a stored message never changes): successive
+        questions of a conversation find many of the same messages.
         """
         if not candidates:
             return {}
         with self._store.read() as db:
+            changes = self._changes(db)
+            at, loaded = self._loaded  # one read: the messages go with their count
+            if at != changes or len(loaded) > _LOADED_MAX:
+                loaded = {}
+                self._loaded = (changes, loaded)
+            missing = [c.doc for c in candidates if c.doc not in loaded]
             rows = db.execute(
                 "SELECT d.id, d.session_id, m.seq, m.role, m.parts, m.name, m.metadata,"
                 " m.created_at, m.tokens, d.page FROM memory_docs d JOIN messages m"
                 " ON m.session_id = d.session_id AND m.seq = d.seq"
                 " WHERE d.id IN (SELECT value FROM json_each(?))",
-                (json.dumps([c.doc for c in candidates]),)).fetchall()
-        found = {(int(r[0]), int(r[1]), int(r[2])): r for r in rows}
+                (json.dumps(missing),)).fetchall() if missing else []
+        for row in rows:
+            session_id = int(row[1])
+            loaded[int(row[0])] = (session_id, int(row[2]), message_from_row(
+                self.session_name(session_id), row[2:9]), int(row[9]))
         out: dict[int, tuple[Message, int]] = {}
         for cand in candidates:
-            row = found.get((cand.doc, cand.session_id, cand.seq))
-            if row is not None:
-                name = self.session_name(cand.session_id)
-                out[cand.doc] = (message_from_row(name, row[2:9]), int(row[9]))
+            kept = loaded.get(cand.doc)
+            if kept is not None and kept[0] == cand.session_id and kept[1] == cand.seq:
+                out[cand.doc] = (kept[2], kept[3])
         return out
 
     def session_name(self, session_id: int) -> str:
