@@ -568,9 +568,10 @@ def test_common_words_are_searched_among_the_newest_entries(store: SQLiteStore) 
 def test_what_a_search_keeps_between_searches_gives_what_a_fresh_search_gives(
         store: SQLiteStore, tmp_path: Path) -> None:
     # A search keeps the newest entries of common words between searches and reads only
-    # what was added since, and keeps the messages it loaded. After adds, a bound moved
-    # back and forth, deletions whose ids are given again (by memci and behind its back),
-    # it must rank and load as a search that keeps nothing, opened on the same file.
+    # what was added since; it keeps how it ranked them and the messages it loaded. After
+    # adds, a bound moved back and forth, deletions whose ids are given again (by memci
+    # and behind its back), it must rank and load as a search that keeps nothing, opened
+    # on the same file.
     import random
 
     from memci.store.sqlite._driver import connect

@@ -198,7 +198,10 @@ class ContextBuilder:
         # the last request's tools and messages (see _prefix)
         self._previous: tuple[object, list[Message]] = (None, [])
         self._sizes: dict[tuple[int | None, int | None, int], int] = {}
-        self._line_tokens: dict[str, int] = {}
+        # a memory text -> what its line shows; (that, kind, source, date) -> the line
+        # and its tokens
+        self._shown: dict[str, str] = {}
+        self._lines: dict[tuple[str, str, str, datetime | None], tuple[str, int]] = {}
         self._expired_round = 0
         self.paged: PagedContext | None = None
         self.window: OldestWindow | SummarizeWindow | None = None
@@ -1078,7 +1081,8 @@ class ContextBuilder:
                 max_episodes=_EPISODES_GATHERED, now=first.created_at)
             archived = self._archived_predicate()
             found = _deduped(replace(gathered, episodes=tuple(
-                h for h in gathered.episodes if self.log.on_branch(h, archived))).texts)
+                h for h in gathered.episodes if self.log.on_branch(h, archived))).texts,
+                self._shown)
             # The query analyzer (rules: a build never waits on a model) says which other
             # sources this input needs: documents, code (seed 003).
             plan = analyze_query(query, now=first.created_at)
@@ -1123,16 +1127,17 @@ class ContextBuilder:
             for r in found]}
 
     def _line(self, item: Retrieved) -> tuple[str, int]:
-        """One line of the retrieval segment for ``item``, and its tokens (counted once)."""
-        when = f"{item.created_at:%Y-%m-%d} · " if item.created_at is not None else ""
-        line = f"- [{when}{item.kind} · {item.source}] {_squeezed(item.text, _LINE_CHARS)}"
-        tokens = self._line_tokens.get(line)
-        if tokens is None:
-            tokens = self._lines_tokens((line,)) + 1
-            if len(self._line_tokens) > 4096:
-                self._line_tokens.clear()
-            self._line_tokens[line] = tokens
-        return line, tokens
+        """One line of the retrieval segment for ``item``, and its tokens (made once)."""
+        key = (item.text, item.kind, item.source, item.created_at)
+        made = self._lines.get(key)
+        if made is None:
+            when = f"{item.created_at:%Y-%m-%d} · " if item.created_at is not None else ""
+            line = f"- [{when}{item.kind} · {item.source}] {_squeezed(item.text, _LINE_CHARS)}"
+            made = (line, self._lines_tokens((line,)) + 1)
+            if len(self._lines) > 4096:
+                self._lines.clear()
+            self._lines[key] = made
+        return made
 
     def _retrieval_reserve(self, found: Sequence[Retrieved], cap: int) -> int:
         """Tokens held for memory before the window is planned: its best few lines."""
@@ -1206,25 +1211,31 @@ def _retrieved_from(saved: Mapping[str, Any]) -> Retrieved:
                      saved.get("page"))
 
 
-def _deduped(found: Sequence[Retrieved]) -> tuple[Retrieved, ...]:
+def _deduped(found: Sequence[Retrieved], shown_of: dict[str, str]) -> tuple[Retrieved, ...]:
     """Memory without repeats, each text as its line shows it.
 
     A page's summary is left out when one of its messages was found, and so is a text
-    already listed. A text keeps what its line shows (spaces squeezed, cut to
-    :data:`_LINE_CHARS`): only that is saved with the page and read again.
+    whose line would show what a line before shows (spaces squeezed, cut to
+    :data:`_LINE_CHARS`, case aside). A text keeps what its line shows: only that is
+    saved with the page and read again. ``shown_of`` keeps what a text shows (the same
+    messages are found again and again).
     """
     pages = {(r.session, r.page) for r in found if r.seq is not None and r.page is not None}
     seen: set[str] = set()
     out: list[Retrieved] = []
+    if len(shown_of) > 4096:
+        shown_of.clear()
     for r in found:
-        text = " ".join(r.text.split())
-        key = text.casefold()
+        shown = shown_of.get(r.text)
+        if shown is None:
+            shown = shown_of[r.text] = _squeezed(r.text, _LINE_CHARS)
+        key = shown.casefold()
         if key in seen or (r.seq is None and r.kind == "episode"
                            and (r.session, r.page) in pages):
             continue
         seen.add(key)
-        shown = text[:_LINE_CHARS]
-        out.append(r if shown == r.text else replace(r, text=shown))
+        out.append(r if shown == r.text else Retrieved(
+            shown, r.source, r.kind, r.score, r.session, r.seq, r.created_at, r.page))
     return tuple(out)
 
 

@@ -128,6 +128,8 @@ class SQLiteMessageSearch:
         self._shares: dict[str, tuple[float, int]] = {}
         # (common term, scope) -> (changes then, low, high, its entries in (low, high])
         self._recent: dict[tuple[str, str], tuple[int, int, int, list[int]]] = {}
+        # what _newest ranked, by its terms, entries, changes, depth and filters
+        self._newest_kept: dict[tuple[object, ...], tuple[tuple[float, Candidate], ...]] = {}
         # (changes then, doc -> (session id, seq, message, page))
         self._loaded: tuple[int, dict[int, tuple[int, int, Message, int]]] = (-1, {})
 
@@ -418,21 +420,31 @@ class SQLiteMessageSearch:
             top = min(top, where.below - 1)  # the newest entries below the bound
         lowest = max(0, top - _RECENT)
         changes = self._changes(db)
+        # With filters, more than k are read, as some will not pass them (the bound is
+        # kept already: only entries up to ``top`` were read).
+        sql, args = _filters(replace(where, below=None))
+        # The same terms over the same entries rank the same (entries are only added, and
+        # above ``top``, while the changes stay): a tool loop's, or a window's, next page.
+        key = (tuple(parts), scope, lowest, top, changes, k, sql, tuple(args))
+        kept = self._newest_kept.get(key)
+        if kept is not None:
+            return list(kept)
         terms: list[tuple[float, set[int]]] = []
         for part in parts:
             docs = self._recent_docs(db, part, scope, lowest, top, changes)
             if docs:
                 terms.append((math.log(1 + (top - lowest) / len(docs)), set(docs)))
-        # With filters, more than k are read, as some will not pass them (the bound is
-        # kept already: only entries up to ``top`` were read).
-        sql, args = _filters(replace(where, below=None))
         best = _best_by_terms(terms, k * 4 if sql else k)
         rows = db.execute(
             "SELECT d.id, d.session_id, d.seq FROM memory_docs d WHERE d.id IN"
             f" (SELECT value FROM json_each(?)){sql}",
             (json.dumps([d for _, d in best]), *args)).fetchall()
         keep = {int(r[0]): Candidate(int(r[0]), int(r[1]), int(r[2])) for r in rows}
-        return [(score, keep[d]) for score, d in best if d in keep][:k]
+        ranked = [(score, keep[d]) for score, d in best if d in keep][:k]
+        if len(self._newest_kept) >= 256:
+            self._newest_kept.clear()
+        self._newest_kept[key] = tuple(ranked)
+        return ranked
 
     def _recent_docs(
         self, db: sqlite3.Connection, part: str, scope: str, lowest: int, top: int,
