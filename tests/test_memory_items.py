@@ -164,6 +164,27 @@ def test_gather_cache_ttl_and_invalidation(memory: Memory, store: SQLiteStore) -
         gatherer.close()
 
 
+def test_each_gather_sees_the_preferences_as_they_are_now(
+        memory: Memory, store: SQLiteStore) -> None:
+    # The preferences are kept between gathers while the items stay as they were: one
+    # learned, changed or forgotten since shows at the next gather, whatever the question.
+    rec = store.ensure_session("t", "prefs", "u", {})
+    owner = Scope.of(rec, "user")
+    gatherer = Gatherer(memory)
+    try:
+        assert gatherer.gather("trip ideas", session=rec).preferences == ()
+        memory.items.remember_preference(owner, "on a trip, likes trains", "travel")
+        assert [p.text for p in gatherer.gather("trip plans", session=rec).preferences] == [
+            "on a trip, likes trains"]
+        changed = memory.items.remember_preference(owner, "on a trip, likes planes", "travel")
+        assert [p.text for p in gatherer.gather("trip dates", session=rec).preferences] == [
+            "on a trip, likes planes"]
+        memory.items.forget(changed.id)
+        assert gatherer.gather("trip costs", session=rec).preferences == ()
+    finally:
+        gatherer.close()
+
+
 def test_episodes_default_to_three(memory: Memory, store: SQLiteStore) -> None:
     rec = store.ensure_session("t", "many", "u", {})
     memory.index(rec, store.append(rec, [Message.user(f"narwhal fact {i}") for i in range(8)]))

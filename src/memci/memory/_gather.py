@@ -103,6 +103,8 @@ class Gatherer:
         self._cache: OrderedDict[_Key, tuple[float, RetrievalResult]] = OrderedDict()
         self._lock = threading.Lock()
         self._term_cache: dict[str, frozenset[str]] = {}
+        self._kept_preferences: dict[
+            tuple[Scope, int, tuple[int, ...]], tuple[MemoryItem, ...]] = {}
         self.hits = 0
         self.misses = 0
 
@@ -137,8 +139,7 @@ class Gatherer:
                                        (time.perf_counter() - started) * 1000, cached=True)
             self.misses += 1
         episodes = self._episodes(query, session, scope, count, exclude_from_seq, now)
-        preferences = self.memory.items.preferences(Scope.of(session, scope),
-                                                    limit=self.max_preferences)
+        preferences = self._preferences(Scope.of(session, scope), key[6])
         result = RetrievalResult(query, tuple(episodes), self._relevant(query, preferences),
                                  (time.perf_counter() - started) * 1000)
         with self._lock:
@@ -147,6 +148,24 @@ class Gatherer:
             while len(self._cache) > self.max_entries:
                 self._cache.popitem(last=False)
         return result
+
+    def _preferences(
+        self, owner: Scope, version: tuple[int, int, int]
+    ) -> tuple[MemoryItem, ...]:
+        """The current preferences ``owner`` sees, newest first.
+
+        Kept while the items and the deletions stay as they were (``version``'s last two):
+        each new question asks for the same ones.
+        """
+        key = (owner, self.max_preferences, version[1:])
+        found = self._kept_preferences.get(key)
+        if found is None:
+            found = tuple(self.memory.items.preferences(owner, limit=self.max_preferences))
+            with self._lock:
+                if len(self._kept_preferences) >= 256:
+                    self._kept_preferences.clear()
+                self._kept_preferences[key] = found
+        return found
 
     def _relevant(
         self, query: str, preferences: Sequence[MemoryItem]
@@ -188,6 +207,7 @@ class Gatherer:
         """Drop every cached result."""
         with self._lock:
             self._cache.clear()
+            self._kept_preferences.clear()
 
     def close(self) -> None:
         """Drop every cached result (a gatherer holds nothing else to release)."""
