@@ -294,12 +294,13 @@ class SQLiteMessageSearch:
         sessions = where.sessions
         if sessions is not None and not sessions:
             return []
+        size = self._size(db)  # read once: every count below is kept against it
         scope = ""
         if sessions is not None and self._scope_in_fts(db, sessions):
             scope = " OR ".join(f'"s{int(s)}x"' for s in sessions)
             where = replace(where, sessions=None)
         parts = match.split(" OR ")
-        counted = sorted((self._df(db, part), part) for part in parts)
+        counted = sorted((self._df(db, part, size), part) for part in parts)
         rare: list[str] = []
         postings = 0
         for df, part in counted:
@@ -310,7 +311,7 @@ class SQLiteMessageSearch:
         found: list[tuple[float, Candidate]] = []
         if rare:
             near = None
-            share = self._share(db, sessions) if scope and sessions is not None else 0.0
+            share = self._share(db, sessions, size) if scope and sessions is not None else 0.0
             if share >= 0.5:
                 assert sessions is not None
                 near = self._ranked_within(db, rare, sessions, where, context_weight, k,
@@ -322,7 +323,7 @@ class SQLiteMessageSearch:
             seen = {c.doc for _, c in found}
             top = min((score for score, _ in found), default=0.0)
             common = [part for _, part in counted[len(rare):]][:_COMMON_MAX]
-            extra = self._newest(db, common, scope, where, k + len(seen))
+            extra = self._newest(db, common, scope, where, k + len(seen), size)
             found += [(min(score, top) - 1e-9 * (i + 1), cand)
                       for i, (score, cand) in enumerate(extra) if cand.doc not in seen]
         return found[:k]
@@ -389,10 +390,9 @@ class SQLiteMessageSearch:
             return None  # more matches of these sessions may rank below the ones read
         return found[:k]
 
-    def _share(self, db: sqlite3.Connection, sessions: Collection[int]) -> float:
+    def _share(self, db: sqlite3.Connection, sessions: Collection[int], size: int) -> float:
         """The share of the index ``sessions`` hold (counted again as the index grows)."""
         key = ",".join(str(s) for s in sorted(sessions))
-        size = self._size(db)
         cached = self._shares.get(key)
         if cached is None or size > cached[1] * 1.1 + 16:
             inside = int(db.execute(
@@ -406,16 +406,16 @@ class SQLiteMessageSearch:
 
     def _newest(
         self, db: sqlite3.Connection, parts: Sequence[str], scope: str, where: SearchFilter,
-        k: int,
+        k: int, size: int,
     ) -> list[tuple[float, Candidate]]:
         """Common terms among the newest :data:`_RECENT` entries, ranked without FTS5's BM25.
 
         BM25 in FTS5 counts each term's rows over the whole index: for a common term that
         is most of it. Here each term's rows are read within the newest entries only, and
         an entry scores the sum of its terms' weights there (``ln(1 + n / rows)``); newer
-        first at a tie.
+        first at a tie. ``size``: the index's newest entry.
         """
-        top = self._size(db)
+        top = size
         if where.below is not None:
             top = min(top, where.below - 1)  # the newest entries below the bound
         lowest = max(0, top - _RECENT)
@@ -493,12 +493,12 @@ class SQLiteMessageSearch:
         docs.sort()
         return docs
 
-    def _df(self, db: sqlite3.Connection, part: str) -> int:
+    def _df(self, db: sqlite3.Connection, part: str, size: int) -> int:
         """Entries holding the quoted term ``part``, counted up to :data:`_RARE` + 1.
 
-        Cached per term until the index has grown by a tenth: a term's share moves slowly.
+        Cached per term until the index (``size``: its newest entry) has grown by a tenth:
+        a term's share moves slowly.
         """
-        size = self._size(db)
         cached = self._dfs.get(part)
         if cached is not None and size <= cached[1] * 1.1 + 16:
             return cached[0]
