@@ -236,3 +236,38 @@ def test_a_build_that_gathers_again_is_repeated_by_the_next(engine: memci.Engine
     again = s.build()
     assert [m.content for m in again.messages] == [m.content for m in first.messages]
     assert again.stats.prefix_tokens == again.stats.total_tokens - REPLY_PRIMING
+
+
+def test_memory_lines_never_show_the_same_text_twice(engine: memci.Engine) -> None:
+    # Messages whose lines would show the same text (their first 600 characters, spaces
+    # and case aside) are listed once: the rest of a text is never in its line.
+    s = engine.session("s")
+    report = "Deploy log for the canary release: " + "step ok; " * 80
+    s.add({"role": "user", "content": report + "tail one"})
+    s.add({"role": "assistant", "content": "Noted."})
+    s.add({"role": "user", "content": report.upper().replace(" ", "   ") + "tail two"})
+    s.add({"role": "assistant", "content": "Noted."})
+    s.add({"role": "user", "content": "The canary release owner is Priya."})
+    s.add({"role": "assistant", "content": "Noted."})
+    for t in range(30):  # the window moves past them
+        s.add({"role": "user", "content": f"Topic {t}: " + "trains and weather " * 40})
+        s.add({"role": "assistant", "content": f"Topic {t} noted."})
+    s.add({"role": "user", "content": "What did the canary release deploy log say?"})
+    ctx = s.build(budget=4000)
+    memory = [m.content for m in ctx.messages if "Retrieved memory" in m.content]
+    assert memory and "Priya" in memory[0]
+    assert memory[0].casefold().count("deploy log for the canary release") == 1
+
+
+def test_a_memory_line_shows_the_squeezed_head_of_its_text() -> None:
+    # A line's text is " ".join(text.split())[:limit], read from the text's head only.
+    import random
+
+    from memci._builder import _squeezed
+
+    rng = random.Random(3)
+    pieces = ["a", "bb", " ", "\n", "\t  ", "word", "长文本", "  " * 40]
+    for _ in range(5_000):
+        text = "".join(rng.choice(pieces) for _ in range(rng.randint(0, 500)))
+        for limit in (1, 7, 60, 600):
+            assert _squeezed(text, limit) == " ".join(text.split())[:limit]
