@@ -317,6 +317,27 @@ def test_hybrid_search_fuses_keyword_and_dense(store: SQLiteStore) -> None:
     assert stats.vector_backend == "sqlite-vec"
 
 
+def test_dense_only_adds_after_every_keyword_match(store: SQLiteStore) -> None:
+    # Fused in, the dense list pushed keyword matches down on real conversations; it adds
+    # what keywords did not find, after all of it, and never reorders what both found.
+    rec = store.ensure_session("t", "after", "u", {})
+    index = MessageIndex(store, embedder=HashEmbedder())
+    add(store, rec, index, "what is the time, what is the date, what is it",  # no "plan"
+        "ok", "the weekend plan is set", "ok", "a plan for Monday", "ok",
+        "plan B if it rains", "ok")
+    keyword = [c.seq for c in index.keyword("what is the plan", sessions=[rec.id])]
+    hits = index.search("what is the plan", sessions=[rec.id], k=20)
+    n = len(keyword)
+    assert [h.message.seq for h in hits[:n]] == keyword  # the keyword order, untouched
+    extra = hits[n:]
+    assert extra and all(h.retrievers == ("dense",) for h in extra)
+    assert extra[0].text.startswith("what is the time")
+    assert all(h.score < hits[n - 1].score for h in extra)
+    # with no keyword match, the dense list ranks alone
+    alone = index.search("what is it", sessions=[rec.id])
+    assert alone and alone[0].retrievers == ("dense",)
+
+
 def test_english_only_models_skip_cjk_questions(store: SQLiteStore) -> None:
     embedder = HashEmbedder()
     embedder.languages = frozenset({"en"})  # type: ignore[attr-defined]

@@ -12,6 +12,9 @@ embedder matches, a rare name only keywords match), the best hit of each is then
 down by messages that merely share the topic. :func:`fuse` therefore keeps each list's
 first entry at the top (``keep_first`` of :func:`rrf`); when the question names a time,
 only the best hit inside that time is kept there, since the time is the stronger cue.
+Lists it is told only add (``after``: the message search's dense lists) come after
+everything the others found: fused in, a dense list pushed down the keyword matches that
+held the evidence on real conversations.
 """
 
 from __future__ import annotations
@@ -112,12 +115,30 @@ def fuse(
     lists: Mapping[str, Sequence[K]],
     *,
     weights: Mapping[str, float] | None = None,
+    after: Collection[str] = (),
 ) -> list[tuple[K, float, tuple[str, ...]]]:
     """:func:`rrf` that keeps each retriever's best hit at the top.
 
     Lists named ``time`` or ending in ``:time`` hold what matched inside a time the
     question names; when there are any, only their first entries are kept at the top.
+    The lists named in ``after`` only add: what they alone found comes after everything
+    the others found (fused among themselves), and an entry the others found too keeps
+    their rank (their names list it). With no other list holding anything, they rank as
+    any list would.
     """
-    timed = [name for name in lists
-             if (name == "time" or name.endswith(":time")) and lists[name]]
-    return rrf(lists, weights=weights, keep_first=timed or list(lists))
+    extra = {name: lists[name] for name in after if lists.get(name)}
+    main = {name: found for name, found in lists.items() if name not in after}
+    if not extra or not any(main.values()):
+        timed = [name for name in lists
+                 if (name == "time" or name.endswith(":time")) and lists[name]]
+        return rrf(lists, weights=weights, keep_first=timed or list(lists))
+    ranked = fuse(main, weights=weights)
+    added = fuse(extra, weights=weights)
+    also = {key: names for key, _, names in added}
+    floor, best = ranked[-1][1], added[0][1]
+    out = [(key, score, names + also.get(key, ())) for key, score, names in ranked]
+    seen = {key for key, _, _ in ranked}
+    # Below the last of the others, in their own order.
+    out += [(key, floor * 0.999 * score / best, names)
+            for key, score, names in added if key not in seen]
+    return out
