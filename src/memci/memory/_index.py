@@ -60,9 +60,10 @@ __all__ = [
 DEFAULT_ANALYZER = "bigram"
 RETRIEVERS: tuple[str, ...] = ("keyword", "dense")
 # The dense list only adds to the others (see memci.memory._hit.fuse): fused in, on real
-# conversations (LoCoMo), it pushed the keyword matches that held the evidence down, 63.2
-# → 53.4% of it in the top 10, for +16 points on paraphrased questions; added after, it
-# keeps the 63.2% and still adds 7 (bench/bench_retrieval.py, bench/bench_evidence.py).
+# conversations (LoCoMo) it pushed down the keyword matches that held the evidence (61.3
+# → 45.1% of it in a 2k request); added after, it costs none of it and still adds 13-20
+# points over keyword alone on paraphrased questions (bench/bench_evidence.py,
+# bench/bench_retrieval.py --dense; docs/retrieval.md).
 DENSE_ADDS: tuple[str, ...] = ("dense", "items:dense")
 TimeMode = Literal["boost", "filter", "off"]
 
