@@ -650,6 +650,35 @@ def test_what_a_search_keeps_between_searches_gives_what_a_fresh_search_gives(
     store.close()
 
 
+def test_what_a_search_reads_inside_a_write_that_rolls_back_is_not_kept(
+        store: SQLiteStore, tmp_path: Path) -> None:
+    # A search inside store.atomic() sees the write's own messages; rolled back, their ids
+    # are given again to other messages, so nothing read there may be kept.
+    index = MessageIndex(store, embedder=None)
+    rec = store.ensure_session("t", "undo", "u", {})
+    for _ in range(8):  # "common" and "usual" in more than 3,000 entries each
+        add(store, rec, index, *["common usual words"] * 400)
+    with pytest.raises(RuntimeError), store.atomic():
+        add(store, rec, index, *[" ".join(["common usual"] * 40)] * 3)
+        inside = index.keyword("common usual", k=3, sessions=[rec.id])
+        index.rows.load(inside)  # type: ignore[attr-defined]
+        raise RuntimeError("undo")
+    add(store, rec, index, *[" ".join(["other words"] * 40)] * 3)  # the same ids
+    mine = index.keyword("common usual", k=5, sessions=[rec.id])
+    fresh_store = SQLiteStore(tmp_path / "memci.db")
+    try:
+        fresh = MessageIndex(fresh_store, embedder=None)
+        theirs = fresh.keyword("common usual", k=5, sessions=[rec.id])
+        assert [c.doc for c in mine] == [c.doc for c in theirs]
+        loaded = index.rows.load(mine)  # type: ignore[attr-defined]
+        assert ({d: m.content for d, (m, _) in loaded.items()}
+                == {d: m.content for d, (m, _) in fresh.rows.load(theirs).items()})
+        assert not any(" ".join(["common usual"] * 40) in m.content
+                       for m, _ in loaded.values())
+    finally:
+        fresh_store.close()
+
+
 def test_common_words_rank_as_if_each_entry_were_scored_one_by_one() -> None:
     # Entries holding the same common words are ranked a group at a time: the order must
     # be the one scoring each entry (the sum of its words' weights; the newest at a tie)

@@ -429,6 +429,9 @@ class SQLiteMessageSearch:
         kept = self._newest_kept.get(key)
         if kept is not None:
             return list(kept)
+        # Inside a write (``atomic``) what is read may be rolled back, its ids given again:
+        # it is used, not kept.
+        keep = not db.in_transaction
         terms: list[tuple[float, set[int]]] = []
         for part in parts:
             docs = self._recent_docs(db, part, scope, lowest, top, changes)
@@ -439,11 +442,12 @@ class SQLiteMessageSearch:
             "SELECT d.id, d.session_id, d.seq FROM memory_docs d WHERE d.id IN"
             f" (SELECT value FROM json_each(?)){sql}",
             (json.dumps([d for _, d in best]), *args)).fetchall()
-        keep = {int(r[0]): Candidate(int(r[0]), int(r[1]), int(r[2])) for r in rows}
-        ranked = [(score, keep[d]) for score, d in best if d in keep][:k]
-        if len(self._newest_kept) >= 256:
-            self._newest_kept.clear()
-        self._newest_kept[key] = tuple(ranked)
+        found = {int(r[0]): Candidate(int(r[0]), int(r[1]), int(r[2])) for r in rows}
+        ranked = [(score, found[d]) for score, d in best if d in found][:k]
+        if keep:
+            if len(self._newest_kept) >= 256:
+                self._newest_kept.clear()
+            self._newest_kept[key] = tuple(ranked)
         return ranked
 
     def _recent_docs(
@@ -467,12 +471,14 @@ class SQLiteMessageSearch:
             if high - lowest <= 2 * _RECENT:  # what is kept stays about one range long
                 docs = docs[bisect.bisect_right(docs, lowest):]
                 low = lowest
-            self._recent[key] = (changes, low, high, docs)
+            if not db.in_transaction:  # see _newest
+                self._recent[key] = (changes, low, high, docs)
             return docs[bisect.bisect_right(docs, lowest):bisect.bisect_right(docs, top)]
         docs = self._read_recent(db, part, scope, lowest, top)
-        if len(self._recent) >= _RECENT_TERMS:
-            self._recent.clear()
-        self._recent[key] = (changes, lowest, top, docs)
+        if not db.in_transaction:
+            if len(self._recent) >= _RECENT_TERMS:
+                self._recent.clear()
+            self._recent[key] = (changes, lowest, top, docs)
         return docs
 
     def _read_recent(
@@ -616,6 +622,8 @@ class SQLiteMessageSearch:
             if at != changes or len(loaded) > _LOADED_MAX:
                 loaded = {}
                 self._loaded = (changes, loaded)
+            if db.in_transaction:  # inside a write: what is read may be rolled back
+                loaded = dict(loaded)
             missing = [c.doc for c in candidates if c.doc not in loaded]
             rows = db.execute(
                 "SELECT d.id, d.session_id, m.seq, m.role, m.parts, m.name, m.metadata,"
