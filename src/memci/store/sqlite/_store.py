@@ -585,17 +585,12 @@ class SQLiteStore(StoreParts):
 def _statements(sql: str) -> list[str]:
     """The statements of a migration, one by one (a trigger's body holds semicolons)."""
     lines = [ln for ln in sql.splitlines() if not ln.strip().startswith("--")]
-    out: list[str] = []
-    pending = ""
+    found = [""]
     for piece in "\n".join(lines).split(";"):
-        pending += piece + ";"
-        if sqlite3.complete_statement(pending):
-            if pending.strip(" \n;"):
-                out.append(pending.strip().removesuffix(";"))
-            pending = ""
-    if pending.strip(" \n;"):
-        out.append(pending.strip().removesuffix(";"))
-    return out
+        found[-1] += piece + ";"
+        if sqlite3.complete_statement(found[-1]):
+            found.append("")
+    return [s.strip().removesuffix(";").strip() for s in found if s.strip(" \n;")]
 
 
 def _now() -> datetime:
