@@ -183,6 +183,31 @@ def test_erase_user_of_another_tenant_is_untouched(where: Where) -> None:
             f"t2 {OTHER}"]
 
 
+def test_a_session_never_changes_hands_so_erasing_its_owner_reaches_it(where: Where) -> None:
+    with memci.Engine.open(where) as engine, memci.Engine.open(where) as elsewhere:
+        s = engine.session("chat", user="alice")
+        s.add({"role": "user", "content": f"alice writes {MARK} {CN_MARK}"})
+        # Written or read as bob, by this engine or another one: refused, nothing changed.
+        for asking in (engine, elsewhere):
+            with pytest.raises(memci.OwnerConflictError, match="another user") as refused:
+                asking.session("chat", user="bob")
+            assert "alice" not in str(refused.value)  # bob is not told whose it is
+        assert engine.session("chat").user == "alice"
+        assert [r.user for r in engine.sessions()] == ["alice"]
+        # A session made without a user takes the first one given, and keeps it.
+        loose = engine.session("loose")
+        loose.add({"role": "user", "content": f"carol writes {OTHER}"})
+        assert engine.session("loose", user="carol").user == "carol"
+        with pytest.raises(memci.OwnerConflictError):
+            engine.session("loose", user="dave")
+        erasure = engine.erase_user("alice")
+        assert erasure.counts["sessions"] == 1 and erasure.counts["messages"] == 1
+    # No table (PostgreSQL) and no byte of the files (SQLite) holds her text or her id.
+    assert _holding(where, MARK) == [] and _holding(where, CN_MARK) == []
+    assert _holding(where, "alice") == []
+    assert _holding(where, OTHER)
+
+
 # -- delete_session ----------------------------------------------------------------------
 
 

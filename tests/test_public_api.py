@@ -22,7 +22,7 @@ PUBLIC = {
     "MemciError", "ConfigError", "BudgetTooSmallError", "InvalidInputError", "InvalidMessageError",
     "InvalidTextError", "InvalidTimestampError", "InvalidToolArgumentsError",
     "InvalidFileError", "InvalidToolError", "ToolNameClashError", "MessageTooLargeError",
-    "MissingExtraError", "OrphanToolResultError",
+    "MissingExtraError", "OrphanToolResultError", "OwnerConflictError",
     "StoreError", "StoreCorruptError", "StoreFullError", "TokenizerUnavailableError",
     "UnknownRoleError", "UnknownSessionError", "UnknownMessageError", "LLMError",
     "LLMConnectionError", "LLMHTTPError", "LLMResponseError", "LLMTimeoutError",

@@ -148,3 +148,50 @@ def test_cli_deletes_with_confirmation(db_path: Path) -> None:
         assert [r.name for r in engine.sessions()] == ["s3"]
         assert engine.session("s3").count() == 3
     assert MARK.encode() not in db_path.read_bytes()
+
+
+def _mcp_search(client: TestClient, key: str, sid: str, user: str) -> str:
+    """One MCP ``search`` (read only) in session ``sid`` as ``user``; the tool's answer."""
+    base = {"Accept": "application/json, text/event-stream", **_auth(key),
+            "X-Memci-Session": sid, "X-Memci-User": user}
+    opened = client.post("/mcp", headers=base, json={
+        "jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "t", "version": "1"}}})
+    assert opened.status_code == 200, opened.text
+    follow = {**base, "mcp-session-id": opened.headers["mcp-session-id"],
+              "mcp-protocol-version": "2025-06-18"}
+    client.post("/mcp", headers=follow,
+                json={"jsonrpc": "2.0", "method": "notifications/initialized"})
+    answer = client.post("/mcp", headers=follow, json={
+        "jsonrpc": "2.0", "id": 2, "method": "tools/call",
+        "params": {"name": "search", "arguments": {"query": MARK}}})
+    return answer.text
+
+
+def test_no_entry_point_hands_a_session_to_another_user(
+    engine: memci.Engine, keys: dict[str, str],
+) -> None:
+    pytest.importorskip("mcp", reason="needs memci[mcp]")
+    config = ServerConfig(upstream_base_url="http://127.0.0.1:9/v1")
+    acme = _auth(keys["acme"])
+    with TestClient(create_app(engine, config)) as client:
+        _add(client, keys["acme"], "s", "alice", f"alice {MARK}")
+        message = {"role": "user", "content": "bob was here"}
+        refused = [
+            client.post("/v1/sessions/s/messages", headers=acme,
+                        json={"user": "bob", "messages": [message]}),
+            client.post("/v1/sessions/s/messages?user=bob", headers=acme, json=message),
+            client.post("/v1/chat/completions", json={"model": "m", "messages": [message]},
+                        headers={**acme, "X-Memci-Session": "s", "X-Memci-User": "bob"}),
+        ]
+        for answer in refused:
+            assert answer.status_code == 409, answer.text
+            assert answer.json()["error"]["code"] == "owner_conflict"
+        assert "OwnerConflictError" in _mcp_search(client, keys["acme"], "s", "bob")
+        assert client.get("/v1/sessions/s", headers=acme).json()["user"] == "alice"
+        answer = client.delete("/v1/users/alice", headers=acme)
+        assert answer.json()["erasure"]["counts"] == {"sessions": 1, "messages": 1,
+                                                       "index": 1}
+        assert client.get("/v1/sessions/s", headers=acme).status_code == 404
+

@@ -20,6 +20,7 @@ raised while storing, nothing has been written: the store is as it was before th
     │   ├── ConfigError              a setting that is out of range or unknown
     │   │   └── BudgetTooSmallError  a budget below the system prompt + the newest message
     │   ├── UnknownSessionError
+    │   ├── OwnerConflictError       a session written or read as another user than its own
     │   ├── UnknownMessageError      a seq the session does not hold (retract, pop)
     │   └── InvalidFileError         an import or trace file that cannot be read
     ├── MissingExtraError            an optional part is not installed; names the pip command
@@ -55,6 +56,7 @@ __all__ = [
     "MessageTooLargeError",
     "MissingExtraError",
     "OrphanToolResultError",
+    "OwnerConflictError",
     "StoreCorruptError",
     "StoreError",
     "StoreFullError",
@@ -129,6 +131,15 @@ class BudgetTooSmallError(ConfigError):
 
 class UnknownSessionError(InvalidInputError):
     """A session that does not exist where one was required."""
+
+
+class OwnerConflictError(InvalidInputError):
+    """A session asked for as another user than the one it belongs to.
+
+    A session's user is set once (when it is made, or by the first call that names one)
+    and never changes: its messages stay that user's, so erasing the user reaches them.
+    Nothing was stored or changed when it is raised.
+    """
 
 
 class UnknownMessageError(InvalidInputError):

@@ -251,6 +251,7 @@ _ERRORS: dict[int | str, dict[str, Any]] = {
         (400, "Bad input: the message says what to fix; nothing was stored."),
         (401, "No API key, or an unknown or revoked one."),
         (404, "Unknown session, tool, artifact or route."),
+        (409, "The session belongs to another user (owner_conflict); nothing was stored."),
         (413, "The body is over the server's limit."),
         (503, "The store cannot be written."))}
 

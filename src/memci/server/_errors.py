@@ -2,7 +2,8 @@
 
 Every error answer is ``{"error": {"code": "...", "message": "..."}}``. memci's own errors
 map by kind: the caller's mistakes (:class:`~memci.errors.InvalidInputError`) are 400, an
-unknown session, message or tool 404, a missing optional part 501, a store that cannot be read or
+unknown session, message or tool 404, a session asked for as another user than its own 409
+(``owner_conflict``), a missing optional part 501, a store that cannot be read or
 written 503 (``store_full`` when the disk is full, ``store_corrupt`` when its file is
 damaged, else ``store_unavailable``), an upstream model that fails 502; anything else is a
 500 that says nothing internal.
@@ -19,6 +20,7 @@ from memci.errors import (
     LLMError,
     MemciError,
     MissingExtraError,
+    OwnerConflictError,
     StoreCorruptError,
     StoreError,
     StoreFullError,
@@ -59,6 +61,8 @@ def classify(exc: MemciError) -> ApiError:
         return ApiError(404, "unknown_message", str(exc))
     if isinstance(exc, UnknownToolError):
         return ApiError(404, "unknown_tool", str(exc))
+    if isinstance(exc, OwnerConflictError):
+        return ApiError(409, "owner_conflict", str(exc))
     if isinstance(exc, ConfigError | TokenizerUnavailableError):
         return ApiError(400, "invalid_setting", str(exc))
     if isinstance(exc, InvalidInputError):

@@ -32,6 +32,7 @@ from memci.store._log import (
 from memci.store._open import ENV_DB, default_location, is_postgres_url, open_store
 from memci.store._protocols import Store
 from memci.store._records import SessionRecord
+from memci.store._rows import orphan_result
 from memci.store._search import (
     Candidate,
     IndexedMessage,
@@ -107,5 +108,6 @@ __all__ = [
     "is_postgres_url",
     "message_from_row",
     "open_store",
+    "orphan_result",
     "row_head",
 ]

@@ -123,7 +123,11 @@ class MessageLog(Protocol):
     def ensure_session(
         self, tenant: str, name: str, user: str | None, settings: Mapping[str, Any]
     ) -> SessionRecord:
-        """Get or create the session; given settings replace the saved ones."""
+        """Get or create the session; given settings replace the saved ones.
+
+        A session's user is set once: when made, or by the first call that gives one to a
+        session made without. Another user raises OwnerConflictError, changing nothing.
+        """
         ...
 
     def sessions(self, tenant: str | None = None) -> list[SessionRecord]:

@@ -20,6 +20,7 @@ from datetime import UTC, datetime
 from types import MappingProxyType
 from typing import Any
 
+from memci.errors import OrphanToolResultError, OwnerConflictError
 from memci.messages import Message, loads_parts
 from memci.store._artifacts import Artifact
 from memci.store._items import MemoryItem
@@ -34,10 +35,12 @@ __all__ = [
     "KEY_SELECT",
     "ROW_HEAD_CHARS",
     "artifact_from_row",
+    "check_owner",
     "item_from_row",
     "job_from_row",
     "key_from_row",
     "message_from_row",
+    "orphan_result",
     "row_head",
     "session_from_row",
     "summary_json",
@@ -110,6 +113,29 @@ def session_from_row(row: Sequence[Any]) -> SessionRecord:
         settings=MappingProxyType(json.loads(row[4])),
         created_at=datetime.fromisoformat(row[5]),
     )
+
+
+def check_owner(name: str, owner: str | None, user: str | None) -> None:
+    """Refuse to make ``user`` the owner of a session ``owner`` holds (OwnerConflictError).
+
+    A session's user is set once and never changed: a session written as another user
+    would become that user's, and erasing its owner would no longer reach it. No user
+    (None) asks for the session as it is; a session without one takes the first given.
+    The message never names the owner (the caller may be another user).
+    """
+    if owner is not None and user is not None and user != owner:
+        raise OwnerConflictError(
+            f"session {name!r} belongs to another user and cannot be used as user "
+            f"{user!r} (a session's user is set once, when it is made): use a session of "
+            "that user's own (another name), or give no user")
+
+
+def orphan_result(call_id: str, session_name: str) -> OrphanToolResultError:
+    """The error for a tool result that answers no open tool call of its session."""
+    return OrphanToolResultError(
+        f"tool result for call id {call_id!r} answers no open tool call in session "
+        f"{session_name!r}: add the assistant message with that tool call first (each call "
+        "is answered once)")
 
 
 JOB_COLUMNS = ("id, kind, key, payload, state, attempts, max_attempts, last_error, result,"

@@ -47,14 +47,19 @@ import psycopg_pool
 from memci.errors import (
     ConfigError,
     InvalidInputError,
-    OrphanToolResultError,
     StoreError,
     UnknownSessionError,
 )
 from memci.messages import Message, dumps_parts
 from memci.store._log import LogRow
 from memci.store._records import SessionRecord
-from memci.store._rows import message_from_row, row_head, session_from_row
+from memci.store._rows import (
+    check_owner,
+    message_from_row,
+    orphan_result,
+    row_head,
+    session_from_row,
+)
 from memci.store.postgres._context import PostgresContextStore
 from memci.store.postgres._db import Connection
 from memci.store.postgres._failures import store_error
@@ -317,7 +322,11 @@ class PostgresStore(PostgresParts):
     def ensure_session(
         self, tenant: str, name: str, user: str | None, settings: Mapping[str, Any]
     ) -> SessionRecord:
-        """Get or create the session; given settings replace the saved ones."""
+        """Get or create the session; given settings replace the saved ones.
+
+        Raises OwnerConflictError (nothing changed) when the session belongs to another
+        user than ``user`` (see :func:`~memci.store._rows.check_owner`).
+        """
         text = json.dumps(dict(settings), sort_keys=True)
         if not tenant:
             raise InvalidInputError("a session needs a non-empty tenant")
@@ -334,6 +343,7 @@ class PostgresStore(PostgresParts):
                 row = db.execute(select, (tenant, name)).fetchone()
             assert row is not None
             if (user is not None and user != row[3]) or text != row[4]:
+                check_owner(name, row[3], user)
                 row = db.execute(
                     "UPDATE sessions SET user_id = COALESCE(%s, user_id), settings = %s"
                     " WHERE id = %s RETURNING id, tenant, name, user_id, settings, created_at",
@@ -425,10 +435,7 @@ class PostgresStore(PostgresParts):
             " AND result_seq IS NULL ORDER BY call_seq DESC LIMIT 1",
             (session.id, result.call_id)).fetchone()
         if row is None:
-            raise OrphanToolResultError(
-                f"tool result for call id {result.call_id!r} answers no open tool call in "
-                f"session {session.name!r}: add the assistant message with that tool call "
-                "first (each call is answered once)")
+            raise orphan_result(result.call_id, session.name)
         db.execute("UPDATE tool_calls SET result_seq = %s WHERE session_id = %s"
                    " AND call_id = %s AND call_seq = %s",
                    (seq, session.id, result.call_id, row[0]))

@@ -48,14 +48,19 @@ from typing import TYPE_CHECKING, Any
 
 from memci.errors import (
     InvalidInputError,
-    OrphanToolResultError,
     StoreError,
     UnknownSessionError,
 )
 from memci.messages import Message, dumps_parts
 from memci.store._log import LogRow
 from memci.store._records import SessionRecord
-from memci.store._rows import message_from_row, row_head, session_from_row
+from memci.store._rows import (
+    check_owner,
+    message_from_row,
+    orphan_result,
+    row_head,
+    session_from_row,
+)
 from memci.store.sqlite._context import SQLiteContextStore
 from memci.store.sqlite._driver import connect, errors, load_sqlite_vec
 from memci.store.sqlite._failures import store_error
@@ -309,7 +314,11 @@ class SQLiteStore(StoreParts):
     def ensure_session(
         self, tenant: str, name: str, user: str | None, settings: Mapping[str, Any]
     ) -> SessionRecord:
-        """Get or create the session; given settings replace the saved ones."""
+        """Get or create the session; given settings replace the saved ones.
+
+        Raises OwnerConflictError (nothing changed) when the session belongs to another
+        user than ``user`` (see :func:`~memci.store._rows.check_owner`).
+        """
         text = json.dumps(dict(settings), sort_keys=True)
         if not tenant:
             raise InvalidInputError("a session needs a non-empty tenant")
@@ -324,6 +333,7 @@ class SQLiteStore(StoreParts):
                     " VALUES (?, ?, ?, ?, ?)", (tenant, name, user, text, _now().isoformat()),
                 )
             elif (user is not None and user != row[1]) or text != row[2]:
+                check_owner(name, row[1], user)
                 db.execute(
                     "UPDATE sessions SET user_id = COALESCE(?, user_id), settings = ?"
                     " WHERE id = ?", (user, text, row[0]),
@@ -419,11 +429,7 @@ class SQLiteStore(StoreParts):
             (session.id, result.call_id),
         ).fetchone()
         if row is None:
-            raise OrphanToolResultError(
-                f"tool result for call id {result.call_id!r} answers no open tool call in "
-                f"session {session.name!r}: add the assistant message with that tool call "
-                "first (each call is answered once)"
-            )
+            raise orphan_result(result.call_id, session.name)
         db.execute(
             "UPDATE tool_calls SET result_seq = ? WHERE session_id = ? AND call_id = ?"
             " AND call_seq = ?", (seq, session.id, result.call_id, row[0]),
