@@ -1,8 +1,10 @@
 """Artifacts: content addressing, storage with the message, exact reads, summaries, rendering.
 
 Large outputs: stored once, read in ranges, never read whole for a build, added in
-bounded memory. Failures: a file that cannot be written stores nothing; a file without a
-row is reused, then swept.
+bounded memory. Failures: a file that cannot be written stores nothing; a refused output
+leaves no file; a file without a row (a writer killed before its commit) is reused, or
+removed by the next sweep (when an engine opens, erases or scrubs), never while its
+writer holds it.
 """
 
 from __future__ import annotations
@@ -12,8 +14,13 @@ import io
 import json
 import os
 import re
+import signal
+import subprocess
+import sys
 import time
 import tracemalloc
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -35,6 +42,7 @@ from memci.workspace import (
 )
 from memci.workspace._artifacts import _decode_range, _line_range
 from memci.workspace._text import count_lines
+from tests import pg
 from tests.conftest import shared_data
 
 TRACES = ("django__django-11815", "django__django-11964", "pvlib__pvlib-python-1154")
@@ -426,28 +434,159 @@ def test_a_file_without_a_row_is_reused_then_swept(engine: memci.Engine) -> None
     s.add({"role": "user", "content": "go"})
     arts = engine.workspace.artifacts
     output = _output(5000)
-    # A result for a call never made: refused, after its file was written.
-    with pytest.raises(memci.OrphanToolResultError):
-        s.add({"role": "tool", "tool_call_id": "nobody", "content": output})
+    # Prepared outside a writing() block and never linked: a file no row names, not held.
+    arts.prepare(output)
     left = _files(arts.files_dir)
     assert len(left) == 1 and left[0].read_text() == output
-    assert arts.sweep() == 0  # young: a row naming it may be about to commit
-    old = time.time() - 7200
-    os.utime(left[0], (old, old))
-    # The same output, now answering a real call, reuses the file (and makes it young).
+    # The same output, now answering a real call, reuses the file.
     s.add(_call("c1"))
     s.add({"role": "tool", "tool_call_id": "c1", "content": output})
-    assert _files(arts.files_dir) == left and left[0].stat().st_mtime > old
-    assert arts.sweep(older_than=0) == 0  # named by a row now
-    # An unnamed file and a temporary file left by a crash go once they are old.
-    with pytest.raises(memci.OrphanToolResultError):
-        s.add({"role": "tool", "tool_call_id": "nobody", "content": _output(5000, "other ")})
+    assert _files(arts.files_dir) == left
+    assert arts.sweep() == 0  # named by a row now
+    # An unnamed file goes at once (no one holds it); a temporary file once it is old.
+    arts.prepare(_output(5000, "other "))
     orphan = next(p for p in _files(arts.files_dir) if p not in left)
     crashed = orphan.parent / f".{orphan.stem}.x1y2.tmp"
     crashed.write_text("half a file")
-    assert arts.sweep(older_than=0) == 2
+    assert arts.sweep() == 1 and crashed.exists()
+    old = time.time() - 7200
+    os.utime(crashed, (old, old))
+    assert arts.sweep() == 1
     assert _files(arts.files_dir) == left
     assert s.messages()[-1].content == output
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def where(request: pytest.FixtureRequest, tmp_path: Path) -> tuple[str, str | None]:
+    """A store whose large outputs are files: SQLite's beside it, PostgreSQL's in a folder."""
+    if request.param == "sqlite":
+        return str(tmp_path / "memci.db"), None
+    return pg.fresh_database(), str(tmp_path / "shared-artifacts")
+
+
+def test_a_refused_tool_output_leaves_no_file(where: tuple[str, str | None]) -> None:
+    db, folder = where
+    with memci.Engine.open(db, artifacts_dir=folder, workers=0) as engine:
+        s = engine.session("s")
+        s.add({"role": "user", "content": "go"})
+        files = engine.workspace.artifacts.files_dir
+        assert files is not None
+        # A result for a call never made is refused before its output is written.
+        for i in range(20):
+            with pytest.raises(memci.OrphanToolResultError):
+                s.add({"role": "tool", "tool_call_id": f"nobody{i}",
+                       "content": _output(20_000, f"run {i} ")})
+        assert _files(files) == []
+        # Refused after its file was written (the session was deleted by another engine
+        # meanwhile): the file goes with the transaction.
+        with memci.Engine.open(db, artifacts_dir=folder, workers=0) as other:
+            other.delete_session("s")
+        with pytest.raises(memci.UnknownSessionError):
+            s.add_many([_call("c1"), {"role": "tool", "tool_call_id": "c1",
+                                      "content": _output(20_000, "late ")}])
+        assert _files(files) == []
+
+
+def test_a_deletion_never_removes_a_file_another_writer_holds(
+    where: tuple[str, str | None],
+) -> None:
+    db, folder = where
+    output = _output(20_000, "shared ")
+    with memci.Engine.open(db, artifacts_dir=folder, workers=0) as engine:
+        arts = engine.workspace.artifacts
+        first = engine.session("first")
+        first.add_many([_call("c1"), {"role": "tool", "tool_call_id": "c1", "content": output}])
+        # The deletion of its only link committed; its file is to be removed after.
+        removed = engine.store.eraser.delete_session(first.record)
+        assert len(removed.files) == 1
+        second = engine.session("second")
+        second.add(_call("c2"))
+        with arts.writing():
+            # Another call stores the same output now: its file is there, and held.
+            prepared = arts.prepare(output)
+            assert arts.remove_files(removed.files) == 0
+            with engine.store.atomic():
+                linked = arts.link(prepared, session=second.record, call_id="c2")
+        assert arts.read(linked.id, 0, 40) == output[:40]
+        assert arts.sweep() == 0
+
+
+KILLED_WRITER = """
+import sys, memci
+db, folder, mark = sys.argv[1], sys.argv[2] or None, sys.argv[3]
+engine = memci.Engine.open(db, artifacts_dir=folder, workers=0)
+s = engine.session("s", user="alice")
+s.add({"role": "assistant", "content": None, "tool_calls": [
+    {"id": "c1", "type": "function", "function": {"name": "run", "arguments": "{}"}}]})
+print("ready", flush=True)
+sys.stdin.readline()  # the parent now holds the store's write lock
+# Writes and holds the output's file, then waits for the lock to store its row: killed.
+s.add({"role": "tool", "tool_call_id": "c1", "content": (mark + " output line\\n") * 20_000})
+"""
+
+
+@contextmanager
+def _writers_blocked(db: str) -> Iterator[None]:
+    """Hold what an append of session "s" must take: SQLite's write lock, or the row lock."""
+    if db.startswith("postgresql://"):
+        import psycopg
+
+        with psycopg.connect(db) as conn:
+            conn.execute("SELECT 1 FROM sessions WHERE name = 's' FOR UPDATE")
+            yield
+            conn.rollback()
+        return
+    from memci.store.sqlite._driver import connect
+
+    lock = connect(Path(db), isolation_level=None)
+    lock.execute("BEGIN IMMEDIATE")
+    try:
+        yield
+    finally:
+        lock.execute("ROLLBACK")
+        lock.close()
+
+
+@pytest.mark.parametrize("after", ["open", "erase", "scrub"])
+def test_a_file_left_by_a_killed_writer_goes_with_the_next_sweep(
+    where: tuple[str, str | None], after: str, tmp_path: Path,
+) -> None:
+    db, folder = where
+    mark = "QZXKILLED"
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1] / "src")
+           + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    child = subprocess.Popen([sys.executable, "-c", KILLED_WRITER, db, folder or "", mark],
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env)
+    assert child.stdin is not None and child.stdout is not None
+    try:
+        assert child.stdout.readline().strip() == "ready"
+        with memci.Engine.open(db, artifacts_dir=folder, workers=0) as engine, \
+                memci.Engine.open(db, artifacts_dir=folder, workers=0) as third:
+            files = engine.workspace.artifacts.files_dir
+            assert files is not None
+            with _writers_blocked(db):
+                child.stdin.write("go\n")
+                child.stdin.flush()
+                deadline = time.monotonic() + 60
+                while not [p for p in _files(files) if p.suffix == ".txt"]:
+                    assert time.monotonic() < deadline and child.poll() is None
+                    time.sleep(0.05)
+                # Held by its writer, whose row may commit yet: no sweep takes it.
+                assert third.workspace.artifacts.sweep() == 0
+                assert len(_files(files)) == 1
+                child.send_signal(signal.SIGKILL)
+                child.wait(timeout=60)
+            assert engine.session("s").count() == 1  # the row never committed
+            if after == "open":
+                memci.Engine.open(db, artifacts_dir=folder, workers=0).close()
+            elif after == "erase":
+                engine.erase_user("alice")
+            else:
+                engine.scrub()
+            assert _files(files) == []
+    finally:
+        child.kill()
+        child.communicate(timeout=60)  # and closes its pipes
 
 
 # -- large outputs: stored once, read in ranges, never whole for a build -----------------------

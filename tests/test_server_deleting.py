@@ -195,3 +195,19 @@ def test_no_entry_point_hands_a_session_to_another_user(
                                                        "index": 1}
         assert client.get("/v1/sessions/s", headers=acme).status_code == 404
 
+
+def test_refused_tool_outputs_leave_no_file(
+    client: TestClient, keys: dict[str, str], engine: memci.Engine,
+) -> None:
+    acme = _auth(keys["acme"])
+    _add(client, keys["acme"], "s", "u1", "run the build")
+    output = "".join(f"line {i} of a long build log\n" for i in range(40_000))  # ~1 MiB
+    for i in range(10):
+        answer = client.post("/v1/sessions/s/messages", headers=acme, json={
+            "role": "tool", "tool_call_id": f"never-made-{i}", "content": f"{i} {output}"})
+        assert answer.status_code == 400
+        assert answer.json()["error"]["code"] == "orphan_tool_result"
+    folder = engine.workspace.artifacts.files_dir
+    assert folder is not None
+    assert not folder.exists() or not [p for p in folder.rglob("*") if p.is_file()]
+

@@ -329,6 +329,11 @@ class Deleter:
         return erasure, eraser.scrub()
 
     def _after(self, removed: Removed) -> None:
-        """Once committed: remove the files no row names, forget what was cached."""
+        """Once committed: remove the files no row names, forget what was cached.
+
+        Also the files a process that died before its commit left (a sweep): a refused
+        output of the user may be among them.
+        """
         self.artifacts.remove_files(removed.files)
         self.forget_caches()
+        self.artifacts.sweep()

@@ -169,7 +169,10 @@ class Session:
             ready.append(replace(message, tokens=tokens, seq=None, session=None))
         if not ready:
             return []
-        with self._lock:
+        artifacts = self.engine.workspace.artifacts
+        # The files written for this batch are held until its transaction ended, and go
+        # with it when it fails: no file outlives a refused batch.
+        with self._lock, artifacts.writing():
             ready = self._log.linked(ready)
             # Tool outputs are hashed, summarized and (large ones) written to their files
             # first; their rows, the messages and the search index then commit together.

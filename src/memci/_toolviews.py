@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from memci.messages import Message, ToolCallPart, ToolResultPart
-from memci.store import ROW_HEAD_CHARS, SessionRecord, Store, row_head
+from memci.store import ROW_HEAD_CHARS, SessionRecord, Store, orphan_result, row_head
 from memci.tokens import Tokenizer
 from memci.workspace import Artifact, ArtifactNotFoundError, ArtifactStore, render_tool_result
 from memci.workspace._artifacts import PreparedOutput
@@ -108,8 +108,11 @@ class ToolViews:
         """Prepare the artifact of every tool result in a batch about to be added.
 
         Runs before the batch's transaction: large outputs' files are written now. A call
-        is looked up in the batch, then in ``calls``, then in the store.
+        is looked up in the batch, then in ``calls``, then in the store. A result that
+        answers no open call is refused first (OrphanToolResultError), before any file is
+        written: the store would refuse it after.
         """
+        self._check_answers(messages)
         known = dict(calls)
         out: list[PendingResult] = []
         for position, message in enumerate(messages):
@@ -124,6 +127,20 @@ class ToolViews:
                 arguments=answered.arguments if answered else None)
             out.append(PendingResult(position, prepared))
         return out
+
+    def _check_answers(self, messages: Sequence[Message]) -> None:
+        """Refuse a tool result of the batch whose call is neither in it nor open in the store.
+
+        The store has the last word (it also counts the answers each call got): this
+        only spares writing the output of a result it would refuse.
+        """
+        made: set[str] = set()
+        for message in messages:
+            made.update(call.id for call in message.tool_calls)
+            result = message.tool_result
+            if (message.role == "tool" and result is not None and result.call_id not in made
+                    and self.store.tool_call(self.session, result.call_id, None) is None):
+                raise orphan_result(result.call_id, self.session.name)
 
     @staticmethod
     def as_stored(messages: Sequence[Message], pending: Sequence[PendingResult]) -> list[Message]:

@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import os
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -23,6 +24,7 @@ from memci.errors import (
     InvalidFileError,
     InvalidInputError,
     InvalidMessageError,
+    StoreError,
 )
 from memci.llm import LLMClient, client_from_env
 from memci.memory import Gatherer, Memory
@@ -34,6 +36,8 @@ from memci.tools._agent import check_no_clash, read_agent_tools
 from memci.workspace import Workspace, contents_for
 
 __all__ = ["EXPORT_FORMAT", "Engine", "Session", "SessionStats"]
+
+logger = logging.getLogger("memci")
 
 
 
@@ -120,6 +124,7 @@ class Engine:
         # a SQLite database.
         folder = artifacts_dir or os.environ.get(ENV_ARTIFACTS_DIR, "").strip() or None
         self.workspace = Workspace(store, contents_for(store, folder))
+        self._sweep_artifacts()
         #: Deletions (retract, clear, delete a session, erase a user) and their upkeep.
         self.deleter = Deleter(store, self.workspace.artifacts, lambda: self.memory,
                                self._forget_caches)
@@ -303,7 +308,9 @@ class Engine:
         VACUUM of the tables deletions touch; False when an older snapshot may still see
         deleted rows (see docs/deleting.md, "PostgreSQL").
         """
-        return self.store.eraser.scrub()
+        done = self.store.eraser.scrub()
+        self.workspace.artifacts.sweep()
+        return done
 
     @contextmanager
     def _holding(self, wanted: Callable[[tuple[str, str]], bool]) -> Iterator[None]:
@@ -317,6 +324,17 @@ class Engine:
             for session in chosen:
                 stack.enter_context(session._lock)
             yield
+
+    def _sweep_artifacts(self) -> None:
+        """Remove the artifact files a process that died before its commit left.
+
+        When the engine opens: a folder that cannot be tidied (read-only, say) is logged
+        and left; every later write and read works as before.
+        """
+        try:
+            self.workspace.artifacts.sweep()
+        except StoreError as exc:
+            logger.warning("cannot remove unused artifact files: %s", exc)
 
     def _forget_caches(self) -> None:
         """Drop what this process cached of memory (after a deletion)."""

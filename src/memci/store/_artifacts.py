@@ -20,7 +20,7 @@ Invariants every backend keeps:
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import BinaryIO, Literal, Protocol
@@ -133,8 +133,10 @@ class OutputContents(Protocol):
     - True (the database): inside the store's open ``atomic()`` block, with the rows that
       name it, so a rolled-back write leaves nothing and nothing needs sweeping;
     - False (a folder): before that transaction (no lock is held during an fsync); a
-      content is complete under its name or absent, one no row names is harmless, and
-      :meth:`sweep` removes it once it is old.
+      content is complete under its name or absent. The writer *holds* what it wrote
+      until :meth:`release`: no :meth:`discard` or :meth:`sweep` of any process removes a
+      held content, so one whose rows are about to commit stays, and one no row names and
+      no writer holds (its transaction failed, its process died) is removed by either.
 
     ``location`` names where the contents are, in messages.
     """
@@ -143,7 +145,24 @@ class OutputContents(Protocol):
     in_transaction: bool
 
     def write(self, artifact_id: str, chunks: Iterable[bytes], size: int, sha256: str) -> None:
-        """Store the content of ``artifact_id``: ``chunks`` of its UTF-8, ``size`` bytes."""
+        """Store the content of ``artifact_id``: ``chunks`` of its UTF-8, ``size`` bytes.
+
+        A folder keeps the content held by this writer until :meth:`release`.
+        """
+        ...
+
+    def release(self, artifact_id: str) -> None:
+        """Let go of one hold :meth:`write` took on the content (none held: nothing)."""
+        ...
+
+    def discard(self, artifact_id: str, named: Callable[[str], bool]) -> bool:
+        """Remove the content unless ``named(artifact_id)`` or a writer holds it; whether it went.
+
+        For what a write whose transaction failed left (release it first), and for the
+        content of a blob a deletion removed (once committed): a content another writer
+        reused meanwhile, or one a committed row names again, stays; one already gone is
+        fine.
+        """
         ...
 
     def open(self, artifact_id: str, size: int) -> BinaryIO:
@@ -153,18 +172,14 @@ class OutputContents(Protocol):
         """
         ...
 
-    def remove(self, artifact_id: str) -> bool:
-        """Remove the content of ``artifact_id`` (no row names it any more); whether it was.
+    def sweep(
+        self, named: Collection[str], is_named: Callable[[str], bool], *, older_than: float,
+    ) -> int:
+        """Remove every content no row names and no writer holds; how many went.
 
-        Called after the deletion that removed its rows committed; a content already gone
-        is fine.
-        """
-        ...
-
-    def sweep(self, named: Collection[str], *, older_than: float) -> int:
-        """Remove contents older than ``older_than`` seconds that no row names; how many.
-
-        ``named`` are the ids the rows name (a content written by ``in_transaction``
-        contents is always named: there is nothing to sweep).
+        ``named`` are the ids the rows name, read before; a content outside them is asked
+        about again (``is_named``) once nothing can take it any more. Temporary files of a
+        write that never finished go once older than ``older_than`` seconds. Contents
+        written ``in_transaction`` are always named: there is nothing to sweep.
         """
         ...

@@ -19,10 +19,13 @@ one that stores the tool message, so the message, its artifact and its content a
 together or not at all. Invariants:
 
 - a committed row always names a complete content;
-- a file without a row (the transaction that would have named it failed, or a crash came
-  first) is harmless: the next write of the same content reuses it, and
-  :meth:`ArtifactStore.sweep` removes it once it is old (a content in the database is
-  written with its rows: there is none without one);
+- no file without its row: a tool result that answers no open call is refused before its
+  file is written; the files written inside a :meth:`ArtifactStore.writing` block (the
+  one around the transaction that names them) are held until the block ends, and removed
+  then if the transaction failed; a file left by a process that died in between is
+  removed by the next :meth:`ArtifactStore.sweep` (the engine sweeps when it opens, after
+  a deletion and when it scrubs), while a file another writer holds is never removed (a
+  content in the database is written with its rows: there is none without one);
 - a large output is processed in bounded memory: hashed, written and read in chunks;
   reading a range (:meth:`ArtifactStore.read`, :meth:`ArtifactStore.read_lines`) reads
   only as much of the content as the range needs (an ASCII one is read at the offset).
@@ -42,6 +45,7 @@ import re
 import threading
 from collections import OrderedDict
 from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -179,6 +183,8 @@ class ArtifactStore:
         self._cache_chars = 0
         self._cache_lock = threading.Lock()
         self.rows: ArtifactRows = store.artifact_rows
+        # The ids of the contents written in this thread's open writing() block.
+        self._writing = threading.local()
         if store.output_reader is None:
             # Message rows of large tool outputs hold only a head; the whole is read here.
             store.output_reader = self.content_by_sha
@@ -192,7 +198,8 @@ class ArtifactStore:
         """Hash and summarize one tool output and, when it is large, write its file.
 
         Runs outside any transaction (the write lock is not held during an fsync); the
-        rows are written by :meth:`link`. ``arguments`` is the call's arguments as JSON
+        rows are written by :meth:`link`. Inside a :meth:`writing` block the file stays
+        held until the block ends. ``arguments`` is the call's arguments as JSON
         text (or a mapping, stored as JSON); they and ``tool_name`` help the summary.
         """
         if not isinstance(content, str):
@@ -252,6 +259,33 @@ class ArtifactStore:
                 is_error=is_error, summary=prepared.summary, owner=owner, created_at=when,
             )
 
+    @contextmanager
+    def writing(self) -> Iterator[None]:
+        """Hold the contents written inside the block until it ends; drop them on failure.
+
+        Wrap it around :meth:`prepare` and the transaction that :meth:`link` joins: until
+        that transaction ended, no sweep or discard (of any process) removes what it wrote;
+        when the block raises, the contents it wrote that no row names go. A block inside
+        a block of the same thread joins the outer one. Writes outside any block are not
+        held: a sweep may remove such a file before the row that names it commits.
+        """
+        if getattr(self._writing, "ids", None) is not None:
+            yield
+            return
+        written: list[str] = []
+        self._writing.ids = written
+        done = False
+        try:
+            yield
+            done = True
+        finally:
+            self._writing.ids = None
+            for aid in written:
+                self.contents.release(aid)
+            if not done:
+                for aid in dict.fromkeys(written):
+                    self.contents.discard(aid, self.rows.exists)
+
     def put(
         self, content: str, *, session: SessionRecord | int, tool_name: str | None,
         call_id: str | None, arguments: str | Mapping[str, Any] | None = None,
@@ -263,9 +297,10 @@ class ArtifactStore:
         read from the output where it reports one; the summary is made by ``summarize``
         (by default :func:`summarize_tool_output`).
         """
-        prepared = self.prepare(content, tool_name=tool_name, arguments=arguments)
-        return self.link(prepared, session=session, call_id=call_id, owner=owner,
-                         created_at=created_at, is_error=is_error)
+        with self.writing():
+            prepared = self.prepare(content, tool_name=tool_name, arguments=arguments)
+            return self.link(prepared, session=session, call_id=call_id, owner=owner,
+                             created_at=created_at, is_error=is_error)
 
     def set_summary(self, artifact: Artifact, lines: Sequence[str]) -> Artifact:
         """Replace the summary of one link (e.g. with an LLM's, made later); 1 to 6 lines."""
@@ -275,24 +310,28 @@ class ArtifactStore:
         return replace(artifact, summary=summary)
 
     def sweep(self, *, older_than: float = _SWEEP_AGE) -> int:
-        """Remove artifact files no row names (and temporary files), older than ``older_than``.
+        """Remove the artifact files no row names and no writer holds; how many went.
 
-        Such files are left when the transaction that would have named them failed, or a
-        process died between writing a file and committing its row. Young ones are kept:
-        another process may be about to commit the row that names its file (a write that
-        reuses an old file makes it young again). Contents kept in the database are written
-        with their rows and need no sweeping. Returns how many were removed.
+        Such files are left when a process died between writing a file and committing its
+        row (a failed transaction removes its own). A file another writer holds (its row
+        is about to commit) stays. Temporary files of a write that never finished go once
+        older than ``older_than`` seconds. Contents kept in the database are written with
+        their rows and need no sweeping.
         """
-        return self.contents.sweep(self.rows.file_ids(), older_than=older_than)
+        if self.contents.in_transaction:
+            return 0
+        return self.contents.sweep(self.rows.file_ids(), self.rows.exists,
+                                   older_than=older_than)
 
     def remove_files(self, artifact_ids: Sequence[str]) -> int:
         """Remove the contents of blobs whose rows a deletion removed; forget cached text.
 
-        Called after the deletion committed: a file goes only once no row names it. A
-        file already gone is fine. Returns how many files were removed.
+        Called after the deletion committed: a file goes only once no row names it, and
+        not while another writer holds it (the same output, about to be stored again by
+        another call). A file already gone is fine. Returns how many files were removed.
         """
         self.clear_cache()
-        return sum(1 for aid in artifact_ids if self.contents.remove(aid))
+        return sum(1 for aid in artifact_ids if self.contents.discard(aid, self.rows.exists))
 
     def clear_cache(self) -> None:
         """Forget every output read and kept in memory (after a deletion)."""
@@ -308,8 +347,16 @@ class ArtifactStore:
         raise StoreError(f"no free artifact id for sha256 {sha}")  # pragma: no cover
 
     def _write_content(self, artifact_id: str, content: str, size: int, sha: str) -> None:
-        """Store ``content`` as the content of ``artifact_id`` (complete, or not at all)."""
+        """Store ``content`` as the content of ``artifact_id`` (complete, or not at all).
+
+        Held until this thread's :meth:`writing` block ends; outside one, not held.
+        """
         self.contents.write(artifact_id, _utf8(content), size, sha)
+        written: list[str] | None = getattr(self._writing, "ids", None)
+        if written is None:
+            self.contents.release(artifact_id)
+        else:
+            written.append(artifact_id)
 
     # -- reading -------------------------------------------------------------------------
 

@@ -12,7 +12,7 @@ back leaves nothing behind (:class:`PostgresOutputContents`).
 from __future__ import annotations
 
 import io
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from datetime import datetime
 from typing import Any, BinaryIO, cast
 
@@ -182,12 +182,16 @@ class PostgresOutputContents:
                                    buffer_size=PART_BYTES)
         return cast(BinaryIO, reader)
 
-    def remove(self, artifact_id: str) -> bool:
+    def release(self, artifact_id: str) -> None:
+        """Nothing is held: a content is written with the rows that name it."""
+
+    def discard(self, artifact_id: str, named: Callable[[str], bool]) -> bool:
         """Delete the content's parts if no blob row names it any more.
 
         A deletion removes a blob's parts with its row, in one transaction
-        (:mod:`memci.store.postgres._erase`), so this finds none left as a rule; and a
-        blob stored again since (the same output, by another process) keeps its parts.
+        (:mod:`memci.store.postgres._erase`), and a failed transaction takes what it wrote
+        with it, so this finds none left as a rule; a blob stored again since (the same
+        output, by another process) keeps its parts.
         """
         with self._store.write() as db:
             deleted = db.execute(
@@ -196,7 +200,9 @@ class PostgresOutputContents:
                 (artifact_id, artifact_id)).rowcount
         return bool(deleted)
 
-    def sweep(self, named: Collection[str], *, older_than: float) -> int:
+    def sweep(
+        self, named: Collection[str], is_named: Callable[[str], bool], *, older_than: float,
+    ) -> int:
         """Nothing to sweep: a content is written with the rows that name it."""
         return 0
 
