@@ -212,6 +212,9 @@ def _copy_contents(columns: list[str], rows: list[tuple[Any, ...]], source: Outp
         with source.open(artifact_id, size) as handle:
             target.write(artifact_id, iter(lambda: handle.read(1 << 20), b""), size,
                          str(row[at_sha]))
+        # Not held until the copy commits (a file each would run out of descriptors): the
+        # target is a new store no other process writes or sweeps yet.
+        target.release(artifact_id)
 
 
 def _verify(dst: _Side, counts: dict[str, int], target: Store) -> list[TableCount]:
