@@ -9,10 +9,13 @@ database (what PostgreSQL can promise about its files is in docs/deleting.md).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import sqlite3
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -206,6 +209,92 @@ def test_a_session_never_changes_hands_so_erasing_its_owner_reaches_it(where: Wh
     assert _holding(where, MARK) == [] and _holding(where, CN_MARK) == []
     assert _holding(where, "alice") == []
     assert _holding(where, OTHER)
+
+
+def _scrub_marks(where: Where) -> object:
+    """What changes when the store is scrubbed: the database file's bytes (a checkpoint or
+    a rewrite changes them), or how often PostgreSQL vacuumed its tables."""
+    if isinstance(where, Path):
+        return hashlib.sha256(where.read_bytes()).hexdigest()
+    import psycopg
+
+    with psycopg.connect(where) as conn:
+        row = conn.execute("SELECT sum(vacuum_count) FROM pg_stat_user_tables").fetchone()
+    return row[0] if row else None
+
+
+def test_erasing_a_user_who_owns_nothing_scrubs_nothing(where: Where) -> None:
+    with memci.Engine.open(where) as engine:
+        _fill(engine, "b1", "bob", OTHER)
+        engine.scrub()
+        before = _scrub_marks(where)
+        erasures = [engine.erase_user("nobody") for _ in range(3)]
+        assert _scrub_marks(where) == before
+        # Recorded, with nothing counted and nothing to scrub.
+        assert all(e.counts == {} and e.scrubbed == e.at for e in erasures)
+        assert engine.erasures()[-3:] == erasures
+
+
+def test_an_erasure_is_scrub_pending_until_a_scrub_covers_it(where: Where) -> None:
+    with memci.Engine.open(where) as engine:
+        s = engine.session("s", user="alice")
+        for i in range(3):
+            s.add({"role": "user", "content": f"q{i} {MARK}"})
+        s.retract(2)  # retract, pop and clear do not scrub
+        (retract,) = engine.erasures()
+        assert retract.scrubbed is None
+        assert engine.scrub() is True
+        (retract,) = engine.erasures()
+        assert retract.scrubbed is not None and retract.scrubbed >= retract.at
+        erasure = engine.delete_session("s")  # scrubs, and says so
+        assert erasure.scrubbed is not None
+        assert engine.erasures()[-1] == erasure
+        kept = engine.session("kept", user="bob")
+        kept.add({"role": "user", "content": OTHER})
+        assert engine.delete_session("kept", scrub=False).scrubbed is None
+        assert [e.scrubbed is None for e in engine.erasures()] == [False, False, True]
+
+
+def test_another_tenants_adds_go_on_while_a_large_user_is_erased(db_path: Path) -> None:
+    """SQLite: one writer at a time, so an erasure must not hold the store for long.
+
+    (PostgreSQL's deletions lock only the erased sessions' rows, and VACUUM blocks no
+    writer.) The bound is generous: no add waits a quarter of the erasure.
+    """
+    words = [f"w{i}" for i in range(4000)]
+    with memci.Engine.open(db_path, workers=0) as engine:
+        big = engine.session("big", user="alice")
+        for start in range(0, 2000, 200):
+            big.add_many([{"role": "user" if i % 2 == 0 else "assistant",
+                           "content": f"{MARK} " + " ".join(words[(i * 37 + k * 11) % 4000]
+                                                         for k in range(40))}
+                          for i in range(start, start + 200)])
+        other = engine.session("other", user="bob", tenant="t2")
+        waits: list[tuple[float, float]] = []
+        stop = threading.Event()
+
+        def add_all_along() -> None:
+            while not stop.is_set():
+                began = time.monotonic()
+                other.add({"role": "user", "content": "still here"})
+                waits.append((began, time.monotonic()))
+
+        adder = threading.Thread(target=add_all_along)
+        adder.start()
+        try:
+            time.sleep(0.2)
+            began = time.monotonic()
+            erasure = engine.erase_user("alice")
+            ended = time.monotonic()
+            time.sleep(0.2)
+        finally:
+            stop.set()
+            adder.join(timeout=120)
+        during = [done - start for start, done in waits if done >= began and start <= ended]
+        assert len(during) >= 3
+        assert max(during) < (ended - began) / 4
+        assert erasure.counts["messages"] == 2000 and erasure.scrubbed is not None
+    assert _holding(db_path, MARK) == []
 
 
 # -- delete_session ----------------------------------------------------------------------

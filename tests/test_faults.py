@@ -8,6 +8,7 @@ is stored, and nothing acknowledged before it is lost.
 
 from __future__ import annotations
 
+import errno
 import os
 import random
 import shutil
@@ -18,6 +19,7 @@ import sys
 import textwrap
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -173,15 +175,14 @@ def test_a_full_store_is_503_store_full_over_rest(engine: memci.Engine) -> None:
         assert client.get("/v1/sessions/s/stats").json()["messages"] == stored
 
 
-@pytest.fixture
-def small_disk(tmp_path: Path) -> Iterator[Path]:
-    """A real 2 MiB tmpfs (needs root and mount(8)); skipped where it cannot be made."""
-    folder = tmp_path / "small"
+@contextmanager
+def _tmpfs(folder: Path, size: str) -> Iterator[Path]:
+    """A real tmpfs of ``size`` at ``folder`` (needs root and mount(8)); else the test skips."""
     folder.mkdir()
     if not shutil.which("mount") or os.geteuid() != 0:
         pytest.skip("a small tmpfs needs root and mount(8); the SQLite size limit and "
                     "RLIMIT_FSIZE tests cover the same paths without them")
-    made = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(folder)],
+    made = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(folder)],
                           capture_output=True, text=True)
     if made.returncode != 0:
         pytest.skip(f"cannot mount a tmpfs here: {made.stderr.strip()}")
@@ -189,6 +190,18 @@ def small_disk(tmp_path: Path) -> Iterator[Path]:
         yield folder
     finally:
         subprocess.run(["umount", "-l", str(folder)], check=False)
+
+
+def _remount(folder: Path, how: str) -> None:
+    """Make the file system at ``folder`` read-only (``ro``) or writable again (``rw``)."""
+    subprocess.run(["mount", "-o", f"remount,{how}", str(folder)], check=True)
+
+
+@pytest.fixture
+def small_disk(tmp_path: Path) -> Iterator[Path]:
+    """A real 2 MiB tmpfs (needs root and mount(8)); skipped where it cannot be made."""
+    with _tmpfs(tmp_path / "small", "2m") as folder:
+        yield folder
 
 
 def test_a_full_filesystem_loses_nothing_acknowledged(small_disk: Path) -> None:
@@ -230,6 +243,98 @@ def test_a_full_filesystem_loses_nothing_acknowledged(small_disk: Path) -> None:
         assert all(m.content.startswith("output ") and m.content.count("\n") == 6001
                    for m in outputs)
         session.add({"role": "user", "content": "room again"})
+
+
+# -- a deletion that committed is reported as committed -----------------------------------
+
+
+def _fill_disk(folder: Path, leave: int) -> Path:
+    """Fill the file system of ``folder`` with one file, then free ``leave`` bytes of it."""
+    filler = folder / "filler"
+    with filler.open("wb") as handle:
+        try:
+            while True:
+                handle.write(b"\0" * 65536)
+                handle.flush()
+        except OSError as exc:
+            assert exc.errno == errno.ENOSPC, exc
+    os.truncate(filler, filler.stat().st_size - leave)
+    return filler
+
+
+def test_a_deletion_committed_on_a_full_disk_is_reported_with_its_scrub_pending(
+    tmp_path: Path,
+) -> None:
+    with _tmpfs(tmp_path / "disk", "16m") as disk:
+        engine = memci.Engine.open(disk / "memci.db", workers=0)
+        try:
+            key = KeyStore(engine.store).create("acme")[1]
+            for u in range(6):
+                s = engine.session(f"s{u}", user=f"u{u}", tenant="acme")
+                s.add_many([{"role": "user", "content": f"QZXU{u}MARK {i} " + "lorem " * 80}
+                            for i in range(80)])
+            # A file an older memci wrote (its deletions did not zero what they freed):
+            # its first scrub rewrites it whole, which takes free space of its size.
+            with engine.store.write() as db:
+                db.execute("PRAGMA user_version = 0")
+            with engine.store.read() as db:
+                db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            filler = _fill_disk(disk, leave=800_000)
+            with TestClient(create_app(engine, ServerConfig())) as client:
+                client.headers["Authorization"] = f"Bearer {key}"
+                answer = client.delete("/v1/sessions/s0")
+                assert answer.status_code == 200, answer.text  # not 503 store_full
+                assert answer.json()["erasure"]["scrub"] == "pending"
+                assert client.get("/v1/sessions/s0").status_code == 404
+                erased = engine.erase_user("u1", tenant="acme")
+                assert erased.counts["messages"] == 80 and erased.scrubbed is None
+                log = client.get("/v1/erasures").json()["erasures"]
+                assert [(e["action"], e["scrub"]) for e in log] == [
+                    ("delete_session", "pending"), ("erase_user", "pending")]
+                filler.unlink()
+                assert engine.scrub() is True  # the pending scrub, once there is room
+                log = client.get("/v1/erasures").json()["erasures"]
+                assert [e["scrub"] for e in log] == ["done", "done"]
+                assert all(e["scrubbed"] >= e["at"] for e in log)
+        finally:
+            engine.close()
+        for gone in (b"QZXU0MARK", b"QZXU1MARK"):
+            assert [p.name for p in disk.iterdir() if gone in p.read_bytes()] == []
+        assert any(b"QZXU2MARK" in p.read_bytes() for p in disk.iterdir())
+
+
+def test_a_committed_retract_or_clear_is_reported_when_its_files_cannot_go(
+    tmp_path: Path,
+) -> None:
+    with _tmpfs(tmp_path / "artifacts", "8m") as folder, memci.Engine.open(
+            tmp_path / "memci.db", artifacts_dir=folder, workers=0) as engine:
+        key = KeyStore(engine.store).create("acme")[1]
+        s = engine.session("s", user="alice", tenant="acme")
+        for i in range(3):
+            call = {"role": "assistant", "content": None, "tool_calls": [
+                {"id": f"c{i}", "type": "function", "function": {"name": "cat",
+                                                                 "arguments": "{}"}}]}
+            s.add_many([call, {"role": "tool", "tool_call_id": f"c{i}",
+                               "content": f"output {i}\n" + "line of output\n" * 6000}])
+        files = sorted(p for p in folder.rglob("*.txt"))
+        assert len(files) == 3
+        _remount(folder, "ro")  # the files of deleted outputs cannot be removed now
+        try:
+            assert [m.seq for m in s.retract(1)] == [1, 2]
+            with TestClient(create_app(engine, ServerConfig())) as client:
+                client.headers["Authorization"] = f"Bearer {key}"
+                answer = client.delete("/v1/sessions/s/messages/last")
+                assert answer.status_code == 200, answer.text
+                assert [m["seq"] for m in answer.json()["removed"]] == [6]
+            assert s.clear() == 3
+            assert s.count() == 0
+            assert [e.scrubbed for e in engine.erasures()] == [None, None, None]
+            assert sorted(p for p in folder.rglob("*.txt")) == files
+        finally:
+            _remount(folder, "rw")
+        assert engine.scrub() is True  # the sweep takes the files no row names
+        assert list(folder.rglob("*.txt")) == []
+        assert all(e.scrubbed is not None for e in engine.erasures())
 
 
 FILE_LIMIT = textwrap.dedent("""

@@ -365,3 +365,130 @@ def test_scrub_by_a_user_who_may_not_vacuum_says_so(url: str) -> None:
         with psycopg.connect(url, autocommit=True) as conn:
             conn.execute("DROP OWNED BY memci_rw")
             conn.execute("DROP ROLE memci_rw")
+
+
+def _rw_url(url: str) -> str:
+    """A role that may read and write memci's rows but vacuum none of its tables."""
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("DROP ROLE IF EXISTS memci_rw")
+        conn.execute("CREATE ROLE memci_rw LOGIN PASSWORD 'rw'")
+        # Rows and the schema (opening a store checks its migrations), not the tables.
+        conn.execute("GRANT USAGE, CREATE ON SCHEMA public TO memci_rw")
+        conn.execute("GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public"
+                     " TO memci_rw")
+        conn.execute("GRANT USAGE, SELECT ON ALL SEQUENCES IN SCHEMA public TO memci_rw")
+    return f"postgresql://memci_rw:rw@{url.split('://', 1)[1].split('@', 1)[-1]}"
+
+
+def _drop_rw(url: str) -> None:
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("DROP OWNED BY memci_rw")
+        conn.execute("DROP ROLE memci_rw")
+
+
+def test_a_committed_deletion_is_reported_when_its_scrub_fails(url: str) -> None:
+    pytest.importorskip("fastapi", reason="needs memci[server]")
+    from fastapi.testclient import TestClient
+
+    from memci.server import ServerConfig, create_app
+
+    with memci.Engine.open(url, workers=0) as owner:
+        for u in range(3):
+            owner.session(f"s{u}", user=f"u{u}").add({"role": "user", "content": f"QZX {u}"})
+        key = KeyStore(owner.store).create("default")[1]
+    try:
+        with memci.Engine.open(_rw_url(url), workers=0) as engine:
+            # Committed, though the scrub after it fails (the role may not vacuum).
+            erasure = engine.delete_session("s0")
+            assert erasure.counts["sessions"] == 1 and erasure.scrubbed is None
+            assert engine.store.session("default", "s0") is None
+            erased = engine.erase_user("u1")
+            assert erased.counts["messages"] == 1 and erased.scrubbed is None
+            with TestClient(create_app(engine, ServerConfig())) as client:
+                client.headers["Authorization"] = f"Bearer {key}"
+                answer = client.delete("/v1/sessions/s2")
+                assert answer.status_code == 200, answer.text
+                assert answer.json()["erasure"]["scrub"] == "pending"
+            with pytest.raises(StoreError, match="the deletion is committed"):
+                engine.scrub()  # asked for, it says why
+            assert [e.scrubbed for e in engine.erasures()] == [None, None, None]
+        with memci.Engine.open(url, workers=0) as owner:
+            assert owner.sessions() == []
+            assert owner.scrub() is True  # the owner's scrub covers what was pending
+            assert all(e.scrubbed is not None for e in owner.erasures())
+    finally:
+        _drop_rw(url)
+
+
+def _relation_files(url: str) -> list[Path]:
+    """The files of every table, TOAST table and index of the database's schema."""
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("CHECKPOINT")  # what is in shared buffers reaches the files
+        folder = Path(str(conn.execute("SHOW data_directory").fetchone()[0]))
+        rows = conn.execute(
+            "SELECT pg_relation_filepath(c.oid) FROM pg_class c WHERE c.relkind IN"
+            " ('r', 't', 'i') AND (c.relnamespace = current_schema()::regnamespace OR"
+            " c.oid IN (SELECT reltoastrelid FROM pg_class WHERE relnamespace ="
+            " current_schema()::regnamespace) OR c.oid IN (SELECT i.indexrelid FROM"
+            " pg_index i JOIN pg_class t ON t.oid = i.indrelid WHERE t.relnamespace ="
+            " 'pg_toast'::regnamespace AND t.oid IN (SELECT reltoastrelid FROM pg_class"
+            " WHERE relnamespace = current_schema()::regnamespace)))").fetchall()
+    if not folder.is_dir():
+        pytest.skip("the PostgreSQL server's files are not on this machine")
+    return [folder / str(r[0]) for r in rows if r[0]]
+
+
+def test_a_full_scrub_leaves_no_byte_of_the_erased_user_in_any_table_file(url: str) -> None:
+    from tests.test_deleting import CN_MARK, MARK, OTHER, _fill
+
+    with memci.Engine.open(url, workers=0) as engine:
+        _fill(engine, "a1", "alice", MARK)
+        _fill(engine, "b1", "bob", OTHER)
+        engine.erase_user("alice")
+        engine.scrub()
+        files = _relation_files(url)
+        # VACUUM reuses the space of the removed rows, but their bytes stay in it.
+        assert any(MARK.encode() in p.read_bytes() for p in files if p.exists())
+        assert engine.scrub(full=True) is True
+        files = _relation_files(url)
+        for needle in (MARK, CN_MARK, "alice"):
+            held = [p.name for p in files if p.exists() and needle.encode() in p.read_bytes()]
+            assert held == [], needle
+        assert any(OTHER.encode() in p.read_bytes() for p in files if p.exists())
+        assert engine.erasures()[-1].scrubbed is not None
+
+
+def test_the_scrub_covers_every_table_memci_makes(url: str) -> None:
+    """Every table of the schema once every part was used is one the scrub vacuums."""
+    import psycopg
+
+    from memci.store.postgres._erase import memci_tables
+
+    with memci.Engine.open(url, workers=0) as engine:
+        s = engine.session("s", user="alice")
+        s.add({"role": "user", "content": "hello"})
+        KeyStore(engine.store).create("default")
+        store = engine.store
+        for name in ("bigram", "trigram"):
+            analyzer = get_analyzer(name)
+            store.search(analyzer), store.items(analyzer), store.docs(analyzer)
+        try:
+            store.vectors("scrub:test")
+        except MissingExtraError:
+            pass  # no pgvector: no vector tables either
+        store.jobs.counts()
+        with store.read() as db:
+            covered = set(memci_tables(db))
+    with psycopg.connect(url) as conn:
+        every = {str(r[0]) for r in conn.execute(
+            "SELECT tablename FROM pg_tables WHERE schemaname = current_schema()")}
+    assert every - covered == set()
+    assert {"messages", "memory_fts_bigram", "memory_items_fts_trigram",
+            "doc_chunks_fts_bigram", "memci_erasures", "artifact_contents"} <= covered
+

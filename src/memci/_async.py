@@ -145,9 +145,9 @@ class AsyncEngine:
         """The audit log of deletions, newest first (no content)."""
         return await self._call(partial(self._engine.erasures, tenant, limit=limit))
 
-    async def scrub(self) -> bool:
+    async def scrub(self, *, full: bool = False) -> bool:
         """Make deleted bytes go from the store's files (see :meth:`Engine.scrub`)."""
-        return await self._call(self._engine.scrub)
+        return await self._call(lambda: self._engine.scrub(full=full))
 
     async def close(self) -> None:
         """Finish the calls under way, stop background workers and close the store."""

@@ -21,20 +21,28 @@ Invariants:
   version miss);
 - a tool call goes with its results: retracting an assistant message retracts the tool
   results that answer its calls (a result without its call cannot be sent to a model);
-- ``erase_user`` ends with :meth:`~memci.store.Eraser.scrub`: no byte of the user's text
-  stays in the store's files.
+- a committed deletion is reported as committed: what runs after the commit (removing
+  files, the scrub) never raises; when it fails, the erasure's scrub stays pending
+  (:attr:`~memci.store.Erasure.scrubbed` None) for the next scrub to cover;
+- ``erase_user`` and ``delete_session`` end with a scrub (:meth:`Deleter.scrub`), unless
+  they removed nothing: no byte of what went stays in the store's files, and no other
+  writer waits on it long (a session's search entries go ahead, in short steps;
+  :meth:`~memci.store.Eraser.scrub` works in steps too).
 """
 
 from __future__ import annotations
 
+import logging
+import time
 from bisect import bisect_right
-from collections.abc import Callable, Collection, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Collection, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 
 from memci._sessionlog import SessionLog
-from memci.errors import UnknownMessageError, UnknownSessionError
+from memci.errors import MemciError, StoreError, UnknownMessageError, UnknownSessionError
 from memci.memory import Memory
 from memci.messages import Message
 from memci.store import Erasure, Removed, SessionRecord, Store
@@ -42,10 +50,15 @@ from memci.workspace import ArtifactStore, WorkState
 
 __all__ = ["Deleter"]
 
+logger = logging.getLogger("memci")
+
 # The working state's kinds, and the keys of context values that hold derived text.
 _WORK_KINDS = ("pin", "plan", "note", "memo")
 # How many seqs after a deleted message are looked at for search contexts quoting it.
 _QUOTED_SCAN = 512
+# Search entries deleted ahead of a deletion: entries in the first step, at most in one,
+# and how long a step aims to hold the store (see Deleter._unindex).
+_STEP_FIRST, _STEP_MOST, _STEP_SECONDS = 32, 4096, 0.05
 
 
 def _now() -> datetime:
@@ -145,8 +158,8 @@ class Deleter:
             erasure = eraser.record(
                 "retract", actor=actor, tenant=record.tenant, user=record.user,
                 sessions=[record.id], counts=counts, at=_now())
-        self._after(removed)
-        log.sync()
+        erasure = self._settle(erasure, removed, scrub=False)
+        self._sync(log)
         return found, erasure
 
     def _messages(
@@ -270,13 +283,14 @@ class Deleter:
 
     def clear(self, record: SessionRecord, log: SessionLog, *, actor: str) -> Erasure:
         """Delete every message of the session and everything derived; keep the session."""
-        with self.store.atomic():
-            removed = self._empty(record)
+        purged = self._unindex([record])
+        with self._restoring([record]), self.store.atomic():
+            removed = purged + self._empty(record)
             erasure = self.store.eraser.record(
                 "clear", actor=actor, tenant=record.tenant, user=record.user,
                 sessions=[record.id], counts=removed.counts, at=_now())
-        self._after(removed)
-        log.sync()
+        erasure = self._settle(erasure, removed, scrub=False)
+        self._sync(log)
         return erasure
 
     def _empty(self, record: SessionRecord) -> Removed:
@@ -294,46 +308,135 @@ class Deleter:
         if record is None:
             raise UnknownSessionError(f"tenant {tenant!r} has no session {name!r}; list them "
                                       "with engine.sessions()")
-        with self.store.atomic():
-            removed = self._empty(record) + self._tombstone(record)
+        purged = self._unindex([record])
+        with self._restoring([record]), self.store.atomic():
+            removed = purged + self._empty(record) + self._tombstone(record)
             erasure = self.store.eraser.record(
                 "delete_session", actor=actor, tenant=tenant, user=record.user,
                 sessions=[record.id], counts=removed.counts, at=_now())
-        self._after(removed)
-        if scrub:
-            self.store.eraser.scrub()
-        return erasure
+        return self._settle(erasure, removed, scrub=scrub)
 
     def _tombstone(self, record: SessionRecord) -> Removed:
         eraser = self.store.eraser
         # The session's data is gone already: this leaves only the row no name finds.
         return eraser.delete_session(record)
 
-    def erase_user(self, tenant: str, user: str, *, actor: str) -> tuple[Erasure, bool]:
+    def erase_user(self, tenant: str, user: str, *, actor: str) -> Erasure:
         """Delete every session, item and job of ``user`` in ``tenant``; leave no trace.
 
-        Returns the audit record and whether the scrub emptied the write-ahead log (False:
-        another connection was reading; the next checkpoint empties it).
+        A user with nothing stored is recorded with no counts, scrubbed: nothing is
+        scrubbed for it. Otherwise the store is scrubbed after the commit; the record says
+        whether that completed (see :meth:`_settle`).
         """
         eraser = self.store.eraser
         sessions = eraser.user_sessions(tenant, user)
-        with self.store.atomic():
-            removed = Removed()
+        purged = self._unindex(sessions)
+        with self._restoring(sessions), self.store.atomic():
+            removed = purged
             for record in sessions:
                 removed = removed + self._empty(record) + self._tombstone(record)
             removed = removed + eraser.erase_user_items(tenant, user)
             erasure = eraser.record(
                 "erase_user", actor=actor, tenant=tenant, user=user,
                 sessions=[s.id for s in sessions], counts=removed.counts, at=_now())
-        self._after(removed)
-        return erasure, eraser.scrub()
+        return self._settle(erasure, removed, scrub=True)
 
-    def _after(self, removed: Removed) -> None:
-        """Once committed: remove the files no row names, forget what was cached.
+    # -- in short steps, ahead of a deletion ---------------------------------------------
 
-        Also the files a process that died before its commit left (a sweep): a refused
-        output of the user may be among them.
+    def _unindex(self, sessions: list[SessionRecord]) -> Removed:
+        """Delete the search entries of ``sessions`` ahead of deleting them, in short steps.
+
+        Keyword text is deleted securely (its terms leave the index at once), which costs
+        milliseconds an entry on a large store: thousands of them in the deletion's one
+        transaction would hold every other writer, of every tenant, for seconds. So they
+        go in transactions of about :data:`_STEP_SECONDS` each, with as long a pause
+        after each for the writers that waited. The messages stay until the deletion. A
+        session with a step's worth of messages or fewer is left whole to the deletion.
         """
-        self.artifacts.remove_files(removed.files)
+        removed = Removed()
+        size = _STEP_FIRST
+        for record in sessions:
+            if self.store.last_seq(record) <= _STEP_FIRST:
+                continue  # one step's worth: it goes with the deletion, all or nothing
+            while True:
+                started = time.monotonic()
+                some = self.store.eraser.unindex_some(record, size)
+                took = time.monotonic() - started
+                if not some.counts:
+                    break
+                removed = removed + some
+                size = max(1, min(_STEP_MOST, int(size * _STEP_SECONDS / max(took, 1e-4))))
+                time.sleep(min(took, 2 * _STEP_SECONDS))
+        return removed
+
+    @contextmanager
+    def _restoring(self, sessions: list[SessionRecord]) -> Iterator[None]:
+        """Index ``sessions`` again when the deletion in the block fails (it unindexed them).
+
+        The deletion stored nothing; its messages stay, and are found by search again.
+        Best effort: when that fails too (the store is full, say), it is logged, and the
+        messages stay unsearchable until the deletion is tried again.
+        """
+        try:
+            yield
+        except BaseException:
+            for record in sessions:
+                try:
+                    self.memory().index(record, self.store.messages(record, whole=False))
+                except MemciError as exc:
+                    logger.warning("a failed deletion left session %s unindexed: %s",
+                                   record.id, exc)
+            raise
+
+    # -- after the commit ----------------------------------------------------------------
+
+    def _settle(self, erasure: Erasure, removed: Removed, *, scrub: bool) -> Erasure:
+        """Once committed: remove the files, forget the caches, scrub if asked.
+
+        The deletion is committed whatever happens here, so nothing here raises: a step
+        that fails (a full disk, a folder that cannot be written) is logged and leaves the
+        erasure's scrub pending (:attr:`Erasure.scrubbed` None), for the next scrub to
+        cover. The sweep also removes files a process that died before its commit left
+        (an output of the user refused, say).
+        """
         self.forget_caches()
+        try:
+            self.artifacts.remove_files(removed.files)
+            self.artifacts.sweep()
+        except StoreError as exc:
+            logger.warning("erasure %s is committed; its files are left for the next sweep:"
+                           " %s", erasure.id, exc)
+            return erasure
+        if not scrub or erasure.scrubbed is not None:
+            return erasure
+        try:
+            when = self.scrub()
+        except StoreError as exc:
+            logger.warning("erasure %s is committed; its scrub is pending: %s", erasure.id, exc)
+            return erasure
+        return erasure if when is None else replace(erasure, scrubbed=when)
+
+    def scrub(self, *, full: bool = False) -> datetime | None:
+        """Scrub the store and sweep the artifact files; when done, mark what it covered.
+
+        Every erasure committed before it began is marked scrubbed; returns when, or None
+        when it could not complete (a reader kept the log). Raises StoreError on failure.
+        """
+        eraser = self.store.eraser
+        pending = eraser.pending_scrub()
+        done = eraser.scrub(full=full)
         self.artifacts.sweep()
+        if not done:
+            return None
+        when = _now()
+        eraser.mark_scrubbed(pending, when)
+        return when
+
+    @staticmethod
+    def _sync(log: SessionLog) -> None:
+        """Read the log again after a committed deletion (a failure: at its next call)."""
+        try:
+            log.sync()
+        except StoreError as exc:
+            logger.warning("the log of session %s is read again at its next call: %s",
+                           log.record.id, exc)

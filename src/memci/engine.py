@@ -260,8 +260,9 @@ class Engine:
         holds is kept for it), memory items, search entries, vectors and summary jobs go;
         the name is free again (``engine.session(name)`` starts a new, empty session). A
         handle still held on the deleted session raises UnknownSessionError when used.
-        ``scrub`` then leaves no byte of it in the store's files (see :meth:`scrub`).
-        Raises UnknownSessionError when the tenant has no such session.
+        ``scrub`` then leaves no byte of it in the store's files (see :meth:`scrub`);
+        the returned record's ``scrubbed`` is None when that is pending. Raises
+        UnknownSessionError when the tenant has no such session.
         """
         _check_name("session name", name)
         _check_name("tenant", tenant)
@@ -278,7 +279,10 @@ class Engine:
         and state row of the user. Other users' data is untouched (a tool output one of
         them also holds is kept for them). The audit log keeps who asked, when, the
         session ids and counts, and the user only as the SHA-256 of the id. A user with
-        nothing stored is not an error: the erasure is recorded with zero counts.
+        nothing stored is not an error: the erasure is recorded with zero counts, and
+        nothing is scrubbed. Once the deletion committed, the store is scrubbed; the
+        returned record's ``scrubbed`` is None when that could not complete (scrub
+        pending: the next scrub covers it), never an error for a committed deletion.
         """
         _check_name("user", user)
         _check_name("tenant", tenant)
@@ -286,7 +290,7 @@ class Engine:
         ids = {s.id for s in self.deleter.store.eraser.user_sessions(tenant, user)}
         with self._holding(lambda key: key[0] == tenant and self._sessions[key].record.id
                            in ids):
-            erasure, _ = self.deleter.erase_user(tenant, user, actor=actor)
+            erasure = self.deleter.erase_user(tenant, user, actor=actor)
             for key in [k for k, s in self._sessions.items() if s.record.id in ids]:
                 del self._sessions[key]
         return erasure
@@ -299,18 +303,21 @@ class Engine:
             raise ConfigError(f"limit must be an int from 1 to 100000, not {limit!r}")
         return self.store.eraser.erasures(tenant, limit=limit)
 
-    def scrub(self) -> bool:
-        """Leave no byte of deleted content in the store's files.
+    def scrub(self, *, full: bool = False) -> bool:
+        """Take deleted content out of the store's files; mark the erasures it covered.
 
-        Merges the search indexes, rewrites the database without its free pages (VACUUM)
-        and empties the write-ahead log. Returns False when another connection was
-        reading, so the log could not be emptied yet (call it again later). On PostgreSQL:
-        VACUUM of the tables deletions touch; False when an older snapshot may still see
-        deleted rows (see docs/deleting.md, "PostgreSQL").
+        SQLite: every deletion already zeroed what it freed; this empties the write-ahead
+        log (waiting a moment at most for readers). PostgreSQL: VACUUM of every table of
+        memci's. Either way other writers are not held up long, and artifact files no row
+        names go. Every erasure committed before it began is then marked scrubbed.
+        Returns False when a reader (SQLite) or an older snapshot (PostgreSQL) kept some:
+        call it again later. ``full=True`` rewrites the files instead (SQLite: VACUUM;
+        PostgreSQL: VACUUM FULL of every table): a maintenance step that holds every
+        writer up while it runs. See docs/deleting.md.
         """
-        done = self.store.eraser.scrub()
-        self.workspace.artifacts.sweep()
-        return done
+        if not isinstance(full, bool):
+            raise ConfigError(f"full must be True or False, not {full!r}")
+        return self.deleter.scrub(full=full) is not None
 
     @contextmanager
     def _holding(self, wanted: Callable[[tuple[str, str]], bool]) -> Iterator[None]:

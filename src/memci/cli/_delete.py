@@ -1,8 +1,9 @@
-"""``memci retract``, ``clear``, ``delete``, ``erase-user`` and ``erasures``: deleting for good.
+"""``memci retract``, ``clear``, ``delete``, ``erase-user``, ``erasures`` and ``scrub``.
 
 Each deletion asks for confirmation unless ``--yes`` is given (a script passes it); a
 deletion is one transaction, recorded in the audit log with ``cli`` as who asked, and
-``memci erasures`` lists that log (ids and counts, never content). See docs/deleting.md.
+``memci erasures`` lists that log (ids and counts, never content, and whether each one's
+scrub is done). ``memci scrub`` runs the scrub pending ones wait for. See docs/deleting.md.
 """
 
 from __future__ import annotations
@@ -28,6 +29,13 @@ def _confirm(yes: bool, question: str) -> None:
 
 def _counts(erasure: Erasure) -> str:
     return ", ".join(f"{n} {kind}" for kind, n in sorted(erasure.counts.items())) or "nothing"
+
+
+def _scrub(erasure: Erasure) -> str:
+    """How the deletion's scrub stands, for one line of output."""
+    if erasure.scrubbed is not None:
+        return "scrubbed"
+    return "scrub pending (run `memci scrub`)"
 
 
 @main.command("retract")
@@ -81,14 +89,15 @@ def clear_command(session: str, tenant: str, db: str | None, yes: bool) -> None:
 def delete_command(session: str, tenant: str, db: str | None, yes: bool) -> None:
     """Delete SESSION and everything of it (messages, pages, state, artifacts, memory).
 
-    The store's files are then rewritten so no byte of it remains.
+    The store is then scrubbed so no byte of it remains in its files; when that cannot
+    complete now, the deletion is still done and says "scrub pending".
     """
     with _engine(db) as engine:
         _existing(engine, session, tenant)
         _confirm(yes, f"Delete session {session!r} of tenant {tenant!r} for good?")
         erasure = engine.delete_session(session, tenant=tenant, actor=_ACTOR)
     Console(stderr=True).print(f"deleted session {escape(repr(session))}: "
-                               f"{_counts(erasure)}", highlight=False)
+                               f"{_counts(erasure)}; {_scrub(erasure)}", highlight=False)
 
 
 @main.command("erase-user")
@@ -108,8 +117,8 @@ def erase_user_command(user: str, tenant: str, db: str | None, yes: bool) -> Non
         _confirm(yes, f"Erase user {user!r} of tenant {tenant!r} ({len(sessions)} sessions) "
                       "for good?")
         erasure = engine.erase_user(user, tenant=tenant, actor=_ACTOR)
-    Console(stderr=True).print(f"erased user {escape(repr(user))}: {_counts(erasure)}",
-                               highlight=False)
+    Console(stderr=True).print(f"erased user {escape(repr(user))}: {_counts(erasure)}; "
+                               f"{_scrub(erasure)}", highlight=False)
 
 
 @main.command("erasures")
@@ -127,12 +136,37 @@ def erasures_command(tenant: str | None, limit: int, db: str | None, as_json: bo
             click.echo(json.dumps({
                 "id": e.id, "at": e.at.isoformat(), "actor": e.actor, "action": e.action,
                 "tenant": e.tenant, "user_sha256": e.user, "sessions": list(e.sessions),
-                "counts": dict(e.counts)}))
+                "counts": dict(e.counts),
+                "scrubbed": e.scrubbed.isoformat() if e.scrubbed else None}))
         return
     table = Table(title="memci erasures")
-    for column in ("id", "at", "actor", "action", "tenant", "user (sha256)", "counts"):
+    for column in ("id", "at", "actor", "action", "tenant", "user (sha256)", "counts",
+                   "scrubbed"):
         table.add_column(column)
     for e in found:
         table.add_row(str(e.id), e.at.isoformat(timespec="seconds"), e.actor, e.action,
-                      e.tenant, (e.user or "-")[:16], _counts(e))
+                      e.tenant, (e.user or "-")[:16], _counts(e),
+                      e.scrubbed.isoformat(timespec="seconds") if e.scrubbed else "pending")
     Console().print(table)
+
+
+@main.command("scrub")
+@click.option("--full", is_flag=True,
+              help="Rewrite the store's files (SQLite: VACUUM; PostgreSQL: VACUUM FULL of "
+                   "every table): a maintenance step that holds every writer up while it "
+                   "runs and needs free disk space of the store's size.")
+@click.option("--db", default=None, help=_DB_HELP)
+def scrub_command(full: bool, db: str | None) -> None:
+    """Take deleted content out of the store's files; mark the erasures it covered.
+
+    Runs the scrub every pending erasure waits for (see `memci erasures`). Exits 1 when a
+    reader kept it from completing: run it again later.
+    """
+    with _engine(db) as engine:
+        done = engine.scrub(full=full)
+    message = ("scrubbed: every erasure so far is covered" if done else
+               "scrub incomplete: a reader (or an older snapshot) kept deleted content; "
+               "run it again later")
+    Console(stderr=True).print(message, highlight=False)
+    if not done:
+        raise SystemExit(1)

@@ -576,9 +576,14 @@ def create_app(
     Actor = Annotated[str, Depends(actor_of)]
 
     def erasure_json(erasure: memci.Erasure) -> dict[str, Any]:
+        # "scrub": "pending" — the deletion is committed; its bytes leave the files with
+        # the next scrub (docs/deleting.md).
+        scrubbed = erasure.scrubbed
         return {"id": erasure.id, "at": erasure.at.isoformat(), "actor": erasure.actor,
                 "action": erasure.action, "user_sha256": erasure.user,
-                "sessions": len(erasure.sessions), "counts": dict(erasure.counts)}
+                "sessions": len(erasure.sessions), "counts": dict(erasure.counts),
+                "scrub": "pending" if scrubbed is None else "done",
+                "scrubbed": None if scrubbed is None else scrubbed.isoformat()}
 
     @app.delete("/v1/sessions/{sid}/messages/last", tags=["deleting"], responses=_ERRORS,
                 summary="Delete the newest message (a cancelled turn)")

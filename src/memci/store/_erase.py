@@ -21,9 +21,14 @@ Invariants every backend keeps:
   session's data;
 - an artifact blob goes when its last link goes, and not before: a blob shared with a
   session that stays is kept;
-- :meth:`Eraser.scrub` leaves no byte of deleted content in the store's files (the
-  database, its write-ahead log): deleted index entries are merged away, free pages are
-  dropped, the log is emptied.
+- an erasure that removed nothing is recorded as scrubbed (there is nothing to scrub);
+  any other one is *scrub pending* (:attr:`Erasure.scrubbed` None) until a scrub that
+  began after it committed completes (:meth:`Eraser.pending_scrub`,
+  :meth:`Eraser.mark_scrubbed`);
+- :meth:`Eraser.scrub` takes deleted content out of the store's files as far as its
+  backend can without stopping other writers (SQLite: every deletion already zeroed what
+  it freed, and the write-ahead log is emptied; PostgreSQL: every table of memci's is
+  vacuumed); ``full=True`` rewrites the files (a maintenance step: it blocks writers).
 """
 
 from __future__ import annotations
@@ -76,7 +81,9 @@ class Erasure:
     ``action`` is ``retract``, ``clear``, ``delete_session`` or ``erase_user``; ``user`` is
     the SHA-256 (hex) of the user id an erase was about (None otherwise), so the log holds
     no name yet can answer "was this user erased?"; ``sessions`` are the ids of the
-    sessions it touched; ``counts`` as in :class:`Removed`.
+    sessions it touched; ``counts`` as in :class:`Removed`. ``scrubbed`` is when a scrub
+    covered it (what it removed left the files, as far as the backend can promise: see
+    docs/deleting.md); None: the deletion is committed, its scrub is pending.
     """
 
     id: int
@@ -87,6 +94,7 @@ class Erasure:
     user: str | None
     sessions: tuple[int, ...]
     counts: Mapping[str, int]
+    scrubbed: datetime | None = None
 
 
 class Eraser(Protocol):
@@ -99,6 +107,15 @@ class Eraser(Protocol):
         entries (and the page numbers of later entries when a user message goes), vectors,
         the artifact links of deleted tool results and the blobs no link needs any more.
         Seqs the session does not hold are ignored. Grows the epoch and the version.
+        """
+        ...
+
+    def unindex_some(self, session: SessionRecord, limit: int) -> Removed:
+        """Delete up to ``limit`` of the session's search entries, oldest first, and commit.
+
+        A transaction of its own, ahead of a deletion of the whole session (its messages
+        stay until then): many entries go in short transactions instead of one long one.
+        Counts ``index`` and ``vectors``; none left: nothing counted.
         """
         ...
 
@@ -172,7 +189,18 @@ class Eraser(Protocol):
         self, action: str, *, actor: str, tenant: str, user: str | None,
         sessions: Collection[int], counts: Mapping[str, int], at: datetime,
     ) -> Erasure:
-        """Add a deletion to the audit log (``user`` as given: the log keeps its SHA-256)."""
+        """Add a deletion to the audit log (``user`` as given: the log keeps its SHA-256).
+
+        Scrub pending, unless it counts nothing (then scrubbed at ``at``).
+        """
+        ...
+
+    def pending_scrub(self) -> list[int]:
+        """Ids of the committed erasures whose scrub is pending, oldest first."""
+        ...
+
+    def mark_scrubbed(self, erasure_ids: Collection[int], at: datetime) -> None:
+        """Record that a scrub covering these erasures completed at ``at``."""
         ...
 
     def erasures(self, tenant: str | None = None, *, limit: int = 100) -> list[Erasure]:
@@ -183,10 +211,13 @@ class Eraser(Protocol):
         """Grows with every deletion in the store (0 before the first): for caches."""
         ...
 
-    def scrub(self) -> bool:
-        """Leave no byte of deleted content in the store's files; False if readers kept some.
+    def scrub(self, *, full: bool = False) -> bool:
+        """Take deleted content out of the store's files; False if readers kept some.
 
-        Runs outside any transaction. Merges the search index so deleted entries leave it,
-        rewrites the database without its free pages, and empties the write-ahead log.
+        Runs outside any transaction, in steps that never hold other writers up for long
+        (see the backends). ``full`` rewrites the files instead: it needs free space of
+        their size and holds every writer up while it runs. Raises StoreError when it
+        cannot (what was deleted stays deleted). Marks nothing: see
+        :meth:`mark_scrubbed`.
         """
         ...

@@ -23,6 +23,7 @@ from typing import Any
 from memci.errors import OrphanToolResultError, OwnerConflictError
 from memci.messages import Message, loads_parts
 from memci.store._artifacts import Artifact
+from memci.store._erase import Erasure
 from memci.store._items import MemoryItem
 from memci.store._jobs import Job
 from memci.store._keys import KeyRecord
@@ -30,12 +31,14 @@ from memci.store._records import SessionRecord
 
 __all__ = [
     "ARTIFACT_SELECT",
+    "ERASURE_COLUMNS",
     "ITEM_COLUMNS",
     "JOB_COLUMNS",
     "KEY_SELECT",
     "ROW_HEAD_CHARS",
     "artifact_from_row",
     "check_owner",
+    "erasure_from_row",
     "item_from_row",
     "job_from_row",
     "key_from_row",
@@ -113,6 +116,18 @@ def session_from_row(row: Sequence[Any]) -> SessionRecord:
         settings=MappingProxyType(json.loads(row[4])),
         created_at=datetime.fromisoformat(row[5]),
     )
+
+
+ERASURE_COLUMNS = ("id, at, actor, action, tenant, user_sha256, sessions, counts,"
+                   " scrubbed_at")
+
+
+def erasure_from_row(row: Sequence[Any]) -> Erasure:
+    """A ``memci_erasures`` row (:data:`ERASURE_COLUMNS`) as an :class:`Erasure`."""
+    return Erasure(int(row[0]), datetime.fromisoformat(row[1]), str(row[2]), str(row[3]),
+                   str(row[4]), row[5], tuple(int(s) for s in json.loads(row[6])),
+                   MappingProxyType({str(k): int(v) for k, v in json.loads(row[7]).items()}),
+                   datetime.fromisoformat(row[8]) if row[8] else None)
 
 
 def check_owner(name: str, owner: str | None, user: str | None) -> None:

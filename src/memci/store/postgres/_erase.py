@@ -20,8 +20,11 @@ Invariants (besides the protocol's):
   id: ids are handed out when a row is inserted, so two deletions may commit in the
   other order, and the largest id would then not grow with the second commit.
 
-:meth:`PostgresEraser.scrub` vacuums every table a deletion touches. What PostgreSQL can
-and cannot promise about the bytes of deleted rows is in docs/deleting.md ("PostgreSQL").
+:meth:`PostgresEraser.scrub` vacuums every table of memci's (:func:`memci_tables`: the
+ones its migrations make, found in their text, and the keyword and vector tables made on
+first use, found in the catalog), so a new table cannot be left out; ``full=True``
+rewrites each one (``VACUUM FULL``). What PostgreSQL can and cannot promise about the
+bytes of deleted rows is in docs/deleting.md ("PostgreSQL").
 """
 
 from __future__ import annotations
@@ -40,23 +43,43 @@ from memci.errors import StoreError
 from memci.messages import ToolResultPart, loads_parts
 from memci.store._erase import Erasure, Removed
 from memci.store._records import SessionRecord
-from memci.store._rows import session_from_row
+from memci.store._rows import ERASURE_COLUMNS, erasure_from_row, session_from_row
 from memci.store.postgres._db import Connection, Database
 from memci.store.postgres._failures import store_error
 from memci.store.postgres._keyword import forget_keywords, keyword_tables
+from memci.store.postgres._migrations import SERIES
 from memci.store.postgres._vectors import forget_vectors
 
-__all__ = ["SCRUBBED", "PostgresEraser"]
+__all__ = ["DERIVED_PREFIXES", "PostgresEraser", "memci_tables"]
 
 GONE = ""  # the tenant of a deleted session's row: no tenant can be empty
 
-#: The tables a deletion removes rows from (keyword and vector tables are found too).
-SCRUBBED: tuple[str, ...] = (
-    "messages", "tool_calls", "message_views", "pages", "context_events", "session_state",
-    "sessions", "workspace_blobs", "workspace_artifacts", "workspace_items", "workspace_meta",
-    "workspace_events", "artifact_contents", "memory_docs", "memory_items",
-    "memory_vector_refs", "keyword_stats", "memci_jobs",
+#: The tables memci makes on first use, by name prefix: each analyzer's keyword tables
+#: (``memory_fts_bigram`` …) and each embedder's vector tables.
+DERIVED_PREFIXES: tuple[str, ...] = (
+    "memory_fts_", "memory_items_fts_", "doc_chunks_fts_", "memory_vec_",
 )
+# A table a migration makes, in the migration's text.
+_CREATED = re.compile(r"CREATE\s+TABLE\s+(?:IF\s+NOT\s+EXISTS\s+)?(\w+)", re.IGNORECASE)
+
+
+def _migration_tables() -> set[str]:
+    """Every table memci's migrations make (and the table that records them)."""
+    return {"memci_migrations"} | {name for _, series in SERIES for migration in series
+                                   for name in _CREATED.findall(migration.sql)}
+
+
+def memci_tables(db: Connection) -> list[str]:
+    """Every table of memci's in the store's schema, in name order.
+
+    The ones its migrations make and the derived ones (:data:`DERIVED_PREFIXES`), as the
+    catalog has them now: a table a later migration adds is found without a list to keep.
+    """
+    made = _migration_tables()
+    return [name for name in (str(r[0]) for r in db.execute(
+        "SELECT tablename FROM pg_tables WHERE schemaname = current_schema()"
+        " ORDER BY tablename").fetchall())
+            if name in made or name.startswith(DERIVED_PREFIXES)]
 
 
 def _ids(values: Iterable[Any]) -> list[Any]:
@@ -147,6 +170,10 @@ class PostgresEraser:
             docs = [int(r[0]) for r in db.execute(
                 "SELECT id FROM memory_docs WHERE session_id = %s AND seq = ANY(%s)",
                 (session_id, seqs)).fetchall()]
+        return self._forget_doc_ids(db, docs)
+
+    def _forget_doc_ids(self, db: Connection, docs: list[int]) -> dict[str, int]:
+        """Delete the search entries ``docs`` with their keyword text and vectors."""
         if not docs:
             return {"index": 0, "vectors": 0}
         vectors = self._vector_count(db, "message", docs)
@@ -155,6 +182,16 @@ class PostgresEraser:
             forget_keywords(db, table, docs)
         db.execute("DELETE FROM memory_docs WHERE id = ANY(%s)", (docs,))
         return {"index": len(docs), "vectors": vectors}
+
+    def unindex_some(self, session: SessionRecord, limit: int) -> Removed:
+        """Delete up to ``limit`` of the session's search entries, oldest first, and commit."""
+        with self._store.write() as db:
+            self._lock(db, session.id)
+            docs = [int(r[0]) for r in db.execute(
+                "SELECT id FROM memory_docs WHERE session_id = %s ORDER BY id LIMIT %s",
+                (session.id, limit)).fetchall()]
+            counts = self._forget_doc_ids(db, docs)
+        return Removed({k: n for k, n in counts.items() if n})
 
     def unindex(self, session: SessionRecord, seqs: Collection[int]) -> int:
         """Delete the search entries (keyword text, vectors) of messages that stay."""
@@ -389,30 +426,43 @@ class PostgresEraser:
         digest = user_digest(user) if user is not None else None
         ids = tuple(sorted({int(s) for s in sessions}))
         tally = {str(k): int(v) for k, v in counts.items() if v}
+        scrubbed = None if tally else at  # nothing removed: nothing to scrub
         with self._store.write() as db:
             row = db.execute(
                 "INSERT INTO memci_erasures (at, actor, action, tenant, user_sha256, sessions,"
-                " counts) VALUES (%s, %s, %s, %s, %s, %s, %s) RETURNING id",
+                " counts, scrubbed_at) VALUES (%s, %s, %s, %s, %s, %s, %s, %s) RETURNING id",
                 (at.isoformat(), actor, action, tenant, digest, json.dumps(list(ids)),
-                 json.dumps(tally, sort_keys=True))).fetchone()
+                 json.dumps(tally, sort_keys=True),
+                 scrubbed.isoformat() if scrubbed else None)).fetchone()
         assert row is not None
         return Erasure(int(row[0]), at, actor, action, tenant, digest, ids,
-                       MappingProxyType(tally))
+                       MappingProxyType(tally), scrubbed)
 
     def erasures(self, tenant: str | None = None, *, limit: int = 100) -> list[Erasure]:
         """The newest deletions (of one tenant, if given), oldest first."""
-        sql = ("SELECT id, at, actor, action, tenant, user_sha256, sessions, counts"
-               " FROM memci_erasures")
+        sql = f"SELECT {ERASURE_COLUMNS} FROM memci_erasures"
         args: list[Any] = []
         if tenant is not None:
             sql += " WHERE tenant = %s"
             args.append(tenant)
         with self._store.read() as db:
             rows = db.execute(sql + " ORDER BY id DESC LIMIT %s", (*args, limit)).fetchall()
-        return [Erasure(int(r[0]), datetime.fromisoformat(r[1]), str(r[2]), str(r[3]),
-                        str(r[4]), r[5], tuple(int(s) for s in json.loads(r[6])),
-                        MappingProxyType({str(k): int(v) for k, v in json.loads(r[7]).items()}))
-                for r in reversed(rows)]
+        return [erasure_from_row(r) for r in reversed(rows)]
+
+    def pending_scrub(self) -> list[int]:
+        """Ids of the committed erasures whose scrub is pending, oldest first."""
+        with self._store.read() as db:
+            return [int(r[0]) for r in db.execute(
+                "SELECT id FROM memci_erasures WHERE scrubbed_at IS NULL ORDER BY id"
+            ).fetchall()]
+
+    def mark_scrubbed(self, erasure_ids: Collection[int], at: datetime) -> None:
+        """Record that a scrub covering these erasures completed at ``at``."""
+        if not erasure_ids:
+            return
+        with self._store.write() as db:
+            db.execute("UPDATE memci_erasures SET scrubbed_at = %s WHERE scrubbed_at IS NULL"
+                       " AND id = ANY(%s)", (at.isoformat(), _ids(int(i) for i in erasure_ids)))
 
     def epoch(self) -> int:
         """Grows with every deletion in the store (0 before the first): the rows counted."""
@@ -422,17 +472,21 @@ class PostgresEraser:
 
     # -- leaving no trace ----------------------------------------------------------------
 
-    def scrub(self) -> bool:
-        """Vacuum every table a deletion touches; False if an older snapshot kept rows.
+    def scrub(self, *, full: bool = False) -> bool:
+        """Vacuum every table of memci's; False if an older snapshot kept deleted rows.
 
         ``VACUUM (INDEX_CLEANUP ON)`` removes the dead row versions (and their TOAST data
         and index entries) that no open transaction can still see, without locking out
         readers or writers. A transaction, prepared transaction or replication slot older
         than this call may still see some: they stay until a later vacuum, and this
-        returns False (call it again once it ended). Deleted bytes may stay in the files'
-        free space and in the write-ahead log: see docs/deleting.md ("PostgreSQL").
-        Raises :class:`StoreError` when PostgreSQL skipped a table (it warns rather than
-        fails when the user may not vacuum it): what was deleted stays deleted.
+        returns False (call it again once it ended). ``full`` rewrites each table and its
+        indexes instead (``VACUUM (FULL, ANALYZE)``: no byte of a removed row stays in
+        their files; each table is locked while it is rewritten), then asks for a
+        ``CHECKPOINT`` (where the user may) so the write-ahead log is recycled sooner.
+        Deleted bytes may stay in the write-ahead log, a WAL archive and backups: see
+        docs/deleting.md ("PostgreSQL"). Raises :class:`StoreError` when PostgreSQL
+        skipped a table (it warns rather than fails when the user may not vacuum it):
+        what was deleted stays deleted.
         """
         skipped: list[str] = []
 
@@ -440,6 +494,7 @@ class PostgresEraser:
             if notice.severity_nonlocalized == "WARNING":
                 skipped.append(str(notice.message_primary))
 
+        how = "(FULL, ANALYZE)" if full else "(INDEX_CLEANUP ON)"
         with self._store.read() as db:
             if db.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
                 raise StoreError("scrub() runs outside any transaction: call it after the "
@@ -449,10 +504,10 @@ class PostgresEraser:
                 row = db.execute("SELECT clock_timestamp()").fetchone()
                 assert row is not None
                 started = row[0]
-                tables = [*SCRUBBED, *keyword_tables(db, "memory_fts"),
-                          *keyword_tables(db, "memory_items_fts"), *_vector_tables(db)]
-                for table in tables:
-                    db.execute(f"VACUUM (INDEX_CLEANUP ON) {table}")
+                for table in memci_tables(db):
+                    db.execute(f"VACUUM {how} {table}")
+                if full:
+                    _checkpoint(db)
                 held = db.execute(
                     "SELECT EXISTS (SELECT 1 FROM pg_stat_activity WHERE datname ="
                     " current_database() AND pid <> pg_backend_pid() AND backend_xmin IS NOT"
@@ -473,8 +528,13 @@ class PostgresEraser:
         return not (held and held[0])
 
 
-def _vector_tables(db: Connection) -> list[str]:
-    """Every embedder's vector tables (``memory_vec_<space>_<kind>``)."""
-    return [str(r[0]) for r in db.execute(
-        "SELECT tablename FROM pg_tables WHERE schemaname = current_schema() AND tablename"
-        " LIKE 'memory\\_vec\\_%' ORDER BY tablename").fetchall()]
+def _checkpoint(db: Connection) -> None:
+    """Ask for a checkpoint, so old write-ahead log segments are recycled sooner.
+
+    Only a superuser or a member of ``pg_checkpoint`` (PostgreSQL 15+) may: for anyone
+    else the server's own next checkpoint does it.
+    """
+    try:
+        db.execute("CHECKPOINT")
+    except psycopg.errors.InsufficientPrivilege:
+        return

@@ -127,6 +127,10 @@ CORE: tuple[Migration, ...] = (
             WHERE output_sha256 IS NOT NULL;
         CREATE INDEX message_views_artifact ON message_views (artifact);
     """),
+    Migration(7, "deleting: when a scrub covered each erasure", """
+        -- When a scrub that began after the erasure committed completed; NULL: pending.
+        ALTER TABLE memci_erasures ADD COLUMN scrubbed_at text COLLATE "C";
+    """),
 )
 
 WORKSPACE: tuple[Migration, ...] = (

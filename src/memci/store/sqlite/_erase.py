@@ -1,19 +1,29 @@
 """Deleting in SQLite (:class:`~memci.store.Eraser`): every table that holds a session's data.
 
-A deletion runs in one write transaction with ``PRAGMA secure_delete`` on, so SQLite
-overwrites what it frees with zeros instead of leaving it in free space. It reaches the
-search entries of every analyzer's FTS5 tables and the vectors of every embedder's space
-(found in the schema, not only the ones this process opened), and an artifact blob once
-no link and no message row names it.
+A deletion runs in one write transaction. The store's connection overwrites what any
+write frees with zeros (``PRAGMA secure_delete``, see :mod:`memci.store.sqlite._store`),
+and the FTS5 tables delete securely where SQLite can (3.42 and later: a deleted row's
+terms leave the index at once, see :mod:`memci.store.sqlite._fts`). A deletion reaches
+the search entries of every analyzer's FTS5 tables and the vectors of every embedder's
+space (found in the schema, not only the ones this process opened), and an artifact blob
+once no link and no message row names it. A session's entries may go first, in short
+transactions of their own (:meth:`SQLiteEraser.unindex_some`): a secure delete costs
+milliseconds an entry, and thousands in one transaction would hold every other writer.
 
 A deleted session's row stays as a *tombstone*: tenant ``''`` (a tenant no one can use)
 and its id as name, no user, no settings. No lookup by name finds it and no listing shows
 it, and SQLite never gives its id to another session, so a process that still holds the
 old id finds nothing instead of someone else's session.
 
-:meth:`SQLiteEraser.scrub` then merges every FTS5 index (deleted entries leave the
-segments), ``VACUUM`` rewrites the file without its free pages, and a ``TRUNCATE``
-checkpoint empties the write-ahead log: no byte of deleted content stays in the files.
+:meth:`SQLiteEraser.scrub` then has little left to do: a ``TRUNCATE`` checkpoint moves
+the zeroed pages into the file and empties the write-ahead log, which held the pages as
+they were before. It waits at most a moment for readers (they keep the log: it is tried
+again at the next scrub), and holds no other writer up for longer. Two things still take
+a rewrite, once: a file written before its writes zeroed what they freed (by an older
+memci: the header's ``user_version`` is not :data:`ZEROED`), and an FTS5 table that does
+not delete securely (an older SQLite): their deleted bytes leave only when the file is
+rewritten (``VACUUM``) and the table merged (``optimize``), each holding every writer up
+while it runs. ``scrub(full=True)`` does both whatever the state.
 """
 
 from __future__ import annotations
@@ -32,19 +42,30 @@ from memci.errors import StoreError
 from memci.messages import ToolResultPart, loads_parts
 from memci.store._erase import Erasure, Removed
 from memci.store._records import SessionRecord
-from memci.store._rows import session_from_row
+from memci.store._rows import ERASURE_COLUMNS, erasure_from_row, session_from_row
 from memci.store.sqlite._db import Database
 from memci.store.sqlite._driver import errors
 from memci.store.sqlite._failures import store_error
-from memci.store.sqlite._fts import fts_tables
+from memci.store.sqlite._fts import fts_secure, fts_tables, secure_delete_supported
 from memci.store.sqlite._migrations_jobs import JOBS_MIGRATIONS
 from memci.store.sqlite._migrations_memory import MEMORY_MIGRATIONS
 from memci.store.sqlite._migrations_workspace import WORKSPACE_MIGRATIONS
 from memci.store.sqlite._vectors import forget_vectors
 
-__all__ = ["SQLiteEraser"]
+__all__ = ["ZEROED", "SQLiteEraser", "mark_zeroed"]
 
 GONE = ""  # the tenant of a deleted session's row: no tenant can be empty
+
+#: The file header's ``user_version`` when every byte a write freed was zeroed since the
+#: file was made or last rewritten, so a deleted row leaves nothing behind in it.
+ZEROED = 1
+# How long the checkpoint that empties the write-ahead log waits for readers (ms).
+_CHECKPOINT_WAIT_MS = 250
+
+
+def mark_zeroed(db: sqlite3.Connection) -> None:
+    """Record in the file's header that it holds no freed byte that was not zeroed."""
+    db.execute(f"PRAGMA user_version = {ZEROED}")
 
 
 def _ids(values: Iterable[Any]) -> str:
@@ -75,16 +96,10 @@ class SQLiteEraser:
 
     @contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:
-        """A write in which what is deleted is overwritten with zeros, not only freed."""
+        """A write transaction (what it frees is zeroed: see the module)."""
         self._ready()
         with self._store.write() as db:
-            before = int(db.execute("PRAGMA secure_delete").fetchone()[0])
-            db.execute("PRAGMA secure_delete = ON")
-            try:
-                yield db
-            finally:
-                if not before:
-                    db.execute("PRAGMA secure_delete = OFF")
+            yield db
 
     # -- messages ------------------------------------------------------------------------
 
@@ -158,6 +173,10 @@ class SQLiteEraser:
             docs = [int(r[0]) for r in db.execute(
                 "SELECT id FROM memory_docs WHERE session_id = ? AND seq IN (SELECT value"
                 " FROM json_each(?))", (session_id, _ids(seqs)))]
+        return self._forget_doc_ids(db, docs)
+
+    def _forget_doc_ids(self, db: sqlite3.Connection, docs: list[int]) -> dict[str, int]:
+        """Delete the search entries ``docs`` with their keyword text and vectors."""
         if not docs:
             return {"index": 0, "vectors": 0}
         vectors = self._vector_count(db, "message", docs)
@@ -168,6 +187,15 @@ class SQLiteEraser:
         db.execute("DELETE FROM memory_docs WHERE id IN (SELECT value FROM json_each(?))",
                    (_ids(docs),))
         return {"index": len(docs), "vectors": vectors}
+
+    def unindex_some(self, session: SessionRecord, limit: int) -> Removed:
+        """Delete up to ``limit`` of the session's search entries, oldest first, and commit."""
+        with self._write() as db:
+            docs = [int(r[0]) for r in db.execute(
+                "SELECT id FROM memory_docs WHERE session_id = ? ORDER BY id LIMIT ?",
+                (session.id, limit))]
+            counts = self._forget_doc_ids(db, docs)
+        return Removed({k: n for k, n in counts.items() if n})
 
     def unindex(self, session: SessionRecord, seqs: Collection[int]) -> int:
         """Delete the search entries (keyword text, vectors) of messages that stay."""
@@ -390,29 +418,42 @@ class SQLiteEraser:
         digest = user_digest(user) if user is not None else None
         ids = tuple(sorted({int(s) for s in sessions}))
         tally = {str(k): int(v) for k, v in counts.items() if v}
+        scrubbed = None if tally else at  # nothing removed: nothing to scrub
         with self._store.write() as db:
             cursor = db.execute(
                 "INSERT INTO memci_erasures (at, actor, action, tenant, user_sha256, sessions,"
-                " counts) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                " counts, scrubbed_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                 (at.isoformat(), actor, action, tenant, digest, json.dumps(list(ids)),
-                 json.dumps(tally, sort_keys=True)))
+                 json.dumps(tally, sort_keys=True),
+                 scrubbed.isoformat() if scrubbed else None))
         return Erasure(int(cursor.lastrowid or 0), at, actor, action, tenant, digest, ids,
-                       MappingProxyType(tally))
+                       MappingProxyType(tally), scrubbed)
 
     def erasures(self, tenant: str | None = None, *, limit: int = 100) -> list[Erasure]:
         """The newest deletions (of one tenant, if given), oldest first."""
-        sql = ("SELECT id, at, actor, action, tenant, user_sha256, sessions, counts"
-               " FROM memci_erasures")
+        sql = f"SELECT {ERASURE_COLUMNS} FROM memci_erasures"
         args: list[Any] = []
         if tenant is not None:
             sql += " WHERE tenant = ?"
             args.append(tenant)
         with self._store.read() as db:
             rows = db.execute(sql + " ORDER BY id DESC LIMIT ?", (*args, limit)).fetchall()
-        return [Erasure(int(r[0]), datetime.fromisoformat(r[1]), str(r[2]), str(r[3]),
-                        str(r[4]), r[5], tuple(int(s) for s in json.loads(r[6])),
-                        MappingProxyType({str(k): int(v) for k, v in json.loads(r[7]).items()}))
-                for r in reversed(rows)]
+        return [erasure_from_row(r) for r in reversed(rows)]
+
+    def pending_scrub(self) -> list[int]:
+        """Ids of the committed erasures whose scrub is pending, oldest first."""
+        with self._store.read() as db:
+            return [int(r[0]) for r in db.execute(
+                "SELECT id FROM memci_erasures WHERE scrubbed_at IS NULL ORDER BY id")]
+
+    def mark_scrubbed(self, erasure_ids: Collection[int], at: datetime) -> None:
+        """Record that a scrub covering these erasures completed at ``at``."""
+        if not erasure_ids:
+            return
+        with self._store.write() as db:
+            db.execute("UPDATE memci_erasures SET scrubbed_at = ? WHERE scrubbed_at IS NULL"
+                       " AND id IN (SELECT value FROM json_each(?))",
+                       (at.isoformat(), _ids(int(i) for i in erasure_ids)))
 
     def epoch(self) -> int:
         """Grows with every deletion in the store (0 before the first)."""
@@ -422,21 +463,55 @@ class SQLiteEraser:
 
     # -- leaving no trace ----------------------------------------------------------------
 
-    def scrub(self) -> bool:
-        """Merge every FTS5 index, rewrite the file without free pages, empty the WAL."""
+    def scrub(self, *, full: bool = False) -> bool:
+        """Empty the write-ahead log (and rewrite what needs it); False if readers kept it."""
         with self._store.read() as db:
             if db.in_transaction:
                 raise StoreError("scrub() runs outside any transaction: call it after the "
                                  "atomic() block that deleted")
-            tables = [t for names in fts_tables(db).values() for t in names]
+            zeroed = int(db.execute("PRAGMA user_version").fetchone()[0]) == ZEROED
+            secure = secure_delete_supported(db)
+            tables = [t for names in fts_tables(db).values() for t in names
+                      if full or not (secure and fts_secure(db, t))]
         for table in tables:
-            with self._write() as db:
-                # Deleted entries stay in older segments until they are merged away.
-                db.execute(f"INSERT INTO {table} ({table}) VALUES ('optimize')")
+            self._merge(table, secure)
+        if full or not zeroed:
+            self._rewrite()
+        return self._checkpoint()
+
+    def _merge(self, table: str, secure: bool) -> None:
+        """Merge the FTS5 table's index into one segment, so deleted entries leave it.
+
+        Then, where SQLite can, it deletes securely from now on: no merge is needed again.
+        """
+        with self._write() as db:
+            db.execute(f"INSERT INTO {table} ({table}) VALUES ('optimize')")
+            if secure:
+                db.execute(f"INSERT INTO {table} ({table}, rank) VALUES ('secure-delete', 1)")
+
+    def _rewrite(self) -> None:
+        """Rewrite the file without its free pages and mark it zeroed (VACUUM)."""
         with self._store.read() as db:
             try:
                 db.execute("VACUUM")
+                mark_zeroed(db)
+            except errors() as exc:
+                raise store_error(exc, self._store.path, "scrub") from exc
+
+    def _checkpoint(self) -> bool:
+        """Copy the write-ahead log into the file and empty it; False if readers kept it.
+
+        Waits for readers a moment only: the checkpoint holds other writers up while it
+        waits. A log a reader keeps is emptied by a later scrub.
+        """
+        with self._store.read() as db:
+            wait = int(db.execute("PRAGMA busy_timeout").fetchone()[0])
+            db.execute(f"PRAGMA busy_timeout = {_CHECKPOINT_WAIT_MS}")
+            try:
                 busy = int(db.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0])
             except errors() as exc:
                 raise store_error(exc, self._store.path, "scrub") from exc
+            finally:
+                db.execute(f"PRAGMA busy_timeout = {wait}")
         return busy == 0
+

@@ -9,6 +9,11 @@ Every table keeps a copy of the text it indexes, so a row can be deleted exactly
 deletes a row by tokenizing the text it was given again). A message table made by an older
 memci without one (``content=''``) cannot delete a row on every SQLite: :func:`ensure_fts`
 drops it and makes it again, and the search part fills it from the plain tables.
+
+Where SQLite can (3.42 and later), a table is made with FTS5's ``secure-delete`` on: a
+deleted row's terms leave the index at once, instead of staying in older segments until
+they are merged (see :mod:`memci.store.sqlite._erase`). Such a table can no longer be
+read by a SQLite older than 3.42 (its format version is 5).
 """
 
 from __future__ import annotations
@@ -20,7 +25,17 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from memci.memory._text import Analyzer
 
-__all__ = ["FTS_COLUMNS", "ensure_fts", "fts_name", "fts_tables"]
+__all__ = [
+    "FTS_COLUMNS",
+    "ensure_fts",
+    "fts_name",
+    "fts_secure",
+    "fts_tables",
+    "secure_delete_supported",
+]
+
+#: The first SQLite whose FTS5 has the ``secure-delete`` option.
+SECURE_DELETE_SINCE = (3, 42, 0)
 
 # Columns of each derived FTS5 table (base name → columns, first is searched most).
 FTS_COLUMNS: dict[str, tuple[str, ...]] = {
@@ -56,7 +71,21 @@ def ensure_fts(db: sqlite3.Connection, base: str, analyzer: Analyzer) -> bool:
     columns = ", ".join(FTS_COLUMNS[base])
     db.execute(f"CREATE VIRTUAL TABLE {name} USING fts5({columns},"
                f" tokenize = '{analyzer.tokenize}')")
+    if secure_delete_supported(db):
+        db.execute(f"INSERT INTO {name} ({name}, rank) VALUES ('secure-delete', 1)")
     return True
+
+
+def secure_delete_supported(db: sqlite3.Connection) -> bool:
+    """Whether this SQLite's FTS5 can delete securely (3.42 and later)."""
+    text = str(db.execute("SELECT sqlite_version()").fetchone()[0])
+    return tuple(int(p) for p in text.split(".")[:3]) >= SECURE_DELETE_SINCE
+
+
+def fts_secure(db: sqlite3.Connection, table: str) -> bool:
+    """Whether the FTS5 table ``table`` deletes securely (its ``secure-delete`` is on)."""
+    row = db.execute(f"SELECT v FROM {table}_config WHERE k = 'secure-delete'").fetchone()
+    return row is not None and str(row[0]) == "1"
 
 
 def fts_tables(db: sqlite3.Connection) -> dict[str, list[str]]:

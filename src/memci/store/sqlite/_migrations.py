@@ -157,4 +157,13 @@ CORE_MIGRATIONS: tuple[Migration, ...] = (
         CREATE INDEX memci_erasures_tenant ON memci_erasures (tenant, id);
         """,
     ),
+    Migration(
+        7,
+        "deleting: when a scrub covered each erasure",
+        """
+        -- When a scrub that began after the erasure committed completed (what it deleted
+        -- left the files); NULL: scrub pending. Erasures made before this are pending.
+        ALTER TABLE memci_erasures ADD COLUMN scrubbed_at TEXT;
+        """,
+    ),
 )

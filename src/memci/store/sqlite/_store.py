@@ -13,6 +13,8 @@ Invariants:
   (:meth:`SQLiteStore.log_head`);
 - a deleted session leaves a row no name finds (tenant ``''``, see
   :mod:`memci.store.sqlite._erase`), so its id is never given to another session;
+- every write zeroes what it frees (``secure_delete``), so a deleted row's bytes leave
+  the file as the deletion is checkpointed;
 - a tool result is accepted only if it answers an open tool call of its session (made
   earlier, or earlier in the same batch);
 - every stored row can be read back (:func:`message_from_row`), also one an older memci
@@ -63,6 +65,7 @@ from memci.store._rows import (
 )
 from memci.store.sqlite._context import SQLiteContextStore
 from memci.store.sqlite._driver import connect, errors, load_sqlite_vec
+from memci.store.sqlite._erase import mark_zeroed
 from memci.store.sqlite._failures import store_error
 from memci.store.sqlite._migrations import CORE_MIGRATIONS, Migration
 from memci.store.sqlite._parts import StoreParts
@@ -109,7 +112,12 @@ class SQLiteStore(StoreParts):
         self.context = SQLiteContextStore(self)
         try:
             self._open(synchronous.upper())
+            fresh = self._fresh()
             self.migrate("core", CORE_MIGRATIONS)
+            if fresh:
+                # Nothing was ever freed in it without being zeroed (see _open).
+                with self.write() as db:
+                    mark_zeroed(db)
         except BaseException:
             with contextlib.suppress(StoreError):
                 self.close()  # the reason it failed is what the caller needs to see
@@ -133,12 +141,21 @@ class SQLiteStore(StoreParts):
             db.execute(f"PRAGMA synchronous = {synchronous}")
             self._synchronous = synchronous
             db.execute("PRAGMA foreign_keys = ON")
+            # Whatever a write frees (a deleted row, an old version of a changed one, a
+            # page) is overwritten with zeros, so no deleted byte stays in the file: a
+            # scrub then only empties the write-ahead log (memci.store.sqlite._erase).
+            db.execute("PRAGMA secure_delete = ON")
             # Reading the schema reads page 1 and the schema table: a foreign file, or one
             # damaged there, fails here, when opened, not at the first session.
             db.execute("SELECT COUNT(*) FROM sqlite_schema").fetchone()
         except errors() as exc:
             raise store_error(exc, self.path, "open the store at") from exc
         self.sqlite_vec = load_sqlite_vec(db)
+
+    def _fresh(self) -> bool:
+        """Whether the file holds no table yet (a store being made)."""
+        with self.read() as db:
+            return int(db.execute("SELECT COUNT(*) FROM sqlite_schema").fetchone()[0]) == 0
 
     # -- lifecycle -----------------------------------------------------------------------
 
