@@ -172,3 +172,40 @@ def test_parts_are_made_once_and_on_first_use(db_path: Path) -> None:
     assert other is not store and other.path == store.path and other.jobs is not store.jobs
     other.close()
     store.close()
+
+
+def test_a_search_index_too_new_for_this_sqlite_says_which_sqlite_to_use(
+    db_path: Path,
+) -> None:
+    """A store that deleted securely in its search index (SQLite 3.42+), opened by an older one."""
+    import os
+    import sqlite3
+    import subprocess
+    import sys
+
+    from memci.store.sqlite._driver import driver
+    from memci.store.sqlite._fts import SECURE_DELETE_SINCE
+
+    def version(text: str) -> tuple[int, ...]:
+        return tuple(int(p) for p in text.split(".")[:3])
+
+    if version(driver().sqlite_version) < SECURE_DELETE_SINCE or version(
+            sqlite3.sqlite_version) >= SECURE_DELETE_SINCE:
+        pytest.skip("needs a SQLite of 3.42+ in use and an older one in the standard library")
+    with memci.Engine.open(db_path) as engine:
+        s = engine.session("s")
+        s.add({"role": "user", "content": "hello there"})
+        s.add({"role": "user", "content": "gone soon"})
+        s.pop()  # a secure delete: the index's format is now SQLite 3.42's
+    code = ("import memci, sys\n"
+            "try:\n"
+            "    with memci.Engine.open(sys.argv[1]) as e:\n"
+            "        e.session('s').search('hello')\n"
+            "except memci.StoreError as exc:\n"
+            "    print(exc)\n")
+    env = {**os.environ, "MEMCI_SQLITE_DRIVER": "sqlite3"}
+    done = subprocess.run([sys.executable, "-c", code, str(db_path)], env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "needs SQLite 3.42 or later" in done.stdout
+    assert f"runs SQLite {sqlite3.sqlite_version}" in done.stdout

@@ -8,6 +8,8 @@ read, each write, committing, closing) is mapped here, by SQLite's result code:
   :class:`StoreCorruptError`, naming the file and how to recover it;
 - I/O errors, a read-only or unopenable file, a lock held too long, no memory: a
   :class:`StoreError` naming the file, the cause and the fix;
+- a search index this SQLite is too old to read (FTS5 tables that delete securely, made
+  by SQLite 3.42 or later): a :class:`StoreError` naming the SQLite to use;
 - anything else: a :class:`StoreError` naming the file and SQLite's message.
 
 The driver's exception is kept as ``__cause__``. Drivers older than Python 3.11's do not
@@ -19,6 +21,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from memci.errors import StoreCorruptError, StoreError, StoreFullError
+from memci.store.sqlite._driver import driver
 
 __all__ = ["store_error"]
 
@@ -61,6 +64,13 @@ def store_error(exc: BaseException, path: str | Path, doing: str) -> StoreError:
             f"Restore it from a backup, or save what can be read with "
             f"`sqlite3 {path} .recover | sqlite3 recovered.db` and open recovered.db"
         )
+    if "invalid fts5 file format" in str(exc).lower():
+        return StoreError(
+            f"cannot {doing} {path}: its search index deletes securely, which needs SQLite "
+            f"3.42 or later, and this process runs SQLite {driver().sqlite_version} "
+            f"({cause}); use a Python whose sqlite3 is 3.42 or later, or install "
+            "pysqlite3-binary (pip install 'memci[vectors]') and set "
+            "MEMCI_SQLITE_DRIVER=pysqlite3")
     if code == _IOERR:
         hint = "check the disk and its free space, then retry"
     elif code in (_READONLY, _PERM, _CANTOPEN):

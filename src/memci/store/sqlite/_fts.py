@@ -12,8 +12,8 @@ drops it and makes it again, and the search part fills it from the plain tables.
 
 Where SQLite can (3.42 and later), a table is made with FTS5's ``secure-delete`` on: a
 deleted row's terms leave the index at once, instead of staying in older segments until
-they are merged (see :mod:`memci.store.sqlite._erase`). Such a table can no longer be
-read by a SQLite older than 3.42 (its format version is 5).
+they are merged (see :mod:`memci.store.sqlite._erase`). Once it deleted a row so, such a
+table can no longer be read by a SQLite older than 3.42 (its format version is 5).
 """
 
 from __future__ import annotations
