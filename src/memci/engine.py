@@ -212,6 +212,8 @@ class Engine:
             _check_name(what, value)
         key = (tenant, name)
         limits = self.host_limits(tenant) if self.host_limits is not None else None
+        # The session's own lock is taken only after the engine's is let go: a deletion
+        # holds a session's lock for long, and the engine's lock serves every session.
         with self._lock:
             existing = self._sessions.get(key)
             saved = self.store.session(tenant, name)
@@ -221,29 +223,30 @@ class Engine:
                 del self._sessions[key]
             if (existing is not None and not settings and user in (None, existing.user)
                     and self._limits.get(key) == limits):
-                if agent is not None:
-                    existing._use_agent_tools(existing._read_tools(agent))
-                return existing
-            resolved, chosen = resolve_settings(settings, saved.settings if saved else {},
-                                                limits=limits)
-            # Loaded before anything is saved: an encoding missing here refuses the
-            # settings and leaves the session as it was. So are the agent's tools checked.
-            get_tokenizer(resolved.tokenizer, provider=resolved.provider)
-            specs = None
-            if agent is not None:
-                specs = read_agent_tools(agent, max_bytes=resolved.max_message_bytes)
-                check_no_clash(specs, every_tool(resolved))
-            record = self.store.ensure_session(tenant, name, user, chosen)
-            self._limits[key] = limits
-            if existing is not None:
-                existing._reconfigure(record, resolved)
-                session = existing
+                session, changed = existing, None
+                specs = None if agent is None else existing._read_tools(agent)
             else:
-                session = Session(self, record, resolved)
-                self._sessions[key] = session
-            if specs is not None:
-                session._use_agent_tools(specs)
-            return session
+                resolved, chosen = resolve_settings(settings, saved.settings if saved else {},
+                                                    limits=limits)
+                # Loaded before anything is saved: an encoding missing here refuses the
+                # settings and leaves the session as it was. So are the agent's tools.
+                get_tokenizer(resolved.tokenizer, provider=resolved.provider)
+                specs = None
+                if agent is not None:
+                    specs = read_agent_tools(agent, max_bytes=resolved.max_message_bytes)
+                    check_no_clash(specs, every_tool(resolved))
+                record = self.store.ensure_session(tenant, name, user, chosen)
+                self._limits[key] = limits
+                if existing is not None:
+                    session, changed = existing, (record, resolved)
+                else:
+                    session, changed = Session(self, record, resolved), None
+                    self._sessions[key] = session
+        if changed is not None:
+            session._reconfigure(*changed)
+        if specs is not None:
+            session._use_agent_tools(specs)
+        return session
 
     def sessions(self, tenant: str | None = None) -> list[SessionRecord]:
         """Every session in the store (of one tenant, if given)."""
@@ -269,7 +272,8 @@ class Engine:
         actor = _actor(actor)
         with self._holding(lambda key: key == (tenant, name)):
             erasure = self.deleter.delete_session(tenant, name, actor=actor, scrub=scrub)
-            self._sessions.pop((tenant, name), None)
+        with self._lock:
+            self._forget_session((tenant, name), erasure.sessions)
         return erasure
 
     def erase_user(self, user: str, *, tenant: str = "default", actor: str = "local") -> Erasure:
@@ -291,9 +295,19 @@ class Engine:
         with self._holding(lambda key: key[0] == tenant and self._sessions[key].record.id
                            in ids):
             erasure = self.deleter.erase_user(tenant, user, actor=actor)
-            for key in [k for k, s in self._sessions.items() if s.record.id in ids]:
-                del self._sessions[key]
+        with self._lock:
+            for key in list(self._sessions):
+                self._forget_session(key, erasure.sessions)
         return erasure
+
+    def _forget_session(self, key: tuple[str, str], deleted: Iterable[int]) -> None:
+        """Drop the open session ``key`` if it is one of the ``deleted`` (engine lock held).
+
+        A session made again under the same name meanwhile has another id: it stays.
+        """
+        session = self._sessions.get(key)
+        if session is not None and session.record.id in set(deleted):
+            del self._sessions[key]
 
     def erasures(self, tenant: str | None = None, *, limit: int = 100) -> list[Erasure]:
         """The audit log of deletions (of one tenant, if given), oldest first."""
@@ -321,13 +335,16 @@ class Engine:
 
     @contextmanager
     def _holding(self, wanted: Callable[[tuple[str, str]], bool]) -> Iterator[None]:
-        """Hold the engine's lock and the locks of its open sessions ``wanted`` picks.
+        """Hold the locks of this engine's open sessions ``wanted`` picks, in id order.
 
-        So no thread of this engine adds to or builds a session while it is deleted.
+        So no thread of this engine adds to or builds a session while it is deleted. The
+        engine's own lock is held only to pick them: a deletion may take seconds, and
+        every other session of every tenant goes on meanwhile.
         """
-        with self._lock, ExitStack() as stack:
+        with self._lock:
             chosen = sorted((s for k, s in self._sessions.items() if wanted(k)),
                             key=lambda s: s.record.id)
+        with ExitStack() as stack:
             for session in chosen:
                 stack.enter_context(session._lock)
             yield
