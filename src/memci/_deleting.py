@@ -26,8 +26,8 @@ Invariants:
   (:attr:`~memci.store.Erasure.scrubbed` None) for the next scrub to cover;
 - ``erase_user`` and ``delete_session`` end with a scrub (:meth:`Deleter.scrub`), unless
   they removed nothing: no byte of what went stays in the store's files, and no other
-  writer waits on it long (a session's search entries go ahead, in short steps;
-  :meth:`~memci.store.Eraser.scrub` works in steps too).
+  writer waits on it long (a large session's search entries go ahead, in short steps,
+  and :meth:`~memci.store.Eraser.scrub` holds no writer long).
 """
 
 from __future__ import annotations
