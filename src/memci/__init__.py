@@ -18,6 +18,7 @@ and the same with ``await`` on :class:`AsyncEngine` / :class:`AsyncSession`.
 from memci import messages, tokens
 from memci._async import AsyncEngine, AsyncSession
 from memci._session import Session, SessionStats
+from memci._version import __version__
 from memci.context import Context, ContextStats, Segment, ToolSpec
 from memci.engine import Engine
 from memci.errors import (
@@ -57,8 +58,6 @@ from memci.messages import (
     ToolResultPart,
 )
 from memci.store import Erasure
-
-__version__ = "0.1.0"
 
 __all__ = [
     "AsyncEngine",
