@@ -6,8 +6,8 @@ import json
 from pathlib import Path
 
 import memci
+from memci.messages._tools import OWN_TOOL_NAMES
 from memci.tools._builtin import FILE_TOOLS, RECALL_PAGE, SEARCH_MEMORY, WORKSPACE_TOOLS
-from memci.tools._names import OWN_TOOL_NAMES
 
 
 def test_the_names_are_the_registered_tools() -> None:

@@ -36,6 +36,7 @@ from memci.memory._hit import Hit, fuse
 from memci.memory._text import Analyzer, MatchPlan, get_analyzer, is_cjk
 from memci.memory._time import TimeRange, time_hint, without_time
 from memci.messages import Message, TextPart, ToolCallPart, ToolResultPart
+from memci.messages._tools import OWN_TOOL_NAMES
 from memci.store import (
     Candidate,
     MessageSearch,
@@ -45,7 +46,6 @@ from memci.store import (
     Store,
     VectorStore,
 )
-from memci.tools._names import OWN_TOOL_NAMES
 
 __all__ = [
     "DEFAULT_ANALYZER",
