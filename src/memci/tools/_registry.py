@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
-from memci.errors import InvalidInputError
+from memci.errors import InvalidInputError, UnknownToolError
 from memci.messages import ToolSpec
 from memci.tools._arguments import MAX_INT, ToolArgumentError, check_arguments
 
@@ -26,10 +26,6 @@ __all__ = ["Tool", "ToolArgumentError", "UnknownToolError", "check_arguments", "
            "run_tool"]
 
 S = TypeVar("S")
-
-
-class UnknownToolError(InvalidInputError):
-    """A tool name that is not one of memci's own tools in this session."""
 
 
 @dataclass(frozen=True, slots=True)

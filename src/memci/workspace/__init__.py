@@ -13,6 +13,14 @@
   to a model as tools (pin_*, plan_*, notebook_add).
 """
 
+from memci.errors import (
+    ArtifactNotFoundError,
+    InvalidStateFileError,
+    RollbackConflictError,
+    UnknownItemError,
+    WorkspaceError,
+    WorkspaceLimitError,
+)
 from memci.store.sqlite import WORKSPACE_MIGRATIONS  # the workspace's series (SQLite)
 from memci.workspace._artifacts import (
     ARTIFACT_ID_LENGTH,
@@ -26,14 +34,6 @@ from memci.workspace._artifacts import (
     slice_lines,
 )
 from memci.workspace._compress import Compressor, extractive_compress
-from memci.workspace._errors import (
-    ArtifactNotFoundError,
-    InvalidStateFileError,
-    RollbackConflictError,
-    UnknownItemError,
-    WorkspaceError,
-    WorkspaceLimitError,
-)
 from memci.workspace._folder import contents_for
 from memci.workspace._items import MemoEntry, NoteEntry, Pin, PlanItem, WorkEvent
 from memci.workspace._limits import (
