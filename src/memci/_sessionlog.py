@@ -18,7 +18,6 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from memci._text import language_of
 from memci._toolviews import ToolViews
 from memci.context._branches import (
     BRANCH_META,
@@ -34,6 +33,7 @@ from memci.errors import ConfigError
 from memci.memory import Hit
 from memci.messages import Message, ToolCallPart
 from memci.store import SessionRecord, Store
+from memci.text import language_of
 from memci.workspace import Artifact
 
 __all__ = ["SessionLog"]

@@ -29,8 +29,7 @@ from memci.errors import LLMError
 from memci.llm import LLMClient
 from memci.memory._time import TimeRange, time_hint
 from memci.messages import Message
-from memci.summarize._salience import IDENT_RE, PATH_RE
-from memci.summarize._text import is_cjk_text
+from memci.text import IDENT_RE, PATH_RE, is_cjk_text
 
 __all__ = ["SOURCES", "QueryAnalyzer", "QueryPlan", "analyze_query"]
 

@@ -48,8 +48,8 @@ from memci.summarize._tasks import (
     page_key,
     register_summary_handlers,
 )
-from memci.summarize._text import cjk_share, is_cjk_text, split_sentences
 from memci.summarize._worker import run_worker
+from memci.text import cjk_share, is_cjk_text, split_sentences
 
 __all__ = [
     "ENTRY_WIDTH",

@@ -18,7 +18,7 @@ import sqlite3
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from memci.memory._text import Analyzer
+    from memci.text import Analyzer
 
 __all__ = ["FTS_COLUMNS", "ensure_fts", "fts_name", "fts_tables"]
 

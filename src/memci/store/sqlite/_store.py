@@ -597,7 +597,6 @@ def _now() -> datetime:
     return datetime.now(UTC)
 
 if TYPE_CHECKING:
-    from memci.memory._text import Analyzer
     from memci.store import (
         ArtifactRows,
         ContextStore,
@@ -611,6 +610,7 @@ if TYPE_CHECKING:
         VectorStore,
         WorkStore,
     )
+    from memci.text import Analyzer
 
     def _implements(
         store: SQLiteStore, analyzer: Analyzer
