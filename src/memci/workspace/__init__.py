@@ -21,7 +21,6 @@ from memci.errors import (
     WorkspaceError,
     WorkspaceLimitError,
 )
-from memci.store.sqlite import WORKSPACE_MIGRATIONS  # the workspace's series (SQLite)
 from memci.workspace._artifacts import (
     ARTIFACT_ID_LENGTH,
     Artifact,
@@ -79,7 +78,6 @@ __all__ = [
     "STATE_FORMAT",
     "STATE_VERSION",
     "TTL",
-    "WORKSPACE_MIGRATIONS",
     "WORKSPACE_TOOL_SPECS",
     "Artifact",
     "ArtifactFolder",
