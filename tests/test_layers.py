@@ -1,4 +1,4 @@
-"""memci's layers: no module imports a module of a higher layer.
+"""memci's layers: no module imports a module of a higher layer; and one meaning per name.
 
 :data:`LAYERS` is the one table of the layers, from the bottom up; ``docs/architecture.md``
 draws the same table (a test below keeps the two equal). A module belongs to the layer
@@ -8,12 +8,18 @@ in ``store``); the package ``memci`` itself (its ``__init__``, the public face) 
 
 Every import counts: at the top of a module, inside a function, and under
 ``if TYPE_CHECKING:``, absolute or relative.
+
+A public name (a function or class not starting with ``_``) is defined once in the
+package, so it means one thing wherever it is read: ``is_cjk`` is about one character,
+``has_cjk`` about a text. The exceptions are parallels: the same function for each store
+backend or each framework adapter, and the few listed in :data:`PARALLELS`.
 """
 
 from __future__ import annotations
 
 import ast
 import re
+from collections import defaultdict
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
@@ -174,3 +180,68 @@ def _documented_layers() -> list[tuple[str, tuple[str, ...]]]:
 
 def test_the_docs_draw_the_same_layers() -> None:
     assert _documented_layers() == list(LAYERS)
+
+
+# -- one meaning per name ----------------------------------------------------------------
+
+#: Where parallels live: one store backend per package, one framework adapter per module.
+BACKENDS = ("memci.store.sqlite", "memci.store.postgres")
+ADAPTERS = "memci.integrations"
+#: Other names defined twice on purpose, with why.
+PARALLELS = {
+    # memci.server's lazy wrappers: they import the server's extra only when called
+    "create_app": {"memci.server", "memci.server._app"},
+    "create_mcp_server": {"memci.server", "memci.server._mcp"},
+    # every tool a session can run: as runnable tools (from its settings, for the engine)
+    # and as the specs an adapter registers (from the session)
+    "every_tool": {"memci._session", "memci.integrations._common"},
+    # run the server; run a call in turn with a session's other adapter calls
+    "run": {"memci.server._run", "memci.integrations._aio"},
+}
+
+
+def definitions(found: Mapping[str, tuple[str, bool]]) -> dict[str, set[str]]:
+    """Public name -> the modules that define it (top-level functions and classes)."""
+    where: dict[str, set[str]] = defaultdict(set)
+    for module, (text, _) in found.items():
+        for node in ast.parse(text).body:
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) and (
+                    not node.name.startswith("_")):
+                where[node.name].add(module)
+    return where
+
+
+def _parallel(module: str) -> str | None:
+    """The backend or adapter ``module`` belongs to (None: neither)."""
+    for backend in BACKENDS:
+        if module.startswith(f"{backend}."):
+            return backend
+    return module if module.startswith(f"{ADAPTERS}.") else None
+
+
+def names_with_two_meanings(found: Mapping[str, tuple[str, bool]]) -> dict[str, list[str]]:
+    """Public names defined in more than one module, less the parallels."""
+    out = {}
+    for name, modules in definitions(found).items():
+        if len(modules) < 2 or modules == PARALLELS.get(name):
+            continue
+        owners = [_parallel(m) for m in modules]
+        if None not in owners and len(set(owners)) == len(owners):
+            continue  # the same function for each backend or adapter
+        out[name] = sorted(modules)
+    return out
+
+
+def test_one_meaning_per_name() -> None:
+    assert names_with_two_meanings(sources()) == {}
+
+
+def test_a_name_with_two_meanings_is_reported() -> None:
+    found = {
+        "memci.text._script": ("def is_cjk(char: str) -> bool: ...\n", False),
+        "memci.memory._text": ("def is_cjk(text: str) -> bool: ...\n", False),
+        "memci.store.sqlite._db": ("class Database: ...\n", False),
+        "memci.store.postgres._db": ("class Database: ...\n", False),
+    }
+    assert names_with_two_meanings(found) == {
+        "is_cjk": ["memci.memory._text", "memci.text._script"]}
