@@ -49,7 +49,7 @@ sys.path.insert(0, str(ROOT / "src"))
 
 from memci.messages import Message, from_openai  # noqa: E402
 from memci.summarize import ENTRY_WIDTH, ExtractiveSummarizer  # noqa: E402
-from memci.summarize._text import shorten  # noqa: E402
+from memci.text import fit_line  # noqa: E402
 from memci.tokens import get_tokenizer  # noqa: E402
 
 DATA = ROOT.parent / "shared" / "data"
@@ -136,7 +136,7 @@ def naive_of(page: Page) -> str:
     lines = []
     for m in page.messages:
         text = m.content or " ".join(f"{c.name}({c.arguments})" for c in m.tool_calls)
-        lines.append(shorten(" ".join(text.split()), ENTRY_WIDTH))
+        lines.append(fit_line(" ".join(text.split()), ENTRY_WIDTH))
     return "\n".join(lines)
 
 

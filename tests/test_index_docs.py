@@ -10,9 +10,8 @@ import pytest
 
 from memci.errors import InvalidInputError
 from memci.memory import DocIndex, chunk_markdown, chunk_python
-from memci.memory._chunk import chunk_blocks, chunk_text
-from memci.memory._text import estimate_tokens
 from memci.store import SQLiteStore
+from memci.text import chunk_blocks, chunk_text, rough_tokens
 
 PYTHON = textwrap.dedent('''\
     """Module docstring about geese."""
@@ -72,7 +71,7 @@ def test_large_class_is_split_into_methods() -> None:
     method = next(c for c in chunks if c.symbol == "Big.method_2")
     assert method.title == "def method_2(self) -> int"
     assert method.text == lines_of(source, method.start_line, method.end_line)
-    assert all(estimate_tokens(c.text) <= 800 + c.end_line - c.start_line for c in chunks)
+    assert all(rough_tokens(c.text) <= 800 + c.end_line - c.start_line for c in chunks)
 
 
 def test_broken_python_falls_back_to_blocks() -> None:
@@ -87,7 +86,7 @@ def test_markdown_by_headings_and_sizes() -> None:
     chunks = chunk_markdown(doc)
     assert chunks[0].title == "Guide"
     assert any(c.title == "Guide > Install" for c in chunks)
-    assert all(estimate_tokens(c.text) <= 800 + 30 for c in chunks)
+    assert all(rough_tokens(c.text) <= 800 + 30 for c in chunks)
     assert len(chunks) >= 3
     assert not any(c.title.endswith("not a heading") for c in chunks)
     for chunk in chunks:

@@ -3,16 +3,29 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
+import pytest
+
 import memci
+from memci.messages._tools import OWN_TOOL_NAMES, OWN_TOOLS
 from memci.tools._builtin import FILE_TOOLS, RECALL_PAGE, SEARCH_MEMORY, WORKSPACE_TOOLS
-from memci.tools._names import OWN_TOOL_NAMES
 
 
 def test_the_names_are_the_registered_tools() -> None:
     registered = {RECALL_PAGE.spec.name, SEARCH_MEMORY.spec.name, *FILE_TOOLS, *WORKSPACE_TOOLS}
     assert registered == OWN_TOOL_NAMES
+
+
+def test_the_settings_list_them_in_the_order_registered(tmp_path: Path) -> None:
+    registered = [RECALL_PAGE.spec.name, SEARCH_MEMORY.spec.name, *FILE_TOOLS, *WORKSPACE_TOOLS]
+    assert list(OWN_TOOLS) == registered
+    engine = memci.Engine.open(tmp_path / "m.db")
+    with pytest.raises(memci.ConfigError, match=re.escape(f"({', '.join(registered)})")):
+        engine.session("s", tools=["recall_page", "no_such_tool"])
+    assert engine.session("s", tools=registered).settings.tools == tuple(registered)
+    engine.close()
 
 
 def _call(call_id: str, name: str, args: dict[str, object]) -> dict[str, object]:

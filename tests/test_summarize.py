@@ -31,7 +31,7 @@ from memci.summarize import (
     summarize_text,
     water_fill,
 )
-from memci.summarize._text import cjk_share, width
+from memci.text import cjk_share, line_width
 from memci.tokens import get_tokenizer
 from tests.conftest import shared_data
 from tests.fakellm import FakeLLM
@@ -112,7 +112,7 @@ def test_split_keeps_every_character_of_content() -> None:
 def test_cjk_share_and_width() -> None:
     assert cjk_share("这个 function 报错了") > 0.6
     assert cjk_share("Talked to 王伟 about the deploy") < 0.4
-    assert width("abc") == 3 and width("中文") == 5
+    assert line_width("abc") == 3 and line_width("中文") == 5
 
 
 # -- salience and entry lines ----------------------------------------------------------------
@@ -128,7 +128,7 @@ def test_entry_keeps_numbers_paths_and_entities() -> None:
     line = s.summarize_entry(message)
     for key in ("137", "/etc/billing/config.yaml", "PostgreSQL"):
         assert key in line
-    assert "Hi there" not in line and width(line) <= ENTRY_WIDTH
+    assert "Hi there" not in line and line_width(line) <= ENTRY_WIDTH
 
 
 def test_entry_for_a_user_question_in_chinese() -> None:
@@ -136,7 +136,7 @@ def test_entry_for_a_user_question_in_chinese() -> None:
         "你好！我们明天下午3点在北京保利剧院见面，地址是东城区东直门南大街14号。你能帮我订两张票吗？"
     ))
     assert "保利剧院" in line and "3点" in line
-    assert width(line) <= ENTRY_WIDTH and not line.startswith("你好")
+    assert line_width(line) <= ENTRY_WIDTH and not line.startswith("你好")
 
 
 def test_entry_for_an_assistant_tool_call() -> None:
@@ -155,7 +155,7 @@ def test_entry_for_calls_with_several_and_long_arguments() -> None:
         ToolCallPart("b", "run_tests", json.dumps({"paths": ["tests/a.py", "tests/b.py"]})))
     line = summarize_entry(message)
     assert line.startswith("write_file(path=src/app/models.py, content=<301 lines>)")
-    assert "run_tests([2 items])" in line and width(line) <= ENTRY_WIDTH
+    assert "run_tests([2 items])" in line and line_width(line) <= ENTRY_WIDTH
 
 
 @pytest.mark.parametrize(("content", "is_error", "expected"), [
@@ -190,7 +190,7 @@ def test_every_line_fits_the_width_even_for_huge_messages() -> None:
     for m in (Message.user(huge_en), Message.user(huge_zh), Message.user(one_long),
               Message.tool("c", "y" * 20000), Message.assistant("", call("bash", command=huge_en))):
         line = s.summarize_entry(m)
-        assert 0 < width(line) <= ENTRY_WIDTH
+        assert 0 < line_width(line) <= ENTRY_WIDTH
 
 
 def test_page_lines_and_title() -> None:
@@ -238,7 +238,7 @@ def test_chinese_segmenters() -> None:
         ExtractiveSummarizer(segmenter="words")  # type: ignore[arg-type]
     pytest.importorskip("jieba")
     words = ExtractiveSummarizer(segmenter="jieba").summarize_entry(Message.user(text))
-    assert "保利剧院" in words and width(words) <= ENTRY_WIDTH
+    assert "保利剧院" in words and line_width(words) <= ENTRY_WIDTH
 
 
 # -- summaries within a budget ---------------------------------------------------------------
@@ -448,5 +448,5 @@ def test_any_summary_fits_its_budget(texts: list[str], budget: int) -> None:
 @settings(max_examples=60, deadline=None)
 @given(text=_TEXT)
 def test_any_entry_fits_the_line_and_splitting_loses_nothing(text: str) -> None:
-    assert width(summarize_entry(Message.user(text))) <= ENTRY_WIDTH
+    assert line_width(summarize_entry(Message.user(text))) <= ENTRY_WIDTH
     assert "".join(split_sentences(text)).replace(" ", "") == "".join(text.split())

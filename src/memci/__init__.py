@@ -13,19 +13,28 @@ put aside, and never loses a message::
     payload = session.build(tools=[...]).to_openai()   # the agent's tools with memci's
 
 and the same with ``await`` on :class:`AsyncEngine` / :class:`AsyncSession`.
+
+Everything a public method of these classes returns is importable from here (what a
+build, a search, the working state and long-term memory give back), and so is every
+error memci raises (the tree is drawn in :mod:`memci.errors`).
 """
 
 from memci import messages, tokens
 from memci._async import AsyncEngine, AsyncSession
+from memci._builder import PageInfo
 from memci._session import Session, SessionStats
+from memci._settings import SessionSettings
+from memci._version import __version__
 from memci.context import Context, ContextStats, Segment, ToolSpec
 from memci.engine import Engine
 from memci.errors import (
+    ArtifactNotFoundError,
     BudgetTooSmallError,
     ConfigError,
     InvalidFileError,
     InvalidInputError,
     InvalidMessageError,
+    InvalidStateFileError,
     InvalidTextError,
     InvalidTimestampError,
     InvalidToolArgumentsError,
@@ -40,14 +49,28 @@ from memci.errors import (
     MissingExtraError,
     OrphanToolResultError,
     OwnerConflictError,
+    RollbackConflictError,
     StoreCorruptError,
     StoreError,
     StoreFullError,
     TokenizerUnavailableError,
     ToolNameClashError,
+    UnknownItemError,
     UnknownMessageError,
     UnknownRoleError,
     UnknownSessionError,
+    UnknownToolError,
+    WorkspaceError,
+    WorkspaceLimitError,
+)
+from memci.memory import (
+    Gatherer,
+    Hit,
+    IndexReport,
+    Memory,
+    MemoryItem,
+    RetrievalResult,
+    Retrieved,
 )
 from memci.messages import (
     ImagePart,
@@ -57,11 +80,21 @@ from memci.messages import (
     ToolCallPart,
     ToolResultPart,
 )
-from memci.store import Erasure
-
-__version__ = "0.1.0"
+from memci.store import Erasure, SessionRecord
+from memci.workspace import (
+    TTL,
+    MemoEntry,
+    NoteEntry,
+    Pin,
+    PlanItem,
+    WorkEvent,
+    WorkspaceLimits,
+    WorkState,
+)
 
 __all__ = [
+    "TTL",
+    "ArtifactNotFoundError",
     "AsyncEngine",
     "AsyncSession",
     "BudgetTooSmallError",
@@ -70,10 +103,14 @@ __all__ = [
     "ContextStats",
     "Engine",
     "Erasure",
+    "Gatherer",
+    "Hit",
     "ImagePart",
+    "IndexReport",
     "InvalidFileError",
     "InvalidInputError",
     "InvalidMessageError",
+    "InvalidStateFileError",
     "InvalidTextError",
     "InvalidTimestampError",
     "InvalidToolArgumentsError",
@@ -84,14 +121,26 @@ __all__ = [
     "LLMResponseError",
     "LLMTimeoutError",
     "MemciError",
+    "MemoEntry",
+    "Memory",
+    "MemoryItem",
     "Message",
     "MessageTooLargeError",
     "MissingExtraError",
+    "NoteEntry",
     "OrphanToolResultError",
     "OwnerConflictError",
+    "PageInfo",
+    "Pin",
+    "PlanItem",
     "ReasoningPart",
+    "RetrievalResult",
+    "Retrieved",
+    "RollbackConflictError",
     "Segment",
     "Session",
+    "SessionRecord",
+    "SessionSettings",
     "SessionStats",
     "StoreCorruptError",
     "StoreError",
@@ -102,9 +151,16 @@ __all__ = [
     "ToolNameClashError",
     "ToolResultPart",
     "ToolSpec",
+    "UnknownItemError",
     "UnknownMessageError",
     "UnknownRoleError",
     "UnknownSessionError",
+    "UnknownToolError",
+    "WorkEvent",
+    "WorkState",
+    "WorkspaceError",
+    "WorkspaceLimitError",
+    "WorkspaceLimits",
     "__version__",
     "messages",
     "tokens",

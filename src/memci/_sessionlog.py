@@ -18,7 +18,6 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from memci._text import language_of
 from memci._toolviews import ToolViews
 from memci.context._branches import (
     BRANCH_META,
@@ -27,13 +26,14 @@ from memci.context._branches import (
     cut_fits,
     link_of,
     runs,
-    within,
+    seqs_between,
 )
 from memci.context._log import LogIndex
 from memci.errors import ConfigError
 from memci.memory import Hit
 from memci.messages import Message, ToolCallPart
 from memci.store import SessionRecord, Store
+from memci.text import language_of
 from memci.workspace import Artifact
 
 __all__ = ["SessionLog"]
@@ -240,7 +240,7 @@ class SessionLog:
         if not self.off_branch:
             return self.load_seqs(first, last)
         out: list[Message] = []
-        for a, b in runs(within(self.index, first, last)):
+        for a, b in runs(seqs_between(self.index, first, last)):
             out += [m for m in self.load_seqs(a, b)
                     if m.role == "system" or self.index.page_of_seq(m.seq or 0)]
         return out

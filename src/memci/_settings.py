@@ -27,6 +27,7 @@ from typing import Any, cast
 from memci._models import model_info
 from memci.errors import ConfigError
 from memci.messages import DEFAULT_MAX_BYTES
+from memci.messages._tools import OWN_TOOL_NAMES, OWN_TOOLS
 
 __all__ = [
     "HOST_SETTINGS",
@@ -182,13 +183,10 @@ def _file_roots(name: str, value: object) -> list[str]:
 def _tools(name: str, value: object) -> str | list[str]:
     if value == "auto":
         return "auto"
-    from memci.tools._builtin import FILE_TOOLS, RECALL_PAGE, SEARCH_MEMORY, WORKSPACE_TOOLS
-
-    known = [RECALL_PAGE.spec.name, SEARCH_MEMORY.spec.name, *FILE_TOOLS, *WORKSPACE_TOOLS]
     if isinstance(value, str | bytes) or not isinstance(value, list | tuple) or any(
-            not isinstance(t, str) or t not in known for t in value):
+            not isinstance(t, str) or t not in OWN_TOOL_NAMES for t in value):
         raise ConfigError(f"{name} must be 'auto' or a list of memci tool names "
-                          f"({', '.join(known)}), not {_shown(value)}")
+                          f"({', '.join(OWN_TOOLS)}), not {_shown(value)}")
     return list(value)
 
 

@@ -39,6 +39,8 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from typing import TYPE_CHECKING, Any, Protocol
 
+from memci._version import __version__
+
 if TYPE_CHECKING:
     from opentelemetry.trace import Span, Tracer
 
@@ -90,8 +92,6 @@ def _tracer() -> Tracer | None:
     if isinstance(provider, api.ProxyTracerProvider | api.NoOpTracerProvider):
         tracer = None
     else:
-        from memci import __version__
-
         tracer = provider.get_tracer("memci", __version__)
     _seen = (provider, tracer)
     return tracer

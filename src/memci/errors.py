@@ -22,7 +22,15 @@ raised while storing, nothing has been written: the store is as it was before th
     │   ├── UnknownSessionError
     │   ├── OwnerConflictError       a session written or read as another user than its own
     │   ├── UnknownMessageError      a seq the session does not hold (retract, pop)
-    │   └── InvalidFileError         an import or trace file that cannot be read
+    │   ├── UnknownToolError         a tool name that is not one of memci's own tools
+    │   ├── InvalidFileError         an import or trace file that cannot be read
+    │   │   └── InvalidStateFileError    (also a WorkspaceError, below)
+    │   └── WorkspaceError           a workspace action refused; the message says what to fix
+    │       ├── ArtifactNotFoundError    no artifact with that id
+    │       ├── UnknownItemError         no pin, plan item, note, memo or event with that id
+    │       ├── WorkspaceLimitError      a limit would be passed (count, length)
+    │       ├── RollbackConflictError    a later event changed what the rollback restores
+    │       └── InvalidStateFileError    a context_state.json that cannot be imported
     ├── MissingExtraError            an optional part is not installed; names the pip command
     ├── TokenizerUnavailableError    an exact tokenizer whose encoding is not available offline
     ├── StoreError                   the store cannot be opened, read, migrated or written
@@ -38,11 +46,13 @@ raised while storing, nothing has been written: the store is as it was before th
 from __future__ import annotations
 
 __all__ = [
+    "ArtifactNotFoundError",
     "BudgetTooSmallError",
     "ConfigError",
     "InvalidFileError",
     "InvalidInputError",
     "InvalidMessageError",
+    "InvalidStateFileError",
     "InvalidTextError",
     "InvalidTimestampError",
     "InvalidToolArgumentsError",
@@ -57,14 +67,19 @@ __all__ = [
     "MissingExtraError",
     "OrphanToolResultError",
     "OwnerConflictError",
+    "RollbackConflictError",
     "StoreCorruptError",
     "StoreError",
     "StoreFullError",
     "TokenizerUnavailableError",
     "ToolNameClashError",
+    "UnknownItemError",
     "UnknownMessageError",
     "UnknownRoleError",
     "UnknownSessionError",
+    "UnknownToolError",
+    "WorkspaceError",
+    "WorkspaceLimitError",
 ]
 
 
@@ -146,8 +161,39 @@ class UnknownMessageError(InvalidInputError):
     """A message (by seq) that the session does not hold where one was required."""
 
 
+class UnknownToolError(InvalidInputError):
+    """A tool name that is not one of memci's own tools in this session."""
+
+
 class InvalidFileError(InvalidInputError):
     """A file (trace, export, state) that cannot be read as what it claims to be."""
+
+
+class WorkspaceError(InvalidInputError):
+    """A workspace action was refused; the message says what to fix.
+
+    Every workspace action is one transaction: when one is refused nothing was written.
+    """
+
+
+class ArtifactNotFoundError(WorkspaceError):
+    """No artifact has that id."""
+
+
+class UnknownItemError(WorkspaceError):
+    """No pin, plan item, note, fastmemo entry or event has that id in this session."""
+
+
+class WorkspaceLimitError(WorkspaceError):
+    """The action would pass a limit (how many pins, how long a summary …)."""
+
+
+class RollbackConflictError(WorkspaceError):
+    """A later event changed what the rollback would restore; roll that one back first."""
+
+
+class InvalidStateFileError(WorkspaceError, InvalidFileError):
+    """A ``context_state.json`` of an unknown version or a malformed one."""
 
 
 class MissingExtraError(MemciError, ImportError):

@@ -16,7 +16,6 @@ import pytest
 
 from memci.errors import MissingExtraError
 from memci.memory import get_analyzer
-from memci.memory._text import Analyzer
 from memci.store import (
     ArtifactRows,
     DocStore,
@@ -29,6 +28,7 @@ from memci.store import (
     VectorStore,
     WorkStore,
 )
+from memci.text import Analyzer
 from tests import pg
 
 BACKENDS = ("sqlite", "postgres")

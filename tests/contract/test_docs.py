@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from memci.memory import Chunk
-from memci.memory._text import Analyzer
 from memci.store import DocStore
+from memci.text import Analyzer
 
 ROOT = "/data/project"
 

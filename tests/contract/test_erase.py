@@ -8,7 +8,6 @@ from datetime import UTC, datetime
 import pytest
 
 from memci.errors import UnknownSessionError
-from memci.memory._text import Analyzer
 from memci.messages import Message, ToolCallPart, ToolResultPart
 from memci.store import (
     Blob,
@@ -21,6 +20,7 @@ from memci.store import (
     SearchDoc,
     SessionRecord,
 )
+from memci.text import Analyzer
 from tests.contract.conftest import Store
 
 AT = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)

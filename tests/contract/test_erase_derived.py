@@ -8,7 +8,6 @@ from pathlib import Path
 import pytest
 
 from memci.errors import StoreError
-from memci.memory._text import Analyzer
 from memci.messages import Message
 from memci.store import (
     Blob,
@@ -22,6 +21,7 @@ from memci.store import (
     SessionRecord,
     VectorStore,
 )
+from memci.text import Analyzer
 from tests.contract.conftest import Store
 
 AT = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)

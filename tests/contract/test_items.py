@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from memci.memory._text import Analyzer
 from memci.store import ItemFilter, ItemStore, NewItem, Scope, SessionRecord
+from memci.text import Analyzer
 from tests.contract.conftest import Store
 
 T0 = 1_770_000_000.0

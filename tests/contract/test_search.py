@@ -8,9 +8,9 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from memci.memory import get_analyzer
-from memci.memory._text import Analyzer
 from memci.messages import Message
 from memci.store import MessageSearch, SearchDoc, SearchFilter, SessionRecord
+from memci.text import Analyzer
 from tests.contract.conftest import Store
 
 DAY = datetime(2026, 3, 1, tzinfo=UTC)

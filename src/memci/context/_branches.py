@@ -29,7 +29,7 @@ from memci.errors import InvalidMessageError
 from memci.messages import Message
 
 __all__ = ["BRANCH_META", "Branches", "check_links", "cut_fits", "link_of", "pages_on", "runs",
-           "seq_at", "within"]
+           "seq_at", "seqs_between"]
 
 BRANCH_META = "memci_branch"
 
@@ -146,7 +146,7 @@ def runs(seqs: Sequence[int]) -> Iterator[tuple[int, int]]:
     yield first, last
 
 
-def within(log: LogIndex, first: int, last: int) -> list[int]:
+def seqs_between(log: LogIndex, first: int, last: int) -> list[int]:
     """The seqs of ``log`` with ``first <= seq <= last``."""
     return log.seqs[bisect_left(log.seqs, first):bisect_right(log.seqs, last)]
 

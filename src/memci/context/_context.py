@@ -8,89 +8,16 @@ memci's; their names never repeat.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from memci.messages import Message, to_anthropic, to_openai, to_responses
+from memci.messages import Message, ToolSpec, to_anthropic, to_openai, to_responses
 
 __all__ = ["SEGMENTS", "Context", "ContextStats", "Segment", "ToolSpec"]
 
 SEGMENTS = ("system", "state", "contents", "recent", "retrieval")
 """Segment names, in the order a request holds them."""
-
-
-@dataclass(frozen=True, slots=True)
-class ToolSpec:
-    """A function tool the model may call: name, description, JSON Schema of its arguments.
-
-    memci's own tools, and the agent's (``agent=True``, read by
-    :func:`memci.tools.read_agent_tools` from OpenAI, Anthropic or Responses form). An
-    agent's tool is written back in the form it was given exactly as given (``form`` and
-    ``original``, its JSON text: fields only that provider knows, such as
-    ``cache_control``, stay), and in the other forms from its name, description,
-    parameters and ``strict``.
-    """
-
-    name: str
-    description: str
-    parameters: Mapping[str, Any]
-    strict: bool = False
-    agent: bool = False
-    form: str | None = None
-    original: str | None = field(default=None, repr=False)
-
-    def _as_given(self, form: str) -> dict[str, Any] | None:
-        if self.form != form or self.original is None:
-            return None
-        given: dict[str, Any] = json.loads(self.original)  # a fresh copy every time
-        return given
-
-    def to_openai(self) -> dict[str, Any]:
-        """The tool as an OpenAI Chat Completions ``tools`` entry."""
-        given = self._as_given("openai")
-        if given is not None:
-            return given
-        function: dict[str, Any] = {"name": self.name}
-        if self.description:
-            function["description"] = self.description
-        function["parameters"] = dict(self.parameters)
-        if self.strict:
-            function["strict"] = True
-        return {"type": "function", "function": function}
-
-    def to_anthropic(self) -> dict[str, Any]:
-        """The tool as an Anthropic Messages ``tools`` entry."""
-        given = self._as_given("anthropic")
-        if given is not None:
-            return given
-        out: dict[str, Any] = {"name": self.name}
-        if self.description:
-            out["description"] = self.description
-        out["input_schema"] = dict(self.parameters)
-        if self.strict:
-            out["strict"] = True
-        return out
-
-    def to_responses(self) -> dict[str, Any]:
-        """The tool as an OpenAI Responses ``tools`` entry (a function tool).
-
-        ``strict`` is always sent: the Responses API takes a function as strict unless
-        told otherwise, and a strict schema must list every property as required, which
-        tools with optional arguments (memci's among them) do not.
-        """
-        given = self._as_given("responses")
-        if given is not None:
-            # The SDK's type requires the key; absent, the API reads it as true.
-            given.setdefault("strict", self.strict)
-            return given
-        out: dict[str, Any] = {"type": "function", "name": self.name}
-        if self.description:
-            out["description"] = self.description
-        out["parameters"] = dict(self.parameters)
-        out["strict"] = self.strict
-        return out
 
 
 @dataclass(frozen=True, slots=True)

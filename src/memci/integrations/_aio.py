@@ -19,7 +19,7 @@ import weakref
 from collections.abc import Callable
 from typing import ParamSpec, TypeVar
 
-from memci._session import Session
+from memci import Session
 
 __all__ = ["call", "run"]
 

@@ -16,11 +16,9 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from memci._session import Session
-from memci.context import Context, ToolSpec
-from memci.errors import ConfigError, MissingExtraError
+from memci import Context, Session, ToolSpec
+from memci.errors import ConfigError, MissingExtraError, UnknownToolError
 from memci.messages import Message
-from memci.tools._registry import UnknownToolError
 
 __all__ = [
     "Ledger",

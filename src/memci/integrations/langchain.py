@@ -31,8 +31,7 @@ import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
-from memci._session import Session
-from memci.context import Context, ToolSpec
+from memci import Context, Session, ToolSpec
 from memci.integrations import _aio
 from memci.integrations._common import (
     build_within,

@@ -28,8 +28,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from memci._session import Session
-from memci.context import Context
+from memci import Context, Session
 from memci.errors import ConfigError
 from memci.integrations import _aio
 from memci.integrations._common import missing_extra, split_system

@@ -30,8 +30,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from memci._session import Session
-from memci.context import Context, ToolSpec
+from memci import Context, Session, ToolSpec
 from memci.integrations import _aio
 from memci.integrations._common import (
     Ledger,

@@ -32,8 +32,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from memci._session import Session
-from memci.context import Context
+from memci import Context, Session
 from memci.integrations import _aio
 from memci.integrations._common import (
     build_within,

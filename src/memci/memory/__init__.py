@@ -12,7 +12,6 @@
 Nothing here loads a model or reads the environment at import.
 """
 
-from memci.memory._chunk import Chunk, chunk_file, chunk_markdown, chunk_python
 from memci.memory._docs import DocHit, DocIndex, IndexReport, Progress
 from memci.memory._embed import (
     AsyncOpenAIEmbedder,
@@ -32,8 +31,8 @@ from memci.memory._hit import RRF_K, Hit, fuse, rrf
 from memci.memory._index import DEFAULT_ANALYZER, IndexStats, MessageIndex, message_text
 from memci.memory._items import Level, MemoryItem, MemoryItems, Scope
 from memci.memory._memory import Memory, memory_for, search
-from memci.memory._text import ANALYZERS, get_analyzer
 from memci.memory._time import TimeRange, time_hint
+from memci.text import ANALYZERS, Chunk, chunk_file, chunk_markdown, chunk_python, get_analyzer
 
 __all__ = [
     "ANALYZERS",

@@ -1,7 +1,7 @@
 """The document and code index (seed 003's File and Doc RAG, and Code Index).
 
 :meth:`DocIndex.index_path` walks a file or a folder and indexes text, Markdown and code
-files as chunks (see :mod:`memci.memory._chunk`). It is incremental: a file whose size and
+files as chunks (see :mod:`memci.text._chunk`). It is incremental: a file whose size and
 modification time are unchanged is not read; one whose content hash is unchanged is not
 re-chunked; files gone from the folder are dropped from the index. Each file is indexed
 in one transaction, so an interrupted run leaves every file either old or new.
@@ -24,11 +24,10 @@ from typing import Literal
 
 from memci import _trace
 from memci.errors import InvalidInputError
-from memci.memory._chunk import CODE_SUFFIXES, TEXT_SUFFIXES, chunk_file
 from memci.memory._embed import Embedder, embedder_from_env, speaks
 from memci.memory._hit import fuse
-from memci.memory._text import Analyzer, get_analyzer
 from memci.store import DocStore, Store, VectorStore
+from memci.text import CODE_SUFFIXES, TEXT_SUFFIXES, Analyzer, chunk_file, get_analyzer
 
 __all__ = ["DocHit", "DocIndex", "IndexReport", "Progress"]
 

@@ -43,7 +43,7 @@ from memci.errors import (
     LLMTimeoutError,
     MissingExtraError,
 )
-from memci.memory._text import is_cjk
+from memci.text import has_han_or_kana
 
 __all__ = [
     "ENV_EMBEDDER",
@@ -100,7 +100,7 @@ def languages_of(model: str) -> frozenset[str] | None:
 def speaks(embedder: Embedder, text: str) -> bool:
     """Whether ``embedder`` serves the language of ``text`` (CJK needs ``zh``/``ja``)."""
     languages: frozenset[str] | None = getattr(embedder, "languages", None)
-    if languages is None or not is_cjk(text):
+    if languages is None or not has_han_or_kana(text):
         return True
     return bool(languages & {"zh", "ja", "cjk"})
 

@@ -33,9 +33,9 @@ from typing import Any, Literal
 from memci import _trace
 from memci.memory._embed import Embedder, embedder_from_env, speaks
 from memci.memory._hit import Hit, fuse
-from memci.memory._text import Analyzer, MatchPlan, get_analyzer, is_cjk
 from memci.memory._time import TimeRange, time_hint, without_time
 from memci.messages import Message, TextPart, ToolCallPart, ToolResultPart
+from memci.messages._tools import OWN_TOOL_NAMES
 from memci.store import (
     Candidate,
     MessageSearch,
@@ -45,7 +45,9 @@ from memci.store import (
     Store,
     VectorStore,
 )
-from memci.tools._names import OWN_TOOL_NAMES
+from memci.text import Analyzer, get_analyzer
+from memci.text import MatchQuery as MatchPlan
+from memci.text import has_han_or_kana as is_cjk
 
 __all__ = [
     "DEFAULT_ANALYZER",

@@ -31,7 +31,6 @@ from memci import _trace
 from memci.errors import InvalidInputError
 from memci.memory._embed import Embedder, embedder_from_env, speaks
 from memci.memory._hit import Hit, fuse
-from memci.memory._text import Analyzer, get_analyzer, normalize
 from memci.memory._time import TimeRange, time_hint, without_time
 from memci.messages import Message, TextPart
 from memci.store import (
@@ -45,6 +44,7 @@ from memci.store import (
     Store,
     VectorStore,
 )
+from memci.text import Analyzer, get_analyzer, normalize
 
 __all__ = ["Level", "MemoryItem", "MemoryItems", "Scope"]
 

@@ -29,7 +29,7 @@ from typing import Any
 from memci.errors import LLMError
 from memci.llm import LLMClient
 from memci.messages import Message
-from memci.summarize._text import clean_text, is_cjk_text, shorten, split_sentences
+from memci.text import clean_text, fit_line, is_cjk_text, split_sentences
 
 __all__ = ["KINDS", "EligibilityJudge", "Judgement", "judge", "judge_by_rules"]
 
@@ -226,11 +226,11 @@ def judge_by_rules(text: str, *, kinds: Sequence[str] = KINDS[:-1]) -> Judgement
     facts: list[str] = []
     for k in KINDS:
         for _, sentence in hits.get(k, []):
-            fact = shorten(sentence, _FACT_WIDTH)
+            fact = fit_line(sentence, _FACT_WIDTH)
             if fact not in facts:
                 facts.append(fact)
     reasons = "; ".join(
-        f"{k.replace('_', ' ')}: {label} in {shorten(sentence, 60)!r}"
+        f"{k.replace('_', ' ')}: {label} in {fit_line(sentence, 60)!r}"
         for k in KINDS for label, sentence in hits.get(k, [])[:1]
     )
     return Judgement(True, kind, reasons, facts)

@@ -25,10 +25,10 @@ from memci.memory._embed import Embedder, embedder_from_env
 from memci.memory._hit import Hit, fuse
 from memci.memory._index import DENSE_ADDS, Candidate, MessageIndex, TimeMode
 from memci.memory._items import Level, MemoryItem, MemoryItems, Scope
-from memci.memory._text import Analyzer
 from memci.memory._time import TimeRange, time_hint
 from memci.messages import Message
 from memci.store import SessionRecord, Store
+from memci.text import Analyzer
 
 __all__ = ["Memory", "memory_for", "search"]
 

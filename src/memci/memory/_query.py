@@ -29,21 +29,20 @@ from memci.errors import LLMError
 from memci.llm import LLMClient
 from memci.memory._time import TimeRange, time_hint
 from memci.messages import Message
-from memci.summarize._salience import IDENT_RE, PATH_RE
-from memci.summarize._text import is_cjk_text
+from memci.text import IDENT_RE, PATH_RE, is_cjk_text
 
-__all__ = ["SOURCES", "QueryAnalyzer", "QueryPlan", "analyze_query"]
+__all__ = ["SOURCES", "QueryAnalysis", "QueryAnalyzer", "analyze_query"]
 
 logger = logging.getLogger("memci.memory")
 
-#: Every source a plan can name, in the order a builder consults them.
+#: Every source an analysis can name, in the order a builder consults them.
 SOURCES = ("recent", "history", "documents", "code")
 
 _RECENT_REASON = "the latest turns are always part of the context"
 
 
 @dataclass(frozen=True, slots=True)
-class QueryPlan:
+class QueryAnalysis:
     """Sources to consult (always including ``recent``), why, and the time meant."""
 
     sources: tuple[str, ...]
@@ -52,7 +51,7 @@ class QueryPlan:
     source: str = "rules"
 
     def consults(self, name: str) -> bool:
-        """Whether the plan consults the source ``name``."""
+        """Whether the analysis consults the source ``name``."""
         return name in self.sources
 
     @property
@@ -122,8 +121,8 @@ _JSON_RE = re.compile(r"\{.*\}", re.DOTALL)
 
 def analyze_query(
     text: str, *, now: datetime | None = None, client: LLMClient | None = None
-) -> QueryPlan:
-    """Plan the sources for ``text`` (rules, or ``client`` with the rules as fallback)."""
+) -> QueryAnalysis:
+    """Which sources ``text`` needs (rules, or ``client`` with the rules as fallback)."""
     return QueryAnalyzer(client).analyze(text, now=now)
 
 
@@ -134,8 +133,8 @@ class QueryAnalyzer:
         self.client = client
         self.max_tokens = max_tokens
 
-    def analyze(self, text: str, *, now: datetime | None = None) -> QueryPlan:
-        """Plan the sources for the newest user input ``text``, relative to ``now``."""
+    def analyze(self, text: str, *, now: datetime | None = None) -> QueryAnalysis:
+        """Which sources the newest user input ``text`` needs, relative to ``now``."""
         hint = time_hint(text, now=now) if text.strip() else None
         if self.client is not None and text.strip():
             try:
@@ -144,7 +143,7 @@ class QueryAnalyzer:
                 logger.warning("query analysis by model failed, using rules: %s", exc)
         return analyze_by_rules(text, hint)
 
-    def _ask(self, text: str, hint: TimeRange | None) -> QueryPlan:
+    def _ask(self, text: str, hint: TimeRange | None) -> QueryAnalysis:
         assert self.client is not None
         prompt = _PROMPT + text[:4000]
         if is_cjk_text(text[:2000]):
@@ -168,11 +167,11 @@ class QueryAnalyzer:
         if hint is not None and "history" not in reasons:
             reasons["history"] = f"names a time: {hint.label!r}"
         sources = tuple(name for name in SOURCES if name in reasons)
-        return QueryPlan(sources, MappingProxyType(reasons), hint, "llm")
+        return QueryAnalysis(sources, MappingProxyType(reasons), hint, "llm")
 
 
-def analyze_by_rules(text: str, hint: TimeRange | None = None) -> QueryPlan:
-    """Plan the sources for ``text`` by the rules alone (see the module notes)."""
+def analyze_by_rules(text: str, hint: TimeRange | None = None) -> QueryAnalysis:
+    """Which sources ``text`` needs, by the rules alone (see the module notes)."""
     reasons: dict[str, str] = {"recent": _RECENT_REASON}
     history = _first(_HISTORY, text)
     if history:
@@ -193,7 +192,7 @@ def analyze_by_rules(text: str, hint: TimeRange | None = None) -> QueryPlan:
     if code:
         reasons["code"] = code
     sources = tuple(name for name in SOURCES if name in reasons)
-    return QueryPlan(sources, MappingProxyType(reasons), hint, "rules")
+    return QueryAnalysis(sources, MappingProxyType(reasons), hint, "rules")
 
 
 def _first(rules: list[tuple[str, re.Pattern[str]]], text: str) -> str | None:

@@ -4,7 +4,8 @@
   items of an OpenAI Responses turn make one assistant message), :func:`from_openai`,
   :func:`from_anthropic`;
 - write: :func:`to_openai`, :func:`to_anthropic`, :func:`to_responses`;
-- store and export: :func:`to_wire`, :func:`from_wire`.
+- store and export: :func:`to_wire`, :func:`from_wire`;
+- tools: :class:`ToolSpec`, a function tool in each provider's form.
 """
 
 from memci.messages._model import (
@@ -28,6 +29,7 @@ from memci.messages._parse import (
     validate,
 )
 from memci.messages._responses import to_responses
+from memci.messages._tools import ToolSpec
 from memci.messages._wire import dumps_parts, from_wire, loads_parts, to_wire
 from memci.messages._write import (
     ANTHROPIC_OPENER,
@@ -50,6 +52,7 @@ __all__ = [
     "TextPart",
     "ToolCallPart",
     "ToolResultPart",
+    "ToolSpec",
     "coerce",
     "coerce_many",
     "dumps_parts",

@@ -27,8 +27,8 @@ from memci.errors import (
     TokenizerUnavailableError,
     UnknownMessageError,
     UnknownSessionError,
+    UnknownToolError,
 )
-from memci.tools._registry import UnknownToolError
 
 __all__ = ["ApiError", "classify", "error_body"]
 

@@ -1,7 +1,7 @@
 """What the store keeps of indexed files: one row per file, its chunks and their keyword text.
 
 A file is kept by its path with the modification time, size and SHA-256 it had when it was
-indexed; its chunks (see :mod:`memci.memory._chunk`) keep their kind, title, symbol and
+indexed; its chunks (see :mod:`memci.text._chunk`) keep their kind, title, symbol and
 line range. Keyword text (of the index's analyzer) covers a chunk's text and its title.
 
 Invariants every backend keeps:
@@ -20,8 +20,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
-    from memci.memory._chunk import Chunk
-    from memci.memory._text import Analyzer, MatchPlan
+    from memci.text import Analyzer, Chunk, MatchQuery
 
 __all__ = ["DocChunk", "DocFile", "DocStore"]
 
@@ -84,7 +83,7 @@ class DocStore(Protocol):
         """The chunks still stored, in the order asked."""
         ...
 
-    def keyword(self, plan: MatchPlan, *, kind: str | None, depth: int) -> list[int]:
+    def keyword(self, plan: MatchQuery, *, kind: str | None, depth: int) -> list[int]:
         """Up to ``depth`` chunk ids matching ``plan`` (and its short terms), best first.
 
         ``kind``: ``"doc"`` (Markdown and text), ``"code"``, ``"markdown"``, ``"text"``,

@@ -28,7 +28,7 @@ from memci.errors import InvalidInputError
 from memci.store._records import SessionRecord
 
 if TYPE_CHECKING:
-    from memci.memory._text import Analyzer, MatchPlan
+    from memci.text import Analyzer, MatchQuery
 
 __all__ = ["LEVELS", "ItemFilter", "ItemStore", "Level", "MemoryItem", "NewItem", "Scope"]
 
@@ -199,7 +199,7 @@ class ItemStore(Protocol):
         """The newest revision: grows with every change to items."""
         ...
 
-    def keyword(self, plan: MatchPlan, where: ItemFilter, depth: int) -> list[int]:
+    def keyword(self, plan: MatchQuery, where: ItemFilter, depth: int) -> list[int]:
         """Up to ``depth`` ids passing ``where`` that match ``plan``, best first."""
         ...
 

@@ -21,7 +21,7 @@ from memci.store._search import MessageSearch, VectorStore
 from memci.store._work import WorkStore
 
 if TYPE_CHECKING:
-    from memci.memory._text import Analyzer
+    from memci.text import Analyzer
 
 __all__ = ["Store"]
 

@@ -3,7 +3,7 @@
 The message search index is derived from the log: one entry (a *doc*, numbered in the
 order entries are added) per stored message, with its session, seq, role, page number
 and time (Unix seconds), and the keyword text of its analyzer (see
-:mod:`memci.memory._text`): its own text and the tail of the messages before it. A vector
+:mod:`memci.text._analyzer`): its own text and the tail of the messages before it. A vector
 store keeps one vector per message, item or document chunk and embedder.
 
 Invariants every backend keeps:
@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Protocol
 from memci.messages import Message
 
 if TYPE_CHECKING:
-    from memci.memory._text import Analyzer, MatchPlan
+    from memci.text import Analyzer, MatchQuery
 
 __all__ = [
     "Candidate",
@@ -130,7 +130,7 @@ class MessageSearch(Protocol):
         ...
 
     def keyword(
-        self, plan: MatchPlan, *, k: int, where: SearchFilter, context_weight: float
+        self, plan: MatchQuery, *, k: int, where: SearchFilter, context_weight: float
     ) -> list[Candidate]:
         """The ``k`` best entries for ``plan`` within ``where``, best first.
 

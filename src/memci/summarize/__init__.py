@@ -16,7 +16,6 @@
   extractive stand-in until then, never waiting.
 """
 
-from memci.store.sqlite import JOBS_MIGRATIONS  # the job table's series (SQLite)
 from memci.summarize._budget import fit_sections, fit_tokens, water_fill
 from memci.summarize._default import (
     handoff,
@@ -48,13 +47,12 @@ from memci.summarize._tasks import (
     page_key,
     register_summary_handlers,
 )
-from memci.summarize._text import cjk_share, is_cjk_text, split_sentences
 from memci.summarize._worker import run_worker
+from memci.text import cjk_share, is_cjk_text, split_sentences
 
 __all__ = [
     "ENTRY_WIDTH",
     "HANDOFF",
-    "JOBS_MIGRATIONS",
     "JOB_STATES",
     "SUMMARIZE_PAGE",
     "SUMMARIZE_TEXT",

@@ -17,7 +17,7 @@ from typing import TypeVar
 
 from memci.errors import InvalidInputError
 from memci.summarize._protocol import Summarizer, TokenCounter
-from memci.summarize._text import shorten, width
+from memci.text import fit_line, line_width
 
 __all__ = ["fit_sections", "fit_tokens", "water_fill"]
 
@@ -121,13 +121,13 @@ def fit_tokens(text: str, max_tokens: int, tokenizer: TokenCounter) -> str:
         return ""
     if tokenizer.count(text) <= max_tokens:
         return text
-    low, high = 0.0, width(text)
+    low, high = 0.0, line_width(text)
     best = ""
     for _ in range(24):
         if high - low < 1:
             break
         mid = (low + high) / 2
-        candidate = shorten(text, mid)
+        candidate = fit_line(text, mid)
         if tokenizer.count(candidate) <= max_tokens:
             best, low = candidate, mid
         else:

@@ -29,8 +29,6 @@ from memci.messages import ImagePart, Message, ToolCallPart
 from memci.summarize._budget import fit_sections, fit_tokens, water_fill
 from memci.summarize._protocol import ENTRY_WIDTH, TITLE_WIDTH, TokenCounter
 from memci.summarize._salience import (
-    IDENT_RE,
-    PATH_RE,
     Features,
     Segmenter,
     analyze,
@@ -40,14 +38,16 @@ from memci.summarize._salience import (
     substantive,
     term_frequencies,
 )
-from memci.summarize._text import (
+from memci.text import (
+    IDENT_RE,
+    PATH_RE,
     clean_text,
+    fit_line,
     is_cjk,
     is_cjk_text,
-    shorten,
+    line_width,
     split_clauses,
     split_lines,
-    width,
 )
 from memci.workspace._summary import (
     is_error_line,
@@ -146,15 +146,15 @@ class ExtractiveSummarizer:
         suffix = f" [+{images} image{'s' if images > 1 else ''}]" if images else ""
         if not calls:
             text = self.best_line(
-                message.content, limit - width(suffix), questions=message.role == "user"
+                message.content, limit - line_width(suffix), questions=message.role == "user"
             )
             return (text + suffix).strip()
         call_line = _calls_line(calls, limit)
-        room = limit - width(call_line) - 3
+        room = limit - line_width(call_line) - 3
         if room >= 30 and message.content.strip():
             said = self.best_line(_defiller(message.content), room)
             # A fragment ("Actually…") says less than the call alone.
-            if len(said.rstrip("…").split()) >= 3 or width(said) >= 20:
+            if len(said.rstrip("…").split()) >= 3 or line_width(said) >= 20:
                 return f"{said} → {call_line}"
         return call_line
 
@@ -175,7 +175,7 @@ class ExtractiveSummarizer:
         for message in messages:
             if message.tool_calls:
                 return _calls_line(message.tool_calls, self.title_width)
-        return shorten(self.summarize_entry(messages[0]), self.title_width) if messages else ""
+        return fit_line(self.summarize_entry(messages[0]), self.title_width) if messages else ""
 
     def best_line(
         self, text: str, limit: float, *, questions: bool = False, max_sentences: int = 3
@@ -187,12 +187,12 @@ class ExtractiveSummarizer:
             return ""
         order = sorted(ranked, key=lambda s: (-s.score, s.index))
         best = order[0]
-        if width(best.text) > limit:
+        if line_width(best.text) > limit:
             return compress(best.text, limit)
         chosen = [best]
-        used = width(best.text)
+        used = line_width(best.text)
         for candidate in order[1:max_sentences]:
-            cost = width(candidate.text) + 1
+            cost = line_width(candidate.text) + 1
             if used + cost <= limit and candidate.score >= 0.5 * best.score:
                 chosen.append(candidate)
                 used += cost
@@ -247,7 +247,7 @@ class ExtractiveSummarizer:
             text = s.text
             need = counter.count(text)
             if need + 1 > left:
-                text = fit_tokens(compress(text, width(text) * (left - 1) / need), left - 1,
+                text = fit_tokens(compress(text, line_width(text) * (left - 1) / need), left - 1,
                                   counter)
                 if counter.count(text) < 6:
                     continue  # a fragment this short says nothing
@@ -399,7 +399,7 @@ class ExtractiveSummarizer:
 def compress(sentence: str, limit: float) -> str:
     """``sentence`` cut to ``limit`` columns, keeping its key clauses, then at a word."""
     sentence = sentence.strip()
-    if width(sentence) <= limit:
+    if line_width(sentence) <= limit:
         return sentence
     clauses = split_clauses(sentence)
     if len(clauses) > 1:
@@ -410,7 +410,7 @@ def compress(sentence: str, limit: float) -> str:
         picked: list[int] = []
         used = 1.0  # a closing ellipsis
         for i in ranked:
-            cost = width(clauses[i]) + 2
+            cost = line_width(clauses[i]) + 2
             if used + cost <= limit:
                 picked.append(i)
                 used += cost
@@ -424,11 +424,11 @@ def compress(sentence: str, limit: float) -> str:
             text = _join(out)
             if picked[-1] != len(clauses) - 1:
                 text = text.rstrip(" ,，、;；:：") + "…"
-            if width(text) <= limit:
+            if line_width(text) <= limit:
                 return text
     items = key_items(sentence)
     keep_from = items[0][0] if items else 0
-    return shorten(sentence, limit, keep_from=keep_from)
+    return fit_line(sentence, limit, keep_from=keep_from)
 
 
 def _clause_score(clause: str) -> float:
@@ -454,7 +454,7 @@ def tool_outcome(content: str, limit: float, *, is_error: bool = False) -> str:
     meaningful = [ln for ln in lines if is_meaningful_line(ln)]
     if not meaningful:
         parts.append("no output")
-        return shorten(" · ".join(parts), limit)
+        return fit_line(" · ".join(parts), limit)
     if code is not None:
         status = "failed" if code != 0 else "ok"
     else:
@@ -463,9 +463,9 @@ def tool_outcome(content: str, limit: float, *, is_error: bool = False) -> str:
     if len(lines) > 1:
         parts.append(f"{len(lines)} lines")
     head = " · ".join(parts)
-    room = limit - width(head) - (3 if head else 0)
+    room = limit - line_width(head) - (3 if head else 0)
     if room < 12:
-        return shorten(head, limit)
+        return fit_line(head, limit)
     key = compress(key, room)
     return f"{head} · {key}" if head else key
 
@@ -504,22 +504,22 @@ def _calls_line(calls: Sequence[ToolCallPart], limit: float) -> str:
     """Calls joined by ``; ``; when they do not all fit, each gets a fair share of the line."""
     room = limit - 2 * (len(calls) - 1)
     natural = [_call_text(call, limit) for call in calls]
-    if sum(width(text) for text in natural) <= room:
+    if sum(line_width(text) for text in natural) <= room:
         return "; ".join(natural)
     if room / len(calls) < 16:
         shown = max(1, int(room // 24))
         head = "; ".join(_call_text(c, 22) for c in calls[:shown])
-        return shorten(f"{head}; +{len(calls) - shown} more", limit)
-    shares = water_fill({str(i): int(width(t)) for i, t in enumerate(natural)}, int(room))
-    return shorten("; ".join(
-        text if width(text) <= shares[str(i)] else _call_text(calls[i], shares[str(i)])
+        return fit_line(f"{head}; +{len(calls) - shown} more", limit)
+    shares = water_fill({str(i): int(line_width(t)) for i, t in enumerate(natural)}, int(room))
+    return fit_line("; ".join(
+        text if line_width(text) <= shares[str(i)] else _call_text(calls[i], shares[str(i)])
         for i, text in enumerate(natural)
     ), limit)
 
 
 def _call_text(call: ToolCallPart, limit: float) -> str:
     name = call.name
-    room = limit - width(name) - 2
+    room = limit - line_width(name) - 2
     try:
         args: Any = json.loads(call.arguments) if call.arguments else {}
     except ValueError:
@@ -535,14 +535,14 @@ def _call_text(call: ToolCallPart, limit: float) -> str:
         sized = {k: _size_text(v) for k, v in args.items() if k in _LONG_ARG_NAMES
                  and _is_long(v)}
         natural = {k: sized.get(k) or _value_text(v, room) for k, v in args.items()}
-        used = sum(width(f"{k}={v}, ") for k, v in natural.items())
+        used = sum(line_width(f"{k}={v}, ") for k, v in natural.items())
         if used - 2 > room:
             free = [k for k in args if k not in sized]
-            fixed = sum(width(f"{k}={sized[k]}, ") for k in sized)
+            fixed = sum(line_width(f"{k}={sized[k]}, ") for k in sized)
             each = max(8.0, (room - fixed) / max(1, len(free)))
-            natural = {k: sized.get(k) or _value_text(v, each - width(str(k)) - 3)
+            natural = {k: sized.get(k) or _value_text(v, each - line_width(str(k)) - 3)
                        for k, v in args.items()}
-        inner = shorten(", ".join(f"{k}={v}" for k, v in natural.items()), room)
+        inner = fit_line(", ".join(f"{k}={v}" for k, v in natural.items()), room)
     return f"{name}({inner})"
 
 
@@ -563,13 +563,13 @@ def _value_text(value: Any, room: float) -> str:
         text = lines[0] + (f" …(+{len(lines) - 1} lines)" if len(lines) > 2 else
                            " " + lines[1] if len(lines) == 2 else "")
         items = key_items(lines[0])
-        return shorten(text, room, keep_from=items[0][0] if items else 0)
+        return fit_line(text, room, keep_from=items[0][0] if items else 0)
     if isinstance(value, list):
-        return f"[{len(value)} items]" if len(value) != 1 else shorten(
+        return f"[{len(value)} items]" if len(value) != 1 else fit_line(
             "[" + _value_text(value[0], room - 2) + "]", room)
     if isinstance(value, dict):
-        return shorten("{" + ", ".join(str(k) for k in value) + "}", room)
-    return shorten(json.dumps(value), room)
+        return fit_line("{" + ", ".join(str(k) for k in value) + "}", room)
+    return fit_line(json.dumps(value), room)
 
 
 def _references(messages: Sequence[Message], limit: int = 10) -> list[str]:

@@ -27,7 +27,7 @@ from memci.messages import Message
 from memci.summarize._budget import fit_tokens
 from memci.summarize._extractive import ExtractiveSummarizer, compress
 from memci.summarize._protocol import ENTRY_WIDTH, TITLE_WIDTH, Summarizer, TokenCounter
-from memci.summarize._text import is_cjk_text, shorten
+from memci.text import fit_line, is_cjk_text
 
 __all__ = ["LLMSummarizer", "conversation_language"]
 
@@ -295,7 +295,7 @@ class LLMSummarizer:
                 body = _head(body, min(per, 1500))
             else:
                 body = _head(body, per)
-            calls = "; ".join(f"{c.name}({shorten(c.arguments, 300)})" for c in m.tool_calls)
+            calls = "; ".join(f"{c.name}({fit_line(c.arguments, 300)})" for c in m.tool_calls)
             if calls:
                 body = f"{body}\n(calls {calls})" if body else f"(calls {calls})"
             label = f"[{i}] {m.role}" if numbered else f"[{m.role}]"

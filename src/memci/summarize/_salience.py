@@ -19,6 +19,7 @@ from functools import lru_cache
 from typing import Literal
 
 from memci.errors import ConfigError, MissingExtraError
+from memci.text import CJK_CLASS, IDENT_RE, MAYBE_IDENT_RE, MAYBE_PATH_RE, PATH_RE
 
 __all__ = [
     "Features",
@@ -61,37 +62,8 @@ _STOP_ZH_PAIRS = frozenset(
 )
 
 _WORD_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_'.-]*[A-Za-z0-9_]|[A-Za-z]")
-_CJK_RUN_RE = re.compile(
-    "[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af\U00020000-\U0002ebef]+"
-)
+_CJK_RUN_RE = re.compile(f"[{CJK_CLASS}]+")
 NUMBER_RE = re.compile(r"(?<![A-Za-z_])[-+]?\d+(?:[.,:/-]\d+)*%?")
-_EXTENSIONS = (
-    "py|pyi|js|mjs|cjs|ts|tsx|jsx|go|rs|java|kt|kts|swift|c|h|cc|cpp|cxx|hpp|hh|cs|rb|php|pl|"
-    "sh|bash|zsh|fish|ps1|bat|yaml|yml|json|jsonl|toml|ini|cfg|conf|env|md|rst|txt|csv|tsv|"
-    "sql|html|htm|css|scss|less|xml|lock|log|ipynb|vue|svelte|proto|gradle|tf|dockerfile|"
-    "mk|cmake|r|scala|lua|dart|ex|exs|erl|hs|ml|zig|nim|pdf|docx|xlsx|pptx|png|jpg|jpeg|"
-    "gif|svg|zip|tar|gz|whl|db|sqlite"
-)
-# Possessive quantifiers and look-behinds keep these linear: they run on every sentence.
-PATH_RE = re.compile(
-    r"https?://[^\s<>\"'）)】」]++"
-    r"|[A-Za-z]:\\[^\s<>\"']++"
-    r"|(?<![\w/.~])(?:~|\.{1,2})?+/[\w.@%+~-]++(?:/[\w.@%+~-]*+)*+"
-    r"|(?<![\w.@+~/-])[\w.@+~-]++(?:/[\w.@%+~-]++)++/?"
-    rf"|(?<![\w.-])[\w-]++(?:\.[\w-]+)*?\.(?:{_EXTENSIONS})\b",
-    re.IGNORECASE,
-)
-IDENT_RE = re.compile(
-    r"`[^`\n]{1,80}`"
-    r"|(?<![\w.])[A-Za-z_][A-Za-z0-9_]*+(?:\.[A-Za-z_][A-Za-z0-9_]*+)++\(?"  # dotted, calls
-    r"|(?<![\w.])[A-Za-z0-9]*+_[A-Za-z0-9_]*[A-Za-z][A-Za-z0-9_]*+"  # snake_case
-    r"|(?<![\w.])[a-z]++(?:[A-Z][a-z0-9]*+)++\b"  # lowerCamel
-    r"|(?<![\w.])[A-Z][a-z0-9]++(?:[A-Z][a-z0-9]*+)++\b"  # CamelCase
-    r"|(?<![\w.])\w++\(\)"  # call()
-)
-# Cheap tests that let most sentences skip the two regexes above.
-_MAYBE_PATH_RE = re.compile(r"[/\\]|\.[A-Za-z]")
-_MAYBE_IDENT_RE = re.compile(r"[_(`]|\.[A-Za-z]|[a-z][A-Z]|[A-Z][a-z0-9]+[A-Z]")
 ENTITY_RE = re.compile(
     r"(?<=[\w,;:)] )[A-Z][\w&'-]*[A-Za-z0-9](?: [A-Z][\w&'-]*[A-Za-z0-9])*"  # mid-sentence Caps
     r"|\b[A-Z]{2,}[0-9]*s?\b"  # acronyms
@@ -181,11 +153,11 @@ def analyze(sentence: str, segment: Callable[[str], list[str]] = _bigrams) -> Fe
         for run in _CJK_RUN_RE.findall(sentence):
             terms.extend(segment(run))
     entities = sum(1 for e in ENTITY_RE.findall(sentence) if e not in _NOT_ENTITY)
-    paths = set(PATH_RE.findall(sentence)) if _MAYBE_PATH_RE.search(sentence) else set()
+    paths = set(PATH_RE.findall(sentence)) if MAYBE_PATH_RE.search(sentence) else set()
     # A file name is a path and looks like a dotted name too: count it once.
     idents = (
         {i for i in IDENT_RE.findall(sentence) if i.rstrip("(") not in paths}
-        if _MAYBE_IDENT_RE.search(sentence) else set()
+        if MAYBE_IDENT_RE.search(sentence) else set()
     )
     return Features(
         terms=tuple(terms),

@@ -2,7 +2,7 @@
 
 An agent hands ``session.build(tools=[...])`` its tool definitions in whichever form its
 code already has; :func:`read_agent_tools` reads each into a
-:class:`~memci.context.ToolSpec` (``agent=True``) that the context writes back in every
+:class:`~memci.messages.ToolSpec` (``agent=True``) that the context writes back in every
 form (see ``ToolSpec``), and :func:`check_no_clash` keeps them apart from memci's own.
 
 The forms, told apart by their keys:
@@ -13,7 +13,7 @@ The forms, told apart by their keys:
   "strict"}`` (``strict`` defaults to true there, as the API has it);
 - Anthropic Messages: ``{"name", "description", "input_schema"}`` (``type`` absent or
   ``"custom"``);
-- a :class:`~memci.context.ToolSpec`, or an SDK object of one of these forms (read
+- a :class:`~memci.messages.ToolSpec`, or an SDK object of one of these forms (read
   through its ``model_dump``).
 
 Invariants: everything is checked before a build uses it, and a problem raises
@@ -34,8 +34,8 @@ from collections.abc import Iterable, Mapping
 from typing import Any, cast
 
 from memci import _jsonvalues
-from memci.context import ToolSpec
 from memci.errors import InvalidToolError, ToolNameClashError
+from memci.messages import ToolSpec
 
 __all__ = ["MAX_TOOLS", "check_no_clash", "read_agent_tools", "tool_call_name"]
 

@@ -2,7 +2,7 @@ r"""Tool arguments, checked once for every memci tool against the tool's own sch
 
 Whatever arrives — a dict from Python, JSON text a model wrote, a body from REST or MCP —
 :func:`check_arguments` reads it before any handler runs, so every tool, present and
-future, gets the same checks from its :class:`~memci.context.ToolSpec` alone:
+future, gets the same checks from its :class:`~memci.messages.ToolSpec` alone:
 
 - the arguments are a JSON object; ``None`` and ``""`` mean ``{}``; anything else (``5``,
   a list, JSON text of an array) is refused;

@@ -13,9 +13,8 @@ from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import Any
 
-from memci.context import ToolSpec
 from memci.errors import MemciError
-from memci.messages import parse_timestamp
+from memci.messages import ToolSpec, parse_timestamp
 from memci.tools._files import FILE_TOOL_SPECS, call_file_tool
 from memci.tools._host import ToolHost
 from memci.tools._registry import Tool, ToolArgumentError, int_arg

@@ -32,8 +32,8 @@ from contextlib import closing
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from memci.context import ToolSpec
 from memci.errors import InvalidInputError
+from memci.messages import ToolSpec
 from memci.tools._confine import FileRoots, Refused, Skipped, Target, read_bytes, walk
 from memci.tools._grep import LineMatcher, PatternRefused
 from memci.workspace import Artifact, ToolResult, parse_artifact_ref, parse_tool_arguments

@@ -1,6 +1,6 @@
 """memci's own tools: their schemas (OpenAI and Anthropic) and how they are dispatched.
 
-A :class:`Tool` pairs a :class:`~memci.context.ToolSpec` with a handler that takes the
+A :class:`Tool` pairs a :class:`~memci.messages.ToolSpec` with a handler that takes the
 session and the parsed arguments and returns the text the model will read.
 
 :func:`run_tool` checks the arguments against the tool's schema before the handler runs
@@ -18,18 +18,14 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
-from memci.context import ToolSpec
-from memci.errors import InvalidInputError
+from memci.errors import InvalidInputError, UnknownToolError
+from memci.messages import ToolSpec
 from memci.tools._arguments import MAX_INT, ToolArgumentError, check_arguments
 
 __all__ = ["Tool", "ToolArgumentError", "UnknownToolError", "check_arguments", "int_arg",
            "run_tool"]
 
 S = TypeVar("S")
-
-
-class UnknownToolError(InvalidInputError):
-    """A tool name that is not one of memci's own tools in this session."""
 
 
 @dataclass(frozen=True, slots=True)

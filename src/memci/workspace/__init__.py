@@ -13,7 +13,14 @@
   to a model as tools (pin_*, plan_*, notebook_add).
 """
 
-from memci.store.sqlite import WORKSPACE_MIGRATIONS  # the workspace's series (SQLite)
+from memci.errors import (
+    ArtifactNotFoundError,
+    InvalidStateFileError,
+    RollbackConflictError,
+    UnknownItemError,
+    WorkspaceError,
+    WorkspaceLimitError,
+)
 from memci.workspace._artifacts import (
     ARTIFACT_ID_LENGTH,
     Artifact,
@@ -26,14 +33,6 @@ from memci.workspace._artifacts import (
     slice_lines,
 )
 from memci.workspace._compress import Compressor, extractive_compress
-from memci.workspace._errors import (
-    ArtifactNotFoundError,
-    InvalidStateFileError,
-    RollbackConflictError,
-    UnknownItemError,
-    WorkspaceError,
-    WorkspaceLimitError,
-)
 from memci.workspace._folder import contents_for
 from memci.workspace._items import MemoEntry, NoteEntry, Pin, PlanItem, WorkEvent
 from memci.workspace._limits import (
@@ -79,7 +78,6 @@ __all__ = [
     "STATE_FORMAT",
     "STATE_VERSION",
     "TTL",
-    "WORKSPACE_MIGRATIONS",
     "WORKSPACE_TOOL_SPECS",
     "Artifact",
     "ArtifactFolder",

@@ -51,9 +51,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
-from memci.errors import InvalidTextError, StoreError
+from memci.errors import ArtifactNotFoundError, InvalidTextError, StoreError, WorkspaceError
 from memci.store import Artifact, ArtifactRows, Blob, OutputContents, SessionRecord, Store
-from memci.workspace._errors import ArtifactNotFoundError, WorkspaceError
 from memci.workspace._folder import ArtifactFolder
 from memci.workspace._summary import (
     SUMMARY_LINE_WIDTH,

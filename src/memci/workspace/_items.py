@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from memci.errors import WorkspaceError, WorkspaceLimitError
 from memci.store._work import WorkEvent
-from memci.workspace._errors import WorkspaceError, WorkspaceLimitError
 from memci.workspace._limits import TTL
 
 __all__ = [

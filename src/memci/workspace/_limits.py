@@ -21,8 +21,7 @@ from dataclasses import asdict, dataclass, field, fields
 from types import MappingProxyType
 from typing import Any, TypeAlias
 
-from memci.errors import ConfigError
-from memci.workspace._errors import WorkspaceError
+from memci.errors import ConfigError, WorkspaceError
 
 __all__ = [
     "CHINESE_TITLES",

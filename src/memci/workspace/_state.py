@@ -32,15 +32,15 @@ from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from memci.errors import UnknownSessionError
-from memci.store import SessionRecord, Store, WorkStore
-from memci.workspace._compress import Compressor, extractive_compress
-from memci.workspace._errors import (
+from memci.errors import (
     RollbackConflictError,
     UnknownItemError,
+    UnknownSessionError,
     WorkspaceError,
     WorkspaceLimitError,
 )
+from memci.store import SessionRecord, Store, WorkStore
+from memci.workspace._compress import Compressor, extractive_compress
 from memci.workspace._items import (
     MemoEntry,
     NoteEntry,

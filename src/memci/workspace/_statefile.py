@@ -38,8 +38,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from memci.errors import ConfigError
-from memci.workspace._errors import InvalidStateFileError, WorkspaceError
+from memci.errors import ConfigError, InvalidStateFileError, WorkspaceError
 from memci.workspace._items import check_artifact_ref, check_line, check_pin_source, check_source
 from memci.workspace._limits import WorkspaceLimits, parse_ttl
 

@@ -1,18 +1,18 @@
-"""Small text helpers shared by the workspace: line counts, display width, shortening.
+"""Small text helpers of the workspace: line counts, one-line shortening, times.
 
 Lines are split on newlines only (a lone carriage return of a progress bar does not
-start a line), so line numbers agree between artifacts, ``grep`` and ``file_snippet``. Width
-counts East Asian wide and full-width characters as two columns.
+start a line), so line numbers agree between artifacts, ``grep`` and ``file_snippet``.
+Shortening counts East Asian wide and full-width characters as two columns, as a
+terminal does (:func:`memci.text.width`).
 """
 
 from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from memci._text import is_wide
-from memci._text import width as _width
+from memci.text import is_wide, width
 
-__all__ = ["clip", "count_lines", "format_time", "shorten", "width"]
+__all__ = ["clip", "count_lines", "format_time", "shorten"]
 
 
 def count_lines(text: str) -> int:
@@ -22,17 +22,12 @@ def count_lines(text: str) -> int:
     return text.count("\n") + (0 if text.endswith("\n") else 1)
 
 
-def width(text: str) -> int:
-    """Display columns of ``text`` (wide and full-width characters count two)."""
-    return int(_width(text))
-
-
 def shorten(text: str, columns: int, *, ellipsis: str = "…") -> str:
     """``text`` on one line, cut to at most ``columns`` display columns with ``ellipsis``."""
     text = " ".join(text.split())
     if width(text) <= columns:
         return text
-    room = max(columns - width(ellipsis), 1)
+    room = max(columns - int(width(ellipsis)), 1)
     if text.isascii():
         cut = text[:room]
     else:

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from typing import Any, cast
 
 from memci import _jsonvalues
-from memci.context import ToolSpec
 from memci.errors import InvalidInputError
+from memci.messages import ToolSpec
 from memci.workspace._state import WorkState
 from memci.workspace._text import format_time
 

@@ -17,8 +17,7 @@ from memci.store.postgres._keyword import KeywordTable
 from memci.store.postgres._vectors import forget_vectors
 
 if TYPE_CHECKING:
-    from memci.memory._chunk import Chunk
-    from memci.memory._text import Analyzer, MatchPlan
+    from memci.text import Analyzer, Chunk, MatchQuery
 
 __all__ = ["PostgresDocStore"]
 
@@ -132,7 +131,7 @@ class PostgresDocStore:
                                      r[6], r[7]) for r in rows}
         return [found[i] for i in chunk_ids if i in found]
 
-    def keyword(self, plan: MatchPlan, *, kind: str | None, depth: int) -> list[int]:
+    def keyword(self, plan: MatchQuery, *, kind: str | None, depth: int) -> list[int]:
         """Up to ``depth`` chunk ids matching ``plan`` (BM25; then its short terms)."""
         where, args = _kind(kind)
         found: list[int] = []

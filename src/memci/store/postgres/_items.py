@@ -19,7 +19,7 @@ from memci.store.postgres._keyword import KeywordTable
 from memci.store.postgres._search import session_names
 
 if TYPE_CHECKING:
-    from memci.memory._text import Analyzer, MatchPlan
+    from memci.text import Analyzer, MatchQuery
 
 __all__ = ["PostgresItemStore"]
 
@@ -203,7 +203,7 @@ class PostgresItemStore:
             row = db.execute("SELECT COALESCE(MAX(rev), 0) FROM memory_items").fetchone()
         return int(row[0]) if row else 0
 
-    def keyword(self, plan: MatchPlan, where: ItemFilter, depth: int) -> list[int]:
+    def keyword(self, plan: MatchQuery, where: ItemFilter, depth: int) -> list[int]:
         """Up to ``depth`` ids passing ``where`` that match ``plan`` (BM25), best first.
 
         A plan with only terms too short for the index matches them by scanning

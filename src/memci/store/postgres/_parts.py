@@ -18,7 +18,6 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 from memci.store.postgres._db import Database
 
 if TYPE_CHECKING:
-    from memci.memory._text import Analyzer
     from memci.store.postgres._artifacts import PostgresArtifactRows, PostgresOutputContents
     from memci.store.postgres._docs import PostgresDocStore
     from memci.store.postgres._erase import PostgresEraser
@@ -28,6 +27,7 @@ if TYPE_CHECKING:
     from memci.store.postgres._search import PostgresMessageSearch
     from memci.store.postgres._vectors import PostgresVectorStore
     from memci.store.postgres._work import PostgresWorkStore
+    from memci.text import Analyzer
 
 __all__ = ["PostgresParts"]
 

@@ -22,7 +22,7 @@ from memci.store.postgres._db import Connection, Database
 from memci.store.postgres._keyword import KeywordTable
 
 if TYPE_CHECKING:
-    from memci.memory._text import Analyzer, MatchPlan
+    from memci.text import Analyzer, MatchQuery
 
 __all__ = ["PostgresMessageSearch", "session_names"]
 
@@ -172,7 +172,7 @@ class PostgresMessageSearch:
     # -- searching -----------------------------------------------------------------------
 
     def keyword(
-        self, plan: MatchPlan, *, k: int, where: SearchFilter, context_weight: float
+        self, plan: MatchQuery, *, k: int, where: SearchFilter, context_weight: float
     ) -> list[Candidate]:
         """The ``k`` best entries for ``plan`` within ``where`` by BM25, best first.
 

@@ -582,7 +582,6 @@ class PostgresStore(PostgresParts):
 
 
 if TYPE_CHECKING:
-    from memci.memory._text import Analyzer
     from memci.store import (
         ArtifactRows,
         ContextStore,
@@ -596,6 +595,7 @@ if TYPE_CHECKING:
         VectorStore,
         WorkStore,
     )
+    from memci.text import Analyzer
 
     def _implements(
         store: PostgresStore, analyzer: Analyzer

@@ -1,6 +1,6 @@
 """Keyword terms cut the way FTS5 cuts them, for a backend that has no FTS5.
 
-memci's analyzers (:mod:`memci.memory._text`) prepare text for an FTS5 tokenizer named by
+memci's analyzers (:mod:`memci.text._analyzer`) prepare text for an FTS5 tokenizer named by
 their ``tokenize`` option; PostgreSQL stores the resulting terms in a ``tsvector``. This
 module is that tokenizer in Python, so both backends index (and query) the same terms:
 

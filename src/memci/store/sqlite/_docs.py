@@ -18,8 +18,7 @@ from memci.store.sqlite._migrations_memory import MEMORY_MIGRATIONS
 from memci.store.sqlite._vectors import forget_vectors
 
 if TYPE_CHECKING:
-    from memci.memory._chunk import Chunk
-    from memci.memory._text import Analyzer, MatchPlan
+    from memci.text import Analyzer, Chunk, MatchQuery
 
 __all__ = ["SQLiteDocStore"]
 
@@ -138,7 +137,7 @@ class SQLiteDocStore:
                                         row[4], row[5], row[6], row[7]))
         return out
 
-    def keyword(self, plan: MatchPlan, *, kind: str | None, depth: int) -> list[int]:
+    def keyword(self, plan: MatchQuery, *, kind: str | None, depth: int) -> list[int]:
         """Up to ``depth`` chunk ids matching ``plan`` (BM25; then its short terms)."""
         where, args = _kind(kind)
         t = self.table

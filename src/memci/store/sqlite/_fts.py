@@ -23,7 +23,7 @@ import sqlite3
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from memci.memory._text import Analyzer
+    from memci.text import Analyzer
 
 __all__ = [
     "FTS_COLUMNS",

@@ -21,7 +21,7 @@ from memci.store.sqlite._migrations_memory import MEMORY_MIGRATIONS
 from memci.store.sqlite._search import session_names
 
 if TYPE_CHECKING:
-    from memci.memory._text import Analyzer, MatchPlan
+    from memci.text import Analyzer, MatchQuery
 
 __all__ = ["SQLiteItemStore"]
 
@@ -206,7 +206,7 @@ class SQLiteItemStore:
             return int(db.execute("SELECT COALESCE(MAX(rev), 0) FROM memory_items"
                                   ).fetchone()[0])
 
-    def keyword(self, plan: MatchPlan, where: ItemFilter, depth: int) -> list[int]:
+    def keyword(self, plan: MatchQuery, where: ItemFilter, depth: int) -> list[int]:
         """Up to ``depth`` ids passing ``where`` that match ``plan`` (BM25), best first.
 
         A plan with only terms too short for the index matches them by scanning

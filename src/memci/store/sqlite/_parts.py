@@ -20,7 +20,6 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 from memci.store.sqlite._db import Database
 
 if TYPE_CHECKING:
-    from memci.memory._text import Analyzer
     from memci.store.sqlite._artifacts import SQLiteArtifactRows
     from memci.store.sqlite._docs import SQLiteDocStore
     from memci.store.sqlite._erase import SQLiteEraser
@@ -30,6 +29,7 @@ if TYPE_CHECKING:
     from memci.store.sqlite._search import SQLiteMessageSearch
     from memci.store.sqlite._vectors import SQLiteVectorStore
     from memci.store.sqlite._work import SQLiteWorkStore
+    from memci.text import Analyzer
 
 __all__ = ["StoreParts"]
 

@@ -25,7 +25,8 @@ from memci.store.sqlite._fts import ensure_fts, fts_name
 from memci.store.sqlite._migrations_memory import MEMORY_MIGRATIONS
 
 if TYPE_CHECKING:
-    from memci.memory._text import Analyzer, MatchPlan
+    from memci.text import Analyzer
+    from memci.text import MatchQuery as MatchPlan
 
 __all__ = ["SQLiteMessageSearch", "session_names"]
 

@@ -620,7 +620,6 @@ def _now() -> datetime:
     return datetime.now(UTC)
 
 if TYPE_CHECKING:
-    from memci.memory._text import Analyzer
     from memci.store import (
         ArtifactRows,
         ContextStore,
@@ -634,6 +633,7 @@ if TYPE_CHECKING:
         VectorStore,
         WorkStore,
     )
+    from memci.text import Analyzer
 
     def _implements(
         store: SQLiteStore, analyzer: Analyzer

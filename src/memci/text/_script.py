@@ -1,27 +1,36 @@
-"""What every part of memci needs to know about a text's script: CJK or not, and its width.
+"""What every part of memci needs to know about a text's script: CJK or not, and how much.
 
-One definition of "CJK" (ideographs, kana, hangul) and of display width serves the
-summarizers, the workspace's one-line views, the session's language and the token
-estimate's callers. Wide characters (CJK and full-width forms) take ``wide`` columns.
+One definition of "CJK" (ideographs, kana, hangul) serves the summarizers, the sentence
+splitter, the session's language and the embedders' language check. The names keep one
+meaning each: :func:`is_cjk` asks about one character, :func:`has_cjk` whether a text holds
+any, :func:`cjk_share` how much of it is CJK and :func:`is_cjk_text` whether that is most.
+
+The keyword analyzers cut a narrower set into terms, :data:`HAN_KANA_CLASS` (kana and the
+ideographs of the Basic Multilingual Plane): hangul separates its words by spaces, so it
+is left to the word tokenizer; :func:`has_han_or_kana` asks about that set.
 """
 
 from __future__ import annotations
 
 import re
-import unicodedata
 from collections.abc import Iterable
 
-__all__ = ["CJK_CLASS", "cjk_share", "has_cjk", "is_cjk", "is_cjk_text", "is_wide",
-           "language_of", "width"]
+__all__ = ["CJK_CLASS", "HAN_KANA_CLASS", "cjk_share", "has_cjk", "has_han_or_kana", "is_cjk",
+           "is_cjk_text", "language_of"]
 
-#: A regex character class of CJK ideographs, kana and hangul.
-CJK_CLASS = (
+#: A regex character class of kana and the ideographs of the Basic Multilingual Plane.
+HAN_KANA_CLASS = (
     "\u3040-\u30ff"  # kana
     "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"  # CJK ideographs
-    "\uac00-\ud7af"  # hangul
-    "\U00020000-\U0002ebef"
+)
+#: A regex character class of CJK ideographs, kana and hangul.
+CJK_CLASS = (
+    HAN_KANA_CLASS
+    + "\uac00-\ud7af"  # hangul
+    + "\U00020000-\U0002ebef"  # ideographs of the supplementary planes
 )
 _CJK_RE = re.compile(f"[{CJK_CLASS}]")
+_HAN_KANA_RE = re.compile(f"[{HAN_KANA_CLASS}]")
 _LATIN_WORD_RE = re.compile(r"[A-Za-z][A-Za-z'-]*")
 
 
@@ -33,6 +42,11 @@ def is_cjk(char: str) -> bool:
 def has_cjk(text: str) -> bool:
     """Whether ``text`` holds any CJK character."""
     return _CJK_RE.search(text) is not None
+
+
+def has_han_or_kana(text: str) -> bool:
+    """Whether ``text`` holds any character of :data:`HAN_KANA_CLASS` (Chinese or Japanese)."""
+    return _HAN_KANA_RE.search(text) is not None
 
 
 def cjk_share(text: str) -> float:
@@ -58,15 +72,3 @@ def language_of(texts: Iterable[str]) -> str:
     sample = "".join(texts)[:2000]
     cjk = len(_CJK_RE.findall(sample))
     return "zh" if sample and cjk / len(sample) > 0.15 else "en"
-
-
-def is_wide(char: str) -> bool:
-    """Whether ``char`` takes two columns on a terminal (East Asian wide or full-width)."""
-    return char >= "\u1100" and unicodedata.east_asian_width(char) in ("W", "F")
-
-
-def width(text: str, wide: float = 2.0) -> float:
-    """Columns of ``text``: 1 per character, ``wide`` per wide (CJK, full-width) one."""
-    if text.isascii():
-        return len(text)
-    return len(text) + sum(1 for ch in text if is_wide(ch)) * (wide - 1)

@@ -22,7 +22,7 @@ Analyzers (chosen by measurement, see ``docs/benchmarks-retrieval.md``):
   the rest as ``bigram``.
 - ``trigram``: FTS5's ``trigram`` tokenizer over the raw text (substring matching); terms
   shorter than three characters cannot be searched through the index and are matched with
-  ``LIKE`` instead (see :attr:`MatchPlan.short_terms`).
+  ``LIKE`` instead (see :attr:`MatchQuery.short_terms`).
 """
 
 from __future__ import annotations
@@ -36,25 +36,23 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from memci.errors import ConfigError, MissingExtraError
+from memci.text._script import HAN_KANA_CLASS, has_han_or_kana
 
 __all__ = [
     "ANALYZERS",
     "Analyzer",
     "BigramAnalyzer",
     "JiebaAnalyzer",
-    "MatchPlan",
+    "MatchQuery",
     "TrigramAnalyzer",
-    "estimate_tokens",
     "get_analyzer",
-    "is_cjk",
     "normalize",
 ]
 
 # Han (incl. extension A and compatibility), kana. Hangul is left to unicode61: Korean
 # separates words by spaces.
-_CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
+_CJK = HAN_KANA_CLASS
 _CJK_RUN = re.compile(f"[{_CJK}]+")
-_CJK_CHAR = re.compile(f"[{_CJK}]")
 # A word of the non-CJK part: letters and digits with inner apostrophes, or an identifier
 # joined by ``_ . - / :`` ("get_weather", "memci.store", "v1.2"), searched as a phrase.
 _WORD = re.compile(rf"[^\W{_CJK}_]+(?:(?:['’]|[_./:-]+)[^\W{_CJK}_]+)*")
@@ -87,11 +85,6 @@ CHINESE_STOPWORDS = frozenset("""
 """.split())
 
 
-def is_cjk(text: str) -> bool:
-    """Whether ``text`` holds any Chinese or Japanese character."""
-    return _CJK_CHAR.search(text) is not None
-
-
 def normalize(text: str) -> str:
     """Text folded for comparing: NFKC, lower case, whitespace collapsed, edges trimmed.
 
@@ -102,18 +95,12 @@ def normalize(text: str) -> str:
     return folded.strip(" .。!！?？,，;；:：")
 
 
-def estimate_tokens(text: str) -> int:
-    """Estimate tokens quickly, for chunking: one per CJK character, one per ~4 other chars."""
-    cjk = len(_CJK_CHAR.findall(text))
-    return cjk + (len(text) - cjk + 3) // 4
-
-
 def _quote(term: str) -> str:
     return '"' + term.replace('"', '""') + '"'
 
 
 @dataclass(frozen=True, slots=True)
-class MatchPlan:
+class MatchQuery:
     """A query ready for FTS5: the ``MATCH`` expression and terms only ``LIKE`` can match.
 
     ``match`` is None when no term can go through the index; ``short_terms`` are the terms
@@ -140,7 +127,7 @@ class Analyzer(Protocol):
         """Return the text to store in the FTS5 column for ``text``."""
         ...
 
-    def query(self, text: str) -> MatchPlan:
+    def query(self, text: str) -> MatchQuery:
         """Return the FTS5 query for a user's ``text``; never a syntax error."""
         ...
 
@@ -211,7 +198,7 @@ class BigramAnalyzer:
         """Each CJK run is replaced by its bigrams separated by spaces."""
         return _CJK_RUN.sub(lambda m: " " + " ".join(_bigrams(m.group(0))) + " ", text)
 
-    def query(self, text: str) -> MatchPlan:
+    def query(self, text: str) -> MatchQuery:
         """English words minus stopwords; CJK bigrams of the content segments."""
         terms: list[str] = list(_english_terms(_non_cjk(text)))
         for run in _CJK_RUN.findall(text):
@@ -220,9 +207,9 @@ class BigramAnalyzer:
                 terms.extend(grams)
         unique = _unique(terms)
         if not unique:
-            return MatchPlan(None, ())
-        parts = [_quote(t) + ("*" if len(t) == 1 and is_cjk(t) else "") for t in unique]
-        return MatchPlan(" OR ".join(parts), unique)
+            return MatchQuery(None, ())
+        parts = [_quote(t) + ("*" if len(t) == 1 and has_han_or_kana(t) else "") for t in unique]
+        return MatchQuery(" OR ".join(parts), unique)
 
 
 class JiebaAnalyzer:
@@ -260,7 +247,7 @@ class JiebaAnalyzer:
             lambda m: " " + " ".join(self._words(m.group(0), search=True)) + " ", text
         )
 
-    def query(self, text: str) -> MatchPlan:
+    def query(self, text: str) -> MatchQuery:
         """English words minus stopwords; jieba words of CJK runs minus stopwords."""
         terms: list[str] = list(_english_terms(_non_cjk(text)))
         for run in _CJK_RUN.findall(text):
@@ -271,8 +258,8 @@ class JiebaAnalyzer:
                     terms.append(word)
         unique = _unique(terms)
         if not unique:
-            return MatchPlan(None, ())
-        return MatchPlan(" OR ".join(_quote(t) for t in unique), unique)
+            return MatchQuery(None, ())
+        return MatchQuery(" OR ".join(_quote(t) for t in unique), unique)
 
 
 class TrigramAnalyzer:
@@ -285,7 +272,7 @@ class TrigramAnalyzer:
         """Return the text as it is."""
         return text
 
-    def query(self, text: str) -> MatchPlan:
+    def query(self, text: str) -> MatchQuery:
         """English words (three or more characters) and CJK content segments.
 
         A CJK segment longer than three characters is searched as its overlapping
@@ -303,7 +290,7 @@ class TrigramAnalyzer:
                     terms.extend(segment[i:i + 3] for i in range(len(segment) - 2))
         unique, few = _unique(terms), _unique(short)
         match = " OR ".join(_quote(t) for t in unique) if unique else None
-        return MatchPlan(match, unique + few, few)
+        return MatchQuery(match, unique + few, few)
 
 
 ANALYZERS: tuple[str, ...] = ("bigram", "jieba", "trigram")

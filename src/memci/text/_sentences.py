@@ -1,4 +1,4 @@
-"""Text primitives shared by every summarizer: CJK detection, sentence splitting, widths.
+"""Sentences, clauses and cleanup: how memci cuts text into the units it summarizes.
 
 Invariants:
 
@@ -10,8 +10,6 @@ Invariants:
 - a line break ends a sentence when the line reads as one (it ends with punctuation, the
   next starts a list item, either is code, or the text is CJK); hard-wrapped prose is
   joined back;
-- :func:`width` counts a CJK character as 2.5 columns, so a line of 100 columns holds
-  100 Latin characters or 40 Chinese ones;
 - everything here is pure, deterministic and linear in the text's length.
 """
 
@@ -20,24 +18,14 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from memci._text import cjk_share, has_cjk, is_cjk, is_cjk_text, is_wide
-from memci._text import width as _width
+from memci.text._script import has_cjk, is_cjk
 
 __all__ = [
-    "CJK_WIDTH",
-    "cjk_share",
     "clean_text",
-    "is_cjk",
-    "is_cjk_text",
-    "shorten",
     "split_clauses",
     "split_lines",
     "split_sentences",
-    "width",
 ]
-
-#: Columns one CJK character takes in a line limit.
-CJK_WIDTH = 2.5
 
 
 # Sentence ends: Chinese ends (always), ellipses, and ASCII runs of . ! ?, each with the
@@ -62,11 +50,6 @@ _JOINING_WORDS = frozenset(
     "a an the of to in on at for with and or but by from as that which is are was were".split()
 )
 _LINE_END_PUNCT = frozenset(".!?:;。！？；：…")
-
-
-def width(text: str) -> float:
-    """Display columns of ``text``: 1 per character, :data:`CJK_WIDTH` per wide one."""
-    return _width(text, CJK_WIDTH)
 
 
 def clean_text(text: str) -> str:
@@ -211,7 +194,7 @@ def _word_before(unit: str, s: int, sentence_start: int) -> str:
     return unit[i:s]
 
 
-# -- clauses and shortening -------------------------------------------------------------
+# -- clauses -----------------------------------------------------------------------------
 
 _CLAUSE_RE = re.compile(r"(?<=[,，、;；:：])\s*|\s+(?:—|–|-{2})\s+|\s+-\s+")
 
@@ -220,39 +203,3 @@ def split_clauses(sentence: str) -> list[str]:
     """Split a sentence at commas, semicolons, colons and dashes (English and Chinese)."""
     parts = [p.strip() for p in _CLAUSE_RE.split(sentence)]
     return [p for p in parts if p]
-
-
-def shorten(text: str, limit: float, *, keep_from: int = 0) -> str:
-    """Cut ``text`` to at most ``limit`` columns, at a word boundary, ending in ``…``.
-
-    ``keep_from`` is an index of something worth keeping (a number, a path): when it lies
-    past the cut, the window starts shortly before it and opens with ``…``.
-    """
-    text = text.strip()
-    if width(text) <= limit:
-        return text
-    if limit < 2:
-        return ""
-    if keep_from > 0 and width(text[:keep_from]) > limit * 0.6:
-        start = max(0, keep_from - 12)
-        space = text.rfind(" ", 0, keep_from)
-        if space >= start:
-            start = space + 1
-        return "…" + shorten(text[start:], limit - 1)
-    budget = limit - 1  # the ellipsis
-    cut = _cut_index(text, budget)
-    head = text[:cut]
-    if cut < len(text) and not is_cjk(text[cut - 1 : cut] or " ") and text[cut] != " ":
-        space = head.rfind(" ")
-        if space > len(head) * 0.5:
-            head = head[:space]
-    return head.rstrip(" ,，、;；:：-") + "…"
-
-
-def _cut_index(text: str, budget: float) -> int:
-    used = 0.0
-    for i, char in enumerate(text):
-        used += CJK_WIDTH if is_wide(char) else 1.0
-        if used > budget:
-            return i
-    return len(text)
