@@ -1,7 +1,8 @@
 """Engine: the store and the sessions in it; the public entry point of memci.
 
 ``Engine.open()`` opens a store; ``engine.session(name)`` gets or creates a
-:class:`~memci.Session` (one object per session per engine, shared by threads).
+:class:`~memci.Session` (one object per session per engine while in use, shared by threads;
+only the most recently used idle ones are kept, see :mod:`memci._sessioncache`).
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import threading
+import weakref
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
@@ -16,6 +18,7 @@ from typing import Any
 
 from memci._deleting import Deleter
 from memci._session import EXPORT_FORMAT, Session, SessionStats, every_tool
+from memci._sessioncache import SessionCache
 from memci._settings import HostLimits, resolve_settings
 from memci.context import ToolSpec
 from memci.errors import (
@@ -139,8 +142,10 @@ class Engine:
             count = summary_workers() if workers is None else workers
             if count:
                 self.jobs.start_workers(count)
-        self._sessions: dict[tuple[str, str], Session] = {}
-        self._limits: dict[tuple[str, str], HostLimits | None] = {}
+        # The same object per session while in use; a bounded few idle ones kept warm.
+        self._sessions: SessionCache[tuple[str, str], Session] = SessionCache()
+        self._limits: weakref.WeakKeyDictionary[Session, HostLimits | None] = (
+            weakref.WeakKeyDictionary())
         self._lock = threading.Lock()
         #: The operator's limits per tenant (``memci serve`` sets them): file roots and
         #: message size of every session of a tenant are cut down to them (see
@@ -213,9 +218,9 @@ class Engine:
             if existing is not None and (saved is None or saved.id != existing.record.id):
                 # Deleted (by another process): this name now starts a new session.
                 existing = None
-                del self._sessions[key]
+                self._sessions.pop(key)
             if (existing is not None and not settings and user in (None, existing.user)
-                    and self._limits.get(key) == limits):
+                    and self._limits.get(existing) == limits):
                 if agent is not None:
                     existing._use_agent_tools(existing._read_tools(agent))
                 return existing
@@ -229,13 +234,13 @@ class Engine:
                 specs = read_agent_tools(agent, max_bytes=resolved.max_message_bytes)
                 check_no_clash(specs, every_tool(resolved))
             record = self.store.ensure_session(tenant, name, user, chosen)
-            self._limits[key] = limits
             if existing is not None:
                 existing._reconfigure(record, resolved)
                 session = existing
             else:
                 session = Session(self, record, resolved)
-                self._sessions[key] = session
+                self._sessions.put(key, session)
+            self._limits[session] = limits
             if specs is not None:
                 session._use_agent_tools(specs)
             return session
@@ -261,9 +266,9 @@ class Engine:
         _check_name("session name", name)
         _check_name("tenant", tenant)
         actor = _actor(actor)
-        with self._holding(lambda key: key == (tenant, name)):
+        with self._holding(lambda key, _: key == (tenant, name)):
             erasure = self.deleter.delete_session(tenant, name, actor=actor, scrub=scrub)
-            self._sessions.pop((tenant, name), None)
+            self._sessions.pop((tenant, name))
         return erasure
 
     def erase_user(self, user: str, *, tenant: str = "default", actor: str = "local") -> Erasure:
@@ -279,11 +284,10 @@ class Engine:
         _check_name("tenant", tenant)
         actor = _actor(actor)
         ids = {s.id for s in self.deleter.store.eraser.user_sessions(tenant, user)}
-        with self._holding(lambda key: key[0] == tenant and self._sessions[key].record.id
-                           in ids):
+        with self._holding(lambda key, session: key[0] == tenant and session.record.id in ids):
             erasure, _ = self.deleter.erase_user(tenant, user, actor=actor)
             for key in [k for k, s in self._sessions.items() if s.record.id in ids]:
-                del self._sessions[key]
+                self._sessions.pop(key)
         return erasure
 
     def erasures(self, tenant: str | None = None, *, limit: int = 100) -> list[Erasure]:
@@ -306,13 +310,15 @@ class Engine:
         return self.store.eraser.scrub()
 
     @contextmanager
-    def _holding(self, wanted: Callable[[tuple[str, str]], bool]) -> Iterator[None]:
+    def _holding(
+        self, wanted: Callable[[tuple[str, str], Session], bool]
+    ) -> Iterator[None]:
         """Hold the engine's lock and the locks of its open sessions ``wanted`` picks.
 
         So no thread of this engine adds to or builds a session while it is deleted.
         """
         with self._lock, ExitStack() as stack:
-            chosen = sorted((s for k, s in self._sessions.items() if wanted(k)),
+            chosen = sorted((s for k, s in self._sessions.items() if wanted(k, s)),
                             key=lambda s: s.record.id)
             for session in chosen:
                 stack.enter_context(session._lock)
