@@ -18,7 +18,13 @@ command's ``--tenant``, the API key over HTTP), see :class:`Caller`.
 
 Blocking store work runs in worker threads, never on the event loop; tool calls in their
 own few (:mod:`memci.server._threads`), so a long grep never holds up the other requests.
-Bad input is a tool error (``isError``) whose text says what to fix; nothing is stored then.
+
+Every call is checked against what ``tools/list`` declares, as the MCP specification
+(2025-11-25) says: a tool the session does not list is a protocol error (JSON-RPC
+``-32602``, invalid params); arguments that break the tool's declared input schema (types,
+ranges, unknown properties: JSON Schema 2020-12, what the schema says and nothing more) are
+a tool error (``isError``) whose text says what to fix, so a model can correct itself. So
+is any other bad input; nothing is stored then, and no bad input reaches a handler raw.
 """
 
 from __future__ import annotations
@@ -32,9 +38,12 @@ from typing import Any
 import anyio
 import anyio.to_thread
 import mcp_types as types
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import best_match
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
+from mcp.shared.exceptions import MCPError
 
 import memci
 from memci._session import Session
@@ -76,6 +85,7 @@ _SESSION_ARG: dict[str, Any] = {
     "type": "string", "minLength": 1, "maxLength": 200,
     "description": "The memci session to work in (default: the connection's session, "
                    f"else {DEFAULT_SESSION!r}). Made on first use."}
+_SESSION_ONLY: dict[str, Any] = {"type": "object", "properties": {"session": _SESSION_ARG}}
 
 _ADD = types.Tool(
     name="add",
@@ -85,7 +95,8 @@ _ADD = types.Tool(
         "messages": {"type": "array", "items": {"type": "object"},
                      "description": "Messages, e.g. {\"role\": \"user\", \"content\": \"hi\"}."},
         "role": {"type": "string", "enum": ["system", "user", "assistant"]},
-        "content": {"type": "string"}}},
+        "content": {"type": "string"}},
+        "additionalProperties": False},
 )
 _BUILD = types.Tool(
     name="build",
@@ -93,7 +104,7 @@ _BUILD = types.Tool(
                 "payload and its token figures, as JSON.",
     input_schema={"type": "object", "properties": {
         "format": {"type": "string", "enum": ["openai", "anthropic"], "default": "openai"},
-        "budget": {"type": "integer", "minimum": 1,
+        "budget": {"type": "integer", "minimum": 1, "maximum": 2**40,
                    "description": "Token budget (default: the session's)."},
         "recipe": {"type": "string", "enum": ["auto", "chat", "tool_loop"]}},
         "additionalProperties": False},
@@ -102,7 +113,8 @@ _SEARCH = types.Tool(
     name="search",
     description="Search the session's memory for what was said or found before.",
     input_schema={"type": "object", "properties": {
-        "query": {"type": "string"}, "k": {"type": "integer", "minimum": 1, "maximum": 100}},
+        "query": {"type": "string", "minLength": 1, "maxLength": 4000},
+        "k": {"type": "integer", "minimum": 1, "maximum": 100}},
         "required": ["query"], "additionalProperties": False},
 )
 
@@ -168,22 +180,34 @@ def _run(session: Session, name: str, args: Mapping[str, Any]) -> types.CallTool
         return _text(_build(session, args))
     if name == "search":
         return _text(_search(session, args))
-    if name not in {s.name for s in session.tool_specs(every=True)}:
-        return _text(f"error: {name!r} is not one of memci's tools in session "
-                     f"{session.name!r}", error=True)
     result = session.call_tool(name, dict(args))
     return _text(result, error=result.startswith("error:"))
 
 
-def _session_name(args: dict[str, Any], default: str) -> str:
-    """The ``session`` argument of a call (taken out of ``args``), else ``default``."""
-    named = args.pop("session", None)
-    if named is None:
-        return default
-    if not isinstance(named, str) or not named or len(named) > 200:
-        raise InvalidInputError("'session' must be a session name: a non-empty string "
-                                "(≤ 200 chars)")
-    return named
+def _invalid(name: str, problem: str) -> types.CallToolResult:
+    return _text(f"error: invalid arguments for {name}: {problem}", error=True)
+
+
+def _listed(session: Session, name: str) -> types.Tool:
+    """The tool ``name`` as ``tools/list`` declares it; else JSON-RPC invalid params."""
+    tools = _tool_list(session)
+    for tool in tools:
+        if tool.name == name:
+            return tool
+    shown = name if len(name) <= 60 else name[:57] + "..."
+    raise MCPError(code=types.INVALID_PARAMS,
+                   message=f"Unknown tool: {shown!r}; the tools of session {session.name!r} "
+                           f"are {', '.join(t.name for t in tools)}")
+
+
+def _schema_problem(schema: Mapping[str, Any], arguments: Mapping[str, Any]) -> str | None:
+    """What in ``arguments`` breaks the JSON ``schema`` (None: nothing)."""
+    error = best_match(Draft202012Validator(schema).iter_errors(arguments))
+    if error is None:
+        return None
+    where = ".".join(str(p) for p in error.absolute_path) or "arguments"
+    message = error.message if len(error.message) <= 200 else error.message[:197] + "..."
+    return f"{where}: {message}"
 
 
 def build_server(
@@ -203,7 +227,15 @@ def build_server(
 
     def call(caller: Caller, name: str, arguments: dict[str, Any]) -> types.CallToolResult:
         try:
-            target = open_session(caller, _session_name(arguments, caller.session))
+            # The session first: the tools (and so the schema) are the session's.
+            problem = _schema_problem(_SESSION_ONLY, arguments)
+            if problem is not None:
+                return _invalid(name, problem)
+            target = open_session(caller, arguments.pop("session", caller.session))
+            problem = _schema_problem(_listed(target, name).input_schema,
+                                      {**arguments, "session": target.name})
+            if problem is not None:
+                return _invalid(name, problem)
             return _run(target, name, arguments)
         except MemciError as exc:
             return _text(f"error: {type(exc).__name__}: {exc}", error=True)
