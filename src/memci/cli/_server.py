@@ -69,6 +69,18 @@ _MESSAGE_BYTES_HELP = "Largest message a session accepts, in bytes (requests may
               help="Seconds to wait for the upstream model (default 120).")
 @click.option("--max-tool-rounds", type=click.IntRange(1, 64), default=None,
               help="Rounds of memci's own tools the proxy runs per request (default 8).")
+@click.option("--mcp-sessions-per-key", type=click.IntRange(min=1), default=None,
+              help="MCP sessions (Mcp-Session-Id) one API key may hold open at /mcp; at the "
+                   "cap its least recently used idle one is ended, else 429 (default 64).")
+@click.option("--mcp-sessions-per-tenant", type=click.IntRange(min=1), default=None,
+              help="MCP sessions all keys of one tenant may hold open (default 256).")
+@click.option("--mcp-sessions", type=click.IntRange(min=1), default=None,
+              help="MCP sessions the server holds open in all; bounds their memory (default "
+                   "2048).")
+@click.option("--mcp-idle-timeout", "mcp_idle_seconds", type=click.FloatRange(min=1),
+              default=None,
+              help="Seconds an MCP session may go without a request before it ends (default "
+                   "1800).")
 @click.option("--log-level", type=click.Choice(["critical", "error", "warning", "info",
                                                 "debug"]), default="warning",
               show_default=True, help="uvicorn's log level.")
@@ -78,7 +90,9 @@ def serve_command(
     max_message_bytes: int | None,
     upstream_base_url: str | None, upstream_api_key: str | None,
     upstream_anthropic_base_url: str | None, upstream_anthropic_api_key: str | None,
-    upstream_timeout: float | None, max_tool_rounds: int | None, log_level: str,
+    upstream_timeout: float | None, max_tool_rounds: int | None,
+    mcp_sessions_per_key: int | None, mcp_sessions_per_tenant: int | None,
+    mcp_sessions: int | None, mcp_idle_seconds: float | None, log_level: str,
 ) -> None:
     """Serve the REST API and the OpenAI- and Anthropic-compatible proxies over HTTP.
 
@@ -100,7 +114,9 @@ def serve_command(
         upstream_api_key=upstream_api_key,
         upstream_anthropic_base_url=upstream_anthropic_base_url,
         upstream_anthropic_api_key=upstream_anthropic_api_key, upstream_timeout=upstream_timeout,
-        max_tool_rounds=max_tool_rounds)
+        max_tool_rounds=max_tool_rounds, mcp_sessions_per_key=mcp_sessions_per_key,
+        mcp_sessions_per_tenant=mcp_sessions_per_tenant, mcp_sessions=mcp_sessions,
+        mcp_idle_seconds=mcp_idle_seconds)
     serve(db, host=host, port=port, config=config, log_level=log_level,
           synchronous=synchronous.upper(), artifacts_dir=artifacts_dir)
 

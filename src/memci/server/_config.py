@@ -38,7 +38,9 @@ class ServerConfig:
     server only its own user can reach); ``max_tool_rounds`` bounds how many times the
     proxy runs memci's own tools before the model must answer. ``file_roots`` (absolute
     directories; none by default) and ``max_message_bytes`` are what every tenant without
-    a key policy of its own may reach.
+    a key policy of its own may reach. ``mcp_sessions_per_key``, ``mcp_sessions_per_tenant``
+    and ``mcp_sessions`` cap the MCP sessions open over HTTP, which end after
+    ``mcp_idle_seconds`` without a request (see :mod:`memci.server._mcp_sessions`).
     """
 
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
@@ -52,6 +54,10 @@ class ServerConfig:
     max_tool_rounds: int = 8
     file_roots: tuple[str, ...] = ()
     max_message_bytes: int = DEFAULT_MAX_BYTES
+    mcp_sessions_per_key: int = 64
+    mcp_sessions_per_tenant: int = 256
+    mcp_sessions: int = 2048
+    mcp_idle_seconds: float = 1800.0
 
     def __post_init__(self) -> None:
         check_setting("file_roots", list(self.file_roots))
@@ -67,6 +73,12 @@ class ServerConfig:
                 f"max_tool_rounds must be between 1 and 64, not {self.max_tool_rounds}")
         if self.upstream_timeout <= 0:
             raise ConfigError(f"upstream_timeout must be positive, not {self.upstream_timeout}")
+        for name in ("mcp_sessions_per_key", "mcp_sessions_per_tenant", "mcp_sessions"):
+            if getattr(self, name) < 1:
+                raise ConfigError(f"{name} must be at least 1, not {getattr(self, name)}")
+        if not 0 < self.mcp_idle_seconds < float("inf"):
+            raise ConfigError(f"mcp_idle_seconds must be a positive number of seconds, not "
+                              f"{self.mcp_idle_seconds}")
 
     @classmethod
     def resolve(
