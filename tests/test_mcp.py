@@ -97,6 +97,7 @@ def test_mcp_search_tool(tmp_path: Path) -> None:
         ("search", {"query": "cat name", "k": 3}))
     assert "search" in names
     assert "Mochi" in _text(found) and not found.is_error  # type: ignore[union-attr]
+    assert json.loads(_text(found))["next_offset"] is None  # all hits fit in one page
 
 
 _WRONG = {"integer": "abc", "number": "abc", "string": 12345, "boolean": "yes",

@@ -48,6 +48,10 @@ _MESSAGE_BYTES_HELP = "Largest message a session accepts, in bytes (requests may
 @click.option("--max-body-bytes", type=click.IntRange(min=1024), default=None,
               help="Largest request body accepted; larger ones get 413 (default 16 MiB, "
                    "or $MEMCI_SERVER_MAX_BODY_BYTES).")
+@click.option("--max-response-bytes", type=click.IntRange(min=65536), default=None,
+              help="Byte budget of one page of a listing (messages, sessions, search hits): "
+                   "a page stops before it and says where to continue; one item larger "
+                   "comes alone (default 4 MiB).")
 @click.option("--file-root", "file_roots", multiple=True, type=_ROOT,
               help=_FILE_ROOT_HELP + " The default of every tenant whose keys have no policy "
                                      "(default: none, or $MEMCI_SERVER_FILE_ROOTS).")
@@ -86,7 +90,8 @@ _MESSAGE_BYTES_HELP = "Largest message a session accepts, in bytes (requests may
               show_default=True, help="uvicorn's log level.")
 def serve_command(
     host: str, port: int, db: str | None, synchronous: str, no_auth: bool,
-    artifacts_dir: str | None, max_body_bytes: int | None, file_roots: tuple[str, ...],
+    artifacts_dir: str | None, max_body_bytes: int | None, max_response_bytes: int | None,
+    file_roots: tuple[str, ...],
     max_message_bytes: int | None,
     upstream_base_url: str | None, upstream_api_key: str | None,
     upstream_anthropic_base_url: str | None, upstream_anthropic_api_key: str | None,
@@ -109,7 +114,8 @@ def serve_command(
     if no_auth and host not in _LOOPBACK:
         raise ConfigError(f"--no-auth is allowed only on a loopback host, not {host!r}")
     config = ServerConfig.resolve(
-        auth=not no_auth, max_body_bytes=max_body_bytes, upstream_base_url=upstream_base_url,
+        auth=not no_auth, max_body_bytes=max_body_bytes, max_response_bytes=max_response_bytes,
+        upstream_base_url=upstream_base_url,
         file_roots=file_roots or None, max_message_bytes=max_message_bytes,
         upstream_api_key=upstream_api_key,
         upstream_anthropic_base_url=upstream_anthropic_base_url,

@@ -6,7 +6,8 @@ Built on the official MCP SDK's low-level server, so the tool list follows the s
 - ``add`` — store messages (``messages``: a list in OpenAI or Anthropic format, or one
   ``role`` and ``content``); answers the stored seqs;
 - ``build`` — the context to send now (``format``, ``budget``, ``recipe``), as JSON;
-- ``search`` — search the session's memory (``query``, ``k``);
+- ``search`` — search the session's memory (``query``, ``k``, ``offset``): the hits within
+  the server's byte budget, and ``next_offset`` where the rest start (:mod:`._pages`);
 - every tool of ``session.tools()`` (``recall_page``, pins, plan, ``artifact_get`` …),
   run with ``session.call_tool``.
 
@@ -49,8 +50,9 @@ import memci
 from memci._session import Session
 from memci.engine import Engine
 from memci.errors import InvalidInputError, MemciError
-from memci.server._config import DEFAULT_MCP_SESSION
-from memci.server._json import hit_json, jsonable
+from memci.server._config import DEFAULT_MAX_RESPONSE_BYTES, DEFAULT_MCP_SESSION
+from memci.server._json import jsonable
+from memci.server._pages import hits_page, page_json
 from memci.server._threads import ToolThreads
 
 __all__ = [
@@ -114,7 +116,9 @@ _SEARCH = types.Tool(
     description="Search the session's memory for what was said or found before.",
     input_schema={"type": "object", "properties": {
         "query": {"type": "string", "minLength": 1, "maxLength": 4000},
-        "k": {"type": "integer", "minimum": 1, "maximum": 100}},
+        "k": {"type": "integer", "minimum": 1, "maximum": 100},
+        "offset": {"type": "integer", "minimum": 0, "maximum": 99,
+                   "description": "Skip this many of the best hits (a next_offset)."}},
         "required": ["query"], "additionalProperties": False},
 )
 
@@ -149,12 +153,14 @@ def _build(session: Session, args: Mapping[str, Any]) -> str:
                       ensure_ascii=False)
 
 
-def _search(session: Session, args: Mapping[str, Any]) -> str:
+def _search(session: Session, args: Mapping[str, Any], budget: int) -> str:
     query = args.get("query")
     if not isinstance(query, str) or not query.strip():
         raise InvalidInputError("'query' must be a non-empty string")
-    hits = session.search(query, k=int(args.get("k", 10)))
-    return json.dumps({"hits": [hit_json(h) for h in hits]}, ensure_ascii=False)
+    offset = int(args.get("offset", 0))
+    hits = session.search(query, k=min(offset + int(args.get("k", 10)), 100))
+    page, next_offset = hits_page(hits, offset=offset, budget=budget)
+    return page_json({}, "hits", page, {"next_offset": next_offset}).decode("utf-8")
 
 
 def _with_session(tool: types.Tool) -> types.Tool:
@@ -173,13 +179,14 @@ def _tool_list(session: Session) -> list[types.Tool]:
     return [_with_session(t) for t in tools]
 
 
-def _run(session: Session, name: str, args: Mapping[str, Any]) -> types.CallToolResult:
+def _run(session: Session, name: str, args: Mapping[str, Any],
+         budget: int) -> types.CallToolResult:
     if name == "add":
         return _text(_add(session, args))
     if name == "build":
         return _text(_build(session, args))
     if name == "search":
-        return _text(_search(session, args))
+        return _text(_search(session, args, budget))
     result = session.call_tool(name, dict(args))
     return _text(result, error=result.startswith("error:"))
 
@@ -211,14 +218,16 @@ def _schema_problem(schema: Mapping[str, Any], arguments: Mapping[str, Any]) -> 
 
 
 def build_server(
-    open_session: OpenSession, caller_of: CallerOf, *, instructions: str
+    open_session: OpenSession, caller_of: CallerOf, *, instructions: str,
+    max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
 ) -> Server[Any]:
     """An MCP server whose calls go to the session each call names.
 
     ``caller_of(ctx)`` says who calls (tenant, the connection's session, user);
     ``open_session(caller, name)`` gets or makes session ``name`` for that caller. Both
     run in worker threads; a caller never reaches a tenant other than its own, since
-    ``open_session`` is given only the caller's.
+    ``open_session`` is given only the caller's. ``max_response_bytes`` is the byte
+    budget of a page of search hits.
     """
     tool_threads = ToolThreads()
 
@@ -236,7 +245,7 @@ def build_server(
                                       {**arguments, "session": target.name})
             if problem is not None:
                 return _invalid(name, problem)
-            return _run(target, name, arguments)
+            return _run(target, name, arguments, max_response_bytes)
         except MemciError as exc:
             return _text(f"error: {type(exc).__name__}: {exc}", error=True)
 

@@ -163,7 +163,8 @@ class McpEndpoint:
             instructions="memci keeps conversations: add messages, build the context to "
                          "send, search what was said. Every tool takes an optional "
                          "'session' (default: this connection's X-Memci-Session, else "
-                         f"{DEFAULT_SESSION!r}).")
+                         f"{DEFAULT_SESSION!r}).",
+            max_response_bytes=config.max_response_bytes)
         self._manager: StreamableHTTPSessionManager | None = None
 
     @asynccontextmanager
