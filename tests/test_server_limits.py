@@ -12,14 +12,19 @@ from __future__ import annotations
 import gc
 import json
 import re
+import resource
+import socket
+import time
 import tracemalloc
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 pytest.importorskip("fastapi", reason="needs memci[server]")
 
+import httpx
 from fastapi.testclient import TestClient
 
 import memci
@@ -28,7 +33,7 @@ from memci._sessioncache import WARM_SESSIONS
 from memci.memory._index import _SESSIONS_KEPT
 from memci.server import KeyStore, ServerConfig, create_app
 
-from .test_server import auth
+from .test_server import ServeProcess, auth
 
 
 @pytest.fixture
@@ -189,3 +194,125 @@ def test_answers_to_writes_stay_within_the_budget_and_keep_every_seq(
     assert [m["seq"] for m in stored] == [1, 2, 3, 4, 5, 6]
     assert stored[0]["metadata"]["blob"] and stored[-1] == {"seq": 6, "role": "assistant",
                                                              "omitted": True}
+
+
+# -- slow clients and connection caps (a real memci serve) ---------------------------------
+
+
+def _address(url: str) -> tuple[str, int]:
+    host, port = url.removeprefix("http://").rsplit(":", 1)
+    return host, int(port)
+
+
+def _slow_sockets(url: str, count: int, opening: bytes) -> list[socket.socket]:
+    """``count`` connections that send ``opening`` and then nothing more."""
+    held = []
+    for _ in range(count):
+        sock = socket.create_connection(_address(url), timeout=30)
+        held.append(sock)
+        try:
+            sock.sendall(opening)
+        except OSError:  # already closed by the server to make room: as a client sees it
+            pass
+    return held
+
+
+def _closed_by_server(sock: socket.socket) -> bytes:
+    """What the server sent before it closed ``sock`` (waits up to 60 s for the close)."""
+    sock.settimeout(60)
+    received = b""
+    try:
+        while chunk := sock.recv(4096):
+            received += chunk
+    except ConnectionResetError:
+        pass
+    return received
+
+
+@pytest.fixture
+def many_files() -> None:
+    """Let this process hold 1,500 sockets (skip where the hard limit forbids it)."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft < 1500:
+        if hard != resource.RLIM_INFINITY and hard < 1500:
+            pytest.skip(f"the open-file limit ({hard}) is below 1,500")
+        resource.setrlimit(resource.RLIMIT_NOFILE, (1500, hard))
+
+
+@pytest.mark.slow
+@pytest.mark.usefixtures("many_files")
+def test_slow_sockets_do_not_keep_out_the_health_check_or_an_add(tmp_path: Path) -> None:
+    db = tmp_path / "slow.db"
+    with memci.Engine.open(db, workers=0) as engine:
+        key = KeyStore(engine.store).create("acme")[1]
+    # a common default of `ulimit -n`: 1,100 slow sockets used to take every descriptor
+    with ServeProcess(db, open_files=1024) as server:
+        held = _slow_sockets(server.url, 1100, b"GET /healthz HTTP/1.1\r\nHost: x\r\n")
+        try:
+            with httpx.Client(base_url=server.url, timeout=30) as http:
+                assert http.get("/healthz").json()["status"] == "ok"
+                r = http.post("/v1/sessions/s/messages", headers=auth(key),
+                              json={"role": "user", "content": "still here"})
+                assert r.status_code == 200, r.text
+        finally:
+            for sock in held:
+                sock.close()
+    with memci.Engine.open(db, workers=0) as engine:
+        assert [m.content for m in engine.session("s", tenant="acme").messages()] == [
+            "still here"]
+
+
+@pytest.mark.slow
+def test_headers_and_bodies_that_do_not_arrive_in_time_are_cut_off(tmp_path: Path) -> None:
+    db = tmp_path / "timeouts.db"
+    with ServeProcess(db, "--no-auth", "--header-timeout", "1", "--body-timeout", "1") as server:
+        (headers,) = _slow_sockets(server.url, 1, b"GET /healthz HTTP/1.1\r\nHost: x\r\n")
+        (body,) = _slow_sockets(server.url, 1, (
+            b"POST /v1/sessions/cut/messages HTTP/1.1\r\nHost: x\r\n"
+            b"Content-Type: application/json\r\nContent-Length: 1000\r\n\r\n{\"role\": "))
+        with headers, body:
+            assert _closed_by_server(headers) == b""
+            assert _closed_by_server(body) == b""
+        with httpx.Client(base_url=server.url, timeout=30) as http:
+            assert http.get("/healthz").status_code == 200
+            assert http.get("/v1/sessions/cut").status_code == 404  # nothing stored
+        # a body that keeps arriving, if slowly, is not cut off
+        with socket.create_connection(_address(server.url), timeout=30) as steady:
+            message = b'{"role": "user", "content": "' + b"x" * 2000 + b'"}'
+            steady.sendall(b"POST /v1/sessions/steady/messages HTTP/1.1\r\nHost: x\r\n"
+                           b"Content-Type: application/json\r\nConnection: close\r\n"
+                           b"Content-Length: " + str(len(message)).encode() + b"\r\n\r\n")
+            for start in range(0, len(message), 500):
+                steady.sendall(message[start:start + 500])
+                time.sleep(0.2)
+            assert _closed_by_server(steady).startswith(b"HTTP/1.1 200")
+
+
+@pytest.mark.slow
+def test_a_client_address_at_its_cap_of_busy_connections_is_told_so(tmp_path: Path) -> None:
+    db = tmp_path / "cap.db"
+    with ServeProcess(db, "--no-auth", "--max-connections-per-client", "3",
+                      "--body-timeout", "120") as server:
+        # idle connections make room for a newcomer
+        idle = _slow_sockets(server.url, 3, b"")
+        with httpx.Client(base_url=server.url, timeout=30) as http:
+            assert http.get("/healthz").status_code == 200
+        for sock in idle:
+            sock.close()
+        # connections in the middle of a request (a body on its way) are not closed
+        busy = _slow_sockets(server.url, 3, (
+            b"POST /v1/sessions/b/messages HTTP/1.1\r\nHost: x\r\n"
+            b"Content-Type: application/json\r\nContent-Length: 100\r\n\r\n{"))
+        try:
+            time.sleep(0.5)  # the server has read their headers
+            (late,) = _slow_sockets(server.url, 1, b"")
+            with late:
+                answer = _closed_by_server(late)
+            assert answer.startswith(b"HTTP/1.1 503"), answer
+            assert json.loads(answer.split(b"\r\n\r\n", 1)[1])["error"]["code"] == (
+                "too_many_connections")
+        finally:
+            for sock in busy:
+                sock.close()
+        with httpx.Client(base_url=server.url, timeout=30) as http:
+            assert http.get("/healthz").status_code == 200

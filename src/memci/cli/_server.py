@@ -73,6 +73,20 @@ _MESSAGE_BYTES_HELP = "Largest message a session accepts, in bytes (requests may
               help="Seconds to wait for the upstream model (default 120).")
 @click.option("--max-tool-rounds", type=click.IntRange(1, 64), default=None,
               help="Rounds of memci's own tools the proxy runs per request (default 8).")
+@click.option("--header-timeout", type=click.FloatRange(min=0.1), default=None,
+              help="Seconds a client has to send a request's line and headers, from "
+                   "connecting or from the previous answer; then it is disconnected "
+                   "(default 10).")
+@click.option("--body-timeout", type=click.FloatRange(min=0.1), default=None,
+              help="Seconds a client has to send a request's body after its headers, one "
+                   "more for every 64 KiB that arrives; then it is disconnected (default 30).")
+@click.option("--max-connections-per-client", type=click.IntRange(min=1), default=None,
+              help="Connections one client address may hold; at the cap its connection "
+                   "idle the longest is closed, else the new one gets 503 (default 128; "
+                   "behind a proxy every client has the proxy's address).")
+@click.option("--max-connections", type=click.IntRange(min=1), default=None,
+              help="Connections the server holds in all (default: 256 below the "
+                   "open-file limit, at most 10000).")
 @click.option("--mcp-sessions-per-key", type=click.IntRange(min=1), default=None,
               help="MCP sessions (Mcp-Session-Id) one API key may hold open at /mcp; at the "
                    "cap its least recently used idle one is ended, else 429 (default 64).")
@@ -96,6 +110,8 @@ def serve_command(
     upstream_base_url: str | None, upstream_api_key: str | None,
     upstream_anthropic_base_url: str | None, upstream_anthropic_api_key: str | None,
     upstream_timeout: float | None, max_tool_rounds: int | None,
+    header_timeout: float | None, body_timeout: float | None,
+    max_connections_per_client: int | None, max_connections: int | None,
     mcp_sessions_per_key: int | None, mcp_sessions_per_tenant: int | None,
     mcp_sessions: int | None, mcp_idle_seconds: float | None, log_level: str,
 ) -> None:
@@ -120,7 +136,9 @@ def serve_command(
         upstream_api_key=upstream_api_key,
         upstream_anthropic_base_url=upstream_anthropic_base_url,
         upstream_anthropic_api_key=upstream_anthropic_api_key, upstream_timeout=upstream_timeout,
-        max_tool_rounds=max_tool_rounds, mcp_sessions_per_key=mcp_sessions_per_key,
+        max_tool_rounds=max_tool_rounds, header_timeout=header_timeout,
+        body_timeout=body_timeout, max_connections_per_client=max_connections_per_client,
+        max_connections=max_connections, mcp_sessions_per_key=mcp_sessions_per_key,
         mcp_sessions_per_tenant=mcp_sessions_per_tenant, mcp_sessions=mcp_sessions,
         mcp_idle_seconds=mcp_idle_seconds)
     serve(db, host=host, port=port, config=config, log_level=log_level,

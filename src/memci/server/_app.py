@@ -38,6 +38,7 @@ from fastapi.responses import JSONResponse, Response
 from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBearer
 from pydantic import TypeAdapter, ValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.requests import ClientDisconnect
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 from starlette.types import Message as ASGIMessage
@@ -346,6 +347,12 @@ def create_app(
         # Logged by the server (the exception is re-raised after this answer); the client
         # learns nothing of the internals.
         return _error(ApiError(500, "internal_error", "internal server error"))
+
+    @app.exception_handler(ClientDisconnect)
+    async def _gone(_: Request, exc: ClientDisconnect) -> JSONResponse:
+        # The client left, or its body timed out (memci serve closed the connection):
+        # nobody reads this answer; it only keeps the log free of a traceback.
+        return _error(ApiError(408, "request_timeout", "the request body did not arrive"))
 
     @app.exception_handler(RequestValidationError)
     async def _invalid(_: Request, exc: RequestValidationError) -> JSONResponse:

@@ -40,7 +40,10 @@ class ServerConfig:
     proxy runs memci's own tools before the model must answer. ``file_roots`` (absolute
     directories; none by default) and ``max_message_bytes`` are what every tenant without
     a key policy of its own may reach. ``max_response_bytes`` is the byte budget of a page
-    of listed things (see :mod:`memci.server._pages`). ``mcp_sessions_per_key``,
+    of listed things (see :mod:`memci.server._pages`). ``header_timeout``, ``body_timeout``,
+    ``max_connections_per_client`` and ``max_connections`` (None: from the process's
+    file-descriptor limit) guard against slow clients (:mod:`memci.server._connections`).
+    ``mcp_sessions_per_key``,
     ``mcp_sessions_per_tenant`` and ``mcp_sessions`` cap the MCP sessions open over HTTP,
     which end after ``mcp_idle_seconds`` without a request (see
     :mod:`memci.server._mcp_sessions`).
@@ -58,6 +61,10 @@ class ServerConfig:
     file_roots: tuple[str, ...] = ()
     max_message_bytes: int = DEFAULT_MAX_BYTES
     max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES
+    header_timeout: float = 10.0
+    body_timeout: float = 30.0
+    max_connections_per_client: int = 128
+    max_connections: int | None = None
     mcp_sessions_per_key: int = 64
     mcp_sessions_per_tenant: int = 256
     mcp_sessions: int = 2048
@@ -80,7 +87,14 @@ class ServerConfig:
                 f"max_tool_rounds must be between 1 and 64, not {self.max_tool_rounds}")
         if self.upstream_timeout <= 0:
             raise ConfigError(f"upstream_timeout must be positive, not {self.upstream_timeout}")
-        for name in ("mcp_sessions_per_key", "mcp_sessions_per_tenant", "mcp_sessions"):
+        for name in ("header_timeout", "body_timeout"):
+            if not 0 < getattr(self, name) < float("inf"):
+                raise ConfigError(f"{name} must be a positive number of seconds, not "
+                                  f"{getattr(self, name)}")
+        if self.max_connections is not None and self.max_connections < 1:
+            raise ConfigError(f"max_connections must be at least 1, not {self.max_connections}")
+        for name in ("max_connections_per_client", "mcp_sessions_per_key",
+                     "mcp_sessions_per_tenant", "mcp_sessions"):
             if getattr(self, name) < 1:
                 raise ConfigError(f"{name} must be at least 1, not {getattr(self, name)}")
         if not 0 < self.mcp_idle_seconds < float("inf"):
