@@ -23,7 +23,7 @@ PROVIDED_BY = {
     "click": "core", "rich": "core", "httpx": "core", "anyio": "core", "re2": "core",
     "tiktoken": "tiktoken", "jieba": "jieba",
     "fastapi": "server", "starlette": "server", "pydantic": "server", "uvicorn": "server",
-    "mcp": "mcp", "mcp_types": "mcp", "sqlite_vec": "vectors", "pysqlite3": "vectors",
+    "h11": "server", "mcp": "mcp", "mcp_types": "mcp", "jsonschema": "mcp", "sqlite_vec": "vectors", "pysqlite3": "vectors",
     "psycopg": "postgres", "psycopg_pool": "postgres",
     "opentelemetry": "otel",
     "agents": "openai-agents", "openai": "openai-agents",
