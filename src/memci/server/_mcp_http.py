@@ -277,8 +277,9 @@ class _Served:
             if session is not None:
                 sessions.leave(session)
         ended = answer.status == 404 or (scope["method"] == "DELETE" and answer.status == 200)
-        if session_id is not None and ended:
-            sessions.closed(session_id)
+        # Only its own key's answer says a session ended: another key's id is 404 as well.
+        if session is not None and session.key == self.digest and ended:
+            sessions.closed(session.id)
 
     async def watched(self, scope: Scope, receive: Receive, answer: _Answer) -> None:
         """The SDK answers; with a key, it is checked again while the answer lasts."""
