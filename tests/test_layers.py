@@ -42,7 +42,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("build", ("context", "budget", "recipes", "_settings", "_sessionlog", "_toolviews",
                "_services", "_deleting", "_builder")),
     ("tools", ("tools",)),
-    ("session", ("_session", "engine", "_async", "memci")),
+    ("session", ("_session", "_sessioncache", "engine", "_async", "memci")),
     ("interfaces", ("traces", "replay", "report", "server", "cli", "integrations",
                     "__main__")),
 )

@@ -14,6 +14,7 @@ pytest.importorskip("mcp", reason="needs memci[mcp]")
 
 import mcp_types as types
 from mcp import Client, StdioServerParameters
+from mcp.shared.exceptions import MCPError
 
 import memci
 import memci.cli
@@ -30,21 +31,28 @@ def _command() -> list[str]:
     return ["-c", "from memci.cli import _server, main; main()"]
 
 
-def _text(result: types.CallToolResult) -> str:
+def _text(result: types.CallToolResult | MCPError) -> str:
+    assert isinstance(result, types.CallToolResult), result
     (content,) = result.content
     assert isinstance(content, types.TextContent)
     return content.text
 
 
 async def _session(db: Path, *calls: tuple[str, dict[str, Any]]
-                   ) -> tuple[list[str], list[types.CallToolResult]]:
+                   ) -> tuple[list[str], list[types.CallToolResult | MCPError]]:
+    """Each call's result, or the JSON-RPC error it was answered with."""
     params = StdioServerParameters(
         command=sys.executable,
         args=[*_command(), "mcp", "--session", "notes", "--db", str(db), "--user", "u1"],
         env=subprocess_env(), cwd=str(ROOT))
+    results: list[types.CallToolResult | MCPError] = []
     async with Client(params, cache=None, read_timeout_seconds=60) as client:
         listed = await client.list_tools()
-        results = [await client.call_tool(name, args) for name, args in calls]
+        for name, args in calls:
+            try:
+                results.append(await client.call_tool(name, args))
+            except MCPError as exc:
+                results.append(exc)
     return [t.name for t in listed.tools], results
 
 
@@ -62,16 +70,18 @@ def test_mcp_over_stdio_lists_tools_adds_and_builds(tmp_path: Path) -> None:
     )
     assert {"add", "build", "recall_page"} <= set(names)
     added, one, built, recalled, bad, unknown = results
-    assert not added.is_error
+    assert isinstance(added, types.CallToolResult) and not added.is_error
     assert [s["seq"] for s in json.loads(_text(added))["stored"]] == [1, 2]
     assert json.loads(_text(one))["messages"] == 3
     payload = json.loads(_text(built))
     assert payload["format"] == "anthropic" and payload["payload"]["system"] == "Keep notes."
     assert payload["payload"]["messages"][0]["content"] == "remember: the key is under the mat"
     assert payload["stats"]["budget"] == 3000
-    assert not recalled.is_error and _text(recalled)
-    assert bad.is_error and "wizard" in _text(bad)
-    assert unknown.is_error
+    assert _text(recalled) and not recalled.is_error  # type: ignore[union-attr]
+    assert "wizard" in _text(bad) and bad.is_error  # type: ignore[union-attr]
+    # a tool the session does not list: invalid params (MCP 2025-11-25, "Error Handling")
+    assert isinstance(unknown, MCPError) and unknown.code == types.INVALID_PARAMS
+    assert "no_such_tool" in unknown.message
     with memci.Engine.open(db) as engine:
         session = engine.session("notes")
         assert session.user == "u1"
@@ -85,8 +95,74 @@ def test_mcp_search_tool(tmp_path: Path) -> None:
         ("add", {"messages": [{"role": "user", "content": "my cat is called Mochi"},
                               {"role": "assistant", "content": "cute"}]}),
         ("search", {"query": "cat name", "k": 3}))
-    assert "search" in names and not found.is_error
-    assert "Mochi" in _text(found)
+    assert "search" in names
+    assert "Mochi" in _text(found) and not found.is_error  # type: ignore[union-attr]
+    assert json.loads(_text(found))["next_offset"] is None  # all hits fit in one page
+
+
+_WRONG = {"integer": "abc", "number": "abc", "string": 12345, "boolean": "yes",
+          "array": "not a list", "object": 5}
+
+
+def _breaking(tool: types.Tool) -> list[tuple[str, dict[str, Any]]]:
+    """Arguments that break ``tool``'s declared schema, each named by what it breaks."""
+    schema = tool.input_schema
+    required = {name: _valid(schema["properties"][name]) for name in schema.get("required", ())}
+    cases: list[tuple[str, dict[str, Any]]] = []
+    if schema.get("additionalProperties") is False:
+        cases.append(("zz_unknown", {**required, "zz_unknown": 1}))
+    for name, rule in schema["properties"].items():
+        kind = rule.get("type")
+        if isinstance(kind, str) and kind in _WRONG:
+            cases.append((name, {**required, name: _WRONG[kind]}))
+        if "maximum" in rule:
+            cases.append((name, {**required, name: rule["maximum"] + 1}))
+        if "minimum" in rule:
+            cases.append((name, {**required, name: rule["minimum"] - 1}))
+        if "enum" in rule:
+            cases.append((name, {**required, name: "not-one-of-them"}))
+    return cases
+
+
+def _valid(rule: dict[str, Any]) -> Any:
+    if "enum" in rule:
+        return rule["enum"][0]
+    return {"integer": 1, "number": 1, "string": "x", "boolean": True, "array": [],
+            "object": {}}[rule["type"]]
+
+
+def test_every_tool_checks_its_arguments_against_its_declared_schema(tmp_path: Path) -> None:
+    async def probe() -> list[tuple[str, str, types.CallToolResult | MCPError]]:
+        params = StdioServerParameters(
+            command=sys.executable, args=[*_command(), "mcp", "--db", str(tmp_path / "v.db")],
+            env=subprocess_env(), cwd=str(ROOT))
+        answers: list[tuple[str, str, types.CallToolResult | MCPError]] = []
+        async with Client(params, cache=None, read_timeout_seconds=60) as client:
+            for tool in (await client.list_tools()).tools:
+                for broken, arguments in _breaking(tool):
+                    try:
+                        answers.append((tool.name, broken, await client.call_tool(
+                            tool.name, arguments)))
+                    except MCPError as exc:
+                        answers.append((tool.name, broken, exc))
+        return answers
+
+    answers = anyio.run(probe)
+    tools = {name for name, _, _ in answers}
+    assert {"add", "build", "search", "recall_page", "search_memory"} <= tools
+    for name, broken, answer in answers:
+        # a tool error the model can read and act on: never a JSON-RPC error, never code 0
+        assert isinstance(answer, types.CallToolResult), (name, broken, answer)
+        assert answer.is_error, (name, broken)
+        text = _text(answer)
+        assert text.startswith(f"error: invalid arguments for {name}:"), text
+        assert broken in text, (name, broken, text)
+    # the finding itself: search's k
+    about_k = " | ".join(_text(a) for n, b, a in answers if (n, b) == ("search", "k"))
+    assert "k: 'abc' is not of type 'integer'" in about_k
+    assert "k: 101 is greater than the maximum of 100" in about_k
+    with memci.Engine.open(tmp_path / "v.db") as engine:  # nothing was stored
+        assert all(engine.session(r.name).messages() == [] for r in engine.sessions())
 
 
 async def _bare(db: Path, *calls: tuple[str, dict[str, Any]]

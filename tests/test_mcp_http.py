@@ -8,9 +8,11 @@ protocol, ``mode="legacy"``, and the SDK's default, ``mode="auto"``), with the A
 
 from __future__ import annotations
 
+import contextlib
 import json
 import subprocess
 import sys
+import threading
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -28,6 +30,7 @@ import mcp_types as types
 from fastapi.testclient import TestClient
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.exceptions import MCPError
 
 import memci
 from memci.server import KeyPolicy, KeyStore, ServerConfig, create_app
@@ -37,7 +40,8 @@ from .test_server import ROOT, ServeProcess, auth, subprocess_env
 MODES = ["legacy", "auto"]
 
 
-def _text(result: types.CallToolResult) -> str:
+def _text(result: types.CallToolResult | MCPError) -> str:
+    assert isinstance(result, types.CallToolResult), result
     (content,) = result.content
     assert isinstance(content, types.TextContent)
     return content.text
@@ -106,7 +110,7 @@ def test_two_sessions_per_connection_and_per_call(
     assert "4711" in _text(found)
     assert "4711" not in _text(found2)
     assert not recalled.is_error
-    assert bad.is_error and "'session' must be a session name" in _text(bad)
+    assert bad.is_error and "session: 7 is not of type 'string'" in _text(bad)
     with memci.Engine.open(server.db, workers=0) as engine:
         assert [m.content for m in engine.session("s1", tenant="acme").messages()] == [
             "Keep notes.", "the launch code is 4711"]
@@ -235,6 +239,97 @@ def test_an_mcp_connection_belongs_to_the_key_that_opened_it(
         assert engine.sessions() == []
 
 
+_INITIALIZE = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+    "protocolVersion": "2025-06-18", "capabilities": {},
+    "clientInfo": {"name": "t", "version": "1"}}}
+_ACCEPT = {"Accept": "application/json, text/event-stream"}
+
+
+def _open_session(http: httpx.Client, key: str) -> httpx.Response:
+    """``initialize`` in the handshake-era protocol: a new MCP session of ``key``."""
+    return http.post("/mcp", json=_INITIALIZE, headers={**_ACCEPT, **auth(key)})
+
+
+def _session_id(http: httpx.Client, key: str) -> str:
+    opened = _open_session(http, key)
+    assert opened.status_code == 200, opened.text
+    sid = opened.headers["mcp-session-id"]
+    assert http.post("/mcp", headers={**_ACCEPT, **auth(key), "mcp-session-id": sid},
+                     json={"jsonrpc": "2.0", "method": "notifications/initialized"}
+                     ).status_code == 202
+    return sid
+
+
+def _alive(http: httpx.Client, key: str, sid: str) -> bool:
+    """True while the session answers a ping (an ended one is 404)."""
+    r = http.post("/mcp", headers={**_ACCEPT, **auth(key), "mcp-session-id": sid},
+                  json={"jsonrpc": "2.0", "id": 9, "method": "ping"})
+    assert r.status_code in (200, 404), r.text
+    return r.status_code == 200
+
+
+def test_mcp_sessions_are_capped_per_key_and_tenant_and_others_are_unaffected(
+        tmp_path: Path) -> None:
+    db = tmp_path / "caps.db"
+    with memci.Engine.open(db, workers=0) as engine:
+        store = KeyStore(engine.store)
+        keys = {name: store.create(tenant)[1] for name, tenant in (
+            ("acme", "acme"), ("acme2", "acme"), ("globex", "globex"), ("busy", "initech"))}
+    caps = ("--mcp-sessions-per-key", "3", "--mcp-sessions-per-tenant", "5",
+            "--mcp-sessions", "20")
+    with ServeProcess(db, *caps) as server, httpx.Client(base_url=server.url,
+                                                         timeout=30) as http:
+        # one key opens many and deletes none: it only ever ends its own oldest idle ones
+        mine = [_session_id(http, keys["acme"]) for _ in range(10)]
+        assert [_alive(http, keys["acme"], sid) for sid in mine] == [False] * 7 + [True] * 3
+        # the tenant's other key: the tenant holds 5, the new ones all open
+        theirs = [_session_id(http, keys["acme2"]) for _ in range(3)]
+        assert all(_alive(http, keys["acme2"], sid) for sid in theirs)
+        assert sum(_alive(http, keys["acme"], sid) for sid in mine) == 2
+        # another tenant opens as many as its caps allow, untouched by acme's
+        globex = [_session_id(http, keys["globex"]) for _ in range(3)]
+        assert all(_alive(http, keys["globex"], sid) for sid in globex)
+        # sessions in use (an open event stream each) are never ended to make room: the
+        # next one is refused, saying why
+        held = [_session_id(http, keys["busy"]) for _ in range(3)]
+        with contextlib.ExitStack() as streams:
+            for sid in held:
+                stream = streams.enter_context(http.stream("GET", "/mcp", headers={
+                    "Accept": "text/event-stream", **auth(keys["busy"]), "mcp-session-id": sid}))
+                assert stream.status_code == 200
+            refused = _open_session(http, keys["busy"])
+            assert refused.status_code == 429, refused.text
+            assert refused.json()["error"]["code"] == "too_many_mcp_sessions"
+            assert "every one is in use" in refused.json()["error"]["message"]
+            assert _open_session(http, keys["globex"]).status_code == 200
+
+
+def test_an_event_stream_ends_when_its_key_is_revoked(tmp_path: Path) -> None:
+    db = tmp_path / "revoke.db"
+    with memci.Engine.open(db, workers=0) as engine:
+        record, key = KeyStore(engine.store).create("acme")
+    with ServeProcess(db) as server, httpx.Client(base_url=server.url, timeout=30) as http:
+        sid = _session_id(http, key)
+        ended = threading.Event()
+
+        def listen() -> None:
+            with httpx.Client(base_url=server.url, timeout=httpx.Timeout(10, read=None)) as c:
+                with c.stream("GET", "/mcp", headers={
+                        "Accept": "text/event-stream", **auth(key), "mcp-session-id": sid}) as r:
+                    assert r.status_code == 200
+                    for _ in r.iter_bytes():
+                        pass
+            ended.set()
+
+        listener = threading.Thread(target=listen, daemon=True)
+        listener.start()
+        assert not ended.wait(3)  # the stream stays open while the key is good
+        with memci.Engine.open(db, workers=0) as engine:  # as `memci keys revoke` does
+            KeyStore(engine.store).revoke(record.key_id)
+        assert ended.wait(60), "the event stream of a revoked key is still open"
+        listener.join(10)
+
+
 def test_mcp_sessions_keep_the_operators_file_roots(tmp_path: Path) -> None:
     shared, own = tmp_path / "shared", tmp_path / "own"
     for folder in (shared, own):
@@ -246,22 +341,26 @@ def test_mcp_sessions_keep_the_operators_file_roots(tmp_path: Path) -> None:
         acme = store.create("acme", policy=KeyPolicy(file_roots=(str(own),)))[1]
         globex = store.create("globex", policy=KeyPolicy(file_roots=()))[1]
 
-    async def talk(url: str, key: str) -> tuple[list[str], types.CallToolResult,
-                                                types.CallToolResult]:
+    async def talk(url: str, key: str) -> tuple[list[str], types.CallToolResult | MCPError,
+                                                types.CallToolResult | MCPError]:
         async with _client(url, key) as client:
             names = [t.name for t in (await client.list_tools()).tools]
-            inside = await client.call_tool("file_snippet", {"path": str(own / "notes.txt")})
-            outside = await client.call_tool("file_snippet",
-                                             {"path": str(shared / "notes.txt")})
-        return names, inside, outside
+            answers: list[types.CallToolResult | MCPError] = []
+            for path in (own / "notes.txt", shared / "notes.txt"):
+                try:
+                    answers.append(await client.call_tool("file_snippet", {"path": str(path)}))
+                except MCPError as exc:  # a tool the session does not list
+                    answers.append(exc)
+        return names, *answers
 
     with ServeProcess(db, "--file-root", str(shared)) as server:
         names, inside, outside = anyio.run(talk, server.url, acme)
         assert "file_snippet" in names
         assert "secret of own" in _text(inside)
-        assert outside.is_error and "secret of shared" not in _text(outside)
+        assert "secret of shared" not in _text(outside) and outside.is_error  # type: ignore[union-attr]
         names, inside, _ = anyio.run(talk, server.url, globex)
-        assert "file_snippet" not in names and inside.is_error
+        assert "file_snippet" not in names
+        assert isinstance(inside, MCPError) and inside.code == types.INVALID_PARAMS
 
 
 def test_no_auth_mcp_refuses_a_foreign_host(tmp_path: Path) -> None:

@@ -227,7 +227,7 @@ def test_extractive_is_deterministic_and_fast() -> None:
             start = time.perf_counter()
             s.summarize_entry(m)
             timings.append(time.perf_counter() - start)
-    assert statistics.median(timings) < 0.001
+    assert statistics.median(timings) < 0.01  # 10x slack; figures: bench_summaries.py
 
 
 def test_chinese_segmenters() -> None:

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import weakref
 from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
@@ -64,7 +65,9 @@ class AsyncEngine:
         self._engine = engine
         self._pool = ThreadPoolExecutor(max_workers=threads or _default_threads(),
                                         thread_name_prefix="memci-async")
-        self._sessions: dict[tuple[str, str], AsyncSession] = {}
+        # Wrappers live as long as their users hold them (the engine keeps the warm ones).
+        self._sessions: weakref.WeakValueDictionary[tuple[str, str], AsyncSession] = (
+            weakref.WeakValueDictionary())
         self._closed = False
 
     @classmethod

@@ -1,7 +1,8 @@
 """Engine: the store and the sessions in it; the public entry point of memci.
 
 ``Engine.open()`` opens a store; ``engine.session(name)`` gets or creates a
-:class:`~memci.Session` (one object per session per engine, shared by threads).
+:class:`~memci.Session` (one object per session per engine while in use, shared by threads;
+only the most recently used idle ones are kept, see :mod:`memci._sessioncache`).
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ import json
 import logging
 import os
 import threading
+import weakref
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
@@ -17,6 +19,7 @@ from typing import Any
 
 from memci._deleting import Deleter
 from memci._session import EXPORT_FORMAT, Session, SessionStats, every_tool
+from memci._sessioncache import SessionCache
 from memci._settings import HostLimits, resolve_settings
 from memci.context import ToolSpec
 from memci.errors import (
@@ -144,8 +147,10 @@ class Engine:
             count = summary_workers() if workers is None else workers
             if count:
                 self.jobs.start_workers(count)
-        self._sessions: dict[tuple[str, str], Session] = {}
-        self._limits: dict[tuple[str, str], HostLimits | None] = {}
+        # The same object per session while in use; a bounded few idle ones kept warm.
+        self._sessions: SessionCache[tuple[str, str], Session] = SessionCache()
+        self._limits: weakref.WeakKeyDictionary[Session, HostLimits | None] = (
+            weakref.WeakKeyDictionary())
         self._lock = threading.Lock()
         #: The operator's limits per tenant (``memci serve`` sets them): file roots and
         #: message size of every session of a tenant are cut down to them (see
@@ -220,9 +225,9 @@ class Engine:
             if existing is not None and (saved is None or saved.id != existing.record.id):
                 # Deleted (by another process): this name now starts a new session.
                 existing = None
-                del self._sessions[key]
+                self._sessions.pop(key)
             if (existing is not None and not settings and user in (None, existing.user)
-                    and self._limits.get(key) == limits):
+                    and self._limits.get(existing) == limits):
                 session, changed = existing, None
                 specs = None if agent is None else existing._read_tools(agent)
             else:
@@ -236,12 +241,12 @@ class Engine:
                     specs = read_agent_tools(agent, max_bytes=resolved.max_message_bytes)
                     check_no_clash(specs, every_tool(resolved))
                 record = self.store.ensure_session(tenant, name, user, chosen)
-                self._limits[key] = limits
                 if existing is not None:
                     session, changed = existing, (record, resolved)
                 else:
                     session, changed = Session(self, record, resolved), None
-                    self._sessions[key] = session
+                    self._sessions.put(key, session)
+                self._limits[session] = limits
         if changed is not None:
             session._reconfigure(*changed)
         if specs is not None:
@@ -270,7 +275,7 @@ class Engine:
         _check_name("session name", name)
         _check_name("tenant", tenant)
         actor = _actor(actor)
-        with self._holding(lambda key: key == (tenant, name)):
+        with self._holding(lambda key, _: key == (tenant, name)):
             erasure = self.deleter.delete_session(tenant, name, actor=actor, scrub=scrub)
         with self._lock:
             self._forget_session((tenant, name), erasure.sessions)
@@ -292,11 +297,11 @@ class Engine:
         _check_name("tenant", tenant)
         actor = _actor(actor)
         ids = {s.id for s in self.deleter.store.eraser.user_sessions(tenant, user)}
-        with self._holding(lambda key: key[0] == tenant and self._sessions[key].record.id
-                           in ids):
+        with self._holding(lambda key, session: key[0] == tenant
+                           and session.record.id in ids):
             erasure = self.deleter.erase_user(tenant, user, actor=actor)
         with self._lock:
-            for key in list(self._sessions):
+            for key in [k for k, _ in self._sessions.items()]:
                 self._forget_session(key, erasure.sessions)
         return erasure
 
@@ -307,7 +312,7 @@ class Engine:
         """
         session = self._sessions.get(key)
         if session is not None and session.record.id in set(deleted):
-            del self._sessions[key]
+            self._sessions.pop(key)
 
     def erasures(self, tenant: str | None = None, *, limit: int = 100) -> list[Erasure]:
         """The audit log of deletions (of one tenant, if given), oldest first."""
@@ -334,7 +339,9 @@ class Engine:
         return self.deleter.scrub(full=full) is not None
 
     @contextmanager
-    def _holding(self, wanted: Callable[[tuple[str, str]], bool]) -> Iterator[None]:
+    def _holding(
+        self, wanted: Callable[[tuple[str, str], Session], bool]
+    ) -> Iterator[None]:
         """Hold the locks of this engine's open sessions ``wanted`` picks, in id order.
 
         So no thread of this engine adds to or builds a session while it is deleted. The
@@ -342,7 +349,7 @@ class Engine:
         every other session of every tenant goes on meanwhile.
         """
         with self._lock:
-            chosen = sorted((s for k, s in self._sessions.items() if wanted(k)),
+            chosen = sorted((s for k, s in self._sessions.items() if wanted(k, s)),
                             key=lambda s: s.record.id)
         with ExitStack() as stack:
             for session in chosen:

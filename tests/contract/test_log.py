@@ -32,6 +32,33 @@ def test_sessions_are_made_once_and_keep_their_settings(store: Store) -> None:
     assert [s.tenant for s in store.sessions()] == ["t", "t2"]
 
 
+def test_sessions_come_in_pages_oldest_first(store: Store) -> None:
+    for n in range(5):
+        store.ensure_session("t", f"s{n}", None, {})
+    store.ensure_session("other", "x", None, {})
+    first = store.sessions("t", limit=2)
+    assert [s.name for s in first] == ["s0", "s1"]
+    rest = store.sessions("t", after=first[-1].id, limit=10)
+    assert [s.name for s in rest] == ["s2", "s3", "s4"]
+    assert store.sessions("t", after=rest[-1].id) == []
+    assert [s.name for s in store.sessions(after=rest[-1].id)] == ["x"]
+
+
+def test_message_sizes_tell_what_reading_costs_without_reading(
+    store: Store, session: SessionRecord,
+) -> None:
+    store.append(session, [
+        Message.user("é" * 100),  # 200 bytes of UTF-8
+        Message("user", Message.user("x").parts, metadata={"k": "v" * 5000}),
+        Message.assistant("ok")])
+    sizes = store.message_sizes(session, limit=10)
+    assert [seq for seq, _ in sizes] == [1, 2, 3]
+    (_, accented), (_, with_metadata), (_, short) = sizes
+    assert 200 <= accented < 400 and 5000 <= with_metadata < 5200 and short < 100
+    assert store.message_sizes(session, after=1, limit=1) == [sizes[1]]
+    assert store.message_sizes(session, after=3, limit=5) == []
+
+
 def test_append_numbers_messages_one_by_one_per_session(
     store: Store, session: SessionRecord,
 ) -> None:

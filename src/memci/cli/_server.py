@@ -48,6 +48,10 @@ _MESSAGE_BYTES_HELP = "Largest message a session accepts, in bytes (requests may
 @click.option("--max-body-bytes", type=click.IntRange(min=1024), default=None,
               help="Largest request body accepted; larger ones get 413 (default 16 MiB, "
                    "or $MEMCI_SERVER_MAX_BODY_BYTES).")
+@click.option("--max-response-bytes", type=click.IntRange(min=65536), default=None,
+              help="Byte budget of one page of a listing (messages, sessions, search hits): "
+                   "a page stops before it and says where to continue; one item larger "
+                   "comes alone (default 4 MiB).")
 @click.option("--file-root", "file_roots", multiple=True, type=_ROOT,
               help=_FILE_ROOT_HELP + " The default of every tenant whose keys have no policy "
                                      "(default: none, or $MEMCI_SERVER_FILE_ROOTS).")
@@ -69,16 +73,47 @@ _MESSAGE_BYTES_HELP = "Largest message a session accepts, in bytes (requests may
               help="Seconds to wait for the upstream model (default 120).")
 @click.option("--max-tool-rounds", type=click.IntRange(1, 64), default=None,
               help="Rounds of memci's own tools the proxy runs per request (default 8).")
+@click.option("--header-timeout", type=click.FloatRange(min=0.1), default=None,
+              help="Seconds a client has to send a request's line and headers, from "
+                   "connecting or from the previous answer; then it is disconnected "
+                   "(default 10).")
+@click.option("--body-timeout", type=click.FloatRange(min=0.1), default=None,
+              help="Seconds a client has to send a request's body after its headers, one "
+                   "more for every 64 KiB that arrives; then it is disconnected (default 30).")
+@click.option("--max-connections-per-client", type=click.IntRange(min=1), default=None,
+              help="Connections one client address may hold; at the cap its connection "
+                   "idle the longest is closed, else the new one gets 503 (default 128; "
+                   "behind a proxy every client has the proxy's address).")
+@click.option("--max-connections", type=click.IntRange(min=1), default=None,
+              help="Connections the server holds in all (default: 256 below the "
+                   "open-file limit, at most 10000).")
+@click.option("--mcp-sessions-per-key", type=click.IntRange(min=1), default=None,
+              help="MCP sessions (Mcp-Session-Id) one API key may hold open at /mcp; at the "
+                   "cap its least recently used idle one is ended, else 429 (default 64).")
+@click.option("--mcp-sessions-per-tenant", type=click.IntRange(min=1), default=None,
+              help="MCP sessions all keys of one tenant may hold open (default 256).")
+@click.option("--mcp-sessions", type=click.IntRange(min=1), default=None,
+              help="MCP sessions the server holds open in all; bounds their memory (default "
+                   "2048).")
+@click.option("--mcp-idle-timeout", "mcp_idle_seconds", type=click.FloatRange(min=1),
+              default=None,
+              help="Seconds an MCP session may go without a request before it ends (default "
+                   "1800).")
 @click.option("--log-level", type=click.Choice(["critical", "error", "warning", "info",
                                                 "debug"]), default="warning",
               show_default=True, help="uvicorn's log level.")
 def serve_command(
     host: str, port: int, db: str | None, synchronous: str, no_auth: bool,
-    artifacts_dir: str | None, max_body_bytes: int | None, file_roots: tuple[str, ...],
+    artifacts_dir: str | None, max_body_bytes: int | None, max_response_bytes: int | None,
+    file_roots: tuple[str, ...],
     max_message_bytes: int | None,
     upstream_base_url: str | None, upstream_api_key: str | None,
     upstream_anthropic_base_url: str | None, upstream_anthropic_api_key: str | None,
-    upstream_timeout: float | None, max_tool_rounds: int | None, log_level: str,
+    upstream_timeout: float | None, max_tool_rounds: int | None,
+    header_timeout: float | None, body_timeout: float | None,
+    max_connections_per_client: int | None, max_connections: int | None,
+    mcp_sessions_per_key: int | None, mcp_sessions_per_tenant: int | None,
+    mcp_sessions: int | None, mcp_idle_seconds: float | None, log_level: str,
 ) -> None:
     """Serve the REST API and the OpenAI- and Anthropic-compatible proxies over HTTP.
 
@@ -95,12 +130,17 @@ def serve_command(
     if no_auth and host not in _LOOPBACK:
         raise ConfigError(f"--no-auth is allowed only on a loopback host, not {host!r}")
     config = ServerConfig.resolve(
-        auth=not no_auth, max_body_bytes=max_body_bytes, upstream_base_url=upstream_base_url,
+        auth=not no_auth, max_body_bytes=max_body_bytes, max_response_bytes=max_response_bytes,
+        upstream_base_url=upstream_base_url,
         file_roots=file_roots or None, max_message_bytes=max_message_bytes,
         upstream_api_key=upstream_api_key,
         upstream_anthropic_base_url=upstream_anthropic_base_url,
         upstream_anthropic_api_key=upstream_anthropic_api_key, upstream_timeout=upstream_timeout,
-        max_tool_rounds=max_tool_rounds)
+        max_tool_rounds=max_tool_rounds, header_timeout=header_timeout,
+        body_timeout=body_timeout, max_connections_per_client=max_connections_per_client,
+        max_connections=max_connections, mcp_sessions_per_key=mcp_sessions_per_key,
+        mcp_sessions_per_tenant=mcp_sessions_per_tenant, mcp_sessions=mcp_sessions,
+        mcp_idle_seconds=mcp_idle_seconds)
     serve(db, host=host, port=port, config=config, log_level=log_level,
           synchronous=synchronous.upper(), artifacts_dir=artifacts_dir)
 

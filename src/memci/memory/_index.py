@@ -77,6 +77,7 @@ DENSE_FLOOR = 0.25  # cosine below which a nearest message is no match (see docs
 _DATED_WEIGHT = 0.9  # what was said in a named time, when none of it matches the words
 _CALL_LOOKBACK = 64  # messages read back for the call a tool result answers
 _CALLS_KEPT = 512  # tool calls remembered per session (see _OwnCalls)
+_SESSIONS_KEPT = 256  # sessions _OwnCalls remembers calls of (the most recently indexed)
 _CONTEXT_WEIGHT = 0.5  # BM25 weight of the previous messages' text
 _TIME_WEIGHT = 2.0  # RRF weight of the list of messages inside a time the question names
 
@@ -126,16 +127,27 @@ class _OwnCalls:
     """Which tool results answer one of memci's own tools, per session.
 
     The call comes before its result, usually in an earlier ``add``: calls seen while
-    indexing are remembered (the newest few hundred per session), and a result whose call
-    was not seen looks back over the messages before it once.
+    indexing are remembered (the newest few hundred per session, for the sessions indexed
+    most recently, so a process over many sessions holds a bounded amount), and a result
+    whose call was not seen looks back over the messages before it once.
     """
 
     def __init__(self, recent: Callable[[int, int, int], list[Message]]) -> None:
         self.recent = recent
-        self.calls: dict[int, dict[str, bool]] = {}
+        self.calls: OrderedDict[int, dict[str, bool]] = OrderedDict()
+        self._lock = threading.Lock()  # several stores' transactions index at once
+
+    def _of(self, session_id: int) -> dict[str, bool]:
+        """The calls remembered of a session, which becomes the most recent one."""
+        with self._lock:
+            calls = self.calls.setdefault(session_id, {})
+            self.calls.move_to_end(session_id)
+            while len(self.calls) > _SESSIONS_KEPT:
+                self.calls.popitem(last=False)
+            return calls
 
     def see(self, session_id: int, message: Message) -> None:
-        calls = self.calls.setdefault(session_id, {})
+        calls = self._of(session_id)
         for part in message.parts:
             if isinstance(part, ToolCallPart):
                 calls[part.id] = part.name in OWN_TOOL_NAMES
@@ -148,11 +160,11 @@ class _OwnCalls:
         results = [p.call_id for p in message.parts if isinstance(p, ToolResultPart)]
         if not results:
             return frozenset()
-        calls = self.calls.setdefault(session_id, {})
+        calls = self._of(session_id)
         if any(r not in calls for r in results) and message.seq is not None:
             for earlier in reversed(self.recent(session_id, message.seq, _CALL_LOOKBACK)):
                 self.see(session_id, earlier)
-            calls = self.calls[session_id]
+            calls = self._of(session_id)
         return frozenset(r for r in results if calls.get(r, False))
 
     def text(self, session_id: int, message: Message) -> str:

@@ -38,6 +38,7 @@ from fastapi.responses import JSONResponse, Response
 from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBearer
 from pydantic import TypeAdapter, ValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.requests import ClientDisconnect
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 from starlette.types import Message as ASGIMessage
@@ -49,14 +50,22 @@ from memci.errors import InvalidMessageError, MemciError, MissingExtraError
 from memci.server._auth import tenant_of as key_tenant
 from memci.server._config import ServerConfig
 from memci.server._errors import ApiError, classify, error_body
-from memci.server._json import hit_json, jsonable, message_json
+from memci.server._json import jsonable, message_json
 from memci.server._keys import KeyStore, hash_key
+from memci.server._listing import (
+    hits_page,
+    messages_json,
+    messages_page,
+    page_response,
+    sessions_page,
+)
 from memci.server._models import ContextRequest, ErrorAnswer, MessagesBody
 from memci.server._policy import HostPolicy, guarded_paths, request_settings
 from memci.server._proxy import ChatProxy
 from memci.server._sessions import SessionHub, read_messages
 from memci.server._threads import ToolThreads
 from memci.tools._builtin import FILE_TOOLS, RECALL_PAGE, SEARCH_MEMORY, WORKSPACE_TOOLS
+from memci.workspace import parse_artifact_ref
 
 if TYPE_CHECKING:
     from memci.server._mcp_http import McpEndpoint
@@ -340,6 +349,12 @@ def create_app(
         # learns nothing of the internals.
         return _error(ApiError(500, "internal_error", "internal server error"))
 
+    @app.exception_handler(ClientDisconnect)
+    async def _gone(_: Request, exc: ClientDisconnect) -> JSONResponse:
+        # The client left, or its body timed out (memci serve closed the connection):
+        # nobody reads this answer; it only keeps the log free of a traceback.
+        return _error(ApiError(408, "request_timeout", "the request body did not arrive"))
+
     @app.exception_handler(RequestValidationError)
     async def _invalid(_: Request, exc: RequestValidationError) -> JSONResponse:
         return _error(ApiError(400, "invalid_request", _problems(exc.errors())))
@@ -399,11 +414,17 @@ def create_app(
     def healthz() -> JSONResponse:
         return _json({"status": "ok", "version": memci.__version__})
 
-    @app.get("/v1/sessions", tags=["sessions"], responses=_ERRORS, summary="The tenant's sessions")
-    def list_sessions(tenant: Tenant) -> JSONResponse:
-        return _json({"sessions": [
-            {"session": r.name, "user": r.user, "created_at": r.created_at.isoformat()}
-            for r in engine.sessions(tenant)]})
+    @app.get("/v1/sessions", tags=["sessions"], responses=_ERRORS,
+             summary="The tenant's sessions, oldest first, a page at a time")
+    def list_sessions(
+        tenant: Tenant,
+        after: Annotated[int, Query(ge=0, le=_BIGGEST, description=(
+            "Where to continue: the next_after of the page before."))] = 0,
+        limit: Annotated[int, Query(ge=1, le=10_000, description="At most this many.")] = 1000,
+    ) -> Response:
+        page, next_after = sessions_page(engine, tenant, after=after, limit=limit,
+                                         budget=config.max_response_bytes)
+        return page_response({}, "sessions", page, {"next_after": next_after})
 
     @app.get("/v1/sessions/{sid}", tags=["sessions"],
              responses=_ERRORS, summary="A session's state summary")
@@ -438,19 +459,21 @@ def create_app(
             return session.add_many(messages)
 
         stored = await anyio.to_thread.run_sync(store)
-        return _json({"session": sid, "messages": [message_json(m) for m in stored]})
+        return _json({"session": sid,
+                      "messages": messages_json(stored, config.max_response_bytes)})
 
     @app.get("/v1/sessions/{sid}/messages", tags=["messages"], responses=_ERRORS,
-             summary="The stored log, in order (seq after `after`)")
+             summary="The stored log, in order (seq after `after`), a page at a time")
     def get_messages(
         sid: Sid, tenant: Tenant,
         after: Annotated[int, Query(ge=0, le=_BIGGEST,
                                     description="Only messages with seq > after.")] = 0,
         limit: Annotated[int, Query(ge=1, le=10_000, description="At most this many.")] = 1000,
-    ) -> JSONResponse:
+    ) -> Response:
         session = hub.get(tenant, sid)
-        messages = engine.store.messages(session.record, after=after, upto=after + limit)
-        return _json({"session": sid, "messages": [message_json(m) for m in messages]})
+        page, next_after = messages_page(engine, session.record, after=after, limit=limit,
+                                         budget=config.max_response_bytes)
+        return page_response({"session": sid}, "messages", page, {"next_after": next_after})
 
     @app.post("/v1/sessions/{sid}/context", tags=["context"],
               summary="Build the context: a provider-ready payload and its figures",
@@ -481,14 +504,19 @@ def create_app(
         q: Annotated[str, Query(min_length=1, max_length=4000,
                                 description="What to look for.")],
         k: Annotated[int, Query(ge=1, le=100, description="How many hits.")] = 10,
+        offset: Annotated[int, Query(ge=0, le=99, description=(
+            "Skip this many of the best hits: the next_offset of the page before."))] = 0,
         scope: Annotated[Literal["session", "user"], Query(
             description="Search this session, or every session of its user.")] = "session",
         now: Annotated[datetime | None, Query(
             description="ISO 8601 date-time a time in q (\"yesterday\") counts from;"
                         " the server's clock by default.")] = None,
-    ) -> JSONResponse:
-        hits = hub.get(tenant, sid).search(q, k=k, scope=scope, now=_moment(now))
-        return _json({"session": sid, "query": q, "hits": [hit_json(h) for h in hits]})
+    ) -> Response:
+        hits = hub.get(tenant, sid).search(q, k=min(offset + k, 100), scope=scope,
+                                           now=_moment(now))
+        page, next_offset = hits_page(hits, offset=offset, budget=config.max_response_bytes)
+        return page_response({"session": sid, "query": q}, "hits", page,
+                             {"next_offset": next_offset})
 
     @app.get("/v1/sessions/{sid}/tools", tags=["tools"],
              responses=_ERRORS, summary="memci's tools in this session")
@@ -556,7 +584,10 @@ def create_app(
                                  {"id": artifact_id, "offset": offset, "length": length})
         if text.startswith("error:"):
             raise ApiError(404, "unknown_artifact", text.removeprefix("error:").strip())
-        return _json({"session": sid, "id": artifact_id, "offset": offset, "text": text})
+        end = offset + len(text)
+        chars = session.artifacts.get(parse_artifact_ref(artifact_id)).chars
+        return _json({"session": sid, "id": artifact_id, "offset": offset, "text": text,
+                      "next_offset": end if end < chars else None})
 
     @app.get("/v1/sessions/{sid}/stats", tags=["sessions"],
              responses=_ERRORS, summary="A session's stats")
@@ -598,7 +629,8 @@ def create_app(
         seq: Annotated[int, Path(ge=1, le=_BIGGEST, description="The message's seq.")],
     ) -> JSONResponse:
         removed = hub.get(tenant, sid).retract(seq, actor=actor)
-        return _json({"session": sid, "removed": [message_json(m) for m in removed]})
+        return _json({"session": sid,
+                      "removed": messages_json(removed, config.max_response_bytes)})
 
     @app.delete("/v1/sessions/{sid}/messages", tags=["deleting"], responses=_ERRORS,
                 summary="Delete every message of the session (it stays, empty)")

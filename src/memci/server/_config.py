@@ -26,6 +26,7 @@ from memci.messages import DEFAULT_MAX_BYTES
 __all__ = ["DEFAULT_MAX_BODY_BYTES", "DEFAULT_MCP_SESSION", "ServerConfig"]
 
 DEFAULT_MAX_BODY_BYTES = 16 * 1024 * 1024
+DEFAULT_MAX_RESPONSE_BYTES = 4 * 1024 * 1024
 DEFAULT_MCP_SESSION = "default"
 """The session an MCP call works in when neither it nor its connection names one."""
 
@@ -38,7 +39,14 @@ class ServerConfig:
     server only its own user can reach); ``max_tool_rounds`` bounds how many times the
     proxy runs memci's own tools before the model must answer. ``file_roots`` (absolute
     directories; none by default) and ``max_message_bytes`` are what every tenant without
-    a key policy of its own may reach.
+    a key policy of its own may reach. ``max_response_bytes`` is the byte budget of a page
+    of listed things (see :mod:`memci.server._listing`). ``header_timeout``, ``body_timeout``,
+    ``max_connections_per_client`` and ``max_connections`` (None: from the process's
+    file-descriptor limit) guard against slow clients (:mod:`memci.server._connections`).
+    ``mcp_sessions_per_key``,
+    ``mcp_sessions_per_tenant`` and ``mcp_sessions`` cap the MCP sessions open over HTTP,
+    which end after ``mcp_idle_seconds`` without a request (see
+    :mod:`memci.server._mcp_sessions`).
     """
 
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
@@ -52,6 +60,15 @@ class ServerConfig:
     max_tool_rounds: int = 8
     file_roots: tuple[str, ...] = ()
     max_message_bytes: int = DEFAULT_MAX_BYTES
+    max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES
+    header_timeout: float = 10.0
+    body_timeout: float = 30.0
+    max_connections_per_client: int = 128
+    max_connections: int | None = None
+    mcp_sessions_per_key: int = 64
+    mcp_sessions_per_tenant: int = 256
+    mcp_sessions: int = 2048
+    mcp_idle_seconds: float = 1800.0
 
     def __post_init__(self) -> None:
         check_setting("file_roots", list(self.file_roots))
@@ -62,11 +79,27 @@ class ServerConfig:
                               f"{relative[0]!r}")
         if self.max_body_bytes < 1024:
             raise ConfigError(f"max_body_bytes must be at least 1024, not {self.max_body_bytes}")
+        if self.max_response_bytes < 64 * 1024:
+            raise ConfigError(f"max_response_bytes must be at least 65536, not "
+                              f"{self.max_response_bytes}")
         if not 1 <= self.max_tool_rounds <= 64:
             raise ConfigError(
                 f"max_tool_rounds must be between 1 and 64, not {self.max_tool_rounds}")
         if self.upstream_timeout <= 0:
             raise ConfigError(f"upstream_timeout must be positive, not {self.upstream_timeout}")
+        for name in ("header_timeout", "body_timeout"):
+            if not 0 < getattr(self, name) < float("inf"):
+                raise ConfigError(f"{name} must be a positive number of seconds, not "
+                                  f"{getattr(self, name)}")
+        if self.max_connections is not None and self.max_connections < 1:
+            raise ConfigError(f"max_connections must be at least 1, not {self.max_connections}")
+        for name in ("max_connections_per_client", "mcp_sessions_per_key",
+                     "mcp_sessions_per_tenant", "mcp_sessions"):
+            if getattr(self, name) < 1:
+                raise ConfigError(f"{name} must be at least 1, not {getattr(self, name)}")
+        if not 0 < self.mcp_idle_seconds < float("inf"):
+            raise ConfigError(f"mcp_idle_seconds must be a positive number of seconds, not "
+                              f"{self.mcp_idle_seconds}")
 
     @classmethod
     def resolve(

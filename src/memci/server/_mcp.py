@@ -6,7 +6,8 @@ Built on the official MCP SDK's low-level server, so the tool list follows the s
 - ``add`` — store messages (``messages``: a list in OpenAI or Anthropic format, or one
   ``role`` and ``content``); answers the stored seqs;
 - ``build`` — the context to send now (``format``, ``budget``, ``recipe``), as JSON;
-- ``search`` — search the session's memory (``query``, ``k``);
+- ``search`` — search the session's memory (``query``, ``k``, ``offset``): the hits within
+  the server's byte budget, and ``next_offset`` where the rest start (:mod:`._listing`);
 - every tool of ``session.tools()`` (``recall_page``, pins, plan, ``artifact_get`` …),
   run with ``session.call_tool``.
 
@@ -18,7 +19,13 @@ command's ``--tenant``, the API key over HTTP), see :class:`Caller`.
 
 Blocking store work runs in worker threads, never on the event loop; tool calls in their
 own few (:mod:`memci.server._threads`), so a long grep never holds up the other requests.
-Bad input is a tool error (``isError``) whose text says what to fix; nothing is stored then.
+
+Every call is checked against what ``tools/list`` declares, as the MCP specification
+(2025-11-25) says: a tool the session does not list is a protocol error (JSON-RPC
+``-32602``, invalid params); arguments that break the tool's declared input schema (types,
+ranges, unknown properties: JSON Schema 2020-12, what the schema says and nothing more) are
+a tool error (``isError``) whose text says what to fix, so a model can correct itself. So
+is any other bad input; nothing is stored then, and no bad input reaches a handler raw.
 """
 
 from __future__ import annotations
@@ -32,16 +39,20 @@ from typing import Any
 import anyio
 import anyio.to_thread
 import mcp_types as types
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import best_match
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
+from mcp.shared.exceptions import MCPError
 
 import memci
 from memci._session import Session
 from memci.engine import Engine
 from memci.errors import InvalidInputError, MemciError
-from memci.server._config import DEFAULT_MCP_SESSION
-from memci.server._json import hit_json, jsonable
+from memci.server._config import DEFAULT_MAX_RESPONSE_BYTES, DEFAULT_MCP_SESSION
+from memci.server._json import jsonable
+from memci.server._listing import hits_page, page_json
 from memci.server._threads import ToolThreads
 
 __all__ = [
@@ -76,6 +87,7 @@ _SESSION_ARG: dict[str, Any] = {
     "type": "string", "minLength": 1, "maxLength": 200,
     "description": "The memci session to work in (default: the connection's session, "
                    f"else {DEFAULT_SESSION!r}). Made on first use."}
+_SESSION_ONLY: dict[str, Any] = {"type": "object", "properties": {"session": _SESSION_ARG}}
 
 _ADD = types.Tool(
     name="add",
@@ -85,7 +97,8 @@ _ADD = types.Tool(
         "messages": {"type": "array", "items": {"type": "object"},
                      "description": "Messages, e.g. {\"role\": \"user\", \"content\": \"hi\"}."},
         "role": {"type": "string", "enum": ["system", "user", "assistant"]},
-        "content": {"type": "string"}}},
+        "content": {"type": "string"}},
+        "additionalProperties": False},
 )
 _BUILD = types.Tool(
     name="build",
@@ -93,7 +106,7 @@ _BUILD = types.Tool(
                 "payload and its token figures, as JSON.",
     input_schema={"type": "object", "properties": {
         "format": {"type": "string", "enum": ["openai", "anthropic"], "default": "openai"},
-        "budget": {"type": "integer", "minimum": 1,
+        "budget": {"type": "integer", "minimum": 1, "maximum": 2**40,
                    "description": "Token budget (default: the session's)."},
         "recipe": {"type": "string", "enum": ["auto", "chat", "tool_loop"]}},
         "additionalProperties": False},
@@ -102,7 +115,10 @@ _SEARCH = types.Tool(
     name="search",
     description="Search the session's memory for what was said or found before.",
     input_schema={"type": "object", "properties": {
-        "query": {"type": "string"}, "k": {"type": "integer", "minimum": 1, "maximum": 100}},
+        "query": {"type": "string", "minLength": 1, "maxLength": 4000},
+        "k": {"type": "integer", "minimum": 1, "maximum": 100},
+        "offset": {"type": "integer", "minimum": 0, "maximum": 99,
+                   "description": "Skip this many of the best hits (a next_offset)."}},
         "required": ["query"], "additionalProperties": False},
 )
 
@@ -137,12 +153,14 @@ def _build(session: Session, args: Mapping[str, Any]) -> str:
                       ensure_ascii=False)
 
 
-def _search(session: Session, args: Mapping[str, Any]) -> str:
+def _search(session: Session, args: Mapping[str, Any], budget: int) -> str:
     query = args.get("query")
     if not isinstance(query, str) or not query.strip():
         raise InvalidInputError("'query' must be a non-empty string")
-    hits = session.search(query, k=int(args.get("k", 10)))
-    return json.dumps({"hits": [hit_json(h) for h in hits]}, ensure_ascii=False)
+    offset = int(args.get("offset", 0))
+    hits = session.search(query, k=min(offset + int(args.get("k", 10)), 100))
+    page, next_offset = hits_page(hits, offset=offset, budget=budget)
+    return page_json({}, "hits", page, {"next_offset": next_offset}).decode("utf-8")
 
 
 def _with_session(tool: types.Tool) -> types.Tool:
@@ -161,40 +179,55 @@ def _tool_list(session: Session) -> list[types.Tool]:
     return [_with_session(t) for t in tools]
 
 
-def _run(session: Session, name: str, args: Mapping[str, Any]) -> types.CallToolResult:
+def _run(session: Session, name: str, args: Mapping[str, Any],
+         budget: int) -> types.CallToolResult:
     if name == "add":
         return _text(_add(session, args))
     if name == "build":
         return _text(_build(session, args))
     if name == "search":
-        return _text(_search(session, args))
-    if name not in {s.name for s in session.tool_specs(every=True)}:
-        return _text(f"error: {name!r} is not one of memci's tools in session "
-                     f"{session.name!r}", error=True)
+        return _text(_search(session, args, budget))
     result = session.call_tool(name, dict(args))
     return _text(result, error=result.startswith("error:"))
 
 
-def _session_name(args: dict[str, Any], default: str) -> str:
-    """The ``session`` argument of a call (taken out of ``args``), else ``default``."""
-    named = args.pop("session", None)
-    if named is None:
-        return default
-    if not isinstance(named, str) or not named or len(named) > 200:
-        raise InvalidInputError("'session' must be a session name: a non-empty string "
-                                "(≤ 200 chars)")
-    return named
+def _invalid(name: str, problem: str) -> types.CallToolResult:
+    return _text(f"error: invalid arguments for {name}: {problem}", error=True)
+
+
+def _listed(session: Session, name: str) -> types.Tool:
+    """The tool ``name`` as ``tools/list`` declares it; else JSON-RPC invalid params."""
+    tools = _tool_list(session)
+    for tool in tools:
+        if tool.name == name:
+            return tool
+    shown = name if len(name) <= 60 else name[:57] + "..."
+    raise MCPError(code=types.INVALID_PARAMS,
+                   message=f"Unknown tool: {shown!r}; the tools of session {session.name!r} "
+                           f"are {', '.join(t.name for t in tools)}")
+
+
+def _schema_problem(schema: Mapping[str, Any], arguments: Mapping[str, Any]) -> str | None:
+    """What in ``arguments`` breaks the JSON ``schema`` (None: nothing)."""
+    error = best_match(Draft202012Validator(schema).iter_errors(arguments))
+    if error is None:
+        return None
+    where = ".".join(str(p) for p in error.absolute_path) or "arguments"
+    message = error.message if len(error.message) <= 200 else error.message[:197] + "..."
+    return f"{where}: {message}"
 
 
 def build_server(
-    open_session: OpenSession, caller_of: CallerOf, *, instructions: str
+    open_session: OpenSession, caller_of: CallerOf, *, instructions: str,
+    max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
 ) -> Server[Any]:
     """An MCP server whose calls go to the session each call names.
 
     ``caller_of(ctx)`` says who calls (tenant, the connection's session, user);
     ``open_session(caller, name)`` gets or makes session ``name`` for that caller. Both
     run in worker threads; a caller never reaches a tenant other than its own, since
-    ``open_session`` is given only the caller's.
+    ``open_session`` is given only the caller's. ``max_response_bytes`` is the byte
+    budget of a page of search hits.
     """
     tool_threads = ToolThreads()
 
@@ -203,8 +236,16 @@ def build_server(
 
     def call(caller: Caller, name: str, arguments: dict[str, Any]) -> types.CallToolResult:
         try:
-            target = open_session(caller, _session_name(arguments, caller.session))
-            return _run(target, name, arguments)
+            # The session first: the tools (and so the schema) are the session's.
+            problem = _schema_problem(_SESSION_ONLY, arguments)
+            if problem is not None:
+                return _invalid(name, problem)
+            target = open_session(caller, arguments.pop("session", caller.session))
+            problem = _schema_problem(_listed(target, name).input_schema,
+                                      {**arguments, "session": target.name})
+            if problem is not None:
+                return _invalid(name, problem)
+            return _run(target, name, arguments, max_response_bytes)
         except MemciError as exc:
             return _text(f"error: {type(exc).__name__}: {exc}", error=True)
 

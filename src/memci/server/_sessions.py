@@ -2,9 +2,13 @@
 
 A request's API key decides its tenant, and a session is looked up only inside that
 tenant, so another tenant's session of the same name is simply not there (404). Reads
-never create a session; only adding messages (REST or proxy) does. A session once found
-is known until it is deleted through the hub (:meth:`SessionHub.delete`,
-:meth:`SessionHub.erase_user`), which forgets it.
+never create a session; only adding messages (REST or proxy) does. Whether a session
+exists is always asked of the store (another server may have made or deleted it).
+
+The hub keeps nothing per session that outlives its use: session objects come from the
+engine (which keeps a bounded few idle ones, :mod:`memci._sessioncache`), and a turn's
+lock lives as long as its session object, so a server that has opened a million sessions
+holds memory for the ones in use only.
 
 Every session is handed out through :meth:`Engine.session`, which applies the tenant's
 host limits (the operator's file roots and message size, see :mod:`memci.server._policy`)
@@ -14,6 +18,7 @@ as they are now, so a policy changed while the server runs applies to open sessi
 from __future__ import annotations
 
 import threading
+import weakref
 from collections.abc import Mapping
 from typing import Any
 
@@ -58,23 +63,19 @@ class SessionHub:
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
         self._lock = threading.Lock()
-        self._known: set[tuple[str, str]] = set()
-        self._turn_locks: dict[tuple[str, str], threading.Lock] = {}
+        # Keyed by the session object: the engine hands every request of a session the
+        # same object while one of them holds it, and the lock goes with the object.
+        self._turn_locks: weakref.WeakKeyDictionary[Session, threading.Lock] = (
+            weakref.WeakKeyDictionary())
 
     def get(self, tenant: str, name: str) -> Session:
         """The existing session ``name`` of ``tenant``; raises UnknownSessionError."""
-        # Asked of the store, not of what this hub knows: another server may have deleted it.
-        if self.engine.store.session(tenant, name) is None:
-            with self._lock:
-                self._known.discard((tenant, name))
+        if not self.exists(tenant, name):
             raise UnknownSessionError(f"no session {name!r}")
-        return self._remember(tenant, self.engine.session(name, tenant=tenant))
+        return self.engine.session(name, tenant=tenant)
 
     def exists(self, tenant: str, name: str) -> bool:
         """True when the session is in the store."""
-        with self._lock:
-            if (tenant, name) in self._known:
-                return True
         return self.engine.store.session(tenant, name) is not None
 
     def open(
@@ -82,29 +83,17 @@ class SessionHub:
         settings: Mapping[str, Any] | None = None,
     ) -> Session:
         """Get or create the session; ``settings`` apply (and are saved) when given."""
-        return self._remember(tenant, self.engine.session(
-            name, user=user, tenant=tenant, **dict(settings or {})))
+        return self.engine.session(name, user=user, tenant=tenant, **dict(settings or {}))
 
     def delete(self, tenant: str, name: str, *, actor: str) -> Erasure:
-        """Delete the session (see :meth:`Engine.delete_session`) and forget it."""
-        with self._lock:
-            self._known.discard((tenant, name))
+        """Delete the session (see :meth:`Engine.delete_session`)."""
         return self.engine.delete_session(name, tenant=tenant, actor=actor)
 
     def erase_user(self, tenant: str, user: str, *, actor: str) -> Erasure:
-        """Erase the user (see :meth:`Engine.erase_user`) and forget their sessions."""
-        names = {r.name for r in self.engine.sessions(tenant) if r.user == user}
-        with self._lock:
-            self._known -= {(tenant, n) for n in names}
+        """Erase the user (see :meth:`Engine.erase_user`)."""
         return self.engine.erase_user(user, tenant=tenant, actor=actor)
 
     def turn_lock(self, session: Session) -> threading.Lock:
         """A lock that serializes the proxy's read-compare-append of one session."""
-        key = (session.tenant, session.name)
         with self._lock:
-            return self._turn_locks.setdefault(key, threading.Lock())
-
-    def _remember(self, tenant: str, session: Session) -> Session:
-        with self._lock:
-            self._known.add((tenant, session.name))
-        return session
+            return self._turn_locks.setdefault(session, threading.Lock())

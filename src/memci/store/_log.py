@@ -130,8 +130,13 @@ class MessageLog(Protocol):
         """
         ...
 
-    def sessions(self, tenant: str | None = None) -> list[SessionRecord]:
-        """Every session (of one tenant, if given), oldest first."""
+    def sessions(
+        self, tenant: str | None = None, *, after: int = 0, limit: int | None = None
+    ) -> list[SessionRecord]:
+        """Every session (of one tenant, if given), oldest first.
+
+        ``after``: only sessions whose id is greater; ``limit``: at most this many (a page).
+        """
         ...
 
     def append(
@@ -164,6 +169,17 @@ class MessageLog(Protocol):
         whole: bool = True,
     ) -> list[Message]:
         """Messages with ``after < seq <= upto``, in order (``whole=False``: heads only)."""
+        ...
+
+    def message_sizes(
+        self, session: SessionRecord, *, after: int = 0, limit: int
+    ) -> list[tuple[int, int]]:
+        """``(seq, bytes)`` of the first ``limit`` messages after ``after``, in order.
+
+        The bytes a message's row holds (parts, name and metadata; a tool output kept in an
+        artifact file counts its head, see :meth:`output_refs`), told without reading the
+        messages: what reading them costs, so a reader can stop before a budget.
+        """
         ...
 
     def log_rows(self, session: SessionRecord, *, after: int = 0) -> list[LogRow]:

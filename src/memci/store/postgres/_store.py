@@ -351,17 +351,22 @@ class PostgresStore(PostgresParts):
         assert row is not None
         return session_from_row(row)
 
-    def sessions(self, tenant: str | None = None) -> list[SessionRecord]:
-        """Every session (of one tenant, if given), oldest first."""
-        sql = "SELECT id, tenant, name, user_id, settings, created_at FROM sessions"
-        args: tuple[Any, ...] = ()
+    def sessions(
+        self, tenant: str | None = None, *, after: int = 0, limit: int | None = None
+    ) -> list[SessionRecord]:
+        """Every session (of one tenant, if given), oldest first (a page: ``after``, ``limit``)."""
+        sql = ("SELECT id, tenant, name, user_id, settings, created_at FROM sessions"
+               " WHERE tenant <> '' AND id > %s")  # a deleted session's row is no session
+        args: list[Any] = [after]
         if tenant is not None:
-            sql += " WHERE tenant = %s AND tenant <> ''"
-            args = (tenant,)
-        else:
-            sql += " WHERE tenant <> ''"  # a deleted session's row is no session
+            sql += " AND tenant = %s"
+            args.append(tenant)
+        sql += " ORDER BY id"
+        if limit is not None:
+            sql += " LIMIT %s"
+            args.append(limit)
         with self.read() as db:
-            rows = db.execute(sql + " ORDER BY id", args).fetchall()
+            rows = db.execute(sql, args).fetchall()
         return [session_from_row(r) for r in rows]
 
     # -- messages ------------------------------------------------------------------------
@@ -503,6 +508,22 @@ class PostgresStore(PostgresParts):
                 "which reads artifacts")
         content = self.output_reader(sha)
         return replace(message, parts=(replace(result, content=content),))
+
+    def message_sizes(
+        self, session: SessionRecord, *, after: int = 0, limit: int
+    ) -> list[tuple[int, int]]:
+        """``(seq, bytes)`` of the first ``limit`` messages after ``after``, in order.
+
+        Bytes as the rows hold them (parts, name, metadata; a tool output kept in a file
+        counts its head: :meth:`output_refs` names those), told without reading them.
+        """
+        with self.read() as db:
+            rows = db.execute(
+                "SELECT m.seq, octet_length(m.parts) + COALESCE(octet_length(m.name), 0)"
+                " + COALESCE(octet_length(m.metadata), 0) FROM messages m"
+                " WHERE m.session_id = %s AND m.seq > %s ORDER BY m.seq LIMIT %s",
+                (session.id, after, limit)).fetchall()
+        return [(int(r[0]), int(r[1])) for r in rows]
 
     def log_rows(self, session: SessionRecord, *, after: int = 0) -> list[LogRow]:
         """Planning rows (seq, role, tokens, tokens as shown) of the messages after ``after``."""

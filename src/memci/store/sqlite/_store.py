@@ -359,17 +359,22 @@ class SQLiteStore(StoreParts):
         assert record is not None
         return record
 
-    def sessions(self, tenant: str | None = None) -> list[SessionRecord]:
-        """Every session (of one tenant, if given), oldest first."""
-        sql = "SELECT id, tenant, name, user_id, settings, created_at FROM sessions"
-        args: tuple[Any, ...] = ()
+    def sessions(
+        self, tenant: str | None = None, *, after: int = 0, limit: int | None = None
+    ) -> list[SessionRecord]:
+        """Every session (of one tenant, if given), oldest first (a page: ``after``, ``limit``)."""
+        sql = ("SELECT id, tenant, name, user_id, settings, created_at FROM sessions"
+               " WHERE tenant != '' AND id > ?")  # a deleted session's row is no session
+        args: list[Any] = [after]
         if tenant is not None:
-            sql += " WHERE tenant = ? AND tenant != ''"
-            args = (tenant,)
-        else:
-            sql += " WHERE tenant != ''"  # a deleted session's row is no session
+            sql += " AND tenant = ?"
+            args.append(tenant)
+        sql += " ORDER BY id"
+        if limit is not None:
+            sql += " LIMIT ?"
+            args.append(limit)
         with self.read() as db:
-            rows = db.execute(sql + " ORDER BY id", args).fetchall()
+            rows = db.execute(sql, args).fetchall()
         return [session_from_row(r) for r in rows]
 
     # -- messages ------------------------------------------------------------------------
@@ -522,6 +527,24 @@ class SQLiteStore(StoreParts):
             )
         content = self.output_reader(sha)
         return replace(message, parts=(replace(result, content=content),))
+
+    def message_sizes(
+        self, session: SessionRecord, *, after: int = 0, limit: int
+    ) -> list[tuple[int, int]]:
+        """``(seq, bytes)`` of the first ``limit`` messages after ``after``, in order.
+
+        Bytes as the rows hold them (parts, name, metadata; a tool output kept in a file
+        counts its head: :meth:`output_refs` names those), told without reading them.
+        """
+        with self.read() as db:
+            rows = db.execute(
+                # length() of a BLOB counts bytes; of TEXT, characters
+                "SELECT m.seq, length(CAST(m.parts AS BLOB))"
+                " + COALESCE(length(CAST(m.name AS BLOB)), 0)"
+                " + COALESCE(length(CAST(m.metadata AS BLOB)), 0) FROM messages m"
+                " WHERE m.session_id = ? AND m.seq > ? ORDER BY m.seq LIMIT ?",
+                (session.id, after, limit)).fetchall()
+        return [(int(r[0]), int(r[1])) for r in rows]
 
     def log_rows(self, session: SessionRecord, *, after: int = 0) -> list[LogRow]:
         """Planning rows (seq, role, tokens, tokens as shown) of the messages after ``after``.
