@@ -194,7 +194,10 @@ class PostgresMessageSearch:
                         args=args, limit=depth):
                     scores[ref] = score
             if plan.short_terms:
-                total = max(1, self.table.count(db))
+                # N of a short term's IDF is counted where its matches are: in the filter.
+                counted = db.execute("SELECT COUNT(*) FROM memory_docs d WHERE"
+                                     f" d.role <> 'system'{sql}", args).fetchone()
+                total = max(1, int(counted[0]) if counted else 0)
                 for term in plan.short_terms:
                     refs = self.table.containing(db, term, join=join, where=sql, args=args)
                     if refs:
