@@ -136,8 +136,9 @@ class CommonTerms:
         self.table = table
         self.rare = rare
         self.recent = recent
-        # (term, scope) -> (changes then, index size then, entries holding it, capped)
-        self._counts: dict[tuple[str, tuple[Any, ...]], tuple[int, int, int]] = {}
+        # (term, scope) -> (changes then, index size then, at least and at most how many
+        # entries of the scope held it then; the same when counted there, capped)
+        self._counts: dict[tuple[str, tuple[Any, ...]], tuple[int, int, int, int]] = {}
         # scope -> (changes then, top then, bound below its newest entries, how many)
         self._windows: dict[tuple[Any, ...], tuple[int, int, int, int]] = {}
         # (term, scope) -> (changes then, low, high, its entries in (low, high])
@@ -155,19 +156,57 @@ class CommonTerms:
         entries added since are counted (exact: entries are only added, above ``size``,
         while the changes stay).
         """
-        key = (part, scope.key)
-        kept = self._counts.get(key)
-        if kept is not None and kept[0] == changes and kept[1] <= size:
-            _, since, found = kept
-        else:
-            since, found = 0, 0
+        kept = self._kept_count(part, scope, size, changes)
+        since, found = (kept[0], kept[1]) if kept is not None and kept[1] == kept[2] else (0, 0)
         if found <= self.rare and since < size:
             found += self._count_range(db, part, scope, since, size, self.rare + 1 - found)
+        self._keep_count(db, part, scope, (changes, size, found, found))
+        return found
+
+    def bounds(self, part: str, scope: Scope, size: int, changes: int) -> tuple[int, int]:
+        """``(low, high)``: how many entries of ``scope`` may hold ``part``, from what is kept.
+
+        No I/O. ``low`` entries held it when it was last counted (or none), and at most
+        ``high`` did then (a count in the whole index bounds it), plus every entry added
+        since; a count past ``rare`` stays there (entries are only added). ``(0, size)``
+        when nothing is kept.
+        """
+        kept = self._kept_count(part, scope, size, changes)
+        if kept is None:
+            return 0, size
+        since, low, high = kept
+        return (low, low) if low > self.rare else (low, high + size - since)
+
+    def narrow(self, db: sqlite3.Connection, part: str, scope: Scope, size: int,
+               changes: int) -> tuple[int, int]:
+        """:meth:`bounds` made tight enough to tell whether ``part`` is rare in ``scope``.
+
+        A term rare in the whole index is rare in every scope: counting it there is
+        cheaper (FTS5 merges no scope terms), so that is tried first; else the scope's
+        exact count.
+        """
+        if scope.key != Scope().key:
+            everywhere = self._count_range(db, part, Scope(), 0, size, self.rare + 1)
+            if everywhere <= self.rare:
+                self._keep_count(db, part, scope, (changes, size, 0, everywhere))
+                return 0, everywhere
+        found = self.count(db, part, scope, size, changes)
+        return found, found
+
+    def _kept_count(self, part: str, scope: Scope, size: int,
+                    changes: int) -> tuple[int, int, int] | None:
+        """``(since, low, high)`` kept for ``part`` in ``scope``, if still right."""
+        kept = self._counts.get((part, scope.key))
+        if kept is None or kept[0] != changes or kept[1] > size:
+            return None
+        return kept[1], kept[2], kept[3]
+
+    def _keep_count(self, db: sqlite3.Connection, part: str, scope: Scope,
+                    value: tuple[int, int, int, int]) -> None:
         if not db.in_transaction:
             if len(self._counts) >= _KEPT_COUNTS:
                 self._counts.clear()
-            self._counts[key] = (changes, size, found)
-        return found
+            self._counts[(part, scope.key)] = value
 
     def _count_range(self, db: sqlite3.Connection, part: str | None, scope: Scope, low: int,
                      top: int, cap: int) -> int:

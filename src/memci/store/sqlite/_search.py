@@ -264,15 +264,7 @@ class SQLiteMessageSearch:
         sql, args = _filters(replace(where, below=None))
         scope = Scope(terms, sql, tuple(args))
         parts = match.split(" OR ")
-        counted = sorted((self._common.count(db, part, scope, size, changes), part)
-                         for part in parts)
-        rare: list[str] = []
-        postings = 0
-        for df, part in counted:
-            if df > _RARE or len(rare) >= _TERMS_MAX or (rare and postings + df > _POSTINGS):
-                break
-            rare.append(part)
-            postings += df
+        rare, common = self._split(db, parts, scope, size, changes)
         found: list[tuple[float, Candidate]] = []
         if rare:
             near = None
@@ -287,12 +279,50 @@ class SQLiteMessageSearch:
             # The rest only among the scope's newest entries: bounded, and ranked below.
             seen = {c.doc for _, c in found}
             top = min((score for score, _ in found), default=0.0)
-            common = [part for _, part in counted[len(rare):]][:_COMMON_MAX]
             newest = size if where.below is None else min(size, where.below - 1)
-            extra = self._common.newest(db, common, scope, k + len(seen), newest, changes)
+            extra = self._common.newest(db, common[:_COMMON_MAX], scope, k + len(seen), newest,
+                                        changes)
             found += [(min(score, top) - 1e-9 * (i + 1), cand)
                       for i, (score, cand) in enumerate(extra) if cand.doc not in seen]
         return found[:k]
+
+    def _split(
+        self, db: sqlite3.Connection, parts: Sequence[str], scope: Scope, size: int,
+        changes: int,
+    ) -> tuple[list[str], list[str]]:
+        """``(rare, common)``: the terms searched by BM25, and the rest (the rarest first).
+
+        A term is rare when at most :data:`_RARE` entries of the scope hold it; the rarest
+        are taken while they are at most :data:`_TERMS_MAX` and their postings at most
+        :data:`_POSTINGS` (all of them, in their text's order, when they fit). Counting
+        a term costs a full-text query, so what is kept is used when it decides: a term
+        counted a few entries ago is still rare if every entry added since could hold it
+        and it would be (see :meth:`CommonTerms.bounds`), and a term rare in the whole
+        index is rare in the scope; only an undecided term, or a choice the limits make,
+        is counted in the scope. The split is the one exact counts give.
+        """
+        terms = self._common
+        known = {part: terms.bounds(part, scope, size, changes) for part in parts}
+        for part, (low, high) in known.items():
+            if low <= _RARE < high:
+                known[part] = terms.narrow(db, part, scope, size, changes)
+        eligible = sorted(part for part, (low, _) in known.items() if low <= _RARE)
+        left: list[str] = []
+        if len(eligible) > _TERMS_MAX or sum(known[p][1] for p in eligible) > _POSTINGS:
+            counted = sorted((terms.count(db, part, scope, size, changes), part)
+                             for part in eligible)
+            rare: list[str] = []
+            postings = 0
+            for df, part in counted:
+                if len(rare) >= _TERMS_MAX or (rare and postings + df > _POSTINGS):
+                    break
+                rare.append(part)
+                postings += df
+            left = [part for _, part in counted[len(rare):]]
+        else:
+            rare = eligible
+        # Common terms count alike (counts stop at _RARE + 1): their text orders them.
+        return rare, left + sorted(part for part in parts if part not in eligible)
 
     def _ranked(
         self, db: sqlite3.Connection, parts: Sequence[str], scope: str, where: SearchFilter,
