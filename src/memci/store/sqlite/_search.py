@@ -16,8 +16,8 @@ from collections.abc import Collection, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from memci.messages import Message, loads_parts
-from memci.store._rows import message_from_row
+from memci.messages import Message
+from memci.store._rows import message_from_row, stored_parts
 from memci.store._search import Candidate, IndexedMessage, SearchDoc, SearchFilter
 from memci.store.sqlite._common import CommonTerms, Scope
 from memci.store.sqlite._db import Database
@@ -154,7 +154,7 @@ class SQLiteMessageSearch:
                 "SELECT role, parts FROM messages WHERE session_id = ? AND seq < ?"
                 " AND role != 'system' ORDER BY seq DESC LIMIT ?", (session_id, seq, limit),
             ).fetchall()
-        return [Message(role, loads_parts(parts)) for role, parts in rows]
+        return [Message(role, stored_parts(parts)) for role, parts in rows]
 
     def keyword_backlog(self) -> list[IndexedMessage]:
         """Entries of non-system messages without keyword text, by session and seq."""
@@ -171,7 +171,7 @@ class SQLiteMessageSearch:
                 " WHERE d.id > ? AND d.role != 'system' ORDER BY d.session_id, d.seq",
                 (after,),
             ).fetchall()
-        return [IndexedMessage(int(doc), int(sid), Message(role, loads_parts(parts),
+        return [IndexedMessage(int(doc), int(sid), Message(role, stored_parts(parts),
                                                            seq=int(seq)))
                 for doc, sid, seq, role, parts in rows]
 
@@ -209,7 +209,7 @@ class SQLiteMessageSearch:
                 " messages m ON m.session_id = d.session_id AND m.seq = d.seq"
                 " WHERE d.id > ? AND d.role != 'system' ORDER BY d.id LIMIT ?",
                 (after, limit)).fetchall()
-        return [IndexedMessage(int(r[0]), int(r[1]), Message(r[2], loads_parts(r[3]),
+        return [IndexedMessage(int(r[0]), int(r[1]), Message(r[2], stored_parts(r[3]),
                                                              seq=int(r[4])))
                 for r in rows]
 
