@@ -240,6 +240,7 @@ def test_count_message_adds_openai_overhead_and_tool_arguments() -> None:
         o.per_message
         + tok.count("Let me look.")
         + o.per_tool_call
+        + tok.count("call_1")  # the id is sent too (a caller may make it long)
         + tok.count("bash")
         + tok.count(args)
     )
@@ -264,7 +265,8 @@ def test_count_message_name_tool_result_and_image() -> None:
     )
     result = Message.tool("call_1", "<returncode>0</returncode>")
     assert tok.count_message(result) == (
-        o.per_message + o.per_tool_result + tok.count("<returncode>0</returncode>")
+        o.per_message + o.per_tool_result + tok.count("call_1")
+        + tok.count("<returncode>0</returncode>")
     )
     low = Message("user", (ImagePart("https://example.com/a.png", detail="low"),))
     high = Message("user", (TextPart("see"), ImagePart("https://example.com/a.png")))
@@ -279,7 +281,8 @@ def test_anthropic_overhead_differs_and_ignores_names() -> None:
     assert anthropic.count_message(named) == a.per_message + anthropic.count("hello there")
     call = Message.assistant("", ToolCallPart("toolu_1", "bash", '{"command": "ls"}'))
     assert anthropic.count_message(call) == (
-        a.per_message + a.per_tool_call + openai.count("bash") + openai.count('{"command": "ls"}')
+        a.per_message + a.per_tool_call + openai.count("toolu_1") + openai.count("bash")
+        + openai.count('{"command": "ls"}')
     )
     assert anthropic.count_message(call) != openai.count_message(call)
 
