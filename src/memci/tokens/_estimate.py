@@ -53,7 +53,8 @@ CHUNK: Final = 128
 _TABLE: Final = "cl100k_base.bpe"
 _HEADER: Final = [b"memci-bpe", b"3", b"cl100k_base"]
 _NO_RANK: Final = 1 << 30
-_MAX_KEPT: Final = 200_000  # pieces whose count is kept, and lines (estimate_lines)
+_MAX_KEPT: Final = 100_000  # pieces (and parts) whose count is kept, at most LONG long
+_MAX_LINES: Final = 20_000  # lines whose counts estimate_lines keeps
 
 # Unicode's White_Space, as the encoding's expression (Rust's regex) reads ``\s``; Python's
 # ``\s`` also takes U+001C-U+001F, which the encoding counts as punctuation.
@@ -186,14 +187,16 @@ def _chunks(data: bytes) -> list[bytes]:
 
 
 def _part_tokens(part: bytes) -> int:
-    """Tokens of one part of a piece (see :func:`_parts`), kept: parts recur."""
+    """Tokens of one part of a piece (see :func:`_parts`), kept: parts recur.
+
+    A part longer than :data:`LONG` is counted chunk by chunk (see :func:`_chunks`); the
+    chunks are kept, not the part (a run may be megabytes long, and repeats its chunks).
+    """
+    if len(part) > LONG:
+        return sum(map(_part_tokens, _chunks(part)))
     found = _PARTS.get(part)
     if found is None:
-        ranks = _encoding().ranks
-        if len(part) <= LONG:
-            found = _merged(part, ranks)
-        else:
-            found = sum(_merged(chunk, ranks) for chunk in _chunks(part))
+        found = _merged(part, _encoding().ranks)
         if len(_PARTS) > _MAX_KEPT:
             _PARTS.clear()
         _PARTS[part] = found
@@ -204,7 +207,7 @@ class _Counts(dict[str, int]):
     """Piece → tokens, merged on first sight (``map(counts.__getitem__, …)`` runs in C).
 
     The values are pure functions of the piece, so replacing the dict when it grows past
-    ``_MAX_KEPT`` never changes a count.
+    ``_MAX_KEPT`` never changes a count. A piece longer than :data:`LONG` bytes is not kept.
     """
 
     def __missing__(self, piece: str) -> int:
@@ -214,7 +217,8 @@ class _Counts(dict[str, int]):
             count = len(data) and 1
         else:
             count = sum(map(_part_tokens, _parts(data, encoding.joins)))
-        self[piece] = count
+        if len(data) <= LONG:  # a longer one is rare, and its parts are kept
+            self[piece] = count
         return count
 
 
@@ -258,7 +262,7 @@ def estimate_lines(lines: Sequence[str]) -> int:
         return 0
     if any(not line for line in lines) or any(_starts_with_space(line) for line in lines[1:]):
         return estimate_tokens("\n".join(lines))
-    if len(_LINES) > _MAX_KEPT:
+    if len(_LINES) > _MAX_LINES:
         _LINES.clear()
     total = 0
     last = len(lines) - 1
