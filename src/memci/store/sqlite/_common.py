@@ -11,9 +11,10 @@ entries only (:class:`CommonTerms`). Both are taken **within the search's scope*
   bound), and a term's weight among them counts only them.
 
 So writes outside a scope (another tenant's, another user's, another session's) never
-change how the scope's search ranks common terms, nor which entries it looks at: before,
+change which entries the scope's search looks at, nor how it ranks common terms: before,
 2,000 messages of another tenant made a tenant's 4,000 "deploy … harbor" entries fall
-out of "the newest entries of the index", and the search found none of them.
+out of "the newest entries of the index", and the search found none of them. (Rare terms
+are ranked by FTS5's BM25, whose weights FTS5 counts over the whole index.)
 
 What is kept between searches stays exact while no entry is deleted or changed (the
 ``changes`` count of ``memory_docs_changes``): entries are then only added, each with a

@@ -250,7 +250,8 @@ class SQLiteMessageSearch:
         ones (in more than :data:`_RARE` entries of the scope, so they add little to
         BM25) only among the scope's newest :data:`_RECENT` entries, ranked after every
         match of a rare term. So a search costs about the same at 1k or 100k entries,
-        whatever the words, and what it finds depends on its scope's entries only.
+        whatever the words, and which entries it looks at depends on its scope's entries
+        only (FTS5's BM25 still weighs rare terms with statistics of the whole index).
         """
         sessions = where.sessions
         if sessions is not None and not sessions:
