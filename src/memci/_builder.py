@@ -577,9 +577,10 @@ class ContextBuilder:
             self._note_hidden(plan.hidden)
             self._pool_evicted(plan.evicted)
             self._remember_archived(memory, plan.archived)
-            if self.summaries is not None and plan.archived:
-                self.summaries.submit_keyed([(self._summary_key(page), messages)
-                                             for page, messages in plan.archived])
+            listed = [(self._summary_key(page), messages) for page, messages in plan.archived
+                      if self.paged is not None and page in self.paged.archive.contents]
+            if self.summaries is not None and listed:
+                self.summaries.submit_keyed(listed)
             for key, value in plan.cache.items():
                 store.context.put(self.record, key, value)
         self._version += 1
