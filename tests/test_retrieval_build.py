@@ -154,6 +154,29 @@ def test_archived_pages_become_memory_and_user_facts_pass_the_judge(
     assert any(i.kind == "episodic" and i.page == 1 for i in items)
 
 
+def test_a_page_archived_with_no_room_on_the_contents_page_still_becomes_memory(
+    engine: memci.Engine,
+) -> None:
+    # Archived pages the contents page has no room to list go to the context pool; their
+    # messages were loaded all the same, and the user's facts in them must reach long-term
+    # memory like those of a listed page (they were dropped).
+    s = engine.session("a", user="u8", retrieval=False, contents_max_tokens=60)
+    s.add({"role": "user", "content": "I prefer aisle seats and I am allergic to peanuts."})
+    s.add({"role": "assistant", "content": "Noted."})
+    place = "window"
+    for t in range(40):
+        s.add({"role": "user", "content": f"Topic {t}: " + "boats and tides " * 20})
+        s.add({"role": "assistant", "content": "ok " * 20})
+        s.build(budget=2000)
+        place = s.place_of_page(1)
+        if place != "window":
+            break
+    assert place == "evicted"  # archived, not listed: no room on the contents page
+    found = engine.session("b", user="u8").search("aisle seats", k=5, scope="user")
+    prefs = [h.item for h in found if h.item is not None and h.item.kind == "preference"]
+    assert prefs and "aisle seats" in prefs[0].text and "a#p1" in (prefs[0].source or "")
+
+
 def test_query_about_the_docs_brings_document_chunks(engine: memci.Engine, tmp_path: Path) -> None:
     docs = tmp_path / "docs"
     docs.mkdir()

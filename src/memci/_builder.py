@@ -69,6 +69,7 @@ _ATTEMPTS = 8  # builds planned again after losing a compare-and-swap, before gi
 _EPISODES_GATHERED = 40  # episodes gathered per page (a large budget shows many)
 _RESERVED_LINES = 3  # memory lines held room for before the window is planned
 _LINE_CHARS = 600  # characters of one memory line at most
+_SOURCE_CHARS = 300  # characters of a notebook line's source at most (a call id may be longer)
 
 
 @dataclass(frozen=True, slots=True)
@@ -576,9 +577,10 @@ class ContextBuilder:
             self._note_hidden(plan.hidden)
             self._pool_evicted(plan.evicted)
             self._remember_archived(memory, plan.archived)
-            if self.summaries is not None and plan.archived:
-                self.summaries.submit_keyed([(self._summary_key(page), messages)
-                                             for page, messages in plan.archived])
+            listed = [(self._summary_key(page), messages) for page, messages in plan.archived
+                      if self.paged is not None and page in self.paged.archive.contents]
+            if self.summaries is not None and listed:
+                self.summaries.submit_keyed(listed)
             for key, value in plan.cache.items():
                 store.context.put(self.record, key, value)
         self._version += 1
@@ -941,7 +943,8 @@ class ContextBuilder:
             # What was done, its outcome, and where the whole output is (the pointer).
             state.notebook_add(f"{what}({asked}) → {line}"[:300] if asked
                                else f"{what}: {line}"[:300],
-                               source=f"tool:{result.call_id}", artifact_ref=artifact.pointer)
+                               source=f"tool:{result.call_id}"[:_SOURCE_CHARS],
+                               artifact_ref=artifact.pointer)
 
     def _pool_evicted(self, evicted: Mapping[int, ContentsEntry]) -> None:
         """Fold evicted pages into the context pool (seed 004's compressed chat history)."""

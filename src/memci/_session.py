@@ -164,8 +164,9 @@ class Session:
         limit = self.settings.max_message_bytes
         ready: list[Message] = []
         for message in coerce_many(messages, max_bytes=limit):
-            tokens = (message.tokens if message.tokens is not None
-                      else count_tool_result(self.tokenizer, message))
+            # Counted here, whatever count came with it (a memci.Message, an import file):
+            # builds are sized by it.
+            tokens = count_tool_result(self.tokenizer, message)
             ready.append(replace(message, tokens=tokens, seq=None, session=None))
         if not ready:
             return []

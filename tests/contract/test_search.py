@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -209,3 +209,64 @@ def test_the_context_of_a_message_can_be_found(
     assert sorted(found) == [1, 2]  # the answer is found through what it answers
     if context_weight == 0.0:
         assert found[0] == 1  # the context then adds nothing to the score
+
+
+def _fill(store: Store, search: MessageSearch, session: SessionRecord, texts: Sequence[str],
+          day: datetime = DAY) -> None:
+    """Store and index ``texts`` (alternating user and assistant), 400 a transaction."""
+    for start in range(0, len(texts), 400):
+        chunk = texts[start:start + 400]
+        with store.atomic():
+            index(search, session, stored(
+                store, session, *((("user", "assistant")[i % 2], t) for i, t in enumerate(chunk)),
+                day=day))
+
+
+def test_another_scope_s_writes_never_change_what_a_scope_s_search_finds(
+    store: Store, search: MessageSearch, analyzer: Analyzer, reopen: Callable[[], Store],
+) -> None:
+    # Words in thousands of a scope's entries are ranked among the scope's newest entries,
+    # and whether a word is that common is counted in the scope. Writes of another tenant,
+    # user or session (unrelated words, or the same words by thousands) change nothing a
+    # tenant's, a user's or a session's search finds, filtered or bounded or not; a handle
+    # that kept nothing between searches finds the same.
+    a1 = store.ensure_session("a", "a1", "u1", {})
+    a2 = store.ensure_session("a", "a2", "u1", {})
+    a3 = store.ensure_session("a", "a3", "u2", {})
+    b1 = store.ensure_session("b", "b1", "v", {})
+    places = ("north", "south", "east", "west", "old", "new", "grey", "stone")
+    _fill(store, search, a1, [f"deploy the {places[i % 8]} build to the harbor {i}"
+                              + (" lighthouse" if i % 900 == 7 else "") for i in range(4_000)])
+    _fill(store, search, a2, [f"harbor notes {i}: deploy twice" for i in range(300)])
+    _fill(store, search, a3, [f"the harbor of user two {i}" for i in range(300)])
+    top = search.version()
+    scopes = {"session": [a1.id], "user": [a1.id, a2.id], "tenant": [a1.id, a2.id, a3.id]}
+    day1 = (DAY.timestamp(), (DAY + timedelta(hours=900)).timestamp())
+    filters = {
+        "plain": {}, "below": {"below": top - 500}, "roles": {"roles": ["assistant"]},
+        "time": {"start": day1[0], "end": day1[1]},
+    }
+    queries = ("deploy harbor", "harbor", "deploy harbor lighthouse")
+
+    def found(part: MessageSearch, scope: str) -> dict[tuple[str, str], list[int]]:
+        return {(name, q): [c.doc for c in part.keyword(
+            analyzer.query(q), k=10, where=SearchFilter(sessions=scopes[scope], **extra),
+            context_weight=0.5)] for name, extra in filters.items() for q in queries}
+
+    before = {scope: found(search, scope) for scope in scopes}
+    assert all(len(docs) == 10 for results in before.values() for docs in results.values())
+
+    def unchanged(*kept: str) -> None:
+        fresh = reopen().search(analyzer)
+        for scope in kept:
+            assert found(search, scope) == before[scope], scope
+            assert found(fresh, scope) == before[scope], scope
+
+    _fill(store, search, b1, [f"unrelated words number {i}" for i in range(2_000)])
+    unchanged("session", "user", "tenant")
+    _fill(store, search, b1, [f"deploy to the harbor, tenant b {i}" for i in range(4_000)])
+    unchanged("session", "user", "tenant")
+    _fill(store, search, a3, [f"another user: deploy at the harbor {i}" for i in range(2_000)])
+    unchanged("session", "user")
+    _fill(store, search, a2, [f"the same user's other session {i}" for i in range(2_000)])
+    unchanged("session")

@@ -121,8 +121,8 @@ def _warn_unknown_model(console: Console, model: str | None) -> None:
         return
     console.print(
         f"[yellow]warning:[/] unknown model {escape(repr(model))}: memci assumes a "
-        "128,000-token window and counts tokens with its offline estimate (calibrated to "
-        f"cl100k_base); known: {escape(', '.join(KNOWN_MODELS))}", highlight=False,
+        "128,000-token window and counts tokens with its offline estimate (cl100k_base's "
+        f"count); known: {escape(', '.join(KNOWN_MODELS))}", highlight=False,
         soft_wrap=True)
 
 

@@ -120,7 +120,7 @@ class PagedContext:
         self._just_archived: set[int] = set()  # pages this build archived (never evicted)
         self._backlog = 0  # active pages up to this one are past the load bound
         self._ready: dict[int, tuple[str, ...]] = {}  # model summaries ready, by page
-        self._archived: list[tuple[int, list[Message]]] = []  # listed since last taken
+        self._archived: list[tuple[int, list[Message]]] = []  # loaded ones, since taken
         #: The saved entry of a page evicted before this object was made (recall reads it).
         self.evicted_entry: Callable[[int], ContentsEntry | None] = lambda page: None
 
@@ -197,10 +197,12 @@ class PagedContext:
         return evicted
 
     def take_archived(self) -> list[tuple[int, list[Message]]]:
-        """Pages archived onto the contents page since the last call, with their messages.
+        """Pages archived since the last call with their messages loaded, with them.
 
-        A model summarizes them in the background (when there is one); long-term memory
-        keeps them as episodes.
+        Long-term memory keeps every one as an episode (and the judge reads the user's
+        facts in it), listed on the contents page or not (no room there: its lines went to
+        the context pool); a model summarizes the listed ones in the background (when
+        there is one). A backlog archived as a range, never loaded, is not among them.
         """
         pages, self._archived = self._archived, []
         return pages
@@ -356,7 +358,7 @@ class PagedContext:
                 break
             listed.add(page)
             listed_budget -= self._estimate_entry_tokens(page)
-        summarize: list[tuple[int, list[Message]]] = []
+        taken: list[tuple[int, list[Message]]] = []
         for page in batch:
             first, last_seq = self.log.page_seqs(page)
             node_page = self.active.pages.get(page)
@@ -368,11 +370,12 @@ class PagedContext:
                                   self._lines(messages) if page in listed else (),
                                   archived_round=self.round)
             self._just_archived.add(page)
+            if messages:
+                taken.append((page, messages))
             if page in listed:
                 entry.tokens = self._entry_tokens(entry)
                 self.archive.contents[page] = entry
                 self._event("archive", page, reason)
-                summarize.append((page, messages))
             else:
                 # No room to list it: its lines go to the context pool, and the contents
                 # page names it in its range line (archived, not evicted, in this build).
@@ -383,7 +386,7 @@ class PagedContext:
             if tokens <= max(limit, target):
                 break
             tokens -= self._archive_recalled(page)
-        self._archived += summarize
+        self._archived += taken
         if self.summarized:
             self._upgrade_lines()
         self._contents = None

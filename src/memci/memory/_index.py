@@ -45,9 +45,7 @@ from memci.store import (
     Store,
     VectorStore,
 )
-from memci.text import Analyzer, get_analyzer
-from memci.text import MatchQuery as MatchPlan
-from memci.text import has_han_or_kana as is_cjk
+from memci.text import Analyzer, MatchQuery, get_analyzer, has_han_or_kana
 
 __all__ = [
     "DEFAULT_ANALYZER",
@@ -348,13 +346,13 @@ class MessageIndex:
 
     # -- reading -------------------------------------------------------------------------
 
-    def plan(self, query: str) -> MatchPlan:
+    def match_query(self, query: str) -> MatchQuery:
         """How ``query`` is searched by this index's analyzer."""
         return self.analyzer.query(query)
 
     def keyword(
         self,
-        query: str | MatchPlan,
+        query: str | MatchQuery,
         *,
         k: int = 50,
         sessions: Collection[int] | None = None,
@@ -363,7 +361,7 @@ class MessageIndex:
         below: int | None = None,
     ) -> list[Candidate]:
         """BM25-ranked messages matching ``query`` (best first); ``below``: doc bound."""
-        plan = self.plan(query) if isinstance(query, str) else query
+        plan = self.match_query(query) if isinstance(query, str) else query
         return self.rows.keyword(plan, k=k, where=_filter(sessions, time_range, roles, below),
                                  context_weight=self.context_weight)
 
@@ -451,7 +449,7 @@ class MessageIndex:
         # The words of the time the question names are not searched: the range stands for
         # them ("last week" would match every "try it for a week").
         topic = without_time(query, time_range) if mode != "off" else query
-        plan = self.plan(topic)
+        plan = self.match_query(topic)
         use_keyword = "keyword" in retrievers
         use_dense = ("dense" in retrievers and self.vectors is not None
                      and self.embedder is not None and speaks(self.embedder, topic))
@@ -581,7 +579,7 @@ conversations topic topics go went going do doing done
 _TALK_CHARS = frozenset("聊天说讲谈讨论发生过了做干")
 
 
-def _asks_what_was_said(plan: MatchPlan) -> bool:
+def _asks_what_was_said(plan: MatchQuery) -> bool:
     """Whether a query's terms only ask what was said (or it has none)."""
-    return all(term in _TALK_WORDS or (is_cjk(term) and set(term) <= _TALK_CHARS)
+    return all(term in _TALK_WORDS or (has_han_or_kana(term) and set(term) <= _TALK_CHARS)
                for term in (*plan.terms, *plan.short_terms))

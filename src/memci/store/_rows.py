@@ -9,19 +9,31 @@ estimate from the size of its parts, a ``created_at`` outside what can be conver
 as the nearest instant that can, an unreadable one as None, metadata that is not a JSON
 object as text under ``"unreadable"``. A tool output kept whole in an artifact file has
 only its head in the row (:data:`ROW_HEAD_CHARS`, :func:`row_head`).
+
+A row no memci wrote — a value that cannot be decoded (JSON that is not, a blob or a
+number where text belongs, a time that is none) in a column memci needs — is damage:
+every decoder here (and :func:`stored_json`, :func:`stored_parts` for the other read
+paths) raises :class:`~memci.errors.StoreCorruptError` naming what is damaged and what to
+do, never a ``ValueError``, a ``TypeError`` or a caller's-mistake error.
 """
 
 from __future__ import annotations
 
+import functools
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
 from types import MappingProxyType
-from typing import Any
+from typing import Any, ParamSpec, TypeVar
 
-from memci.errors import OrphanToolResultError, OwnerConflictError
-from memci.messages import Message, loads_parts
+from memci.errors import (
+    InvalidMessageError,
+    OrphanToolResultError,
+    OwnerConflictError,
+    StoreCorruptError,
+)
+from memci.messages import ROLES, Message, loads_parts
 from memci.store._artifacts import Artifact
 from memci.store._erase import Erasure
 from memci.store._items import MemoryItem
@@ -38,6 +50,7 @@ __all__ = [
     "ROW_HEAD_CHARS",
     "artifact_from_row",
     "check_owner",
+    "damaged",
     "erasure_from_row",
     "item_from_row",
     "job_from_row",
@@ -46,6 +59,8 @@ __all__ = [
     "orphan_result",
     "row_head",
     "session_from_row",
+    "stored_json",
+    "stored_parts",
     "summary_json",
 ]
 
@@ -55,6 +70,53 @@ ROW_HEAD_CHARS = 20_000
 As many as search indexes of one message, so indexes rebuilt from rows see the same text.
 """
 
+P = ParamSpec("P")
+R = TypeVar("R")
+
+# What decoding a damaged value raises (InvalidMessageError: stored parts that are not).
+_DAMAGE = (ValueError, TypeError, KeyError, IndexError, AttributeError, OverflowError,
+           RecursionError, InvalidMessageError)
+
+
+def _damaged(what: str, exc: BaseException) -> StoreCorruptError:
+    return StoreCorruptError(
+        f"a stored {what} is damaged: {type(exc).__name__}: {exc}. memci did not write it "
+        "so; restore the store from a backup, or repair or delete that row")
+
+
+def damaged(what: str) -> Callable[[Callable[P, R]], Callable[P, R]]:
+    """A row decoder that raises :class:`StoreCorruptError` for a damaged ``what``."""
+    def wrap(decode: Callable[P, R]) -> Callable[P, R]:
+        @functools.wraps(decode)
+        def decoded(*args: P.args, **kwargs: P.kwargs) -> R:
+            try:
+                return decode(*args, **kwargs)
+            except _DAMAGE as exc:
+                raise _damaged(what, exc) from exc
+        return decoded
+    return wrap
+
+
+def stored_json(text: object, what: str) -> Any:
+    """The JSON value of the stored text ``text`` (of ``what``); damage raises."""
+    try:
+        if not isinstance(text, str):
+            raise TypeError(f"{type(text).__name__} where JSON text belongs")
+        return json.loads(text)
+    except _DAMAGE as exc:
+        raise _damaged(what, exc) from exc
+
+
+def stored_parts(text: object) -> tuple[Any, ...]:
+    """A stored message's parts (its ``parts`` column); damage raises."""
+    try:
+        if not isinstance(text, str):
+            raise TypeError(f"{type(text).__name__} where JSON text belongs")
+        return loads_parts(text)
+    except _DAMAGE as exc:
+        raise _damaged("message's parts", exc) from exc
+
+
 def row_head(message: Message) -> Message:
     """``message`` as its row keeps it when its tool output is in a file: the head only."""
     result = message.tool_result
@@ -62,14 +124,17 @@ def row_head(message: Message) -> Message:
     return replace(message, parts=(replace(result, content=result.content[:ROW_HEAD_CHARS]),))
 
 
+@damaged("message row")
 def message_from_row(session: str, row: Sequence[Any]) -> Message:
     """A ``messages`` row (seq, role, parts, name, metadata, created_at, tokens) as a Message.
 
     Reads every row any memci version wrote (see the module's invariants).
     """
     seq, role, parts, name, metadata, created_at, tokens = row
+    if role not in ROLES:
+        raise ValueError(f"role {role!r} is not one of {', '.join(ROLES)}")
     return Message(
-        role=role, parts=loads_parts(parts), name=name if isinstance(name, str) else None,
+        role=role, parts=stored_parts(parts), name=name if isinstance(name, str) else None,
         metadata=_stored_metadata(metadata), created_at=_stored_instant(created_at),
         session=session, seq=int(seq), tokens=_stored_tokens(tokens, parts),
     )
@@ -109,6 +174,7 @@ def _stored_instant(text: object) -> datetime | None:
     return stamp
 
 
+@damaged("session row")
 def session_from_row(row: Sequence[Any]) -> SessionRecord:
     """A ``sessions`` row (id, tenant, name, user_id, settings, created_at)."""
     return SessionRecord(
@@ -157,6 +223,7 @@ JOB_COLUMNS = ("id, kind, key, payload, state, attempts, max_attempts, last_erro
                " lease_owner, lease_expires, run_after, created_at, updated_at")
 
 
+@damaged("job row")
 def job_from_row(row: Sequence[Any]) -> Job:
     """A ``memci_jobs`` row of :data:`JOB_COLUMNS`."""
     return Job(
@@ -173,6 +240,7 @@ KEY_SELECT = ("SELECT key_id, tenant, key_hash, label, created_at, revoked_at, p
               " FROM server_api_keys")
 
 
+@damaged("API key row")
 def key_from_row(row: Sequence[Any]) -> KeyRecord:
     """A ``server_api_keys`` row of :data:`KEY_SELECT`."""
     return KeyRecord(key_id=str(row[0]), tenant=str(row[1]), key_hash=str(row[2]),
@@ -187,6 +255,7 @@ ARTIFACT_SELECT = (
 )
 
 
+@damaged("artifact row")
 def artifact_from_row(row: Sequence[Any]) -> Artifact:
     """An artifact (a ``workspace_artifacts`` link and its blob) of :data:`ARTIFACT_SELECT`."""
     return Artifact(
@@ -212,8 +281,11 @@ def _instant(value: float | None) -> datetime | None:
     return datetime.fromtimestamp(value, UTC) if value is not None else None
 
 
+@damaged("memory item row")
 def item_from_row(row: Sequence[Any]) -> MemoryItem:
     """A ``memory_items`` row of :data:`ITEM_COLUMNS`."""
+    if not isinstance(row[7], str):
+        raise TypeError(f"{type(row[7]).__name__} where the item's text belongs")
     return MemoryItem(
         id=int(row[0]), scope=row[1], tenant=row[2], user=row[3],
         session_id=int(row[4]) if row[4] is not None else None, kind=row[5], subject=row[6],

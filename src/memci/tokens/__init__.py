@@ -2,9 +2,11 @@
 
 :func:`get_tokenizer` returns a :class:`Tokenizer` by name:
 
-- ``"estimate"`` — no dependency, offline, CJK-aware; predicts cl100k_base counts within
-  10% for 95% of held-out messages of English, Chinese, code and tool output (see
-  ``_estimate`` and ``bench/bench_tokens.py``);
+- ``"estimate"`` — no dependency, offline: cl100k_base's own count, in pure Python from its
+  merge ranks (package data); a piece of text longer than 256 bytes with no space or
+  punctuation in it is merged in parts, and may count a little more (see ``_estimate`` and
+  ``bench/bench_tokens.py``). The count of no model but cl100k_base's models: an estimate
+  for the others;
 - ``"cl100k_base"``, ``"o200k_base"`` — exact, through tiktoken, loaded without network
   (see ``_exact``); :class:`~memci.errors.TokenizerUnavailableError` when the encoding is
   not on disk, :class:`~memci.errors.MissingExtraError` when tiktoken is not installed.
@@ -59,7 +61,7 @@ class EstimateTokenizer:
         self.overhead = overhead
 
     def count(self, text: str) -> int:
-        """Estimated cl100k_base tokens of ``text``."""
+        """cl100k_base's tokens of ``text`` (see :func:`estimate_tokens`)."""
         return estimate_tokens(text)
 
     def count_lines(self, lines: Sequence[str]) -> int:

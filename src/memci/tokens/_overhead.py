@@ -100,10 +100,12 @@ def overhead_for(provider: str) -> Overhead:
 
 
 def count_message(count: Callable[[str], int], message: Message, overhead: Overhead) -> int:
-    """Tokens of ``message``: ``overhead`` framing plus ``count`` of every part's text.
+    """Tokens of ``message``: ``overhead`` framing plus ``count`` of every text it sends.
 
-    A tool call counts its name and its arguments JSON text; a tool result its content;
-    an image a fixed estimate (it is a reference here, never pixels).
+    A tool call counts its id, its name and its arguments JSON text; a tool result the id
+    of its call and its content (both providers send the ids, and a caller chooses them:
+    a long one is tokens like any other); an image a fixed estimate (it is a reference
+    here, never pixels).
     """
     n = overhead.per_message
     if message.name and overhead.per_name >= 0:
@@ -112,9 +114,10 @@ def count_message(count: Callable[[str], int], message: Message, overhead: Overh
         if isinstance(part, TextPart):
             n += count(part.text)
         elif isinstance(part, ToolCallPart):
-            n += overhead.per_tool_call + count(part.name) + count(part.arguments)
+            n += (overhead.per_tool_call + count(part.id) + count(part.name)
+                  + count(part.arguments))
         elif isinstance(part, ToolResultPart):
-            n += overhead.per_tool_result + count(part.content)
+            n += overhead.per_tool_result + count(part.call_id) + count(part.content)
         elif isinstance(part, ImagePart):
             n += overhead.image_low if part.detail == "low" else overhead.image
     return n

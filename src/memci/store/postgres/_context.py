@@ -15,6 +15,7 @@ from typing import Any
 
 from memci.store._log import ContextChanges, ContextEvent, ContextState, PageRow
 from memci.store._records import SessionRecord
+from memci.store._rows import damaged, stored_json
 from memci.store.postgres._db import Database
 
 __all__ = ["PostgresContextStore"]
@@ -53,7 +54,7 @@ class PostgresContextStore:
             version=int(version[0]) if version else 0,
             pages=tuple(_page_row(r) for r in rows),
             counts={str(k): int(v) for k, v in counts},
-            values={str(k): json.loads(v) for k, v in values},
+            values={str(k): stored_json(v, "session state value") for k, v in values},
         )
 
     def page_rows(self, session: SessionRecord, *, state: str) -> list[PageRow]:
@@ -125,8 +126,7 @@ class PostgresContextStore:
                 "SELECT round, kind, page, reason, created_at, last_page FROM context_events"
                 " WHERE session_id = %s ORDER BY id DESC LIMIT %s", (session.id, limit),
             ).fetchall()
-        return [ContextEvent(int(r[0]), str(r[1]), int(r[2]), str(r[3]),
-                             int(r[5] or r[2]), str(r[4])) for r in reversed(rows)]
+        return [_event(r) for r in reversed(rows)]
 
 
 def _put(db: Any, session_id: int, key: str, value: Any) -> None:
@@ -135,6 +135,13 @@ def _put(db: Any, session_id: int, key: str, value: Any) -> None:
                (session_id, key, json.dumps(value, ensure_ascii=False)))
 
 
+@damaged("event row")
+def _event(r: Any) -> ContextEvent:
+    return ContextEvent(int(r[0]), str(r[1]), int(r[2]), str(r[3]), int(r[5] or r[2]),
+                        str(r[4]))
+
+
+@damaged("page row")
 def _page_row(r: Any) -> PageRow:
     saved = json.loads(r[7])
     return PageRow(int(r[0]), int(r[1]), int(r[2]), str(r[3]), int(r[4]), int(r[5]),

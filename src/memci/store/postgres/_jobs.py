@@ -10,14 +10,13 @@ worker that lost its lease changes nothing. Idle workers find new jobs by pollin
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
 from memci.store._jobs import Job, JobCounts, JobState, JobTally, NewJob
-from memci.store._rows import JOB_COLUMNS, job_from_row
+from memci.store._rows import JOB_COLUMNS, job_from_row, stored_json
 from memci.store.postgres._db import Database
 
 __all__ = ["PostgresJobStore"]
@@ -63,7 +62,8 @@ class PostgresJobStore:
         with self._store.read() as db:
             rows = db.execute("SELECT key, result FROM memci_jobs WHERE state = 'done'"
                               " AND key = ANY(%s)", (wanted,)).fetchall()
-        return {str(k): json.loads(r) if r is not None else None for k, r in rows}
+        return {str(k): stored_json(r, "job result") if r is not None else None
+                for k, r in rows}
 
     def jobs(self, *, state: JobState | None = None, kind: str | None = None,
              limit: int = 100) -> list[Job]:

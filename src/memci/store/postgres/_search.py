@@ -15,8 +15,8 @@ import math
 from collections.abc import Collection, Sequence
 from typing import TYPE_CHECKING, Any
 
-from memci.messages import Message, loads_parts
-from memci.store._rows import message_from_row
+from memci.messages import Message
+from memci.store._rows import message_from_row, stored_parts
 from memci.store._search import Candidate, IndexedMessage, SearchDoc, SearchFilter
 from memci.store.postgres._db import Connection, Database
 from memci.store.postgres._keyword import KeywordTable
@@ -119,7 +119,7 @@ class PostgresMessageSearch:
                 "SELECT role, parts FROM messages WHERE session_id = %s AND seq < %s"
                 " AND role <> 'system' ORDER BY seq DESC LIMIT %s",
                 (session_id, seq, limit)).fetchall()
-        return [Message(role, loads_parts(parts)) for role, parts in rows]
+        return [Message(role, stored_parts(parts)) for role, parts in rows]
 
     def keyword_backlog(self) -> list[IndexedMessage]:
         """Entries of non-system messages without keyword text, by session and seq."""
@@ -130,7 +130,7 @@ class PostgresMessageSearch:
                 " JOIN messages m ON m.session_id = d.session_id AND m.seq = d.seq"
                 f" WHERE d.role <> 'system' AND NOT EXISTS (SELECT 1 FROM {t} k"
                 " WHERE k.ref = d.id) ORDER BY d.session_id, d.seq").fetchall()
-        return [IndexedMessage(int(doc), int(sid), Message(role, loads_parts(parts),
+        return [IndexedMessage(int(doc), int(sid), Message(role, stored_parts(parts),
                                                            seq=int(seq)))
                 for doc, sid, seq, role, parts in rows]
 
@@ -165,7 +165,7 @@ class PostgresMessageSearch:
                 " messages m ON m.session_id = d.session_id AND m.seq = d.seq"
                 " WHERE d.id > %s AND d.role <> 'system' ORDER BY d.id LIMIT %s",
                 (after, limit)).fetchall()
-        return [IndexedMessage(int(r[0]), int(r[1]), Message(r[2], loads_parts(r[3]),
+        return [IndexedMessage(int(r[0]), int(r[1]), Message(r[2], stored_parts(r[3]),
                                                              seq=int(r[4])))
                 for r in rows]
 
@@ -194,7 +194,10 @@ class PostgresMessageSearch:
                         args=args, limit=depth):
                     scores[ref] = score
             if plan.short_terms:
-                total = max(1, self.table.count(db))
+                # N of a short term's IDF is counted where its matches are: in the filter.
+                counted = db.execute("SELECT COUNT(*) FROM memory_docs d WHERE"
+                                     f" d.role <> 'system'{sql}", args).fetchone()
+                total = max(1, int(counted[0]) if counted else 0)
                 for term in plan.short_terms:
                     refs = self.table.containing(db, term, join=join, where=sql, args=args)
                     if refs:

@@ -14,6 +14,7 @@ from datetime import datetime
 from types import MappingProxyType
 from typing import Any
 
+from memci.store._rows import damaged, stored_json
 from memci.store._work import WorkEvent
 from memci.store.postgres._db import Database
 
@@ -27,6 +28,7 @@ def _dumps(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, sort_keys=True)
 
 
+@damaged("working-state event row")
 def _event(row: Sequence[Any]) -> WorkEvent:
     return WorkEvent(
         id=int(row[0]), session_id=int(row[1]), at=datetime.fromisoformat(str(row[2])),
@@ -54,14 +56,14 @@ class PostgresWorkStore:
             row = db.execute("SELECT data FROM workspace_items WHERE session_id = %s"
                              " AND kind = %s AND item_id = %s",
                              (session_id, kind, item_id)).fetchone()
-        return None if row is None else json.loads(row[0])
+        return None if row is None else stored_json(row[0], "working-state value")
 
     def items(self, session_id: int, kind: str) -> list[Any]:
         """Every item of ``kind``, by id."""
         with self._store.read() as db:
             rows = db.execute("SELECT data FROM workspace_items WHERE session_id = %s"
                               " AND kind = %s ORDER BY item_id", (session_id, kind)).fetchall()
-        return [json.loads(r[0]) for r in rows]
+        return [stored_json(r[0], "working-state value") for r in rows]
 
     def top_item_id(self, session_id: int, kind: str) -> int:
         """The largest id of an item of ``kind`` stored now (0 when none is)."""
@@ -87,7 +89,7 @@ class PostgresWorkStore:
         with self._store.read() as db:
             row = db.execute("SELECT value FROM workspace_meta WHERE session_id = %s"
                              " AND name = %s", (session_id, name)).fetchone()
-        return None if row is None else json.loads(row[0])
+        return None if row is None else stored_json(row[0], "working-state value")
 
     def put_meta(self, session_id: int, name: str, value: Any) -> None:
         """Store a per-session value (None removes it)."""

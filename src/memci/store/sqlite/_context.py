@@ -14,6 +14,7 @@ from typing import Any
 
 from memci.store._log import ContextChanges, ContextEvent, ContextState, PageRow
 from memci.store._records import SessionRecord
+from memci.store._rows import damaged, stored_json
 from memci.store.sqlite._db import Database
 
 __all__ = ["SQLiteContextStore"]
@@ -55,7 +56,7 @@ class SQLiteContextStore:
             version=int(version[0]) if version else 0,
             pages=tuple(_page_row(r) for r in rows),
             counts={str(k): int(v) for k, v in counts},
-            values={str(k): json.loads(v) for k, v in values},
+            values={str(k): stored_json(v, "session state value") for k, v in values},
         )
 
     def page_rows(self, session: SessionRecord, *, state: str) -> list[PageRow]:
@@ -125,10 +126,16 @@ class SQLiteContextStore:
                 "SELECT round, kind, page, reason, created_at, last_page FROM context_events"
                 " WHERE session_id = ? ORDER BY id DESC LIMIT ?", (session.id, limit),
             ).fetchall()
-        return [ContextEvent(int(r[0]), str(r[1]), int(r[2]), str(r[3]),
-                             int(r[5] or r[2]), str(r[4])) for r in reversed(rows)]
+        return [_event(r) for r in reversed(rows)]
 
 
+@damaged("event row")
+def _event(r: Any) -> ContextEvent:
+    return ContextEvent(int(r[0]), str(r[1]), int(r[2]), str(r[3]), int(r[5] or r[2]),
+                        str(r[4]))
+
+
+@damaged("page row")
 def _page_row(r: Any) -> PageRow:
     saved = json.loads(r[7])
     return PageRow(int(r[0]), int(r[1]), int(r[2]), str(r[3]), int(r[4]), int(r[5]),

@@ -6,6 +6,9 @@ read, each write, committing, closing) is mapped here, by SQLite's result code:
 - ``SQLITE_FULL`` (the disk, or the file's size limit): :class:`StoreFullError`;
 - ``SQLITE_CORRUPT`` and ``SQLITE_NOTADB`` (a damaged or foreign file):
   :class:`StoreCorruptError`, naming the file and how to recover it;
+- a text value the driver cannot decode (bytes that are not UTF-8 in a ``TEXT`` column,
+  which memci never writes): :class:`StoreCorruptError` too, naming the file and the
+  column;
 - I/O errors, a read-only or unopenable file, a lock held too long, no memory: a
   :class:`StoreError` naming the file, the cause and the fix;
 - a search index this SQLite is too old to read (FTS5 tables that delete securely, made
@@ -28,6 +31,9 @@ __all__ = ["store_error"]
 # SQLite's primary result codes (https://sqlite.org/rescode.html).
 _PERM, _BUSY, _LOCKED, _NOMEM, _READONLY, _IOERR, _CORRUPT = 3, 5, 6, 7, 8, 10, 11
 _FULL, _CANTOPEN, _NOTADB = 13, 14, 26
+
+# What the driver says of a TEXT value that is not UTF-8 (it has no SQLite result code).
+_UNDECODABLE = "could not decode to utf-8"
 
 _BY_TEXT = (
     ("database or disk is full", _FULL),
@@ -53,6 +59,11 @@ def store_error(exc: BaseException, path: str | Path, doing: str) -> StoreError:
     code = _code(exc)
     name = getattr(exc, "sqlite_errorname", None) or type(exc).__name__
     cause = f"{exc} ({name})"
+    if _UNDECODABLE in str(exc).lower():
+        return StoreCorruptError(
+            f"cannot {doing} {path}: a stored row is damaged: {cause}. memci did not write "
+            f"it so; restore the store from a backup, or repair or delete that row with "
+            f"`sqlite3 {path}`")
     if code == _FULL:
         return StoreFullError(
             f"cannot {doing} {path}: the disk is full (or the store reached its size limit): "

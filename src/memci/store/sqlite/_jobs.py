@@ -8,14 +8,13 @@ a worker that lost its lease changes nothing.
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
 from memci.store._jobs import Job, JobCounts, JobState, JobTally, NewJob
-from memci.store._rows import JOB_COLUMNS, job_from_row
+from memci.store._rows import JOB_COLUMNS, job_from_row, stored_json
 from memci.store.sqlite._db import Database
 from memci.store.sqlite._migrations_jobs import JOBS_MIGRATIONS
 
@@ -70,7 +69,8 @@ class SQLiteJobStore:
                     "SELECT key, result FROM memci_jobs WHERE state = 'done' AND key IN"
                     f" ({_marks(chunk)})", chunk,
                 ):
-                    out[key] = json.loads(result) if result is not None else None
+                    out[key] = (stored_json(result, "job result") if result is not None
+                                else None)
         return out
 
     def jobs(self, *, state: JobState | None = None, kind: str | None = None,

@@ -9,7 +9,6 @@ FTS5). User text reaches ``MATCH`` only as the analyzer's quoted terms.
 
 from __future__ import annotations
 
-import bisect
 import json
 import math
 import sqlite3
@@ -17,26 +16,25 @@ from collections.abc import Collection, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from memci.messages import Message, loads_parts
-from memci.store._rows import message_from_row
+from memci.messages import Message
+from memci.store._rows import message_from_row, stored_parts
 from memci.store._search import Candidate, IndexedMessage, SearchDoc, SearchFilter
+from memci.store.sqlite._common import CommonTerms, SearchScope
 from memci.store.sqlite._db import Database
 from memci.store.sqlite._fts import ensure_fts, fts_name
 from memci.store.sqlite._migrations_memory import MEMORY_MIGRATIONS
 
 if TYPE_CHECKING:
-    from memci.text import Analyzer
-    from memci.text import MatchQuery as MatchPlan
+    from memci.text import Analyzer, MatchQuery
 
 __all__ = ["SQLiteMessageSearch", "session_names"]
 
 _SCOPE_TERMS_MAX = 20  # up to this many sessions are always filtered inside FTS5
-_RARE = 3_000  # a term in more entries than this is common: searched among the newest only
+_RARE = 3_000  # a term in more entries of a scope: common, searched among its newest only
 _POSTINGS = 12_000  # postings of rare terms one search scores at most
-_RECENT = 2_000  # the newest entries a search of common terms looks at
+_RECENT = 2_000  # the newest entries of a scope a search of common terms looks at
 _TERMS_MAX = 12  # rare terms of one query searched at most (the rarest)
 _COMMON_MAX = 4  # common terms of one query searched (among the newest) at most
-_RECENT_TERMS = 64  # common terms whose newest entries are kept between searches
 _LOADED_MAX = 4_096  # loaded messages kept between searches at most
 
 
@@ -74,41 +72,6 @@ def _bound(where: SearchFilter) -> tuple[str, tuple[int, ...]]:
     return ("", ()) if where.below is None else (" AND rowid < ?", (where.below,))
 
 
-def _best_by_terms(terms: Sequence[tuple[float, set[int]]], n: int) -> list[tuple[float, int]]:
-    """The ``n`` entries with the most weight of the terms they hold; the newest at a tie.
-
-    ``terms``: each term's weight and the entries holding it (at most :data:`_COMMON_MAX`
-    terms, each held by up to :data:`_RECENT` entries). An entry's score is the sum of its
-    terms' weights, so the entries holding the same terms score alike: they are taken a
-    group at a time (one per set of terms, 2**n - 1 at most), by set operations in C, best
-    group first, rather than scored one by one (~0.25 against ~1 ms for four terms).
-    """
-    groups: dict[float, list[tuple[list[set[int]], list[set[int]]]]] = {}
-    for mask in range(1, 1 << len(terms)):
-        score = 0.0
-        inside: list[set[int]] = []
-        outside: list[set[int]] = []
-        for i, (weight, docs) in enumerate(terms):
-            if mask >> i & 1:
-                score += weight  # added in the terms' order, as one by one would
-                inside.append(docs)
-            else:
-                outside.append(docs)
-        groups.setdefault(score, []).append((inside, outside))
-    best: list[tuple[float, int]] = []
-    for score in sorted(groups, reverse=True):
-        found: set[int] = set()
-        for inside, outside in groups[score]:
-            docs = set.intersection(*inside)
-            if outside and docs:
-                docs.difference_update(*outside)
-            found |= docs
-        best.extend((score, d) for d in sorted(found, reverse=True)[:n - len(best)])
-        if len(best) >= n:
-            break
-    return best
-
-
 def _candidates(rows: Sequence[Sequence[Any]]) -> list[Candidate]:
     return [Candidate(int(r[0]), int(r[1]), int(r[2])) for r in rows]
 
@@ -124,13 +87,9 @@ class SQLiteMessageSearch:
         with store.write() as db:
             ensure_fts(db, "memory_fts", analyzer)
         self._names: dict[int, str] = {}
-        self._dfs: dict[str, tuple[int, int]] = {}  # term -> (entries holding it, index size)
         # sessions -> (the share of the index they hold, index size then)
         self._shares: dict[str, tuple[float, int]] = {}
-        # (common term, scope) -> (changes then, low, high, its entries in (low, high])
-        self._recent: dict[tuple[str, str], tuple[int, int, int, list[int]]] = {}
-        # what _newest ranked, by its terms, entries, changes, depth and filters
-        self._newest_kept: dict[tuple[object, ...], tuple[tuple[float, Candidate], ...]] = {}
+        self._common = CommonTerms(self.table, rare=_RARE, recent=_RECENT)
         # (changes then, doc -> (session id, seq, message, page))
         self._loaded: tuple[int, dict[int, tuple[int, int, Message, int]]] = (-1, {})
 
@@ -195,7 +154,7 @@ class SQLiteMessageSearch:
                 "SELECT role, parts FROM messages WHERE session_id = ? AND seq < ?"
                 " AND role != 'system' ORDER BY seq DESC LIMIT ?", (session_id, seq, limit),
             ).fetchall()
-        return [Message(role, loads_parts(parts)) for role, parts in rows]
+        return [Message(role, stored_parts(parts)) for role, parts in rows]
 
     def keyword_backlog(self) -> list[IndexedMessage]:
         """Entries of non-system messages without keyword text, by session and seq."""
@@ -212,7 +171,7 @@ class SQLiteMessageSearch:
                 " WHERE d.id > ? AND d.role != 'system' ORDER BY d.session_id, d.seq",
                 (after,),
             ).fetchall()
-        return [IndexedMessage(int(doc), int(sid), Message(role, loads_parts(parts),
+        return [IndexedMessage(int(doc), int(sid), Message(role, stored_parts(parts),
                                                            seq=int(seq)))
                 for doc, sid, seq, role, parts in rows]
 
@@ -250,14 +209,14 @@ class SQLiteMessageSearch:
                 " messages m ON m.session_id = d.session_id AND m.seq = d.seq"
                 " WHERE d.id > ? AND d.role != 'system' ORDER BY d.id LIMIT ?",
                 (after, limit)).fetchall()
-        return [IndexedMessage(int(r[0]), int(r[1]), Message(r[2], loads_parts(r[3]),
+        return [IndexedMessage(int(r[0]), int(r[1]), Message(r[2], stored_parts(r[3]),
                                                              seq=int(r[4])))
                 for r in rows]
 
     # -- searching -----------------------------------------------------------------------
 
     def keyword(
-        self, plan: MatchPlan, *, k: int, where: SearchFilter, context_weight: float
+        self, plan: MatchQuery, *, k: int, where: SearchFilter, context_weight: float
     ) -> list[Candidate]:
         """The ``k`` best entries for ``plan`` within ``where`` by BM25, best first.
 
@@ -285,49 +244,86 @@ class SQLiteMessageSearch:
         """BM25 over the terms of ``match``, scoring a bounded number of postings.
 
         FTS5 scores every row that matches, so an OR of common words scores most of the
-        index. The terms are split by how many entries hold them (counted once, capped,
-        cached): rare ones are searched in the whole index, at most :data:`_POSTINGS`
-        postings of them; common ones (in more than :data:`_RARE` entries, so they add
-        little to BM25) only among the newest :data:`_RECENT` entries, ranked after every
+        index. The terms are split by how many entries *of the search's scope* hold them
+        (counted once, capped, kept; see :mod:`memci.store.sqlite._common`): rare ones are
+        searched in the whole scope, at most :data:`_POSTINGS` postings of them; common
+        ones (in more than :data:`_RARE` entries of the scope, so they add little to
+        BM25) only among the scope's newest :data:`_RECENT` entries, ranked after every
         match of a rare term. So a search costs about the same at 1k or 100k entries,
-        whatever the words.
+        whatever the words, and which entries it looks at depends on its scope's entries
+        only (FTS5's BM25 still weighs rare terms with statistics of the whole index).
         """
         sessions = where.sessions
         if sessions is not None and not sessions:
             return []
         size = self._size(db)  # read once: every count below is kept against it
-        scope = ""
+        changes = self._changes(db)
+        terms = ""
         if sessions is not None and self._scope_in_fts(db, sessions):
-            scope = " OR ".join(f'"s{int(s)}x"' for s in sessions)
+            terms = " OR ".join(f'"s{int(s)}x"' for s in sessions)
             where = replace(where, sessions=None)
+        sql, args = _filters(replace(where, below=None))
+        scope = SearchScope(terms, sql, tuple(args))
         parts = match.split(" OR ")
-        counted = sorted((self._df(db, part, size), part) for part in parts)
-        rare: list[str] = []
-        postings = 0
-        for df, part in counted:
-            if df > _RARE or len(rare) >= _TERMS_MAX or (rare and postings + df > _POSTINGS):
-                break
-            rare.append(part)
-            postings += df
+        rare, common = self._split(db, parts, scope, size, changes)
         found: list[tuple[float, Candidate]] = []
         if rare:
             near = None
-            share = self._share(db, sessions, size) if scope and sessions is not None else 0.0
+            share = self._share(db, sessions, size) if terms and sessions is not None else 0.0
             if share >= 0.5:
                 assert sessions is not None
                 near = self._ranked_within(db, rare, sessions, where, context_weight, k,
                                            depth=math.ceil(k / share * 1.25))
             found = near if near is not None else self._ranked(
-                db, rare, scope, where, context_weight, k)
+                db, rare, terms, where, context_weight, k)
         if len(rare) < len(parts) and len(found) < k:
-            # The rest only among the newest entries: bounded, and ranked below.
+            # The rest only among the scope's newest entries: bounded, and ranked below.
             seen = {c.doc for _, c in found}
             top = min((score for score, _ in found), default=0.0)
-            common = [part for _, part in counted[len(rare):]][:_COMMON_MAX]
-            extra = self._newest(db, common, scope, where, k + len(seen), size)
+            newest = size if where.below is None else min(size, where.below - 1)
+            extra = self._common.newest(db, common[:_COMMON_MAX], scope, k + len(seen), newest,
+                                        changes)
             found += [(min(score, top) - 1e-9 * (i + 1), cand)
                       for i, (score, cand) in enumerate(extra) if cand.doc not in seen]
         return found[:k]
+
+    def _split(
+        self, db: sqlite3.Connection, parts: Sequence[str], scope: SearchScope, size: int,
+        changes: int,
+    ) -> tuple[list[str], list[str]]:
+        """``(rare, common)``: the terms searched by BM25, and the rest (the rarest first).
+
+        A term is rare when at most :data:`_RARE` entries of the scope hold it; the rarest
+        are taken while they are at most :data:`_TERMS_MAX` and their postings at most
+        :data:`_POSTINGS` (all of them, in their text's order, when they fit). Counting
+        a term costs a full-text query, so what is kept is used when it decides: a term
+        counted a few entries ago is still rare if every entry added since could hold it
+        and it would be (see :meth:`CommonTerms.bounds`), and a term rare in the whole
+        index is rare in the scope; only an undecided term, or a choice the limits make,
+        is counted in the scope. The split is the one exact counts give.
+        """
+        terms = self._common
+        known = {part: terms.bounds(part, scope, size, changes) for part in parts}
+        for part, (low, high) in known.items():
+            if low <= _RARE < high:
+                known[part] = terms.narrow(db, part, scope, size, changes)
+        eligible = sorted(part for part, (low, _) in known.items() if low <= _RARE)
+        left: list[str] = []
+        if len(eligible) > _TERMS_MAX or sum(known[p][1] for p in eligible) > _POSTINGS:
+            counted = sorted((terms.count(db, part, scope, size, changes), part)
+                             for part in eligible)
+            rare: list[str] = []
+            postings = 0
+            for df, part in counted:
+                if len(rare) >= _TERMS_MAX or (rare and postings + df > _POSTINGS):
+                    break
+                rare.append(part)
+                postings += df
+            left = [part for _, part in counted[len(rare):]]
+        else:
+            rare = eligible
+        # Common terms count alike (counts stop at _RARE + 1): their text orders them.
+        return rare, left + sorted(part for part in parts if part not in eligible)
 
     def _ranked(
         self, db: sqlite3.Connection, parts: Sequence[str], scope: str, where: SearchFilter,
@@ -405,119 +401,6 @@ class SQLiteMessageSearch:
             cached = self._shares[key] = (min(1.0, inside / max(size, 1)), size)
         return cached[0]
 
-    def _newest(
-        self, db: sqlite3.Connection, parts: Sequence[str], scope: str, where: SearchFilter,
-        k: int, size: int,
-    ) -> list[tuple[float, Candidate]]:
-        """Common terms among the newest :data:`_RECENT` entries, ranked without FTS5's BM25.
-
-        BM25 in FTS5 counts each term's rows over the whole index: for a common term that
-        is most of it. Here each term's rows are read within the newest entries only, and
-        an entry scores the sum of its terms' weights there (``ln(1 + n / rows)``); newer
-        first at a tie. ``size``: the index's newest entry.
-        """
-        top = size
-        if where.below is not None:
-            top = min(top, where.below - 1)  # the newest entries below the bound
-        lowest = max(0, top - _RECENT)
-        changes = self._changes(db)
-        # With filters, more than k are read, as some will not pass them (the bound is
-        # kept already: only entries up to ``top`` were read).
-        sql, args = _filters(replace(where, below=None))
-        # The same terms over the same entries rank the same (entries are only added, and
-        # above ``top``, while the changes stay): a tool loop's, or a window's, next page.
-        key = (tuple(parts), scope, lowest, top, changes, k, sql, tuple(args))
-        kept = self._newest_kept.get(key)
-        if kept is not None:
-            return list(kept)
-        # Inside a write (``atomic``) what is read may be rolled back, its ids given again:
-        # it is used, not kept.
-        keep = not db.in_transaction
-        terms: list[tuple[float, set[int]]] = []
-        for part in parts:
-            docs = self._recent_docs(db, part, scope, lowest, top, changes)
-            if docs:
-                terms.append((math.log(1 + (top - lowest) / len(docs)), set(docs)))
-        best = _best_by_terms(terms, k * 4 if sql else k)
-        rows = db.execute(
-            "SELECT d.id, d.session_id, d.seq FROM memory_docs d WHERE d.id IN"
-            f" (SELECT value FROM json_each(?)){sql}",
-            (json.dumps([d for _, d in best]), *args)).fetchall()
-        found = {int(r[0]): Candidate(int(r[0]), int(r[1]), int(r[2])) for r in rows}
-        ranked = [(score, found[d]) for score, d in best if d in found][:k]
-        if keep:
-            if len(self._newest_kept) >= 256:
-                self._newest_kept.clear()
-            self._newest_kept[key] = tuple(ranked)
-        return ranked
-
-    def _recent_docs(
-        self, db: sqlite3.Connection, part: str, scope: str, lowest: int, top: int,
-        changes: int,
-    ) -> list[int]:
-        """The entries in ``(lowest, top]`` holding ``part`` (within ``scope``), ascending.
-
-        Kept between searches: a common term is asked again and again, and the newest
-        entries move by a few a build, so only the entries added since are read. Entry ids
-        only grow while none is deleted (a new one takes the next id); ``changes`` (see
-        :meth:`_changes`) drops what was kept when it moves.
-        """
-        key = (part, scope)
-        kept = self._recent.get(key)
-        if kept is not None and kept[0] == changes and kept[1] <= lowest <= kept[2]:
-            _, low, high, docs = kept
-            if top > high:
-                docs = docs + self._read_recent(db, part, scope, high, top)
-                high = top
-            if high - lowest <= 2 * _RECENT:  # what is kept stays about one range long
-                docs = docs[bisect.bisect_right(docs, lowest):]
-                low = lowest
-            if not db.in_transaction:  # see _newest
-                self._recent[key] = (changes, low, high, docs)
-            return docs[bisect.bisect_right(docs, lowest):bisect.bisect_right(docs, top)]
-        docs = self._read_recent(db, part, scope, lowest, top)
-        if not db.in_transaction:
-            if len(self._recent) >= _RECENT_TERMS:
-                self._recent.clear()
-            self._recent[key] = (changes, lowest, top, docs)
-        return docs
-
-    def _read_recent(
-        self, db: sqlite3.Connection, part: str, scope: str, lowest: int, top: int
-    ) -> list[int]:
-        """The entries in ``(lowest, top]`` holding ``part`` (within ``scope``), ascending."""
-        if top <= lowest:
-            return []
-        t = self.table
-        expr = f"{{body context}} : {part}"
-        if scope:
-            expr = f"({expr}) AND (scope : ({scope}))"
-        # One JSON array: the rowids read without a row each (FTS5 gives them in order;
-        # sorting sorted ids costs a pass).
-        docs: list[int] = json.loads(db.execute(
-            f"SELECT json_group_array(rowid) FROM {t} WHERE {t} MATCH ? AND rowid > ?"
-            " AND rowid <= ?", (expr, lowest, top)).fetchone()[0])
-        docs.sort()
-        return docs
-
-    def _df(self, db: sqlite3.Connection, part: str, size: int) -> int:
-        """Entries holding the quoted term ``part``, counted up to :data:`_RARE` + 1.
-
-        Cached per term until the index (``size``: its newest entry) has grown by a tenth:
-        a term's share moves slowly.
-        """
-        cached = self._dfs.get(part)
-        if cached is not None and size <= cached[1] * 1.1 + 16:
-            return cached[0]
-        t = self.table
-        count = int(db.execute(
-            f"SELECT COUNT(*) FROM (SELECT rowid FROM {t} WHERE {t} MATCH ? LIMIT ?)",
-            (f"{{body context}} : {part}", _RARE + 1)).fetchone()[0])
-        if len(self._dfs) >= 16_384:
-            self._dfs.clear()
-        self._dfs[part] = (count, size)
-        return count
-
     @staticmethod
     def _changes(db: sqlite3.Connection) -> int:
         """How many entries were ever deleted or changed (counted by triggers).
@@ -552,12 +435,19 @@ class SQLiteMessageSearch:
             return self._scope_in_fts(db, sessions)
 
     def _short(
-        self, db: sqlite3.Connection, plan: MatchPlan, where: SearchFilter,
+        self, db: sqlite3.Connection, plan: MatchQuery, where: SearchFilter,
         ranked: dict[int, tuple[float, Candidate]],
     ) -> None:
+        """Add to ``ranked`` the entries within ``where`` holding a term too short to index.
+
+        A term adds its IDF among the entries within ``where`` (``ln(1 + N/df)``, both
+        counted there), so other scopes' entries never weigh it.
+        """
         sql, args = _filters(where)
         t = self.table
-        total = max(1, int(db.execute(f"SELECT COUNT(*) FROM {t}").fetchone()[0]))
+        total = max(1, int(db.execute(
+            f"SELECT COUNT(*) FROM memory_docs d WHERE d.role != 'system'{sql}", args
+        ).fetchone()[0]))
         for term in plan.short_terms:
             rows = db.execute(
                 f"SELECT d.id, d.session_id, d.seq FROM {t} JOIN memory_docs d ON"

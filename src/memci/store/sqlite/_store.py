@@ -39,6 +39,8 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import os
+import secrets
 import sqlite3
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -50,6 +52,7 @@ from typing import TYPE_CHECKING, Any
 
 from memci.errors import (
     InvalidInputError,
+    StoreCorruptError,
     StoreError,
     UnknownSessionError,
 )
@@ -82,6 +85,63 @@ TOKENS_SQL = ("CASE WHEN typeof(m.tokens) = 'integer' AND m.tokens >= 0 THEN m.t
 
 
 logger = logging.getLogger("memci.store")
+
+# The table that makes a SQLite file a memci store: it records the migrations applied.
+_MIGRATIONS_TABLE = "memci_migrations"
+_MIGRATIONS_DDL = (f"CREATE TABLE IF NOT EXISTS {_MIGRATIONS_TABLE} (component TEXT NOT NULL,"
+                   " version INTEGER NOT NULL, name TEXT NOT NULL, applied_at TEXT NOT NULL,"
+                   " PRIMARY KEY (component, version))")
+
+
+def _refuse_empty(path: Path) -> None:
+    """Raise for an existing file of 0 bytes: SQLite would take it for a new database.
+
+    memci never leaves one (see :func:`_create`): a store cut to nothing, or a file made
+    by something else, must not open as a store that lost every message.
+    """
+    try:
+        empty = path.stat().st_size == 0
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        raise StoreError(f"cannot open the store at {path}: {exc}; check that the file "
+                         "and its folder exist and are readable by this user") from exc
+    if empty:
+        raise StoreCorruptError(
+            f"cannot open the store at {path}: the file is empty (0 bytes), so it holds no "
+            "memci store. If it held your messages, restore it from a backup; to start a "
+            "new store there, delete it first (or give a path that does not exist)")
+
+
+def _create(path: Path) -> None:
+    """Make the store file at ``path`` if there is none, never visible half-made.
+
+    The file is made beside it (WAL mode, the migrations table) and linked into place:
+    another process opening the same new path meanwhile finds no file, or a memci store,
+    never an empty one. Whoever links first wins; the others open that file. Where the
+    file system has no hard links, SQLite makes the file where it is (as before).
+    """
+    if path.exists():
+        return
+    temp = path.with_name(f".{path.name}.{os.getpid()}-{secrets.token_hex(4)}.new")
+    try:
+        made = connect(temp, isolation_level=None)
+        try:
+            made.execute("PRAGMA journal_mode = WAL")
+            made.execute(_MIGRATIONS_DDL)
+        finally:
+            made.close()
+        with contextlib.suppress(FileExistsError):
+            os.link(temp, path)
+    except errors() as exc:
+        raise store_error(exc, path, "create the store at") from exc
+    except OSError:
+        pass  # no hard links here: connect() makes the file in place
+    finally:
+        for leftover in (temp, temp.with_name(temp.name + "-wal"),
+                         temp.with_name(temp.name + "-shm")):
+            with contextlib.suppress(OSError):
+                leftover.unlink()
 
 
 class SQLiteStore(StoreParts):
@@ -129,14 +189,30 @@ class SQLiteStore(StoreParts):
         except OSError as exc:
             raise StoreError(f"cannot open the store at {self.path}: cannot make its folder "
                              f"({exc}); check the path and its permissions") from exc
+        in_memory = str(self.path) == ":memory:"
+        if not in_memory:
+            _refuse_empty(self.path)
+            _create(self.path)
         try:
             self._db = db = connect(
                 self.path, isolation_level=None, check_same_thread=False,
                 timeout=_BUSY_TIMEOUT_MS / 1000,
             )
             db.execute(f"PRAGMA busy_timeout = {_BUSY_TIMEOUT_MS}")
+            # Reading the schema reads page 1 and the schema table: a foreign file, or one
+            # damaged there, fails here, when opened, not at the first session; and before
+            # anything is written to it.
+            tables = [str(r[0]) for r in db.execute(
+                "SELECT name FROM sqlite_schema WHERE type = 'table' ORDER BY name")]
+            if not in_memory and _MIGRATIONS_TABLE not in tables:
+                held = f"its tables: {', '.join(tables[:8])}" if tables else "it has no tables"
+                raise StoreCorruptError(
+                    f"cannot open the store at {self.path}: it is a SQLite database but not "
+                    f"a memci store ({held}). Give memci a path of its own (one that does not "
+                    "exist makes a new store); if this file held memci's messages, restore "
+                    "it from a backup")
             mode = db.execute("PRAGMA journal_mode = WAL").fetchone()[0]
-            if str(mode).lower() != "wal" and str(self.path) != ":memory:":
+            if str(mode).lower() != "wal" and not in_memory:
                 raise StoreError(f"cannot put {self.path} in WAL mode (got {mode})")
             db.execute(f"PRAGMA synchronous = {synchronous}")
             self._synchronous = synchronous
@@ -145,9 +221,6 @@ class SQLiteStore(StoreParts):
             # page) is overwritten with zeros, so no deleted byte stays in the file: a
             # scrub then only empties the write-ahead log (memci.store.sqlite._erase).
             db.execute("PRAGMA secure_delete = ON")
-            # Reading the schema reads page 1 and the schema table: a foreign file, or one
-            # damaged there, fails here, when opened, not at the first session.
-            db.execute("SELECT COUNT(*) FROM sqlite_schema").fetchone()
         except errors() as exc:
             raise store_error(exc, self.path, "open the store at") from exc
         self.sqlite_vec = load_sqlite_vec(db)
@@ -293,11 +366,7 @@ class SQLiteStore(StoreParts):
             self._migrated.add(component)
             return
         with self.write() as db:
-            db.execute(
-                "CREATE TABLE IF NOT EXISTS memci_migrations (component TEXT NOT NULL,"
-                " version INTEGER NOT NULL, name TEXT NOT NULL, applied_at TEXT NOT NULL,"
-                " PRIMARY KEY (component, version))"
-            )
+            db.execute(_MIGRATIONS_DDL)
             done = {int(r[0]) for r in db.execute(
                 "SELECT version FROM memci_migrations WHERE component = ?", (component,))}
             if done and max(done) > newest:

@@ -14,6 +14,7 @@ from datetime import datetime
 from types import MappingProxyType
 from typing import Any
 
+from memci.store._rows import damaged, stored_json
 from memci.store._work import WorkEvent
 from memci.store.sqlite._db import Database
 from memci.store.sqlite._migrations_workspace import WORKSPACE_MIGRATIONS
@@ -28,6 +29,7 @@ def _dumps(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, sort_keys=True)
 
 
+@damaged("working-state event row")
 def _event(row: tuple[Any, ...]) -> WorkEvent:
     return WorkEvent(
         id=int(row[0]), session_id=int(row[1]), at=datetime.fromisoformat(str(row[2])),
@@ -57,14 +59,14 @@ class SQLiteWorkStore:
                 "SELECT data FROM workspace_items WHERE session_id = ? AND kind = ?"
                 " AND item_id = ?", (session_id, kind, item_id),
             ).fetchone()
-        return None if row is None else json.loads(row[0])
+        return None if row is None else stored_json(row[0], "working-state value")
 
     def items(self, session_id: int, kind: str) -> list[Any]:
         """Every item of ``kind``, by id."""
         with self._store.read() as db:
             rows = db.execute("SELECT data FROM workspace_items WHERE session_id = ?"
                               " AND kind = ? ORDER BY item_id", (session_id, kind)).fetchall()
-        return [json.loads(r[0]) for r in rows]
+        return [stored_json(r[0], "working-state value") for r in rows]
 
     def top_item_id(self, session_id: int, kind: str) -> int:
         """The largest id of an item of ``kind`` stored now (0 when none is)."""
@@ -89,7 +91,7 @@ class SQLiteWorkStore:
         with self._store.read() as db:
             row = db.execute("SELECT value FROM workspace_meta WHERE session_id = ?"
                              " AND name = ?", (session_id, name)).fetchone()
-        return None if row is None else json.loads(row[0])
+        return None if row is None else stored_json(row[0], "working-state value")
 
     def put_meta(self, session_id: int, name: str, value: Any) -> None:
         """Store a per-session value (None removes it)."""

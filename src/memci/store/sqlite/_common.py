@@ -1,0 +1,350 @@
+"""Common terms of a SQLite keyword search: counted, and ranked among the scope's newest.
+
+A term held by many entries adds little to BM25 and costs a search every posting it has,
+so a search (see :meth:`~memci.store.sqlite._search.SQLiteMessageSearch.keyword`) counts
+how many entries hold each of its terms and ranks the common ones among the newest
+entries only (:class:`CommonTerms`). Both are taken **within the search's scope**
+(:class:`SearchScope`: its sessions, its time range and roles), never in the whole index:
+
+- a term is common when more than ``rare`` entries *of the scope* hold it;
+- the newest entries are the newest ``recent`` entries *of the scope* (below the search's
+  bound), and a term's weight among them counts only them.
+
+So writes outside a scope (another tenant's, another user's, another session's) never
+change which entries the scope's search looks at, nor how it ranks common terms: before,
+2,000 messages of another tenant made a tenant's 4,000 "deploy … harbor" entries fall
+out of "the newest entries of the index", and the search found none of them. (Rare terms
+are ranked by FTS5's BM25, whose weights FTS5 counts over the whole index.)
+
+What is kept between searches stays exact while no entry is deleted or changed (the
+``changes`` count of ``memory_docs_changes``): entries are then only added, each with a
+larger id than every entry before it, so a count or a list of entries up to some id is
+brought up to date by reading only the entries added above that id. Nothing read inside
+a write transaction is kept (it may roll back, and its ids be given again).
+"""
+
+from __future__ import annotations
+
+import bisect
+import json
+import math
+import sqlite3
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from memci.store._search import Candidate
+
+__all__ = ["CommonTerms", "SearchScope", "best_by_terms"]
+
+_KEPT_TERMS = 64  # (term, scope) pairs whose newest entries are kept between searches
+_KEPT_COUNTS = 16_384  # (term, scope) counts kept between searches
+_KEPT_RANKINGS = 256  # rankings of common terms kept between searches
+_KEPT_WINDOWS = 256  # scopes whose newest entries' bound is kept
+
+
+@dataclass(frozen=True, slots=True)
+class SearchScope:
+    """The entries one search may return, as FTS5 scope terms and SQL on ``memory_docs``.
+
+    ``terms``: the sessions as FTS5 scope terms (``"s1x" OR "s2x"``), "" when they are
+    not filtered there; ``sql`` and ``args``: the rest, as conditions on ``memory_docs d``
+    (each starting with `` AND``): sessions not given as terms, time range, roles. A
+    search's bound on doc numbers (``below``) is not part of it.
+    """
+
+    terms: str = ""
+    sql: str = ""
+    args: tuple[Any, ...] = ()
+
+    @property
+    def key(self) -> tuple[str, str, tuple[Any, ...]]:
+        """What identifies the scope in what is kept between searches."""
+        return (self.terms, self.sql, self.args)
+
+    def match(self, part: str | None) -> str | None:
+        """The ``MATCH`` expression of the term ``part`` (None: every entry) in the scope."""
+        if part is None:
+            return f"scope : ({self.terms})" if self.terms else None
+        expr = f"{{body context}} : {part}"
+        return f"({expr}) AND (scope : ({self.terms}))" if self.terms else expr
+
+    def rows(self, table: str, part: str | None, columns: str) -> tuple[str, str]:
+        """``SELECT columns FROM`` the entries of the scope (holding ``part``), and a WHERE.
+
+        The second is the WHERE clause's conditions (each starting with `` AND``), to
+        follow the rowid bounds, with :meth:`params` after theirs. The full-text table
+        drives the join (``CROSS JOIN``), so a query stops at its LIMIT rather than
+        walking ``memory_docs``.
+        """
+        expr = self.match(part)
+        head = f"SELECT {columns} FROM {table}"
+        if self.sql:
+            head += f" CROSS JOIN memory_docs d ON d.id = {table}.rowid"
+        where = f" AND {table} MATCH ?" if expr is not None else ""
+        return head, where + self.sql
+
+    def params(self, part: str | None) -> tuple[Any, ...]:
+        """The parameters of :meth:`rows`' WHERE conditions (before the rowid bounds)."""
+        expr = self.match(part)
+        return ((expr,) if expr is not None else ()) + self.args
+
+
+def best_by_terms(terms: Sequence[tuple[float, set[int]]], n: int) -> list[tuple[float, int]]:
+    """The ``n`` entries with the most weight of the terms they hold; the newest at a tie.
+
+    ``terms``: each term's weight and the entries holding it. An entry's score is the
+    sum of its terms' weights, so the entries holding the same terms score alike: they are
+    taken a group at a time (one per set of terms, 2**n - 1 at most), by set operations in
+    C, best group first, rather than scored one by one (~0.25 against ~1 ms for four
+    terms).
+    """
+    groups: dict[float, list[tuple[list[set[int]], list[set[int]]]]] = {}
+    for mask in range(1, 1 << len(terms)):
+        score = 0.0
+        inside: list[set[int]] = []
+        outside: list[set[int]] = []
+        for i, (weight, docs) in enumerate(terms):
+            if mask >> i & 1:
+                score += weight  # added in the terms' order, as one by one would
+                inside.append(docs)
+            else:
+                outside.append(docs)
+        groups.setdefault(score, []).append((inside, outside))
+    best: list[tuple[float, int]] = []
+    for score in sorted(groups, reverse=True):
+        found: set[int] = set()
+        for inside, outside in groups[score]:
+            docs = set.intersection(*inside)
+            if outside and docs:
+                docs.difference_update(*outside)
+            found |= docs
+        best.extend((score, d) for d in sorted(found, reverse=True)[:n - len(best)])
+        if len(best) >= n:
+            break
+    return best
+
+
+class CommonTerms:
+    """Counts of terms and the newest entries, per scope, kept between searches.
+
+    ``table``: the FTS5 table; ``rare``: a term in more entries of a scope than this is
+    common there; ``recent``: how many of a scope's newest entries its common terms are
+    ranked among.
+    """
+
+    def __init__(self, table: str, *, rare: int, recent: int) -> None:
+        self.table = table
+        self.rare = rare
+        self.recent = recent
+        # (term, scope) -> (changes then, index size then, at least and at most how many
+        # entries of the scope held it then; the same when counted there, capped)
+        self._counts: dict[tuple[str, tuple[Any, ...]], tuple[int, int, int, int]] = {}
+        # scope -> (changes then, top then, bound below its newest entries, how many)
+        self._windows: dict[tuple[Any, ...], tuple[int, int, int, int]] = {}
+        # (term, scope) -> (changes then, low, high, its entries in (low, high])
+        self._recent: dict[tuple[str, tuple[Any, ...]], tuple[int, int, int, list[int]]] = {}
+        # what newest() ranked, by its terms, scope, entries, changes and depth
+        self._rankings: dict[tuple[object, ...], tuple[tuple[float, Candidate], ...]] = {}
+
+    # -- how many entries of a scope hold a term -----------------------------------------
+
+    def count(self, db: sqlite3.Connection, part: str, scope: SearchScope, size: int,
+              changes: int) -> int:
+        """Entries of ``scope`` holding the quoted term ``part``, counted up to rare + 1.
+
+        ``size``: the index's newest entry. Kept per term and scope; later, only the
+        entries added since are counted (exact: entries are only added, above ``size``,
+        while the changes stay).
+        """
+        kept = self._kept_count(part, scope, size, changes)
+        since, found = (kept[0], kept[1]) if kept is not None and kept[1] == kept[2] else (0, 0)
+        if found <= self.rare and since < size:
+            found += self._count_range(db, part, scope, since, size, self.rare + 1 - found)
+        self._keep_count(db, part, scope, (changes, size, found, found))
+        return found
+
+    def bounds(self, part: str, scope: SearchScope, size: int, changes: int) -> tuple[int, int]:
+        """``(low, high)``: how many entries of ``scope`` may hold ``part``, from what is kept.
+
+        No I/O. ``low`` entries held it when it was last counted (or none), and at most
+        ``high`` did then (a count in the whole index bounds it), plus every entry added
+        since; a count past ``rare`` stays there (entries are only added). ``(0, size)``
+        when nothing is kept.
+        """
+        kept = self._kept_count(part, scope, size, changes)
+        if kept is None:
+            return 0, size
+        since, low, high = kept
+        return (low, low) if low > self.rare else (low, high + size - since)
+
+    def narrow(self, db: sqlite3.Connection, part: str, scope: SearchScope, size: int,
+               changes: int) -> tuple[int, int]:
+        """:meth:`bounds` made tight enough to tell whether ``part`` is rare in ``scope``.
+
+        A term rare in the whole index is rare in every scope: counting it there is
+        cheaper (FTS5 merges no scope terms), so that is tried first; else the scope's
+        exact count.
+        """
+        if scope.key != SearchScope().key:
+            everywhere = self._count_range(db, part, SearchScope(), 0, size, self.rare + 1)
+            if everywhere <= self.rare:
+                self._keep_count(db, part, scope, (changes, size, 0, everywhere))
+                return 0, everywhere
+        found = self.count(db, part, scope, size, changes)
+        return found, found
+
+    def _kept_count(self, part: str, scope: SearchScope, size: int,
+                    changes: int) -> tuple[int, int, int] | None:
+        """``(since, low, high)`` kept for ``part`` in ``scope``, if still right."""
+        kept = self._counts.get((part, scope.key))
+        if kept is None or kept[0] != changes or kept[1] > size:
+            return None
+        return kept[1], kept[2], kept[3]
+
+    def _keep_count(self, db: sqlite3.Connection, part: str, scope: SearchScope,
+                    value: tuple[int, int, int, int]) -> None:
+        if not db.in_transaction:
+            if len(self._counts) >= _KEPT_COUNTS:
+                self._counts.clear()
+            self._counts[(part, scope.key)] = value
+
+    def _count_range(self, db: sqlite3.Connection, part: str | None, scope: SearchScope, low: int,
+                     top: int, cap: int) -> int:
+        """Entries of ``scope`` in ``(low, top]`` (holding ``part``), counted up to ``cap``."""
+        t = self.table
+        head, where = scope.rows(t, part, "1")
+        return int(db.execute(
+            f"SELECT COUNT(*) FROM ({head} WHERE {t}.rowid > ? AND {t}.rowid <= ?{where}"
+            " LIMIT ?)", (low, top, *scope.params(part), cap)).fetchone()[0])
+
+    # -- the newest entries of a scope ---------------------------------------------------
+
+    def window(self, db: sqlite3.Connection, scope: SearchScope, top: int,
+               changes: int) -> tuple[int, int]:
+        """``(low, n)``: the scope's newest ``recent`` entries up to ``top`` are (low, top].
+
+        ``n`` is how many they are (fewer than ``recent`` when the scope holds fewer).
+        Kept per scope: as entries are added, the bound moves up past as many of the
+        scope's oldest ones as were added (both read in the index, a few rows each).
+        """
+        kept = self._windows.get(scope.key)
+        if kept is not None and kept[0] == changes and kept[1] == top:
+            return kept[2], kept[3]
+        added = self.recent + 1
+        if kept is not None and kept[0] == changes and kept[1] < top:
+            added = self._count_range(db, None, scope, kept[1], top, self.recent + 1)
+        if kept is not None and added <= self.recent:
+            low, n = kept[2], kept[3] + added
+            if n > self.recent:
+                low = self._after(db, scope, low, n - self.recent)
+                n = self.recent
+        else:  # nothing kept, or a whole window added since: read from the newest down
+            low, n = self._newest_bound(db, scope, top)
+        if not db.in_transaction:
+            if len(self._windows) >= _KEPT_WINDOWS:
+                self._windows.clear()
+            self._windows[scope.key] = (changes, top, low, n)
+        return low, n
+
+    def _newest_bound(
+        self, db: sqlite3.Connection, scope: SearchScope, top: int
+    ) -> tuple[int, int]:
+        """``(low, n)`` of :meth:`window`, read from the newest entry down."""
+        t = self.table
+        head, where = scope.rows(t, None, f"{t}.rowid AS r")
+        rows: list[int] = json.loads(db.execute(
+            f"SELECT json_group_array(r) FROM ({head} WHERE {t}.rowid <= ?{where}"
+            f" ORDER BY {t}.rowid DESC LIMIT ?)",
+            (top, *scope.params(None), self.recent)).fetchone()[0])
+        return (min(rows) - 1 if len(rows) >= self.recent else 0), len(rows)
+
+    def _after(self, db: sqlite3.Connection, scope: SearchScope, low: int, skip: int) -> int:
+        """The ``skip``-th entry of ``scope`` above ``low`` (the new bound below a window)."""
+        t = self.table
+        head, where = scope.rows(t, None, f"{t}.rowid")
+        return int(db.execute(
+            f"{head} WHERE {t}.rowid > ?{where} ORDER BY {t}.rowid LIMIT 1 OFFSET ?",
+            (low, *scope.params(None), skip - 1)).fetchone()[0])
+
+    def newest(
+        self, db: sqlite3.Connection, parts: Sequence[str], scope: SearchScope, k: int, top: int,
+        changes: int,
+    ) -> list[tuple[float, Candidate]]:
+        """Common terms among the scope's newest entries up to ``top``, ranked without BM25.
+
+        BM25 in FTS5 counts each term's rows over the whole index: for a common term that
+        is most of it. Here each term's entries are read among the scope's newest ones
+        only, and an entry scores the sum of its terms' weights there (``ln(1 + n /
+        entries holding it)``, ``n`` the newest entries); newer first at a tie.
+        """
+        low, n = self.window(db, scope, top, changes)
+        # The same terms over the same entries rank the same (entries are only added, and
+        # above ``top``, while the changes stay): a tool loop's, or a window's, next page.
+        key = (tuple(parts), scope.key, low, top, changes, k)
+        kept = self._rankings.get(key)
+        if kept is not None:
+            return list(kept)
+        terms: list[tuple[float, set[int]]] = []
+        for part in parts:
+            docs = self._recent_docs(db, part, scope, low, top, changes)
+            if docs:
+                terms.append((math.log(1 + n / len(docs)), set(docs)))
+        best = best_by_terms(terms, k)
+        rows = db.execute(
+            "SELECT id, session_id, seq FROM memory_docs WHERE id IN"
+            " (SELECT value FROM json_each(?))", (json.dumps([d for _, d in best]),)
+        ).fetchall()
+        found = {int(r[0]): Candidate(int(r[0]), int(r[1]), int(r[2])) for r in rows}
+        ranked = [(score, found[d]) for score, d in best if d in found]
+        # Inside a write (``atomic``) what is read may be rolled back, its ids given again:
+        # it is used, not kept.
+        if not db.in_transaction:
+            if len(self._rankings) >= _KEPT_RANKINGS:
+                self._rankings.clear()
+            self._rankings[key] = tuple(ranked)
+        return ranked
+
+    def _recent_docs(
+        self, db: sqlite3.Connection, part: str, scope: SearchScope, low: int, top: int,
+        changes: int,
+    ) -> list[int]:
+        """The entries of ``scope`` in ``(low, top]`` holding ``part``, ascending.
+
+        Kept between searches: a common term is asked again and again, and the newest
+        entries move by a few a build, so only the entries added since are read.
+        """
+        key = (part, scope.key)
+        kept = self._recent.get(key)
+        if kept is not None and kept[0] == changes and kept[1] <= low <= kept[2]:
+            _, since, high, docs = kept
+            if top > high:
+                docs = docs + self._read(db, part, scope, high, top)
+                high = top
+            if high - low <= 4 * self.recent:  # what is kept stays about one window long
+                docs = docs[bisect.bisect_right(docs, low):]
+                since = low
+            if not db.in_transaction:
+                self._recent[key] = (changes, since, high, docs)
+            return docs[bisect.bisect_right(docs, low):bisect.bisect_right(docs, top)]
+        docs = self._read(db, part, scope, low, top)
+        if not db.in_transaction:
+            if len(self._recent) >= _KEPT_TERMS:
+                self._recent.clear()
+            self._recent[key] = (changes, low, top, docs)
+        return docs
+
+    def _read(self, db: sqlite3.Connection, part: str, scope: SearchScope, low: int,
+              top: int) -> list[int]:
+        """The entries of ``scope`` in ``(low, top]`` holding ``part``, ascending."""
+        if top <= low:
+            return []
+        t = self.table
+        head, where = scope.rows(t, part, f"{t}.rowid AS r")
+        # One JSON array: the rowids read without a row each.
+        docs: list[int] = json.loads(db.execute(
+            f"SELECT json_group_array(r) FROM ({head} WHERE {t}.rowid > ?"
+            f" AND {t}.rowid <= ?{where})",
+            (low, top, *scope.params(part))).fetchone()[0])
+        docs.sort()
+        return docs
