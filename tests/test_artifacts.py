@@ -715,7 +715,7 @@ def test_the_summary_of_a_large_output_sees_all_of_it() -> None:
 
 
 def test_a_huge_output_is_counted_from_samples(engine: memci.Engine) -> None:
-    from memci._toolviews import COUNT_SAMPLES_OVER, count_tool_result
+    from memci.context._tool_views import COUNT_SAMPLES_OVER, count_tool_result
 
     s = engine.session("s")
     for text in (_output(60_000, "路径 "), _output(60_000) + "tail words " * 50_000):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 import memci
-from memci.budget import PRIORITIES, BudgetAllocator, PriorityRanker, Section
+from memci.context._budget import PRIORITIES, BudgetAllocator, PriorityRanker, Section
 
 
 def test_profiles_follow_seed_002() -> None:

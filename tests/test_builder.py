@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 import memci
-from memci._builder import ContextBuilder
 from memci.context import SEGMENTS
+from memci.context._builder import ContextBuilder
 from memci.store import SQLiteStore
 
 

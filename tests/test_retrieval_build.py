@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 import memci
-from memci._builder import REPLY_PRIMING
+from memci.context._builder import REPLY_PRIMING
 
 
 def _fill(s: memci.Session, turns: int, start: int = 0) -> None:
@@ -286,7 +286,7 @@ def test_a_memory_line_shows_the_squeezed_head_of_its_text() -> None:
     # A line's text is " ".join(text.split())[:limit], read from the text's head only.
     import random
 
-    from memci._builder import _squeezed
+    from memci.context._builder import _squeezed
 
     rng = random.Random(3)
     pieces = ["a", "bb", " ", "\n", "\t  ", "word", "长文本", "  " * 40]

@@ -21,11 +21,11 @@ error memci raises (the tree is drawn in :mod:`memci.errors`).
 
 from memci import messages, tokens
 from memci._async import AsyncEngine, AsyncSession
-from memci._builder import PageInfo
 from memci._session import Session, SessionStats
-from memci._settings import SessionSettings
 from memci._version import __version__
 from memci.context import Context, ContextStats, Segment, ToolSpec
+from memci.context._builder import PageInfo
+from memci.context._settings import SessionSettings
 from memci.engine import Engine
 from memci.errors import (
     ArtifactNotFoundError,

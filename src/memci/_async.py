@@ -33,10 +33,10 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO, Any, TypeVar
 
-from memci._builder import PageInfo
 from memci._session import Session, SessionStats
-from memci._settings import SessionSettings
 from memci.context import Context, ToolSpec
+from memci.context._builder import PageInfo
+from memci.context._settings import SessionSettings
 from memci.engine import Engine
 from memci.errors import ConfigError, StoreError
 from memci.llm import LLMClient

@@ -3,8 +3,8 @@
 A session takes messages in (``add``, ``add_many``: each is stored before it returns),
 answers "what do I send now?" with ``build()``, searches its memory and runs memci's own
 tools. It wires the parts that do the work: the store (the write-back log), a
-:class:`~memci._sessionlog.SessionLog` (the followed branch of the log, kept in step with
-the store), a :class:`~memci._builder.ContextBuilder` (load, plan, commit) and the tools,
+:class:`~memci.context._session_log.SessionLog` (the followed branch of the log, kept in step with
+the store), a :class:`~memci.context._builder.ContextBuilder` (load, plan, commit) and the tools,
 which reach the session only through :class:`~memci.tools._host.ToolHost`.
 
 A session object is shared by threads (one lock); several processes or engines may hold
@@ -22,12 +22,12 @@ from pathlib import Path
 from typing import IO, Any
 
 from memci import _trace
-from memci._builder import ContextBuilder, PageInfo
-from memci._services import SessionServices
-from memci._sessionlog import SessionLog
-from memci._settings import SessionSettings, resolve_settings
-from memci._toolviews import SessionArtifacts, ToolViews, count_tool_result
 from memci.context import Context, ToolSpec
+from memci.context._builder import ContextBuilder, PageInfo
+from memci.context._services import SessionServices
+from memci.context._session_log import SessionLog
+from memci.context._settings import SessionSettings, resolve_settings
+from memci.context._tool_views import SessionArtifacts, ToolViews, count_tool_result
 from memci.errors import ConfigError, InvalidInputError, InvalidMessageError, UnknownMessageError
 from memci.memory import DocIndex, Hit, IndexReport
 from memci.messages import Message, coerce_many, to_wire
@@ -224,7 +224,7 @@ class Session:
             self._log.sync()
             return self._log.held
 
-    # -- deleting (memci._deleting) ------------------------------------------------------
+    # -- deleting (memci.context._deleting) ------------------------------------------------------
 
     def retract(self, seq: int, *, actor: str = "local") -> list[Message]:
         """Delete the message ``seq`` and everything derived from it; return what went.

@@ -17,11 +17,11 @@ from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
 
-from memci._deleting import Deleter
 from memci._session import EXPORT_FORMAT, Session, SessionStats, every_tool
 from memci._sessioncache import SessionCache
-from memci._settings import HostLimits, resolve_settings
 from memci.context import ToolSpec
+from memci.context._deleting import Deleter
+from memci.context._settings import HostLimits, resolve_settings
 from memci.errors import (
     ConfigError,
     InvalidFileError,
@@ -154,7 +154,7 @@ class Engine:
         self._lock = threading.Lock()
         #: The operator's limits per tenant (``memci serve`` sets them): file roots and
         #: message size of every session of a tenant are cut down to them (see
-        #: :class:`~memci._settings.HostLimits`). None: an embedded engine, no limits.
+        #: :class:`~memci.context._settings.HostLimits`). None: an embedded engine, no limits.
         self.host_limits: Callable[[str], HostLimits] | None = None
 
     @property
@@ -257,7 +257,7 @@ class Engine:
         """Every session in the store (of one tenant, if given)."""
         return self.store.sessions(tenant)
 
-    # -- deleting (memci._deleting) ------------------------------------------------------
+    # -- deleting (memci.context._deleting) ------------------------------------------------------
 
     def delete_session(
         self, name: str, *, tenant: str = "default", actor: str = "local", scrub: bool = True,

@@ -28,9 +28,9 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from memci._builder import PageInfo
 from memci.cli import _DB_HELP, main
 from memci.context import Context
+from memci.context._builder import PageInfo
 from memci.engine import Engine, Session
 from memci.errors import StoreError, UnknownSessionError
 from memci.messages import Message

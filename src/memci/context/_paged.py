@@ -31,7 +31,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from memci.budget import fit_messages, floor_tokens, newest_that_fit
+from memci.context._fit import fit_messages, floor_tokens, newest_that_fit
 from memci.context._log import LogIndex
 from memci.context._model import (
     ActiveChapter,

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from memci.budget import fit_messages, floor_tokens, newest_that_fit
+from memci.context._fit import fit_messages, floor_tokens, newest_that_fit
 from memci.context._log import LogIndex
 from memci.messages import Message
 from memci.tokens import Tokenizer

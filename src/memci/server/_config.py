@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
-from memci._settings import check_setting
+from memci.context._settings import check_setting
 from memci.errors import ConfigError
 from memci.messages import DEFAULT_MAX_BYTES
 

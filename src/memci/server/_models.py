@@ -14,7 +14,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from memci._settings import HOST_SETTINGS
+from memci.context._settings import HOST_SETTINGS
 from memci.server._policy import REQUEST_SETTINGS
 
 __all__ = ["ContextRequest", "ErrorAnswer", "MessageIn", "MessagesBody", "MessagesEnvelope"]

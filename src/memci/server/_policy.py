@@ -1,6 +1,6 @@
 """Who sets what on the server: what a request may choose, and what only the operator grants.
 
-Settings that reach the host (:data:`~memci._settings.HOST_SETTINGS`: ``file_roots``,
+Settings that reach the host (:data:`~memci.context._settings.HOST_SETTINGS`: ``file_roots``,
 ``max_message_bytes``) come from the operator only, from two places:
 
 - the server's configuration (``memci serve --file-root DIR --max-message-bytes N``): the
@@ -11,7 +11,7 @@ Settings that reach the host (:data:`~memci._settings.HOST_SETTINGS`: ``file_roo
 
 A request (``"settings"`` of ``POST …/messages``, the proxy's ``model``) may set the
 other session settings, each checked by name and type, and may only narrow the host ones.
-:class:`HostPolicy` turns both sources into the :class:`~memci._settings.HostLimits` of a
+:class:`HostPolicy` turns both sources into the :class:`~memci.context._settings.HostLimits` of a
 tenant, which the engine applies to every session of that tenant.
 
 Invariants, whatever the configuration says:
@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from memci._settings import HOST_SETTINGS, NAMES, HostLimits, check_setting, within
+from memci.context._settings import HOST_SETTINGS, NAMES, HostLimits, check_setting, within
 from memci.errors import ConfigError
 
 if TYPE_CHECKING:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Protocol
 
-from memci._toolviews import SessionArtifacts
+from memci.context._tool_views import SessionArtifacts
 from memci.memory import Hit
 from memci.workspace import WorkState
 

@@ -28,31 +28,25 @@ from datetime import datetime
 from itertools import takewhile
 from typing import Any
 
-from memci._services import SessionServices
-from memci._sessionlog import SessionLog
-from memci._settings import SessionSettings
-from memci._toolviews import ToolViews
-from memci.budget import (
-    CUT_FLOOR,
-    BudgetAllocator,
-    PriorityRanker,
-    Section,
-    cut_middle,
-    floor_tokens,
-)
-from memci.context import Context, ContextStats, Segment, ToolSpec
 from memci.context._branches import cut_fits, pages_on, seq_at
+from memci.context._budget import BudgetAllocator, PriorityRanker, Section
+from memci.context._context import Context, ContextStats, Segment, ToolSpec
+from memci.context._fit import CUT_FLOOR, cut_middle, floor_tokens
 from memci.context._log import LogIndex
 from memci.context._model import ContentsEntry
 from memci.context._paged import PagedConfig, PagedContext
 from memci.context._pairing import Pairing, stand_in_result
+from memci.context._recipes import TITLES, Recipe, choose_recipe
+from memci.context._services import SessionServices
+from memci.context._session_log import SessionLog
+from memci.context._settings import SessionSettings
 from memci.context._strategies import OldestWindow, SummarizeWindow, WindowLoader
+from memci.context._tool_views import ToolViews
 from memci.errors import BudgetTooSmallError, StoreError, StoreFullError
 from memci.memory import DocIndex, Memory, Retrieved, Scope
 from memci.memory._judge import judge
 from memci.memory._query import analyze_query
 from memci.messages import Message, to_openai
-from memci.recipes import TITLES, Recipe, choose_recipe
 from memci.store import SessionRecord
 from memci.store._log import ContextChanges, ContextState
 from memci.summarize import SummaryJobs
@@ -382,7 +376,7 @@ class ContextBuilder:
         A tool result comes with the assistant message that made its call, and a call not
         yet answered with its stand-in result: providers require the pair. (Under the paged
         strategy the page's opener comes too when it fits, and gives way when it does not.)
-        Their text may be cut (:func:`~memci.budget.fit_messages`); images, tool calls and
+        Their text may be cut (:func:`~memci.context._fit.fit_messages`); images, tool calls and
         framing count whole. Cached by the newest seq: a stored message never changes.
         """
         index = self.log.index

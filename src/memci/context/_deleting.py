@@ -41,7 +41,7 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 
-from memci._sessionlog import SessionLog
+from memci.context._session_log import SessionLog
 from memci.errors import MemciError, StoreError, UnknownMessageError, UnknownSessionError
 from memci.memory import Memory
 from memci.messages import Message

@@ -2,7 +2,7 @@
 
 :class:`~memci.Engine` provides it: the store, the artifact workspace, the job queue of
 background summaries (None without a model), long-term memory and its extractor, the
-deletions (:class:`~memci._deleting.Deleter`) and the operator's host limits (set by
+deletions (:class:`~memci.context._deleting.Deleter`) and the operator's host limits (set by
 ``memci serve``).
 """
 
@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Protocol
 
-from memci._deleting import Deleter
-from memci._settings import HostLimits
+from memci.context._deleting import Deleter
+from memci.context._settings import HostLimits
 from memci.memory import Gatherer, Memory
 from memci.store import Store
 from memci.summarize import JobQueue

@@ -1,7 +1,11 @@
-"""Shrinking text to a token budget while keeping both its ends.
+"""What fits: the newest messages within a budget, and text shrunk keeping both its ends.
 
-The head says what a text is, the tail says how it ended (an exit code, a traceback, a
-final answer), so a cut takes from the middle and says how much it took.
+:func:`newest_that_fit` chooses where a window starts: a cut may fall before any message
+except a tool message (its result must stay with the assistant message that called it),
+so what is kept never splits a tool call from its results; it reads only roles and token
+counts. When even the newest messages do not fit, their text shrinks: the head says what
+a text is, the tail says how it ended (an exit code, a traceback, a final answer), so a
+cut takes from the middle and says how much it took.
 """
 
 from __future__ import annotations
@@ -12,7 +16,8 @@ from dataclasses import replace
 from memci.messages import Message, TextPart, ToolCallPart, ToolResultPart
 from memci.tokens import Tokenizer
 
-__all__ = ["CUT_FLOOR", "cut_middle", "fit_messages", "floor_tokens", "shrink_message"]
+__all__ = ["CUT_FLOOR", "cut_middle", "fit_messages", "floor_tokens", "newest_that_fit",
+           "shrink_message"]
 
 _MARK = "\n[… {n} characters cut …]\n"
 CUT_FLOOR = 64  # tokens a cut message keeps at least (its text's head, tail and the marker)
@@ -115,3 +120,23 @@ def _text_of(part: object) -> str:
     if isinstance(part, ToolCallPart):
         return part.name + part.arguments
     return ""
+
+
+def newest_that_fit(
+    roles: Sequence[str], tokens: Sequence[int], budget: int, *, max_messages: int = 0,
+    lo: int = 0,
+) -> int:
+    """The first index of the longest clean suffix of ``[lo, n)`` within budget.
+
+    Returns ``len(roles)`` when not even the newest clean unit fits.
+    """
+    n = len(roles)
+    best = n
+    total = 0
+    for i in range(n - 1, lo - 1, -1):
+        total += tokens[i]
+        if total > budget or (max_messages and n - i > max_messages):
+            break
+        if roles[i] != "tool":
+            best = i
+    return best

@@ -18,7 +18,6 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from memci._toolviews import ToolViews
 from memci.context._branches import (
     BRANCH_META,
     Branches,
@@ -29,6 +28,7 @@ from memci.context._branches import (
     seqs_between,
 )
 from memci.context._log import LogIndex
+from memci.context._tool_views import ToolViews
 from memci.errors import ConfigError
 from memci.memory import Hit
 from memci.messages import Message, ToolCallPart
