@@ -9,6 +9,7 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 from memci.llm import OpenAIChatClient
+from memci.memory import time_hint
 from memci.memory._judge import EligibilityJudge, Judgement, judge
 from memci.memory._query import SOURCES, QueryAnalyzer, analyze_query
 from memci.messages import Message
@@ -175,6 +176,50 @@ def test_time_hints(text: str, start: str, end: str) -> None:
     assert plan.time_range.end.date().isoformat() == end
     assert plan.time_range.start.tzinfo == NOW.tzinfo
     assert plan.consults("history")
+
+
+# One row per kind of time expression (NOW is Saturday 2026-11-21): the days it covers.
+@pytest.mark.parametrize(("text", "days"), [
+    ("the 2024-03-01 notes", ("2024-03-01", "2024-03-02")),
+    ("2025年3月1日的会", ("2025-03-01", "2025-03-02")),
+    ("三月五号", ("2026-03-05", "2026-03-06")),
+    ("2025年二月", ("2025-02-01", "2025-03-01")),
+    ("3月份的账单", ("2026-03-01", "2026-04-01")),
+    ("March 3rd, 2024", ("2024-03-03", "2024-03-04")),
+    ("the 1st of March", ("2026-03-01", "2026-03-02")),
+    ("on 11/2", ("2026-11-02", "2026-11-03")),
+    ("back in September", ("2026-09-01", "2026-10-01")),
+    ("day before yesterday", ("2026-11-19", "2026-11-20")),
+    ("大前天", ("2026-11-18", "2026-11-19")),
+    ("last night", ("2026-11-20", "2026-11-21")),
+    ("this morning", ("2026-11-21", "2026-11-22")),
+    ("two weeks ago", ("2026-11-04", "2026-11-11")),
+    ("三个月前", ("2026-08-01", "2026-09-01")),
+    ("2 years ago", ("2024-01-01", "2025-01-01")),
+    ("the past 3 days", ("2026-11-18", "2026-11-22")),
+    ("最近两周", ("2026-11-07", "2026-11-22")),
+    ("last Tuesday", ("2026-11-17", "2026-11-18")),
+    ("this friday", ("2026-11-20", "2026-11-21")),
+    ("上周一", ("2026-11-09", "2026-11-10")),
+    ("上上周五", ("2026-11-06", "2026-11-07")),
+    ("周日", ("2026-11-15", "2026-11-16")),
+    ("last weekend", ("2026-11-14", "2026-11-16")),
+    ("this weekend", ("2026-11-21", "2026-11-23")),
+    ("during 2019", ("2019-01-01", "2020-01-01")),
+    ("2020年的事", ("2020-01-01", "2021-01-01")),
+    ("last week", ("2026-11-09", "2026-11-16")),
+    ("这个星期", ("2026-11-16", "2026-11-23")),
+    ("last month", ("2026-10-01", "2026-11-01")),
+    ("本月", ("2026-11-01", "2026-12-01")),
+    ("去年", ("2025-01-01", "2026-01-01")),
+    ("this year", ("2026-01-01", "2027-01-01")),
+    # no time: a weekday's short name alone, a span off the calendar, a day that is not
+    ("sun", None), ("5000 years ago", None), ("2月30日", None), ("hello", None),
+])
+def test_every_kind_of_time_expression(text: str, days: tuple[str, str] | None) -> None:
+    found = time_hint(text, now=NOW)
+    assert (None if found is None else
+            (found.start.date().isoformat(), found.end.date().isoformat())) == days
 
 
 def test_model_plan_keeps_recent_and_rule_time(fake: FakeLLM, client: OpenAIChatClient) -> None:

@@ -285,6 +285,47 @@ def test_healthz_and_openapi_list_the_stable_endpoints(client: TestClient) -> No
     assert "memci API key" in schema["components"]["securitySchemes"]
 
 
+#: Every operation of the OpenAPI document: clients generated from it name their methods
+#: by these ids and group them by these tags, so moving a route keeps both.
+OPERATIONS = {
+    ("GET", "/healthz"): ("healthz_healthz_get", "server"),
+    ("GET", "/v1/sessions"): ("list_sessions_v1_sessions_get", "sessions"),
+    ("GET", "/v1/sessions/{sid}"): ("get_session_v1_sessions__sid__get", "sessions"),
+    ("GET", "/v1/sessions/{sid}/stats"): ("get_stats_v1_sessions__sid__stats_get", "sessions"),
+    ("POST", "/v1/sessions/{sid}/messages"): (
+        "add_messages_v1_sessions__sid__messages_post", "messages"),
+    ("GET", "/v1/sessions/{sid}/messages"): (
+        "get_messages_v1_sessions__sid__messages_get", "messages"),
+    ("POST", "/v1/sessions/{sid}/context"): (
+        "build_context_v1_sessions__sid__context_post", "context"),
+    ("GET", "/v1/sessions/{sid}/search"): ("search_v1_sessions__sid__search_get", "search"),
+    ("GET", "/v1/sessions/{sid}/tools"): ("list_tools_v1_sessions__sid__tools_get", "tools"),
+    ("POST", "/v1/sessions/{sid}/tools/{name}"): (
+        "call_tool_v1_sessions__sid__tools__name__post", "tools"),
+    ("GET", "/v1/sessions/{sid}/state"): ("working_state_v1_sessions__sid__state_get", "tools"),
+    ("GET", "/v1/sessions/{sid}/artifacts/{artifact_id}"): (
+        "get_artifact_v1_sessions__sid__artifacts__artifact_id__get", "tools"),
+    ("DELETE", "/v1/sessions/{sid}"): ("delete_session_v1_sessions__sid__delete", "deleting"),
+    ("DELETE", "/v1/sessions/{sid}/messages"): (
+        "clear_session_v1_sessions__sid__messages_delete", "deleting"),
+    ("DELETE", "/v1/sessions/{sid}/messages/last"): (
+        "pop_message_v1_sessions__sid__messages_last_delete", "deleting"),
+    ("DELETE", "/v1/sessions/{sid}/messages/{seq}"): (
+        "retract_message_v1_sessions__sid__messages__seq__delete", "deleting"),
+    ("DELETE", "/v1/users/{user}"): ("erase_user_v1_users__user__delete", "deleting"),
+    ("GET", "/v1/erasures"): ("erasures_v1_erasures_get", "deleting"),
+    ("POST", "/v1/chat/completions"): ("chat_completions_v1_chat_completions_post", "proxy"),
+    ("POST", "/v1/messages"): ("messages_v1_messages_post", "proxy"),
+}
+
+
+def test_openapi_operation_ids_and_tags_are_stable(client: TestClient) -> None:
+    paths = client.get("/openapi.json").json()["paths"]
+    found = {(method.upper(), path): (op["operationId"], *op["tags"])
+             for path, ops in paths.items() for method, op in ops.items()}
+    assert found == OPERATIONS
+
+
 def test_add_accepts_one_a_list_an_envelope_and_anthropic(client: TestClient,
                                                           engine: memci.Engine) -> None:
     r = client.post("/v1/sessions/c/messages", json={"role": "system", "content": "Be brief."})

@@ -433,97 +433,146 @@ def render_report(
     """The report as one HTML document (no external resources).
 
     ``events`` are the session's recorded events (``session.events()``); their reasons
-    are shown next to the events of the replay.
+    are shown next to the events of the replay. The page is its sections, top to bottom:
+    the summary, the charts, the tables, the data the page's script reads.
     """
     from memci import __version__
 
-    reqs = result.requests
     found = _events(result, events)
-    full, sent, saved = result.full_tokens, result.memci_tokens, result.saved_tokens
     shares = [min(1.0, max(0.0, r.prefix_tokens / r.memci_tokens)) if r.memci_tokens else 0.0
-              for r in reqs]
-    mean_share = sum(shares) / len(shares) if shares else 0.0
-    saved_pct = 100 * saved / full if full else 0.0
-    counts = {k: sum(1 for e in found if e.kind == k) for k in _KINDS}
-    e = html.escape
-    discount = f"{100 * result.cached_discount:g}%"
+              for r in result.requests]
+    parts = [
+        _HEAD.replace("$TITLE", html.escape(f"memci replay · {source}")),
+        *_summary(result, found, shares, source, _subtitle(result, budget, strategy, model)),
+        *_charts(result, found, shares, budget),
+        _segments_table(result), _events_table(found), _requests_table(result, shares),
+        *_skipped(result),
+        f'<footer>memci {html.escape(__version__)} · one self-contained file: it loads '
+        "nothing and works offline</footer></main>",
+        _page_data(result, shares),
+        f"<script>{_SCRIPT}</script></body></html>",
+    ]
+    return "\n".join(parts)
+
+
+def _discount(result: ReplayResult) -> str:
+    return f"{100 * result.cached_discount:g}%"
+
+
+def _saved_pct(result: ReplayResult) -> float:
+    return 100 * result.saved_tokens / result.full_tokens if result.full_tokens else 0.0
+
+
+def _counts(events: Sequence[_Event]) -> dict[str, int]:
+    return {k: sum(1 for e in events if e.kind == k) for k in _KINDS}
+
+
+def _subtitle(result: ReplayResult, budget: int | None, strategy: str | None,
+              model: str | None) -> str:
+    """The line under the title: what was replayed how, and when the page was made."""
+    settings = [f"format {result.format}" if result.format else "",
+                f"budget {budget:,} tokens" if budget else "",
+                f"strategy {strategy}" if strategy else "", f"model {model}" if model else "",
+                f"cached input {_discount(result)} off",
+                time.strftime("generated %Y-%m-%d %H:%M UTC", time.gmtime())]
+    return " · ".join(s for s in settings if s)
+
+
+def _cards(result: ReplayResult, shares: Sequence[float]) -> list[tuple[str, str, str, str]]:
+    """The summary's figures: ``(label, value, note, id)``."""
+    full, sent, saved = result.full_tokens, result.memci_tokens, result.saved_tokens
     cached_full, cached_memci = result.full_cached_cost, result.memci_cached_cost
     cached_pct = 100 * (cached_full - cached_memci) / cached_full if cached_full else 0.0
-    settings = [f"format {result.format}" if result.format else "",
-                f"budget {budget:,} tokens" if budget else "", f"strategy {strategy}"
-                if strategy else "", f"model {model}" if model else "",
-                f"cached input {discount} off"]
-    subtitle = " · ".join(s for s in [*settings, time.strftime("generated %Y-%m-%d %H:%M UTC",
-                                                                time.gmtime())] if s)
-    cards = [
+    mean_share = sum(shares) / len(shares) if shares else 0.0
+    return [
         ("messages", f"{result.messages:,}", "replayed", "messages"),
-        ("requests", f"{len(reqs):,}", "context builds", "requests"),
+        ("requests", f"{len(result.requests):,}", "context builds", "requests"),
         ("memci sent", f"{sent:,}", f"tokens · {_pct(sent, full)} of full", "memci-tokens"),
         ("full history", f"{full:,}", "tokens: its own messages and tools", "full-tokens"),
-        ("saved", f"{saved:,}", f"tokens · {saved_pct:.1f}%", "saved-tokens"),
+        ("saved", f"{saved:,}", f"tokens · {_saved_pct(result):.1f}%", "saved-tokens"),
         ("saved with cache", f"{cached_full - cached_memci:,.0f}",
          f"token equivalents · {cached_pct:.1f}%", "saved-cached"),
         ("reusable prefix", f"{100 * mean_share:.0f}%", "mean per request", "mean-prefix"),
     ]
-    parts = [_HEAD.replace("$TITLE", e(f"memci replay · {source}")),
-             '<main><header><h1>memci replay report</h1>',
+
+
+def _summary(result: ReplayResult, found: Sequence[_Event], shares: Sequence[float],
+             source: str, subtitle: str) -> list[str]:
+    """The header: the title, the file, the subtitle, the cards and the event counts."""
+    e = html.escape
+    parts = ['<main><header><h1>memci replay report</h1>',
              f'<p class="file"><code id="source">{e(source)}</code></p>',
              f'<p class="sub">{e(subtitle)}</p><section class="cards">']
-    for label, value, note, ident in cards:
+    for label, value, note, ident in _cards(result, shares):
         parts.append(f'<div class="stat"><div class="label">{e(label)}</div>'
                      f'<div class="value{" negative" * value.startswith("-")}" '
                      f'id="{ident}">{e(value)}</div>'
                      f'<div class="note">{e(note)}</div></div>')
+    counts = _counts(found)
     numbers = " · ".join(f'<span style="color:{COLORS[k]}">{counts[k]:,}</span>' for k in _KINDS)
     parts.append(f'<div class="stat"><div class="label">events</div><div class="value" '
                  f'id="event-counts">{numbers}</div><div class="note">archive · recall · '
                  "evict</div></div></section></header>")
+    return parts
+
+
+def _charts(result: ReplayResult, found: Sequence[_Event], shares: Sequence[float],
+            budget: int | None) -> list[str]:
+    """The chart cards: tokens, saved and prefix side by side, cost (a note without requests)."""
+    reqs = result.requests
     if not reqs:
-        parts.append('<section class="card"><p class="empty-note">No requests: the file has '
-                     "no assistant message after the first message.</p></section>")
-    else:
-        parts.append(_card("tokens", "Tokens per request", [
-            ("memci", "line", f"memci ({sent:,} in all)"),
-            ("full", "thick", f"full history ({full:,})"),
+        return ['<section class="card"><p class="empty-note">No requests: the file has '
+                "no assistant message after the first message.</p></section>"]
+    counts = _counts(found)
+    running, behind = 0, False
+    for r in reqs:
+        running += r.full_tokens - r.memci_tokens
+        behind = behind or running < 0
+    cached_full, cached_memci = result.full_cached_cost, result.memci_cached_cost
+    return [
+        _card("tokens", "Tokens per request", [
+            ("memci", "line", f"memci ({result.memci_tokens:,} in all)"),
+            ("full", "thick", f"full history ({result.full_tokens:,})"),
             *([("budget", "dash", "budget")] if budget else []),
             *[(k, "box", f"{k} ({counts[k]})") for k in _KINDS],
-        ], _tokens_chart(result, found, budget)))
-        parts.append('<div class="row">')
-        running, behind = 0, False
-        for r in reqs:
-            running += r.full_tokens - r.memci_tokens
-            behind = behind or running < 0
-        parts.append(_card("saved", "Cumulative tokens saved", [
-            ("saved", "box", f"saved vs the full history ({saved_pct:.1f}%)"),
+        ], _tokens_chart(result, found, budget)),
+        '<div class="row">',
+        _card("saved", "Cumulative tokens saved", [
+            ("saved", "box", f"saved vs the full history ({_saved_pct(result):.1f}%)"),
             *([("lost", "box", "memci sent more")] if behind else [])],
-            _saved_chart(result)))
-        parts.append(_card("prefix", "Reusable prefix per request", [
+            _saved_chart(result)),
+        _card("prefix", "Reusable prefix per request", [
             ("prefix", "box", "share of the request"),
             *([("prefix_mean", "line", "moving mean")] if len(reqs) >= 80 else [])],
-            _prefix_chart(shares)))
-        parts.append("</div>")
-        parts.append(_card("cost", f"Cost per request with prompt caching (cached input "
-                           f"{discount} off)", [
+            _prefix_chart(shares)),
+        "</div>",
+        _card("cost", f"Cost per request with prompt caching (cached input "
+              f"{_discount(result)} off)", [
             ("memci", "line", f"memci ({cached_memci:,.0f} in all)"),
             ("full", "line", f"full history ({cached_full:,.0f})")],
-            _cost_chart(result) + _cost_table(result)))
-    parts.append(_segments_table(result))
-    parts.append(_events_table(found))
-    parts.append(_requests_table(result, shares))
-    if result.skipped:
-        parts.append('<section class="card" id="skipped"><h2>Skipped</h2><ul>'
-                     + "".join(f"<li>{e(s)}</li>" for s in result.skipped) + "</ul></section>")
-    parts.append(f'<footer>memci {e(__version__)} · one self-contained file: it loads nothing '
-                 "and works offline</footer></main>")
+            _cost_chart(result) + _cost_table(result)),
+    ]
+
+
+def _skipped(result: ReplayResult) -> list[str]:
+    """What the replay left out of the file, when anything."""
+    if not result.skipped:
+        return []
+    return ['<section class="card" id="skipped"><h2>Skipped</h2><ul>'
+            + "".join(f"<li>{html.escape(s)}</li>" for s in result.skipped)
+            + "</ul></section>"]
+
+
+def _page_data(result: ReplayResult, shares: Sequence[float]) -> str:
+    """The figures the page's script draws its tooltips from, as inline JSON."""
+    reqs = result.requests
     data = {"memci": [r.memci_tokens for r in reqs], "full": [r.full_tokens for r in reqs],
             "memci_cost": [round(result.memci_cost(r), 1) for r in reqs],
             "full_cost": [round(result.full_cost(r), 1) for r in reqs],
             "prefix": [round(100 * s, 1) for s in shares], "seq": [r.seq for r in reqs],
             "events": [list(r.events) for r in reqs]}
-    parts.append('<script id="replay-data" type="application/json">'
-                 + json.dumps(data, separators=(",", ":")).replace("</", "<\\/") + "</script>")
-    parts.append(f"<script>{_SCRIPT}</script></body></html>")
-    return "\n".join(parts)
+    return ('<script id="replay-data" type="application/json">'
+            + json.dumps(data, separators=(",", ":")).replace("</", "<\\/") + "</script>")
 
 
 def write_report(path: Path, result: ReplayResult, **options: Any) -> Path:

@@ -7,11 +7,15 @@
 
 It is rules only and never fails: a query without a recognisable expression gives None.
 A date without a year is the latest such date not after ``now``.
+
+Each kind of expression is one row of ``_PATTERNS``: its pattern and a small reader that
+turns a match into the days ``[first, end)`` it covers (None: it names no day after all).
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta, tzinfo
 from functools import lru_cache
@@ -87,45 +91,6 @@ def _number(text: str) -> int:
     return int(text) if text.isdigit() else _NUMBER_WORDS.get(text, 1)
 
 
-_PATTERNS: list[tuple[str, re.Pattern[str]]] = [
-    ("iso", re.compile(r"\b(\d{4})[-/.](\d{1,2})[-/.](\d{1,2})\b")),
-    ("zh_ymd", re.compile(rf"({_ZH_NUM})年({_ZH_NUM})月({_ZH_NUM})[日号]")),
-    ("zh_md", re.compile(rf"({_ZH_NUM})月({_ZH_NUM})[日号]")),
-    ("zh_ym", re.compile(rf"({_ZH_NUM})年({_ZH_NUM})月(?!份?[\d零〇一二两三四五六七八九十])")),
-    ("zh_m", re.compile(rf"(?<![\d年])({_ZH_NUM})月份?(?![\d零〇一二两三四五六七八九十]+[日号])")),
-    ("en_mdy", re.compile(
-        rf"\b({_MONTH_NAMES})\.?\s+(\d{{1,2}})(?:st|nd|rd|th)?(?:,?\s+(\d{{4}}))?\b", re.I)),
-    ("en_dmy", re.compile(
-        rf"\b(\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?({_MONTH_NAMES})\.?(?:,?\s+(\d{{4}}))?\b",
-        re.I)),
-    ("en_slash", re.compile(r"(?<![\d/])(\d{1,2})/(\d{1,2})(?![\d/])")),
-    ("en_month", re.compile(
-        rf"\b(?:in|during|of|since)\s+({_MONTH_NAMES})(?:\s+(\d{{4}}))?\b", re.I)),
-    ("day_before_yesterday", re.compile(r"\bday before yesterday\b|大前天|前天", re.I)),
-    ("yesterday", re.compile(r"\byesterday\b|\blast night\b|昨天|昨日|昨晚|昨夜", re.I)),
-    ("today", re.compile(r"\btoday\b|\bthis (?:morning|afternoon|evening)\b|\btonight\b"
-                         r"|今天|今日|今早|今晚", re.I)),
-    ("ago", re.compile(rf"\b({_NUM})\s+(day|week|month|year)s?\s+ago\b", re.I)),
-    ("zh_ago", re.compile(rf"({_ZH_NUM})\s*(?:个)?(天|日|周|星期|礼拜|月|年)(?:以|之)?前")),
-    ("past", re.compile(rf"\b(?:past|last|previous)\s+({_NUM})\s+(day|week|month)s\b", re.I)),
-    ("zh_past", re.compile(rf"(?:最近|过去|近)({_ZH_NUM})\s*(?:个)?(天|日|周|星期|礼拜|月)")),
-    ("en_weekday", re.compile(rf"\b(last|this|on|past)?\s*({_WEEKDAY_NAMES})\b", re.I)),
-    ("zh_weekday", re.compile(
-        r"(上上|上|这|本|这个|上个)?(?:周|星期|礼拜)([一二三四五六日天1-7])")),
-    ("last_weekend", re.compile(r"\blast weekend\b|上周末|上个周末", re.I)),
-    ("weekend", re.compile(r"\b(?:this|the|at the|on the) weekend\b|周末", re.I)),
-    ("year", re.compile(r"\b(?:in|during|since)\s+((?:19|20)\d{2})\b"
-                        r"|((?:19|20)\d{2})年(?!\s*[\d零〇一二两三四五六七八九十]+月)", re.I)),
-    ("last_week", re.compile(r"\b(?:last|previous|past) week\b|\ba week ago\b"
-                             r"|上周|上个?星期|上个?礼拜|上一周", re.I)),
-    ("this_week", re.compile(r"\bthis week\b|这周|本周|这个?星期|这个?礼拜", re.I)),
-    ("last_month", re.compile(r"\b(?:last|previous|past) month\b|上个?月", re.I)),
-    ("this_month", re.compile(r"\bthis month\b|这个月|本月", re.I)),
-    ("last_year", re.compile(r"\b(?:last|previous|past) year\b|去年", re.I)),
-    ("this_year", re.compile(r"\bthis year\b|今年", re.I)),
-]
-
-
 def _add_months(day: date, months: int) -> date:
     index = day.year * 12 + day.month - 1 + months
     return date(index // 12, index % 12 + 1, 1)
@@ -150,130 +115,257 @@ def _latest_month(today: date, month: int, year: int | None) -> date | None:
     return date(today.year if month <= today.month else today.year - 1, month, 1)
 
 
-def _calendar_span(kind: str, m: re.Match[str], today: date) -> tuple[date, date] | None:
-    """:func:`_span`, or None when the span leaves the calendar (years 1 to 9999).
+# -- the pattern kinds: each reads its match into the days [first, end) it covers -------
+
+_Days = tuple[date, date]
+_Reader = Callable[[re.Match[str], date], _Days | None]
+_ONE = timedelta(days=1)
+_ZH_UNITS = {"天": "day", "日": "day", "周": "week", "星期": "week", "礼拜": "week",
+             "月": "month", "年": "year"}
+
+
+def _day(found: date | None) -> _Days | None:
+    return (found, found + _ONE) if found else None
+
+
+def _month(first: date | None) -> _Days | None:
+    return (first, _add_months(first, 1)) if first else None
+
+
+def _monday(today: date) -> date:
+    return today - timedelta(days=today.weekday())
+
+
+def _zh_numbers(m: re.Match[str]) -> list[int] | None:
+    """The match's groups as Chinese or Arabic numbers; None when one is neither."""
+    numbers = [_zh_number(g) for g in m.groups()]
+    return [n for n in numbers if n is not None] if None not in numbers else None
+
+
+def _iso(m: re.Match[str], today: date) -> _Days | None:
+    return _day(_latest(today, int(m.group(2)), int(m.group(3)), int(m.group(1))))
+
+
+def _zh_ymd(m: re.Match[str], today: date) -> _Days | None:
+    nums = _zh_numbers(m)
+    return _day(_latest(today, nums[1], nums[2], nums[0])) if nums is not None else None
+
+
+def _zh_md(m: re.Match[str], today: date) -> _Days | None:
+    nums = _zh_numbers(m)
+    return _day(_latest(today, nums[0], nums[1], None)) if nums is not None else None
+
+
+def _zh_ym(m: re.Match[str], today: date) -> _Days | None:
+    nums = _zh_numbers(m)
+    return _month(_latest_month(today, nums[1], nums[0])) if nums is not None else None
+
+
+def _zh_m(m: re.Match[str], today: date) -> _Days | None:
+    nums = _zh_numbers(m)
+    return _month(_latest_month(today, nums[0], None)) if nums is not None else None
+
+
+def _en_date(today: date, month_name: str, day: str, year: str | None) -> _Days | None:
+    return _day(_latest(today, _MONTHS[month_name.lower()], int(day),
+                        int(year) if year else None))
+
+
+def _en_mdy(m: re.Match[str], today: date) -> _Days | None:
+    return _en_date(today, m.group(1), m.group(2), m.group(3))
+
+
+def _en_dmy(m: re.Match[str], today: date) -> _Days | None:
+    return _en_date(today, m.group(2), m.group(1), m.group(3))
+
+
+def _en_slash(m: re.Match[str], today: date) -> _Days | None:
+    return _day(_latest(today, int(m.group(1)), int(m.group(2)), None))
+
+
+def _en_month(m: re.Match[str], today: date) -> _Days | None:
+    return _month(_latest_month(today, _MONTHS[m.group(1).lower()],
+                                int(m.group(2)) if m.group(2) else None))
+
+
+def _day_before_yesterday(m: re.Match[str], today: date) -> _Days | None:
+    back = 3 if m.group(0) == "大前天" else 2
+    return today - back * _ONE, today - (back - 1) * _ONE
+
+
+def _yesterday(m: re.Match[str], today: date) -> _Days | None:
+    return today - _ONE, today
+
+
+def _today(m: re.Match[str], today: date) -> _Days | None:
+    return today, today + _ONE
+
+
+def _ago_days(today: date, count: int, unit: str) -> _Days:
+    """Around the day, week, month or year ``count`` units before ``today``."""
+    if unit == "day":
+        center = today - count * _ONE
+        return center - _ONE, center + 2 * _ONE
+    if unit == "week":
+        center = today - timedelta(weeks=count)
+        return center - 3 * _ONE, center + 4 * _ONE
+    if unit == "month":
+        first = _add_months(today.replace(day=1), -count)
+        return first, _add_months(first, 1)
+    return date(today.year - count, 1, 1), date(today.year - count + 1, 1, 1)
+
+
+def _ago(m: re.Match[str], today: date) -> _Days | None:
+    return _ago_days(today, _number(m.group(1)), m.group(2).lower())
+
+
+def _zh_ago(m: re.Match[str], today: date) -> _Days | None:
+    return _ago_days(today, _zh_number(m.group(1)) or 1, _ZH_UNITS[m.group(2)])
+
+
+def _past_days(today: date, count: int, unit: str) -> _Days:
+    """The last ``count`` days, weeks or months, today included."""
+    days = count * {"day": 1, "week": 7, "month": 30}[unit]
+    return today - timedelta(days=days), today + _ONE
+
+
+def _past(m: re.Match[str], today: date) -> _Days | None:
+    return _past_days(today, _number(m.group(1)), m.group(2).lower())
+
+
+def _zh_past(m: re.Match[str], today: date) -> _Days | None:
+    return _past_days(today, _zh_number(m.group(1)) or 1, _ZH_UNITS[m.group(2)])
+
+
+def _weekday_in(today: date, which: str, weekday: int) -> _Days:
+    """The day ``weekday`` of this week, ``prev`` week or ``prev2`` weeks back.
+
+    Any other ``which`` ("on Monday", "last Monday", "周一") is the latest such day
+    before today.
+    """
+    monday = _monday(today)
+    if which == "this":
+        found = monday + timedelta(days=weekday)
+    elif which == "prev2":
+        found = monday - timedelta(weeks=2) + timedelta(days=weekday)
+    elif which == "prev":
+        found = monday - timedelta(weeks=1) + timedelta(days=weekday)
+    else:
+        back = (today.weekday() - weekday) % 7 or 7
+        found = today - timedelta(days=back)
+    return found, found + _ONE
+
+
+def _en_weekday(m: re.Match[str], today: date) -> _Days | None:
+    which = (m.group(1) or "").lower()
+    if not which and len(m.group(2)) <= 3:
+        return None  # "sun", "sat", "wed" alone are too often plain words
+    # Only "this" names a calendar week; "last Monday" is the latest Monday.
+    return _weekday_in(today, "this" if which == "this" else "", _WEEKDAYS[m.group(2).lower()])
+
+
+_ZH_WHICH = {"上": "prev", "上个": "prev", "上上": "prev2", "这": "this", "本": "this",
+             "这个": "this"}
+
+
+def _zh_weekday(m: re.Match[str], today: date) -> _Days | None:
+    return _weekday_in(today, _ZH_WHICH.get(m.group(1) or "", ""), _ZH_WEEKDAYS[m.group(2)])
+
+
+def _last_weekend(m: re.Match[str], today: date) -> _Days | None:
+    monday = _monday(today)
+    return monday - 2 * _ONE, monday
+
+
+def _weekend(m: re.Match[str], today: date) -> _Days | None:
+    # The latest weekend: this one when it is here, else the last.
+    monday = _monday(today)
+    saturday = monday + 5 * _ONE if today.weekday() >= 5 else monday - 2 * _ONE
+    return saturday, saturday + 2 * _ONE
+
+
+def _year(m: re.Match[str], today: date) -> _Days | None:
+    year = int(m.group(1) or m.group(2))
+    return date(year, 1, 1), date(year + 1, 1, 1)
+
+
+def _last_week(m: re.Match[str], today: date) -> _Days | None:
+    monday = _monday(today)
+    return monday - timedelta(weeks=1), monday
+
+
+def _this_week(m: re.Match[str], today: date) -> _Days | None:
+    monday = _monday(today)
+    return monday, monday + timedelta(weeks=1)
+
+
+def _last_month(m: re.Match[str], today: date) -> _Days | None:
+    return _add_months(today.replace(day=1), -1), today.replace(day=1)
+
+
+def _this_month(m: re.Match[str], today: date) -> _Days | None:
+    return _month(today.replace(day=1))
+
+
+def _last_year(m: re.Match[str], today: date) -> _Days | None:
+    return date(today.year - 1, 1, 1), date(today.year, 1, 1)
+
+
+def _this_year(m: re.Match[str], today: date) -> _Days | None:
+    return date(today.year, 1, 1), date(today.year + 1, 1, 1)
+
+
+#: Every kind of expression: its pattern and its reader, the more specific first (when two
+#: match at the same place, the one listed first wins).
+_PATTERNS: list[tuple[re.Pattern[str], _Reader]] = [
+    (re.compile(r"\b(\d{4})[-/.](\d{1,2})[-/.](\d{1,2})\b"), _iso),
+    (re.compile(rf"({_ZH_NUM})年({_ZH_NUM})月({_ZH_NUM})[日号]"), _zh_ymd),
+    (re.compile(rf"({_ZH_NUM})月({_ZH_NUM})[日号]"), _zh_md),
+    (re.compile(rf"({_ZH_NUM})年({_ZH_NUM})月(?!份?[\d零〇一二两三四五六七八九十])"), _zh_ym),
+    (re.compile(rf"(?<![\d年])({_ZH_NUM})月份?(?![\d零〇一二两三四五六七八九十]+[日号])"), _zh_m),
+    (re.compile(
+        rf"\b({_MONTH_NAMES})\.?\s+(\d{{1,2}})(?:st|nd|rd|th)?(?:,?\s+(\d{{4}}))?\b", re.I),
+     _en_mdy),
+    (re.compile(
+        rf"\b(\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?({_MONTH_NAMES})\.?(?:,?\s+(\d{{4}}))?\b",
+        re.I), _en_dmy),
+    (re.compile(r"(?<![\d/])(\d{1,2})/(\d{1,2})(?![\d/])"), _en_slash),
+    (re.compile(rf"\b(?:in|during|of|since)\s+({_MONTH_NAMES})(?:\s+(\d{{4}}))?\b", re.I),
+     _en_month),
+    (re.compile(r"\bday before yesterday\b|大前天|前天", re.I), _day_before_yesterday),
+    (re.compile(r"\byesterday\b|\blast night\b|昨天|昨日|昨晚|昨夜", re.I), _yesterday),
+    (re.compile(r"\btoday\b|\bthis (?:morning|afternoon|evening)\b|\btonight\b"
+                r"|今天|今日|今早|今晚", re.I), _today),
+    (re.compile(rf"\b({_NUM})\s+(day|week|month|year)s?\s+ago\b", re.I), _ago),
+    (re.compile(rf"({_ZH_NUM})\s*(?:个)?(天|日|周|星期|礼拜|月|年)(?:以|之)?前"), _zh_ago),
+    (re.compile(rf"\b(?:past|last|previous)\s+({_NUM})\s+(day|week|month)s\b", re.I), _past),
+    (re.compile(rf"(?:最近|过去|近)({_ZH_NUM})\s*(?:个)?(天|日|周|星期|礼拜|月)"), _zh_past),
+    (re.compile(rf"\b(last|this|on|past)?\s*({_WEEKDAY_NAMES})\b", re.I), _en_weekday),
+    (re.compile(r"(上上|上|这|本|这个|上个)?(?:周|星期|礼拜)([一二三四五六日天1-7])"), _zh_weekday),
+    (re.compile(r"\blast weekend\b|上周末|上个周末", re.I), _last_weekend),
+    (re.compile(r"\b(?:this|the|at the|on the) weekend\b|周末", re.I), _weekend),
+    (re.compile(r"\b(?:in|during|since)\s+((?:19|20)\d{2})\b"
+                r"|((?:19|20)\d{2})年(?!\s*[\d零〇一二两三四五六七八九十]+月)", re.I), _year),
+    (re.compile(r"\b(?:last|previous|past) week\b|\ba week ago\b"
+                r"|上周|上个?星期|上个?礼拜|上一周", re.I), _last_week),
+    (re.compile(r"\bthis week\b|这周|本周|这个?星期|这个?礼拜", re.I), _this_week),
+    (re.compile(r"\b(?:last|previous|past) month\b|上个?月", re.I), _last_month),
+    (re.compile(r"\bthis month\b|这个月|本月", re.I), _this_month),
+    (re.compile(r"\b(?:last|previous|past) year\b|去年", re.I), _last_year),
+    (re.compile(r"\bthis year\b|今年", re.I), _this_year),
+]
+
+
+def _calendar_span(read: _Reader, m: re.Match[str], today: date) -> _Days | None:
+    """The days ``read`` finds in ``m``; None when they leave the calendar (years 1-9999).
 
     "5000 years ago", "99999999 days ago", or "yesterday" on 0001-01-01 name no day a
     message can carry, so they are read as no time at all.
     """
     try:
-        return _span(kind, m, today)
+        return read(m, today)
     except (OverflowError, ValueError):
         return None
-
-
-def _span(kind: str, m: re.Match[str], today: date) -> tuple[date, date] | None:
-    """Return the days ``[first, end)`` a matched expression covers."""
-    one = timedelta(days=1)
-    monday = today - timedelta(days=today.weekday())
-    found: date | None
-    if kind == "iso":
-        found = _latest(today, int(m.group(2)), int(m.group(3)), int(m.group(1)))
-        return (found, found + one) if found else None
-    if kind in ("zh_ymd", "zh_md"):
-        nums = [_zh_number(g) for g in m.groups()]
-        if any(n is None for n in nums):
-            return None
-        if kind == "zh_ymd":
-            found = _latest(today, nums[1] or 0, nums[2] or 0, nums[0])
-        else:
-            found = _latest(today, nums[0] or 0, nums[1] or 0, None)
-        return (found, found + one) if found else None
-    if kind in ("zh_ym", "zh_m"):
-        nums = [_zh_number(g) for g in m.groups()]
-        if any(n is None for n in nums):
-            return None
-        first = (_latest_month(today, nums[1] or 0, nums[0]) if kind == "zh_ym"
-                 else _latest_month(today, nums[0] or 0, None))
-        return (first, _add_months(first, 1)) if first else None
-    if kind in ("en_mdy", "en_dmy"):
-        month_name, day_text = ((m.group(1), m.group(2)) if kind == "en_mdy"
-                                else (m.group(2), m.group(1)))
-        year = int(m.group(3)) if m.group(3) else None
-        found = _latest(today, _MONTHS[month_name.lower()], int(day_text), year)
-        return (found, found + one) if found else None
-    if kind == "en_slash":
-        found = _latest(today, int(m.group(1)), int(m.group(2)), None)
-        return (found, found + one) if found else None
-    if kind == "en_month":
-        first = _latest_month(today, _MONTHS[m.group(1).lower()],
-                              int(m.group(2)) if m.group(2) else None)
-        return (first, _add_months(first, 1)) if first else None
-    if kind == "today":
-        return today, today + one
-    if kind == "yesterday":
-        return today - one, today
-    if kind == "day_before_yesterday":
-        back = 3 if m.group(0) == "大前天" else 2
-        return today - back * one, today - (back - 1) * one
-    if kind in ("ago", "zh_ago"):
-        if kind == "ago":
-            count, unit = _number(m.group(1)), m.group(2).lower()
-        else:
-            count = _zh_number(m.group(1)) or 1
-            unit = {"天": "day", "日": "day", "周": "week", "星期": "week", "礼拜": "week",
-                    "月": "month", "年": "year"}[m.group(2)]
-        if unit == "day":
-            center = today - count * one
-            return center - one, center + 2 * one
-        if unit == "week":
-            center = today - timedelta(weeks=count)
-            return center - 3 * one, center + 4 * one
-        if unit == "month":
-            first = _add_months(today.replace(day=1), -count)
-            return first, _add_months(first, 1)
-        return date(today.year - count, 1, 1), date(today.year - count + 1, 1, 1)
-    if kind in ("past", "zh_past"):
-        if kind == "past":
-            count, unit = _number(m.group(1)), m.group(2).lower()
-        else:
-            count = _zh_number(m.group(1)) or 1
-            unit = {"天": "day", "日": "day", "周": "week", "星期": "week", "礼拜": "week",
-                    "月": "month"}[m.group(2)]
-        days = count * {"day": 1, "week": 7, "month": 30}[unit]
-        return today - timedelta(days=days), today + one
-    if kind in ("en_weekday", "zh_weekday"):
-        if kind == "en_weekday":
-            which, weekday = (m.group(1) or "").lower(), _WEEKDAYS[m.group(2).lower()]
-            if not which and len(m.group(2)) <= 3:
-                return None  # "sun", "sat", "wed" alone are too often plain words
-        else:
-            which = {"上": "last", "上个": "last", "上上": "last2", "这": "this", "本": "this",
-                     "这个": "this"}.get(m.group(1) or "", "")
-            weekday = _ZH_WEEKDAYS[m.group(2)]
-        if which == "this":
-            found = monday + timedelta(days=weekday)
-        elif which == "last2":
-            found = monday - timedelta(weeks=2) + timedelta(days=weekday)
-        elif which == "last" and kind == "zh_weekday":
-            found = monday - timedelta(weeks=1) + timedelta(days=weekday)
-        else:  # "on Monday", "last Monday", "周一": the latest one before today
-            back = (today.weekday() - weekday) % 7 or 7
-            found = today - timedelta(days=back)
-        return found, found + one
-    if kind == "last_weekend":
-        saturday = monday - 2 * one
-        return saturday, monday
-    if kind == "weekend":  # the latest weekend: this one when it is here, else the last
-        saturday = monday + 5 * one if today.weekday() >= 5 else monday - 2 * one
-        return saturday, saturday + 2 * one
-    if kind == "year":
-        year = int(m.group(1) or m.group(2))
-        return date(year, 1, 1), date(year + 1, 1, 1)
-    if kind == "last_week":
-        return monday - timedelta(weeks=1), monday
-    if kind == "this_week":
-        return monday, monday + timedelta(weeks=1)
-    if kind == "last_month":
-        first = _add_months(today.replace(day=1), -1)
-        return first, today.replace(day=1)
-    if kind == "this_month":
-        return today.replace(day=1), _add_months(today.replace(day=1), 1)
-    if kind == "last_year":
-        return date(today.year - 1, 1, 1), date(today.year, 1, 1)
-    if kind == "this_year":
-        return date(today.year, 1, 1), date(today.year + 1, 1, 1)
-    return None
 
 
 def time_hint(query: str, *, now: datetime | None = None) -> TimeRange | None:
@@ -291,13 +383,13 @@ def _time_hint(query: str, moment: datetime) -> TimeRange | None:
     zone: tzinfo = moment.tzinfo if moment.tzinfo is not None else UTC
     moment = moment.replace(tzinfo=zone)
     today = moment.date()
-    best: tuple[int, int, re.Match[str], str] | None = None
-    for order, (kind, pattern) in enumerate(_PATTERNS):
+    best: tuple[int, int, re.Match[str], _Reader] | None = None
+    for order, (pattern, read) in enumerate(_PATTERNS):
         for match in pattern.finditer(query):
             if best is not None and (match.start(), order) >= best[:2]:
                 break
-            if match.group(0).strip() and _calendar_span(kind, match, today) is not None:
-                best = (match.start(), order, match, kind)
+            if match.group(0).strip() and _calendar_span(read, match, today) is not None:
+                best = (match.start(), order, match, read)
                 break
     if best is None:
         return None

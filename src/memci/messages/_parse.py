@@ -160,8 +160,23 @@ def validate(message: Message, *, max_bytes: int = DEFAULT_MAX_BYTES) -> None:
     """Check a message's every field, its text and its size; raise what is wrong with it.
 
     The size is the UTF-8 bytes of its text, image URLs, tool arguments and results, and
-    its metadata as JSON.
+    its metadata as JSON. The checks run in a fixed order (role, parts, where tool
+    results may be, the other fields, the size), so a message with several problems
+    always names the same one.
     """
+    _check_role_and_parts(message)
+    size = _check_parts(message)
+    _check_tool_results(message)
+    size += _check_fields(message)
+    if size > max_bytes:
+        raise MessageTooLargeError(
+            f"message content and metadata are {size:,} bytes, over the limit of "
+            f"{max_bytes:,}; store large tool output as an artifact or raise "
+            "max_message_bytes"
+        )
+
+
+def _check_role_and_parts(message: Message) -> None:
     if not isinstance(message.role, str) or message.role not in _ROLES:
         raise UnknownRoleError(
             f"unknown role {message.role!r}: use one of system, user, assistant, tool"
@@ -171,48 +186,77 @@ def validate(message: Message, *, max_bytes: int = DEFAULT_MAX_BYTES) -> None:
             f"Message.parts must be a tuple of parts (TextPart, ImagePart, ToolCallPart, "
             f"ToolResultPart, ReasoningPart), got {type(message.parts).__name__}"
         )
-    size = 0
+
+
+def _check_parts(message: Message) -> int:
+    """Check each part, in order; return their size in UTF-8 bytes."""
     call_ids: set[str] = set()
-    for part in message.parts:
-        if isinstance(part, TextPart):
-            size += _check_text(part.text, "text")
-            _check_item_id(part.item_id, message.role)
-        elif isinstance(part, ImagePart):
-            if message.role != "user":
-                raise InvalidMessageError(
-                    f"a {message.role} message cannot carry an image; only user messages can"
-                )
-            size += _check_text(part.url, "image url")
-            for what, value in (("media_type", part.media_type), ("detail", part.detail)):
-                if value is not None:
-                    _check_text(value, f"image {what}")
-        elif isinstance(part, ToolCallPart):
-            if message.role != "assistant":
-                raise InvalidMessageError(
-                    f"a {message.role} message cannot make tool calls; only assistant can"
-                )
-            _check_text(part.id, "tool call id")
-            _check_text(part.name, "tool name")
-            if not part.id or not part.name:
-                raise InvalidMessageError("a tool call needs a non-empty id and name")
-            if part.id in call_ids:
-                raise InvalidMessageError(
-                    f"tool call id {part.id!r} appears twice in one message; ids must be unique"
-                )
-            call_ids.add(part.id)
-            size += _check_text(part.arguments, "tool arguments")
-            _check_arguments(part.arguments, part.name)
-            _check_item_id(part.item_id, message.role)
-        elif isinstance(part, ReasoningPart):
-            size += _check_reasoning(part, message.role)
-        elif isinstance(part, ToolResultPart):
-            _check_text(part.call_id, "tool call id")
-            if not part.call_id:
-                raise InvalidMessageError("a tool result needs a non-empty call id")
-            size += _check_text(part.content, "tool result")
-            _check_flag(part.is_error, "a tool result's is_error")
-        else:
-            raise InvalidMessageError(f"unknown message part {_brief(part)}")
+    return sum(_check_part(part, message.role, call_ids) for part in message.parts)
+
+
+def _check_part(part: object, role: str, call_ids: set[str]) -> int:
+    """Check one part of a ``role`` message; return its size in UTF-8 bytes."""
+    if isinstance(part, TextPart):
+        size = _check_text(part.text, "text")
+        _check_item_id(part.item_id, role)
+        return size
+    if isinstance(part, ImagePart):
+        return _check_image(part, role)
+    if isinstance(part, ToolCallPart):
+        return _check_tool_call(part, role, call_ids)
+    if isinstance(part, ReasoningPart):
+        return _check_reasoning(part, role)
+    if isinstance(part, ToolResultPart):
+        return _check_tool_result(part)
+    raise InvalidMessageError(f"unknown message part {_brief(part)}")
+
+
+def _check_image(part: ImagePart, role: str) -> int:
+    """Check an image part; return its size (its URL's) in UTF-8 bytes."""
+    if role != "user":
+        raise InvalidMessageError(
+            f"a {role} message cannot carry an image; only user messages can"
+        )
+    size = _check_text(part.url, "image url")
+    for what, value in (("media_type", part.media_type), ("detail", part.detail)):
+        if value is not None:
+            _check_text(value, f"image {what}")
+    return size
+
+
+def _check_tool_call(part: ToolCallPart, role: str, call_ids: set[str]) -> int:
+    """Check a tool call (its id unique among ``call_ids``); return its arguments' size."""
+    if role != "assistant":
+        raise InvalidMessageError(
+            f"a {role} message cannot make tool calls; only assistant can"
+        )
+    _check_text(part.id, "tool call id")
+    _check_text(part.name, "tool name")
+    if not part.id or not part.name:
+        raise InvalidMessageError("a tool call needs a non-empty id and name")
+    if part.id in call_ids:
+        raise InvalidMessageError(
+            f"tool call id {part.id!r} appears twice in one message; ids must be unique"
+        )
+    call_ids.add(part.id)
+    size = _check_text(part.arguments, "tool arguments")
+    _check_arguments(part.arguments, part.name)
+    _check_item_id(part.item_id, role)
+    return size
+
+
+def _check_tool_result(part: ToolResultPart) -> int:
+    """Check a tool result; return its content's size in UTF-8 bytes."""
+    _check_text(part.call_id, "tool call id")
+    if not part.call_id:
+        raise InvalidMessageError("a tool result needs a non-empty call id")
+    size = _check_text(part.content, "tool result")
+    _check_flag(part.is_error, "a tool result's is_error")
+    return size
+
+
+def _check_tool_results(message: Message) -> None:
+    """A tool message is one tool result; no other message carries one."""
     if message.role == "tool":
         if len(message.parts) != 1 or not isinstance(message.parts[0], ToolResultPart):
             raise InvalidMessageError(
@@ -222,26 +266,24 @@ def validate(message: Message, *, max_bytes: int = DEFAULT_MAX_BYTES) -> None:
         raise InvalidMessageError(
             f"a {message.role} message cannot carry a tool result; use a tool message"
         )
+
+
+def _check_fields(message: Message) -> int:
+    """Check name, metadata, created_at and tokens; return the metadata's size as JSON."""
     if message.name is not None:
         _check_text(message.name, "name")
     if not isinstance(message.metadata, Mapping):
         raise InvalidMessageError(
             f"'metadata' must be a JSON object (a dict), got {type(message.metadata).__name__}"
         )
-    if message.metadata:
-        size += len(_metadata_text(message.metadata).encode("utf-8"))
+    size = len(_metadata_text(message.metadata).encode("utf-8")) if message.metadata else 0
     if message.created_at is not None:
         if not isinstance(message.created_at, datetime):
             raise InvalidTimestampError(
                 f"created_at must be a datetime, got {type(message.created_at).__name__}")
         _check_instant(message.created_at, message.created_at)
     _check_tokens(message.tokens)
-    if size > max_bytes:
-        raise MessageTooLargeError(
-            f"message content and metadata are {size:,} bytes, over the limit of "
-            f"{max_bytes:,}; store large tool output as an artifact or raise "
-            "max_message_bytes"
-        )
+    return size
 
 
 def parse_timestamp(value: object) -> datetime:
@@ -563,9 +605,7 @@ def _read_content(
     if content is None:
         return parts, results, aside
     if isinstance(content, str | bytes):
-        text = _as_text(content, "content")
-        if text:
-            parts.append(TextPart(text))
+        _add_text(parts, content, "content")
         return parts, results, aside
     if not isinstance(content, list):
         raise InvalidMessageError(
@@ -573,51 +613,74 @@ def _read_content(
             f"got {type(content).__name__}"
         )
     for block in content:
-        if isinstance(block, str | bytes):
-            text = _as_text(block, "content")
-            if text:
-                parts.append(TextPart(text))
-            continue
-        if not isinstance(block, Mapping):
-            raise InvalidMessageError("each content block must be a dict with a 'type'")
-        block = cast(Mapping[str, Any], block)
-        kind = block.get("type")
-        if kind in ("text", "input_text", "output_text", "refusal"):
-            key = "refusal" if kind == "refusal" else "text"
-            text = _as_text(block.get(key, ""), f"{kind} block")
-            if text:
-                parts.append(TextPart(text))
-        elif kind == "image_url":
-            parts.append(_read_openai_image(block))
-        elif kind == "input_image":
-            parts.append(_read_responses_image(block))
-        elif kind == "image":
-            parts.append(_read_anthropic_image(block))
-        elif kind == "tool_use":
-            if role != "assistant":
-                raise InvalidMessageError("tool_use blocks belong in assistant messages")
-            call_id, tool = block.get("id"), block.get("name")
-            if not isinstance(call_id, str) or not call_id or not isinstance(tool, str):
-                raise InvalidMessageError("a tool_use block needs 'id' and 'name' strings")
-            parts.append(ToolCallPart(call_id, tool, _arguments_text(block.get("input"), tool)))
-        elif kind == "tool_result":
-            if role != "user":
-                raise InvalidMessageError("tool_result blocks belong in user messages")
-            call_id = block.get("tool_use_id")
-            if not isinstance(call_id, str) or not call_id:
-                raise InvalidMessageError("a tool_result block needs a 'tool_use_id' string")
-            text = _flatten_text(block.get("content"), "tool_result content")
-            results.append(ToolResultPart(call_id, text, _read_flag(
-                block.get("is_error"), "a tool_result block's is_error")))
-        elif role == "assistant" and isinstance(kind, str) and _is_aside(kind):
-            aside.append(dict(block))
-        else:
-            raise InvalidMessageError(
-                f"unsupported content block type {kind!r}: use text, image_url, image, "
-                "tool_use or tool_result (OpenAI Responses: input_text, output_text, "
-                "refusal, input_image)"
-            )
+        _read_block(block, role, parts, results, aside)
     return parts, results, aside
+
+
+def _add_text(parts: list[Part], value: object, what: str) -> None:
+    """Add ``value`` as a text part, unless it is empty."""
+    text = _as_text(value, what)
+    if text:
+        parts.append(TextPart(text))
+
+
+# Compared with ==, never hashed: a block's "type" is the caller's value, perhaps a list.
+_TEXT_BLOCKS = ("text", "input_text", "output_text", "refusal")
+
+
+def _read_block(block: object, role: Role, parts: list[Part],
+                results: list[ToolResultPart], aside: list[dict[str, Any]]) -> None:
+    """Read one content block into the parts, results or blocks kept aside."""
+    if isinstance(block, str | bytes):
+        _add_text(parts, block, "content")
+        return
+    if not isinstance(block, Mapping):
+        raise InvalidMessageError("each content block must be a dict with a 'type'")
+    block = cast(Mapping[str, Any], block)
+    kind = block.get("type")
+    if kind in _TEXT_BLOCKS:
+        _add_text(parts, block.get("refusal" if kind == "refusal" else "text", ""),
+                  f"{kind} block")
+    elif kind == "image_url":
+        parts.append(_read_openai_image(block))
+    elif kind == "input_image":
+        parts.append(_read_responses_image(block))
+    elif kind == "image":
+        parts.append(_read_anthropic_image(block))
+    elif kind == "tool_use":
+        parts.append(_read_tool_use(block, role))
+    elif kind == "tool_result":
+        results.append(_read_tool_result(block, role))
+    elif role == "assistant" and isinstance(kind, str) and _is_aside(kind):
+        aside.append(dict(block))
+    else:
+        raise InvalidMessageError(
+            f"unsupported content block type {kind!r}: use text, image_url, image, "
+            "tool_use or tool_result (OpenAI Responses: input_text, output_text, "
+            "refusal, input_image)"
+        )
+
+
+def _read_tool_use(block: Mapping[str, Any], role: Role) -> ToolCallPart:
+    """An Anthropic ``tool_use`` block of an assistant message."""
+    if role != "assistant":
+        raise InvalidMessageError("tool_use blocks belong in assistant messages")
+    call_id, tool = block.get("id"), block.get("name")
+    if not isinstance(call_id, str) or not call_id or not isinstance(tool, str):
+        raise InvalidMessageError("a tool_use block needs 'id' and 'name' strings")
+    return ToolCallPart(call_id, tool, _arguments_text(block.get("input"), tool))
+
+
+def _read_tool_result(block: Mapping[str, Any], role: Role) -> ToolResultPart:
+    """An Anthropic ``tool_result`` block of a user message."""
+    if role != "user":
+        raise InvalidMessageError("tool_result blocks belong in user messages")
+    call_id = block.get("tool_use_id")
+    if not isinstance(call_id, str) or not call_id:
+        raise InvalidMessageError("a tool_result block needs a 'tool_use_id' string")
+    text = _flatten_text(block.get("content"), "tool_result content")
+    return ToolResultPart(call_id, text, _read_flag(
+        block.get("is_error"), "a tool_result block's is_error"))
 
 
 def _is_aside(kind: str) -> bool:

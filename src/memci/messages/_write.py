@@ -145,7 +145,7 @@ class _Turn:
     blocks: list[dict[str, Any]] = field(default_factory=list)
 
 
-def to_anthropic(messages: Sequence[Message]) -> tuple[str | None, list[dict[str, Any]]]:
+def to_anthropic(messages: Sequence[Message]) -> tuple[str | None, list[dict[str, Any]]]:  # noqa: C901 - one pass that pairs calls, merges turns and closes them
     """Messages as Anthropic Messages ``(system, messages)``; system is None when empty.
 
     The messages start with the user, alternate strictly, answer every ``tool_use`` of an

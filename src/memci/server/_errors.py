@@ -6,13 +6,17 @@ unknown session, message or tool 404, a session asked for as another user than i
 (``owner_conflict``), a missing optional part 501, a store that cannot be read or
 written 503 (``store_full`` when the disk is full, ``store_corrupt`` when its file is
 damaged, else ``store_unavailable``), an upstream model that fails 502; anything else is a
-500 that says nothing internal.
+500 that says nothing internal. A request that fails validation is a 400
+(``invalid_request``) whose message names the first few problems (:func:`problems`).
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from typing import Any
+
+from starlette.responses import JSONResponse
 
 from memci.errors import (
     ConfigError,
@@ -30,7 +34,7 @@ from memci.errors import (
     UnknownToolError,
 )
 
-__all__ = ["ApiError", "classify", "error_body"]
+__all__ = ["ApiError", "classify", "error_body", "error_response", "problems"]
 
 
 class ApiError(Exception):
@@ -46,6 +50,22 @@ class ApiError(Exception):
 def error_body(code: str, message: str) -> dict[str, Any]:
     """The JSON body of every error answer."""
     return {"error": {"code": code, "message": message}}
+
+
+def error_response(exc: ApiError) -> JSONResponse:
+    """The HTTP answer of ``exc`` (a 401 asks for a Bearer key)."""
+    headers = {"WWW-Authenticate": "Bearer"} if exc.status == 401 else None
+    return JSONResponse(error_body(exc.code, exc.message), status_code=exc.status,
+                        headers=headers)
+
+
+def problems(errors: Sequence[Any]) -> str:
+    """Validation errors (pydantic's) as one line: ``where: what`` for the first few."""
+    found = []
+    for error in list(errors)[:5]:
+        where = ".".join(str(p) for p in error.get("loc", ()) if p != "body") or "body"
+        found.append(f"{where}: {error.get('msg', 'invalid')}")
+    return "; ".join(found) or "invalid request"
 
 
 def _snake(name: str) -> str:

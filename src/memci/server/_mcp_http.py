@@ -56,7 +56,7 @@ from memci._session import Session
 from memci.errors import MemciError
 from memci.server._auth import sent_key, tenant_of
 from memci.server._config import ServerConfig
-from memci.server._errors import ApiError, classify, error_body
+from memci.server._errors import ApiError, classify, error_body, error_response
 from memci.server._keys import KeyStore
 from memci.server._mcp import DEFAULT_SESSION, Caller, build_server
 from memci.server._mcp_sessions import McpSession, McpSessions
@@ -69,12 +69,6 @@ CALLER_KEY = "memci.mcp.caller"
 
 _LOOPBACK_HOSTS = ["127.0.0.1:*", "localhost:*", "[::1]:*"]
 _LOOPBACK_ORIGINS = ["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"]
-
-
-def _refuse(exc: ApiError) -> JSONResponse:
-    headers = {"WWW-Authenticate": "Bearer"} if exc.status == 401 else None
-    return JSONResponse(error_body(exc.code, exc.message), status_code=exc.status,
-                        headers=headers)
 
 
 def _named(headers: Headers, query: QueryParams, header: str, param: str) -> str | None:
@@ -190,8 +184,8 @@ class McpEndpoint:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         manager = self._manager
         if scope["type"] != "http" or manager is None:
-            await _refuse(ApiError(503, "unavailable", "the MCP endpoint is not running"))(
-                scope, receive, send)
+            refused = ApiError(503, "unavailable", "the MCP endpoint is not running")
+            await error_response(refused)(scope, receive, send)
             return
         headers = Headers(scope=scope)
         try:
@@ -202,10 +196,10 @@ class McpEndpoint:
                 session=_named(headers, query, "x-memci-session", "session") or DEFAULT_SESSION,
                 user=_named(headers, query, "x-memci-user", "user"))
         except ApiError as exc:
-            await _refuse(exc)(scope, receive, send)
+            await error_response(exc)(scope, receive, send)
             return
         except MemciError as exc:  # the key store cannot be read
-            await _refuse(classify(exc))(scope, receive, send)
+            await error_response(classify(exc))(scope, receive, send)
             return
         scope = dict(scope)
         scope[CALLER_KEY] = caller
@@ -254,7 +248,7 @@ class _Served:
         opening = sessions.reserve(self.digest, tenant)
         await self.endpoint.end(self.manager, opening.closing)
         if opening.refused is not None:
-            await _refuse(opening.refused)(scope, receive, send)
+            await error_response(opening.refused)(scope, receive, send)
             return
         answer = _Answer(send)
         try:

@@ -257,7 +257,7 @@ class Transcript:
         if len(self.messages) > before and isinstance(metadata, Mapping) and metadata:
             self.messages[-1]["metadata"] = dict(cast(Mapping[str, Any], metadata))
 
-    def _openai(self, item: Mapping[str, Any], origin: str) -> None:
+    def _openai(self, item: Mapping[str, Any], origin: str) -> None:  # noqa: C901 - one branch per kind of trace item
         role = item.get("role")
         created = item.get("created_at", item.get("timestamp"))
         kind = item.get("type")
