@@ -31,6 +31,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from memci.context._contents import CONTENTS_OVERHEAD, ContentsPage, capped_lines
 from memci.context._fit import fit_messages, floor_tokens, newest_that_fit
 from memci.context._log import LogIndex
 from memci.context._model import (
@@ -64,25 +65,6 @@ class PagedConfig:
     recent_pages: int = 3
 
 
-_TITLES = {
-    "en": ("## Contents page (archived conversation)",
-           "Earlier pages of this conversation were moved out of the context. Each is "
-           "listed by its index with one line per message. To read a page again in full, "
-           "call the tool recall_page with its index.",
-           "recalls: {n}", "last recall: round {r}", "… {k} more entries",
-           "Pages {ranges}: archived, not listed here (no room); recall_page still reads "
-           "them."),
-    "zh": ("## 目录页（已归档的对话）",
-           "本对话中较早的页面已移出上下文，按页码列出，每条消息一行摘要。如需再次完整查看某一页，"
-           "请调用工具 recall_page 并传入页码。",
-           "召回次数: {n}", "最后召回: 第 {r} 轮", "… 另有 {k} 条",
-           "第 {ranges} 页：已归档，篇幅所限未在此列出；仍可用 recall_page 查看。"),
-}
-
-
-_UNLISTED_RUNS = 8  # ranges the contents page names at most (the oldest and newest kept)
-
-
 @dataclass(slots=True)
 class _Dirty:
     pages: set[int] = field(default_factory=set)
@@ -101,6 +83,7 @@ class PagedContext:
         self.log = log
         self._loader = loader
         self.tokenizer = tokenizer
+        self.contents_page = ContentsPage(tokenizer)
         self.line_of = line_of
         self.config = config
         self._detect_language = detect_language
@@ -324,8 +307,8 @@ class PagedContext:
         for page in [p for p in self.active.pages if p <= last and p not in self.recalled]:
             self.active.pages[page].detach()  # loaded by an earlier build
         self.first_active = last + 1
-        # Listed on the contents page as one range line (see _unlisted), never archived
-        # and evicted in one build.
+        # Listed on the contents page as one range line (memci.context._contents), never
+        # archived and evicted in one build.
         self._event("archive", first, "backlog: older than what the window can hold, "
                     "not listed (no room on the contents page)", last)
         self._backlog = 0
@@ -437,7 +420,7 @@ class PagedContext:
 
     def _estimate_contents(self) -> int:
         """The contents page's tokens from its entries' counts (a little over, never under)."""
-        return 90 + sum(e.tokens for e in self.archive.contents.values())
+        return CONTENTS_OVERHEAD + sum(e.tokens for e in self.archive.contents.values())
 
     def _evict_one(self) -> None:
         """Take the least recently used entry off the contents page (see _evict_lru)."""
@@ -595,43 +578,14 @@ class PagedContext:
                              if m.role != "system"])
 
     def _capped(self, lines: list[str]) -> tuple[str, ...]:
-        limit = self.config.contents_entry_lines
-        if limit and len(lines) > limit:
-            more = _TITLES[self.language][4].format(k=len(lines) - limit + 1)
-            lines = [*lines[: limit // 2], more, *lines[-(limit - limit // 2 - 1):]]
-        return tuple(lines)
-
-    def _entry_text(self, e: ContentsEntry) -> str:
-        titles = _TITLES[self.language]
-        recall = titles[2].format(n=e.recall_count)
-        if e.last_recall_round is not None:
-            recall += ", " + titles[3].format(r=e.last_recall_round)
-        body = "\n".join(f"  - {line}" for line in e.lines)
-        return f"[Page {e.page}] messages {e.first_seq}-{e.last_seq} · {recall}\n{body}"
+        return capped_lines(lines, self.config.contents_entry_lines, self.language)
 
     def _entry_tokens(self, entry: ContentsEntry) -> int:
-        return self.tokenizer.count(self._entry_text(entry)) + 1
+        return self.contents_page.entry_tokens(entry, self.language)
 
     def _estimate_entry_tokens(self, page: int) -> int:
         start, end = self.log.page_span(page)
         return 12 + 18 * min(end - start, self.config.contents_entry_lines or end - start)
-
-    def _unlisted(self) -> str:
-        """The archived pages the contents page does not list, as ranges ("1–9, 12").
-
-        The gaps between listed (or recalled) pages below the window: O(listed pages).
-        """
-        listed = sorted(p for p in self.archive.contents.keys() | self.recalled.keys()
-                        if p < self.first_active)
-        parts: list[str] = []
-        start = 1
-        for page in [*listed, self.first_active]:
-            if page > start:
-                parts.append(f"{start}" if page - 1 == start else f"{start}–{page - 1}")
-            start = page + 1
-        if len(parts) > _UNLISTED_RUNS:
-            parts = [*parts[:_UNLISTED_RUNS // 2], "…", *parts[-(_UNLISTED_RUNS // 2):]]
-        return ", ".join(parts)
 
     def _contents_tokens(self) -> int:
         # Counted on the page itself, as sent: an estimate that differs from what the next
@@ -644,20 +598,8 @@ class PagedContext:
         if not self.archive.contents and self.first_active <= 1:
             return None
         if self._contents is None:
-            titles = _TITLES[self.language]
-            blocks = [self._entry_text(self.archive.contents[p])
-                      for p in sorted(self.archive.contents)]
-            unlisted = self._unlisted()
-            if unlisted:
-                blocks.append(titles[5].format(ranges=unlisted))
-            if not blocks:
-                return None
-            # The explanation goes with listed pages; a page of ranges only is its title.
-            text = "\n\n".join([titles[0], titles[1], *blocks] if self.archive.contents
-                               else [titles[0], *blocks])
-            message = Message.system(text)
-            self._contents = Message("system", message.parts,
-                                     tokens=self.tokenizer.count_message(message))
+            self._contents = self.contents_page.render(
+                self.archive.contents, self.recalled.keys(), self.first_active, self.language)
         return self._contents
 
     def place_of(self, page: int) -> str:
