@@ -286,7 +286,7 @@ def test_a_memory_line_shows_the_squeezed_head_of_its_text() -> None:
     # A line's text is " ".join(text.split())[:limit], read from the text's head only.
     import random
 
-    from memci.context._builder import _squeezed
+    from memci.context._retrieval import _squeezed
 
     rng = random.Random(3)
     pieces = ["a", "bb", " ", "\n", "\t  ", "word", "长文本", "  " * 40]

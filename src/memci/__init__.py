@@ -23,8 +23,7 @@ from memci import messages, tokens
 from memci._async import AsyncEngine, AsyncSession
 from memci._session import Session, SessionStats
 from memci._version import __version__
-from memci.context import Context, ContextStats, Segment, ToolSpec
-from memci.context._builder import PageInfo
+from memci.context import Context, ContextStats, PageInfo, Segment, ToolSpec
 from memci.context._settings import SessionSettings
 from memci.engine import Engine
 from memci.errors import (

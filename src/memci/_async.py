@@ -34,8 +34,7 @@ from types import TracebackType
 from typing import IO, Any, TypeVar
 
 from memci._session import Session, SessionStats
-from memci.context import Context, ToolSpec
-from memci.context._builder import PageInfo
+from memci.context import Context, PageInfo, ToolSpec
 from memci.context._settings import SessionSettings
 from memci.engine import Engine
 from memci.errors import ConfigError, StoreError

@@ -22,8 +22,8 @@ from pathlib import Path
 from typing import IO, Any
 
 from memci import _trace
-from memci.context import Context, ToolSpec
-from memci.context._builder import ContextBuilder, PageInfo
+from memci.context import Context, PageInfo, ToolSpec
+from memci.context._builder import ContextBuilder
 from memci.context._services import SessionServices
 from memci.context._session_log import SessionLog
 from memci.context._settings import SessionSettings, resolve_settings
@@ -82,7 +82,6 @@ class Session:
         self._record = record
         self.settings = settings
         self.tokenizer: Tokenizer = get_tokenizer(settings.tokenizer, provider=settings.provider)
-        self._work: WorkState | None = None
         self.artifacts = SessionArtifacts(engine.workspace.artifacts, record)
         self._views = ToolViews(engine.store, record, engine.workspace.artifacts,
                                 self.tokenizer)
@@ -92,9 +91,9 @@ class Session:
         self._builder = self._make_builder()
 
     def _make_builder(self) -> ContextBuilder:
+        own = tuple(t.spec for t in every_tool(self.settings).values())
         return ContextBuilder(self.engine, self._record, self.settings, self.tokenizer,
-                              self._log, self._views, self._work_state,
-                              self._specs_for_build)
+                              self._log, self._views, own)
 
     def _reconfigure(self, record: SessionRecord, settings: SessionSettings) -> None:
         with self._lock:
@@ -376,14 +375,7 @@ class Session:
         explicit ``tools`` setting, exactly those.
         """
         every = self._tools()
-        if self.settings.tools != "auto":
-            return every
-        archived = self._builder.has_left_window() if left is None else left
-        return {name: tool for name, tool in every.items()
-                if (name in ("recall_page", "search_memory") and archived)
-                or (name in ("file_snippet", "grep") and self.settings.file_roots)
-                or (self._log.has_tool_results
-                    and name not in ("file_snippet", "recall_page", "search_memory"))}
+        return {s.name: every[s.name] for s in self._builder.offered(left)}
 
     def tool_specs(self, every: bool = False) -> tuple[ToolSpec, ...]:
         """memci's own tools offered to the model now (see :meth:`_offered`).
@@ -391,10 +383,6 @@ class Session:
         ``every``: all the tools this session can run, offered now or not.
         """
         return tuple(t.spec for t in (self._tools() if every else self._offered()).values())
-
-    def _specs_for_build(self, left: bool) -> tuple[ToolSpec, ...]:
-        """The tools a build offers, ``left`` saying whether history is out of its window."""
-        return tuple(t.spec for t in self._offered(left).values())
 
     def tools(self, format: str = "openai", *, every: bool = False) -> list[dict[str, Any]]:
         """memci's own tool schemas, in OpenAI, Anthropic or Responses form.
@@ -446,9 +434,7 @@ class Session:
     # -- working state -------------------------------------------------------------------
 
     def _work_state(self) -> WorkState:
-        if self._work is None:
-            self._work = WorkState(self.engine.store, self._record)
-        return self._work
+        return self._builder.working.work
 
     def work_state(self) -> WorkState:
         """The session's pins, plan, notebook and fastmemo (seed 004)."""

@@ -29,8 +29,7 @@ from rich.table import Table
 from rich.text import Text
 
 from memci.cli import _DB_HELP, main
-from memci.context import Context
-from memci.context._builder import PageInfo
+from memci.context import Context, PageInfo
 from memci.engine import Engine, Session
 from memci.errors import StoreError, UnknownSessionError
 from memci.messages import Message

@@ -29,6 +29,7 @@ __all__ = [
     "MessageList",
     "MessageNode",
     "Page",
+    "PageInfo",
     "page_from_messages",
 ]
 
@@ -252,3 +253,24 @@ class ArchiveChapter(Chapter):
         super().__init__("archive")
         self.contents: dict[int, ContentsEntry] = {}
         self.evicted: dict[int, ContentsEntry] = {}
+
+
+@dataclass(frozen=True, slots=True)
+class PageInfo:
+    """Where one page of the followed branch is, and what it holds.
+
+    ``place``: ``window`` (``detail``: current, recalled or active), ``contents`` (listed on
+    the contents page) or ``evicted``; with another strategy than paged, ``window`` for
+    every page.
+    """
+
+    page: int
+    first_seq: int
+    last_seq: int
+    messages: int
+    tokens: int
+    place: str
+    detail: str | None = None
+    recall_count: int = 0
+    last_recall_round: int | None = None
+    archived_round: int | None = None

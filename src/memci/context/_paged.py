@@ -20,6 +20,13 @@ System messages are not part of pages. A system prompt may change at any time, s
 message can lie inside a page's seq span (between a user message and its answer); pages
 are loaded without it, and it is never archived, recalled or listed.
 
+A plan never changes the state it starts from: :meth:`PagedContext.draft` gives a
+:class:`PagedPlan` that copies the little it may change (the contents entries, the recalled
+pages, the first active page, the cut) and records the pages it takes out of the window
+instead of unlinking them. The builder commits what the draft changed; only then does
+:meth:`PagedContext.adopt` make it the state. A draft that loses its compare-and-swap is
+dropped, and the next one starts from the state as loaded again.
+
 Invariant: every non-system message of the log is in exactly one place — an active page,
 a recalled page (both in the window), a page listed on the contents page, or an evicted
 page. The current page's opening user message is always in the window in full (cut only
@@ -29,7 +36,7 @@ when it alone passes the whole budget).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from memci.context._contents import CONTENTS_OVERHEAD, ContentsPage, capped_lines
 from memci.context._fit import fit_messages, floor_tokens, newest_that_fit
@@ -46,7 +53,7 @@ from memci.messages import Message
 from memci.store._log import ContextEvent, PageRow
 from memci.tokens import Tokenizer
 
-__all__ = ["ContextEvent", "PageRow", "PagedConfig", "PagedContext"]
+__all__ = ["ContextEvent", "PageRow", "PagedConfig", "PagedContext", "PagedPlan"]
 
 Loader = Callable[[int, int], list[Message]]  # (first_seq, last_seq) -> messages
 
@@ -72,7 +79,7 @@ class _Dirty:
 
 
 class PagedContext:
-    """Pages of one session: which are in the window, archived, recalled or evicted."""
+    """Pages of one session as committed: which are in the window, listed, recalled."""
 
     def __init__(
         self, *, log: LogIndex, loader: Loader, tokenizer: Tokenizer,
@@ -96,14 +103,10 @@ class PagedContext:
         self._next_position = 0  # the next log position to put into a page
         self._cut = 0  # messages of the current page hidden after its opening message
         self._cut_page = 0
-        self._hidden: list[int] = []  # seqs newly hidden by the cut, not yet taken
-        self._contents: Message | None = None
-        self._dirty = _Dirty()
+        self._contents: Message | None = None  # the contents page as last rendered
         self.counts = {"archive": 0, "recall": 0, "evict": 0}
-        self._just_archived: set[int] = set()  # pages this build archived (never evicted)
         self._backlog = 0  # active pages up to this one are past the load bound
         self._ready: dict[int, tuple[str, ...]] = {}  # model summaries ready, by page
-        self._archived: list[tuple[int, list[Message]]] = []  # loaded ones, since taken
         #: The saved entry of a page evicted before this object was made (recall reads it).
         self.evicted_entry: Callable[[int], ContentsEntry | None] = lambda page: None
 
@@ -121,6 +124,20 @@ class PagedContext:
             self._language = language
         return language
 
+    @property
+    def round(self) -> int:
+        """The current round: the newest page's number."""
+        return self.log.pages
+
+    @property
+    def cut(self) -> tuple[int, int]:
+        """``(page, hidden)``: how many steps of the current page are hidden (as committed)."""
+        return self._cut_page, self._cut
+
+    def entry_tokens(self, entry: ContentsEntry) -> int:
+        """Tokens an entry adds to the contents page."""
+        return self.contents_page.entry_tokens(entry, self.language)
+
     # -- save / load ---------------------------------------------------------------------
 
     def restore(
@@ -136,79 +153,19 @@ class PagedContext:
             entry = ContentsEntry(row.page, row.first_seq, row.last_seq, row.lines,
                                   row.archived_round, row.recall_count,
                                   row.last_recall_round, source=row.source)
-            entry.tokens = self._entry_tokens(entry)
+            entry.tokens = self.entry_tokens(entry)
             if row.state == "archived":
                 self.archive.contents[row.page] = entry
-            elif row.state == "evicted":
-                self.archive.evicted[row.page] = entry
-            else:
+            elif row.state == "recalled":
                 self.recalled[row.page] = entry
             self.first_active = max(self.first_active, row.page + 1)
         for page in sorted(self.recalled):
-            self._materialize_recalled(page)
+            self.active.add_page(self._recalled_page(page), before=self._later(page))
         self.counts.update(counts)
-
-    @property
-    def cut(self) -> tuple[int, int]:
-        """``(page, hidden)``: how many steps of the current page are hidden (to save)."""
-        return self._cut_page, self._cut
 
     def restore_cut(self, page: int, hidden: int) -> None:
         """Load a saved cut of the current page."""
         self._cut_page, self._cut = page, hidden
-
-    def take_hidden(self) -> list[int]:
-        """Seqs of the current page's steps hidden since the last call (for notes)."""
-        hidden, self._hidden = self._hidden, []
-        return hidden
-
-    def feeds_state(self) -> bool:
-        """Whether the plan moved lines to the working state (evicted or hidden steps)."""
-        return bool(self.archive.evicted) or bool(self._hidden)
-
-    def take_changes(self) -> tuple[list[PageRow], list[ContextEvent]]:
-        """Page rows and events changed since the last call (for the store to save)."""
-        rows = [self._row(p) for p in sorted(self._dirty.pages) if self._has_row(p)]
-        events = self._dirty.events
-        self._dirty = _Dirty()
-        self._just_archived = set()  # a build's changes are taken once, at its end
-        return rows, events
-
-    def take_evicted(self) -> dict[int, ContentsEntry]:
-        """Entries evicted since the last call (their lines go to the context pool)."""
-        evicted, self.archive.evicted = self.archive.evicted, {}
-        return evicted
-
-    def take_archived(self) -> list[tuple[int, list[Message]]]:
-        """Pages archived since the last call with their messages loaded, with them.
-
-        Long-term memory keeps every one as an episode (and the judge reads the user's
-        facts in it), listed on the contents page or not (no room there: its lines went to
-        the context pool); a model summarizes the listed ones in the background (when
-        there is one). A backlog archived as a range, never loaded, is not among them.
-        """
-        pages, self._archived = self._archived, []
-        return pages
-
-    def _has_row(self, page: int) -> bool:
-        return (page in self.archive.contents or page in self.archive.evicted
-                or page in self.recalled)
-
-    def _row(self, page: int) -> PageRow:
-        for state, table in (("archived", self.archive.contents),
-                             ("evicted", self.archive.evicted), ("recalled", self.recalled)):
-            if page in table:
-                e = table[page]
-                return PageRow(page, e.first_seq, e.last_seq, state, e.archived_round,
-                               e.recall_count, e.last_recall_round, e.lines, e.source)
-        raise AssertionError(f"page {page} has no saved state")
-
-    # -- the build -----------------------------------------------------------------------
-
-    @property
-    def round(self) -> int:
-        """The current round: the newest page's number."""
-        return self.log.pages
 
     def waiting(self) -> list[int]:
         """Listed pages whose lines are stand-ins a model's summary may replace."""
@@ -221,8 +178,8 @@ class PagedContext:
 
         Active pages older than the newest ``bound`` tokens (a backlog imported without
         builds) are not loaded: the next plan archives them at once, as one range
-        (:meth:`plan` reads nothing). ``ready`` are model summaries done for
-        :meth:`waiting` pages.
+        (a plan reads nothing). ``ready`` are model summaries done for :meth:`waiting`
+        pages.
         """
         self._ready = dict(ready or {})
         log = self.log
@@ -240,11 +197,161 @@ class PagedContext:
         self._backlog = max(backlog, self.first_active - 1)
         self._materialize_new()
 
+    def _active_tokens(self) -> int:
+        start = self.log.page_starts[self.first_active - 1]
+        total = self.log.span_tokens(start, len(self.log))
+        return total + sum(self.log.page_tokens(p) for p in self.recalled)
+
+    def _materialize_new(self) -> None:
+        """Put log positions not yet in a page into the active chapter."""
+        log = self.log
+        start = max(self._next_position,
+                    log.page_starts[max(self.first_active, self._backlog + 1) - 1]
+                    if self._backlog < log.pages else len(log))
+        if start >= len(log):
+            self._next_position = len(log)
+            return
+        for message in self._load(log.seqs[start], log.seqs[-1]):
+            number = log.page_of_seq(message.seq or 0)
+            current = self.active.pages.get(number)
+            if current is None:
+                current = Page(number, message.seq or 0)
+                self.active.add_page(current)
+            current.append(message)
+        self._next_position = len(log)
+
+    def _recalled_page(self, page: int) -> Page:
+        """Page ``page`` loaded from the store, detached (to be linked in)."""
+        first, last = self.log.page_seqs(page)
+        return page_from_messages(page, self._load(first, last))
+
+    def _later(self, page: int) -> Page | None:
+        later = [p for p in self.active.pages.values() if p.number > page]
+        return min(later, key=lambda p: p.number) if later else None
+
+    # -- plans ---------------------------------------------------------------------------
+
+    def draft(self) -> PagedPlan:
+        """A plan over the state as it is now (the state itself is not changed)."""
+        return PagedPlan(self)
+
+    def adopt(self, plan: PagedPlan) -> None:
+        """Make what ``plan`` decided the state (after its changes were committed)."""
+        for number in plan.detached:
+            page = self.active.pages.get(number)
+            if page is not None:
+                page.detach()
+        for page in plan.attach:
+            self.active.add_page(page, before=self._later(page.number))
+        self.first_active = plan.first_active
+        self.archive.contents = plan.contents
+        self.recalled = plan.recalled
+        self._cut_page, self._cut = plan.cut
+        self.counts = plan.counts
+        self._contents = plan.contents_cache
+        if plan.backlog_archived:
+            self._backlog = 0
+
+    def recall(self, page: int) -> tuple[str, PagedPlan]:
+        """A draft that brings page ``page`` back in full from the next build on.
+
+        Returns what to tell the model and the draft (to commit, then adopt); the page's
+        messages are loaded here.
+        """
+        plan = self.draft()
+        return plan.recall(page), plan
+
+    def place_of(self, page: int) -> str:
+        """Where page ``page`` is now: window, contents, evicted (for checks and inspect)."""
+        return _place(page, self.recalled, self.archive.contents, self.first_active)
+
+
+def _place(page: int, recalled: Mapping[int, ContentsEntry],
+           contents: Mapping[int, ContentsEntry], first_active: int) -> str:
+    if page in recalled or page >= first_active:
+        return "window"
+    if page in contents:
+        return "contents"
+    if 1 <= page < first_active:
+        return "evicted"
+    return "unknown"
+
+
+class PagedPlan:
+    """One build's plan over a :class:`PagedContext`: archive, evict, trim; reads nothing.
+
+    It starts from copies of what it may change and never touches the state's pages: the
+    pages it takes out of the window are recorded in :attr:`detached`.
+    """
+
+    def __init__(self, state: PagedContext) -> None:
+        self.state = state
+        self.log = state.log
+        self.config = state.config
+        self.tokenizer = state.tokenizer
+        self.language = state.language
+        self.first_active = state.first_active
+        self.contents = dict(state.archive.contents)
+        self.recalled = dict(state.recalled)
+        self.evicted: dict[int, ContentsEntry] = {}  # evicted by this plan
+        self.counts = dict(state.counts)
+        self._cut_page, self._cut = state.cut
+        self.contents_cache = state._contents
+        self.detached: set[int] = set()  # pages this plan took out of the window
+        self.attach: list[Page] = []  # pages to link in (a recall)
+        self.hidden: list[int] = []  # seqs newly hidden by the cut
+        self.archived: list[tuple[int, list[Message]]] = []  # pages archived, loaded
+        self.backlog_archived = False
+        self._backlog = state._backlog
+        self._dirty = _Dirty()
+        self._just_archived: set[int] = set()  # pages this plan archived (never evicted)
+
+    @property
+    def cut(self) -> tuple[int, int]:
+        """``(page, hidden)``: how many steps of the current page are hidden (to save)."""
+        return self._cut_page, self._cut
+
+    @property
+    def round(self) -> int:
+        """The current round: the newest page's number."""
+        return self.log.pages
+
+    def changes(self) -> tuple[list[PageRow], list[ContextEvent]]:
+        """Page rows and events this plan changed (for the store to save)."""
+        rows = [self._row(p) for p in sorted(self._dirty.pages) if self._has_row(p)]
+        return rows, list(self._dirty.events)
+
+    def feeds_state(self) -> bool:
+        """Whether the plan moved lines to the working state (evicted or hidden steps)."""
+        return bool(self.evicted) or bool(self.hidden)
+
+    def place_of(self, page: int) -> str:
+        """Where page ``page`` is after this plan: window, contents, evicted."""
+        return _place(page, self.recalled, self.contents, self.first_active)
+
+    def _has_row(self, page: int) -> bool:
+        return page in self.contents or page in self.evicted or page in self.recalled
+
+    def _row(self, page: int) -> PageRow:
+        for state, table in (("archived", self.contents), ("evicted", self.evicted),
+                             ("recalled", self.recalled)):
+            if page in table:
+                e = table[page]
+                return PageRow(page, e.first_seq, e.last_seq, state, e.archived_round,
+                               e.recall_count, e.last_recall_round, e.lines, e.source)
+        raise AssertionError(f"page {page} has no saved state")
+
+    def _in_window(self, number: int) -> bool:
+        return number in self.state.active.pages and number not in self.detached
+
+    # -- the plan ------------------------------------------------------------------------
+
     def plan(self, room: int, contents_cap: int, *, recent_steps: int = 0,
              steps_tokens: int = 0) -> list[Message]:
         """Archive, evict and trim so that the contents page and the window fit ``room``.
 
-        Pure: it reads no message (:meth:`prepare` loaded what it may show).
+        Reads no message (:meth:`PagedContext.prepare` loaded what it may show). May run
+        several times on one draft (a smaller room each time), as a build refines its room.
 
         With ``recent_steps`` (the tool-loop recipe), the current page shows its opening
         message and its newest steps only: at least ``recent_steps`` of them, cut back to
@@ -268,7 +375,7 @@ class PagedContext:
             self._archive_down_to(self._tokens_from(keep), cap,
                                   "soft trigger: chat tokens over ctx_recent_max_tokens")
             self._evict_lru(cap)
-        contents = self._contents_message()
+        contents = self.contents_message()
         budget_left = room - (contents.tokens or 0 if contents else 0)
         window = list(self._window(budget_left, recent_steps, steps_tokens))
         return [contents, *window] if contents else window
@@ -300,19 +407,20 @@ class PagedContext:
         return total + sum(self.log.page_tokens(p) for p in self.recalled)
 
     def _archive_backlog(self) -> None:
-        """Archive and evict, as one range, the active pages :meth:`prepare` did not load."""
+        """Archive and evict, as one range, the active pages the load did not read."""
         if self._backlog < self.first_active:
             return
         first, last = self.first_active, self._backlog
-        for page in [p for p in self.active.pages if p <= last and p not in self.recalled]:
-            self.active.pages[page].detach()  # loaded by an earlier build
+        self.detached.update(p for p in self.state.active.pages
+                             if p <= last and p not in self.recalled)
         self.first_active = last + 1
         # Listed on the contents page as one range line (memci.context._contents), never
         # archived and evicted in one build.
         self._event("archive", first, "backlog: older than what the window can hold, "
                     "not listed (no room on the contents page)", last)
         self._backlog = 0
-        self._contents = None
+        self.backlog_archived = True
+        self.contents_cache = None
 
     def _archive_down_to(self, target: int, cap: int, reason: str, *, limit: int = 0) -> None:
         """Archive recalled pages, then the oldest active ones, until under ``target``.
@@ -337,18 +445,17 @@ class PagedContext:
         listed_budget = cap
         listed: set[int] = set()
         for page in reversed(batch):
-            if listed_budget <= 0 or page not in self.active.pages:
+            if listed_budget <= 0 or not self._in_window(page):
                 break
             listed.add(page)
             listed_budget -= self._estimate_entry_tokens(page)
         taken: list[tuple[int, list[Message]]] = []
         for page in batch:
             first, last_seq = self.log.page_seqs(page)
-            node_page = self.active.pages.get(page)
             messages: list[Message] = []
-            if node_page is not None:
-                messages = node_page.messages()
-                node_page.detach()
+            if self._in_window(page):
+                messages = self.state.active.pages[page].messages()
+                self.detached.add(page)
             entry = ContentsEntry(page, first, last_seq,
                                   self._lines(messages) if page in listed else (),
                                   archived_round=self.round)
@@ -356,54 +463,52 @@ class PagedContext:
             if messages:
                 taken.append((page, messages))
             if page in listed:
-                entry.tokens = self._entry_tokens(entry)
-                self.archive.contents[page] = entry
+                entry.tokens = self.state.entry_tokens(entry)
+                self.contents[page] = entry
                 self._event("archive", page, reason)
             else:
                 # No room to list it: its lines go to the context pool, and the contents
                 # page names it in its range line (archived, not evicted, in this build).
-                self.archive.evicted[page] = entry
+                self.evicted[page] = entry
                 self._event("archive", page, f"{reason}, not listed (no room on the "
                             "contents page)")
         for page in sorted(self.recalled):
             if tokens <= max(limit, target):
                 break
             tokens -= self._archive_recalled(page)
-        self._archived += taken
-        if self.summarized:
+        self.archived += taken
+        if self.state.summarized:
             self._upgrade_lines()
-        self._contents = None
+        self.contents_cache = None
 
     def _archive_recalled(self, page: int) -> int:
         """Move a recalled page back to the contents page; return its tokens."""
-        entry = self.recalled.pop(page)
-        self.active.pages[page].detach()
-        self.archive.contents[page] = entry
+        self.contents[page] = self.recalled.pop(page)
+        self.detached.add(page)
         self._event("archive", page, "aged out after recall")
         return self.log.page_tokens(page)
 
     def _upgrade_lines(self) -> None:
         """Swap stand-in lines for the model's where they are ready.
 
-        Called only at an archive event, so the contents page changes only when it changes
+        Only at an archive event, so the contents page changes only when it changes
         anyway and the prefix of the requests in between stays the same.
         """
-        for page, lines in self._ready.items():
-            if page not in self.archive.contents or self.archive.contents[page].source == "llm":
+        for page, lines in self.state._ready.items():
+            if page not in self.contents or self.contents[page].source == "llm":
                 continue
-            entry = self.archive.contents[page]
             start, _ = self.log.page_span(page)
             roles = self.log.roles[start:start + len(lines)]
-            entry.lines = self._capped([f"{r}: {t}" for r, t in zip(roles, lines, strict=True)
-                                        if r != "system"])
-            entry.source = "llm"
-            entry.tokens = self._entry_tokens(entry)
+            entry = replace(self.contents[page], source="llm", lines=self._capped(
+                [f"{r}: {t}" for r, t in zip(roles, lines, strict=True) if r != "system"]))
+            entry.tokens = self.state.entry_tokens(entry)
+            self.contents[page] = entry
             self._dirty.pages.add(page)
 
     def _evict_by_rules(self) -> None:
         m, p, now = (self.config.evict_unrecalled_rounds, self.config.evict_unchanged_rounds,
                      self.round)
-        for page, entry in list(self.archive.contents.items()):
+        for page, entry in list(self.contents.items()):
             if entry.recall_count == 0 and m and now - entry.archived_round >= m:
                 self._evict(page, f"never recalled in {m} rounds")
             elif (entry.recall_count and p and entry.last_recall_round is not None
@@ -413,26 +518,25 @@ class PagedContext:
     def _evict_lru(self, cap: int) -> None:
         # First on the entries' own counts (no page is rendered per eviction, which made
         # a long first build quadratic), then on the page as sent, for the last few.
-        while self.archive.contents and self._estimate_contents() > cap:
+        while self.contents and self._estimate_contents() > cap:
             self._evict_one()
-        while self.archive.contents and self._contents_tokens() > cap:
+        while self.contents and self._contents_tokens() > cap:
             self._evict_one()
 
     def _estimate_contents(self) -> int:
         """The contents page's tokens from its entries' counts (a little over, never under)."""
-        return CONTENTS_OVERHEAD + sum(e.tokens for e in self.archive.contents.values())
+        return CONTENTS_OVERHEAD + sum(e.tokens for e in self.contents.values())
 
     def _evict_one(self) -> None:
         """Take the least recently used entry off the contents page (see _evict_lru)."""
-        older = [e for e in self.archive.contents.values()
-                 if e.page not in self._just_archived]
+        older = [e for e in self.contents.values() if e.page not in self._just_archived]
         if not older:
             # Only pages archived by this build are left: one is not listed after all
             # (its lines go to the context pool, the range line names it); a page is
             # never archived and evicted in one build.
-            page = min(self.archive.contents)
-            self.archive.evicted[page] = self.archive.contents.pop(page)
-            self._contents = None
+            page = min(self.contents)
+            self.evicted[page] = self.contents.pop(page)
+            self.contents_cache = None
             return
         # Least recently used first; at a tie, a page never recalled before one that was.
         page = min(older, key=lambda e: (e.last_recall_round or e.archived_round,
@@ -440,9 +544,9 @@ class PagedContext:
         self._evict(page, "lru: contents page over its token limit")
 
     def _evict(self, page: int, reason: str) -> None:
-        self.archive.evicted[page] = self.archive.contents.pop(page)
+        self.evicted[page] = self.contents.pop(page)
         self._event("evict", page, reason)
-        self._contents = None
+        self.contents_cache = None
 
     def _event(self, kind: str, page: int, reason: str, last_page: int = 0) -> None:
         event = ContextEvent(self.round, kind, page, reason, max(last_page, page))
@@ -459,56 +563,33 @@ class PagedContext:
             return f"error: there is no page {page}; pages are numbered 1 to {self.round}"
         if page in self.recalled or page >= self.first_active:
             return f"Page {page} is already in your context in full."
-        entry = (self.archive.contents.pop(page, None) or self.archive.evicted.pop(page, None)
-                 or self.evicted_entry(page))
+        entry = (self.contents.pop(page, None) or self.evicted.pop(page, None)
+                 or self.state.evicted_entry(page))
         if entry is None:  # evicted with a backlog: no row, its messages are in the log
             first, last_seq = self.log.page_seqs(page)
             entry = ContentsEntry(page, first, last_seq, (), archived_round=self.round)
-        entry.recall_count += 1
-        entry.last_recall_round = self.round
+        entry = replace(entry, recall_count=entry.recall_count + 1,
+                        last_recall_round=self.round)
         self.recalled[page] = entry
-        self._materialize_recalled(page)
+        self.attach.append(self.state._recalled_page(page))
         self._event("recall", page, "recall_page tool call")
-        self._contents = None
-        first, last = entry.first_seq, entry.last_seq
-        return (f"Page {page} (messages {first}-{last}) is back in your context in full "
-                "from the next request on.")
-
-    def _materialize_recalled(self, page: int) -> None:
-        first, last = self.log.page_seqs(page)
-        restored = page_from_messages(page, self._load(first, last))
-        later = [p for p in self.active.pages.values() if p.number > page]
-        self.active.add_page(restored, before=min(later, key=lambda p: p.number)
-                             if later else None)
+        self.contents_cache = None
+        return (f"Page {page} (messages {entry.first_seq}-{entry.last_seq}) is back in your "
+                "context in full from the next request on.")
 
     # -- the window ----------------------------------------------------------------------
 
-    def _materialize_new(self) -> None:
-        """Put log positions not yet in a page into the active chapter."""
-        log = self.log
-        start = max(self._next_position,
-                    log.page_starts[max(self.first_active, self._backlog + 1) - 1]
-                    if self._backlog < log.pages else len(log))
-        if start >= len(log):
-            self._next_position = len(log)
-            return
-        for message in self._load(log.seqs[start], log.seqs[-1]):
-            number = log.page_of_seq(message.seq or 0)
-            current = self.active.pages.get(number)
-            if current is None:
-                current = Page(number, message.seq or 0)
-                self.active.add_page(current)
-            current.append(message)
-        self._next_position = len(log)
-
     def _window(self, room: int, recent_steps: int, steps_tokens: int = 0) -> Iterator[Message]:
         """Recalled and active pages; the current page trimmed in batches if it must be."""
-        current = self.active.pages.get(self.round)
-        others = self.active.tokens - (current.tokens if current else 0)
-        node = self.active.messages.head
-        while node is not None and (current is None or node is not current.head):
-            yield node.message
-            node = node.next
+        active = self.state.active
+        current = active.pages.get(self.round)
+        if current is not None and current.number in self.detached:
+            current = None
+        pages = [p for p in active.ordered_pages()
+                 if p.number not in self.detached and p is not current]
+        others = sum(p.tokens for p in pages)
+        for page in pages:
+            yield from page.messages()
         if current is None or current.head is None:
             return
         yield from self._current_page(current, room - others, recent_steps, steps_tokens)
@@ -532,8 +613,8 @@ class PagedContext:
             self._cut = self._new_cut(page, int(target * self.config.low_watermark))
         if self._cut > before:
             start, _ = self.log.page_span(page.number)
-            self._hidden += self.log.seqs[start + 1 + before:start + 1 + self._cut]
-        node = opener.next
+            self.hidden += self.log.seqs[start + 1 + before:start + 1 + self._cut]
+        node: MessageNode | None = opener.next
         for _ in range(self._cut):
             assert node is not None
             node = node.next
@@ -574,14 +655,11 @@ class PagedContext:
     # -- the contents page ---------------------------------------------------------------
 
     def _lines(self, messages: Sequence[Message]) -> tuple[str, ...]:
-        return self._capped([f"{m.role}: {self.line_of(m)}" for m in messages
+        return self._capped([f"{m.role}: {self.state.line_of(m)}" for m in messages
                              if m.role != "system"])
 
     def _capped(self, lines: list[str]) -> tuple[str, ...]:
         return capped_lines(lines, self.config.contents_entry_lines, self.language)
-
-    def _entry_tokens(self, entry: ContentsEntry) -> int:
-        return self.contents_page.entry_tokens(entry, self.language)
 
     def _estimate_entry_tokens(self, page: int) -> int:
         start, end = self.log.page_span(page)
@@ -590,27 +668,17 @@ class PagedContext:
     def _contents_tokens(self) -> int:
         # Counted on the page itself, as sent: an estimate that differs from what the next
         # build counts would evict there, with nothing new to archive.
-        contents = self._contents_message()
+        contents = self.contents_message()
         return (contents.tokens or 0) if contents is not None else 0
 
-    def _contents_message(self) -> Message | None:
+    def contents_message(self) -> Message | None:
         """The contents page: every listed page, then one line naming the unlisted ones."""
-        if not self.archive.contents and self.first_active <= 1:
+        if not self.contents and self.first_active <= 1:
             return None
-        if self._contents is None:
-            self._contents = self.contents_page.render(
-                self.archive.contents, self.recalled.keys(), self.first_active, self.language)
-        return self._contents
-
-    def place_of(self, page: int) -> str:
-        """Where page ``page`` is now: window, contents, evicted (for checks and inspect)."""
-        if page in self.recalled or page >= self.first_active:
-            return "window"
-        if page in self.archive.contents:
-            return "contents"
-        if page in self.archive.evicted or 1 <= page < self.first_active:
-            return "evicted"
-        return "unknown"
+        if self.contents_cache is None:
+            self.contents_cache = self.state.contents_page.render(
+                self.contents, self.recalled.keys(), self.first_active, self.language)
+        return self.contents_cache
 
 
 def node_messages(first: MessageNode | None) -> list[Message]:

@@ -8,6 +8,8 @@
 
 Every mode cuts only before a message that is not a tool result, so a tool call is never
 split from its results; the newest unit is shrunk (never dropped) when it alone is too big.
+A plan runs on a :meth:`draft` (the summarize window's cut and summary are copied), and
+the build adopts it once its changes are committed.
 """
 
 from __future__ import annotations
@@ -69,6 +71,10 @@ class OldestWindow:
         self.tokenizer = tokenizer
         self.max_messages = max_messages
 
+    def draft(self) -> OldestWindow:
+        """A plan over this window: it keeps no state, so itself."""
+        return self
+
     def plan(self, room: int) -> list[Message]:
         """The window for ``room`` tokens."""
         log = self.loader.log
@@ -101,6 +107,17 @@ class SummarizeWindow:
         """Load a saved cut and summary."""
         self.cut = cut
         self.summary = self._message(text) if text else None
+
+    def draft(self) -> SummarizeWindow:
+        """A copy to plan on: its cut and summary change, this window's do not."""
+        copy = SummarizeWindow(self.loader, self.tokenizer, self.summarize,
+                               low_watermark=self.low_watermark, title=self.title)
+        copy.cut, copy.summary = self.cut, self.summary
+        return copy
+
+    def adopt(self, plan: SummarizeWindow) -> None:
+        """Take the cut and summary of a plan whose changes were committed."""
+        self.cut, self.summary = plan.cut, plan.summary
 
     def _message(self, text: str) -> Message:
         message = Message.system(f"{self.title}\n{text}")

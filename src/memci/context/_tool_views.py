@@ -202,11 +202,13 @@ class ToolViews:
             return None
         return next((c for c in owner.tool_calls if c.id == call_id), None)
 
-    def view(self, message: Message, artifact: Artifact, *, head_chars: int = 0) -> Message:
+    def view(self, message: Message, artifact: Artifact, *, head_chars: int = 0,
+             head: str | None = None) -> Message:
         """The tool message as shown: summary and pointer (and the head, if asked).
 
         Reads from the artifact only what it shows: a large output's message (as loaded
-        for planning) holds only the head of it.
+        for planning) holds only the head of it. ``head``: the output's text as
+        :meth:`head_text` read it (then nothing is read here).
         """
         result = message.tool_result
         assert result is not None
@@ -214,21 +216,40 @@ class ToolViews:
             artifact.tool_name, f"call {result.call_id}", artifact.pointer) if x)
 
         def whole() -> str:
-            complete = len(result.content) == artifact.chars
-            content = result.content if complete else self.artifacts.read(artifact.id)
+            if len(result.content) == artifact.chars:
+                content = result.content
+            elif head is not None and len(head) == artifact.chars:
+                content = head
+            else:
+                content = self.artifacts.read(artifact.id)
             return f"[tool result · {label} · complete]\n{content}"
 
         if head_chars and artifact.chars <= head_chars:
             text = whole()  # the head is the whole output: no summary needed beside it
         elif head_chars:
-            head = self.artifacts.read(artifact.id, 0, head_chars + 1)
-            text = render_tool_result(artifact, head_chars=head_chars, head=head)
+            shown = (head[:head_chars + 1] if head is not None
+                     else self.artifacts.read(artifact.id, 0, head_chars + 1))
+            text = render_tool_result(artifact, head_chars=head_chars, head=shown)
         else:
             text = render_tool_result(artifact)
             if artifact.chars <= SMALL_OUTPUT_CHARS and len(all_of := whole()) <= len(text):
                 text = all_of  # a tiny output is shorter than any summary of it
-        shown = replace(message, parts=(ToolResultPart(result.call_id, text, result.is_error),))
-        return replace(shown, tokens=self.tokenizer.count_message(shown))
+        shown_message = replace(
+            message, parts=(ToolResultPart(result.call_id, text, result.is_error),))
+        return replace(shown_message, tokens=self.tokenizer.count_message(shown_message))
+
+    def head_text(self, message: Message, artifact: Artifact, chars: int) -> str:
+        """The first ``chars + 1`` characters of a tool output, or all of it when shorter.
+
+        One read at most: enough for :meth:`view` to show any head up to ``chars``.
+        """
+        result = message.tool_result
+        assert result is not None
+        if len(result.content) == artifact.chars:
+            return result.content[:chars + 1]
+        if artifact.chars <= chars:
+            return self.artifacts.read(artifact.id)
+        return self.artifacts.read(artifact.id, 0, chars + 1)
 
     def views_of(self, messages: list[Message]) -> list[Message]:
         """``messages`` with every tool result replaced by its view (made if missing)."""

@@ -1,0 +1,279 @@
+"""The retrieval segment of a build: long-term memory for the question the page opened with.
+
+Memory is gathered once per page, for the user message that opened it (seed 002: episodes
+and preferences; the query analyzer adds documents and code, seed 003), and saved with the
+page, so the requests of a tool loop and a reopened session carry the same text. What the
+window holds is not searched: a memory line would only repeat it. When a build archives
+pages the gather left out, the load phase gathers again without them left out (the
+builder runs a draft plan to learn which pages leave), so retrieval is decided after what
+is archived, and the plan reads nothing.
+
+The segment is a titled user-role block of whole lines, best first, leaving out what the
+window shows. It is the last part of a request: everything before it stays a prefix a
+provider can cache. Archived pages become long-term memory when a build commits
+(episodes, and the user's facts that pass the eligibility judge).
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from datetime import datetime
+from typing import Any
+
+from memci.context._model import ContentsEntry
+from memci.context._recipes import TITLES
+from memci.context._services import SessionServices
+from memci.context._session_log import SessionLog
+from memci.memory import DocIndex, Memory, Retrieved, Scope
+from memci.memory._judge import judge
+from memci.memory._query import analyze_query
+from memci.messages import Message
+from memci.store import SessionRecord
+from memci.tokens import EstimateTokenizer, Tokenizer
+
+__all__ = ["LINE_CHARS", "Gathered", "RetrievalSource"]
+
+EPISODES_GATHERED = 40  # episodes gathered per page (a large budget shows many)
+RESERVED_LINES = 3  # memory lines held room for before the window is planned
+LINE_CHARS = 600  # characters of one memory line at most
+
+_SEQ = operator.attrgetter("seq")
+
+
+@dataclass(frozen=True, slots=True)
+class Gathered:
+    """A page's memory: the candidates, their saved form, whether this load gathered them.
+
+    ``share``: whether memory takes its share of the page's requests (decided by the
+    page's first gather and saved with it, so a gather again does not change how the
+    page's requests are planned).
+    """
+
+    candidates: tuple[Retrieved, ...] = ()
+    saved: Mapping[str, Any] | None = None
+    gathered: bool = False
+
+    @property
+    def share(self) -> bool:
+        """Whether memory takes its share of the budget on this page."""
+        if self.saved is not None and "share" in self.saved:
+            return bool(self.saved["share"])
+        return bool(self.candidates)
+
+    @property
+    def left_out_from(self) -> int:
+        """The seq from which the gather left the window out."""
+        if self.saved is None:
+            return 0
+        return int(self.saved.get("from", self.saved["opener"]))
+
+
+class RetrievalSource:
+    """Gathers a page's memory (load), renders its block (plan), remembers pages (commit)."""
+
+    def __init__(self, services: SessionServices, record: SessionRecord, log: SessionLog,
+                 tokenizer: Tokenizer, *, enabled: bool) -> None:
+        self.services = services
+        self.record = record
+        self.log = log
+        self.tokenizer = tokenizer
+        self.enabled = enabled
+        # a memory text -> what its line shows; (that, kind, source, date) -> the line
+        # and its tokens
+        self._shown: dict[str, str] = {}
+        self._lines: dict[tuple[str, str, str, datetime | None], tuple[str, int]] = {}
+
+    # -- load ----------------------------------------------------------------------------
+
+    def gather(self, saved: object, window_seq: int,
+               archived: Callable[[int], bool]) -> Gathered:
+        """Memory for the user message that opened the current page.
+
+        ``saved``: what the page's last gather saved; it holds while the page is the same
+        and the window starts where it did (or later). ``window_seq``: the seq the window
+        starts at (not searched). ``archived``: whether a page of the followed branch has
+        left the window. Many more episodes are gathered than a small budget shows: the
+        plan shows, best first, what fits.
+        """
+        index = self.log.index
+        if not self.enabled or not index.pages:
+            return Gathered(saved=saved if isinstance(saved, Mapping) else None)
+        start, _ = index.page_span(index.pages)
+        opener = index.seqs[start]
+        if (isinstance(saved, Mapping) and saved.get("opener") == opener
+                and int(saved.get("from", opener)) >= window_seq):
+            return Gathered(tuple(_retrieved_from(t) for t in saved["texts"]), saved)
+        first = self.log.load_seqs(opener, opener)[0]
+        found: tuple[Retrieved, ...] = ()
+        if first.role == "user" and first.content.strip():
+            query = first.content[:500]
+            # "Yesterday" counts from when the question was asked (a replayed or imported
+            # conversation keeps its own dates), not from the wall clock.
+            gathered = self.services.gatherer.gather(
+                query, session=self.record, scope="user", exclude_from_seq=window_seq,
+                max_episodes=EPISODES_GATHERED, now=first.created_at)
+            found = _deduped(replace(gathered, episodes=tuple(
+                h for h in gathered.episodes if self.log.on_branch(h, archived))).texts,
+                self._shown)
+            # The query analyzer (rules: a build never waits on a model) says which other
+            # sources this input needs: documents, code (seed 003).
+            analysis = analyze_query(query, now=first.created_at)
+            if analysis.consults("documents") or analysis.consults("code"):
+                docs = DocIndex(self.services.store).search_docs(query, k=3)
+                found += tuple(
+                    Retrieved(h.text[:600], f"{h.path}#L{h.start_line}-{h.end_line}",
+                              "document", h.score) for h in docs)
+        return Gathered(found, _saved(found, opener, window_seq), gathered=True)
+
+    # -- plan ----------------------------------------------------------------------------
+
+    def reserve(self, found: Sequence[Retrieved], cap: int, language: str) -> int:
+        """Tokens held for memory before the window is planned: its best few lines."""
+        if not found or cap <= 0:
+            return 0
+        title = self.tokenizer.count(TITLES[language].retrieval) + 8
+        best = sum(self._line(item)[1] for item in found[:RESERVED_LINES])
+        return min(cap, title + best)
+
+    def message(self, found: Sequence[Retrieved], window: Sequence[Message], room: int,
+                language: str) -> Message | None:
+        """The segment: a titled user-role block of the best lines that fit ``room``.
+
+        Lines go in rank order, leaving out what the window shows; each line is whole or
+        left out, never cut.
+        """
+        if not found or room <= 0:
+            return None
+        shown = set(map(_SEQ, window))
+        shown.discard(None)  # messages memci wrote (a contents page) have no seq
+        title = TITLES[language].retrieval
+        used = self.tokenizer.count(title) + 8
+        lines = [title]
+        for item in found:
+            if item.session == self.record.name and item.seq in shown:
+                continue
+            line, tokens = self._line(item)
+            if used + tokens > room:
+                continue
+            lines.append(line)
+            used += tokens
+        if len(lines) == 1:
+            return None
+        # A message's framing and its text count apart (count_message adds them).
+        tokens = self.tokenizer.count_message(Message.user("")) + self._lines_tokens(lines)
+        return replace(Message.user("\n".join(lines)), tokens=tokens)
+
+    def _line(self, item: Retrieved) -> tuple[str, int]:
+        """One line of the segment for ``item``, and its tokens (made once)."""
+        key = (item.text, item.kind, item.source, item.created_at)
+        made = self._lines.get(key)
+        if made is None:
+            when = f"{item.created_at:%Y-%m-%d} · " if item.created_at is not None else ""
+            line = f"- [{when}{item.kind} · {item.source}] {_squeezed(item.text, LINE_CHARS)}"
+            made = (line, self._lines_tokens((line,)) + 1)
+            if len(self._lines) > 4096:
+                self._lines.clear()
+            self._lines[key] = made
+        return made
+
+    def _lines_tokens(self, lines: Sequence[str]) -> int:
+        """Tokens of ``lines`` joined by newlines.
+
+        The estimator sums the lines' kept estimates (memory lines recur from build to
+        build): each line is estimated once, for its own count and for the block's.
+        """
+        if isinstance(self.tokenizer, EstimateTokenizer):
+            return self.tokenizer.count_lines(lines)
+        return self.tokenizer.count("\n".join(lines))
+
+    # -- commit --------------------------------------------------------------------------
+
+    def remember(self, memory: Memory, pages: Sequence[tuple[int, list[Message]]],
+                 listed: Mapping[int, ContentsEntry]) -> None:
+        """Keep archived pages as episodic memory, and the user's facts at user scope.
+
+        What the user states about themselves, their preferences, decisions, constraints
+        and corrections passes the eligibility judge (seed 003) into long-term memory,
+        with the judge's reason in its source. The judge here is the rule-based one:
+        a build never waits on a model. Pages archived with a backlog, never loaded, stay
+        findable as messages. ``listed``: the contents page's entries after the plan.
+        """
+        if not pages:
+            return
+        scope = Scope.of(self.record, "user")
+        for page, messages in pages:
+            said = "\n".join(m.content for m in messages if m.role in ("user", "assistant"))
+            if not said.strip():
+                continue
+            entry = listed.get(page)
+            memory.remember_page(self.record, page, said,
+                                 "\n".join(entry.lines) if entry is not None else "")
+            users = "\n".join(m.content for m in messages if m.role == "user")
+            verdict = judge(users)
+            if not verdict.eligible:
+                continue
+            source = f"{self.record.name}#p{page} · {verdict.source}: {verdict.reason}"
+            for fact in verdict.facts[:5]:
+                memory.remember(scope, fact, verdict.kind, source=source[:300])
+
+
+def _saved(found: Sequence[Retrieved], opener: int, start: int) -> dict[str, Any]:
+    """The saved form of a page's memory.
+
+    Its opener, the seq from which the window was left out of the search, the texts.
+    """
+    return {"opener": opener, "from": start, "share": bool(found), "texts": [
+        {"text": r.text, "source": r.source, "kind": r.kind, "score": r.score,
+         "session": r.session, "seq": r.seq, "page": r.page,
+         "at": r.created_at.isoformat() if r.created_at is not None else None}
+        for r in found]}
+
+
+def _retrieved_from(saved: Mapping[str, Any]) -> Retrieved:
+    at = saved.get("at")
+    return Retrieved(saved["text"], saved["source"], saved["kind"], saved["score"],
+                     saved.get("session"), saved.get("seq"),
+                     datetime.fromisoformat(at) if isinstance(at, str) else None,
+                     saved.get("page"))
+
+
+def _deduped(found: Sequence[Retrieved], shown_of: dict[str, str]) -> tuple[Retrieved, ...]:
+    """Memory without repeats, each text as its line shows it.
+
+    A page's summary is left out when one of its messages was found, and so is a text
+    whose line would show what a line before shows (spaces squeezed, cut to
+    :data:`LINE_CHARS`, case aside). A text keeps what its line shows: only that is
+    saved with the page and read again. ``shown_of`` keeps what a text shows (the same
+    messages are found again and again).
+    """
+    pages = {(r.session, r.page) for r in found if r.seq is not None and r.page is not None}
+    seen: set[str] = set()
+    out: list[Retrieved] = []
+    if len(shown_of) > 4096:
+        shown_of.clear()
+    for r in found:
+        shown = shown_of.get(r.text)
+        if shown is None:
+            shown = shown_of[r.text] = _squeezed(r.text, LINE_CHARS)
+        key = shown.casefold()
+        if key in seen or (r.seq is None and r.kind == "episode"
+                           and (r.session, r.page) in pages):
+            continue
+        seen.add(key)
+        out.append(r if shown == r.text else Retrieved(
+            shown, r.source, r.kind, r.score, r.session, r.seq, r.created_at, r.page))
+    return tuple(out)
+
+
+def _squeezed(text: str, limit: int) -> str:
+    """``" ".join(text.split())[:limit]``, reading about as much of ``text`` as it needs."""
+    n = 2 * limit
+    while n < len(text):
+        words = text[:n].split()
+        head = " ".join(words[:-1])  # the last word may be cut: the rest is the text's
+        if len(head) >= limit:
+            return head[:limit]
+        n *= 2
+    return " ".join(text.split())[:limit]

@@ -1,0 +1,125 @@
+"""The working-state segment of a build: fastmemo, context pool, pins, plan, notebook.
+
+Seed 004's recipes show the session's working state under titled sections, in the
+recipe's order (:mod:`memci.context._recipes`). A section over its share is summarized
+down, never dropped (seed 003), and a section with nothing left under its title is not
+sent. The segment is rendered once per change of the working state (or of its share):
+between two changes every request carries the same text, byte for byte.
+
+What a build commits into the working state also comes through here: one notebook line
+per tool result that left the window (seed 004, phase 1), and the lines of evicted pages
+folded into the context pool. Pins expire once per round, in the load phase.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import replace
+from typing import Any
+
+from memci.context._fit import cut_middle
+from memci.context._model import ContentsEntry
+from memci.context._recipes import TITLES, Recipe
+from memci.context._tool_views import ToolViews
+from memci.messages import Message
+from memci.store import SessionRecord, Store
+from memci.tokens import Tokenizer
+from memci.workspace import CHINESE_TITLES, ENGLISH_TITLES, WorkState
+from memci.workspace._summary import arguments_line
+
+__all__ = ["WorkingStateSource"]
+
+_SOURCE_CHARS = 300  # a notebook line's source at most (a call id may be long)
+
+
+class WorkingStateSource:
+    """The session's working state as a segment, and what builds write into it."""
+
+    def __init__(self, store: Store, record: SessionRecord, tokenizer: Tokenizer) -> None:
+        self.tokenizer = tokenizer
+        self.work = WorkState(store, record)
+        self._cache: tuple[tuple[Any, ...], Message | None] = ((), None)
+        self._expired_round = 0
+
+    def state(self, language: str) -> WorkState:
+        """The working state, with titles in ``language``."""
+        self.work.titles = CHINESE_TITLES if language == "zh" else ENGLISH_TITLES
+        return self.work
+
+    def expire_pins(self, round: int, language: str) -> None:
+        """Expire pins once per round (by time and by rounds): they move to the notebook.
+
+        Only when there are pins: a chat without pins pays no write per round (the round
+        a new pin starts from is recorded before a state tool runs).
+        """
+        if round != self._expired_round:
+            self._expired_round = round
+            state = self.state(language)
+            if state.pin_list():
+                state.expire(round=round)
+
+    def render(self, recipe: Recipe, cap: int, language: str) -> Message | None:
+        """The segment for ``recipe``: titled sections within ``cap`` tokens (None: empty)."""
+        state = self.state(language)
+        key = (recipe.name, state.version(), cap, language)
+        if self._cache[0] == key:
+            return self._cache[1]
+        render = {"fastmemo": state.render_fastmemo, "context_pool": state.render_context_pool,
+                  "pins": state.render_pins, "plan": state.render_plan,
+                  "notebook": state.render_notebook}
+        sections = {name: text for name in recipe.sections if (text := render[name]())}
+        message: Message | None = None
+        if sections:
+            from memci.summarize import ExtractiveSummarizer, fit_sections
+
+            title = TITLES[language].state
+            heads = {k: v.split("\n", 1)[0] for k, v in sections.items()}
+            bodies = {k: v.split("\n", 1)[1] if "\n" in v else "" for k, v in sections.items()}
+            room = max(0, cap - self.tokenizer.count(title + "".join(heads.values())) - 8)
+            # Over its share, a section is summarized down, never dropped (seed 003).
+            fitted = fit_sections(bodies, room, self.tokenizer, ExtractiveSummarizer())
+            # A section with nothing left under its title is not sent (no empty headers).
+            blocks = [f"{heads[k]}\n{fitted[k]}" for k in sections if fitted[k].strip()]
+            text = "\n\n".join([title, *blocks]) if blocks else ""
+            if text and self.tokenizer.count(text) > cap:
+                text = cut_middle(text, max(0, cap - 8), self.tokenizer)
+            if text:
+                built = Message.system(text)
+                tokens = self.tokenizer.count_message(built)
+                # Too small a share for even a line: nothing, rather than over the budget.
+                message = replace(built, tokens=tokens) if tokens <= cap else None
+        self._cache = (key, message)
+        return message
+
+    # -- what a build commits ------------------------------------------------------------
+
+    def note_hidden(self, results: Iterable[Message], views: ToolViews, language: str) -> None:
+        """One short notebook line per tool result that left the window (seed 004, phase 1).
+
+        Steps of a tool loop leave the window in batches; the notebook keeps a sourced line
+        with the pointer for each, so the notebook changes only when the window does.
+        """
+        state: WorkState | None = None
+        for message in results:
+            result = message.tool_result
+            assert result is not None
+            state = state or self.state(language).with_actor("memci")
+            artifact = views.artifact_of(message)
+            what = artifact.tool_name or "tool"
+            asked = arguments_line(artifact.arguments)
+            line = artifact.summary[0] if artifact.summary else f"{artifact.lines} lines"
+            # What was done, its outcome, and where the whole output is (the pointer).
+            state.notebook_add(f"{what}({asked}) → {line}"[:300] if asked
+                               else f"{what}: {line}"[:300],
+                               source=f"tool:{result.call_id}"[:_SOURCE_CHARS],
+                               artifact_ref=artifact.pointer)
+
+    def pool_evicted(self, evicted: Mapping[int, ContentsEntry], language: str) -> None:
+        """Fold evicted pages into the context pool (seed 004's compressed chat history)."""
+        listed = [(p, e.lines) for p, e in sorted(evicted.items()) if e.lines]
+        if not listed:
+            return
+        state = self.state(language).with_actor("memci")
+        for page, lines in listed:
+            text = f"Page {page}: " + " / ".join(line for line in lines[:3])
+            state.pool_add(text[:380], source=f"chat:page-{page}")
