@@ -34,7 +34,6 @@ from memci.memory import Hit
 from memci.messages import Message, ToolCallPart
 from memci.store import SessionRecord, Store
 from memci.text import language_of
-from memci.workspace import Artifact
 
 __all__ = ["SessionLog"]
 
@@ -104,8 +103,8 @@ class SessionLog:
         self._follow(self.store.branch_links(self.record, after=rows[0].seq - 1))
         return True
 
-    def stored(self, stored: list[Message], linked: list[tuple[Message, Artifact]]) -> None:
-        """Take in messages this process just stored (``linked``: their tool results' views).
+    def stored(self, stored: list[Message], linked: list[tuple[Message, Message]]) -> None:
+        """Take in messages this process just stored (``linked``: tool results and their views).
 
         When another process appended in between, the gap is read from the store instead.
         """
@@ -118,7 +117,7 @@ class SessionLog:
         for message in stored:
             for call in message.tool_calls:
                 self.calls[call.id] = call
-        made = {m.seq: (m, a) for m, a in linked}
+        shown = {m.seq: view.tokens or 0 for m, view in linked}
         for message in stored:
             if message.role == "system":
                 self.system = message
@@ -126,9 +125,7 @@ class SessionLog:
             tokens = message.tokens or 0
             self.raw_total += tokens
             self.has_tool_results |= message.role == "tool"
-            if message.seq in made:
-                view = self.views.view(*made[message.seq])
-                tokens = view.tokens or 0
+            tokens = shown.get(message.seq, tokens)
             self.index.append(message.seq or 0, message.role, tokens)
         self.last_seq = stored[-1].seq or self.last_seq
         self._follow({m.seq: after for m in stored

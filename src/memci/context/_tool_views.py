@@ -150,8 +150,11 @@ class ToolViews:
 
     def link(
         self, pending: Sequence[PendingResult], stored: Sequence[Message]
-    ) -> list[tuple[Message, Artifact]]:
-        """Write the artifacts and views of ``pending`` results (joins the batch's transaction)."""
+    ) -> list[tuple[Message, Message]]:
+        """Write the artifacts and views of ``pending`` results (joins the batch's transaction).
+
+        Returns each stored result with its view (made once, here).
+        """
         made: list[tuple[Message, Artifact]] = []
         for item in pending:
             message = stored[item.position]
@@ -161,10 +164,12 @@ class ToolViews:
                 item.prepared, session=self.session, call_id=result.call_id,
                 created_at=message.created_at, is_error=result.is_error)
             made.append((message, artifact))
+        shown = [(m, self.view(m, a)) for m, a in made]
         if made:
             self.store.save_views(self.session, [
-                (m.seq or 0, a.id, self.view(m, a).tokens or 0) for m, a in made])
-        return made
+                (m.seq or 0, a.id, v.tokens or 0) for (m, a), (_, v) in zip(made, shown,
+                                                                         strict=True)])
+        return shown
 
     def store_results(
         self, results: Sequence[Message], calls: dict[str, ToolCallPart]
