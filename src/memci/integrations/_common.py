@@ -62,13 +62,17 @@ class Ledger:
         """Know ``keys`` once more each."""
         self._known.update(keys)
 
-    def fresh(self, keys: Sequence[str]) -> list[int]:
-        """Positions of ``keys`` memci does not hold yet (each known key is used once)."""
-        left = Counter(self._known)
+    def fresh(self, keys: Sequence[str], *, also: Iterable[str] = ()) -> list[int]:
+        """Positions of ``keys`` memci does not hold yet (each known key is used once).
+
+        ``also``: keys known for this call only (what was just shown to the framework).
+        """
+        extra = Counter(also)
+        used: Counter[str] = Counter()
         out: list[int] = []
         for i, key in enumerate(keys):
-            if left[key] > 0:
-                left[key] -= 1
+            if used[key] < self._known[key] + extra[key]:
+                used[key] += 1
             else:
                 out.append(i)
         return out
