@@ -17,7 +17,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from memci import Context, Session, ToolSpec
-from memci.errors import ConfigError, MissingExtraError, UnknownToolError
+from memci.errors import BudgetTooSmallError, MissingExtraError, UnknownToolError
 from memci.messages import Message
 
 __all__ = [
@@ -97,28 +97,57 @@ def schema_tokens(session: Session, tools: Sequence[Mapping[str, Any]]) -> int:
     return session.tokenizer.count(json.dumps(list(tools))) + _PER_TOOL * len(tools)
 
 
-def build_within(
-    session: Session, own: int, *, sent_tools: Iterable[str] = (), recipe: str = "auto"
-) -> Context:
-    """The session's context within its budget less ``own`` tokens the framework adds.
+_SETTINGS = "the session's context_window or max_tokens"
 
-    ``sent_tools``: names of memci's tools the framework sends whatever the build says
-    (a build that leaves some out, on a small budget, pays for them with less context).
+
+def build_within(
+    session: Session, own: int, *, sent_tools: Iterable[str] = (), recipe: str = "auto",
+    budget: int | None = None, setting: str = _SETTINGS,
+) -> Context:
+    """The context within the session's budget (or ``budget``) less ``own`` tokens.
+
+    ``own`` is what the framework adds around memci's context. ``sent_tools``: names of
+    memci's tools the framework sends whatever the build says (a build that leaves some
+    out, on a small budget, pays for them with less context). A budget too small for the
+    framework's part and the newest message raises
+    :class:`~memci.errors.BudgetTooSmallError` naming the least budget that builds and
+    the ``setting`` that sets it.
     """
-    budget = session.settings.budget - own
-    if budget < 256:
-        raise ConfigError(
-            f"session {session.name!r}: a budget of {session.settings.budget} tokens leaves "
-            f"{budget} for memci's context after the framework's own {own} (instructions and "
-            "tool schemas); raise context_window or max_tokens, or send fewer tools")
-    ctx = session.build(budget=budget, recipe=recipe)
+    whole = session.settings.budget if budget is None else budget
+    ctx = _build(session, whole, own, recipe, setting)
     shown = {t.name for t in ctx.tools}
     left_out = [s.to_openai() for s in every_tool(session)
                 if s.name in set(sent_tools) and s.name not in shown]
     if left_out:
-        extra = schema_tokens(session, left_out)
-        ctx = session.build(budget=max(budget - extra, 1), recipe=recipe)
+        ctx = _build(session, whole, own + schema_tokens(session, left_out), recipe, setting)
     return ctx
+
+
+def _build(session: Session, whole: int, own: int, recipe: str, setting: str) -> Context:
+    """A build within ``whole - own``; a refusal names the least ``whole`` that builds."""
+    if whole - own < 1:
+        raise _too_small(session, whole, own, own + _least(session, recipe), setting)
+    try:
+        return session.build(budget=whole - own, recipe=recipe)
+    except BudgetTooSmallError as exc:
+        raise _too_small(session, whole, own, exc.needed + own, setting) from exc
+
+
+def _least(session: Session, recipe: str) -> int:
+    """The least budget a build of the session needs (what a build of 1 token says)."""
+    try:
+        return max(session.build(budget=1, recipe=recipe).stats.total_tokens, 1)
+    except BudgetTooSmallError as exc:
+        return exc.needed
+
+
+def _too_small(session: Session, budget: int, own: int, needed: int,
+               setting: str) -> BudgetTooSmallError:
+    return BudgetTooSmallError(
+        f"session {session.name!r}: a budget of {budget} tokens cannot hold the "
+        f"framework's own {own} (its instructions, system prompt and tool schemas) and the "
+        f"newest message; raise {setting} to at least {needed}, or send less",
+        budget=budget, needed=needed)
 
 
 def every_tool(session: Session) -> tuple[ToolSpec, ...]:
