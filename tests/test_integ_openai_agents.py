@@ -365,6 +365,34 @@ def test_session_settings_limit_the_items(tmp_path: Path) -> None:
         engine.close()
 
 
+def test_small_budgets_build_down_to_the_least_one_named(tmp_path: Path) -> None:
+    """No floor of the adapter's own: a 150-token budget runs; below what the agent's
+    instructions and the newest message need, the error names the least budget, and that
+    budget runs."""
+    engine = memci.Engine.open(tmp_path / "m.db")
+    try:
+        model = ScriptedModel([[assistant_message("ok")]] * 3)
+        agent = Agent(name="a", model=model, instructions="Answer in one word.")
+
+        async def run(window: int, name: str) -> None:
+            memory = MemciSession(engine.session(name, context_window=window, reserve_ratio=0,
+                                                 tools=[]))
+            await Runner.run(agent, "what is two and two?", session=memory, run_config=RunConfig(
+                tracing_disabled=True, call_model_input_filter=memory.call_model_input_filter))
+
+        asyncio.run(run(150, "small"))
+        with pytest.raises(memci.BudgetTooSmallError) as refused:
+            asyncio.run(run(12, "tiny"))
+        needed = refused.value.needed
+        assert f"at least {needed}" in str(refused.value) and needed > 12
+        asyncio.run(run(needed, "just"))
+        sent = model.calls[-1]
+        assert [i.get("content") for i in sent.input][-1] == [
+            {"type": "input_text", "text": "what is two and two?"}]
+    finally:
+        engine.close()
+
+
 class ListSession:
     """The SDK's Session protocol over a plain list: what a session should end up with."""
 
