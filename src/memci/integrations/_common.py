@@ -7,6 +7,9 @@
   framework adds around it; :func:`every_tool` lists every tool the session may offer.
 - :func:`split_system` separates the system messages of a context (memci's head, contents
   page, working state, retrieved memory), which frameworks take apart from the turns.
+- :func:`keep_shape` and :func:`fill_shape` keep a framework's own form of a message in
+  the stored message's metadata, so that it reads back as it was given; a long text the
+  message holds itself is pointed at, not kept twice.
 """
 
 from __future__ import annotations
@@ -25,6 +28,8 @@ __all__ = [
     "build_within",
     "call_tool",
     "every_tool",
+    "fill_shape",
+    "keep_shape",
     "key_of",
     "missing_extra",
     "offered_names",
@@ -36,6 +41,7 @@ __all__ = [
 # A message's framing beyond its text, as memci counts it for OpenAI (tokens._overhead).
 _PER_MESSAGE = 4
 _PER_TOOL = 4
+_HOLE_MIN = 64  # a text shorter than this is kept twice rather than pointed at
 
 
 def missing_extra(extra: str, package: str, module: str) -> MissingExtraError:
@@ -83,6 +89,39 @@ class Ledger:
             self._known[key] -= 1
             return True
         return False
+
+
+def keep_shape(value: Mapping[str, Any], text: str) -> dict[str, Any]:
+    """``value`` (a JSON object) as a stored message keeps it in its metadata.
+
+    A long string equal to the message's own text is left empty and its place noted
+    (``holes``), so a long output or prompt is not stored twice.
+    """
+    holes: list[list[str | int]] = []
+
+    def walk(node: Any, path: list[str | int]) -> Any:
+        if isinstance(node, str) and len(node) >= _HOLE_MIN and node == text:
+            holes.append(path)
+            return ""
+        if isinstance(node, Mapping):
+            return {k: walk(v, [*path, k]) for k, v in node.items()}
+        if isinstance(node, list | tuple):
+            return [walk(v, [*path, i]) for i, v in enumerate(node)]
+        return node
+
+    hollow = walk(value, [])
+    return {"value": hollow, "holes": holes} if holes else {"value": hollow}
+
+
+def fill_shape(kept: Mapping[str, Any], text: str) -> dict[str, Any]:
+    """The value :func:`keep_shape` kept (a fresh copy), its holes filled with ``text``."""
+    value: dict[str, Any] = json.loads(json.dumps(kept["value"]))
+    for path in kept.get("holes") or ():
+        at: Any = value
+        for step in path[:-1]:
+            at = at[step]
+        at[path[-1]] = text
+    return value
 
 
 def text_tokens(session: Session, text: str | None) -> int:

@@ -48,6 +48,8 @@ from memci.integrations._common import (
     build_within,
     call_tool,
     every_tool,
+    fill_shape,
+    keep_shape,
     key_of,
     missing_extra,
     offered_names,
@@ -71,7 +73,6 @@ ITEMS = "openai_agents_items"
 """The metadata key under which a stored message keeps the items it was read from."""
 
 _INDEX = "openai_agents_index"  # an item's place in its batch, while the batch is read
-_HOLE_MIN = 64  # a text shorter than this is kept twice rather than pointed at
 
 
 def _plain(item: object) -> dict[str, Any]:
@@ -95,40 +96,11 @@ def context_items(ctx: Context) -> list[dict[str, Any]]:
 # -- items kept with their messages ------------------------------------------------------
 
 
-def _kept(item: dict[str, Any], text: str) -> dict[str, Any]:
-    """``item`` as a message keeps it: a long string equal to the message's text is a hole."""
-    holes: list[list[str | int]] = []
-
-    def walk(value: Any, path: list[str | int]) -> Any:
-        if isinstance(value, str) and len(value) >= _HOLE_MIN and value == text:
-            holes.append(path)
-            return ""
-        if isinstance(value, dict):
-            return {k: walk(v, [*path, k]) for k, v in value.items()}
-        if isinstance(value, list):
-            return [walk(v, [*path, i]) for i, v in enumerate(value)]
-        return value
-
-    hollow = walk(item, [])
-    return {"item": hollow, "holes": holes} if holes else {"item": hollow}
-
-
-def _filled(entry: Mapping[str, Any], text: str) -> dict[str, Any]:
-    """The item an entry of :func:`_kept` holds, its holes filled with the message's text."""
-    item: dict[str, Any] = json.loads(json.dumps(entry["item"]))  # a copy the caller may edit
-    for path in entry.get("holes") or ():
-        at: Any = item
-        for step in path[:-1]:
-            at = at[step]
-        at[path[-1]] = text
-    return item
-
-
 def items_of(message: Message) -> list[dict[str, Any]]:
     """The items ``message`` was stored from; for one stored otherwise, memci's own writing."""
     kept = message.metadata.get(ITEMS)
     if isinstance(kept, list | tuple):
-        return [_filled(entry, message.content) for entry in kept]
+        return [fill_shape(entry, message.content) for entry in kept]
     if message.role == "system":
         return []
     result = message.tool_result if message.role == "tool" else None
@@ -152,7 +124,7 @@ def stored_messages(items: Sequence[dict[str, Any]]) -> list[Message]:
     for message in coerce_many(tagged):
         end = int(message.metadata[_INDEX]) + 1
         metadata = {k: v for k, v in message.metadata.items() if k != _INDEX}
-        metadata[ITEMS] = [_kept(item, message.content) for item in items[start:end]]
+        metadata[ITEMS] = [keep_shape(item, message.content) for item in items[start:end]]
         out.append(replace(message, metadata=MappingProxyType(metadata)))
         start = max(start, end)
     return out
