@@ -173,6 +173,28 @@ def test_to_dict_to_string_and_pickle_reopen_the_same_conversation(tmp_path: Pat
         engine.close()
 
 
+def test_a_history_handed_back_every_call_is_stored_once(tmp_path: Path) -> None:
+    """SimpleChatEngine sets the chat_history it is given before each call: what the
+    memory holds already is not stored again; a history that differs starts a branch."""
+    engine = memci.Engine.open(tmp_path / "m.db")
+    try:
+        session = engine.session("li")
+        llm = MockLLMWithChatMemoryOfLastCall(max_tokens=5)
+        chat = SimpleChatEngine.from_defaults(llm=llm, memory=MemciMemory(session))
+        history: list[ChatMessage] = []
+        for turn in range(4):
+            chat.chat(f"turn {turn}", chat_history=list(history))
+            history = list(chat.chat_history)
+        assert [m.content for m in session.messages() if m.role == "user"] == [
+            f"turn {t}" for t in range(4)]
+        assert len(session.messages()) == 8
+        chat.chat("again", chat_history=history[:2])  # an edited history: a new branch
+        assert [m.content for m in chat.chat_history][::2] == ["turn 0", "again"]
+        assert len(session.messages()) == 10
+    finally:
+        engine.close()
+
+
 def test_small_token_limits_hold_what_fits_and_name_the_least_one(default_store: Path) -> None:
     memory = MemciMemory.from_defaults(token_limit=40, chat_history=[
         said(f"message {n}") for n in range(8)])

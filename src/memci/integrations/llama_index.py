@@ -39,8 +39,8 @@ from typing import Any
 from memci import Context, Engine, Session
 from memci.errors import ConfigError
 from memci.integrations import _aio
-from memci.integrations._common import build_within, missing_extra, split_system
-from memci.messages import to_openai
+from memci.integrations._common import build_within, key_of, missing_extra, split_system
+from memci.messages import to_openai, to_openai_message
 
 try:
     from llama_index.core.base.llms.types import ChatMessage, MessageRole
@@ -248,11 +248,27 @@ class MemciMemory(BaseMemory):
         await _aio.call(self.session, self._put, messages)
 
     def _set(self, messages: Sequence[ChatMessage]) -> None:
-        self.session.fork(0)
-        self._put(messages)
+        session = self.session
+        turns = [m for m in session.branch() if m.role != "system"]
+        held = [key_of(stored_form(c)) for c in chat_messages(
+            [to_openai_message(m) for m in turns])]
+        same = 0  # how many of ``messages`` the branch already opens with
+        for have, given in zip(held, messages, strict=False):
+            if have != key_of(stored_form(given)):
+                break
+            same += 1
+        if same < len(turns):
+            after = turns[same - 1].seq if same else None
+            session.fork(after or 0)
+        self._put(messages[same:])
 
     def set(self, messages: list[ChatMessage]) -> None:
-        """Continue from ``messages`` on a new branch (the old one stays in the store)."""
+        """Make the conversation ``messages``, on a new branch where it differs.
+
+        What the branch already opens with is kept; the rest continues on a new branch
+        (the old one stays in the store). A chat engine given ``chat_history`` sets it
+        before every call: the history the memory holds already is not stored again.
+        """
         _aio.run(self.session, self._set, messages)
 
     async def aset(self, messages: list[ChatMessage]) -> None:
