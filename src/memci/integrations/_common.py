@@ -1,8 +1,8 @@
 """What the framework adapters share: keys of what a framework already holds, budgets, tools.
 
 - :class:`Ledger` answers "has memci stored this already?" for what a framework hands back
-  on every model call (its whole list so far), as a multiset of content keys: an item is
-  known once per time it was stored or shown, so the same words said twice are stored twice.
+  on every model call (its whole list so far), as a multiset of keys: a message is known
+  once per time it was stored, so the same message twice in the list is two messages.
 - :func:`build_within` builds the session's context within its budget less the tokens the
   framework adds around it; :func:`every_tool` lists every tool the session may offer.
 - :func:`split_system` separates the system messages of a context (memci's head, contents
@@ -60,35 +60,20 @@ class Ledger:
     def __init__(self) -> None:
         self._known: Counter[str] = Counter()
 
-    def reset(self, keys: Iterable[str] = ()) -> None:
-        """Forget everything; know ``keys`` (what was just shown to the framework)."""
-        self._known = Counter(keys)
-
     def note(self, keys: Iterable[str]) -> None:
         """Know ``keys`` once more each."""
         self._known.update(keys)
 
-    def fresh(self, keys: Sequence[str], *, also: Iterable[str] = ()) -> list[int]:
-        """Positions of ``keys`` memci does not hold yet (each known key is used once).
-
-        ``also``: keys known for this call only (what was just shown to the framework).
-        """
-        extra = Counter(also)
+    def fresh(self, keys: Sequence[str]) -> list[int]:
+        """Positions of ``keys`` memci does not hold yet (each known key is used once)."""
         used: Counter[str] = Counter()
         out: list[int] = []
         for i, key in enumerate(keys):
-            if used[key] < self._known[key] + extra[key]:
+            if used[key] < self._known[key]:
                 used[key] += 1
             else:
                 out.append(i)
         return out
-
-    def take(self, key: str) -> bool:
-        """Use up one ``key`` if known (True), else False."""
-        if self._known[key] > 0:
-            self._known[key] -= 1
-            return True
-        return False
 
 
 def keep_shape(value: Mapping[str, Any], text: str) -> dict[str, Any]:

@@ -85,14 +85,6 @@ def _plain(item: object) -> dict[str, Any]:
     return dict(item)
 
 
-def context_items(ctx: Context) -> list[dict[str, Any]]:
-    """A context as Responses input items: memci's system text as a ``developer`` item."""
-    payload = ctx.to_responses()
-    head = payload.get("instructions")
-    items: list[dict[str, Any]] = list(payload["input"])
-    return ([{"role": "developer", "content": head}] if head else []) + items
-
-
 # -- items kept with their messages ------------------------------------------------------
 
 
