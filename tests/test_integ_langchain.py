@@ -12,12 +12,17 @@ import asyncio
 import re
 import subprocess
 import sys
+import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from langchain.agents import create_agent
+from langchain.agents.middleware import HumanInTheLoopMiddleware, ModelRetryMiddleware
+from langchain_core._api import LangChainDeprecationWarning
 from langchain_core.language_models.fake_chat_models import FakeMessagesListChatModel
 from langchain_core.messages import (
     AIMessage,
@@ -27,9 +32,12 @@ from langchain_core.messages import (
     ToolMessage,
 )
 from langchain_core.outputs import ChatGeneration, ChatResult
+from langchain_core.runnables import RunnableConfig, RunnableLambda
+from langchain_core.runnables.history import RunnableWithMessageHistory
 from langchain_core.tools import tool
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.types import Command
 from pydantic import Field
 
 import memci
@@ -189,13 +197,143 @@ def test_chat_message_history(tmp_path: Path) -> None:
         history.add_messages([HumanMessage("hi"), AIMessage("hello again")])  # said twice
         asyncio.run(history.aadd_messages([HumanMessage("bye")]))
         texts = [m.content for m in history.messages]
-        assert texts[-5:] == ["hi", "hello", "hi", "hello again", "bye"]
+        assert texts == ["hi", "hello", "hi", "hello again", "bye"]
         assert [m.content for m in asyncio.run(history.aget_messages())] == texts
         history.clear()
-        assert [m for m in history.messages if not isinstance(m, SystemMessage)] == []
+        assert history.messages == []
         assert len(session.messages()) == 5  # nothing deleted
     finally:
         engine.close()
+
+
+# -- behaves like InMemoryChatMessageHistory (docs/integrations/langchain.md) ------------
+
+
+EVERY_KIND: list[BaseMessage] = [
+    SystemMessage("You answer in French."),
+    HumanMessage("weather?", id="h1", name="ann"),
+    AIMessage("", id="a1", tool_calls=[{"name": "weather", "args": {"city": "Paris"},
+                                        "id": "call_1", "type": "tool_call"}],
+              response_metadata={"model_name": "m"}),
+    ToolMessage("18C " * 40, tool_call_id="call_1", name="weather", id="t1"),
+    AIMessage("Il fait 18 degres.", id="a2", additional_kwargs={"refusal": None}),
+]
+
+
+def test_history_gives_back_what_was_added(tmp_path: Path) -> None:
+    engine = memci.Engine.open(tmp_path / "m.db")
+    try:
+        history = MemciChatMessageHistory(engine.session("hist"))
+        history.add_message(EVERY_KIND[0])
+        history.add_messages(EVERY_KIND[1:])
+        assert history.messages == EVERY_KIND
+        assert str(history).startswith("System: You answer in French.\nHuman: weather?")
+        # Another history over the same session (another process) reads the same.
+        assert MemciChatMessageHistory(engine.session("hist")).messages == EVERY_KIND
+    finally:
+        engine.close()
+
+
+def test_runnable_with_message_history_keeps_each_turn(tmp_path: Path) -> None:
+    engine = memci.Engine.open(tmp_path / "m.db")
+    try:
+        seen: list[list[BaseMessage]] = []
+
+        def reply(messages: list[BaseMessage]) -> AIMessage:
+            seen.append(list(messages))
+            return AIMessage(f"reply {len(seen)}")
+
+        # LangChain deprecates it for LangGraph's persistence (MemciMiddleware's place);
+        # chains still built with it keep working.
+        with pytest.warns(LangChainDeprecationWarning):
+            chain = RunnableWithMessageHistory(
+                RunnableLambda(reply), lambda sid: MemciChatMessageHistory(engine.session(sid)))
+        config: RunnableConfig = {"configurable": {"session_id": "chat"}}
+        for n in range(3):
+            chain.invoke([HumanMessage(f"turn {n}")], config)
+        assert [m.content for m in seen[-1]] == [
+            "turn 0", "reply 1", "turn 1", "reply 2", "turn 2"]
+        assert [m.content for m in MemciChatMessageHistory(engine.session("chat")).messages
+                ] == ["turn 0", "reply 1", "turn 1", "reply 2", "turn 2", "reply 3"]
+    finally:
+        engine.close()
+
+
+def test_context_history_is_memci_context_within_the_budget(tmp_path: Path) -> None:
+    engine = memci.Engine.open(tmp_path / "m.db")
+    try:
+        session = engine.session("hist", context_window=2_000, tokenizer="cl100k_base")
+        stored = MemciChatMessageHistory(session)
+        for n in range(30):
+            stored.add_messages([HumanMessage(f"question {n} " + "word " * 100),
+                                 AIMessage(f"answer {n}")])
+        sent = MemciChatMessageHistory(session, context=True).messages
+        assert 3 + sum(4 + TOKENS.count(str(m.content)) for m in sent) <= session.settings.budget
+        assert sent[-1].content == "answer 29" and len(stored.messages) == 60
+    finally:
+        engine.close()
+
+
+@tool
+def send(to: str) -> str:
+    """Send a note."""
+    return f"sent to {to}"
+
+
+class Flaky(FakeMessagesListChatModel):
+    """Calls send as call_0 on every question (ids repeat across turns), answers "OK"
+    after its result; fails ``fails`` times first."""
+
+    fails: int = 0
+
+    def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> Any:
+        return self
+
+    def _generate(self, messages: list[BaseMessage], stop: Any = None,
+                  run_manager: Any = None, **kwargs: Any) -> ChatResult:
+        if self.fails > 0:
+            self.fails -= 1
+            raise RuntimeError("the provider is busy")
+        if isinstance(messages[-1], ToolMessage):
+            return ChatResult(generations=[ChatGeneration(message=AIMessage("OK"))])
+        call = {"name": "send", "args": {"to": "ann"}, "id": "call_0", "type": "tool_call"}
+        return ChatResult(generations=[ChatGeneration(message=AIMessage("", tool_calls=[call]))])
+
+
+DECISIONS = st.sampled_from([
+    {"type": "approve"}, {"type": "reject", "message": "not now"},
+    {"type": "edit", "edited_action": {"name": "send", "args": {"to": "bob"}}}])
+
+
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.tuples(DECISIONS, st.integers(0, 1), st.booleans()), min_size=1,
+                max_size=3))
+def test_agent_flows_store_each_state_message_once(
+        turns: list[tuple[dict[str, Any], int, bool]]) -> None:
+    """Human review (approve, edit, reject), a model call retried after a failure, sync
+    and async turns, the same call id every turn: memci holds the agent state's messages,
+    each once, in order."""
+    with tempfile.TemporaryDirectory() as tmp:
+        engine = memci.Engine.open(Path(tmp) / "m.db")
+        try:
+            session = engine.session("lc")
+            model = Flaky(responses=[])
+            agent = create_agent(model, tools=[send], checkpointer=InMemorySaver(), middleware=[
+                HumanInTheLoopMiddleware(interrupt_on={"send": True}),
+                ModelRetryMiddleware(max_retries=2, initial_delay=0, jitter=False),
+                MemciMiddleware(session, tools=False)])
+            config: RunnableConfig = {"configurable": {"thread_id": "t"}}
+            state: dict[str, Any] = {}
+            for n, (decision, fails, sync) in enumerate(turns):
+                model.fails = fails
+                for step in ({"messages": [HumanMessage(f"note {n}")]},
+                             Command(resume={"decisions": [decision]})):
+                    state = (agent.invoke(step, config) if sync
+                             else asyncio.run(agent.ainvoke(step, config)))
+            ids = [m.metadata["langchain_id"] for m in session.messages()]
+            assert ids == [m.id for m in state["messages"]]
+        finally:
+            engine.close()
 
 
 def test_memci_tools_run_sync_and_async(tmp_path: Path) -> None:

@@ -7,10 +7,12 @@ chat call; every call is counted with the real tokenizer against the session's b
 from __future__ import annotations
 
 import asyncio
+import pickle
 import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from llama_index.core.base.llms.types import ChatMessage, MessageRole
 from llama_index.core.chat_engine import SimpleChatEngine
 from llama_index.core.llms.mock import MockLLMWithChatMemoryOfLastCall
@@ -99,13 +101,114 @@ def test_memory_protocol(tmp_path: Path) -> None:
         engine.close()
 
 
-def test_from_defaults_without_a_session_names_what_to_pass() -> None:
+def test_a_memory_needs_a_session_or_its_name() -> None:
+    with pytest.raises(memci.ConfigError, match="session"):
+        MemciMemory()
+    with pytest.raises(memci.ConfigError, match="session="):
+        MemciMemory.from_defaults(session="chat-1")
+
+
+# -- behaves like ChatMemoryBuffer (docs/integrations/llama_index.md) --------------------
+
+
+@pytest.fixture
+def default_store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The default store (what from_defaults opens) in a temporary directory."""
+    monkeypatch.setenv("MEMCI_HOME", str(tmp_path))
+    monkeypatch.delenv("MEMCI_DB", raising=False)
+    return tmp_path / "memci.db"
+
+
+def said(text: str, role: MessageRole = MessageRole.USER) -> ChatMessage:
+    return ChatMessage(role=role, content=text)
+
+
+def test_chat_engines_make_it_from_defaults(default_store: Path) -> None:
+    llm = MockLLMWithChatMemoryOfLastCall(max_tokens=10)
+    chat = SimpleChatEngine.from_defaults(llm=llm, memory_cls=MemciMemory,
+                                          system_prompt="Be brief.")
+    chat.chat("the locker code is 4312")
+    chat.chat("what is the locker code?")
+    sent = [m.content for m in llm.last_chat_messages or []]
+    assert sent[0] == "Be brief." and "the locker code is 4312" in sent
+    assert [m.content for m in chat.chat_history][::2] == [
+        "the locker code is 4312", "what is the locker code?"]
+    # In the default store, a conversation of its own for each chat engine made this way.
+    other = SimpleChatEngine.from_defaults(llm=llm, memory_cls=MemciMemory)
+    assert other.chat_history == []
+    engine = memci.Engine.open(default_store)
     try:
-        MemciMemory.from_defaults()
-    except memci.ConfigError as exc:
-        assert "session=" in str(exc)
-    else:
-        raise AssertionError("from_defaults without a session must raise ConfigError")
+        assert len(engine.sessions()) == 2
+    finally:
+        engine.close()
+
+
+def test_from_defaults_takes_a_history_and_a_token_limit(default_store: Path) -> None:
+    memory = MemciMemory.from_defaults(
+        chat_history=[said("first"), said("hello", MessageRole.ASSISTANT)], token_limit=1_000)
+    assert memory.token_limit == 1_000
+    assert [m.content for m in memory.get()] == ["first", "hello"]
+    memory.close()
+
+
+def test_to_dict_to_string_and_pickle_reopen_the_same_conversation(tmp_path: Path) -> None:
+    engine = memci.Engine.open(tmp_path / "m.db")
+    try:
+        memory = MemciMemory(engine.session("li", user="ann"), token_limit=500)
+        memory.put(said("remember the blue door"))
+        copies = [MemciMemory.from_dict(memory.to_dict()),
+                  MemciMemory.from_string(memory.to_string()),
+                  pickle.loads(pickle.dumps(memory))]
+        for copy in copies:
+            assert copy.token_limit == 500 and copy.user == "ann"
+            assert [m.content for m in copy.get()] == ["remember the blue door"]
+        copies[0].put(said("and the red key"))  # written through one, seen by the others
+        assert [m.content for m in copies[2].get_all()] == [
+            "remember the blue door", "and the red key"]
+        assert "remember" not in memory.to_string()  # a reference, not the messages
+        for copy in copies:
+            copy.close()
+        assert [m.content for m in memory.get_all()][-1] == "and the red key"
+    finally:
+        engine.close()
+
+
+def test_a_history_handed_back_every_call_is_stored_once(tmp_path: Path) -> None:
+    """SimpleChatEngine sets the chat_history it is given before each call: what the
+    memory holds already is not stored again; a history that differs starts a branch."""
+    engine = memci.Engine.open(tmp_path / "m.db")
+    try:
+        session = engine.session("li")
+        llm = MockLLMWithChatMemoryOfLastCall(max_tokens=5)
+        chat = SimpleChatEngine.from_defaults(llm=llm, memory=MemciMemory(session))
+        history: list[ChatMessage] = []
+        for turn in range(4):
+            chat.chat(f"turn {turn}", chat_history=list(history))
+            history = list(chat.chat_history)
+        assert [m.content for m in session.messages() if m.role == "user"] == [
+            f"turn {t}" for t in range(4)]
+        assert len(session.messages()) == 8
+        chat.chat("again", chat_history=history[:2])  # an edited history: a new branch
+        assert [m.content for m in chat.chat_history][::2] == ["turn 0", "again"]
+        assert len(session.messages()) == 10
+    finally:
+        engine.close()
+
+
+def test_small_token_limits_hold_what_fits_and_name_the_least_one(default_store: Path) -> None:
+    memory = MemciMemory.from_defaults(token_limit=40, chat_history=[
+        said(f"message {n}") for n in range(8)])
+    got = [m.content for m in memory.get()]
+    assert got and got[-1] == "message 7" and len(got) < 8
+    with pytest.raises(memci.BudgetTooSmallError) as refused:
+        memory.get(initial_token_count=38)
+    assert "token_limit" in str(refused.value) and refused.value.needed > 40
+    memory.token_limit = refused.value.needed
+    assert [m.content for m in memory.get(initial_token_count=38)] == ["message 7"]
+    # Past the limit before any message (a chat engine's prompt alone): a ValueError too.
+    with pytest.raises(ValueError, match="at least"):
+        memory.get(initial_token_count=500)
+    memory.close()
 
 
 def test_missing_extra_names_the_install_command() -> None:

@@ -14,12 +14,17 @@ import json
 import re
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
 import pytest
-from agents import Agent, FunctionTool, RunConfig, RunContextWrapper, Runner
+from agents import Agent, FunctionTool, RunConfig, RunContextWrapper, Runner, function_tool
+from agents.memory import SessionSettings
 from agents.models.openai_responses import OpenAIResponsesModel
+from agents.testing import ScriptedModel, assistant_message, function_call
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from openai import AsyncOpenAI
 
 import memci
@@ -249,8 +254,8 @@ def test_session_protocol_get_add_pop_clear(tmp_path: Path) -> None:
                 {"type": "function_call_output", "call_id": "c1", "output": "found x"},
                 {"role": "assistant", "content": "x is found"}])
             items = await memory.get_items()
-            assert [i.get("type", i.get("role")) for i in items][-4:] == [
-                "message", "function_call", "function_call_output", "message"]
+            assert [i.get("type", i.get("role")) for i in items] == [
+                "user", "function_call", "function_call_output", "assistant"]
             assert (await memory.get_items(limit=2))[0]["type"] == "function_call_output"
             popped = await memory.pop_item()
             assert popped is not None and popped["content"] == "x is found"
@@ -270,6 +275,220 @@ def test_session_protocol_get_add_pop_clear(tmp_path: Path) -> None:
         assert session.search("found x")
     finally:
         engine.close()
+
+
+# -- behaves like SQLiteSession (docs/integrations/openai_agents.md) ---------------------
+
+
+SHAPES: list[dict[str, Any]] = [
+    {"role": "user", "content": "Hello"},
+    {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "Hi"}]},
+    {"type": "message", "id": "msg_1", "role": "assistant", "status": "completed",
+     "content": [{"type": "output_text", "text": "See [1].", "annotations": [
+         {"type": "url_citation", "url": "https://example.com", "title": "ex",
+          "start_index": 4, "end_index": 7}]}]},
+    {"type": "function_call", "id": "fc_1", "call_id": "call_1", "name": "lookup",
+     "arguments": "{\"q\": \"x\"}", "status": "completed"},
+    {"type": "function_call_output", "call_id": "call_1", "output": "x" * 5_000},
+    {"role": "assistant", "content": "Done."},
+]
+
+
+def test_items_come_back_in_the_shape_given(tmp_path: Path) -> None:
+    engine = memci.Engine.open(tmp_path / "m.db")
+    try:
+        memory = MemciSession(engine.session("s"))
+
+        async def scenario() -> None:
+            await memory.add_items(SHAPES[:2])  # type: ignore[arg-type]
+            await memory.add_items(SHAPES[2:])  # type: ignore[arg-type]
+            assert await memory.get_items() == SHAPES
+            assert await memory.get_items(limit=2) == SHAPES[-2:]
+            assert await memory.pop_item() == SHAPES[-1]
+            assert await memory.pop_item() == SHAPES[-2]
+            assert await memory.get_items() == SHAPES[:-2]
+
+        asyncio.run(scenario())
+        # memci read them all (the long output once, as its artifact and text).
+        stored = engine.session("s").messages()
+        assert [m.role for m in stored][:4] == ["user", "user", "assistant", "tool"]
+    finally:
+        engine.close()
+
+
+def test_get_items_is_the_store_not_the_budgeted_context(tmp_path: Path) -> None:
+    """get_items() is what was stored, whatever memci would send: no tool-result header,
+    no developer item, the same items with and without a limit."""
+    engine = memci.Engine.open(tmp_path / "m.db")
+    try:
+        session = engine.session("s", context_window=2_000)
+        session.set_system("You are terse.")
+        memory = MemciSession(session)
+        turns = [[{"role": "user", "content": f"question {n} " + "word " * 150},
+                  {"role": "assistant", "content": f"answer {n}"}] for n in range(12)]
+
+        async def scenario() -> list[Any]:
+            for turn in turns:
+                await memory.add_items(turn)  # type: ignore[arg-type]
+            return [await memory.get_items(), await memory.get_items(limit=100)]
+
+        everything, limited = asyncio.run(scenario())
+        assert everything == limited == [i for t in turns for i in t]
+        assert session.build().stats.total_tokens <= session.settings.budget
+    finally:
+        engine.close()
+
+
+def test_session_settings_limit_the_items(tmp_path: Path) -> None:
+    engine = memci.Engine.open(tmp_path / "m.db")
+    try:
+        memory = MemciSession(engine.session("s"), session_settings={"limit": 3})
+        assert memory.session_settings == SessionSettings(limit=3)
+        with pytest.raises(TypeError, match="limitt"):
+            MemciSession(engine.session("s"), session_settings={"limitt": 3})
+        said = [{"role": "user", "content": f"message {n}"} for n in range(6)]
+        model = ScriptedModel([[assistant_message("ok")]])
+        agent = Agent(name="a", model=model)
+
+        async def scenario() -> None:
+            await memory.add_items(said)  # type: ignore[arg-type]
+            assert [i["content"] for i in await memory.get_items()] == [
+                "message 3", "message 4", "message 5"]
+            assert len(await memory.get_items(limit=5)) == 5
+            await Runner.run(agent, "new", session=memory, run_config=RunConfig(
+                session_settings=SessionSettings(limit=2), tracing_disabled=True))
+
+        asyncio.run(scenario())
+        assert [i.get("content") for i in model.calls[-1].input] == [
+            "message 4", "message 5", "new"]
+    finally:
+        engine.close()
+
+
+def test_small_budgets_build_down_to_the_least_one_named(tmp_path: Path) -> None:
+    """No floor of the adapter's own: a 150-token budget runs; below what the agent's
+    instructions and the newest message need, the error names the least budget, and that
+    budget runs."""
+    engine = memci.Engine.open(tmp_path / "m.db")
+    try:
+        model = ScriptedModel([[assistant_message("ok")]] * 3)
+        agent = Agent(name="a", model=model, instructions="Answer in one word.")
+
+        async def run(window: int, name: str) -> None:
+            memory = MemciSession(engine.session(name, context_window=window, reserve_ratio=0,
+                                                 tools=[]))
+            await Runner.run(agent, "what is two and two?", session=memory, run_config=RunConfig(
+                tracing_disabled=True, call_model_input_filter=memory.call_model_input_filter))
+
+        asyncio.run(run(150, "small"))
+        with pytest.raises(memci.BudgetTooSmallError) as refused:
+            asyncio.run(run(12, "tiny"))
+        needed = refused.value.needed
+        assert f"at least {needed}" in str(refused.value) and needed > 12
+        asyncio.run(run(needed, "just"))
+        sent = model.calls[-1]
+        assert [i.get("content") for i in sent.input][-1] == [
+            {"type": "input_text", "text": "what is two and two?"}]
+    finally:
+        engine.close()
+
+
+class ListSession:
+    """The SDK's Session protocol over a plain list: what a session should end up with."""
+
+    session_settings: SessionSettings | None = None
+
+    def __init__(self) -> None:
+        self.session_id = "reference"
+        self.items: list[Any] = []
+
+    async def get_items(self, limit: int | None = None) -> list[Any]:
+        return list(self.items) if limit is None else self.items[-limit:] if limit > 0 else []
+
+    async def add_items(self, items: list[Any]) -> None:
+        self.items.extend(items)
+
+    async def pop_item(self) -> Any:
+        return self.items.pop() if self.items else None
+
+    async def clear_session(self) -> None:
+        self.items.clear()
+
+
+@function_tool
+def lookup(q: str) -> str:
+    """Look something up."""
+    return f"found {q}"
+
+
+def script(turns: list[tuple[bool, str]]) -> ScriptedModel:
+    """Each turn: maybe a call to lookup as call_0 (ids repeat, as scripted models number
+    calls), then an answer (whose item id repeats too)."""
+    steps: list[Any] = []
+    for calls, answer in turns:
+        if calls:
+            steps.append([function_call("lookup", {"q": "same"}, call_id="call_0")])
+        steps.append([assistant_message(answer)])
+    return ScriptedModel(steps)
+
+
+def repeat_history(history: list[Any], new: list[Any]) -> list[Any]:
+    """A session_input_callback that hands the first item back twice."""
+    return [*history, *history[:1], *new]
+
+
+TURN = st.tuples(st.booleans(), st.sampled_from(["OK", "done"]))
+FLOWS = st.lists(st.tuples(TURN, st.sampled_from(["run", "streamed"]), st.booleans(),
+                          st.booleans()), min_size=1, max_size=4)
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(FLOWS)
+def test_runs_store_what_a_plain_session_stores(
+        runs: list[tuple[tuple[bool, str], str, bool, bool]]) -> None:
+    """The same scripted runs (the same answers and call ids every run, streamed or not,
+    with the filter or not, a callback that repeats history) leave memci's session with
+    exactly the items a plain list session gets."""
+    with tempfile.TemporaryDirectory() as tmp:
+        engine = memci.Engine.open(Path(tmp) / "m.db")
+        try:
+            memory = MemciSession(engine.session("s"))
+            reference = ListSession()
+
+            async def drive(session: Any, use_filter: bool) -> None:
+                model = script([turn for turn, *_ in runs])
+                agent = Agent(name="a", model=model, tools=[lookup])
+                for n, (_, how, filtered, repeat) in enumerate(runs):
+                    config = RunConfig(
+                        tracing_disabled=True,
+                        call_model_input_filter=(memory.call_model_input_filter
+                                                 if use_filter and filtered else None),
+                        session_input_callback=repeat_history if repeat else None)
+                    if how == "streamed":
+                        result = Runner.run_streamed(agent, f"question {n}", session=session,
+                                                     run_config=config)
+                        async for _ in result.stream_events():
+                            pass
+                    else:
+                        await Runner.run(agent, f"question {n}", session=session,
+                                         run_config=config)
+
+            async def both() -> tuple[list[Any], list[Any]]:
+                await drive(reference, use_filter=False)
+                await drive(memory, use_filter=True)
+                return await memory.get_items(), await reference.get_items()
+
+            got, expected = asyncio.run(both())
+            assert got == through_json(expected)
+            stored = engine.session("s").messages()
+            assert sum(1 for m in stored if m.role == "user") == len(runs)
+        finally:
+            engine.close()
+
+
+def through_json(items: list[Any]) -> list[Any]:
+    return [json.loads(json.dumps(i if isinstance(i, dict) else i.model_dump(
+        exclude_unset=True))) for i in items]
 
 
 def test_bad_items_raise_memci_errors_and_store_nothing(tmp_path: Path) -> None:

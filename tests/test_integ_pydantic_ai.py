@@ -16,22 +16,27 @@ import json
 import re
 import subprocess
 import sys
+import tempfile
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
-from pydantic_ai import Agent
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from pydantic_ai import Agent, ModelRetry
 from pydantic_ai.capabilities import ProcessHistory
 from pydantic_ai.messages import (
     ModelMessage,
     ModelRequest,
     ModelResponse,
+    RetryPromptPart,
     SystemPromptPart,
     TextPart,
     ToolCallPart,
     ToolReturnPart,
     UserPromptPart,
 )
-from pydantic_ai.models.function import AgentInfo, FunctionModel
+from pydantic_ai.models.function import AgentInfo, DeltaToolCall, DeltaToolCalls, FunctionModel
 from pydantic_ai.models.test import TestModel
 
 import memci
@@ -206,6 +211,190 @@ def test_toolset_runs_memci_tools(tmp_path: Path) -> None:
         assert calls[0] == {"recall_page", "search_memory"}
     finally:
         engine.close()
+
+
+def answers_ok(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+    return ModelResponse([TextPart("OK")])
+
+
+def test_the_same_answer_in_every_run_is_stored_each_time(tmp_path: Path) -> None:
+    engine = memci.Engine.open(tmp_path / "m.db")
+    try:
+        session = engine.session("pai")
+        seen: list[list[ModelMessage]] = []
+
+        def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+            seen.append(list(messages))
+            return answers_ok(messages, info)
+
+        agent = Agent(FunctionModel(model), capabilities=[MemciCapability(session, tools=False)])
+
+        async def runs() -> None:
+            for r in range(3):
+                await agent.run(f"question {r}")
+
+        asyncio.run(runs())
+        assert [(m.role, m.content) for m in session.messages()] == [
+            ("user", "question 0"), ("assistant", "OK"), ("user", "question 1"),
+            ("assistant", "OK"), ("user", "question 2"), ("assistant", "OK")]
+        # The last request alternates: each earlier question is followed by its answer.
+        kinds = [type(p).__name__ for m in seen[-1] for p in m.parts]
+        assert kinds == ["UserPromptPart", "TextPart", "UserPromptPart", "TextPart",
+                         "UserPromptPart"]
+    finally:
+        engine.close()
+
+
+def test_history_processor_stores_each_answer_once_across_runs_and_processes(
+        tmp_path: Path) -> None:
+    """A run's final answer comes after its last request: the processor stores it at the
+    next run's first request; memci's context handed back (the run's history, passed as
+    message_history, even to a processor made anew, as in another process) is not stored
+    again."""
+    engine = memci.Engine.open(tmp_path / "m.db")
+    try:
+        session = engine.session("pai")
+        agent = Agent(FunctionModel(answers_ok),
+                      capabilities=[ProcessHistory(history_processor(session))])
+
+        async def runs() -> list[ModelMessage]:
+            for r in range(3):
+                done = await agent.run(f"question {r}")
+            return done.all_messages()
+
+        last = asyncio.run(runs())
+        assert [(m.role, m.content) for m in session.messages()] == [
+            ("user", "question 0"), ("assistant", "OK"), ("user", "question 1"),
+            ("assistant", "OK"), ("user", "question 2")]
+        again = Agent(FunctionModel(answers_ok),
+                      capabilities=[ProcessHistory(history_processor(session))])
+        asyncio.run(again.run("question 3", message_history=last))
+        assert [(m.role, m.content) for m in session.messages()] == [
+            ("user", "question 0"), ("assistant", "OK"), ("user", "question 1"),
+            ("assistant", "OK"), ("user", "question 2"), ("assistant", "OK"),
+            ("user", "question 3")]
+    finally:
+        engine.close()
+
+
+class Scripted:
+    """A model for FunctionModel: calls ``lookup`` as ``call_0`` (pydantic-ai's test
+    models number calls from 0 in every run), then answers one of a few words."""
+
+    def __init__(self, answers: list[str]) -> None:
+        self.answers = answers
+        self.n = 0
+
+    def reply(self, messages: list[ModelMessage]) -> tuple[str | None, str]:
+        last = messages[-1]
+        returned = isinstance(last, ModelRequest) and any(
+            p.part_kind in ("tool-return", "retry-prompt") for p in last.parts)
+        if returned and not any(p.part_kind == "retry-prompt" for p in last.parts):
+            answer = self.answers[self.n % len(self.answers)]
+            self.n += 1
+            return None, answer
+        return "lookup", json.dumps({"q": "same"})
+
+    def __call__(self, messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        tool, text = self.reply(messages)
+        if tool is None:
+            return ModelResponse([TextPart(text)])
+        return ModelResponse([ToolCallPart(tool, text, tool_call_id="call_0")])
+
+    async def stream(self, messages: list[ModelMessage], info: AgentInfo
+                     ) -> AsyncIterator[str | DeltaToolCalls]:
+        tool, text = self.reply(messages)
+        if tool is None:
+            yield text
+        else:
+            yield {0: DeltaToolCall(tool, text, tool_call_id="call_0")}
+
+
+def scripted_agent(session: memci.Session, model: Scripted, retry_first: bool) -> Agent[None, str]:
+    agent = Agent(FunctionModel(model, stream_function=model.stream),
+                  capabilities=[MemciCapability(session, tools=False)])
+    asked: list[int] = []
+
+    @agent.tool_plain
+    def lookup(q: str) -> str:
+        """Look something up."""
+        asked.append(1)
+        if retry_first and len(asked) % 2 == 1:
+            raise ModelRetry("try once more")
+        return f"found {q}"
+
+    return agent
+
+
+def expected_rows(messages: list[ModelMessage]) -> list[tuple[str, str]]:
+    """A run's new messages as memci should hold them: (role, what identifies it)."""
+    rows: list[tuple[str, str]] = []
+    for m in messages:
+        for p in m.parts:
+            if isinstance(p, UserPromptPart):
+                rows.append(("user", str(p.content)))
+            elif isinstance(p, ToolReturnPart | RetryPromptPart):
+                rows.append(("tool", str(p.tool_call_id)))
+        if isinstance(m, ModelResponse):
+            calls = ",".join(p.tool_call_id for p in m.parts if isinstance(p, ToolCallPart))
+            text = "".join(p.content for p in m.parts if isinstance(p, TextPart))
+            rows.append(("assistant", calls or text))
+    return rows
+
+
+def stored_rows(session: memci.Session) -> list[tuple[str, str]]:
+    rows: list[tuple[str, str]] = []
+    for m in session.messages():
+        if m.role == "tool":
+            result = m.tool_result
+            assert result is not None
+            rows.append(("tool", result.call_id))
+        elif m.role == "assistant":
+            rows.append(("assistant", ",".join(c.id for c in m.tool_calls) or m.content))
+        else:
+            rows.append((m.role, m.content))
+    return rows
+
+
+RUN = st.tuples(st.booleans(), st.booleans(), st.booleans())  # stream, history back, retry
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(RUN, min_size=1, max_size=4), st.lists(st.sampled_from(["OK", "done"]),
+                                                       min_size=1, max_size=2))
+def test_runs_repeating_ids_answers_and_history_store_each_message_once(
+        runs: list[tuple[bool, bool, bool]], answers: list[str]) -> None:
+    """Whatever pydantic-ai repeats (the same call id and the same words in every run,
+    the run's own history passed back, streamed runs, retried tools), memci holds each
+    message of each run once, in order."""
+    with tempfile.TemporaryDirectory() as tmp:
+        engine = memci.Engine.open(Path(tmp) / "m.db")
+        try:
+            session = engine.session("pai")
+            model = Scripted(answers)
+            expected: list[tuple[str, str]] = []
+            history: list[ModelMessage] = []
+
+            async def go() -> None:
+                nonlocal history
+                for n, (stream, back, retry) in enumerate(runs):
+                    agent = scripted_agent(session, model, retry)
+                    given_history = history if back else None
+                    if stream:
+                        async with agent.run_stream(f"question {n}",
+                                                    message_history=given_history) as result:
+                            await result.get_output()
+                        new, everything = result.new_messages(), result.all_messages()
+                    else:
+                        done = await agent.run(f"question {n}", message_history=given_history)
+                        new, everything = done.new_messages(), done.all_messages()
+                    expected.extend(expected_rows(new))
+                    history = everything
+
+            asyncio.run(go())
+            assert stored_rows(session) == expected
+        finally:
+            engine.close()
 
 
 def test_missing_extra_names_the_install_command() -> None:

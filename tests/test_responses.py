@@ -484,6 +484,52 @@ def test_the_local_server_refuses_what_the_api_refuses(engine: memci.Engine) -> 
         client.responses.create(model="gpt-5", **payload)  # as written: taken
 
 
+def test_a_turn_added_item_by_item_passes_its_reasoning_back(engine: memci.Engine) -> None:
+    """``session.add(item)`` for each item of ``response.output``, as many loops do: the
+    reasoning goes back before its item, with the item's id, as for the whole list."""
+    session = engine.session("item-by-item")
+    session.add({"role": "user", "content": "Weather in Paris?"})
+    with FakeLLM() as fake, openai.OpenAI(base_url=fake.openai_base_url, api_key="test",
+                                          max_retries=0) as client:
+        fake.push(Reply("Let me check.", calls=(("weather", {"city": "Paris"}),
+                                                ("weather", {"city": "Rome"}))),
+                  Reply("Sunny in both."))
+        first = client.responses.create(model="gpt-5", **session.build().to_responses())
+        for item in first.output:  # reasoning, message, function_call, function_call
+            session.add(item)
+        for made in (i for i in first.output if i.type == "function_call"):
+            session.add({"type": "function_call_output", "call_id": made.call_id,
+                         "output": "sunny"})
+        payload = session.build().to_responses()
+        sdk_checked(payload)
+        sent = {i.get("id") for i in payload["input"]}
+        assert first.output[0].id in sent  # the reasoning item
+        assert first.output[1].id in sent and first.output[2].id in sent  # msg_, fc_
+        client.responses.create(model="gpt-5", **payload)  # the server pairs them: taken
+        assert not fake.server_errors
+
+
+TURN_ITEMS = st.lists(st.sampled_from(["reasoning", "said", "call"]), min_size=1, max_size=6)
+
+
+@given(TURN_ITEMS, st.data())
+def test_a_turn_stored_in_any_batches_writes_as_one_batch(
+        kinds: list[str], data: st.DataObject) -> None:
+    items: list[dict[str, Any]] = [{"role": "user", "content": "go"}]
+    for n, kind in enumerate(kinds):
+        if kind == "reasoning":
+            items.append(reasoning(n))
+        elif kind == "said":
+            items.append(said(n, f"step {n}"))
+        else:
+            items.append(call(n))
+    items += [output(n, "done") for n, k in enumerate(kinds) if k == "call"]
+    cuts = sorted(data.draw(st.sets(st.integers(1, len(items) - 1))))
+    batches = [items[a:b] for a, b in zip([0, *cuts], [*cuts, len(items)], strict=True)]
+    stored = [m for batch in batches for m in coerce_many(batch)]
+    assert to_responses(stored) == to_responses(coerce_many(items))
+
+
 # -- properties --------------------------------------------------------------------------
 
 

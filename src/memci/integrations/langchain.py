@@ -18,9 +18,13 @@
   comes back. The state itself is left as LangChain keeps it. The middleware registers
   memci's tools (``middleware.tools``) and sends only those the session offers now.
 - :func:`memci_tools`: memci's tools as ``StructuredTool`` objects (sync and async).
-- :class:`MemciChatMessageHistory`: a ``BaseChatMessageHistory`` whose ``messages`` are
-  the session's context, for chains built with ``RunnableWithMessageHistory``; ``clear``
-  starts over on a new branch and deletes nothing.
+- :class:`MemciChatMessageHistory`: a ``BaseChatMessageHistory`` that behaves as
+  ``InMemoryChatMessageHistory``: ``messages`` are the messages added, in the form they
+  were given (``message_to_dict``, kept in each stored message's metadata as
+  ``langchain_message``; a long text is not kept twice); ``context=True`` makes them
+  memci's context, within the session's budget, for a chain that sends its history to
+  the model as it is (``RunnableWithMessageHistory``); ``clear`` starts over on a new
+  branch and deletes nothing.
 
 Async methods reach the session through :mod:`memci.integrations._aio`.
 """
@@ -28,7 +32,9 @@ Async methods reach the session through :mod:`memci.integrations._aio`.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import replace
+from types import MappingProxyType
 from typing import Any
 
 from memci import Context, Session, ToolSpec
@@ -37,6 +43,8 @@ from memci.integrations._common import (
     build_within,
     call_tool,
     every_tool,
+    fill_shape,
+    keep_shape,
     key_of,
     missing_extra,
     offered_names,
@@ -44,7 +52,7 @@ from memci.integrations._common import (
     split_system,
     text_tokens,
 )
-from memci.messages import to_openai
+from memci.messages import Message, coerce_many, to_openai, to_openai_message
 
 try:
     from langchain.agents.middleware import AgentMiddleware, ModelRequest, ModelResponse
@@ -56,6 +64,8 @@ try:
         SystemMessage,
         convert_to_messages,
         convert_to_openai_messages,
+        message_to_dict,
+        messages_from_dict,
     )
     from langchain_core.tools import BaseTool, StructuredTool
     from langchain_core.utils.function_calling import convert_to_openai_tool
@@ -66,6 +76,9 @@ __all__ = ["MemciChatMessageHistory", "MemciMiddleware", "memci_tools"]
 
 ID_KEY = "langchain_id"
 """The metadata key under which a stored message keeps its LangChain message id."""
+
+MESSAGE_KEY = "langchain_message"
+"""The metadata key under which a stored message keeps its LangChain form (``message_to_dict``)."""
 
 _Handler = Callable[[ModelRequest[Any]], ModelResponse[Any]]
 _AsyncHandler = Callable[[ModelRequest[Any]], Awaitable[ModelResponse[Any]]]
@@ -78,14 +91,30 @@ def _key(message: BaseMessage) -> str:
     return "content:" + key_of(convert_to_openai_messages(message))
 
 
-def _stored_form(messages: Sequence[BaseMessage]) -> list[dict[str, Any]]:
-    """Messages as memci reads them (OpenAI dicts), each with its LangChain id."""
-    out = []
+def stored_messages(messages: Sequence[BaseMessage]) -> list[Message]:
+    """Messages as memci stores them, each keeping its LangChain id and form in metadata."""
+    out: list[Message] = []
     for message in messages:
         data = convert_to_openai_messages(message)
         data.pop("id", None)
-        data["metadata"] = {ID_KEY: _key(message)}
-        out.append(data)
+        read = coerce_many([data])
+        shape = keep_shape(message_to_dict(message), read[0].content)
+        for n, one in enumerate(read):  # one, but for tool results inside a user message
+            kept = {**one.metadata, ID_KEY: _key(message), MESSAGE_KEY: shape if n == 0 else None}
+            out.append(replace(one, metadata=MappingProxyType(kept)))
+    return out
+
+
+def langchain_messages(messages: Sequence[Message]) -> list[BaseMessage]:
+    """Stored messages as LangChain messages: in the form they were given, where kept."""
+    out: list[BaseMessage] = []
+    for message in messages:
+        if MESSAGE_KEY not in message.metadata:
+            out.extend(convert_to_messages([to_openai_message(message)]))
+            continue
+        kept = message.metadata[MESSAGE_KEY]
+        if isinstance(kept, Mapping):
+            out.extend(messages_from_dict([fill_shape(kept, message.content)]))
     return out
 
 
@@ -113,13 +142,14 @@ class _Stored:
     def store(self, messages: Sequence[BaseMessage], *, every: bool = False) -> None:
         """Store the messages not stored yet (``every``: all of them), in one transaction.
 
-        System messages are the agent's or the chain's own prompt and are not stored.
+        Without ``every`` (the agent's state), system messages are the agent's own prompt
+        and are not stored.
         """
         known = self.keys()
-        todo = [m for m in messages if not isinstance(m, SystemMessage)
-                and (every or _key(m) not in known)]
+        todo = [m for m in messages if every or (
+            not isinstance(m, SystemMessage) and _key(m) not in known)]
         if todo:
-            self.session.add_many(_stored_form(todo))
+            self.session.add_many(stored_messages(todo))
             known.update(_key(m) for m in todo)
 
 
@@ -212,27 +242,35 @@ def _tool(session: Session, spec: ToolSpec) -> BaseTool:
 
 
 class MemciChatMessageHistory(BaseChatMessageHistory):
-    """A chat message history whose ``messages`` are a memci session's context."""
+    """A chat message history over a memci session, as ``InMemoryChatMessageHistory`` is.
 
-    def __init__(self, session: Session, *, recipe: str = "chat") -> None:
+    ``messages`` are the messages added, in the form they were given (the branch the
+    session follows); with ``context=True`` they are memci's context instead, built within
+    the session's budget, for a chain that sends its history to the model as it is.
+    """
+
+    def __init__(self, session: Session, *, recipe: str = "chat", context: bool = False) -> None:
         self.session = session
         self.recipe = recipe
+        self.context = context
         self._stored = _Stored(session)
 
     @property
     def messages(self) -> list[BaseMessage]:  # type: ignore[override]
-        """The session's context now (built within its budget)."""
+        """The messages added (or, with ``context=True``, memci's context now)."""
         return _aio.run(self.session, self._messages)
 
     def _messages(self) -> list[BaseMessage]:
-        return context_messages(self.session.build(recipe=self.recipe))
+        if self.context:
+            return context_messages(self.session.build(recipe=self.recipe))
+        return langchain_messages(self.session.branch())
 
     async def aget_messages(self) -> list[BaseMessage]:
         """The async form of :attr:`messages`."""
         return await _aio.call(self.session, self._messages)
 
     def add_messages(self, messages: Sequence[BaseMessage]) -> None:
-        """Store ``messages`` in one transaction (system messages are the chain's own)."""
+        """Store ``messages`` in one transaction (durable when this returns)."""
         _aio.run(self.session, self._stored.store, messages, every=True)
 
     async def aadd_messages(self, messages: Sequence[BaseMessage]) -> None:
@@ -240,7 +278,7 @@ class MemciChatMessageHistory(BaseChatMessageHistory):
         await _aio.call(self.session, self._stored.store, messages, every=True)
 
     def clear(self) -> None:
-        """Start over: the context forgets the conversation; the store keeps every message."""
+        """Start over: the history is empty; the store keeps every message."""
         _aio.run(self.session, self.session.fork, 0)
 
     async def aclear(self) -> None:

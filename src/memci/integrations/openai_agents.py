@@ -10,14 +10,21 @@
     await Runner.run(agent, "hi", session=memory,
                      run_config=RunConfig(call_model_input_filter=memory.call_model_input_filter))
 
-- ``get_items()`` answers with memci's budgeted context as Responses items (memci's
-  system messages as one ``developer`` item first); ``get_items(limit=n)`` with the newest
-  ``n`` items of the conversation as stored (the SDK compares that tail with what it added).
+It behaves as the SDK's ``SQLiteSession`` does, and keeps the budget through the filter:
+
+- ``get_items()`` is the conversation as stored: the items ``add_items`` was given, in the
+  shape they were given (the newest ``session_settings.limit`` of them, or ``limit``).
+  Each stored message keeps its items in its metadata (``openai_agents_items``; a long
+  text the message holds itself is not kept twice). A message stored another way
+  (``session.add``) reads back as :func:`memci.messages.to_responses` writes it.
 - ``add_items`` stores the items of a call in one batch (one turn, one message).
-- ``call_model_input_filter`` runs before every model call, tool loops included: it stores
-  what the run holds that memci has not seen yet, then replaces the input with memci's
-  context, built within the budget less the agent's instructions and the schemas of the
-  agent's other function tools. So every request fits, however long the loop.
+- ``call_model_input_filter`` runs before every model call, tool loops included: the
+  model's input becomes memci's context, built within the budget less the agent's
+  instructions, the schemas of the agent's other function tools and the items of the
+  run memci does not hold yet (a streamed run's new input, which the SDK adds after this
+  call), which are sent after the context as they are. The filter never stores: what the
+  SDK adds is stored by ``add_items`` alone, so no item is stored twice, whatever the
+  SDK or a ``session_input_callback`` repeats.
 - ``pop_item`` and ``clear_session`` delete nothing: they move the session to a branch
   without the newest item (``Session.fork``); what was there stays searchable.
 - ``tools()``: memci's tools as ``FunctionTool`` objects, each enabled while the session offers it.
@@ -27,33 +34,45 @@ Async methods reach the session through :mod:`memci.integrations._aio`.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from types import MappingProxyType
 from typing import Any
 
 from memci import Context, Session, ToolSpec
+from memci.errors import InvalidMessageError
 from memci.integrations import _aio
 from memci.integrations._common import (
     Ledger,
     build_within,
     call_tool,
     every_tool,
+    fill_shape,
+    keep_shape,
     key_of,
     missing_extra,
     offered_names,
     schema_tokens,
     text_tokens,
 )
-from memci.messages import Message, to_responses
+from memci.messages import Message, coerce_many, to_responses
 
 try:
     from agents import AgentBase, FunctionTool, RunContextWrapper, TResponseInputItem
     from agents.memory import Session as AgentsSession
     from agents.memory import SessionSettings
+    from agents.memory.session_settings import coerce_session_settings
     from agents.run_config import CallModelData, ModelInputData
 except ImportError as exc:  # pragma: no cover - exercised in a subprocess without the extra
     raise missing_extra("openai-agents", "openai-agents", "openai_agents") from exc
 
-__all__ = ["MemciSession"]
+__all__ = ["ITEMS", "MemciSession"]
+
+ITEMS = "openai_agents_items"
+"""The metadata key under which a stored message keeps the items it was read from."""
+
+_INDEX = "openai_agents_index"  # an item's place in its batch, while the batch is read
 
 
 def _plain(item: object) -> dict[str, Any]:
@@ -66,54 +85,87 @@ def _plain(item: object) -> dict[str, Any]:
     return dict(item)
 
 
-def context_items(ctx: Context) -> list[dict[str, Any]]:
-    """A context as Responses input items: memci's system text as a ``developer`` item."""
-    payload = ctx.to_responses()
-    head = payload.get("instructions")
-    items: list[dict[str, Any]] = list(payload["input"])
-    return ([{"role": "developer", "content": head}] if head else []) + items
+# -- items kept with their messages ------------------------------------------------------
+
+
+def items_of(message: Message) -> list[dict[str, Any]]:
+    """The items ``message`` was stored from; for one stored otherwise, memci's own writing."""
+    kept = message.metadata.get(ITEMS)
+    if isinstance(kept, list | tuple):
+        return [fill_shape(entry, message.content) for entry in kept]
+    if message.role == "system":
+        return []
+    result = message.tool_result if message.role == "tool" else None
+    if result is not None:
+        return [{"type": "function_call_output", "call_id": result.call_id,
+                 "output": result.content}]
+    return to_responses([message])[1]
+
+
+def stored_messages(items: Sequence[dict[str, Any]]) -> list[Message]:
+    """``items`` read as memci reads a batch, each message keeping the items it came from.
+
+    An item's place in the batch rides in its metadata while the batch is read: a
+    message's items run from the place after the one before it to its own (a turn's
+    items merge their metadata, the last one's place winning).
+    """
+    tagged = [{**item, "metadata": {**dict(item.get("metadata") or {}), _INDEX: i}}
+              for i, item in enumerate(items)]
+    out: list[Message] = []
+    start = 0
+    for message in coerce_many(tagged):
+        end = int(message.metadata[_INDEX]) + 1
+        metadata = {k: v for k, v in message.metadata.items() if k != _INDEX}
+        metadata[ITEMS] = [keep_shape(item, message.content) for item in items[start:end]]
+        out.append(replace(message, metadata=MappingProxyType(metadata)))
+        start = max(start, end)
+    return out
 
 
 class MemciSession:
-    """An OpenAI Agents SDK ``Session`` whose history is a memci session's context."""
+    """An OpenAI Agents SDK ``Session`` over a memci session (``SQLiteSession``'s contract)."""
 
-    session_settings: SessionSettings | None = None
-
-    def __init__(self, session: Session, *, recipe: str = "auto") -> None:
+    def __init__(self, session: Session, *, recipe: str = "auto",
+                 session_settings: SessionSettings | dict[str, Any] | None = None) -> None:
         self.session = session
         self.session_id = session.name
         self.recipe = recipe
-        # What the running Runner holds that memci has stored or shown it (see Ledger).
-        self._ledger = Ledger()
-        # Items the filter stored before the SDK's own add_items (streamed runs).
-        self._ahead = Ledger()
+        self.session_settings: SessionSettings | None = (
+            coerce_session_settings(session_settings) if session_settings is not None
+            else SessionSettings())
+        # Keys of the branch's items (a multiset), and the session's count they are of.
+        self._held: Ledger | None = None
+        self._held_count = -1
 
     # -- the Session protocol ------------------------------------------------------------
 
     async def get_items(self, limit: int | None = None) -> list[TResponseInputItem]:
-        """memci's context as items; with ``limit``, the newest ``limit`` items stored."""
+        """The items stored, in the shape given: the newest ``limit`` (or the settings')."""
+        if limit is None and self.session_settings is not None:
+            limit = self.session_settings.limit
         items = await _aio.call(self.session, self._items, limit)
         return items  # type: ignore[return-value]  # plain dicts of the item TypedDicts
 
     def _items(self, limit: int | None) -> list[dict[str, Any]]:
-        if limit is not None:
-            items = self._tail(limit)[0] if limit > 0 else []
-            self._ledger.note(key_of(i) for i in items)
-            return items
-        items = context_items(self.session.build(recipe=self.recipe))
-        self._ledger.reset(key_of(i) for i in items)  # a run starts from this
-        return items
+        if limit is not None and limit <= 0:
+            return []
+        items = [i for m in self._branch() for i in items_of(m)]
+        return items if limit is None else items[-limit:]
+
+    def _branch(self) -> list[Message]:
+        return [m for m in self.session.branch() if m.role != "system"]
 
     async def add_items(self, items: list[TResponseInputItem]) -> None:
         """Store ``items`` in one batch (durable when this returns)."""
         await _aio.call(self.session, self._add, [_plain(i) for i in items])
 
     def _add(self, items: list[dict[str, Any]]) -> None:
-        keys = [key_of(i) for i in items]
-        todo = [i for i, k in zip(items, keys, strict=True) if not self._ahead.take(k)]
-        if todo:
-            self.session.add_many(todo)
-        self._ledger.note(keys)
+        if not items:
+            return
+        held = self._holding()
+        self.session.add_many(stored_messages(items))
+        held.note(key_of(i) for i in items)
+        self._held_count = self.session.count()
 
     async def pop_item(self) -> TResponseInputItem | None:
         """Take the newest item off the conversation (kept in the store, off the branch)."""
@@ -121,35 +173,36 @@ class MemciSession:
         return item  # type: ignore[return-value]
 
     def _pop(self) -> dict[str, Any] | None:
-        items, last, rest = self._tail(1)
-        if not items or last is None:
+        branch = self._branch()
+        at = len(branch) - 1
+        while at >= 0 and not items_of(branch[at]):
+            at -= 1
+        if at < 0:
             return None
-        branch = self.session.branch_seqs()
-        before = branch[-2] if len(branch) > 1 else 0
-        self.session.fork(before)
-        if rest:
-            self.session.add_many(rest)  # the newest message less its last item
+        items = items_of(branch[at])
+        before = branch[at - 1].seq if at > 0 else None
+        self.session.fork(before or 0)
+        self._held = None
+        if len(items) > 1:
+            self._add(items[:-1])  # the message less its last item
         return items[-1]
 
     async def clear_session(self) -> None:
         """Start the conversation over (the stored messages stay, off the branch)."""
-        await _aio.call(self.session, self.session.fork, 0)
+        await _aio.call(self.session, self._clear)
 
-    def _tail(self, n: int) -> tuple[list[dict[str, Any]], Message | None, list[dict[str, Any]]]:
-        """The newest ``n`` items; the newest message; its items but the last."""
-        branch = [m for m in self.session.branch() if m.role != "system"]
-        if not branch:
-            return [], None, []
-        # Whole pages from the newest user message back, so results stay with their calls.
-        start, count = len(branch), 0
-        while start > 0 and count < n:
-            start -= 1
-            while start > 0 and branch[start].role != "user":
-                start -= 1
-            count = len(to_responses(branch[start:])[1])
-        items = to_responses(branch[start:])[1]
-        before = to_responses(branch[start:-1])[1] if len(branch) - start > 1 else []
-        return items[-n:], branch[-1], items[len(before):-1]
+    def _clear(self) -> None:
+        self.session.fork(0)
+        self._held = None
+
+    def _holding(self) -> Ledger:
+        """Keys of the branch's items; read again when another writer changed the session."""
+        count = self.session.count()
+        if self._held is None or count != self._held_count:
+            self._held = Ledger()
+            self._held.note(key_of(i) for m in self._branch() for i in items_of(m))
+            self._held_count = count
+        return self._held
 
     # -- before every model call ---------------------------------------------------------
 
@@ -160,22 +213,28 @@ class MemciSession:
         own = text_tokens(self.session, instructions) + schema_tokens(
             self.session, self._own_tools(data.agent))
         sent = [t.name for t in data.agent.tools if isinstance(t, FunctionTool)]
-        ctx = await _aio.call(self.session, self._filter, items, own, sent)
+        ctx, pending = await _aio.call(self.session, self._filter, items, own, sent)
         payload = ctx.to_responses()
         memci_head = payload.get("instructions")
         joined = "\n\n".join(t for t in (instructions, memci_head) if t) or None
-        return ModelInputData(input=payload["input"], instructions=joined)
+        return ModelInputData(input=[*payload["input"], *pending],  # type: ignore[list-item]
+                              instructions=joined)
 
-    def _filter(self, items: list[dict[str, Any]], own: int, sent: list[str]) -> Context:
-        keys = [key_of(i) for i in items]
-        fresh = self._ledger.fresh(keys)
-        if fresh:
-            # Not stored yet (a streamed run calls the model before add_items): store it
-            # now, and let add_items skip it when it comes.
-            self.session.add_many([items[i] for i in fresh])
-            self._ahead.note(keys[i] for i in fresh)
-            self._ledger.note(keys[i] for i in fresh)
-        return build_within(self.session, own, sent_tools=sent, recipe=self.recipe)
+    def _filter(self, items: list[dict[str, Any]], own: int, sent: list[str]
+                ) -> tuple[Context, list[dict[str, Any]]]:
+        pending = [items[i] for i in self._holding().fresh([key_of(i) for i in items])]
+        ctx = build_within(self.session, own + self._tokens(pending), sent_tools=sent,
+                           recipe=self.recipe)
+        return ctx, pending
+
+    def _tokens(self, items: list[dict[str, Any]]) -> int:
+        """Tokens of items sent as they are, as memci counts a message."""
+        if not items:
+            return 0
+        try:
+            return sum(self.session.tokenizer.count_message(m) for m in coerce_many(items))
+        except InvalidMessageError:  # an item memci does not read: count its JSON text
+            return sum(text_tokens(self.session, json.dumps(i)) for i in items)
 
     def _own_tools(self, agent: AgentBase) -> list[dict[str, Any]]:
         mine = {s.name for s in every_tool(self.session)}

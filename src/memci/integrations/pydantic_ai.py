@@ -9,16 +9,23 @@
     await agent.run("hi")          # no message_history: memci holds the conversation
 
 - :class:`MemciCapability` stores, before every model request, what memci has not stored
-  yet of the run's messages (a response, and each part of a request, keyed by a hash of
-  its serialized form, kept in the stored message's metadata as ``pydantic_ai_key``), and
-  sends memci's context in their place for this request: the agent's system prompt parts
-  first, memci's system text after them, then the turns, within the session's budget
-  less the agent's instructions and the schemas of its other tools. The run's own history
-  stays as pydantic-ai keeps it; its final answer is stored when the run ends. It brings
-  memci's tools (:func:`toolset`).
+  yet of the run's messages, and sends memci's context in their place for this request:
+  the agent's system prompt parts first, memci's system text after them, then the turns,
+  within the session's budget less the agent's instructions and the schemas of its other
+  tools. The run's own history stays as pydantic-ai keeps it; its final answer is stored
+  when the run ends. It brings memci's tools (:func:`toolset`).
 - :func:`history_processor`: the same as a history processor, for
   ``capabilities=[ProcessHistory(history_processor(session))]``; it cannot see the tools,
-  so it budgets the system prompt only, and the run's history becomes memci's context.
+  so it budgets the system prompt only, and the run's history becomes memci's context
+  (messages marked ``metadata={"memci_context": True}``, never stored again).
+
+Each message is stored once per time it occurs: a response is keyed by a hash of its
+parts, timestamp and provider response id, each part of a request by a hash of the part
+(which carries its timestamp); the key is kept in the stored message's metadata as
+``pydantic_ai_key``. So the same answer, or the same tool call id (pydantic-ai's test
+models number calls from ``call_0`` in every run), in two runs is two messages, while a
+history passed back (``message_history=result.all_messages()``) is known and not stored
+again.
 - :func:`toolset`: memci's tools, each offered while the session offers it.
 
 pydantic-ai's reasoning (``ThinkingPart``) and built-in tool parts are not stored.
@@ -35,6 +42,7 @@ from typing import Any
 from memci import Context, Session
 from memci.integrations import _aio
 from memci.integrations._common import (
+    Ledger,
     build_within,
     call_tool,
     every_tool,
@@ -76,6 +84,9 @@ __all__ = ["MemciCapability", "history_processor", "toolset"]
 KEY = "pydantic_ai_key"
 """The metadata key under which a stored message keeps the key of its pydantic-ai message."""
 
+CONTEXT = "memci_context"
+"""The metadata key of the pydantic-ai messages memci makes of its context (never stored)."""
+
 
 def _hash(value: object) -> str:
     return hashlib.sha256(key_of(value).encode()).hexdigest()[:32]
@@ -84,13 +95,16 @@ def _hash(value: object) -> str:
 def message_keys(message: ModelMessage) -> list[str]:
     """The keys of what memci stores of a pydantic-ai message.
 
-    A response is one key (a hash of its serialized parts); a request one key a part,
-    since pydantic-ai adds parts to a request already sent (a notice of tools added) and
-    fills its ``instructions`` in after the call.
+    A response is one key: a hash of its parts and of when and where it was made (its
+    timestamp and provider response id), so the same words answered in two runs are two
+    responses. A request is one key a part (each part carries its own timestamp), since
+    pydantic-ai adds parts to a request already sent (a notice of tools added) and fills
+    its ``instructions`` in after the call.
     """
     dumped = ModelMessagesTypeAdapter.dump_python([message], mode="json")[0]
     if isinstance(message, ModelResponse):
-        return [_hash(["response", dumped["parts"]])]
+        return [_hash(["response", dumped.get("timestamp"), dumped.get("provider_response_id"),
+                       dumped["parts"]])]
     return [_hash(["request-part", part]) for part in dumped["parts"]]
 
 
@@ -108,16 +122,17 @@ def _user_content(part: UserPromptPart) -> str | list[dict[str, Any]]:
     return blocks
 
 
-def stored_form(message: ModelMessage, known: set[str]) -> list[dict[str, Any]]:
-    """What memci does not hold yet of a pydantic-ai message, as OpenAI dicts.
+def stored_form(message: ModelMessage, fresh: set[int]) -> list[dict[str, Any]]:
+    """What memci stores of a pydantic-ai message, as OpenAI dicts: the keys at ``fresh``.
 
-    Kept: user prompts, tool returns, retries (a retry of a call answers that call; other
-    feedback is the app's words to the model). Left out: system prompts (the agent's own,
-    sent with every request) and pydantic-ai's notices (such as tools added).
+    ``fresh`` holds positions in :func:`message_keys` (0 for a response). Kept: user
+    prompts, tool returns, retries (a retry of a call answers that call; other feedback is
+    the app's words to the model). Left out: system prompts (the agent's own, sent with
+    every request) and pydantic-ai's notices (such as tools added).
     """
     keys = message_keys(message)
     if isinstance(message, ModelResponse):
-        if keys[0] in known:
+        if 0 not in fresh:
             return []
         text = "".join(p.content for p in message.parts if isinstance(p, TextPart))
         calls = [{"id": p.tool_call_id, "type": "function", "function": {
@@ -131,9 +146,9 @@ def stored_form(message: ModelMessage, known: set[str]) -> list[dict[str, Any]]:
             out["tool_calls"] = calls
         return [out]
     rows: list[dict[str, Any]] = []
-    for part, key in zip(message.parts, keys, strict=True):
+    for i, (part, key) in enumerate(zip(message.parts, keys, strict=True)):
         meta = {KEY: key}
-        if key in known:
+        if i not in fresh:
             continue
         if isinstance(part, UserPromptPart):
             rows.append({"role": "user", "content": _user_content(part), "metadata": meta})
@@ -151,7 +166,11 @@ def stored_form(message: ModelMessage, known: set[str]) -> list[dict[str, Any]]:
 
 
 def context_messages(ctx: Context, system: Sequence[str] = ()) -> list[ModelMessage]:
-    """A context as pydantic-ai messages; the system texts (then memci's) open the first."""
+    """A context as pydantic-ai messages; the system texts (then memci's) open the first.
+
+    Each carries ``metadata={"memci_context": True}``: handed back (a run's history after
+    the history processor, passed back as ``message_history``), it is known as memci's.
+    """
     memci_system, turns = split_system(ctx.messages)
     pending: list[ModelRequestPart] = [
         SystemPromptPart(t) for t in (*system, memci_system) if t]
@@ -160,7 +179,7 @@ def context_messages(ctx: Context, system: Sequence[str] = ()) -> list[ModelMess
     for row in to_openai(turns):
         if row["role"] == "assistant":
             if pending:
-                out.append(ModelRequest(pending))
+                out.append(ModelRequest(pending, metadata=_MARK))
                 pending = []
             parts: list[ModelResponsePart] = [TextPart(row["content"])] if row.get(
                 "content") else []
@@ -168,7 +187,7 @@ def context_messages(ctx: Context, system: Sequence[str] = ()) -> list[ModelMess
                 names[call["id"]] = call["function"]["name"]
                 parts.append(ToolCallPart(call["function"]["name"], call["function"]["arguments"],
                                           tool_call_id=call["id"]))
-            out.append(ModelResponse(parts))
+            out.append(ModelResponse(parts, metadata=_MARK))
         elif row["role"] == "tool":
             pending.append(ToolReturnPart(names.get(row["tool_call_id"], "tool"), row["content"],
                                           tool_call_id=row["tool_call_id"]))
@@ -179,34 +198,58 @@ def context_messages(ctx: Context, system: Sequence[str] = ()) -> list[ModelMess
                            ImageUrl(b["image_url"]["url"]) for b in content]
             pending.append(UserPromptPart(content))
     if pending:
-        out.append(ModelRequest(pending))
+        out.append(ModelRequest(pending, metadata=_MARK))
     return out
 
 
+_MARK = {CONTEXT: True}
+
+
+def _is_context(message: ModelMessage) -> bool:
+    """Whether ``message`` is memci's rendering of its context (never stored).
+
+    A run's history after the history processor is made of these: memci holds what it shows.
+    """
+    return bool(message.metadata and message.metadata.get(CONTEXT))
+
+
 class _Keeper:
-    """Stores what memci has not stored yet of a run's messages; builds the context."""
+    """Stores what memci has not stored yet of a run's messages; builds the context.
+
+    What memci holds is a multiset of keys (:class:`~memci.integrations._common.Ledger`):
+    each stored message's key once per time it was stored. A message of the run's list is
+    stored once per time it occurs beyond that; memci's own context messages, handed back
+    as a run's history, are never stored.
+    """
 
     def __init__(self, session: Session, recipe: str) -> None:
         self.session = session
         self.recipe = recipe
-        self._keys: set[str] | None = None
+        self._stored: Ledger | None = None
 
-    def keys(self) -> set[str]:
-        if self._keys is None:
-            self._keys = {str(m.metadata[KEY]) for m in self.session.messages()
-                          if KEY in m.metadata}
-        return self._keys
+    def _ledger(self) -> Ledger:
+        if self._stored is None:
+            self._stored = Ledger()
+            self._stored.note(str(m.metadata[KEY]) for m in self.session.messages()
+                              if KEY in m.metadata)
+        return self._stored
 
     def store(self, messages: Sequence[ModelMessage]) -> None:
-        known = self.keys()
-        rows = [row for m in messages for row in stored_form(m, known)]
+        ledger = self._ledger()
+        theirs = [m for m in messages if not _is_context(m)]
+        keys = [message_keys(m) for m in theirs]
+        flat = [k for ks in keys for k in ks]
+        fresh = set(ledger.fresh(flat))
+        rows: list[dict[str, Any]] = []
+        at = 0
+        for message, ks in zip(theirs, keys, strict=True):
+            mine = {i - at for i in range(at, at + len(ks)) if i in fresh}
+            at += len(ks)
+            if mine:
+                rows.extend(stored_form(message, mine))
         if rows:
             self.session.add_many(rows)
-        known.update(k for m in messages for k in message_keys(m))
-
-    def note(self, messages: Sequence[ModelMessage]) -> None:
-        """Know ``messages`` (memci's own context, handed back by the framework) as stored."""
-        self.keys().update(k for m in messages for k in message_keys(m))
+        ledger.note(flat[i] for i in sorted(fresh))
 
     def prepare(self, messages: Sequence[ModelMessage], own_tools: list[dict[str, Any]],
                 instructions: str | None, sent: list[str]) -> list[ModelMessage]:
@@ -273,17 +316,25 @@ class MemciCapability(AbstractCapability[Any]):
 
 def history_processor(
     session: Session, *, recipe: str = "auto"
-) -> Callable[[list[ModelMessage]], Awaitable[list[ModelMessage]]]:
-    """An async ``history_processors`` entry: store what is new, answer memci's context."""
+) -> Callable[[RunContext[Any], list[ModelMessage]], Awaitable[list[ModelMessage]]]:
+    """A history processor (``ProcessHistory``): store what is new, answer memci's context.
+
+    A processor runs only before model requests, so a run's final answer comes after its
+    last call: it is stored when this processor runs next (the next run's first request),
+    from the run's own message list, or at once when that list is passed back as
+    ``message_history``. :class:`MemciCapability` stores it when the run ends.
+    """
     keeper = _Keeper(session, recipe)
+    last_run: list[list[ModelMessage]] = []  # the list of the run processed last
 
-    def work(messages: list[ModelMessage]) -> list[ModelMessage]:
-        out = keeper.prepare(messages, [], None, [])
-        keeper.note(out)  # the run's history becomes this list: it is memci's already
-        return out
+    def work(run: list[ModelMessage], messages: list[ModelMessage]) -> list[ModelMessage]:
+        if last_run and last_run[0] is not run:
+            keeper.store(last_run[0])  # what that run added after its last request
+        last_run[:] = [run]
+        return keeper.prepare(messages, [], None, [])
 
-    async def process(messages: list[ModelMessage]) -> list[ModelMessage]:
-        return await _aio.call(session, work, messages)
+    async def process(ctx: RunContext[Any], messages: list[ModelMessage]) -> list[ModelMessage]:
+        return await _aio.call(session, work, ctx.messages, messages)
 
     return process
 

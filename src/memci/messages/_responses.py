@@ -20,10 +20,14 @@ parts in item order, so that its calls pair with the results that follow.
 Writing, :func:`to_responses` gives ``(instructions, input)``: the system messages joined
 into the instructions; a user message as a ``message`` item of ``input_text`` and
 ``input_image``; an assistant message as its items in part order; a tool result as a
-``function_call_output``. Pairing is repaired as the chat writer repairs it: a result
-that answers no open call is user text, a call left unanswered when the conversation
-moves on gets :data:`~memci.messages.MISSING_RESULT`. Reasoning goes back only where the
-API takes it, since it pairs a reasoning item with the item after it by their ids:
+``function_call_output``. Assistant messages in a row are one turn, written as the one
+message a batch would have made: a turn stored item by item (``session.add(item)`` for
+each item of ``response.output``) goes back as the same items as one stored whole, its
+reasoning and ids included, its calls open together. Pairing is repaired as the chat
+writer repairs it: a result that answers no open call is user text, a call left
+unanswered when the conversation moves on gets :data:`~memci.messages.MISSING_RESULT`.
+Reasoning goes back only where the API takes it, since it pairs a reasoning item with the
+item after it by their ids:
 
 - a reasoning item is sent right before the part that followed it, and only when that
   part (a text or a call) carries its item id; otherwise it is left out;
@@ -320,7 +324,7 @@ def to_responses(messages: Sequence[Message]) -> tuple[str | None, list[dict[str
             out.append(_user_item([{"type": "input_text", "text": "\n\n".join(orphans)}]))
             orphans.clear()
 
-    for message in messages:
+    for message in _turns(messages):
         if message.role == "system":
             if message.content.strip():
                 instructions.append(message.content)
@@ -343,6 +347,23 @@ def to_responses(messages: Sequence[Message]) -> tuple[str | None, list[dict[str
     if orphans:
         close_run()
     return ("\n\n".join(instructions) or None), out
+
+
+def _turns(messages: Sequence[Message]) -> list[Message]:
+    """``messages`` with each run of assistant messages joined into one (its parts in order).
+
+    The API reads the input as one list of items: what the model said between two inputs
+    is one turn however it was stored, and a reasoning item pairs with the item after it
+    even when that item was stored as a message of its own.
+    """
+    out: list[Message] = []
+    for message in messages:
+        last = out[-1] if out else None
+        if last is not None and last.role == message.role == "assistant":
+            out[-1] = replace(last, parts=last.parts + message.parts)
+        else:
+            out.append(message)
+    return out
 
 
 def _user_items(message: Message) -> list[dict[str, Any]]:
