@@ -183,9 +183,10 @@ class Session:
                 stored = store.append(
                     self._record, ready,
                     external={p.position: p.prepared.sha256 for p in pending if p.external})
-                memory.index(self._record, ToolViews.as_stored(stored, pending))
+                rows = ToolViews.as_stored(stored, pending)
+                memory.index(self._record, rows)
                 linked = self._views.link(pending, stored)
-            self._log.stored(stored, linked)
+            self._log.stored(stored, linked, rows)
         return stored
 
     # -- reading -------------------------------------------------------------------------

@@ -9,6 +9,11 @@ epoch is the one it read; a deletion by any process grows the epoch, and the cop
 read again from the start), and loads message bodies on demand, by seq range, as a
 context shows them (tool results as their views).
 
+It keeps the newest stored messages it has seen (a run of consecutive seqs, as their rows
+hold them: a large output's head): a stored message never changes, so the builds that read
+the newest messages again and again (the newest unit, the current page, a tool output's
+head) read them once.
+
 Everything in it is derived from the store and rebuilt from it when a session is opened.
 """
 
@@ -37,6 +42,8 @@ from memci.text import language_of
 
 __all__ = ["SessionLog"]
 
+_KEPT_MESSAGES = 256  # the newest messages kept as loaded (their seqs consecutive)
+
 
 class SessionLog:
     """The followed branch of one session's log, with its system prompt and tool calls."""
@@ -63,6 +70,9 @@ class SessionLog:
         self._followed = 0  # positions of ``index`` checked against the branches
         self.at: int | None = None  # the message fork() continues from, until an add
         self._pending = (0, False)  # (newest seq, whether its calls await results)
+        # every stored message with ``_kept_from <= seq <= _kept_to``, by seq
+        self._kept: dict[int, Message] = {}
+        self._kept_from, self._kept_to = 1, 0
 
     # -- keeping in step -----------------------------------------------------------------
 
@@ -84,6 +94,7 @@ class SessionLog:
         if not rows:
             return True
         self.held += len(rows)
+        self._keep_from_scratch(rows[-1].seq + 1)
         systems = [r.seq for r in rows if r.role == "system"]
         if systems:
             self.system = self.load(systems[-1], systems[-1])[0]
@@ -103,16 +114,19 @@ class SessionLog:
         self._follow(self.store.branch_links(self.record, after=rows[0].seq - 1))
         return True
 
-    def stored(self, stored: list[Message], linked: list[tuple[Message, Message]]) -> None:
+    def stored(self, stored: list[Message], linked: list[tuple[Message, Message]],
+               rows: list[Message] | None = None) -> None:
         """Take in messages this process just stored (``linked``: tool results and their views).
 
-        When another process appended in between, the gap is read from the store instead.
+        ``rows``: the messages as their rows hold them (a large output's head), kept. When
+        another process appended in between, the gap is read from the store instead.
         """
         if not stored:
             return
         if stored[0].seq != self.last_seq + 1:
             self.sync()
             return
+        self._keep(rows if rows is not None else stored)
         self.held += len(stored)
         for message in stored:
             for call in message.tool_calls:
@@ -229,8 +243,37 @@ class SessionLog:
 
     def load_seqs(self, first: int, last: int) -> list[Message]:
         """Stored messages with ``first <= seq <= last`` (large outputs: their heads)."""
+        if self._kept_from <= first and last <= self._kept_to:
+            kept = self._kept
+            return [kept[seq] for seq in range(first, last + 1) if seq in kept]
         # A large tool output comes with the head its row holds: contexts show its view.
-        return self.store.messages(self.record, after=first - 1, upto=last, whole=False)
+        loaded = self.store.messages(self.record, after=first - 1, upto=last, whole=False)
+        if last >= self._kept_from - 1 and first < self._kept_from and last <= self._kept_to:
+            # The run kept reaches down to ``first`` now.
+            self._kept.update((m.seq or 0, m) for m in loaded)
+            self._kept_from = first
+            self._trim()
+        return loaded
+
+    def _keep(self, rows: list[Message]) -> None:
+        """Keep messages just stored (their seqs follow the newest kept, or start anew)."""
+        first = rows[0].seq or 0
+        if first != self._kept_to + 1:
+            self._keep_from_scratch(first)
+        self._kept.update((m.seq or 0, m) for m in rows)
+        self._kept_to = rows[-1].seq or self._kept_to
+        self._trim()
+
+    def _keep_from_scratch(self, first: int) -> None:
+        """Keep nothing older than ``first`` (the store holds what this process did not see)."""
+        self._kept = {}
+        self._kept_from, self._kept_to = first, first - 1
+
+    def _trim(self) -> None:
+        if len(self._kept) > _KEPT_MESSAGES:
+            for seq in sorted(self._kept)[:len(self._kept) - _KEPT_MESSAGES]:
+                del self._kept[seq]
+            self._kept_from = min(self._kept)
 
     def load(self, first: int, last: int) -> list[Message]:
         """Messages with ``first <= seq <= last`` on the followed branch (and system ones)."""

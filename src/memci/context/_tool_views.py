@@ -6,6 +6,11 @@ it): the message, its artifact, its file and its view are stored together or not
 A large output (one the artifact store keeps as a file) is stored once: its message row
 keeps only the head and names the file (``external``), and is read whole only when asked.
 
+A result's view shows its own call (the tool and its arguments): the same output returned
+by another call later is the same artifact, linked again, and changes nothing shown of
+this one. Views are made once per process (a stored message and its link never change):
+when the result is added, or the first time a build shows it.
+
 In a context a tool result appears as a *view*: the artifact's 1-6 summary lines and its
 pointer ``artifact:<id>``; the newest result of a tool loop also shows the head of its
 output, read from the artifact (never the whole output). A view keeps the tool message's
@@ -15,6 +20,7 @@ costs in tokens, is saved in ``message_views``, so planning a build reads no mes
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
@@ -31,6 +37,7 @@ SMALL_OUTPUT_CHARS = 300
 COUNT_SAMPLES_OVER = 1_000_000
 """Characters of a tool output above which its raw tokens are counted from samples."""
 _SAMPLES = 16
+_KEPT_VIEWS = 512  # views kept made, by seq (a window's tool results)
 _SAMPLE_CHARS = 32_768
 
 
@@ -100,7 +107,48 @@ class ToolViews:
         self.store = store
         self.session = session
         self.artifacts = artifacts
-        self.tokenizer = tokenizer
+        self._tokenizer = tokenizer
+        # seq -> (its artifact as linked to its call, its view), most recently used last
+        self._made: OrderedDict[int, tuple[Artifact, Message]] = OrderedDict()
+
+    @property
+    def tokenizer(self) -> Tokenizer:
+        """What counts a view's tokens (views made with another are made again)."""
+        return self._tokenizer
+
+    @tokenizer.setter
+    def tokenizer(self, tokenizer: Tokenizer) -> None:
+        if tokenizer is not self._tokenizer:
+            self._made.clear()
+        self._tokenizer = tokenizer
+
+    def _kept(self, seq: int) -> tuple[Artifact, Message] | None:
+        made = self._made.get(seq)
+        if made is not None:
+            self._made.move_to_end(seq)
+        return made
+
+    def _keep(self, message: Message, artifact: Artifact) -> Message:
+        """The view of a stored result, made and kept with its artifact."""
+        view = self.view(message, artifact)
+        self._made[message.seq or 0] = (artifact, view)
+        self._made.move_to_end(message.seq or 0)
+        while len(self._made) > _KEPT_VIEWS:
+            self._made.popitem(last=False)
+        return view
+
+    def _own(self, message: Message, artifact_id: str) -> Artifact:
+        """The artifact ``artifact_id`` as linked to the call ``message`` answers.
+
+        Falls back to its latest link when the session has no link of that call to it
+        (stored by an older version).
+        """
+        result = message.tool_result
+        if result is not None:
+            own = self.artifacts.for_call(self.session, result.call_id)
+            if own is not None and own.id == artifact_id:
+                return own
+        return self.artifacts.get(artifact_id)
 
     def prepare(
         self, messages: Sequence[Message], calls: Mapping[str, ToolCallPart]
@@ -164,7 +212,7 @@ class ToolViews:
                 item.prepared, session=self.session, call_id=result.call_id,
                 created_at=message.created_at, is_error=result.is_error)
             made.append((message, artifact))
-        shown = [(m, self.view(m, a)) for m, a in made]
+        shown = [(m, self._keep(m, a)) for m, a in made]
         if made:
             self.store.save_views(self.session, [
                 (m.seq or 0, a.id, v.tokens or 0) for (m, a), (_, v) in zip(made, shown,
@@ -261,30 +309,34 @@ class ToolViews:
         seqs = [m.seq or 0 for m in messages if m.role == "tool"]
         if not seqs:
             return messages
-        saved = self.store.views(self.session, seqs[0], seqs[-1])
-        missing = [m for m in messages if m.role == "tool" and (m.seq or 0) not in saved]
-        made = {m.seq: a for m, a in self.store_results(missing, {})}
-        out: list[Message] = []
-        for message in messages:
-            if message.role != "tool":
-                out.append(message)
-                continue
-            artifact = made.get(message.seq)
-            if artifact is None:
-                try:
-                    artifact = self.artifacts.get(saved[message.seq or 0])
-                except ArtifactNotFoundError:
-                    artifact = self.store_results([message], {})[0][1]
-            out.append(self.view(message, artifact))
-        return out
+        kept = {seq: done[1] for seq in seqs if (done := self._kept(seq)) is not None}
+        if len(kept) < len(seqs):
+            saved = self.store.views(self.session, seqs[0], seqs[-1])
+            missing = [m for m in messages if m.role == "tool" and (m.seq or 0) not in saved]
+            new = {m.seq: a for m, a in self.store_results(missing, {})}
+            for message in messages:
+                seq = message.seq or 0
+                if message.role != "tool" or seq in kept:
+                    continue
+                artifact = new.get(message.seq)
+                if artifact is None:
+                    try:
+                        artifact = self._own(message, saved[seq])
+                    except ArtifactNotFoundError:
+                        artifact = self.store_results([message], {})[0][1]
+                kept[seq] = self._keep(message, artifact)
+        return [kept[m.seq or 0] if m.role == "tool" else m for m in messages]
 
     def artifact_of(self, message: Message) -> Artifact:
-        """The artifact of a stored tool result."""
+        """The artifact of a stored tool result (as linked to its own call)."""
         seq = message.seq or 0
+        kept = self._kept(seq)
+        if kept is not None:
+            return kept[0]
         saved = self.store.views(self.session, seq, seq)
         if seq in saved:
             try:
-                return self.artifacts.get(saved[seq])
+                return self._own(message, saved[seq])
             except ArtifactNotFoundError:
                 pass
         return self.store_results([message], {})[0][1]
