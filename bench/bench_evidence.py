@@ -48,7 +48,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import memci
 from _histories import SHARED
 from evidence_data import Conversation, Question, all_locomo, kdconv, longmemeval
-from evidence_match import Request, request_tokens
+from evidence_match import request_text, request_tokens
 from evidence_systems import BASELINES, History, MemciConversation
 from evidence_traces import LAST_N, TraceResult, replay
 from memci.store.sqlite._driver import driver
@@ -152,9 +152,9 @@ class Run:
 
     def _measure(self, conv: Conversation, q: Question, budget: int, system: str,
                  payload: dict[str, Any], ms: float, text: dict[str, str]) -> None:
-        request = Request(payload, q.text)
-        strict = [e for e in q.evidence if request.strict(text[e])]
-        fuzzy = [e for e in q.evidence if e in strict or request.fuzzy(text[e])]
+        request = request_text(payload, q.text)
+        strict = [e for e in q.evidence if request.verbatim(text[e])]
+        fuzzy = [e for e in q.evidence if e in strict or request.close(text[e])]
         tokens = request_tokens(payload)
         t = self.tallies.setdefault((conv.dataset, budget, system), Tally())
         t.evidence += len(q.evidence)
