@@ -683,7 +683,7 @@ def test_unknown_model_warns_and_replays(tmp_path: Path) -> None:
     for known in ("gpt-4o-mini", "claude-sonnet-4-20250514", "openai/gpt-4.1"):
         quiet = CliRunner().invoke(main, ["replay", str(EXAMPLE_TRACE), "--model", known,
                                           "--json"])
-        assert quiet.exit_code == 0 and "warning" not in quiet.stderr, quiet.stderr
+        assert quiet.exit_code == 0 and "unknown model" not in quiet.stderr, quiet.stderr
 
 
 # -- any damage to a file of any format: a transcript that keeps the rules, or one error --
