@@ -30,6 +30,7 @@ from rich.text import Text
 
 from memci._builder import PageInfo
 from memci.cli import _DB_HELP, main
+from memci.cli._tables import print_table, table
 from memci.context import Context
 from memci.engine import Engine, Session
 from memci.errors import StoreError, UnknownSessionError
@@ -375,18 +376,14 @@ def search_command(session: str, query: str, k: int, scope: str, db: str | None,
     if not data["hits"]:
         console.print(f"no hits for {query!r} in {scope} scope", highlight=False)
         return
-    table = Table(title=f"search {query!r} ({scope})", title_justify="left")
-    if scope == "user":
-        table.add_column("session")
-    for column in ("page", "seq", "role", "score", "found by"):
-        table.add_column(column, justify="right" if column in ("page", "seq", "score")
-                         else "left", no_wrap=True)
-    table.add_column("snippet", ratio=1)
-    for h in data["hits"]:
-        cells = [str(h["page"] or ""), str(h["seq"] or ""), h["role"], f"{h['score']:.4f}",
-                 ", ".join(h["retrievers"]), h["snippet"]]
-        table.add_row(*([h["session"] or ""] if scope == "user" else []), *cells)
-    console.print(table)
+    columns = [*(["session"] if scope == "user" else []), "page", "seq", "role", "score",
+               "found by", "snippet"]
+    rows = [[*([h["session"] or ""] if scope == "user" else []), str(h["page"] or ""),
+             str(h["seq"] or ""), h["role"], f"{h['score']:.4f}", ", ".join(h["retrievers"]),
+             h["snippet"]] for h in data["hits"]]
+    print_table(console, table(f"search {query!r} ({scope})", columns, rows,
+                               whole=("session", "page", "seq", "role", "score"),
+                               right=("page", "seq", "score")))
 
 
 # -- stats -------------------------------------------------------------------------------
