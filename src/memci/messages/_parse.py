@@ -9,7 +9,9 @@ OpenAI Responses items (read by :mod:`memci.messages._responses`; in a batch rea
 :func:`coerce_many`, the items of one assistant turn make one assistant message).
 
 Everything read is checked before anything is stored, in every form (a :class:`Message`
-built by hand included, whose every field is type-checked): roles, parts, tool arguments
+built by hand included, whose every field is type-checked): that it holds something (text,
+an image, a tool call or result, a reasoning item: an empty message is refused, naming
+what to add), roles, parts, tool arguments
 (JSON objects), text (valid Unicode, also inside JSON), metadata (a JSON object),
 nesting (at most :data:`~memci._jsonvalues.MAX_DEPTH` levels in metadata and tool
 arguments), size (text, arguments and metadata together within ``max_bytes``),
@@ -91,6 +93,16 @@ _ROLES: frozenset[str] = frozenset(_ROLE_ALIASES.values())
 # extended thinking, and the server-side tools Anthropic runs itself (their use and
 # their results come back in the assistant's own message).
 _ANTHROPIC_ASIDE_KEY = "anthropic_blocks"
+
+
+# What to add to a message that holds nothing (it would send nothing: Anthropic drops it,
+# OpenAI refuses it), by role.
+_EMPTY = {
+    "user": "add 'content' (text, or text and image blocks)",
+    "assistant": "add 'content' (text) or 'tool_calls'",
+    "system": "add 'content' (text)",
+    "tool": "add 'content' (the tool's output; an empty string is an empty output)",
+}
 
 
 def coerce(obj: object, *, max_bytes: int = DEFAULT_MAX_BYTES) -> list[Message]:
@@ -213,6 +225,8 @@ def validate(message: Message, *, max_bytes: int = DEFAULT_MAX_BYTES) -> None:
             _check_flag(part.is_error, "a tool result's is_error")
         else:
             raise InvalidMessageError(f"unknown message part {_brief(part)}")
+    if not any(not isinstance(p, TextPart) or p.text for p in message.parts):
+        raise InvalidMessageError(f"the {message.role} message is empty: {_EMPTY[message.role]}")
     if message.role == "tool":
         if len(message.parts) != 1 or not isinstance(message.parts[0], ToolResultPart):
             raise InvalidMessageError(
