@@ -274,3 +274,24 @@ def test_skipped_parts_are_not_run() -> None:
     text = bench_evidence.main(["--quick", "--skip", "locomo", "kdconv", "traces"])
     assert text.startswith("# What the request holds")
     assert "| locomo |" not in text and "## Tool loops" not in text
+
+
+def test_quick_never_drops_a_flag_given(tmp_path: Path) -> None:
+    lme = ROOT / "tests" / "trace_samples" / "longmemeval--items.json"
+    text = bench_evidence.main(["--quick", "--longmemeval", str(lme), "--budgets", "1000",
+                                "--skip", "locomo", "kdconv", "traces"])
+    assert "| longmemeval | 1,000 |" in text and "| 2,000 |" not in text
+    given = bench_evidence.plan(bench_evidence.parse([
+        "--quick", "--budgets", "500", "--trace-budgets", "3000", "--feed", "bulk",
+        "--max-questions", "5", "--locomo", "a.json", "b.json", "--traces", "t.json",
+        "--longmemeval", str(lme)]))
+    assert (given.budgets, given.trace_budgets, given.feeds, given.max_questions) == (
+        [500], [3000], ["bulk"], 5)
+    assert given.locomo == [Path("a.json"), Path("b.json")]  # not cut to the first
+    assert given.traces == [Path("t.json")] and given.longmemeval == [lme]
+    quick = bench_evidence.plan(bench_evidence.parse(["--quick"]))
+    assert (quick.budgets, quick.trace_budgets, quick.max_questions) == ([2000, 8000],
+                                                                         [8000], 20)
+    assert len(quick.locomo) <= 1 and len(quick.traces) <= 1
+    full = bench_evidence.plan(bench_evidence.parse(["--skip", "longmemeval"]))
+    assert full.budgets == [2000, 4000, 8000] and full.max_questions is None
