@@ -137,6 +137,13 @@ class ReplayResult:
     tokenizer_note: str | None = None
 
     @property
+    def mean_prefix_share(self) -> float:
+        """The mean share of a request that repeats the previous one (0 without requests)."""
+        shares = [min(1.0, r.prefix_tokens / r.memci_tokens) if r.memci_tokens else 0.0
+                  for r in self.requests]
+        return sum(shares) / len(shares) if shares else 0.0
+
+    @property
     def provenance(self) -> str:
         """Where the replay is stored and what counted its tokens, in one line."""
         where = (f"session {self.session!r} in {self.store}" if self.store else
@@ -245,6 +252,7 @@ class ReplayResult:
             "totals": {"requests": len(self.requests), "memci_tokens": self.memci_tokens,
                        "full_tokens": self.full_tokens, "saved_tokens": self.saved_tokens,
                        "saved_share": _ratio(self.saved_tokens, self.full_tokens),
+                       "mean_prefix_share": round(self.mean_prefix_share, 4),
                        **({"evidence": totals} if (totals := self.evidence_totals()) else {})},
             "cost": {
                 "cached_discount": d, "price_per_million": self.price,

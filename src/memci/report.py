@@ -444,7 +444,7 @@ def render_report(
     full, sent, saved = result.full_tokens, result.memci_tokens, result.saved_tokens
     shares = [min(1.0, max(0.0, r.prefix_tokens / r.memci_tokens)) if r.memci_tokens else 0.0
               for r in reqs]
-    mean_share = sum(shares) / len(shares) if shares else 0.0
+    mean_share = result.mean_prefix_share
     saved_pct = 100 * saved / full if full else 0.0
     counts = {k: sum(1 for e in found if e.kind == k) for k in _KINDS}
     e = html.escape
