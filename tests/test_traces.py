@@ -844,3 +844,14 @@ def test_openai_responses_items(tmp_path: Path) -> None:
     assert any("reasoning" in n for n in trace.notes)
     _assert_paired(trace)
     _check_replays(path, trace)
+
+
+def test_openhands_ids_and_causes_of_any_type_never_break_the_reader() -> None:
+    events = [{"id": 0, "source": "user", "action": "message", "args": {"content": "go"}},
+              {"id": {"odd": 1}, "source": "agent", "action": "run",
+               "args": {"command": "ls"}},
+              {"id": 2, "source": "agent", "observation": "run", "cause": ["odd"],
+               "content": "a.py"}]
+    trace = parse_trace(events)
+    assert _roles(trace) == ["user", "assistant", "tool"]
+    assert trace.messages[2]["content"] == "a.py"  # the oldest open call: the only one

@@ -43,7 +43,10 @@ history: the conversation's own messages so far and the agent's own tool schemas
 (never memci's), counted with the same tokenizer, whatever the strategy or budget.
 Totals follow, also as cost with prompt caching (cached input at the provider's
 discount: --cached-discount), since an agent that sends its full history hits the
-cache too.
+cache too. For a file that labels its questions' evidence (LoCoMo, LongMemEval), the
+evidence turns each answering request holds. The last line names the session the
+replay stored into and the tokenizer that counted (a stand-in for the model's own is
+said out loud).
 
 FILE is read in the format its shape shows (--format NAME forces one):
 

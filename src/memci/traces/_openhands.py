@@ -159,14 +159,15 @@ class _Reader:
         arguments = {k: v for k, v in args.items() if k not in _NOT_ARGUMENTS}
         (call_id,) = self.out.assistant(args.get("thought"), [Call(kind, arguments)],
                                         origin=origin, created_at=created)
-        if "id" in event:
+        if isinstance(event.get("id"), int | str):
             self.calls[event["id"]] = call_id
 
     def _observed(self, event: Mapping[str, Any], origin: str, created: object) -> None:
         """An observation without a tool call: its action's result, else user text."""
         self.response = None
         content = event.get("content") if "content" in event else event.get("message")
-        call_id = self.calls.pop(event.get("cause"), None)
+        cause = event.get("cause")
+        call_id = self.calls.pop(cause, None) if isinstance(cause, int | str) else None
         if call_id is not None or self.out.has_open_calls():
             name = event.get("observation")
             self.out.result(content, origin=origin, call_id=call_id,
