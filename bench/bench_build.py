@@ -1,6 +1,7 @@
 """Ingest throughput, build() time against history length, and prefix reuse.
 
 Run: python bench/bench_build.py [--quick]
+     python bench/bench_build.py --prefix-json   (only the prefix reuse, as JSON: the docs quote it)
 
 - ingest: ``add`` one at a time (synchronous=FULL: durable on return) and ``add_many``;
 - build: the first build() after importing 1k, 10k and 100k messages, then p50/p95/p99 of
@@ -17,6 +18,7 @@ Run: python bench/bench_build.py [--quick]
 from __future__ import annotations
 
 import argparse
+import json
 import statistics
 import sys
 import tempfile
@@ -120,7 +122,13 @@ def prefix_share(tmp: Path, strategy: str) -> dict[str, float]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--quick", action="store_true", help="smaller sizes, for a smoke run")
+    parser.add_argument("--prefix-json", action="store_true",
+                        help="only the prefix reuse, as JSON (the figures the docs quote)")
     args = parser.parse_args()
+    if args.prefix_json:
+        with tempfile.TemporaryDirectory() as d:
+            print(json.dumps({s: prefix_share(Path(d), s) for s in ("paged", "oldest")}))
+        return
     sizes = (1_000, 10_000) if args.quick else (1_000, 10_000, 100_000)
     with tempfile.TemporaryDirectory() as d:
         tmp = Path(d)

@@ -48,7 +48,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import memci
 from _histories import SHARED
 from evidence_data import Conversation, Question, all_locomo, kdconv, longmemeval
-from evidence_match import Request, request_tokens
+from evidence_match import request_text, request_tokens
 from evidence_systems import BASELINES, History, MemciConversation
 from evidence_traces import LAST_N, TraceResult, replay
 from memci.store.sqlite._driver import driver
@@ -152,9 +152,9 @@ class Run:
 
     def _measure(self, conv: Conversation, q: Question, budget: int, system: str,
                  payload: dict[str, Any], ms: float, text: dict[str, str]) -> None:
-        request = Request(payload, q.text)
-        strict = [e for e in q.evidence if request.strict(text[e])]
-        fuzzy = [e for e in q.evidence if e in strict or request.fuzzy(text[e])]
+        request = request_text(payload, q.text)
+        strict = [e for e in q.evidence if request.verbatim(text[e])]
+        fuzzy = [e for e in q.evidence if e in strict or request.close(text[e])]
         tokens = request_tokens(payload)
         t = self.tallies.setdefault((conv.dataset, budget, system), Tally())
         t.evidence += len(q.evidence)
@@ -299,26 +299,30 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
                              "own haystack, fed per budget: --max-questions samples big files)")
     parser.add_argument("--traces", type=Path, nargs="+", metavar="FILE",
                         help="agent traces (default ../shared/data/traces/*.traj.json)")
-    parser.add_argument("--skip", nargs="+", default=[], choices=["locomo", "kdconv", "traces"],
+    parser.add_argument("--skip", nargs="+", default=[],
+                        choices=["locomo", "kdconv", "longmemeval", "traces"],
                         help="leave these parts out")
-    parser.add_argument("--budgets", type=int, nargs="+", default=[2000, 4000, 8000],
+    parser.add_argument("--budgets", type=int, nargs="+", default=None,
                         help="request budgets in tokens for the questions (default 2000 4000 "
-                             "8000)")
-    parser.add_argument("--trace-budgets", type=int, nargs="+", default=[8000, 16000, 96000],
-                        help="request budgets for the tool loops (default 8000 16000 96000)")
-    parser.add_argument("--feed", nargs="+", choices=["live", "bulk"], default=["live"],
+                             "8000; --quick: 2000 8000)")
+    parser.add_argument("--trace-budgets", type=int, nargs="+", default=None,
+                        help="request budgets for the tool loops (default 8000 16000 96000; "
+                             "--quick: 8000)")
+    parser.add_argument("--feed", nargs="+", choices=["live", "bulk"], default=None,
                         help="how memci is fed before the questions: live (a build before "
                              "every assistant turn, as an agent does; the default) and/or "
                              "bulk (the history imported, no build until the question)")
     parser.add_argument("--max-questions", type=int, default=None,
-                        help="at most this many questions per conversation, spread evenly")
+                        help="at most this many questions per conversation, spread evenly "
+                             "(default all; --quick: 20)")
     parser.add_argument("--kdconv-dialogues", type=int, default=50,
                         help="KdConv dialogues per conversation")
     parser.add_argument("--kdconv-questions", type=int, default=40,
                         help="KdConv questions per conversation")
     parser.add_argument("--quick", action="store_true",
-                        help="one conversation per dataset, 20 questions, budgets 2k and 8k, "
-                             "live feed, one trace at 8k")
+                        help="smaller defaults for what is not given: the first LoCoMo file "
+                             "and trace, one KdConv conversation, 20 questions, budgets 2k "
+                             "and 8k, traces at 8k (every flag given still applies)")
     parser.add_argument("--embedder", metavar="SPEC",
                         help="also run memci with this MEMCI_EMBEDDER beside the default "
                              "(e.g. sentence-transformers:all-MiniLM-L6-v2, with "
@@ -328,34 +332,68 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
+@dataclass(frozen=True)
+class Plan:
+    """What one run measures: the flags given, and --quick's or the full defaults for the
+    rest (a flag given always wins: --quick never drops one)."""
+
+    locomo: list[Path]
+    kdconv: Path | None
+    longmemeval: list[Path]
+    traces: list[Path]
+    budgets: list[int]
+    trace_budgets: list[int]
+    feeds: list[str]
+    max_questions: int | None
+    kdconv_conversations: int | None
+
+
+_DEFAULTS = {"budgets": [2000, 4000, 8000], "trace_budgets": [8000, 16000, 96000],
+             "feed": ["live"], "max_questions": None}
+_QUICK = {"budgets": [2000, 8000], "trace_budgets": [8000], "feed": ["live"],
+          "max_questions": 20}
+
+
+def plan(args: argparse.Namespace) -> Plan:
+    """The run ``args`` ask for (see :class:`Plan`)."""
+    preset = _QUICK if args.quick else _DEFAULTS
+
+    def given(name: str) -> Any:
+        value = getattr(args, name)
+        return preset[name] if value is None else value
+
+    files = 1 if args.quick else None  # --quick: the first file of a default set
+    locomo = args.locomo or sorted((SHARED / "locomo").glob("*.json"))[:files]
+    traces = args.traces or sorted((SHARED / "traces").glob("*.traj.json"))[:files]
+    kdconv_file: Path | None = args.kdconv or SHARED / "zh" / "kdconv_travel_test.json"
+    skip = set(args.skip)
+    return Plan(
+        locomo=[] if "locomo" in skip else locomo,
+        kdconv=None if "kdconv" in skip else kdconv_file,
+        longmemeval=[] if "longmemeval" in skip else list(args.longmemeval),
+        traces=[] if "traces" in skip else traces,
+        budgets=given("budgets"), trace_budgets=given("trace_budgets"), feeds=given("feed"),
+        max_questions=given("max_questions"),
+        kdconv_conversations=1 if args.quick else None)
+
+
 def main(argv: Sequence[str] | None = None) -> str:
     args = parse(argv)
     started = time.perf_counter()
-    locomo_files = args.locomo or sorted((SHARED / "locomo").glob("*.json"))
-    kdconv_file: Path | None = args.kdconv or SHARED / "zh" / "kdconv_travel_test.json"
-    trace_files = args.traces or sorted((SHARED / "traces").glob("*.traj.json"))
-    locomo_files = [] if "locomo" in args.skip else locomo_files
-    kdconv_file = None if "kdconv" in args.skip else kdconv_file
-    trace_files = [] if "traces" in args.skip else trace_files
-    budgets, trace_budgets, feeds = args.budgets, args.trace_budgets, args.feed
-    max_q = args.max_questions
-    conversations_limit = None
-    if args.quick:
-        locomo_files, trace_files = locomo_files[:1], trace_files[:1]
-        budgets, trace_budgets, feeds = [2000, 8000], [8000], ["live"]
-        max_q, conversations_limit = max_q or 20, 1
-    conversations: list[Conversation] = all_locomo(locomo_files, max_questions=max_q)
-    if kdconv_file is not None:
-        conversations += kdconv(kdconv_file, per_conversation=args.kdconv_dialogues,
+    run_plan = plan(args)
+    max_q = run_plan.max_questions
+    conversations: list[Conversation] = all_locomo(run_plan.locomo, max_questions=max_q)
+    if run_plan.kdconv is not None:
+        conversations += kdconv(run_plan.kdconv, per_conversation=args.kdconv_dialogues,
                                 questions_per_conversation=min(args.kdconv_questions,
                                                                max_q or args.kdconv_questions),
-                                max_conversations=conversations_limit)
-    for path in args.longmemeval:
+                                max_conversations=run_plan.kdconv_conversations)
+    for path in run_plan.longmemeval:
         conversations += longmemeval(path, max_questions=max_q)
     dump = args.dump.open("w", encoding="utf-8") if args.dump else None
     try:
         with tempfile.TemporaryDirectory() as tmp:
-            run = Run(budgets, feeds, dump, Path(tmp), args.embedder)
+            run = Run(run_plan.budgets, run_plan.feeds, dump, Path(tmp), args.embedder)
             for conv in conversations:
                 t0 = time.perf_counter()
                 run.conversation(conv)
@@ -363,8 +401,8 @@ def main(argv: Sequence[str] | None = None) -> str:
                       f"{len(conv.questions)} questions, {time.perf_counter() - t0:.1f} s",
                       file=sys.stderr)
             traces: list[TraceResult] = []
-            for path in trace_files:
-                for budget in trace_budgets:
+            for path in run_plan.traces:
+                for budget in run_plan.trace_budgets:
                     traces += replay(path, budget, Path(tmp))
                 print(f"trace {path.name}", file=sys.stderr)
     finally:

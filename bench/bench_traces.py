@@ -1,6 +1,7 @@
 """Seed 004's acceptance on real agent traces (../shared/data/traces/*.traj.json).
 
 Run: python bench/bench_traces.py
+     python bench/bench_traces.py --markdown   (the table docs/benchmarks.md quotes)
 
 Each trace is replayed with a 128k window (the budget never binds), building before every
 assistant message, and checked:
@@ -16,6 +17,7 @@ assistant message, and checked:
 
 from __future__ import annotations
 
+import argparse
 import re
 import statistics
 import sys
@@ -94,22 +96,46 @@ def run(name: str, tmp: Path) -> dict[str, Any]:
     }
 
 
+def markdown(results: list[dict[str, Any]]) -> str:
+    """The results as the table of docs/benchmarks.md (every figure deterministic)."""
+    lines = ["| trace | tool calls | last 10 / requests 10-19 (≤ 1.3x) | memci / full, mean per "
+             "request (≤ 50%) | over all requests | newest output shown | older output raw "
+             "| pointers resolved exactly | limits and sources |",
+             "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |"]
+    for r in results:
+        ok = "ok" if r["limits_ok"] and r["sourced"] else "FAILED"
+        lines.append(
+            f"| {r['trace'].removesuffix('.traj.json')} | {r['tool_calls']} "
+            f"| {r['growth']:.2f}x ({r['last10']:,.0f} / {r['req10_19']:,.0f}) "
+            f"| {100 * r['mean_share']:.1f}% | {100 * r['total_share']:.1f}% "
+            f"| {r['newest_ok']} | {r['raw_older']} | {r['resolved']}/{r['pointers']} | {ok} |")
+    return "\n".join(lines)
+
+
+def describe(r: dict[str, Any]) -> str:
+    return "\n".join([
+        f"{r['trace']}: {r['tool_calls']} tool calls, {r['requests']} requests",
+        f"  growth last10 / req10-19: {r['growth']:.2f}x "
+        f"({r['last10']:.0f} / {r['req10_19']:.0f} tokens)",
+        f"  memci / full history: mean per request {100 * r['mean_share']:.1f}%, "
+        f"over all requests {100 * r['total_share']:.1f}% "
+        f"(mean {r['mean_sent']:.0f} tokens per request)",
+        f"  newest tool output shown with head+summary+pointer: {r['newest_ok']}; "
+        f"older outputs replayed raw: {r['raw_older']}",
+        f"  artifact pointers: {r['pointers']}, resolved exactly: {r['resolved']}",
+        f"  pins/notebook/fastmemo within limits: {r['limits_ok']}; "
+        f"every entry has a source: {r['sourced']}"])
+
+
 def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else "")
+    parser.add_argument("--markdown", action="store_true",
+                        help="print the results as one Markdown table")
+    args = parser.parse_args()
     names = sorted(p.name for p in (SHARED / "traces").glob("*.traj.json"))
     with tempfile.TemporaryDirectory() as d:
-        for name in names:
-            r = run(name, Path(d))
-            print(f"{r['trace']}: {r['tool_calls']} tool calls, {r['requests']} requests")
-            print(f"  growth last10 / req10-19: {r['growth']:.2f}x "
-                  f"({r['last10']:.0f} / {r['req10_19']:.0f} tokens)")
-            print(f"  memci / full history: mean per request {100 * r['mean_share']:.1f}%, "
-                  f"over all requests {100 * r['total_share']:.1f}% "
-                  f"(mean {r['mean_sent']:.0f} tokens per request)")
-            print(f"  newest tool output shown with head+summary+pointer: {r['newest_ok']}; "
-                  f"older outputs replayed raw: {r['raw_older']}")
-            print(f"  artifact pointers: {r['pointers']}, resolved exactly: {r['resolved']}")
-            print(f"  pins/notebook/fastmemo within limits: {r['limits_ok']}; "
-                  f"every entry has a source: {r['sourced']}")
+        results = [run(name, Path(d)) for name in names]
+    print(markdown(results) if args.markdown else "\n".join(map(describe, results)))
 
 
 if __name__ == "__main__":

@@ -31,7 +31,8 @@ from pathlib import Path
 from typing import Any
 
 import memci
-from evidence_match import message_text, message_tokens, normalize, request_tokens
+from evidence_match import message_text, message_tokens, request_tokens
+from memci.evidence import collapse_spaces
 
 __all__ = ["LAST_N", "TraceResult", "read_trace", "replay"]
 
@@ -86,13 +87,13 @@ class TraceResult:
 
 
 def _head(output: str) -> str:
-    return normalize(_WRAPPER.sub(" ", output))[:80]
+    return collapse_spaces(_WRAPPER.sub(" ", output))[:80]
 
 
 def _observe(result: TraceResult, payload: dict[str, Any], stored: Sequence[dict[str, Any]],
              texts: list[str]) -> None:
     result.tokens.append(request_tokens(payload))
-    joined = [normalize(t) for t in texts]
+    joined = [collapse_spaces(t) for t in texts]
     sent = payload["messages"]
     if stored and stored[-1]["role"] == "tool":
         result.newest_asked += 1
@@ -100,7 +101,7 @@ def _observe(result: TraceResult, payload: dict[str, Any], stored: Sequence[dict
         head = _head(message_text(newest))
         for m in sent:
             if m.get("role") == "tool" and m.get("tool_call_id") == newest["tool_call_id"]:
-                if head in normalize(_WRAPPER.sub(" ", message_text(m))):
+                if head in collapse_spaces(_WRAPPER.sub(" ", message_text(m))):
                     result.newest_seen += 1
                 break
     wanted = [m for m in stored if m["role"] == "assistant"][-LAST_N:]
@@ -109,7 +110,7 @@ def _observe(result: TraceResult, payload: dict[str, Any], stored: Sequence[dict
     present = 0
     for m in wanted:
         ids = {c["id"] for c in m.get("tool_calls") or ()}
-        text = normalize(message_text(m))
+        text = collapse_spaces(message_text(m))
         if (ids and ids <= sent_ids) or (not ids and text and any(text in t for t in joined)):
             present += 1
     result.last_present.append(present)
@@ -137,7 +138,7 @@ def _state_texts(state: dict[str, Any]) -> list[str]:
     for item in items:
         text = item.get("summary") or item.get("text") or item.get("title") or ""
         if text:
-            out.append(normalize(str(text))[:40])
+            out.append(collapse_spaces(str(text))[:40])
     return out
 
 
@@ -163,7 +164,7 @@ def replay(path: Path, budget: int, workdir: Path | None = None) -> list[TraceRe
                 shown = _state_texts(session.export_state())
                 if shown:
                     ours.state_requests += 1
-                    seen = sum(1 for s in shown if any(s in normalize(t) for t in texts))
+                    seen = sum(1 for s in shown if any(s in collapse_spaces(t) for t in texts))
                     ours.state_share.append(seen / len(shown))
                     ours.state_whole += seen == len(shown)
                     ours.state_present += seen > 0

@@ -1,8 +1,9 @@
 """bench/bench_evidence.py on tiny slices, so the benchmark cannot rot.
 
 The readers are checked on real files (and on small files of the same kinds, as held-out
-data would be), the referee on texts whose answer is known, the baselines on a
-conversation small enough to reason about, and the whole command end to end.
+data would be), the token count, the baselines on a conversation small enough to reason
+about, and the whole command end to end (the referee, :mod:`memci.evidence`, has its own
+tests in ``tests/test_evidence.py``).
 """
 
 from __future__ import annotations
@@ -19,12 +20,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 import bench_evidence
 from evidence_data import Question, Turn, kdconv, locomo, longmemeval
-from evidence_match import (
-    Request,
-    content_words,
-    fuzzy_in,
-    request_tokens,
-)
+from evidence_match import request_text, request_tokens
 from evidence_systems import BASELINES, History
 from evidence_traces import read_trace, replay
 
@@ -151,43 +147,7 @@ def test_longmemeval_reader(tmp_path: Path) -> None:
     assert q.kind == "single-session-user"
 
 
-# -- the referee ------------------------------------------------------------------------
-
-
-def test_content_words_and_the_fuzzy_window() -> None:
-    assert content_words("I'm going to the Museum of Art, it's 5 PM") == [
-        "going", "museum", "art", "5", "pm"]
-    assert content_words("门票价格是40元") == ["门票", "票价", "价格", "格是", "40", "元"]
-    words = ["alpha", "beta", "gamma", "delta", "epsilon"]  # 5 words: 3 needed within 10
-    assert fuzzy_in(words, ["alpha", "x", "beta", "x", "gamma"])
-    assert not fuzzy_in(words, ["alpha", "beta"])  # 40%
-    assert fuzzy_in(words, ["alpha", *["x"] * 4, "beta", *["x"] * 3, "gamma"])  # 10 words
-    spread = ["alpha", *["x"] * 4, "beta", *["x"] * 4, "gamma"]
-    assert not fuzzy_in(words, spread)  # 60% of the words, but over 11 > 10 words
-    assert fuzzy_in(words, [*spread, "delta"])  # beta, gamma, delta within 10
-    assert not fuzzy_in([], ["x"])
-
-
-def test_strict_fuzzy_and_the_question_itself() -> None:
-    turn = "We finally visited the Louvre museum in Paris last spring."
-    question = "When did we visit the Louvre museum in Paris?"
-    payload = {"messages": [
-        {"role": "system", "content": "Earlier: - user: We finally visited the Louvre "
-                                      "museum   in Paris last spring.\n- assistant: nice"},
-        {"role": "user", "content": question},
-    ]}
-    request = Request(payload, question)
-    assert request.strict(turn) and request.fuzzy(turn)  # whitespace collapsed
-    paraphrase = {"messages": [{"role": "system", "content":
-                                "They visited the Louvre, a museum in Paris, in spring."},
-                               {"role": "user", "content": question}]}
-    assert not Request(paraphrase, question).strict(turn)
-    assert Request(paraphrase, question).fuzzy(turn)
-    # the question alone never counts as evidence, for any system (its words would)
-    short = "I visited the Louvre museum in Paris."
-    only_question = {"messages": [{"role": "user", "content": question}]}
-    assert not Request(only_question, question).fuzzy(short)
-    assert Request(only_question).fuzzy(short)
+# -- tokens sent ------------------------------------------------------------------------
 
 
 def test_request_tokens_count_tools() -> None:
@@ -226,9 +186,9 @@ def test_baselines_fit_the_budget_and_bm25_finds_the_old_turn() -> None:
         assert payload["messages"][-1] == {"role": "user", "content": question.text}
         results[baseline.name] = payload
     old = turns[0].text
-    assert Request(results["bm25"], question.text).strict(old)
-    assert not Request(results["window"], question.text).strict(old)
-    assert not Request(results["trim_messages"], question.text).strict(old)
+    assert request_text(results["bm25"], question.text).verbatim(old)
+    assert not request_text(results["window"], question.text).verbatim(old)
+    assert not request_text(results["trim_messages"], question.text).verbatim(old)
     # the window is the newest turns, in order
     window = [m["content"] for m in results["window"]["messages"][:-1]]
     assert window == [t.text for t in turns[-len(window):]]
@@ -314,3 +274,24 @@ def test_skipped_parts_are_not_run() -> None:
     text = bench_evidence.main(["--quick", "--skip", "locomo", "kdconv", "traces"])
     assert text.startswith("# What the request holds")
     assert "| locomo |" not in text and "## Tool loops" not in text
+
+
+def test_quick_never_drops_a_flag_given(tmp_path: Path) -> None:
+    lme = ROOT / "tests" / "trace_samples" / "longmemeval--items.json"
+    text = bench_evidence.main(["--quick", "--longmemeval", str(lme), "--budgets", "1000",
+                                "--skip", "locomo", "kdconv", "traces"])
+    assert "| longmemeval | 1,000 |" in text and "| 2,000 |" not in text
+    given = bench_evidence.plan(bench_evidence.parse([
+        "--quick", "--budgets", "500", "--trace-budgets", "3000", "--feed", "bulk",
+        "--max-questions", "5", "--locomo", "a.json", "b.json", "--traces", "t.json",
+        "--longmemeval", str(lme)]))
+    assert (given.budgets, given.trace_budgets, given.feeds, given.max_questions) == (
+        [500], [3000], ["bulk"], 5)
+    assert given.locomo == [Path("a.json"), Path("b.json")]  # not cut to the first
+    assert given.traces == [Path("t.json")] and given.longmemeval == [lme]
+    quick = bench_evidence.plan(bench_evidence.parse(["--quick"]))
+    assert (quick.budgets, quick.trace_budgets, quick.max_questions) == ([2000, 8000],
+                                                                         [8000], 20)
+    assert len(quick.locomo) <= 1 and len(quick.traces) <= 1
+    full = bench_evidence.plan(bench_evidence.parse(["--skip", "longmemeval"]))
+    assert full.budgets == [2000, 4000, 8000] and full.max_questions is None

@@ -231,3 +231,33 @@ def test_every_command_has_help_and_docs(name: str, command: click.Command) -> N
     for param in command.params:
         if isinstance(param, click.Option):
             assert param.help, f"option {param.name} of memci {name} has no help"
+
+
+@pytest.mark.parametrize("columns", [40, 80, 160])
+def test_ids_in_tables_are_never_cut(tmp_path: Path, columns: int) -> None:
+    """Whatever the terminal's width, an id a later command needs is printed whole."""
+    from memci.server import KeyPolicy, KeyStore
+
+    db = str(tmp_path / "k.db")
+    name = "replay:a-rather-long-session-name-for-the-search-table:2"
+    with memci.Engine.open(db, workers=0) as engine:
+        keys = KeyStore(engine.store)
+        made = [keys.create("acme-production-tenant", label="the key of the nightly "
+                            "batch jobs on the analytics cluster")[0],
+                keys.create("b", policy=KeyPolicy(max_message_bytes=4096))[0]]
+        for session in (name, "other"):
+            s = engine.session(session, user="u1")
+            s.add({"role": "user", "content": "the deploy failed at the migration step"})
+        engine.delete_session("other")
+    runner = CliRunner(env={"COLUMNS": str(columns)})
+    listed = runner.invoke(main, ["keys", "list", "--db", db]).stdout
+    for record in made:
+        assert record.key_id in listed, listed
+    assert "acme-production-tenant" in listed
+    found = runner.invoke(main, ["search", name, "migration", "--scope", "user", "--db",
+                                 db]).stdout
+    assert name in found, found
+    erasures = runner.invoke(main, ["erasures", "--db", db]).stdout
+    assert "default" in erasures, erasures
+    for printed in (listed, found, erasures):  # other cells fold: nothing is cut short
+        assert "…" not in printed, printed

@@ -67,10 +67,12 @@ def test_inspect_json_of_a_replayed_session(store: Path) -> None:
     assert sum(s["share"] for s in data["segments"]) == pytest.approx(1, abs=0.002)
     assert list(segments)[:2] == ["system", "tools"]
     assert segments["current page"]["pages"] == [4]
-    # Every page is in one place; pages 1-3 were archived without room to list them.
+    # Every page is in one place; pages 1-3 were archived without room to list them:
+    # on the contents page's range line, not evicted (no evict event: stats says 0)
     pages = data["pages"]
     assert [p["page"] for p in pages] == [1, 2, 3, 4]
-    assert [p["place"] for p in pages] == ["evicted", "evicted", "evicted", "window"]
+    assert [p["place"] for p in pages] == ["contents", "contents", "contents", "window"]
+    assert [p["listed"] for p in pages] == [False, False, False, None]
     assert pages[3]["window"] == "current" and pages[3]["sent_tokens"] > 0
     assert all(p["archived_round"] is not None and p["sent_tokens"] == 0 for p in pages[:3])
     assert pages[0]["first_seq"] == 2 and pages[-1]["last_seq"] == 27
@@ -85,13 +87,15 @@ def test_inspect_json_of_a_replayed_session(store: Path) -> None:
 def test_inspect_json_shows_contents_page_and_recalled_page(store: Path) -> None:
     data = _json("inspect", "chat", "--db", str(store), "--budget", "900")
     places = {p["page"]: p for p in data["pages"]}
-    listed = [n for n, p in places.items() if p["place"] == "contents"]
+    listed = [n for n, p in places.items() if p["place"] == "contents" and p["listed"]]
     assert listed, "expected pages on the contents page"
     for n in listed:
         assert f"[Page {n}]" in data["contents_page"]
+    named = [n for n, p in places.items() if p["place"] == "contents" and not p["listed"]]
     evicted = [n for n, p in places.items() if p["place"] == "evicted"]
-    for n in evicted:
+    for n in evicted + named:
         assert f"[Page {n}]" not in data["contents_page"]
+    assert "not listed here" in data["contents_page"]  # the range line names them
     recalled = places[3]
     assert (recalled["place"], recalled["window"]) == ("window", "recalled")
     assert recalled["recall_count"] == 1 and recalled["last_recall_round"] == 40
@@ -101,6 +105,21 @@ def test_inspect_json_shows_contents_page_and_recalled_page(store: Path) -> None
     assert segments["current page"]["pages"] == [40]
     assert any(e["kind"] == "recall" and e["page"] == 3 for e in data["events"])
     assert len(data["events"]) <= 15  # the newest events only
+
+
+@pytest.mark.parametrize("name", ["chat", REPLAYED])
+def test_inspect_and_stats_agree_on_what_is_evicted(store: Path, name: str) -> None:
+    """One source of truth: a page is evicted when an evict event took it off last."""
+    data = _json("inspect", name, "--db", str(store))
+    stats = _json("stats", name, "--db", str(store))
+    with memci.Engine.open(store) as engine:
+        newest = {e["page"]: e["kind"] for e in engine.session(name).events(limit=10**6)}
+    evicted = {p["page"] for p in data["pages"] if p["place"] == "evicted"}
+    assert evicted == {page for page, kind in newest.items() if kind == "evict"}
+    assert len(evicted) <= stats["stats"]["evicted"] == stats["events"]["by_kind"].get(
+        "evict", 0)
+    if stats["stats"]["evicted"] == 0:
+        assert "evicted" not in _run("inspect", name, "--db", str(store)).output
 
 
 @pytest.mark.parametrize("name", ["chat", REPLAYED])

@@ -149,6 +149,11 @@ class _FailingDump:
     ({"role": "assistant", "tool_calls": [_call("c", args='{"q": "\\ud800"}')]},
      memci.InvalidTextError),
     (_FailingDump(), memci.InvalidMessageError),
+    # issue 26: an empty message was stored, then to_anthropic() sent no message at all
+    ({"role": "user"}, memci.InvalidMessageError),
+    ({"role": "assistant", "content": ""}, memci.InvalidMessageError),
+    ({"type": "message", "role": "user", "content": []}, memci.InvalidMessageError),
+    (memci.Message("user", ()), memci.InvalidMessageError),
 ])
 def test_bad_input_raises_and_stores_nothing(
     engine: memci.Engine, message: Any, error: type[Exception]

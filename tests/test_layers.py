@@ -42,8 +42,8 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("build", ("context",)),
     ("tools", ("tools",)),
     ("session", ("_session", "_sessioncache", "engine", "_async", "memci")),
-    ("interfaces", ("traces", "replay", "report", "server", "cli", "integrations",
-                    "__main__")),
+    ("interfaces", ("traces", "evidence", "replay", "report", "server", "cli",
+                    "integrations", "__main__")),
 )
 
 _NAME = {part: name for name, parts in LAYERS for part in parts}

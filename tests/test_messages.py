@@ -142,7 +142,6 @@ class TestReadOpenAI:
         assert m == Message.assistant("No.")
 
     def test_empty_text_is_left_out(self) -> None:
-        assert one({"role": "user", "content": ""}).parts == ()
         m = one({"role": "user", "content": [{"type": "text", "text": ""},
                                              {"type": "text", "text": "x"}]})
         assert m.parts == (TextPart("x"),)
@@ -845,3 +844,49 @@ def test_codecs_import_no_sdk() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True)
     assert out.stdout.strip() == "[]"
+
+
+# -- an empty message: in no form is it stored ------------------------------------------
+
+EMPTY_FORMS: list[tuple[str, object, str]] = [
+    ("openai user, no content", {"role": "user"}, "add 'content'"),
+    ("openai user, empty text", {"role": "user", "content": ""}, "add 'content'"),
+    ("openai assistant, null content", {"role": "assistant", "content": None},
+     "'tool_calls'"),
+    ("openai assistant, empty tool_calls", {"role": "assistant", "content": "",
+                                            "tool_calls": []}, "'tool_calls'"),
+    ("openai system", {"role": "system", "content": ""}, "add 'content'"),
+    ("anthropic user, no blocks", {"role": "user", "content": []}, "add 'content'"),
+    ("anthropic assistant, an empty text block", {
+        "role": "assistant", "content": [{"type": "text", "text": ""}]}, "'tool_calls'"),
+    ("anthropic assistant, thinking only", {"role": "assistant", "content": [
+        {"type": "thinking", "thinking": "hm", "signature": "sig"}]}, "'tool_calls'"),
+    ("responses message item", {"type": "message", "role": "user", "content": []},
+     "add 'content'"),
+    ("responses assistant item", {"type": "message", "role": "assistant", "content": [
+        {"type": "output_text", "text": ""}]}, "'tool_calls'"),
+    ("memci.Message, no parts", Message("user", ()), "add 'content'"),
+    ("memci.Message, an empty text part", Message("assistant", (TextPart(""),)),
+     "'tool_calls'"),
+]
+
+
+@pytest.mark.parametrize(("form", "message", "says"), EMPTY_FORMS,
+                         ids=[f for f, _, _ in EMPTY_FORMS])
+def test_an_empty_message_is_refused_in_every_form(form: str, message: object,
+                                                   says: str) -> None:
+    with pytest.raises(InvalidMessageError, match="message is empty") as caught:
+        coerce(message)
+    assert says in str(caught.value), form
+
+
+def test_what_is_not_empty_is_kept() -> None:
+    kept = [{"role": "tool", "tool_call_id": "c1", "content": ""},  # an empty output
+            {"role": "user", "content": " "},
+            {"role": "user", "content": [{"type": "image_url",
+                                          "image_url": {"url": "https://x.invalid/a.png"}}]},
+            {"role": "assistant", "content": None, "tool_calls": [
+                {"id": "c1", "type": "function", "function": {"name": "f",
+                                                              "arguments": "{}"}}]}]
+    for message in kept:
+        assert coerce(message)

@@ -147,6 +147,8 @@ def valid_messages(draw: st.DrawFn) -> Message:
         if draw(st.booleans()):
             parts += draw(tool_calls("call"))
         parts = draw(st.permutations(parts))
+    if not any(not isinstance(p, TextPart) or p.text for p in parts):
+        parts = [*parts, TextPart(draw(nonblank))]  # an empty message is not valid
     return Message(role, tuple(parts), name=draw(names), **extra)
 
 

@@ -46,6 +46,7 @@ ALL_TOOLS = ["recall_page", "search_memory", "pin_add", "pin_remove", "pin_updat
 # -- values ------------------------------------------------------------------------------
 
 texts = st.text(max_size=40)
+said = st.text(min_size=1, max_size=40)  # what a message says: an empty one is refused
 words = st.text("abcdefg 汉字上周yesterday", max_size=30)
 json_leaves = (st.none() | st.booleans() | st.integers() | texts
                | st.floats(allow_nan=False, allow_infinity=False))
@@ -169,7 +170,7 @@ class SessionMachine(RuleBasedStateMachine):
 
     # -- valid input: never raises --
 
-    @rule(role=st.sampled_from(["user", "assistant", "developer"]), text=texts,
+    @rule(role=st.sampled_from(["user", "assistant", "developer"]), text=said,
           meta=metadata, stamp=st.none() | stamps, name=st.none() | st.text(min_size=1,
                                                                              max_size=8))
     def add_openai(self, role: str, text: str, meta: Any, stamp: datetime | None,
@@ -228,12 +229,12 @@ class SessionMachine(RuleBasedStateMachine):
             message = memci.Message.tool(call, output, is_error=is_error)
         self._stored(self.session.add_many([message]))
 
-    @rule(text=texts, form=st.sampled_from(["user", "assistant", "system"]),
+    @rule(text=said, form=st.sampled_from(["user", "assistant", "system"]),
           stamp=st.none() | stamps, tokens=st.none() | st.integers(0, 5000),
           meta=metadata)
     def add_memci_message(self, text: str, form: str, stamp: datetime | None,
                           tokens: int | None, meta: Any) -> None:
-        message = memci.Message(form, (TextPart(text),) if text else (),  # type: ignore[arg-type]
+        message = memci.Message(form, (TextPart(text),),  # type: ignore[arg-type]
                                 metadata=meta or {}, created_at=stamp, tokens=tokens)
         self._add_maybe_out_of_range(message, stamp)
 
@@ -250,17 +251,17 @@ class SessionMachine(RuleBasedStateMachine):
         self._stored([self.session.add(
             {"role": "user", "content": [{"type": "text", "text": text}, image]})])
 
-    @rule(text=texts)
+    @rule(text=said)
     def add_chat_completion(self, text: str) -> None:
         completion = SDKMessage({"id": "x", "object": "chat.completion", "choices": [
             {"index": 0, "message": {"role": "assistant", "content": text}}]})
         self._stored([self.session.add(completion)])
 
-    @rule(text=texts)
+    @rule(text=said)
     def set_system(self, text: str) -> None:
         self._stored([self.session.set_system(text)])
 
-    @rule(items=st.lists(st.tuples(st.sampled_from(["user", "assistant", "system"]), texts),
+    @rule(items=st.lists(st.tuples(st.sampled_from(["user", "assistant", "system"]), said),
                          min_size=1, max_size=4), poison=st.booleans())
     def add_many(self, items: list[tuple[str, str]], poison: bool) -> None:
         batch: list[Any] = [{"role": role, "content": text} for role, text in items]
@@ -290,6 +291,9 @@ class SessionMachine(RuleBasedStateMachine):
         replace(memci.Message.user("x"), parts=None),
         replace(memci.Message.user("x"), created_at="str"),
         memci.Message.assistant("", ToolCallPart("z", "f", "[1]")),
+        {"role": "user"},  # empty: nothing to send
+        {"role": "assistant", "content": ""},
+        memci.Message("system", ()),
         BrokenSDKMessage(),
         5,
         "just text",

@@ -510,7 +510,7 @@ def test_openhands_output_jsonl_and_old_pairs(tmp_path: Path) -> None:
     trace = read_trace(path, item=2)
     assert trace.format == "openhands" and trace.items == 2
     _assert_paired(trace)
-    # The oldest logs pair each action with its observation and have no tool calls.
+    # The oldest logs pair each action with its observation and have no tool call ids.
     old = {"history": [
         [{"id": 0, "source": "user", "action": "message", "args": {"content": "List files"},
           "message": "List files"},
@@ -524,9 +524,18 @@ def test_openhands_output_jsonl_and_old_pairs(tmp_path: Path) -> None:
          {"message": "No observation", "observation": "null", "content": "", "extras": {}}]]}
     trace = read_trace(_write(tmp_path, "old.json", old))
     assert trace.format == "openhands"
-    assert _roles(trace) == ["user", "assistant", "user", "assistant"]
-    assert trace.messages[1]["content"] == "Let me list them.\nls"
-    assert trace.messages[2]["content"] == "OBSERVATION:\na.py"
+    # What an action ran is a tool call, its observation the result (see
+    # tests/test_trace_samples.py for every kind of action)
+    assert _roles(trace) == ["user", "assistant", "tool", "assistant"]
+    assert trace.messages[1]["content"] == "Let me list them."
+    assert trace.messages[1]["tool_calls"][0]["function"] == {
+        "name": "run", "arguments": '{"command": "ls"}'}
+    assert trace.messages[2]["content"] == "a.py"
+    # An observation with no action to answer stays what the model read: user text
+    stray = [{"id": 0, "source": "user", "action": "message", "args": {"content": "hi"}},
+             {"id": 1, "source": "agent", "observation": "run", "content": "b.py"}]
+    assert read_trace(_write(tmp_path, "stray.json", stray)).messages[1]["content"] == \
+        "OBSERVATION:\nb.py"
 
 
 # -- LongMemEval and LoCoMo --------------------------------------------------------------
@@ -583,12 +592,17 @@ def test_locomo_conversation(tmp_path: Path) -> None:
     path = _write(tmp_path, "locomo10.json", sample)
     trace = read_trace(path)
     assert trace.format == "locomo"
-    assert _roles(trace) == ["user", "assistant", "user", "assistant"]
+    # the conversation, then its question (an hour after the last turn) and the answer
+    assert _roles(trace) == ["user", "assistant", "user", "assistant", "user", "assistant"]
     assert trace.messages[1]["content"] == (
         "I was in Paris. [shares a photo: a photo of the eiffel tower]")
     assert trace.messages[0]["created_at"] == "2023-05-08T13:56:00+00:00"
     assert trace.messages[2]["created_at"] == "2023-06-27T10:37:00+00:00"
+    assert trace.messages[4] == {"role": "user", "content": "Where?",
+                                 "created_at": "2023-06-27T11:38:00+00:00"}
     assert trace.origins[1] == "D1:2"
+    assert [(q.message, q.evidence) for q in trace.questions] == [
+        (4, (("D1:2", trace.messages[1]["content"]),))]
     _check_replays(path, trace)
     real = read_trace(shared_data("locomo", "26.json"))
     assert real.format == "locomo" and len(real.messages) > 300
@@ -669,14 +683,30 @@ def test_unknown_model_warns_and_replays(tmp_path: Path) -> None:
     for known in ("gpt-4o-mini", "claude-sonnet-4-20250514", "openai/gpt-4.1"):
         quiet = CliRunner().invoke(main, ["replay", str(EXAMPLE_TRACE), "--model", known,
                                           "--json"])
-        assert quiet.exit_code == 0 and "warning" not in quiet.stderr, quiet.stderr
+        assert quiet.exit_code == 0 and "unknown model" not in quiet.stderr, quiet.stderr
 
 
 # -- any damage to a file of any format: a transcript that keeps the rules, or one error --
 
 
+_HAND_WRITTEN = Path(__file__).resolve().parent / "trace_samples"
+
+
+def _hand_written(name: str) -> Any:
+    path = _HAND_WRITTEN / name
+    if path.suffix == ".jsonl":
+        return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    return json.loads(path.read_text())
+
+
 def _samples() -> dict[str, Any]:
     return {
+        "openhands-sdk": _hand_written("openhands--output-sdk.jsonl"),
+        "openhands-v0": _hand_written("openhands--output-v0.jsonl"),
+        "msc": _hand_written("msc--session.jsonl"),
+        "kdconv": _hand_written("kdconv--dialogues.json"),
+        "locomo": _hand_written("locomo--conversation.json"),
+        "nested": _hand_written("openai--nested-deep.json"),
         "openai": json.loads(EXAMPLE_TRACE.read_text())["messages"][:8],
         "sharegpt": SHAREGPT,
         "swe-agent": _swe_agent_traj(),
@@ -814,3 +844,14 @@ def test_openai_responses_items(tmp_path: Path) -> None:
     assert any("reasoning" in n for n in trace.notes)
     _assert_paired(trace)
     _check_replays(path, trace)
+
+
+def test_openhands_ids_and_causes_of_any_type_never_break_the_reader() -> None:
+    events = [{"id": 0, "source": "user", "action": "message", "args": {"content": "go"}},
+              {"id": {"odd": 1}, "source": "agent", "action": "run",
+               "args": {"command": "ls"}},
+              {"id": 2, "source": "agent", "observation": "run", "cause": ["odd"],
+               "content": "a.py"}]
+    trace = parse_trace(events)
+    assert _roles(trace) == ["user", "assistant", "tool"]
+    assert trace.messages[2]["content"] == "a.py"  # the oldest open call: the only one

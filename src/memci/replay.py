@@ -21,9 +21,15 @@ The figures, and what keeps them honest:
   history's is the whole previous request, since it only grows. Cost is counted in
   input-token equivalents (a cached token costs ``1 − discount``), the same for both;
   output is the same for both and left out. The cache is taken as ideal (every repeated
-  prefix hits; no minimum length, no expiry, no write premium), for both alike.
+  prefix hits; no minimum length, no expiry, no write premium), for both alike;
+- **evidence**: for a file that labels the turns answering its questions (LoCoMo,
+  LongMemEval), the request built to answer each question is checked for them by
+  :mod:`memci.evidence` (verbatim, and close), the rules ``bench/bench_evidence.py``
+  measures with.
 
-Nothing is stored unless every message of the file can be: all are checked first.
+A result names the session it stored into and the tokenizer that counted both sides; when
+the model's own tokenizer is not available here, :func:`tokenizer_note` says what counted
+instead. Nothing is stored unless every message of the file can be: all are checked first.
 """
 
 from __future__ import annotations
@@ -35,14 +41,15 @@ from pathlib import Path
 from typing import Any
 
 from memci._models import model_info
-from memci.engine import Session
+from memci.engine import Engine, Session
 from memci.errors import InvalidFileError, MemciError
+from memci.evidence import EvidenceHeld, RequestText
 from memci.messages import coerce
 from memci.tokens import Tokenizer, count_messages
-from memci.traces import Trace, read_trace
+from memci.traces import Question, Trace, read_trace
 
 __all__ = ["CACHED_DISCOUNTS", "ReplayResult", "Request", "cached_discount",
-           "load_conversation", "replay", "tool_tokens"]
+           "load_conversation", "replay", "session_name", "tokenizer_note", "tool_tokens"]
 
 CACHED_DISCOUNTS: Mapping[str, float] = {"openai": 0.5, "anthropic": 0.9}
 """The share of the input price taken off cached input, per provider (published prices:
@@ -52,6 +59,28 @@ OpenAI's cached input at half price, Anthropic's cache reads at a tenth)."""
 def cached_discount(model: str | None) -> float:
     """The cached-input discount of ``model``'s provider (OpenAI's when unknown)."""
     return CACHED_DISCOUNTS.get(model_info(model).provider, CACHED_DISCOUNTS["openai"])
+
+
+def session_name(engine: Engine, stem: str, tenant: str = "default") -> str:
+    """The first free name ``replay:STEM``, ``replay:STEM:2``, … in ``engine``'s store."""
+    base = f"replay:{stem}"
+    name, number = base, 1
+    while engine.store.session(tenant, name) is not None:
+        number += 1
+        name = f"{base}:{number}"
+    return name
+
+
+def tokenizer_note(session: Session) -> str | None:
+    """What counted in place of the model's own tokenizer, when that one is missing here."""
+    model = session.settings.model
+    wanted = model_info(model).encoding if model else "estimate"
+    used = session.settings.tokenizer
+    if wanted in ("estimate", used):
+        return None
+    return (f"{model} counts with {wanted}, which is not available here (tiktoken and its "
+            f"encoding file are needed offline): both sides were counted with {used}"
+            + (" (calibrated to cl100k_base)" if used == "estimate" else ""))
 
 
 def tool_tokens(tokenizer: Tokenizer, tools: Sequence[Mapping[str, Any]]) -> int:
@@ -79,6 +108,8 @@ class Request:
     full_cached_tokens: int = 0
     segments: dict[str, int] = field(default_factory=dict[str, int])
     """Tokens of each segment of memci's request (``ctx.segments``; ``tools`` beside)."""
+    evidence: EvidenceHeld | None = None
+    """For a request that answers a question with labelled evidence: what it holds of it."""
 
 
 def _cost(tokens: int, cached: int, discount: float) -> float:
@@ -98,6 +129,45 @@ class ReplayResult:
     cached_discount: float = CACHED_DISCOUNTS["openai"]
     price: float | None = None
     """USD per million input tokens, when given: costs are also shown in dollars."""
+    session: str = ""
+    """The session the replay stored into (in ``store``, or in a temporary store)."""
+    store: str | None = None
+    tokenizer: str = "estimate"
+    """The tokenizer that counted both sides, and why it is not the model's, if not."""
+    tokenizer_note: str | None = None
+
+    @property
+    def mean_prefix_share(self) -> float:
+        """The mean share of a request that repeats the previous one (0 without requests)."""
+        shares = [min(1.0, r.prefix_tokens / r.memci_tokens) if r.memci_tokens else 0.0
+                  for r in self.requests]
+        return sum(shares) / len(shares) if shares else 0.0
+
+    @property
+    def provenance(self) -> str:
+        """Where the replay is stored and what counted its tokens, in one line."""
+        where = (f"session {self.session!r} in {self.store}" if self.store else
+                 f"session {self.session!r} in a temporary store (--db PATH keeps it)")
+        counted = f"tokens counted with {self.tokenizer}"
+        if self.tokenizer_note:
+            counted += f" (standing in: {self.tokenizer_note})"
+        return f"{where}; {counted}"
+
+    @property
+    def answered(self) -> list[Request]:
+        """The requests that answer a question with labelled evidence."""
+        return [r for r in self.requests if r.evidence is not None]
+
+    def evidence_totals(self) -> dict[str, Any] | None:
+        """Questions, evidence turns, those held verbatim and closely, whole questions."""
+        held = [r.evidence for r in self.requests if r.evidence is not None]
+        if not held:
+            return None
+        turns = sum(len(e.evidence) for e in held)
+        verbatim = sum(len(e.verbatim) for e in held)
+        return {"questions": len(held), "turns": turns, "verbatim": verbatim,
+                "close": sum(len(e.close) for e in held),
+                "whole": sum(1 for e in held if e.whole), "share": _ratio(verbatim, turns)}
 
     @property
     def memci_tokens(self) -> int:
@@ -161,6 +231,10 @@ class ReplayResult:
         memci, full = self.memci_cached_cost, self.full_cached_cost
         return {
             "format": self.format,
+            "session": self.session,
+            "store": self.store,
+            "tokenizer": self.tokenizer,
+            "tokenizer_note": self.tokenizer_note,
             "messages": self.messages,
             "skipped": self.skipped,
             "tools_tokens": self.tools_tokens,
@@ -171,11 +245,15 @@ class ReplayResult:
                  "full_cached_tokens": r.full_cached_tokens,
                  "memci_cost_cached": round(self.memci_cost(r), 1),
                  "full_cost_cached": round(self.full_cost(r), 1),
-                 "events": list(r.events), "segments": r.segments}
+                 "events": list(r.events), "segments": r.segments,
+                 **({"evidence": _evidence_json(r.evidence)} if r.evidence else {})}
                 for r in self.requests
             ],
             "totals": {"requests": len(self.requests), "memci_tokens": self.memci_tokens,
-                       "full_tokens": self.full_tokens, "saved_tokens": self.saved_tokens},
+                       "full_tokens": self.full_tokens, "saved_tokens": self.saved_tokens,
+                       "saved_share": _ratio(self.saved_tokens, self.full_tokens),
+                       "mean_prefix_share": round(self.mean_prefix_share, 4),
+                       **({"evidence": totals} if (totals := self.evidence_totals()) else {})},
             "cost": {
                 "cached_discount": d, "price_per_million": self.price,
                 "unit": "input-token equivalents (a cached token costs 1 - cached_discount)",
@@ -192,6 +270,20 @@ def _ratio(part: float, whole: float) -> float | None:
     return round(part / whole, 4) if whole else None
 
 
+def _evidence_json(held: EvidenceHeld) -> dict[str, Any]:
+    return {"question": held.question, "evidence": list(held.evidence),
+            "verbatim": list(held.verbatim), "close": list(held.close),
+            "share": round(held.share, 4)}
+
+
+def _held(question: Question | None, sent: Sequence[Any]) -> EvidenceHeld | None:
+    """What the request of ``sent`` messages holds of ``question``'s evidence."""
+    if question is None:
+        return None
+    request = RequestText([m.content for m in sent], question.text)
+    return EvidenceHeld.check(request, question.text, question.evidence)
+
+
 def load_conversation(
     path: Path, *, format: str | None = None, item: int | None = None,
 ) -> Trace:
@@ -206,12 +298,14 @@ def replay(
     budget: int | None = None,
     tools: Sequence[Mapping[str, Any]] = (),
     origins: Sequence[str] | None = None,
+    questions: Sequence[Question] = (),
     progress: Callable[[int], None] | None = None,
 ) -> ReplayResult:
     """Feed ``messages`` into ``session``, building before every assistant message.
 
     ``tools`` are the agent's own tool schemas (OpenAI form), counted on both sides;
-    ``origins`` say where each message came from, for errors. Every message is checked
+    ``origins`` say where each message came from, for errors; ``questions`` (with their
+    evidence) have the request that answers each checked. Every message is checked
     before the first is stored: a bad one raises :class:`InvalidFileError` naming it.
     """
     def where(number: int) -> str:
@@ -225,7 +319,11 @@ def replay(
         except MemciError as exc:
             raise InvalidFileError(f"{where(number)}: {exc}") from exc
     tokenizer = session.tokenizer
-    result = ReplayResult(tools_tokens=tool_tokens(tokenizer, tools))
+    # the question each assistant message answers (its message number, from 1)
+    answers = {q.message + 2: q for q in questions if q.evidence}
+    result = ReplayResult(tools_tokens=tool_tokens(tokenizer, tools), session=session.name,
+                          tokenizer=session.settings.tokenizer,
+                          tokenizer_note=tokenizer_note(session))
     priming = count_messages(tokenizer, ())  # once per request: the reply's header
     history = 0  # tokens of the conversation's own messages so far
     previous = 0  # the full history's previous request, less its reply header
@@ -244,6 +342,7 @@ def replay(
                 events=ctx.stats.events, full_cached_tokens=previous,
                 segments={"tools": ctx.stats.sections.get("tools", 0) + agent_tools,
                           **{s.name: s.tokens for s in ctx.segments}},
+                evidence=_held(answers.get(number), ctx.messages),
             ))
             previous = agent_tools + history
         try:

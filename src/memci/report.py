@@ -5,8 +5,10 @@
 (memci against the full history, with the budget), the cumulative tokens saved, the share
 of every request that repeats the previous one (what a provider's prompt cache reuses),
 the cost per request with prompt caching (both sides cached alike, see
-:mod:`memci.replay`), archive / recall / eviction events on the same request axis, and a
-table of the events.
+:mod:`memci.replay`), archive / recall / eviction events on the same request axis, a
+table of the events, the evidence each question's request holds (for files that label
+it), and the session the replay stored into with the tokenizer that counted (a stand-in
+for the model's own is flagged).
 
 Invariants: the file loads nothing from anywhere (no scripts, styles, fonts or images from
 elsewhere), so it works offline and can be mailed; every figure drawn can also be read as
@@ -445,7 +447,8 @@ def render_report(
         _HEAD.replace("$TITLE", html.escape(f"memci replay · {source}")),
         *_summary(result, found, shares, source, _subtitle(result, budget, strategy, model)),
         *_charts(result, found, shares, budget),
-        _segments_table(result), _events_table(found), _requests_table(result, shares),
+        _segments_table(result), _evidence_table(result), _events_table(found),
+        _requests_table(result, shares),
         *_skipped(result),
         f'<footer>memci {html.escape(__version__)} · one self-contained file: it loads '
         "nothing and works offline</footer></main>",
@@ -502,7 +505,9 @@ def _summary(result: ReplayResult, found: Sequence[_Event], shares: Sequence[flo
     e = html.escape
     parts = ['<main><header><h1>memci replay report</h1>',
              f'<p class="file"><code id="source">{e(source)}</code></p>',
-             f'<p class="sub">{e(subtitle)}</p><section class="cards">']
+             f'<p class="sub">{e(subtitle)}</p>',
+             f'<p class="sub{" warn" * bool(result.tokenizer_note)}" id="provenance">'
+             f"{e(result.provenance)}</p><section class=\"cards\">"]
     for label, value, note, ident in _cards(result, shares):
         parts.append(f'<div class="stat"><div class="label">{e(label)}</div>'
                      f'<div class="value{" negative" * value.startswith("-")}" '
@@ -624,6 +629,36 @@ def _segments_table(result: ReplayResult) -> str:
             "</section>")
 
 
+def _evidence_table(result: ReplayResult) -> str:
+    """Per question: the evidence turns the request that answers it holds, with totals."""
+    totals = result.evidence_totals()
+    if totals is None:
+        return ""
+    e = html.escape
+    rows = []
+    for r in result.answered:
+        held = r.evidence
+        assert held is not None
+        missing = ", ".join(o for o in held.evidence if o not in held.verbatim)
+        rows.append(f'<tr><td class="num">{r.number:,}</td><td>{e(held.question)}</td>'
+                    f'<td class="num">{len(held.evidence)}</td>'
+                    f'<td class="num">{len(held.verbatim)}</td>'
+                    f'<td class="num">{len(held.close)}</td>'
+                    f'<td class="num">{100 * held.share:.0f}%</td><td>{e(missing)}</td></tr>')
+    summary = (f"{totals['questions']:,} questions, {totals['turns']:,} evidence turns: "
+               f"{totals['verbatim']:,} ({_pct(totals['verbatim'], totals['turns'])}) "
+               f"verbatim in the request that answers, {totals['close']:,} at least close; "
+               f"{totals['whole']:,} questions with all of theirs verbatim")
+    return ('<section class="card" id="evidence"><h2>Evidence in the request that answers '
+            f'each question</h2><p class="note" id="evidence-summary">{e(summary)} '
+            "(verbatim: the turn whole inside one message; close: 60% of its words "
+            'together in one message)</p><div class="scroll"><table><thead><tr>'
+            '<th class="num">request</th><th>question</th><th class="num">evidence</th>'
+            '<th class="num">verbatim</th><th class="num">close</th>'
+            '<th class="num">share</th><th>missing</th></tr></thead>'
+            f'<tbody>{"".join(rows)}</tbody></table></div></section>')
+
+
 def _events_table(events: Sequence[_Event]) -> str:
     e = html.escape
     if not events:
@@ -677,6 +712,7 @@ header .file { display: inline-block; margin: 0 0 0 12px; }
 code { font: 13px ui-monospace, "DejaVu Sans Mono", monospace; background: #eef0f3;
   padding: 1px 6px; border-radius: 4px; }
 header .sub { color: var(--muted); margin: 2px 0 10px; font-size: 12px; }
+header .sub.warn { color: #b45309; }
 .cards { display: grid; grid-template-columns: repeat(8, 1fr); gap: 10px; }
 .stat { background: var(--card); border: 1px solid var(--line); border-radius: 8px;
   padding: 6px 12px; }

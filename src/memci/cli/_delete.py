@@ -13,9 +13,9 @@ import json
 import click
 from rich.console import Console
 from rich.markup import escape
-from rich.table import Table
 
 from memci.cli import _DB_HELP, _engine, _existing, main
+from memci.cli._tables import print_table, table
 from memci.store import Erasure
 
 _YES_HELP = "Do not ask for confirmation (for scripts)."
@@ -139,15 +139,13 @@ def erasures_command(tenant: str | None, limit: int, db: str | None, as_json: bo
                 "counts": dict(e.counts),
                 "scrubbed": e.scrubbed.isoformat() if e.scrubbed else None}))
         return
-    table = Table(title="memci erasures")
-    for column in ("id", "at", "actor", "action", "tenant", "user (sha256)", "counts",
-                   "scrubbed"):
-        table.add_column(column)
-    for e in found:
-        table.add_row(str(e.id), e.at.isoformat(timespec="seconds"), e.actor, e.action,
-                      e.tenant, (e.user or "-")[:16], _counts(e),
-                      e.scrubbed.isoformat(timespec="seconds") if e.scrubbed else "pending")
-    Console().print(table)
+    rows = [(str(e.id), e.at.isoformat(timespec="seconds"), e.actor, e.action, e.tenant,
+             (e.user or "-")[:16], _counts(e),
+             e.scrubbed.isoformat(timespec="seconds") if e.scrubbed else "pending")
+            for e in found]
+    print_table(Console(), table("memci erasures", (
+        "id", "at", "actor", "action", "tenant", "user (sha256)", "counts", "scrubbed"),
+        rows, whole=("id", "tenant"), right=("id",)))
 
 
 @main.command("scrub")

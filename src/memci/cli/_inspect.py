@@ -1,7 +1,8 @@
 """``memci inspect``, ``memci search`` and ``memci stats``: look into a stored session.
 
 ``inspect`` builds the context as the agent's next request would get it and shows where
-every token goes (segments), where every page is (window, contents page, evicted), the
+every token goes (segments), where every page is (window, contents page — listed, or
+named by its range line —, evicted: by an evict event, as ``stats`` counts them), the
 contents page the model reads, the working state (pins, plan, notebook) when the session
 offers those tools, and the latest events. ``search`` runs the session's memory search;
 ``stats`` prints the session's figures and its events counted by reason.
@@ -29,6 +30,7 @@ from rich.table import Table
 from rich.text import Text
 
 from memci.cli import _DB_HELP, main
+from memci.cli._tables import print_table, table
 from memci.context import Context, PageInfo
 from memci.engine import Engine, Session
 from memci.errors import StoreError, UnknownSessionError
@@ -116,6 +118,20 @@ def _segments(session: Session, ctx: Context, pages: Mapping[int, PageInfo],
             for name in order if name in found]
 
 
+def _evicted(session: Session) -> set[int]:
+    """Pages whose newest archive, recall or evict event is an eviction.
+
+    The events are what ``memci stats`` counts, so a page is called evicted here only
+    when an eviction took it off the contents page: a page archived past the contents
+    page's room (a backlog, or one not listed after all) is named by the contents page's
+    range line instead, as the model reads it.
+    """
+    newest: dict[int, str] = {}
+    for event in session.events(limit=10_000_000):
+        newest[int(event["page"])] = str(event["kind"])
+    return {page for page, kind in newest.items() if kind == "evict"}
+
+
 def _pages(session: Session, ctx: Context, pages: Mapping[int, PageInfo],
            ) -> list[dict[str, Any]]:
     sent: Counter[int] = Counter()
@@ -128,13 +144,17 @@ def _pages(session: Session, ctx: Context, pages: Mapping[int, PageInfo],
     rows: list[dict[str, Any]] = []
     paged = ctx.stats.strategy == "paged"
     out_of_window = "summarized" if ctx.stats.strategy == "summarize" else "dropped"
+    evicted = _evicted(session) if paged else set()
     for info in pages.values():
+        place = info.place if paged else ("window" if shown[info.page] else out_of_window)
+        unlisted = place == "evicted" and info.page not in evicted
         rows.append({
             "page": info.page, "first_seq": info.first_seq, "last_seq": info.last_seq,
             "messages": info.messages, "tokens": info.tokens,
             "sent_tokens": sent[info.page], "sent_messages": shown[info.page],
-            "place": info.place if paged else ("window" if shown[info.page] else out_of_window),
+            "place": "contents" if unlisted else place,
             "window": info.detail if paged else None,
+            "listed": not unlisted if place in ("contents", "evicted") else None,
             "recall_count": info.recall_count, "last_recall_round": info.last_recall_round,
             "archived_round": info.archived_round,
         })
@@ -232,7 +252,8 @@ def _print_inspect(data: Mapping[str, Any], console: Console) -> None:
     styles = {"window": "green", "contents": "yellow", "evicted": "dim", "dropped": "dim",
               "summarized": "dim"}
     for p in pages[-_PAGE_ROWS:]:
-        place = p["place"] + (f" ({p['window']})" if p.get("window") else "")
+        detail = p.get("window") or ("not listed" if p.get("listed") is False else "")
+        place = p["place"] + (f" ({detail})" if detail else "")
         table.add_row(
             str(p["page"]), f"{p['messages']} ({p['first_seq']}–{p['last_seq']})",
             Text(place, style=styles.get(p["place"], "")), f"{p['tokens']:,}",
@@ -374,18 +395,14 @@ def search_command(session: str, query: str, k: int, scope: str, db: str | None,
     if not data["hits"]:
         console.print(f"no hits for {query!r} in {scope} scope", highlight=False)
         return
-    table = Table(title=f"search {query!r} ({scope})", title_justify="left")
-    if scope == "user":
-        table.add_column("session")
-    for column in ("page", "seq", "role", "score", "found by"):
-        table.add_column(column, justify="right" if column in ("page", "seq", "score")
-                         else "left", no_wrap=True)
-    table.add_column("snippet", ratio=1)
-    for h in data["hits"]:
-        cells = [str(h["page"] or ""), str(h["seq"] or ""), h["role"], f"{h['score']:.4f}",
-                 ", ".join(h["retrievers"]), h["snippet"]]
-        table.add_row(*([h["session"] or ""] if scope == "user" else []), *cells)
-    console.print(table)
+    columns = [*(["session"] if scope == "user" else []), "page", "seq", "role", "score",
+               "found by", "snippet"]
+    rows = [[*([h["session"] or ""] if scope == "user" else []), str(h["page"] or ""),
+             str(h["seq"] or ""), h["role"], f"{h['score']:.4f}", ", ".join(h["retrievers"]),
+             h["snippet"]] for h in data["hits"]]
+    print_table(console, table(f"search {query!r} ({scope})", columns, rows,
+                               whole=("session", "page", "seq", "role", "score"),
+                               right=("page", "seq", "score")))
 
 
 # -- stats -------------------------------------------------------------------------------

@@ -12,9 +12,9 @@ from collections.abc import Callable
 
 import click
 from rich.console import Console
-from rich.table import Table
 
 from memci.cli import _DB_HELP, _engine, main
+from memci.cli._tables import print_table, table
 from memci.errors import ConfigError
 from memci.server import DEFAULT_MCP_SESSION, KeyPolicy, KeyStore, ServerConfig, run_mcp, serve
 from memci.server._policy import guarded_paths
@@ -272,13 +272,11 @@ def keys_list(tenant: str | None, db: str | None, as_json: bool) -> None:
                                 "policy": json.loads(k.policy.to_json() or "{}")}
                                for k in keys], indent=2))
         return
-    table = Table(title="memci API keys")
-    for column in ("id", "tenant", "label", "policy", "created", "revoked"):
-        table.add_column(column)
-    for k in keys:
-        table.add_row(k.key_id, k.tenant, k.label or "", _describe(k.policy), k.created_at,
-                      k.revoked_at or "")
-    Console().print(table)
+    rows = [(k.key_id, k.tenant, k.label or "", _describe(k.policy), k.created_at,
+             k.revoked_at or "") for k in keys]
+    print_table(Console(), table("memci API keys", ("id", "tenant", "label", "policy",
+                                                    "created", "revoked"), rows,
+                                 whole=("id", "tenant")))
 
 
 @keys_group.command("revoke")

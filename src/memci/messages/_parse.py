@@ -9,7 +9,9 @@ OpenAI Responses items (read by :mod:`memci.messages._responses`; in a batch rea
 :func:`coerce_many`, the items of one assistant turn make one assistant message).
 
 Everything read is checked before anything is stored, in every form (a :class:`Message`
-built by hand included, whose every field is type-checked): roles, parts, tool arguments
+built by hand included, whose every field is type-checked): that it holds something (text,
+an image, a tool call or result, a reasoning item: an empty message is refused, naming
+what to add), roles, parts, tool arguments
 (JSON objects), text (valid Unicode, also inside JSON), metadata (a JSON object),
 nesting (at most :data:`~memci._jsonvalues.MAX_DEPTH` levels in metadata and tool
 arguments), size (text, arguments and metadata together within ``max_bytes``),
@@ -93,6 +95,16 @@ _ROLES: frozenset[str] = frozenset(_ROLE_ALIASES.values())
 _ANTHROPIC_ASIDE_KEY = "anthropic_blocks"
 
 
+# What to add to a message that holds nothing (it would send nothing: Anthropic drops it,
+# OpenAI refuses it), by role.
+_EMPTY = {
+    "user": "add 'content' (text, or text and image blocks)",
+    "assistant": "add 'content' (text) or 'tool_calls'",
+    "system": "add 'content' (text)",
+    "tool": "add 'content' (the tool's output; an empty string is an empty output)",
+}
+
+
 def coerce(obj: object, *, max_bytes: int = DEFAULT_MAX_BYTES) -> list[Message]:
     """Read one message in any accepted form; return the memci messages it holds.
 
@@ -166,6 +178,7 @@ def validate(message: Message, *, max_bytes: int = DEFAULT_MAX_BYTES) -> None:
     """
     _check_role_and_parts(message)
     size = _check_parts(message)
+    _check_not_empty(message)
     _check_tool_results(message)
     size += _check_fields(message)
     if size > max_bytes:
@@ -253,6 +266,12 @@ def _check_tool_result(part: ToolResultPart) -> int:
     size = _check_text(part.content, "tool result")
     _check_flag(part.is_error, "a tool result's is_error")
     return size
+
+
+def _check_not_empty(message: Message) -> None:
+    """A message holds something: text, an image, a tool call or result, reasoning."""
+    if not any(not isinstance(p, TextPart) or p.text for p in message.parts):
+        raise InvalidMessageError(f"the {message.role} message is empty: {_EMPTY[message.role]}")
 
 
 def _check_tool_results(message: Message) -> None:

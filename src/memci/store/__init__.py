@@ -42,6 +42,7 @@ from memci.store._search import (
     VectorStore,
 )
 from memci.store._work import WorkEvent, WorkStore
+from memci.store._writers import other_writers
 from memci.store.sqlite import (
     CORE_MIGRATIONS,
     ROW_HEAD_CHARS,
@@ -109,5 +110,6 @@ __all__ = [
     "message_from_row",
     "open_store",
     "orphan_result",
+    "other_writers",
     "row_head",
 ]

@@ -140,7 +140,9 @@ class _Side:
         for row in rows:
             value = row[at]
             if value is not None:
-                value = (bytes(value).decode("utf-8") if self.sqlite
+                # SQLite keeps text (from PostgreSQL it comes as bytes), PostgreSQL bytea
+                value = ((bytes(value).decode("utf-8") if not isinstance(value, str) else value)
+                         if self.sqlite
                          else value.encode("utf-8") if isinstance(value, str) else value)
             out.append((*row[:at], value, *row[at + 1:]))
         return out

@@ -18,7 +18,7 @@ from typing import cast
 from memci.errors import ConfigError, MissingExtraError
 from memci.store._protocols import Store
 
-__all__ = ["ENV_DB", "default_location", "is_postgres_url", "open_store"]
+__all__ = ["ENV_DB", "default_location", "is_postgres_url", "open_store", "sqlite_file"]
 
 ENV_DB = "MEMCI_DB"
 _POSTGRES = ("postgresql://", "postgres://")
@@ -54,6 +54,14 @@ def open_store(
         except ImportError as exc:
             raise MissingExtraError("postgres", "psycopg", "a PostgreSQL store") from exc
         return cast(Store, module.PostgresStore(str(where), pool_size=pool_size))
+    from memci.store.sqlite import SQLiteStore
+
+    return SQLiteStore(sqlite_file(where), synchronous=synchronous)
+
+
+def sqlite_file(location: str | Path) -> Path:
+    """The SQLite file a location that is not a PostgreSQL URL names (a path, sqlite:///)."""
+    where = location
     if isinstance(where, str) and "://" in where:
         scheme, _, rest = where.partition("://")
         if scheme.lower() != "sqlite":
@@ -65,6 +73,4 @@ def open_store(
         if not where:
             raise ConfigError("sqlite:/// needs a file path, e.g. sqlite:///memci.db "
                               "(relative) or sqlite:////var/memci.db (absolute)")
-    from memci.store.sqlite import SQLiteStore
-
-    return SQLiteStore(Path(where), synchronous=synchronous)
+    return Path(where)

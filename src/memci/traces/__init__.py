@@ -3,14 +3,16 @@
 :func:`read_trace` reads a file and :func:`parse_trace` a JSON value already loaded;
 both give a :class:`Trace`: the conversation as OpenAI chat messages (ready for
 ``Session.add``), where each came from in the file, the agent's own tool schemas when the
-file records them, and notes on what was left out. The format is found by the shape of
+file records them, the questions whose answers the file labels (with their evidence
+turns), and notes on what was left out. The format is found by the shape of
 the data (:data:`FORMATS`, tried in order, most distinctive first), or forced by name.
 
-Formats: OpenAI messages (lists, JSONL, ``{messages}``, mini-swe-agent), Anthropic
-messages (and Claude Code logs), ShareGPT ``conversations``, SWE-agent ``.traj``,
-tau-bench / tau2-bench results, OpenHands event logs, LongMemEval items and LoCoMo
-conversations. A file that holds several conversations (a results file) gives one, by
-number (``item``, from 1).
+Formats: OpenAI messages (lists, JSONL, ``{messages}``, mini-swe-agent, a list of
+``{role, content}`` under any key), Anthropic messages (and Claude Code logs), ShareGPT
+``conversations``, SWE-agent ``.traj``, tau-bench / tau2-bench results, OpenHands event
+logs (both generations) and evaluation outputs, LongMemEval items, LoCoMo conversations,
+Multi-Session Chat (MSC) and KdConv dialogues. A file that holds several conversations (a
+results file) gives one, by number (``item``, from 1).
 
 Invariants: tool calls and results are paired as providers require (ids are generated,
 the same way every time, where a format has none); a file that yields no chat message
@@ -27,21 +29,23 @@ from typing import Any
 from memci.errors import InvalidFileError
 from memci.traces._anthropic import ANTHROPIC
 from memci.traces._format import Format
+from memci.traces._kdconv import KDCONV
 from memci.traces._load import load_json
 from memci.traces._locomo import LOCOMO
 from memci.traces._longmemeval import LONGMEMEVAL
+from memci.traces._msc import MSC
 from memci.traces._openai import OPENAI
 from memci.traces._openhands import OPENHANDS
 from memci.traces._sharegpt import SHAREGPT
 from memci.traces._sweagent import SWE_AGENT
 from memci.traces._taubench import TAU_BENCH
-from memci.traces._transcript import Transcript
+from memci.traces._transcript import Question, Transcript
 
-__all__ = ["FORMATS", "FORMAT_NAMES", "Format", "Trace", "formats_help", "parse_trace",
-           "read_trace"]
+__all__ = ["FORMATS", "FORMAT_NAMES", "Format", "Question", "Trace", "formats_help",
+           "parse_trace", "read_trace"]
 
-FORMATS: tuple[Format, ...] = (LONGMEMEVAL, LOCOMO, SWE_AGENT, OPENHANDS, TAU_BENCH,
-                               SHAREGPT, ANTHROPIC, OPENAI)
+FORMATS: tuple[Format, ...] = (LONGMEMEVAL, LOCOMO, MSC, KDCONV, SWE_AGENT, OPENHANDS,
+                               TAU_BENCH, SHAREGPT, ANTHROPIC, OPENAI)
 """Every format, in the order detection tries them."""
 
 FORMAT_NAMES: tuple[str, ...] = tuple(f.name for f in FORMATS)
@@ -63,6 +67,8 @@ class Trace:
     item: int = 1
     items: int = 1
     """Which conversation of the file this is, and how many it holds."""
+    questions: list[Question] = field(default_factory=list[Question])
+    """The questions whose evidence the file labels (LoCoMo, LongMemEval), in order."""
 
 
 def formats_help() -> str:
@@ -114,7 +120,7 @@ def parse_trace(
         notes.insert(0, f"the file holds {len(records)} {chosen.name} conversations: "
                         "replaying the first (--item N picks another)")
     return Trace(chosen.name, out.messages, out.origins, out.tools, notes, number,
-                 len(records))
+                 len(records), out.questions)
 
 
 def read_trace(path: Path, *, format: str | None = None, item: int | None = None) -> Trace:

@@ -1,6 +1,7 @@
 """Anthropic Messages: ``{system, messages, tools}`` with content blocks, or Claude Code logs.
 
-Shapes: an object with a ``messages`` list of ``{role, content}`` whose content is a
+Shapes: an object with a ``messages`` list (or such a list under another key, as
+:func:`~memci.traces._format.message_list` finds it) of ``{role, content}`` whose content is a
 string or blocks (``text``, ``image``, ``tool_use`` in assistant messages, ``tool_result``
 in user messages), ``system`` as text or blocks and ``tools`` with ``input_schema``; a
 list (or JSONL) of such messages; a Claude Code session log (JSONL lines ``{type: user |
@@ -14,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from memci.traces._format import Format, dicts, mapping
+from memci.traces._format import Format, dicts, mapping, message_list
 from memci.traces._transcript import Call, Transcript, text_of
 
 __all__ = ["ANTHROPIC"]
@@ -36,6 +37,13 @@ def _looks_anthropic(messages: list[Mapping[str, Any]]) -> bool:
     return False
 
 
+def _holder(top: Mapping[str, Any]) -> tuple[Mapping[str, Any], list[Any]] | None:
+    """The object that holds the messages, and the messages: ``messages`` or nested."""
+    if isinstance(top.get("messages"), list):
+        return top, top["messages"]
+    return message_list(top)
+
+
 def _claude_code(items: list[Mapping[str, Any]]) -> bool:
     return any(i.get("type") in ("user", "assistant") and mapping(i.get("message"))
                for i in items[:50])
@@ -44,11 +52,13 @@ def _claude_code(items: list[Mapping[str, Any]]) -> bool:
 def _conversations(data: Any, strict: bool) -> list[Any] | None:
     top = mapping(data)
     if top is not None:
-        messages = dicts(top.get("messages"))
-        if not isinstance(top.get("messages"), list):
+        found = _holder(top)
+        if found is None:
             return None
-        tools = dicts(top.get("tools"))
-        if (not strict or _looks_anthropic(messages) or isinstance(top.get("system"), list)
+        holder, messages = found
+        tools = dicts(holder.get("tools"))
+        if (not strict or _looks_anthropic(dicts(messages))
+                or isinstance(holder.get("system"), list)
                 or any("input_schema" in t for t in tools)):
             return [top]
         return None
@@ -122,12 +132,11 @@ class _Reader:
 def _read(record: Any, out: Transcript) -> None:
     reader = _Reader(out)
     top = mapping(record)
+    raw: Any = record
     if top is not None:
-        out.system(top.get("system"), origin="system")
-        out.add_tools(top.get("tools"))
-        raw: Any = top.get("messages")
-    else:
-        raw = record
+        holder, raw = _holder(top) or (top, None)
+        out.system(holder.get("system"), origin="system")
+        out.add_tools(holder.get("tools"))
     for number, item in enumerate(raw if isinstance(raw, list) else [], start=1):
         origin = f"message {number}"
         entry = mapping(item)

@@ -4,7 +4,8 @@ A file is one item or a list of them (one conversation per question). The haysta
 sessions are fed in date order (ties keep the file's order), each message dated a
 minute after the one before from its session's date (``2023/05/20 (Sat) 02:21``); then
 the question is the last user message, at ``question_date``, and the expected ``answer``
-the assistant's reply, so the last request is the one that answers the question.
+the assistant's reply, so the last request is the one that answers the question. The
+turns marked ``has_answer`` are the question's evidence, recorded for the replay to check.
 """
 
 from __future__ import annotations
@@ -56,6 +57,7 @@ def _read(record: Any, out: Transcript) -> None:
                  "carry none")
     order = sorted(range(len(sessions)),
                    key=lambda s: (dates[s] is None, dates[s] or datetime.min))
+    evidence: list[tuple[str, str]] = []
     previous: datetime | None = None
     for s in order:
         start = dates[s]
@@ -72,13 +74,14 @@ def _read(record: Any, out: Transcript) -> None:
                 out.assistant(turn.get("content"), origin=origin, created_at=stamp)
             else:
                 out.user(turn.get("content"), origin=origin, created_at=stamp)
+            text = text_of(turn.get("content"))
+            if turn.get("has_answer") is True and text:
+                evidence.append((origin, text))
     asked = parse_date(item.get("question_date"))
     if asked is not None and previous is not None and asked <= previous:
         asked = previous + timedelta(hours=1)
-    out.user(item.get("question"), origin="question",
-             created_at=asked.isoformat() if asked else None)
-    if item.get("answer") is not None:
-        out.assistant(text_of(item.get("answer")), origin="answer")
+    out.question(item.get("question"), item.get("answer"), evidence, origin="question",
+                 created_at=asked.isoformat() if asked else None)
 
 
 LONGMEMEVAL = Format(

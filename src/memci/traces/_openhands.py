@@ -1,18 +1,25 @@
-"""OpenHands event logs: ``[{id, source, action | observation, args, content, ...}]``.
+"""OpenHands event logs, both generations: ``[{action | observation | kind, ...}]``.
 
-An event log is a list of events (or ``{history: [...]}``; an evaluation's
-``output.jsonl`` holds one such record a line, each one conversation; the oldest logs
-pair them ``[[action, observation], ...]``). Read as the agent's model saw it:
+An event log is a list of events (or ``{history: [...]}``, ``{events: [...]}``; an
+evaluation's ``output.jsonl`` holds one run a line, each one conversation with its
+``history``; the oldest logs pair them ``[[action, observation], ...]``). Events of the
+software-agent SDK carry a ``kind`` and are read by :mod:`._openhands_sdk`; the first
+generation's (``event_to_dict``: ``{id, source, action | observation, args, content,
+tool_call_metadata}``) are read here, as the agent's model saw them:
 
 - ``system`` action: the system prompt (``args.content``) and the agent's ``args.tools``;
 - ``message`` actions: the user's or the agent's text (``args.content``, else ``message``);
+  ``finish``, ``reject`` and ``think`` actions without a tool call are the agent's text;
 - an agent action with ``tool_call_metadata`` is a tool call (``tool_call_id``,
   ``function_name``; arguments from the recorded ``model_response`` when present, else
   ``args``); calls of one model response become one assistant message, its text the
   response's text or the action's ``thought``;
-- an observation with ``tool_call_metadata`` answers its call; one without (logs from
-  before function calling) is the next user message, as ``OBSERVATION:`` text, and an
-  action without it is the agent's text (its thought and command);
+- any other agent action (``run``, ``run_ipython``, ``read``, ``edit``, ``browse`` …,
+  logged before function calling) is a tool call too, named after the action, its
+  arguments its ``args``, its text the ``thought``;
+- an observation answers its action's call (the ``cause`` that names the action, else
+  the oldest open call); one with no call open (its action was text) is the next user
+  message, as ``OBSERVATION:`` text;
 - bookkeeping is left out with a note: agent state changes, recall and condensation
   events, and anything else the model never saw.
 """
@@ -23,6 +30,7 @@ from collections.abc import Mapping
 from typing import Any, cast
 
 from memci.traces._format import Format, dicts, mapping
+from memci.traces._openhands_sdk import SDK_EVENTS, SdkReader, is_sdk_event
 from memci.traces._transcript import Call, Transcript, text_of
 
 __all__ = ["OPENHANDS"]
@@ -32,11 +40,16 @@ _BOOKKEEPING = frozenset({"agent_state_changed", "change_agent_state", "null", "
                           "pause", "resume"})
 _SHOWN_ARGS = ("command", "code", "path", "file_text", "content", "url", "task", "query")
 _NOT_ARGUMENTS = frozenset({"thought", "is_input", "blocking", "hidden", "confirmation_state",
-                            "security_risk", "is_confirmed", "impl_source", "wait_for_response"})
+                            "security_risk", "is_confirmed", "impl_source", "wait_for_response",
+                            "include_extra", "kernel_init_code"})
+# Actions that are the agent's words, not a tool it ran (before function calling).
+_TEXT_ACTIONS = frozenset({"message", "finish", "reject", "think"})
 
 
 def _is_event(item: Mapping[str, Any]) -> bool:
-    return "action" in item or "observation" in item
+    kind = item.get("kind")
+    return "action" in item or "observation" in item or (
+        isinstance(kind, str) and kind in SDK_EVENTS)
 
 
 def _events(record: Any) -> list[Mapping[str, Any]]:
@@ -58,14 +71,16 @@ def _is_log(record: Any, strict: bool) -> bool:
     hits = [e for e in events if _is_event(e)]
     if not hits:
         return False
-    return not strict or any("source" in e or "tool_call_metadata" in e for e in hits)
+    return not strict or any("source" in e or "tool_call_metadata" in e or "kind" in e
+                             for e in hits)
 
 
 def _conversations(data: Any, strict: bool) -> list[Any] | None:
     if mapping(data) is not None:
         return [data] if _is_log(data, strict) else None
     items = dicts(data)
-    runs = [i for i in items if isinstance(i.get("history"), list) and _is_log(i, strict)]
+    runs = [i for i in items if isinstance(i.get("history", i.get("events")), list)
+            and _is_log(i, strict)]
     if runs:
         return list(runs)
     return [data] if _is_log(data, strict) else None
@@ -96,6 +111,7 @@ class _Reader:
     def __init__(self, out: Transcript) -> None:
         self.out = out
         self.response: object = None  # the model response of the newest tool call
+        self.calls: dict[object, str] = {}  # an action's event id -> its call's id
 
     def event(self, event: Mapping[str, Any], origin: str) -> None:
         kind = event.get("action", event.get("observation"))
@@ -114,12 +130,10 @@ class _Reader:
             self.response = None
             if event.get("source") == "user":
                 self._user(event, args, origin, created)
+            elif isinstance(kind, str) and kind in _TEXT_ACTIONS:
+                self._text(event, args, kind, origin, created)
             else:
-                shown = [text_of(args.get("thought"))] + (
-                    [text_of(args.get(k)) for k in _SHOWN_ARGS if args.get(k)]
-                    if kind != "message" else [text_of(args.get("content"))])
-                text = "\n".join(t for t in shown if t) or text_of(event.get("message"))
-                self.out.assistant(text, origin=origin, created_at=created)
+                self._ran(event, args, str(kind), origin, created)
         elif meta is not None:
             call_id = meta.get("tool_call_id")
             name = meta.get("function_name")
@@ -128,10 +142,41 @@ class _Reader:
                             tool=name if isinstance(name, str) else None, created_at=created,
                             strict=False)
         else:
-            self.response = None
-            text = text_of(event.get("content")) or text_of(event.get("message"))
-            self.out.user(f"OBSERVATION:\n{text}" if text else "", origin=origin,
-                          created_at=created)
+            self._observed(event, origin, created)
+
+    def _text(self, event: Mapping[str, Any], args: Mapping[str, Any], kind: object,
+              origin: str, created: object) -> None:
+        """An action that is the agent's words: its thought and what it said."""
+        shown = [text_of(args.get("thought"))] + (
+            [text_of(args.get(k)) for k in _SHOWN_ARGS if args.get(k)]
+            if kind != "message" else [text_of(args.get("content"))])
+        text = "\n".join(t for t in shown if t) or text_of(event.get("message"))
+        self.out.assistant(text, origin=origin, created_at=created)
+
+    def _ran(self, event: Mapping[str, Any], args: Mapping[str, Any], kind: str,
+             origin: str, created: object) -> None:
+        """An action that ran a tool, logged before function calling: a call of its own."""
+        arguments = {k: v for k, v in args.items() if k not in _NOT_ARGUMENTS}
+        (call_id,) = self.out.assistant(args.get("thought"), [Call(kind, arguments)],
+                                        origin=origin, created_at=created)
+        if isinstance(event.get("id"), int | str):
+            self.calls[event["id"]] = call_id
+
+    def _observed(self, event: Mapping[str, Any], origin: str, created: object) -> None:
+        """An observation without a tool call: its action's result, else user text."""
+        self.response = None
+        content = event.get("content") if "content" in event else event.get("message")
+        cause = event.get("cause")
+        call_id = self.calls.pop(cause, None) if isinstance(cause, int | str) else None
+        if call_id is not None or self.out.has_open_calls():
+            name = event.get("observation")
+            self.out.result(content, origin=origin, call_id=call_id,
+                            tool=name if isinstance(name, str) else None,
+                            created_at=created, strict=False)
+            return
+        text = text_of(content) or text_of(event.get("message"))
+        self.out.user(f"OBSERVATION:\n{text}" if text else "", origin=origin,
+                      created_at=created)
 
     def _user(self, event: Mapping[str, Any], args: Mapping[str, Any], origin: str,
               created: object) -> None:
@@ -162,17 +207,21 @@ class _Reader:
 
 
 def _read(record: Any, out: Transcript) -> None:
-    reader = _Reader(out)
+    first, sdk = _Reader(out), SdkReader(out)
     for number, event in enumerate(_events(record), start=1):
         ident = event.get("id")
-        origin = f"event {ident if isinstance(ident, int) else f'#{number}'}"
-        if not _is_event(event):
+        named = isinstance(ident, int | str) and ident != ""
+        origin = f"event {ident if named else f'#{number}'}"
+        if is_sdk_event(event):
+            sdk.event(event, origin)
+        elif _is_event(event):
+            first.event(event, origin)
+        else:
             out.skip(origin, "not an action or observation, skipped")
-            continue
-        reader.event(event, origin)
 
 
 OPENHANDS = Format(
     "openhands", "OpenHands event log: [{id, source, action | observation, args, content, "
-    "tool_call_metadata}], or {history: [...]} (output.jsonl: one a line)",
+    "tool_call_metadata}] or the SDK's [{kind: ActionEvent | ObservationEvent | "
+    "MessageEvent, ...}], or {history: [...]} (output.jsonl: one run a line)",
     _conversations, _read)

@@ -11,7 +11,12 @@ which keeps the rules a model provider (and memci's store) holds a conversation 
   open call to answer and no id is kept as user text (what it was to the model), and
   one that names an id no open call has is an error, since the file contradicts itself;
 - every message has an origin ("event 12", "conversations[3]") that errors and notes
-  use to point into the file.
+  use to point into the file;
+- no message is empty: a reply with no text and no tool call is left out with a note
+  (memci stores no empty message);
+- a question whose answer the file labels (LoCoMo's evidence, LongMemEval's
+  ``has_answer``) is recorded with its evidence turns, each by its origin and its text as
+  stored, so a replay can check the request built to answer it.
 
 What a format holds that is not a chat message is left out with a note, grouped by
 reason. Nothing here does I/O.
@@ -27,7 +32,7 @@ from typing import Any, cast
 from memci.errors import InvalidFileError, MemciError
 from memci.messages import parse_timestamp
 
-__all__ = ["Call", "Transcript", "arguments_text", "content_of", "text_of"]
+__all__ = ["Call", "Question", "Transcript", "arguments_text", "content_of", "text_of"]
 
 _NOTE_PLACES = 5  # origins listed per note; the rest are counted
 
@@ -39,6 +44,17 @@ class Call:
     name: str
     arguments: object = None
     id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Question:
+    """A question the file asks, and the turns that answer it (its evidence)."""
+
+    message: int
+    """Where the question is in the transcript's messages (a user message)."""
+    text: str
+    evidence: tuple[tuple[str, str], ...]
+    """Each evidence turn: its origin in the file and its text as stored."""
 
 
 def text_of(value: object) -> str:
@@ -169,6 +185,7 @@ class Transcript:
         self._ids: set[str] = set()
         self._alias: dict[str, str] = {}  # an id the file uses twice -> the id it got
         self._made = 0
+        self.questions: list[Question] = []
 
     # -- what a reader calls -------------------------------------------------------------
 
@@ -183,9 +200,15 @@ class Transcript:
 
     def assistant(self, content: object, calls: Sequence[Call] = (), *, origin: str,
                   created_at: object = None) -> list[str]:
-        """An assistant message and its tool calls; returns the calls' ids."""
-        # An empty reply is kept: the agent called its model for it, so it had a request.
+        """An assistant message and its tool calls; returns the calls' ids.
+
+        A reply with neither text nor calls is left out with a note: memci stores no
+        empty message (the request the agent made for it is not counted either).
+        """
         body = content_of(content)
+        if not body and not calls:
+            self.skip(origin, "an empty assistant reply (no text, no tool call), skipped")
+            return []
         message: dict[str, Any] = {"role": "assistant", "content": body}
         ids: list[str] = []
         if calls:
@@ -193,6 +216,22 @@ class Transcript:
             ids = [c["id"] for c in message["tool_calls"]]
         self._append(message, origin, created_at)
         return ids
+
+    def question(self, text: object, answer: object,
+                 evidence: Sequence[tuple[str, str]], *, origin: str,
+                 created_at: object = None) -> None:
+        """A question (a user message), its expected answer, and the turns that answer it.
+
+        ``evidence`` holds (origin, text as stored) of each turn. A question with no text
+        or no answer asks for no request, so it is left out with a note.
+        """
+        asked = text_of(text)
+        if not asked.strip() or not text_of(answer).strip():
+            self.skip(origin, "a question without its text or answer, not asked")
+            return
+        self.user(asked, origin=origin, created_at=created_at)
+        self.questions.append(Question(len(self.messages) - 1, asked, tuple(evidence)))
+        self.assistant(answer, origin=f"{origin} answer")
 
     def result(self, content: object, *, origin: str, call_id: str | None = None,
                tool: str | None = None, created_at: object = None,
@@ -227,6 +266,10 @@ class Transcript:
         if is_error:
             message["is_error"] = True
         self._append(message, origin, created_at)
+
+    def has_open_calls(self) -> bool:
+        """Whether some tool call has no result yet."""
+        return bool(self._open)
 
     def add_calls(self, calls: Sequence[Call], *, after_results: bool = True
                   ) -> list[str] | None:
