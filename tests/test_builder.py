@@ -1,4 +1,9 @@
-"""The builder's phases: the plan reads nothing, a build reads O(window), segments label it."""
+"""The builder's phases: the plan reads nothing, a build reads O(window), segments label it.
+
+Also what flows one way: a build after its plan reads nothing more (the request is
+assembled from the plan), a tool result's view is made once and shows its own call, and a
+steady build runs a handful of statements.
+"""
 
 from __future__ import annotations
 
@@ -54,17 +59,21 @@ def test_the_plan_reads_and_writes_nothing(engine: memci.Engine,
 
     monkeypatch.setattr(SQLiteStore, "read", guard("read", SQLiteStore.read))
     monkeypatch.setattr(SQLiteStore, "write", guard("write", SQLiteStore.write))
-    real_plan = ContextBuilder._plan
+    def pure(name: str) -> None:
+        real = getattr(ContextBuilder, name)
 
-    def plan(self: ContextBuilder, snap: Any) -> Any:
-        nonlocal planning
-        planning = True
-        try:
-            return real_plan(self, snap)
-        finally:
-            planning = False
+        def phase(self: ContextBuilder, *args: Any) -> Any:
+            nonlocal planning
+            planning = True
+            try:
+                return real(self, *args)
+            finally:
+                planning = False
 
-    monkeypatch.setattr(ContextBuilder, "_plan", plan)
+        monkeypatch.setattr(ContextBuilder, name, phase)
+
+    pure("_plan")  # the plan, and the request assembled from it after the commit
+    pure("_assemble")
     for budget in (800, 2000, 6000):
         for recipe in ("chat", "tool_loop"):
             ctx = s.build(budget=budget, recipe=recipe)
@@ -124,3 +133,53 @@ def test_segments_label_every_message_in_request_order(engine: memci.Engine) -> 
     assert ctx.segment("contents")[0].content.startswith("## Contents page")
     assert ctx.segment("state")[0].content.startswith("## Working state")
     assert ctx.segment("system")[0].content == "You are helpful."
+
+
+def _two_calls_one_output(session: memci.Session) -> None:
+    """Two calls of different tools return the same output (one artifact, linked twice)."""
+    session.add({"role": "user", "content": "compare the two config files"})
+    for call, tool in (("c1", "read_file"), ("c2", "cat")):
+        session.add({"role": "assistant", "content": None, "tool_calls": [{
+            "id": call, "type": "function",
+            "function": {"name": tool, "arguments": json.dumps({"path": f"{call}.cfg"})}}]})
+        session.add({"role": "tool", "tool_call_id": call,
+                     "content": "\n".join(f"key{n} = value{n}" for n in range(30))})
+    session.add({"role": "assistant", "content": "They are the same."})
+    session.add({"role": "user", "content": "thanks, what next?"})
+
+
+def test_a_tool_result_shows_its_own_call_whoever_returned_the_same_output(
+        tmp_path: Path) -> None:
+    with memci.Engine.open(tmp_path / "m.db") as engine:
+        s = engine.session("s")
+        _two_calls_one_output(s)
+        request = s.build(budget=6000).to_openai()
+        results = [m["content"] for m in request["messages"] if m["role"] == "tool"]
+        assert results[0].startswith("[tool result · read_file · call c1")
+        assert results[1].startswith("[tool result · cat · call c2")
+    with memci.Engine.open(tmp_path / "m.db") as engine:  # a new process reads it so too
+        again = engine.session("s").build(budget=6000).to_openai()
+    assert again["messages"] == request["messages"]
+
+
+def test_adding_a_tool_result_makes_its_view_once(engine: memci.Engine,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    from memci.context._tool_views import ToolViews
+
+    s = engine.session("s")
+    _tool_loop(s, 2)
+    made = 0
+    real = ToolViews.view
+
+    def counting(self: ToolViews, *args: Any, **kwargs: Any) -> memci.Message:
+        nonlocal made
+        made += 1
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(ToolViews, "view", counting)
+    s.add({"role": "assistant", "content": None, "tool_calls": [{
+        "id": "late", "type": "function", "function": {"name": "bash", "arguments": "{}"}}]})
+    s.add({"role": "tool", "tool_call_id": "late", "content": "done\n" * 50})
+    assert made == 1
+    s.build(budget=4000)  # shown from what the add made: made again only with its head
+    assert made <= 2
