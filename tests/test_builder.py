@@ -183,3 +183,31 @@ def test_adding_a_tool_result_makes_its_view_once(engine: memci.Engine,
     assert made == 1
     s.build(budget=4000)  # shown from what the add made: made again only with its head
     assert made <= 2
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
+def test_a_peek_shows_the_next_build_and_changes_nothing(tmp_path: Path, backend: str) -> None:
+    from tests import pg
+
+    location = str(tmp_path / "p.db") if backend == "sqlite" else pg.fresh_database()
+    with memci.Engine.open(location) as engine:
+        s = engine.session("s", user="u")
+        s.add_many(_chat(200))
+        s.add({"role": "user", "content": "what did we say about the harbour?"})
+        before = (engine.store.context.head(s.record), s.stats(), s.work_state().version())
+        peeked = s.peek(budget=3000)
+        assert peeked.stats.events  # this build would archive pages ...
+        again = s.peek(budget=3000)
+        assert (engine.store.context.head(s.record), s.stats(),
+                s.work_state().version()) == before  # ... and none was archived
+        assert again.to_openai() == peeked.to_openai()
+        built = s.build(budget=3000)
+        assert built.to_openai() == peeked.to_openai()
+        assert built.stats.events == peeked.stats.events
+        lines = built.segment("retrieval")
+        if built.memory:  # each line the segment shows, with where it came from
+            assert len(built.memory) == len(lines[0].content.splitlines()) - 2
+        steady = s.build(budget=3000)  # nothing moved since: the same request again
+        later = s.peek(budget=3000)
+        assert later.to_openai() == steady.to_openai()
+        assert later.stats.prefix_tokens == later.stats.total_tokens - 3  # all but priming

@@ -319,6 +319,13 @@ class AsyncSession:
         return await self._call(partial(self._session.build, budget=budget, recipe=recipe,
                                         tools=tools))
 
+    async def peek(
+        self, *, budget: int | None = None, recipe: str = "auto", tools: object = None
+    ) -> Context:
+        """The context a build would return now, committing nothing (see :meth:`Session.peek`)."""
+        return await self._call(partial(self._session.peek, budget=budget, recipe=recipe,
+                                        tools=tools))
+
     async def search(
         self, query: str, k: int = 10, scope: str = "session", *, now: datetime | None = None
     ) -> list[Hit]:

@@ -328,11 +328,32 @@ class Session:
         :class:`~memci.ToolNameClashError`, and tools that leave no room for the
         conversation :class:`~memci.ConfigError`.
         """
+        return self._context(budget, recipe, tools, peek=False)
+
+    def peek(
+        self, *, budget: int | None = None, recipe: str = "auto", tools: object = None
+    ) -> Context:
+        """The context :meth:`build` would return now, committing nothing.
+
+        Nothing of the session changes: no page is archived or evicted, no notebook line,
+        no memory saved; the next build is as it would have been. Its
+        ``stats.prefix_tokens`` says how much of it repeats the last request built (what a
+        provider's prompt cache would reuse), and ``ctx.memory`` what the retrieval segment
+        shows and where each line came from. For looking (``memci ui``, ``memci inspect``).
+        """
+        return self._context(budget, recipe, tools, peek=True)
+
+    def _context(self, budget: int | None, recipe: str, tools: object, *,
+                 peek: bool) -> Context:
         if budget is not None and (
             isinstance(budget, bool) or not isinstance(budget, int) or budget <= 0
         ):
             raise ConfigError(f"budget must be a positive int, not {budget!r}")
         agent = self._agent_tools if tools is None else self._read_tools(tools)
+        if peek:
+            with self._lock:
+                check_no_clash(agent, every_tool(self.settings))
+                return self._builder.peek(budget, recipe, agent)
         with self._lock, _trace.span("memci.build") as traced:
             # The settings may have changed since the default tools were checked.
             check_no_clash(agent, every_tool(self.settings))

@@ -57,6 +57,7 @@ from memci.context._system import SystemSource, offered_tools
 from memci.context._tool_views import ToolViews
 from memci.context._working import WorkingStateSource
 from memci.errors import BudgetTooSmallError, StoreError, StoreFullError
+from memci.memory import Retrieved
 from memci.messages import Message, to_openai
 from memci.store import SessionRecord
 from memci.store._log import ContextChanges
@@ -74,6 +75,14 @@ _ATTEMPTS = 8  # builds planned again after losing a compare-and-swap, before gi
 
 class _Conflict(Exception):
     """Another writer committed the session's context state first."""
+
+
+class _Peeked(Exception):
+    """A peek's build is done: its transaction is rolled back, its context carried out."""
+
+    def __init__(self, context: Context) -> None:
+        super().__init__("peeked")
+        self.context = context
 
 
 @dataclass(slots=True)
@@ -105,6 +114,7 @@ class _Plan:
     window: list[Message]  # the contents page, then the recent pages, heads shown
     window_tokens: int
     retrieval: Message | None
+    memory: tuple[Retrieved, ...]  # what the retrieval segment shows
     state: Message | None
     changes: ContextChanges
     planned_tokens: int = 0  # of the window as planned, before the tool heads are shown
@@ -226,12 +236,7 @@ class ContextBuilder:
         """
         started = time.perf_counter()
         for _ in range(_ATTEMPTS):
-            snap = self._load(budget, recipe, agent)
-            plan = self._plan(snap)
-            if self._memory_left_behind(snap, plan):
-                snap = self._gather_again(snap, plan)
-                plan = self._plan(snap)
-            self._check_window(snap, plan)
+            snap, plan = self._snapshot_and_plan(budget, recipe, agent)
             try:
                 self._commit(snap, plan)
             except _Conflict:
@@ -246,6 +251,40 @@ class ContextBuilder:
             return self._assemble(snap, plan, started)
         raise StoreError(f"session {self.record.name!r}: {_ATTEMPTS} builds in a row lost "
                          "to concurrent writers; try again")
+
+    def peek(self, budget: int | None, recipe: str, agent: tuple[ToolSpec, ...] = ()) -> Context:
+        """The context a build would make now, committing nothing and changing nothing.
+
+        The build runs whole — its commit too, so the working state shows what the build
+        would add to it — in one transaction that is rolled back, and its drafts are
+        dropped. Its stats compare it with the last request built (``prefix_tokens``); it
+        is not counted among the builds.
+        """
+        started = time.perf_counter()
+        try:
+            with self.services.store.atomic():
+                snap, plan = self._snapshot_and_plan(budget, recipe, agent)
+                try:
+                    self._commit(snap, plan)
+                except _Conflict:
+                    pass  # another writer got there first: what this build planned, as is
+                raise _Peeked(self._assemble(snap, plan, started, counted=False))
+        except _Peeked as peeked:
+            return peeked.context
+        finally:
+            self.working.forget()  # what it read or rendered inside was rolled back
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _snapshot_and_plan(self, budget: int | None, recipe: str, agent: tuple[ToolSpec, ...]
+                           ) -> tuple[_Snapshot, _Plan]:
+        """Load and plan (again when memory must be gathered without what the plan archives)."""
+        snap = self._load(budget, recipe, agent)
+        plan = self._plan(snap)
+        if self._memory_left_behind(snap, plan):
+            snap = self._gather_again(snap, plan)
+            plan = self._plan(snap)
+        self._check_window(snap, plan)
+        return snap, plan
 
     def _load(self, budget: int | None, recipe: str, agent: tuple[ToolSpec, ...]) -> _Snapshot:
         self.current()
@@ -429,17 +468,18 @@ class ContextBuilder:
         # rest of the budget when the window sits below its high watermark.
         left = snap.room - state_tokens - snap.reserve - window_tokens
         memory_room = max(reserved, left)
-        retrieval = self.retrieval.message(snap.shown.candidates, window, memory_room, language)
+        retrieval, memory = self.retrieval.message(snap.shown.candidates, window, memory_room,
+                                                   language)
         planned_tokens = window_tokens
         if snap.reserve:
             window = self.history.with_heads(window, snap.reserve, snap.heads)
             window_tokens = messages_tokens(window)
         if not window or window[-1].role == "assistant":
-            retrieval = None
+            retrieval, memory = None, ()
         rows, events = draft.paged.changes() if draft.paged is not None else ([], [])
         draft.values = self.history.saved_values(draft)
         cache = {"retrieval": snap.shown.saved} if snap.shown.gathered else {}
-        plan = _Plan(draft, window, window_tokens, retrieval, state,
+        plan = _Plan(draft, window, window_tokens, retrieval, memory, state,
                      ContextChanges(rows, events, draft.values), planned_tokens=planned_tokens,
                      payload_bytes=payload, memory_room=memory_room, cache=cache)
         return plan
@@ -485,8 +525,12 @@ class ContextBuilder:
         self.counts = (dict(plan.history.paged.counts) if plan.history.paged is not None
                        else self.counts)
 
-    def _assemble(self, snap: _Snapshot, plan: _Plan, started: float) -> Context:
-        """The request: head, working state, window, memory; labelled by segment."""
+    def _assemble(self, snap: _Snapshot, plan: _Plan, started: float, *,
+                  counted: bool = True) -> Context:
+        """The request: head, working state, window, memory; labelled by segment.
+
+        ``counted``: a build (its request is the one the next compares with), not a peek.
+        """
         window, window_tokens, retrieval, state = (plan.window, plan.window_tokens,
                                                    plan.retrieval, plan.state)
         retrieval_tokens = (retrieval.tokens or 0) if retrieval else 0
@@ -520,7 +564,7 @@ class ContextBuilder:
         system = self.log.system
         # The conversation's own full history: its messages as stored, not memci's tools.
         full = self.log.raw_total + ((system.tokens or 0) if system else 0) + REPLY_PRIMING
-        prefix = self._prefix(body, tools, snap.agent_tokens + tools_tokens)
+        prefix = self._prefix(body, tools, snap.agent_tokens + tools_tokens, keep=counted)
         elapsed = (time.perf_counter() - started) * 1000
         stats = ContextStats(
             total_tokens=total, budget=snap.limit,
@@ -533,11 +577,13 @@ class ContextBuilder:
             prefix_tokens=prefix,
             request_bytes=plan.payload_bytes, events=plan.events, recipe=snap.recipe.name,
         )
-        self.builds += 1
-        self.build_ms += elapsed
-        self.saved += stats.saved_tokens
+        if counted:
+            self.builds += 1
+            self.build_ms += elapsed
+            self.saved += stats.saved_tokens
         return Context(messages=body, stats=stats, tools=tools,
-                       segments=tuple(s for s in segments if s.stop > s.start))
+                       segments=tuple(s for s in segments if s.stop > s.start),
+                       memory=plan.memory)
 
     # -- recall --------------------------------------------------------------------------
 
@@ -624,7 +670,7 @@ class ContextBuilder:
         return len('{"messages": [], "tools": ]}') + sizes + 2 * max(len(body) - 1, 0) + tools
 
     def _prefix(self, body: Sequence[Message], tools: Sequence[ToolSpec],
-                tools_tokens: int) -> int:
+                tools_tokens: int, *, keep: bool = True) -> int:
         """Tokens at the start of this request that repeat the previous request exactly.
 
         The tool schemas (the agent's, then memci's) come first (providers cache tools
@@ -633,7 +679,9 @@ class ContextBuilder:
         or have the same seq and tokens (and text, for one that is not stored).
         """
         tools_key = (tuple((t.name, t.original) for t in tools), tools_tokens)
-        (old_key, old), self._previous = self._previous, (tools_key, list(body))
+        old_key, old = self._previous
+        if keep:
+            self._previous = (tools_key, list(body))
         if old_key != tools_key:
             return 0
         n, shared = min(len(body), len(old)), 0

@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from memci.memory import Retrieved
 from memci.messages import Message, ToolSpec, to_anthropic, to_openai, to_responses
 
 __all__ = ["SEGMENTS", "Context", "ContextStats", "Segment", "ToolSpec"]
@@ -69,13 +70,16 @@ class ContextStats:
 class Context:
     """The answer to "what do I send now?": messages, tools, and figures.
 
-    ``tools``: the agent's own tools (``ToolSpec.agent``) first, then memci's.
+    ``tools``: the agent's own tools (``ToolSpec.agent``) first, then memci's. ``memory``:
+    what the retrieval segment shows, line by line (where each came from, its kind, its
+    score and date).
     """
 
     messages: Sequence[Message]
     stats: ContextStats
     tools: Sequence[ToolSpec] = ()
     segments: Sequence[Segment] = ()
+    memory: Sequence[Retrieved] = ()
 
     def segment(self, name: str) -> list[Message]:
         """The messages of segment ``name`` (empty when the context has none)."""

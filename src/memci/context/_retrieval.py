@@ -138,19 +138,20 @@ class RetrievalSource:
         return min(cap, title + best)
 
     def message(self, found: Sequence[Retrieved], window: Sequence[Message], room: int,
-                language: str) -> Message | None:
+                language: str) -> tuple[Message | None, tuple[Retrieved, ...]]:
         """The segment: a titled user-role block of the best lines that fit ``room``.
 
-        Lines go in rank order, leaving out what the window shows; each line is whole or
-        left out, never cut.
+        With the items its lines show. Lines go in rank order, leaving out what the window
+        shows; each line is whole or left out, never cut.
         """
         if not found or room <= 0:
-            return None
+            return None, ()
         shown = set(map(_SEQ, window))
         shown.discard(None)  # messages memci wrote (a contents page) have no seq
         title = TITLES[language].retrieval
         used = self.tokenizer.count(title) + 8
         lines = [title]
+        items: list[Retrieved] = []
         for item in found:
             if item.session == self.record.name and item.seq in shown:
                 continue
@@ -158,12 +159,13 @@ class RetrievalSource:
             if used + tokens > room:
                 continue
             lines.append(line)
+            items.append(item)
             used += tokens
-        if len(lines) == 1:
-            return None
+        if not items:
+            return None, ()
         # A message's framing and its text count apart (count_message adds them).
         tokens = self.tokenizer.count_message(Message.user("")) + self._lines_tokens(lines)
-        return replace(Message.user("\n".join(lines)), tokens=tokens)
+        return replace(Message.user("\n".join(lines)), tokens=tokens), tuple(items)
 
     def _line(self, item: Retrieved) -> tuple[str, int]:
         """One line of the segment for ``item``, and its tokens (made once)."""

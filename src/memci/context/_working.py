@@ -41,6 +41,11 @@ class WorkingStateSource:
         self._cache: tuple[tuple[Any, ...], Message | None] = ((), None)
         self._expired_round = 0
 
+    def forget(self) -> None:
+        """Forget what was rendered and expired (read again: a transaction was rolled back)."""
+        self._cache = ((), None)
+        self._expired_round = 0
+
     def state(self, language: str) -> WorkState:
         """The working state, with titles in ``language``."""
         self.work.titles = CHINESE_TITLES if language == "zh" else ENGLISH_TITLES
