@@ -1,8 +1,12 @@
-"""SQLite's spelling of memci's shared statements.
+"""SQLite's spelling of memci's shared statements, and the oldest SQLite they run on.
 
 The shared statements (:mod:`memci.store._sql`) use ``RETURNING`` (SQLite 3.35.0), and
 ``ON CONFLICT`` upserts, ``TRUE`` and aggregate ``FILTER`` (older still); the SQLite
-parts use ``MATERIALIZED`` common table expressions (3.35.0) and the JSON functions.
+parts use ``MATERIALIZED`` common table expressions (3.35.0) and the JSON functions. So
+:data:`MIN_SQLITE` is 3.35.0, checked when a store opens (:func:`require_sqlite`): an
+older SQLite is a :class:`~memci.errors.StoreError` naming the version it needs, not a
+syntax error at the first write. FTS5's ``secure-delete`` (3.42) is used where the
+SQLite has it (see :mod:`memci.store.sqlite._fts`), never required.
 
 Lists travel as one JSON text parameter read with ``json_each`` (no limit on how many
 values, one statement text whatever their number), or, when they are few and the
@@ -15,9 +19,25 @@ import json
 from collections.abc import Collection, Iterable, Sequence
 from typing import Any
 
+from memci.errors import StoreError
 from memci.store._sql import Dialect
 
-__all__ = ["SQLITE", "SQLiteDialect"]
+__all__ = ["MIN_SQLITE", "SQLITE", "SQLiteDialect", "require_sqlite"]
+
+#: The oldest SQLite memci runs on (``RETURNING``, ``MATERIALIZED``: 3.35.0).
+MIN_SQLITE = (3, 35, 0)
+
+
+def require_sqlite(version: str, where: str) -> None:
+    """Refuse a SQLite older than :data:`MIN_SQLITE` (``version`` as ``sqlite_version()``)."""
+    found = tuple(int(p) for p in version.split(".")[:3] if p.isdigit())
+    if found < MIN_SQLITE:
+        need = ".".join(map(str, MIN_SQLITE))
+        raise StoreError(
+            f"cannot open the store at {where}: memci needs SQLite {need} or later, and "
+            f"this process runs SQLite {version}; use a Python whose sqlite3 is {need} or "
+            "later, or install pysqlite3-binary (pip install 'memci[vectors]') and set "
+            "MEMCI_SQLITE_DRIVER=pysqlite3")
 
 
 class SQLiteDialect(Dialect):

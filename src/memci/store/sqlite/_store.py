@@ -25,6 +25,8 @@ PostgreSQL's; this module holds what only SQLite does. Invariants:
 - a tool output kept whole in an artifact file is stored once: its row holds the head
   (:data:`ROW_HEAD_CHARS`) and the file's SHA-256, and :meth:`SQLiteStore.messages` reads
   the whole back through :attr:`SQLiteStore.output_reader` (``whole=False``: the head);
+- the SQLite in use is :data:`~memci.store.sqlite._dialect.MIN_SQLITE` or later, checked
+  before the file is touched;
 - every failure of SQLite raises :class:`~memci.errors.StoreError` (see
   :mod:`memci.store.sqlite._failures`), and a failed write leaves nothing of its transaction.
 
@@ -50,8 +52,8 @@ from typing import TYPE_CHECKING
 
 from memci.errors import StoreCorruptError, StoreError
 from memci.store._sql import Migration, SqlContextStore, SqlLog, Transactions
-from memci.store.sqlite._dialect import SQLITE
-from memci.store.sqlite._driver import connect, errors, load_sqlite_vec
+from memci.store.sqlite._dialect import SQLITE, require_sqlite
+from memci.store.sqlite._driver import connect, driver, errors, load_sqlite_vec
 from memci.store.sqlite._erase import mark_zeroed
 from memci.store.sqlite._failures import store_error
 from memci.store.sqlite._migrations import CORE_MIGRATIONS
@@ -153,6 +155,7 @@ class SQLiteStore(SQLiteParts, SqlLog):
         if synchronous.upper() not in ("FULL", "NORMAL", "EXTRA"):
             raise StoreError(f"synchronous must be FULL, NORMAL or EXTRA, not {synchronous!r}")
         errors()  # chooses the driver: a bad MEMCI_SQLITE_DRIVER raises here
+        require_sqlite(driver().sqlite_version, self.location)
         self._lock = self._parts_lock = threading.RLock()
         self._depth = 0  # nesting of write(): >0 while a transaction is open
         self._migrated: set[str] = set()
