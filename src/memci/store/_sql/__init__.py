@@ -18,24 +18,18 @@ subclasses it; the other parts are the same classes on both (:class:`SqlParts`).
 """
 
 from memci.store._sql._artifacts import SqlArtifactRows
-from memci.store._sql._conn import Connections, Row, Sql, Transactions
+from memci.store._sql._conn import Connections, Sql, Transactions
 from memci.store._sql._context import SqlContextStore
-from memci.store._sql._dialect import Dialect, upsert
-from memci.store._sql._docs import SqlDocStore, kind_filter
-from memci.store._sql._erase import GONE, SqlEraser, user_digest
+from memci.store._sql._dialect import Dialect
+from memci.store._sql._docs import SqlDocStore
+from memci.store._sql._erase import SqlEraser
 from memci.store._sql._items import SqlItemStore, item_filter
 from memci.store._sql._jobs import SqlJobStore
 from memci.store._sql._keys import SqlKeyRows
-from memci.store._sql._log import SESSION_COLUMNS, SqlLog
+from memci.store._sql._log import SqlLog
 from memci.store._sql._migrations import Migration
 from memci.store._sql._parts import SqlParts
-from memci.store._sql._search import (
-    LOAD_COLUMNS,
-    SqlMessageSearch,
-    candidates,
-    search_filter,
-    session_names,
-)
+from memci.store._sql._search import LOAD_COLUMNS, SqlMessageSearch, search_filter
 from memci.store._sql._vectors import (
     KINDS,
     SqlVectorStore,
@@ -46,14 +40,11 @@ from memci.store._sql._vectors import (
 from memci.store._sql._work import SqlWorkStore
 
 __all__ = [
-    "GONE",
     "KINDS",
     "LOAD_COLUMNS",
-    "SESSION_COLUMNS",
     "Connections",
     "Dialect",
     "Migration",
-    "Row",
     "Sql",
     "SqlArtifactRows",
     "SqlContextStore",
@@ -68,14 +59,9 @@ __all__ = [
     "SqlVectorStore",
     "SqlWorkStore",
     "Transactions",
-    "candidates",
     "forget_refs",
     "item_filter",
-    "kind_filter",
     "search_filter",
-    "session_names",
     "spaces_holding",
-    "upsert",
-    "user_digest",
     "vector_table",
 ]

@@ -26,7 +26,7 @@ from memci.store._sql._dialect import Dialect
 if TYPE_CHECKING:
     from memci.text import Analyzer, MatchQuery
 
-__all__ = ["LOAD_COLUMNS", "SqlMessageSearch", "candidates", "search_filter", "session_names"]
+__all__ = ["LOAD_COLUMNS", "SqlMessageSearch", "as_candidates", "search_filter", "session_names"]
 
 #: What :meth:`SqlMessageSearch.load` reads of a found entry (``memory_docs d`` joined with
 #: its message ``m``): doc, session id, the message row, page.
@@ -69,7 +69,7 @@ def search_filter(d: Dialect, where: SearchFilter) -> tuple[str, list[Any]]:
     return sql, args
 
 
-def candidates(rows: Sequence[Sequence[Any]]) -> list[Candidate]:
+def as_candidates(rows: Sequence[Sequence[Any]]) -> list[Candidate]:
     """Rows of ``(doc, session id, seq)`` as candidates."""
     return [Candidate(int(r[0]), int(r[1]), int(r[2])) for r in rows]
 
@@ -197,7 +197,7 @@ class SqlMessageSearch(ABC):
             rows = sql.all("SELECT d.id, d.session_id, d.seq FROM memory_docs d"
                            f" WHERE {d.in_array('d.id')}{sql_where}",
                            (d.array(int(doc) for doc in docs), *args))
-        return candidates(rows)
+        return as_candidates(rows)
 
     def matching(self, where: SearchFilter) -> list[Candidate]:
         """Every entry of a non-system message that passes ``where``."""
@@ -205,7 +205,7 @@ class SqlMessageSearch(ABC):
         with self._db.read() as sql:
             rows = sql.all("SELECT d.id, d.session_id, d.seq FROM memory_docs d"
                            f" WHERE d.role <> 'system'{sql_where}", args)
-        return candidates(rows)
+        return as_candidates(rows)
 
     def in_range(self, where: SearchFilter, k: int) -> list[Candidate]:
         """Up to ``k`` entries of non-system messages passing ``where``, oldest first."""
@@ -214,7 +214,7 @@ class SqlMessageSearch(ABC):
             rows = sql.all("SELECT d.id, d.session_id, d.seq FROM memory_docs d"
                            f" WHERE d.role <> 'system'{sql_where} ORDER BY d.created, d.id"
                            " LIMIT ?", (*args, k))
-        return candidates(rows)
+        return as_candidates(rows)
 
     # -- loading -------------------------------------------------------------------------
 
