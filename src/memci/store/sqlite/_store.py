@@ -63,7 +63,7 @@ from memci.store.sqlite._migrations_server import SERVER_MIGRATIONS
 from memci.store.sqlite._migrations_workspace import WORKSPACE_MIGRATIONS
 from memci.store.sqlite._parts import SQLiteParts
 
-__all__ = ["SERIES", "TOKENS_SQL", "SQLiteStore"]
+__all__ = ["TOKENS_SQL", "SQLiteStore"]
 
 _BUSY_TIMEOUT_MS = 60_000
 
@@ -72,9 +72,9 @@ _BUSY_TIMEOUT_MS = 60_000
 TOKENS_SQL = ("CASE WHEN typeof(m.tokens) = 'integer' AND m.tokens >= 0 THEN m.tokens"
               " ELSE length(m.parts) / 4 END")
 
-#: Each component's migration series but ``core`` (applied when the store opens), made
-#: when a part of it is first used.
-SERIES: dict[str, Sequence[Migration]] = {
+# Each component's migration series but ``core`` (applied when the store opens): applied
+# when a part of it is first used (see SQLiteStore.ready).
+_SERIES: dict[str, Sequence[Migration]] = {
     "workspace": WORKSPACE_MIGRATIONS, "memory": MEMORY_MIGRATIONS, "jobs": JOBS_MIGRATIONS,
     "server": SERVER_MIGRATIONS,
 }
@@ -354,9 +354,9 @@ class SQLiteStore(SQLiteParts, SqlLog):
         return self.read()
 
     def ready(self, *components: str) -> None:
-        """Apply the migration series of ``components`` (see :data:`SERIES`)."""
+        """Apply the migration series of ``components`` (``workspace``, ``memory`` …)."""
         for component in components:
-            self.migrate(component, SERIES[component])
+            self.migrate(component, _SERIES[component])
 
     def migrate(self, component: str, migrations: Sequence[Migration]) -> None:
         """Apply the migrations of ``component`` not applied yet, each in one transaction."""
