@@ -209,3 +209,32 @@ def test_a_search_index_too_new_for_this_sqlite_says_which_sqlite_to_use(
     assert done.returncode == 0, done.stderr
     assert "needs SQLite 3.42 or later" in done.stdout
     assert f"runs SQLite {sqlite3.sqlite_version}" in done.stdout
+
+
+def test_a_sqlite_older_than_memci_needs_is_refused_before_the_file_is_touched(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The shared statements need SQLite 3.35 (RETURNING): an older one is named, at open."""
+    from memci.store.sqlite._dialect import MIN_SQLITE
+    from memci.store.sqlite._driver import driver
+
+    need = ".".join(map(str, MIN_SQLITE))
+    older = f"{MIN_SQLITE[0]}.{MIN_SQLITE[1] - 1}.9"
+    # The driver in use reports the SQLite it links: here, one just too old.
+    monkeypatch.setattr(driver(), "sqlite_version", older)
+    where = tmp_path / "old" / "memci.db"
+    with pytest.raises(memci.StoreError) as caught:
+        SQLiteStore(where)
+    message = str(caught.value)
+    assert f"needs SQLite {need} or later" in message and f"runs SQLite {older}" in message
+    assert str(where) in message and "MEMCI_SQLITE_DRIVER=pysqlite3" in message
+    assert not where.parent.exists()  # refused before anything was made
+    monkeypatch.setattr(driver(), "sqlite_version", need)
+    SQLiteStore(where).close()  # the oldest one it runs on opens
+
+
+def test_the_docs_name_the_oldest_sqlite_memci_runs_on() -> None:
+    from memci.store.sqlite._dialect import MIN_SQLITE
+
+    docs = (Path(__file__).resolve().parents[1] / "docs" / "store.md").read_text()
+    assert f"SQLite {'.'.join(map(str, MIN_SQLITE))} or later" in docs

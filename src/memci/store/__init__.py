@@ -8,8 +8,11 @@ working state and its audit log (:class:`WorkStore`), deletions and their audit 
 (:class:`JobStore`), the server's API keys (:class:`KeyRows`) and the search index
 (:class:`MessageSearch`, :class:`ItemStore`, :class:`DocStore`, :class:`VectorStore`),
 with the records they take and return (:mod:`memci.store._records` and each area's
-module). Each backend implements them under its own package, and all SQL lives there.
-SQLite (:mod:`memci.store.sqlite`) is the embedded default; everything else in memci is
+module). All SQL lives under this package: the statements both backends share are
+written once (:mod:`memci.store._sql`, against a small dialect), and each backend's
+package keeps what only it does (connections, keyword search, vectors, DDL). SQLite
+(:mod:`memci.store.sqlite`) is the embedded default, PostgreSQL
+(:mod:`memci.store.postgres`) the store of several servers; everything else in memci is
 derived from what the store holds and can be rebuilt from it.
 """
 

@@ -28,6 +28,7 @@ from typing import Any
 from memci.errors import ConfigError, StoreError
 from memci.store._artifacts import OutputContents
 from memci.store._protocols import Store
+from memci.store._sql import Dialect, Sql
 
 __all__ = ["TABLES", "TableCount", "copy_store"]
 
@@ -60,34 +61,21 @@ class TableCount:
 
 
 class _Side:
-    """Raw rows of one backend's tables (the only place the copy speaks each dialect)."""
+    """Raw rows of one backend's tables, through its dialect (catalogs, cursors: its own)."""
 
-    def __init__(self, store: Store) -> None:
-        from memci.store.sqlite import SQLiteStore
-
-        self.store: Any = store
-        self.sqlite = isinstance(store, SQLiteStore)
-        self.mark = "?" if self.sqlite else "%s"
+    def __init__(self, store: Any) -> None:
+        self.store = store
+        # Both backends' stores carry the transactions of the shared statements.
+        self.dialect: Dialect = store.sql.dialect
+        self.sqlite = self.dialect.name == "sqlite"
 
     def prepare(self) -> None:
         """Make every component's tables (a SQLite store makes some on first use)."""
-        if self.sqlite:
-            from memci.store.sqlite import (
-                JOBS_MIGRATIONS,
-                MEMORY_MIGRATIONS,
-                SERVER_MIGRATIONS,
-                WORKSPACE_MIGRATIONS,
-            )
-
-            for component, series in (("workspace", WORKSPACE_MIGRATIONS),
-                                      ("memory", MEMORY_MIGRATIONS), ("jobs", JOBS_MIGRATIONS),
-                                      ("server", SERVER_MIGRATIONS)):
-                self.store.migrate(component, series)
+        self.store.ready("workspace", "memory", "jobs", "server")
 
     def reading(self) -> AbstractContextManager[Any]:
         """A connection reading one snapshot (PostgreSQL) or the file as it is (SQLite)."""
-        reading: AbstractContextManager[Any] = (self.store.read() if self.sqlite
-                                                 else self.store.snapshot())
+        reading: AbstractContextManager[Any] = self.store.snapshot()
         return reading
 
     def tables(self, db: Any) -> set[str]:
@@ -122,30 +110,18 @@ class _Side:
             cursor.close()
 
     def insert(self, db: Any, table: str, columns: list[str], rows: list[tuple[Any, ...]]) -> None:
-        marks = ", ".join([self.mark] * len(columns))
-        sql = f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({marks})"
-        if self.sqlite:
-            db.executemany(sql, rows)
-        else:
-            with db.cursor() as cursor:
-                cursor.executemany(sql, rows)
+        marks = ", ".join("?" * len(columns))
+        Sql(db, self.dialect).many(
+            f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({marks})", rows)
 
-    def convert(self, table: str, columns: list[str], rows: list[tuple[Any, ...]],
-                ) -> list[tuple[Any, ...]]:
-        """Rows as this side stores them: an inline tool output is text here, bytea there."""
+    def convert(self, source: Dialect, table: str, columns: list[str],
+                rows: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
+        """``source``'s rows as this side stores them (an inline tool output: bytea or not)."""
         if table != "workspace_blobs":
             return rows
         at = columns.index("content")
-        out = []
-        for row in rows:
-            value = row[at]
-            if value is not None:
-                # SQLite keeps text (from PostgreSQL it comes as bytes), PostgreSQL bytea
-                value = ((bytes(value).decode("utf-8") if not isinstance(value, str) else value)
-                         if self.sqlite
-                         else value.encode("utf-8") if isinstance(value, str) else value)
-            out.append((*row[:at], value, *row[at + 1:]))
-        return out
+        return [(*row[:at], self.dialect.utf8_in(source.utf8_out(row[at])), *row[at + 1:])
+                for row in rows]
 
     def finish(self, db: Any) -> None:
         """Let the target's ids go on after the largest copied one."""
@@ -194,7 +170,8 @@ def copy_store(
                 done = 0
                 report(table, 0, total)
                 for batch in src.rows(read, table, columns):
-                    dst.insert(write, table, columns, dst.convert(table, columns, batch))
+                    dst.insert(write, table, columns,
+                               dst.convert(src.dialect, table, columns, batch))
                     if table == "workspace_blobs":
                         _copy_contents(columns, batch, source_contents, target_contents)
                     done += len(batch)

@@ -1,7 +1,7 @@
 """A whole store: the message log, the context state and every other part, as one protocol.
 
 Everything above ``store/`` is typed against :class:`Store`, never against a backend, so a
-backend (SQLite today, PostgreSQL next) is one class that provides these parts.
+backend (SQLite, PostgreSQL) is one class that provides these parts.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Plain values the store keeps and hands out: what crosses the storage protocols.
 
 Every record is a frozen value; none holds a connection, a cursor or a backend's type, so
-each backend (SQLite now) reads and writes the same records.
+each backend (SQLite, PostgreSQL) reads and writes the same records.
 """
 
 from __future__ import annotations

@@ -1,6 +1,9 @@
 """What every PostgreSQL part needs of the store it belongs to: a protocol.
 
 Parts never import the store; :class:`~memci.store.postgres.PostgresStore` provides it.
+A part's shared statements go through :attr:`Database.sql`; what only PostgreSQL does
+(keyword tables, pgvector, ``VACUUM``) through psycopg's connection of
+:meth:`Database.read` and :meth:`Database.write`, which are the same transactions.
 """
 
 from __future__ import annotations
@@ -11,6 +14,8 @@ from typing import Any, Protocol, TypeAlias
 
 import psycopg
 
+from memci.store._sql import Transactions
+
 __all__ = ["Connection", "Database"]
 
 Connection: TypeAlias = psycopg.Connection[tuple[Any, ...]]
@@ -20,6 +25,7 @@ class Database(Protocol):
     """The store's server, its transactions and its derived tables."""
 
     location: str
+    sql: Transactions
 
     def read(self) -> AbstractContextManager[Connection]:
         """A connection for reads: the open transaction's on this thread, else a pooled one."""
@@ -29,7 +35,7 @@ class Database(Protocol):
         """A connection whose statements all read one consistent snapshot."""
         ...
 
-    def write(self) -> AbstractContextManager[Connection]:
+    def write(self, *, durable: bool = True) -> AbstractContextManager[Connection]:
         """A write transaction (joined by writes inside it, on this thread)."""
         ...
 

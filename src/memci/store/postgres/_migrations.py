@@ -18,7 +18,7 @@ others wait and find them applied. Never edit a released migration: add the next
 
 from __future__ import annotations
 
-from memci.store.sqlite._migrations import Migration
+from memci.store._sql import Migration
 
 __all__ = ["MIGRATION_LOCK", "SERIES"]
 

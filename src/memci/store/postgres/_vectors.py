@@ -1,11 +1,10 @@
 """Stored embeddings and nearest-neighbour search with pgvector (:class:`VectorStore`).
 
-One vector space per embedder name (``memory_vector_spaces``: name and dimension). A space
-has one table per kind of thing embedded, ``memory_vec_<space>_<kind>`` (``message``,
-``item``, ``chunk``): ``ref``, ``session_id`` (0 when the thing has none), ``embedding``
-(a pgvector ``vector``) and ``zero`` (a vector with no direction); an HNSW index with
-cosine distance serves searches (up to 2,000 dimensions, pgvector's bound for it).
-``memory_vector_refs`` lists the refs that have a vector, as in the SQLite store.
+The spaces and the list of refs with a vector are :class:`~memci.store._sql.SqlVectorStore`'s.
+Here: a space has one table per kind of thing embedded, ``memory_vec_<space>_<kind>``:
+``ref``, ``session_id`` (0 when the thing has none), ``embedding`` (a pgvector
+``vector``) and ``zero`` (a vector with no direction); an HNSW index with cosine
+distance serves searches (up to 2,000 dimensions, pgvector's bound for it).
 
 Invariants:
 
@@ -29,43 +28,36 @@ import time
 from collections.abc import Collection, Sequence
 from typing import Any
 
-from memci.errors import ConfigError, InvalidInputError, MissingExtraError, StoreError
+from memci.errors import MissingExtraError, StoreError
+from memci.store._sql import (
+    KINDS,
+    Sql,
+    SqlVectorStore,
+    forget_refs,
+    spaces_holding,
+    vector_table,
+)
 from memci.store.postgres._db import Connection, Database
 
 __all__ = ["KINDS", "PostgresVectorStore", "forget_vectors"]
 
-KINDS: tuple[str, ...] = ("message", "item", "chunk")
-_SOURCES = {"message": "memory_docs", "item": "memory_items", "chunk": "doc_chunks"}
-_NO_SESSION = 0
 _HNSW_MAX_DIM = 2000
-
-
-def _table(space: int, kind: str) -> str:
-    if kind not in KINDS:
-        raise InvalidInputError(f"vector kind must be one of {', '.join(KINDS)}, not {kind!r}")
-    return f"memory_vec_{int(space)}_{kind}"
 
 
 def _text(vector: Sequence[float]) -> str:
     return "[" + ",".join(repr(float(x)) for x in vector) + "]"
 
 
-def _forget(db: Connection, space: int, kind: str, refs: Collection[int]) -> None:
-    wanted = sorted({int(r) for r in refs})
-    db.execute(f"DELETE FROM {_table(space, kind)} WHERE ref = ANY(%s)", (wanted,))
-    db.execute("DELETE FROM memory_vector_refs WHERE space_id = %s AND kind = %s"
-               " AND ref = ANY(%s)", (space, kind, wanted))
+def _drop(sql: Sql, table: str, refs: list[int]) -> None:
+    sql.run(f"DELETE FROM {table} WHERE ref = ANY(?)", (refs,))
 
 
-def forget_vectors(db: Connection, kind: str, refs: Collection[int]) -> None:
+def forget_vectors(sql: Sql, kind: str, refs: Collection[int]) -> None:
     """Forget the vectors of ``refs`` in every space (inside a write)."""
     if not refs:
         return
-    spaces = [int(r[0]) for r in db.execute(
-        "SELECT DISTINCT space_id FROM memory_vector_refs WHERE kind = %s AND ref = ANY(%s)",
-        (kind, sorted({int(r) for r in refs}))).fetchall()]
-    for space in spaces:
-        _forget(db, space, kind, refs)
+    for space in spaces_holding(sql, kind, refs):
+        _drop(sql, vector_table(space, kind), forget_refs(sql, space, kind, refs))
 
 
 def _missing_pgvector(store: Database, embedder: str, why: str) -> MissingExtraError:
@@ -76,15 +68,14 @@ def _missing_pgvector(store: Database, embedder: str, why: str) -> MissingExtraE
              "as a user allowed to, or use keyword retrieval only")
 
 
-class PostgresVectorStore:
+class PostgresVectorStore(SqlVectorStore):
     """The vectors of one embedder (by name) in one PostgreSQL store."""
 
     backend = "pgvector"
 
     def __init__(self, store: Database, embedder: str) -> None:
+        super().__init__(store.sql, embedder)
         self._store = store
-        self.embedder = embedder
-        self._space: tuple[int, int] | None = None
         self._iterative_scan: bool | None = None
         with store.read() as db:
             row = db.execute("SELECT"
@@ -110,18 +101,16 @@ class PostgresVectorStore:
             self._iterative_scan = bool(row and row[0])
         return self._iterative_scan
 
-    def _find(self, db: Connection) -> tuple[int, int] | None:
-        if self._space is not None:
-            return self._space
-        row = db.execute("SELECT id, dim FROM memory_vector_spaces WHERE embedder = %s",
-                         (self.embedder,)).fetchone()
-        if row is None:
-            return None
-        self._space = (int(row[0]), int(row[1]))
-        return self._space
+    def _space_for(self, sql: Sql, dim: int) -> tuple[int, int]:
+        found = self._find(sql)
+        return found if found is not None else self._make(dim)
 
     def _make(self, dim: int) -> tuple[int, int]:
-        """Make this embedder's space of ``dim`` (once, whichever server asks first)."""
+        """Make this embedder's space of ``dim`` (once, whichever server asks first).
+
+        In a transaction of its own, under the migration lock: two servers embedding at
+        once make one space.
+        """
         found: list[tuple[int, int]] = []
 
         def make(db: Connection) -> None:
@@ -136,7 +125,7 @@ class PostgresVectorStore:
             assert made is not None
             space = int(made[0])
             for kind in KINDS:
-                table = _table(space, kind)
+                table = vector_table(space, kind)
                 db.execute(f"CREATE TABLE {table} (ref bigint PRIMARY KEY, session_id bigint"
                            f" NOT NULL, zero boolean NOT NULL, embedding vector({int(dim)})"
                            " NOT NULL)")
@@ -150,88 +139,17 @@ class PostgresVectorStore:
         self._space = found[0]
         return self._space
 
-    def space(self) -> int | None:
-        """The id of this embedder's vector space (None before its first vector)."""
-        with self._store.read() as db:
-            found = self._find(db)
-        return found[0] if found is not None else None
+    def _encode(self, vector: Sequence[float]) -> str:
+        return _text(vector)
 
-    def add(
-        self, kind: str, rows: Sequence[tuple[int, int | None]],
-        vectors: Sequence[Sequence[float]],
-    ) -> None:
-        """Store ``vectors`` for ``rows`` of ``(ref, session_id)``; a ref's old one goes."""
-        if not rows:
-            return
-        if len(rows) != len(vectors):
-            raise InvalidInputError(f"{len(rows)} refs but {len(vectors)} vectors")
-        _table(0, kind)
-        with self._store.read() as db:
-            found = self._find(db)
-        space, dim = found if found is not None else self._make(len(vectors[0]))
-        latest: dict[int, tuple[int, bool, str]] = {}
-        for (ref, session_id), vector in zip(rows, vectors, strict=True):
-            if len(vector) != dim:
-                raise ConfigError(
-                    f"the embedder {self.embedder!r} returned a vector of {len(vector)} "
-                    f"numbers; its vector space holds {dim}: give a different model a "
-                    "different name")
-            latest[int(ref)] = (session_id or _NO_SESSION, not any(vector), _text(vector))
-        with self._store.write() as db:
-            _forget(db, space, kind, list(latest))
-            with db.cursor() as cursor:
-                cursor.executemany(
-                    f"INSERT INTO {_table(space, kind)} (ref, session_id, zero, embedding)"
-                    " VALUES (%s, %s, %s, %s::vector)",
-                    [(ref, sid, zero, text) for ref, (sid, zero, text) in latest.items()])
-                cursor.executemany(
-                    "INSERT INTO memory_vector_refs (space_id, kind, ref) VALUES (%s, %s, %s)",
-                    [(space, kind, ref) for ref in latest])
+    def _insert(self, sql: Sql, table: str, rows: list[tuple[int, int, Sequence[float], Any]],
+                ) -> None:
+        sql.many(f"INSERT INTO {table} (ref, session_id, zero, embedding)"
+                 " VALUES (?, ?, ?, ?::vector)",
+                 [(ref, sid, not any(vector), text) for ref, sid, vector, text in rows])
 
-    def delete(self, kind: str, refs: Collection[int]) -> None:
-        """Forget the vectors of ``refs``."""
-        if not refs:
-            return
-        with self._store.write() as db:
-            found = self._find(db)
-            if found is not None:
-                _forget(db, found[0], kind, refs)
-
-    def missing(self, kind: str, limit: int) -> list[int]:
-        """Up to ``limit`` refs of ``kind`` without a vector, oldest first."""
-        source = _SOURCES[kind] if kind in _SOURCES else _table(0, kind)
-        with self._store.read() as db:
-            found = self._find(db)
-            if found is None:
-                rows = db.execute(f"SELECT id FROM {source} ORDER BY id LIMIT %s",
-                                  (limit,)).fetchall()
-            else:
-                rows = db.execute(
-                    f"SELECT t.id FROM {source} t WHERE NOT EXISTS (SELECT 1 FROM"
-                    " memory_vector_refs v WHERE v.space_id = %s AND v.kind = %s"
-                    " AND v.ref = t.id) ORDER BY t.id LIMIT %s",
-                    (found[0], kind, limit)).fetchall()
-        return [int(r[0]) for r in rows]
-
-    def newest_ref(self, kind: str) -> int:
-        """The largest ref of ``kind`` that has a vector (0 when none has)."""
-        with self._store.read() as db:
-            found = self._find(db)
-            if found is None:
-                return 0
-            row = db.execute("SELECT MAX(ref) FROM memory_vector_refs WHERE space_id = %s"
-                             " AND kind = %s", (found[0], kind)).fetchone()
-        return int(row[0] or 0) if row else 0
-
-    def count(self, kind: str) -> int:
-        """How many refs of ``kind`` have a vector."""
-        with self._store.read() as db:
-            found = self._find(db)
-            if found is None:
-                return 0
-            row = db.execute("SELECT COUNT(*) FROM memory_vector_refs WHERE space_id = %s"
-                             " AND kind = %s", (found[0], kind)).fetchone()
-        return int(row[0]) if row else 0
+    def _drop(self, sql: Sql, table: str, refs: list[int]) -> None:
+        _drop(sql, table, refs)
 
     def search(
         self, kind: str, vector: Sequence[float], k: int, *,
@@ -248,11 +166,12 @@ class PostgresVectorStore:
         if refs is not None:
             where += " AND ref = ANY(%s)"
             args.append(sorted({int(r) for r in refs}))
-        with self._store.read() as db:
-            found = self._find(db)
+        with self._db.read() as sql:
+            found = self._find(sql)
             if found is None:
                 return []
-            table = _table(found[0], kind)
+            db: Connection = sql.conn
+            table = vector_table(found[0], kind)
             query = _text(vector)
             with db.transaction():
                 # The index filters after it picks candidates: read on in order of distance

@@ -1,9 +1,13 @@
-"""The SQLite backend: the only module tree of memci that speaks SQL to SQLite.
+"""The SQLite backend: one file, and what only SQLite does.
 
 One file in WAL mode holds everything: the log, page and session state, working state,
-artifacts' rows, jobs, API keys and the search index (FTS5, and sqlite-vec vectors).
-Each component's schema is a numbered migration series recorded in ``memci_migrations``
-(``core``, ``workspace``, ``memory``, ``jobs``, ``server``), all of them here.
+artifacts' rows, jobs, API keys and the search index (FTS5, and sqlite-vec vectors). The
+statements both backends share are :mod:`memci.store._sql`'s, run here in SQLite's
+dialect (:mod:`._dialect`, which also names the oldest SQLite memci runs on); this
+package keeps the connection and its transactions (driver, WAL, busy handling), FTS5
+keyword search, sqlite-vec vectors, the scrub, and the schema: each component's numbered
+migration series recorded in ``memci_migrations`` (``core``, ``workspace``, ``memory``,
+``jobs``, ``server``).
 """
 
 from memci.store._rows import ROW_HEAD_CHARS, message_from_row, row_head

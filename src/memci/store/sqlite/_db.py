@@ -1,6 +1,9 @@
 """What every SQLite part needs of the store it belongs to: a protocol.
 
 Parts never import the store; :class:`~memci.store.sqlite._store.SQLiteStore` provides it.
+A part's shared statements go through :attr:`Database.sql`; what only SQLite does (FTS5,
+sqlite-vec, pragmas) through the driver's connection of :meth:`Database.read` and
+:meth:`Database.write`, which are the same transactions.
 """
 
 from __future__ import annotations
@@ -11,7 +14,7 @@ from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Protocol
 
-from memci.store.sqlite._migrations import Migration
+from memci.store._sql import Migration, Transactions
 
 __all__ = ["Database"]
 
@@ -21,6 +24,7 @@ class Database(Protocol):
 
     path: Path
     sqlite_vec: bool
+    sql: Transactions
 
     def read(self) -> AbstractContextManager[sqlite3.Connection]:
         """The connection, for reads, under the store's lock."""

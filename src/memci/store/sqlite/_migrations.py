@@ -8,18 +8,9 @@ at a numbered version of every component. Never edit a released migration: add t
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from memci.store._sql import Migration
 
 __all__ = ["CORE_MIGRATIONS", "Migration"]
-
-
-class Migration(NamedTuple):
-    """One step of the schema: its number, a name, and the SQL that applies it."""
-
-    version: int
-    name: str
-    sql: str
-
 
 CORE_MIGRATIONS: tuple[Migration, ...] = (
     Migration(

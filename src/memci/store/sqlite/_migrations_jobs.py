@@ -8,7 +8,7 @@ Unix seconds) while a worker holds it. Never edit a released migration: add the 
 
 from __future__ import annotations
 
-from memci.store.sqlite._migrations import Migration
+from memci.store._sql import Migration
 
 __all__ = ["JOBS_MIGRATIONS"]
 

@@ -7,7 +7,7 @@ the next.
 
 from __future__ import annotations
 
-from memci.store.sqlite._migrations import Migration
+from memci.store._sql import Migration
 
 __all__ = ["SERVER_MIGRATIONS"]
 

@@ -14,7 +14,7 @@ Never edit a released migration: add the next.
 
 from __future__ import annotations
 
-from memci.store.sqlite._migrations import Migration
+from memci.store._sql import Migration
 
 __all__ = ["WORKSPACE_MIGRATIONS"]
 

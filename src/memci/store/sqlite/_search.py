@@ -1,7 +1,8 @@
 """The message search index in SQLite (:class:`~memci.store.MessageSearch`): FTS5 and BM25.
 
-``memory_docs`` (migration series ``memory``) holds one row per indexed message; the
-derived FTS5 table ``memory_fts_<analyzer>`` (rowid = doc id) holds its keyword text:
+The entries' row statements are :class:`~memci.store._sql.SqlMessageSearch`'s (one row
+per indexed message in ``memory_docs``). Here: the derived FTS5 table
+``memory_fts_<analyzer>`` (rowid = doc id) holds an entry's keyword text:
 ``body`` (the analyzer's document of its text), ``context`` (of the tail of the messages
 before it) and ``scope`` (``s<session id>x``, so a search of a few sessions filters inside
 FTS5). User text reaches ``MATCH`` only as the analyzer's quoted terms.
@@ -14,20 +15,21 @@ import math
 import sqlite3
 from collections.abc import Collection, Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from memci.messages import Message
 from memci.store._rows import message_from_row, stored_parts
-from memci.store._search import Candidate, IndexedMessage, SearchDoc, SearchFilter
+from memci.store._search import Candidate, IndexedMessage, SearchFilter
+from memci.store._sql import LOAD_COLUMNS, Sql, SqlMessageSearch, search_filter
 from memci.store.sqlite._common import CommonTerms, SearchScope
 from memci.store.sqlite._db import Database
+from memci.store.sqlite._dialect import SQLITE
 from memci.store.sqlite._fts import ensure_fts, fts_name
-from memci.store.sqlite._migrations_memory import MEMORY_MIGRATIONS
 
 if TYPE_CHECKING:
     from memci.text import Analyzer, MatchQuery
 
-__all__ = ["SQLiteMessageSearch", "session_names"]
+__all__ = ["SQLiteMessageSearch"]
 
 _SCOPE_TERMS_MAX = 20  # up to this many sessions are always filtered inside FTS5
 _RARE = 3_000  # a term in more entries of a scope: common, searched among its newest only
@@ -38,123 +40,40 @@ _COMMON_MAX = 4  # common terms of one query searched (among the newest) at most
 _LOADED_MAX = 4_096  # loaded messages kept between searches at most
 
 
-def session_names(db: sqlite3.Connection, ids: Collection[int]) -> dict[int, str]:
-    """Names of the sessions ``ids`` (a session gone: its id as text)."""
-    wanted = sorted(set(ids))
-    found = {int(r[0]): str(r[1]) for r in db.execute(
-        "SELECT id, name FROM sessions WHERE id IN (SELECT value FROM json_each(?))",
-        (json.dumps(wanted),))}
-    return {i: found.get(i, str(i)) for i in wanted}
-
-
-def _filters(where: SearchFilter) -> tuple[str, list[Any]]:
-    sql, args = "", list[Any]()
-    if where.sessions is not None:  # one JSON parameter: no limit on how many sessions
-        sql += " AND d.session_id IN (SELECT value FROM json_each(?))"
-        args.append(json.dumps(list(where.sessions)))
-    if where.start is not None:
-        sql += " AND d.created >= ?"
-        args.append(where.start)
-    if where.end is not None:
-        sql += " AND d.created < ?"
-        args.append(where.end)
-    if where.roles is not None:
-        sql += f" AND d.role IN ({','.join('?' * len(where.roles))})"
-        args.extend(where.roles)
-    if where.below is not None:
-        sql += " AND d.id < ?"
-        args.append(where.below)
-    return sql, args
-
-
 def _bound(where: SearchFilter) -> tuple[str, tuple[int, ...]]:
     """``where.below`` as a rowid bound inside a full-text query (FTS5 skips the rest)."""
     return ("", ()) if where.below is None else (" AND rowid < ?", (where.below,))
 
 
-def _candidates(rows: Sequence[Sequence[Any]]) -> list[Candidate]:
-    return [Candidate(int(r[0]), int(r[1]), int(r[2])) for r in rows]
+def _filters(where: SearchFilter) -> tuple[str, list[object]]:
+    """:func:`~memci.store._sql.search_filter` in SQLite's spelling."""
+    return search_filter(SQLITE, where)
 
 
-class SQLiteMessageSearch:
+class SQLiteMessageSearch(SqlMessageSearch):
     """The message index of one analyzer in one SQLite store."""
 
     def __init__(self, store: Database, analyzer: Analyzer) -> None:
-        store.migrate("memory", MEMORY_MIGRATIONS)
+        super().__init__(store.sql, analyzer)
         self._store = store
-        self.analyzer = analyzer
         self.table = fts_name("memory_fts", analyzer)
         with store.write() as db:
             ensure_fts(db, "memory_fts", analyzer)
-        self._names: dict[int, str] = {}
         # sessions -> (the share of the index they hold, index size then)
         self._shares: dict[str, tuple[float, int]] = {}
         self._common = CommonTerms(self.table, rare=_RARE, recent=_RECENT)
         # (changes then, doc -> (session id, seq, message, page))
         self._loaded: tuple[int, dict[int, tuple[int, int, Message, int]]] = (-1, {})
 
-    # -- writing -------------------------------------------------------------------------
+    # -- keyword text ---------------------------------------------------------------------
 
-    def add(self, doc: SearchDoc) -> int:
-        """Add an entry (and its keyword text); 1, or 0 when the message has one already."""
-        with self._store.write() as db:
-            cursor = db.execute(
-                "INSERT OR IGNORE INTO memory_docs (session_id, seq, role, page, created)"
-                " VALUES (?, ?, ?, ?, ?)",
-                (doc.session_id, doc.seq, doc.role, doc.page, doc.created),
-            )
-            if cursor.rowcount == 0:
-                return 0
-            if doc.role != "system":
-                self._add_keyword(db, int(cursor.lastrowid or 0), doc.session_id, doc.text,
-                                  doc.context)
-        return 1
-
-    def add_keyword(self, doc: int, session_id: int, text: str, context: str) -> None:
-        """Give the entry ``doc`` its keyword text."""
-        with self._store.write() as db:
-            self._add_keyword(db, doc, session_id, text, context)
-
-    def _add_keyword(
-        self, db: sqlite3.Connection, doc: int, session_id: int, text: str, context: str
-    ) -> None:
+    def _index(self, sql: Sql, doc: int, session_id: int, text: str, context: str) -> None:
         a = self.analyzer
         # A row left under this id (an entry deleted outside memci, its id given again)
         # holds another message's text: it goes first.
-        db.execute(f"DELETE FROM {self.table} WHERE rowid = ?", (doc,))
-        db.execute(
-            f"INSERT INTO {self.table} (rowid, body, context, scope) VALUES (?, ?, ?, ?)",
-            (doc, a.document(text), a.document(context), f"s{session_id}x"),
-        )
-
-    # -- what indexing reads -------------------------------------------------------------
-
-    def page_before(self, session_id: int, seq: int) -> int:
-        """The page number of the message before ``seq`` (user messages up to it).
-
-        Read from the indexed message just before, when it is the one right before (an
-        index lookup); counted over the log otherwise (the first message indexed).
-        """
-        with self._store.read() as db:
-            row = db.execute(
-                "SELECT seq, page FROM memory_docs WHERE session_id = ? AND seq < ?"
-                " ORDER BY seq DESC LIMIT 1", (session_id, seq),
-            ).fetchone()
-            if row is not None and int(row[0]) == seq - 1:
-                return int(row[1])
-            return int(db.execute(
-                "SELECT COUNT(*) FROM messages WHERE session_id = ? AND role = 'user'"
-                " AND seq < ?", (session_id, seq),
-            ).fetchone()[0])
-
-    def recent(self, session_id: int, seq: int, limit: int) -> list[Message]:
-        """Up to ``limit`` non-system messages before ``seq``, newest first (role, parts)."""
-        with self._store.read() as db:
-            rows = db.execute(
-                "SELECT role, parts FROM messages WHERE session_id = ? AND seq < ?"
-                " AND role != 'system' ORDER BY seq DESC LIMIT ?", (session_id, seq, limit),
-            ).fetchall()
-        return [Message(role, stored_parts(parts)) for role, parts in rows]
+        sql.run(f"DELETE FROM {self.table} WHERE rowid = ?", (doc,))
+        sql.run(f"INSERT INTO {self.table} (rowid, body, context, scope) VALUES (?, ?, ?, ?)",
+                (doc, a.document(text), a.document(context), f"s{session_id}x"))
 
     def keyword_backlog(self) -> list[IndexedMessage]:
         """Entries of non-system messages without keyword text, by session and seq."""
@@ -174,44 +93,6 @@ class SQLiteMessageSearch:
         return [IndexedMessage(int(doc), int(sid), Message(role, stored_parts(parts),
                                                            seq=int(seq)))
                 for doc, sid, seq, role, parts in rows]
-
-    def behind(self, sessions: Collection[int] | None) -> list[tuple[int, int]]:
-        """``(session id, last indexed seq)`` of the sessions whose log is ahead.
-
-        Cheap when nothing is missing: one statement, two indexed lookups per session.
-        """
-        source, args = "SELECT id AS sid FROM sessions", list[Any]()
-        if sessions is not None:
-            source, args = "SELECT value AS sid FROM json_each(?)", [json.dumps(list(sessions))]
-        with self._store.read() as db:
-            tops = db.execute(
-                "SELECT s.sid, (SELECT MAX(seq) FROM messages WHERE session_id = s.sid),"
-                " (SELECT MAX(seq) FROM memory_docs WHERE session_id = s.sid)"
-                f" FROM ({source}) s", args).fetchall()
-        return [(int(sid), int(done or 0)) for sid, top, done in tops
-                if top is not None and int(done or 0) < int(top)]
-
-    def unindexed(self, session_id: int, after: int) -> list[Message]:
-        """The session's stored messages with seq > ``after``, in order."""
-        name = self.session_name(session_id)
-        with self._store.read() as db:
-            rows = db.execute(
-                "SELECT seq, role, parts, name, metadata, created_at, tokens FROM messages"
-                " WHERE session_id = ? AND seq > ? ORDER BY seq", (session_id, after),
-            ).fetchall()
-        return [message_from_row(name, r) for r in rows]
-
-    def embed_backlog(self, after: int, limit: int) -> list[IndexedMessage]:
-        """Up to ``limit`` entries of non-system messages with doc > ``after``, in order."""
-        with self._store.read() as db:
-            rows = db.execute(
-                "SELECT d.id, d.session_id, m.role, m.parts, m.seq FROM memory_docs d JOIN"
-                " messages m ON m.session_id = d.session_id AND m.seq = d.seq"
-                " WHERE d.id > ? AND d.role != 'system' ORDER BY d.id LIMIT ?",
-                (after, limit)).fetchall()
-        return [IndexedMessage(int(r[0]), int(r[1]), Message(r[2], stored_parts(r[3]),
-                                                             seq=int(r[4])))
-                for r in rows]
 
     # -- searching -----------------------------------------------------------------------
 
@@ -461,49 +342,15 @@ class SQLiteMessageSearch:
                 score, cand = ranked.get(int(doc), (0.0, Candidate(int(doc), int(sid), int(seq))))
                 ranked[int(doc)] = (score + idf, cand)
 
-    def first_doc(self, session_id: int, seq: int) -> int | None:
-        """The doc number of the session's first entry from ``seq`` on (None: none yet)."""
-        with self._store.read() as db:
-            found = db.execute("SELECT MIN(id) FROM memory_docs WHERE session_id = ?"
-                               " AND seq >= ?", (session_id, seq)).fetchone()[0]
-        return None if found is None else int(found)
-
-    def among(self, docs: Collection[int], where: SearchFilter) -> list[Candidate]:
-        """The entries ``docs`` that pass ``where``."""
-        sql, args = _filters(where)
-        with self._store.read() as db:
-            rows = db.execute(
-                "SELECT d.id, d.session_id, d.seq FROM memory_docs d WHERE d.id IN"
-                f" (SELECT value FROM json_each(?)){sql}", (json.dumps(list(docs)), *args),
-            ).fetchall()
-        return _candidates(rows)
-
-    def matching(self, where: SearchFilter) -> list[Candidate]:
-        """Every entry of a non-system message that passes ``where``."""
-        sql, args = _filters(where)
-        with self._store.read() as db:
-            rows = db.execute("SELECT d.id, d.session_id, d.seq FROM memory_docs d"
-                              f" WHERE d.role != 'system'{sql}", args).fetchall()
-        return _candidates(rows)
-
-    def in_range(self, where: SearchFilter, k: int) -> list[Candidate]:
-        """Up to ``k`` entries of non-system messages passing ``where``, oldest first."""
-        sql, args = _filters(where)
-        with self._store.read() as db:
-            rows = db.execute(
-                "SELECT d.id, d.session_id, d.seq FROM memory_docs d WHERE d.role != 'system'"
-                f"{sql} ORDER BY d.created, d.id LIMIT ?", (*args, k),
-            ).fetchall()
-        return _candidates(rows)
-
     # -- loading -------------------------------------------------------------------------
 
     def load(self, candidates: Sequence[Candidate]) -> dict[int, tuple[Message, int]]:
         """``{doc: (message, page)}`` of the candidates still stored (named sessions).
 
         One statement for all of them; in the candidates' order. What was loaded is kept
-        until an entry is deleted or changed (a stored message never changes): successive
-        questions of a conversation find many of the same messages.
+        until an entry is deleted or changed (counted in ``memory_docs_changes``; a stored
+        message never changes): successive questions of a conversation find many of the
+        same messages.
         """
         if not candidates:
             return {}
@@ -517,10 +364,7 @@ class SQLiteMessageSearch:
                 loaded = dict(loaded)
             missing = [c.doc for c in candidates if c.doc not in loaded]
             rows = db.execute(
-                "SELECT d.id, d.session_id, m.seq, m.role, m.parts, m.name, m.metadata,"
-                " m.created_at, m.tokens, d.page FROM memory_docs d JOIN messages m"
-                " ON m.session_id = d.session_id AND m.seq = d.seq"
-                " WHERE d.id IN (SELECT value FROM json_each(?))",
+                f"SELECT {LOAD_COLUMNS} WHERE d.id IN (SELECT value FROM json_each(?))",
                 (json.dumps(missing),)).fetchall() if missing else []
         for row in rows:
             session_id = int(row[1])
@@ -532,34 +376,3 @@ class SQLiteMessageSearch:
             if kept is not None and kept[0] == cand.session_id and kept[1] == cand.seq:
                 out[cand.doc] = (kept[2], kept[3])
         return out
-
-    def session_name(self, session_id: int) -> str:
-        """The name of a session (its id as text when it is gone); names never change."""
-        name = self._names.get(session_id)
-        if name is None:
-            with self._store.read() as db:
-                name = session_names(db, [session_id])[session_id]
-            self._names[session_id] = name
-        return name
-
-    def sessions_of(self, tenant: str, user: str | None = None) -> list[int]:
-        """Ids of the sessions of ``tenant`` (of ``user`` when given), oldest first."""
-        with self._store.read() as db:
-            if user is not None:
-                rows = db.execute("SELECT id FROM sessions WHERE tenant = ? AND user_id = ?"
-                                  " ORDER BY id", (tenant, user))
-            else:
-                rows = db.execute("SELECT id FROM sessions WHERE tenant = ? ORDER BY id",
-                                  (tenant,))
-            return [int(r[0]) for r in rows]
-
-    def count(self) -> int:
-        """How many entries of non-system messages there are."""
-        with self._store.read() as db:
-            return int(db.execute("SELECT COUNT(*) FROM memory_docs WHERE role != 'system'"
-                                  ).fetchone()[0])
-
-    def version(self) -> int:
-        """The newest doc number (0 when empty)."""
-        with self._store.read() as db:
-            return int(db.execute("SELECT COALESCE(MAX(id), 0) FROM memory_docs").fetchone()[0])

@@ -1,0 +1,264 @@
+"""The message search index's row statements (:class:`~memci.store.MessageSearch`), both backends.
+
+``memory_docs`` (migration series ``memory``) holds one row per indexed message, its
+*doc* (session, seq, role, page, time); ``(session_id, seq)`` is unique, so a message
+indexed by two writers at once has one entry. What indexing reads (the log around a
+message, the sessions behind the index), the filters of a search (:func:`search_filter`)
+and loading what a search found are the same statements on both backends.
+
+Keyword text and ranking are each backend's own (:meth:`SqlMessageSearch._index`,
+:meth:`SqlMessageSearch.keyword`, :meth:`SqlMessageSearch.keyword_backlog`): FTS5 and its
+BM25 in SQLite, a ``tsvector`` table ranked by FTS5's BM25 in PostgreSQL.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Collection, Sequence
+from typing import TYPE_CHECKING, Any
+
+from memci.messages import Message
+from memci.store._rows import message_from_row, stored_parts
+from memci.store._search import Candidate, IndexedMessage, SearchDoc, SearchFilter
+from memci.store._sql._conn import Sql, Transactions
+from memci.store._sql._dialect import Dialect
+
+if TYPE_CHECKING:
+    from memci.text import Analyzer, MatchQuery
+
+__all__ = ["LOAD_COLUMNS", "SqlMessageSearch", "as_candidates", "search_filter", "session_names"]
+
+#: What :meth:`SqlMessageSearch.load` reads of a found entry (``memory_docs d`` joined with
+#: its message ``m``): doc, session id, the message row, page.
+LOAD_COLUMNS = ("d.id, d.session_id, m.seq, m.role, m.parts, m.name, m.metadata,"
+                " m.created_at, m.tokens, d.page FROM memory_docs d JOIN messages m"
+                " ON m.session_id = d.session_id AND m.seq = d.seq")
+
+
+def session_names(sql: Sql, ids: Collection[int]) -> dict[int, str]:
+    """Names of the sessions ``ids`` (a session gone: its id as text)."""
+    wanted = sorted(set(ids))
+    d = sql.dialect
+    found = {int(r[0]): str(r[1]) for r in sql.all(
+        f"SELECT id, name FROM sessions WHERE {d.in_array('id')}", (d.array(wanted),))}
+    return {i: found.get(i, str(i)) for i in wanted}
+
+
+def search_filter(d: Dialect, where: SearchFilter) -> tuple[str, list[Any]]:
+    """Conditions on ``memory_docs d`` (each starting with `` AND``) for ``where``, and args.
+
+    Sessions are one array parameter (any number of them); roles, few, are listed.
+    """
+    sql, args = "", list[Any]()
+    if where.sessions is not None:
+        sql += f" AND {d.in_array('d.session_id')}"
+        args.append(d.array(int(s) for s in where.sessions))
+    if where.start is not None:
+        sql += " AND d.created >= ?"
+        args.append(where.start)
+    if where.end is not None:
+        sql += " AND d.created < ?"
+        args.append(where.end)
+    if where.roles is not None:
+        roles, more = d.in_values("d.role", where.roles)
+        sql += f" AND {roles}"
+        args.extend(more)
+    if where.below is not None:
+        sql += " AND d.id < ?"
+        args.append(where.below)
+    return sql, args
+
+
+def as_candidates(rows: Sequence[Sequence[Any]]) -> list[Candidate]:
+    """Rows of ``(doc, session id, seq)`` as candidates."""
+    return [Candidate(int(r[0]), int(r[1]), int(r[2])) for r in rows]
+
+
+class SqlMessageSearch(ABC):
+    """The message index of one analyzer in one store: what both backends share."""
+
+    def __init__(self, db: Transactions, analyzer: Analyzer) -> None:
+        db.ready("memory")
+        self._db = db
+        self.analyzer = analyzer
+        self._names: dict[int, str] = {}
+
+    # -- what each backend does its own way ----------------------------------------------
+
+    @abstractmethod
+    def _index(self, sql: Sql, doc: int, session_id: int, text: str, context: str) -> None:
+        """Give the entry ``doc`` its keyword text (inside the write of ``sql``)."""
+
+    @abstractmethod
+    def keyword_backlog(self) -> list[IndexedMessage]:
+        """Entries of non-system messages without keyword text, by session and seq."""
+
+    @abstractmethod
+    def keyword(
+        self, plan: MatchQuery, *, k: int, where: SearchFilter, context_weight: float
+    ) -> list[Candidate]:
+        """The ``k`` best entries for ``plan`` within ``where`` by BM25, best first."""
+
+    # -- writing -------------------------------------------------------------------------
+
+    def add(self, doc: SearchDoc) -> int:
+        """Add an entry (and its keyword text); 1, or 0 when the message has one already."""
+        with self._db.write() as sql:
+            made = sql.value(
+                "INSERT INTO memory_docs (session_id, seq, role, page, created)"
+                " VALUES (?, ?, ?, ?, ?) ON CONFLICT (session_id, seq) DO NOTHING"
+                " RETURNING id", (doc.session_id, doc.seq, doc.role, doc.page, doc.created))
+            if made is None:
+                return 0
+            if doc.role != "system":
+                self._index(sql, int(made), doc.session_id, doc.text, doc.context)
+        return 1
+
+    def add_keyword(self, doc: int, session_id: int, text: str, context: str) -> None:
+        """Give the entry ``doc`` its keyword text."""
+        with self._db.write() as sql:
+            self._index(sql, doc, session_id, text, context)
+
+    # -- what indexing reads -------------------------------------------------------------
+
+    def page_before(self, session_id: int, seq: int) -> int:
+        """The page number of the message before ``seq`` (user messages up to it).
+
+        Read from the indexed message just before, when it is the one right before (an
+        index lookup); counted over the log otherwise (the first message indexed).
+        """
+        with self._db.read() as sql:
+            row = sql.one("SELECT seq, page FROM memory_docs WHERE session_id = ? AND seq < ?"
+                          " ORDER BY seq DESC LIMIT 1", (session_id, seq))
+            if row is not None and int(row[0]) == seq - 1:
+                return int(row[1])
+            return int(sql.value("SELECT COUNT(*) FROM messages WHERE session_id = ?"
+                                 " AND role = 'user' AND seq < ?", (session_id, seq)) or 0)
+
+    def recent(self, session_id: int, seq: int, limit: int) -> list[Message]:
+        """Up to ``limit`` non-system messages before ``seq``, newest first (role, parts)."""
+        with self._db.read() as sql:
+            rows = sql.all("SELECT role, parts FROM messages WHERE session_id = ? AND seq < ?"
+                           " AND role <> 'system' ORDER BY seq DESC LIMIT ?",
+                           (session_id, seq, limit))
+        return [Message(role, stored_parts(parts)) for role, parts in rows]
+
+    def behind(self, sessions: Collection[int] | None) -> list[tuple[int, int]]:
+        """``(session id, last indexed seq)`` of the sessions whose log is ahead.
+
+        Cheap when nothing is missing: one statement, two indexed lookups per session.
+        """
+        d = self._db.dialect
+        source, args = "SELECT id AS sid FROM sessions", list[Any]()
+        if sessions is not None:
+            source, args = d.array_rows("sid"), [d.array(int(s) for s in sessions)]
+        with self._db.read() as sql:
+            tops = sql.all(
+                "SELECT s.sid, (SELECT MAX(seq) FROM messages WHERE session_id = s.sid),"
+                " (SELECT MAX(seq) FROM memory_docs WHERE session_id = s.sid)"
+                f" FROM ({source}) s", args)
+        return [(int(sid), int(done or 0)) for sid, top, done in tops
+                if top is not None and int(done or 0) < int(top)]
+
+    def unindexed(self, session_id: int, after: int) -> list[Message]:
+        """The session's stored messages with seq > ``after``, in order."""
+        name = self.session_name(session_id)
+        with self._db.read() as sql:
+            rows = sql.all("SELECT seq, role, parts, name, metadata, created_at, tokens"
+                           " FROM messages WHERE session_id = ? AND seq > ? ORDER BY seq",
+                           (session_id, after))
+        return [message_from_row(name, r) for r in rows]
+
+    def embed_backlog(self, after: int, limit: int) -> list[IndexedMessage]:
+        """Up to ``limit`` entries of non-system messages with doc > ``after``, in order."""
+        with self._db.read() as sql:
+            rows = sql.all(
+                "SELECT d.id, d.session_id, m.role, m.parts, m.seq FROM memory_docs d JOIN"
+                " messages m ON m.session_id = d.session_id AND m.seq = d.seq"
+                " WHERE d.id > ? AND d.role <> 'system' ORDER BY d.id LIMIT ?", (after, limit))
+        return [IndexedMessage(int(r[0]), int(r[1]), Message(r[2], stored_parts(r[3]),
+                                                             seq=int(r[4])))
+                for r in rows]
+
+    # -- searching -----------------------------------------------------------------------
+
+    def first_doc(self, session_id: int, seq: int) -> int | None:
+        """The doc number of the session's first entry from ``seq`` on (None: none yet)."""
+        with self._db.read() as sql:
+            found = sql.value("SELECT MIN(id) FROM memory_docs WHERE session_id = ?"
+                              " AND seq >= ?", (session_id, seq))
+        return None if found is None else int(found)
+
+    def among(self, docs: Collection[int], where: SearchFilter) -> list[Candidate]:
+        """The entries ``docs`` that pass ``where``."""
+        d = self._db.dialect
+        sql_where, args = search_filter(d, where)
+        with self._db.read() as sql:
+            rows = sql.all("SELECT d.id, d.session_id, d.seq FROM memory_docs d"
+                           f" WHERE {d.in_array('d.id')}{sql_where}",
+                           (d.array(int(doc) for doc in docs), *args))
+        return as_candidates(rows)
+
+    def matching(self, where: SearchFilter) -> list[Candidate]:
+        """Every entry of a non-system message that passes ``where``."""
+        sql_where, args = search_filter(self._db.dialect, where)
+        with self._db.read() as sql:
+            rows = sql.all("SELECT d.id, d.session_id, d.seq FROM memory_docs d"
+                           f" WHERE d.role <> 'system'{sql_where}", args)
+        return as_candidates(rows)
+
+    def in_range(self, where: SearchFilter, k: int) -> list[Candidate]:
+        """Up to ``k`` entries of non-system messages passing ``where``, oldest first."""
+        sql_where, args = search_filter(self._db.dialect, where)
+        with self._db.read() as sql:
+            rows = sql.all("SELECT d.id, d.session_id, d.seq FROM memory_docs d"
+                           f" WHERE d.role <> 'system'{sql_where} ORDER BY d.created, d.id"
+                           " LIMIT ?", (*args, k))
+        return as_candidates(rows)
+
+    # -- loading -------------------------------------------------------------------------
+
+    def load(self, candidates: Sequence[Candidate]) -> dict[int, tuple[Message, int]]:
+        """``{doc: (message, page)}`` of the candidates still stored (named sessions)."""
+        if not candidates:
+            return {}
+        d = self._db.dialect
+        with self._db.read() as sql:
+            rows = sql.all(f"SELECT {LOAD_COLUMNS} WHERE {d.in_array('d.id')}",
+                           (d.array(c.doc for c in candidates),))
+        by_doc = {int(r[0]): r for r in rows}
+        out: dict[int, tuple[Message, int]] = {}
+        for cand in candidates:
+            row = by_doc.get(cand.doc)
+            if row is not None:
+                name = self.session_name(int(row[1]))
+                out[cand.doc] = (message_from_row(name, row[2:9]), int(row[9]))
+        return out
+
+    def session_name(self, session_id: int) -> str:
+        """The name of a session (its id as text when it is gone); names never change."""
+        name = self._names.get(session_id)
+        if name is None:
+            with self._db.read() as sql:
+                name = session_names(sql, [session_id])[session_id]
+            self._names[session_id] = name
+        return name
+
+    def sessions_of(self, tenant: str, user: str | None = None) -> list[int]:
+        """Ids of the sessions of ``tenant`` (of ``user`` when given), oldest first."""
+        text, args = "SELECT id FROM sessions WHERE tenant = ?", [tenant]
+        if user is not None:
+            text, args = text + " AND user_id = ?", [tenant, user]
+        with self._db.read() as sql:
+            return [int(r[0]) for r in sql.all(text + " ORDER BY id", args)]
+
+    def count(self) -> int:
+        """How many entries of non-system messages there are."""
+        with self._db.read() as sql:
+            return int(sql.value("SELECT COUNT(*) FROM memory_docs WHERE role <> 'system'")
+                       or 0)
+
+    def version(self) -> int:
+        """The newest doc number (0 when empty)."""
+        with self._db.read() as sql:
+            return int(sql.value("SELECT COALESCE(MAX(id), 0) FROM memory_docs") or 0)

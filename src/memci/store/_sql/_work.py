@@ -1,0 +1,136 @@
+"""The working state and its audit log (:class:`~memci.store.WorkStore`), both backends.
+
+Tables of the ``workspace`` series: ``workspace_items`` (JSON per session, kind and id),
+``workspace_meta`` (JSON per session and name) and ``workspace_events`` (the audit log;
+an event id is never given twice: SQLite's ``AUTOINCREMENT``, PostgreSQL's identity
+column). Values are stored as JSON text with sorted keys, so a value read back compares
+equal to the one written.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from types import MappingProxyType
+from typing import Any
+
+from memci.store._rows import damaged, stored_json
+from memci.store._sql._conn import Transactions
+from memci.store._sql._dialect import upsert
+from memci.store._work import WorkEvent
+
+__all__ = ["SqlWorkStore"]
+
+_EVENT = ("SELECT id, session_id, at, actor, action, target, before, after, reverts"
+          " FROM workspace_events WHERE session_id = ?")
+_PUT_ITEM = upsert("workspace_items", ("session_id", "kind", "item_id", "data"),
+                   ("session_id", "kind", "item_id"))
+_PUT_META = upsert("workspace_meta", ("session_id", "name", "value"), ("session_id", "name"))
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, sort_keys=True)
+
+
+@damaged("working-state event row")
+def _event(row: Sequence[Any]) -> WorkEvent:
+    return WorkEvent(
+        id=int(row[0]), session_id=int(row[1]), at=datetime.fromisoformat(str(row[2])),
+        actor=str(row[3]), action=str(row[4]), target=str(row[5]),
+        before=MappingProxyType(json.loads(row[6])), after=MappingProxyType(json.loads(row[7])),
+        reverts=None if row[8] is None else int(row[8]),
+    )
+
+
+class SqlWorkStore:
+    """Working-state rows of one store."""
+
+    def __init__(self, db: Transactions) -> None:
+        db.ready("workspace")
+        self._db = db
+
+    def has_session(self, session_id: int) -> bool:
+        """Whether the session exists."""
+        with self._db.read() as sql:
+            return sql.one("SELECT 1 FROM sessions WHERE id = ?", (session_id,)) is not None
+
+    def item(self, session_id: int, kind: str, item_id: int) -> Any:
+        """The JSON value of one item, or None."""
+        with self._db.read() as sql:
+            row = sql.one("SELECT data FROM workspace_items WHERE session_id = ? AND kind = ?"
+                          " AND item_id = ?", (session_id, kind, item_id))
+        return None if row is None else stored_json(row[0], "working-state value")
+
+    def items(self, session_id: int, kind: str) -> list[Any]:
+        """Every item of ``kind``, by id."""
+        with self._db.read() as sql:
+            rows = sql.all("SELECT data FROM workspace_items WHERE session_id = ?"
+                           " AND kind = ? ORDER BY item_id", (session_id, kind))
+        return [stored_json(r[0], "working-state value") for r in rows]
+
+    def top_item_id(self, session_id: int, kind: str) -> int:
+        """The largest id of an item of ``kind`` stored now (0 when none is)."""
+        with self._db.read() as sql:
+            top = sql.value("SELECT MAX(item_id) FROM workspace_items WHERE session_id = ?"
+                            " AND kind = ?", (session_id, kind))
+        return int(top or 0)
+
+    def put_item(self, session_id: int, kind: str, item_id: int, value: Any) -> None:
+        """Store an item's JSON value (None removes it)."""
+        with self._db.write() as sql:
+            if value is None:
+                sql.run("DELETE FROM workspace_items WHERE session_id = ? AND kind = ?"
+                        " AND item_id = ?", (session_id, kind, item_id))
+            else:
+                sql.run(_PUT_ITEM, (session_id, kind, item_id, _dumps(value)))
+
+    def meta(self, session_id: int, name: str) -> Any:
+        """The JSON value of a per-session value, or None."""
+        with self._db.read() as sql:
+            row = sql.one("SELECT value FROM workspace_meta WHERE session_id = ? AND name = ?",
+                          (session_id, name))
+        return None if row is None else stored_json(row[0], "working-state value")
+
+    def put_meta(self, session_id: int, name: str, value: Any) -> None:
+        """Store a per-session value (None removes it)."""
+        with self._db.write() as sql:
+            if value is None:
+                sql.run("DELETE FROM workspace_meta WHERE session_id = ? AND name = ?",
+                        (session_id, name))
+            else:
+                sql.run(_PUT_META, (session_id, name, _dumps(value)))
+
+    def add_event(
+        self, session_id: int, *, at: datetime, actor: str, action: str, target: str,
+        before: Mapping[str, Any], after: Mapping[str, Any], reverts: int | None = None,
+    ) -> WorkEvent:
+        """Append an event to the session's audit log; return it with its id."""
+        with self._db.write() as sql:
+            made = sql.value(
+                "INSERT INTO workspace_events (session_id, at, actor, action, target, before,"
+                " after, reverts) VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
+                (session_id, at.isoformat(), actor, action, target, _dumps(dict(before)),
+                 _dumps(dict(after)), reverts))
+        return WorkEvent(id=int(made), session_id=session_id, at=at, actor=actor,
+                         action=action, target=target, before=dict(before), after=dict(after),
+                         reverts=reverts)
+
+    def events(self, session_id: int, *, after: int = 0) -> list[WorkEvent]:
+        """The session's events with id > ``after``, oldest first."""
+        with self._db.read() as sql:
+            rows = sql.all(_EVENT + " AND id > ? ORDER BY id", (session_id, after))
+        return [_event(r) for r in rows]
+
+    def event(self, session_id: int, event_id: int) -> WorkEvent | None:
+        """One event of the session, or None."""
+        with self._db.read() as sql:
+            row = sql.one(_EVENT + " AND id = ?", (session_id, event_id))
+        return None if row is None else _event(row)
+
+    def latest_event(self, session_id: int) -> int:
+        """The id of the session's newest event (0 when none)."""
+        with self._db.read() as sql:
+            top = sql.value("SELECT MAX(id) FROM workspace_events WHERE session_id = ?",
+                            (session_id,))
+        return int(top or 0)

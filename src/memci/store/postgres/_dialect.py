@@ -1,0 +1,88 @@
+"""PostgreSQL's spelling of memci's shared statements (psycopg 3's placeholders, arrays).
+
+A statement's ``?`` becomes psycopg's ``%s`` and every ``%`` its ``%%`` (psycopg reads
+``%`` in every statement it is given parameters for; the shared statements always give
+some, an empty tuple included). Lists travel as one array parameter (``= ANY(%s)``),
+batches through a cursor's ``executemany`` (psycopg pipelines them: one round trip for
+many rows).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Collection, Iterable, Sequence
+from typing import Any
+
+from memci.store._sql import Dialect
+
+__all__ = ["POSTGRES", "PostgresDialect"]
+
+
+@functools.lru_cache(maxsize=4096)
+def _translated(text: str) -> str:
+    return text.replace("%", "%%").replace("?", "%s")
+
+
+class PostgresDialect(Dialect):
+    """The shared statements as psycopg sends them to PostgreSQL."""
+
+    name = "postgresql"
+    is_same = "IS NOT DISTINCT FROM"
+    lock_row = " FOR UPDATE"
+    skip_locked = " FOR UPDATE SKIP LOCKED"
+
+    def statement(self, text: str) -> str:
+        """``?`` as ``%s``, ``%`` as ``%%``."""
+        return _translated(text)
+
+    def in_values(
+        self, column: str, values: Collection[Any], *, negate: bool = False,
+    ) -> tuple[str, list[Any]]:
+        """``column = ANY(array)`` (``NOT (…)`` when negated)."""
+        sql = f"{column} = ANY(?)"
+        return (f"NOT ({sql})" if negate else sql), [list(values)]
+
+    def in_array(self, column: str) -> str:
+        """``column = ANY(array)``."""
+        return f"{column} = ANY(?)"
+
+    def array(self, values: Iterable[Any]) -> list[Any]:
+        """``values`` as a list (psycopg sends it as an array)."""
+        return list(values)
+
+    def array_rows(self, alias: str) -> str:
+        """The array parameter's integers as rows."""
+        return f"SELECT unnest(?::bigint[]) AS {alias}"
+
+    def greatest(self, first: str, second: str) -> str:
+        """``GREATEST``."""
+        return f"GREATEST({first}, {second})"
+
+    def byte_length(self, expr: str) -> str:
+        """``octet_length``."""
+        return f"octet_length({expr})"
+
+    def contains(self, expr: str) -> str:
+        """``strpos``."""
+        return f"strpos({expr}, ?) > 0"
+
+    def json_has_key(self, column: str) -> str:
+        """``jsonb_exists_any`` (the function of the ``?|`` operator)."""
+        return f"jsonb_exists_any({column}::jsonb, ?::text[])"
+
+    def utf8_in(self, text: str | None) -> bytes | None:
+        """UTF-8 bytes for a ``bytea`` column: PostgreSQL's text cannot hold U+0000."""
+        return None if text is None else text.encode("utf-8")
+
+    def utf8_out(self, value: Any) -> str | None:
+        """The text of a ``bytea`` value."""
+        return None if value is None else bytes(value).decode("utf-8")
+
+    def executemany(self, conn: Any, text: str, rows: Sequence[Sequence[Any]]) -> None:
+        """A cursor's ``executemany`` (pipelined by psycopg)."""
+        with conn.cursor() as cursor:
+            cursor.executemany(text, rows)
+
+
+#: The dialect of every PostgreSQL store.
+POSTGRES = PostgresDialect()
