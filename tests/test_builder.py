@@ -82,6 +82,51 @@ def test_the_plan_reads_and_writes_nothing(engine: memci.Engine,
     assert touched == []
 
 
+@contextmanager
+def _statements(engine: memci.Engine) -> Iterator[list[str]]:
+    """Every SQL statement the engine's SQLite connection runs inside (FTS5's own aside)."""
+    ran: list[str] = []
+    conn = engine.store._conn  # type: ignore[attr-defined]
+    conn.set_trace_callback(lambda text: None if text.lstrip().startswith("--")
+                            else ran.append(text))
+    try:
+        yield ran
+    finally:
+        conn.set_trace_callback(None)
+
+
+def test_a_build_runs_few_statements(engine: memci.Engine) -> None:
+    """Steady builds read three heads; an archive event writes its pages in batches."""
+    loop = engine.session("loop")
+    loop.add({"role": "user", "content": "fix the failing test in the parser"})
+    loop.build(budget=3000)  # the first build reads the session's state once
+    steady: list[int] = []
+    archiving: list[int] = []
+    for i in range(40):
+        loop.add({"role": "assistant", "content": None, "tool_calls": [{
+            "id": f"c{i}", "type": "function",
+            "function": {"name": "bash", "arguments": json.dumps({"cmd": f"grep x {i}.py"})}}]})
+        loop.add({"role": "tool", "tool_call_id": f"c{i}",
+                  "content": "\n".join(f"{i}.py:{n}: x = {n}" for n in range(40))})
+        with _statements(engine) as ran:
+            events = loop.build(budget=3000).stats.events
+        (archiving if events else steady).append(len(ran))
+        with _statements(engine) as ran:
+            assert not loop.build(budget=3000).stats.events
+        steady.append(len(ran))
+    chat = engine.session("chat", retrieval=False)
+    for turn in _chat(240, words=12):
+        chat.add(turn)
+        if turn["role"] == "user":
+            with _statements(engine) as ran:
+                events = chat.build(budget=2000).stats.events
+            if 0 < len(events) <= 3:  # a page or a few leave the window
+                archiving.append(len(ran))
+    assert steady and archiving
+    assert max(steady) <= 6, steady
+    assert max(archiving) <= 40, archiving
+
+
 def _rows_read_by_first_build(tmp_path: Path, n: int, monkeypatch: pytest.MonkeyPatch) -> int:
     with memci.Engine.open(tmp_path / f"b{n}.db", synchronous="NORMAL") as engine:
         s = engine.session("s", retrieval=False)

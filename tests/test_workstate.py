@@ -673,3 +673,36 @@ def test_state_needs_a_stored_session(store: SQLiteStore, session: SessionRecord
     with pytest.raises(UnknownSessionError):
         WorkState(store, replace(session, id=999))
     assert WorkState(store, session).with_actor("dog").actor == "dog"
+
+
+def _entries(state: WorkState) -> list[tuple[Any, ...]]:
+    notes = [(n.id, n.summary, n.milestone, n.covers) for n in state.notebook_list()]
+    memos = [(m.id, m.section, m.text, m.covers) for m in state.fastmemo_list()]
+    return notes + memos
+
+
+def test_adding_many_is_adding_one_after_another(store: SQLiteStore) -> None:
+    """A batch compacts where single adds would have: the same entries, ids and milestones."""
+    one = WorkState(store, store.ensure_session("default", "one", "u1", {}))
+    many = WorkState(store, store.ensure_session("default", "many", "u1", {}))
+    pool = one.limits.pool_section
+    for start in (0, 5, 30):
+        notes = [(f"note {i}", f"tool:c{i}", None) for i in range(start, start + 25)]
+        memos = [(f"page {i} said something", f"chat:page-{i}") for i in range(start, start + 25)]
+        for summary, source, ref in notes:
+            one.notebook_add(summary, source=source, artifact_ref=ref)
+        for text, source in memos:
+            one.fastmemo_add(pool, text, source)
+        assert len(many.notebook_add_many(notes)) == 25
+        assert len(many.fastmemo_add_many(pool, memos)) == 25
+        assert _entries(many) == _entries(one)
+    assert len(many.events()) < len(one.events())  # a batch is one event until a compaction
+
+
+def test_one_bad_entry_in_a_batch_stores_none(ws: WorkState) -> None:
+    before = snapshot(ws)
+    with pytest.raises(InvalidInputError):
+        ws.notebook_add_many([("fine", None, None), ("x" * 10_000, None, None)])
+    with pytest.raises(InvalidInputError):
+        ws.fastmemo_add_many(ws.limits.pool_section, [("fine", None), ("y" * 10_000, None)])
+    assert snapshot(ws) == before

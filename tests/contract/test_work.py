@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
 
@@ -106,3 +107,21 @@ def test_another_handle_sees_what_was_committed(
     work.put_item(session.id, "plan", 1, {"id": 1, "text": "ship it"})
     other = reopen()  # type: ignore[operator]
     assert other.work.item(session.id, "plan", 1) == {"id": 1, "text": "ship it"}
+
+
+def test_a_batch_goes_as_one_statement_and_upserts_as_one_after_another(store: Any) -> None:
+    """``Sql.many``: a multi-row INSERT where it can be; a batch naming a key twice still
+    ends as the rows one after another would (the last value wins)."""
+    with store.sql.write() as sql:
+        sql.run("CREATE TABLE memci_test_batch (k INTEGER PRIMARY KEY, v TEXT)")
+        sql.many("INSERT INTO memci_test_batch (k, v) VALUES (?, ?)",
+                 [(k, f"v{k}") for k in range(2500)])
+        upsert = ("INSERT INTO memci_test_batch (k, v) VALUES (?, ?)"
+                  " ON CONFLICT (k) DO UPDATE SET v = excluded.v")
+        sql.many(upsert, [(1, "a"), (2, "b")])
+        sql.many(upsert, [(3, "first"), (3, "last"), (2500, "new")])
+    with store.sql.read() as sql:
+        rows = dict(sql.all("SELECT k, v FROM memci_test_batch"))
+    assert len(rows) == 2501
+    assert (rows[0], rows[1], rows[2], rows[3], rows[2499], rows[2500]) == (
+        "v0", "a", "b", "last", "v2499", "new")

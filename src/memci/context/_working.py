@@ -72,7 +72,8 @@ class WorkingStateSource:
         render = {"fastmemo": state.render_fastmemo, "context_pool": state.render_context_pool,
                   "pins": state.render_pins, "plan": state.render_plan,
                   "notebook": state.render_notebook}
-        sections = {name: text for name in recipe.sections if (text := render[name]())}
+        with state.reading():
+            sections = {name: text for name in recipe.sections if (text := render[name]())}
         message: Message | None = None
         if sections:
             from memci.summarize import ExtractiveSummarizer, fit_sections
@@ -104,20 +105,21 @@ class WorkingStateSource:
         Steps of a tool loop leave the window in batches; the notebook keeps a sourced line
         with the pointer for each, so the notebook changes only when the window does.
         """
-        state: WorkState | None = None
+        entries = []
         for message in results:
             result = message.tool_result
             assert result is not None
-            state = state or self.state(language).with_actor("memci")
             artifact = views.artifact_of(message)
             what = artifact.tool_name or "tool"
             asked = arguments_line(artifact.arguments)
             line = artifact.summary[0] if artifact.summary else f"{artifact.lines} lines"
             # What was done, its outcome, and where the whole output is (the pointer).
-            state.notebook_add(f"{what}({asked}) → {line}"[:300] if asked
-                               else f"{what}: {line}"[:300],
-                               source=f"tool:{result.call_id}"[:_SOURCE_CHARS],
-                               artifact_ref=artifact.pointer)
+            entries.append((f"{what}({asked}) → {line}"[:300] if asked
+                            else f"{what}: {line}"[:300],
+                            f"tool:{result.call_id}"[:_SOURCE_CHARS], artifact.pointer))
+        if entries:
+            # One event for the batch: the window moved once.
+            self.state(language).with_actor("memci").notebook_add_many(entries)
 
     def pool_evicted(self, evicted: Mapping[int, ContentsEntry], language: str) -> None:
         """Fold evicted pages into the context pool (seed 004's compressed chat history)."""
@@ -125,6 +127,6 @@ class WorkingStateSource:
         if not listed:
             return
         state = self.state(language).with_actor("memci")
-        for page, lines in listed:
-            text = f"Page {page}: " + " / ".join(line for line in lines[:3])
-            state.pool_add(text[:380], source=f"chat:page-{page}")
+        state.fastmemo_add_many(state.limits.pool_section, [
+            ((f"Page {page}: " + " / ".join(lines[:3]))[:380], f"chat:page-{page}")
+            for page, lines in listed])

@@ -70,6 +70,14 @@ class WorkStore(Protocol):
         """Store an item's JSON value (None removes it)."""
         ...
 
+    def every_item(self, session_id: int) -> dict[str, list[Any]]:
+        """Every item of the session by kind, each kind by id (one read)."""
+        ...
+
+    def put_items(self, session_id: int, values: Mapping[tuple[str, int], Any]) -> None:
+        """Store several items' values by ``(kind, id)`` (None removes one), in few statements."""
+        ...
+
     def meta(self, session_id: int, name: str) -> Any:
         """The JSON value of a per-session value, or None."""
         ...

@@ -28,7 +28,9 @@ What is stored goes through the store's working-state part (``store.work``, a
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+import copy
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -118,14 +120,23 @@ class WorkState:
         self.auto_compact = auto_compact
         self._explicit_limits = limits
         self._clock = clock or _utcnow
+        # While reading(): what each kind and the limits were read as (no writes inside).
+        self._read: dict[str, Any] | None = None
 
     def with_actor(self, actor: str) -> WorkState:
         """Return the same state, recording ``actor`` on the events it writes."""
-        return WorkState(
-            self.store, self.session, limits=self._explicit_limits, compress=self.compress,
-            fastmemo_compress=self.fastmemo_compress, titles=self.titles, actor=actor,
-            clock=self._clock, auto_compact=self.auto_compact,
-        )
+        other = copy.copy(self)  # the same session, checked once already
+        other.actor = check_line(actor, "actor", _ACTOR_MAX)
+        return other
+
+    @contextmanager
+    def reading(self) -> Iterator[WorkState]:
+        """Read each kind of item and the limits once inside (for rendering; write nothing)."""
+        self._read = {}
+        try:
+            yield self
+        finally:
+            self._read = None
 
     # -- storage primitives --------------------------------------------------------------
 
@@ -146,7 +157,13 @@ class WorkState:
             self.rows.put_item(self.session.id, kind, int(ident), value)
 
     def _rows(self, kind: str) -> list[Json]:
-        items = [dict(d) for d in self.rows.items(self.session.id, kind)]
+        if self._read is None:
+            stored = self.rows.items(self.session.id, kind)
+        else:
+            if "items" not in self._read:  # every kind in one read
+                self._read["items"] = self.rows.every_item(self.session.id)
+            stored = self._read["items"].get(kind, [])
+        items = [dict(d) for d in stored]
         return _ordered(items) if kind in ("note", "memo") else items
 
     def _item(self, kind: str, item_id: Any, what: str) -> Json:
@@ -157,6 +174,13 @@ class WorkState:
             raise UnknownItemError(f"no {what} {item_id} in session {self.session.name!r}"
                                    f" (list them with {what.split()[0]}_list)")
         return dict(data)
+
+    def _current(self, kind: str, read: Sequence[Json]) -> dict[str, Json] | None:
+        """``read``'s items by key if each is still stored as read (one statement), else None."""
+        stored = {d["id"]: d for d in self.rows.items(self.session.id, kind)}
+        if any(stored.get(d["id"]) != d for d in read):
+            return None
+        return {f"{kind}:{d['id']}": d for d in read}
 
     def _set_meta(self, name: str, value: Any) -> None:
         self._put(f"meta:{name}", value)
@@ -176,19 +200,34 @@ class WorkState:
     def _limits_in(self) -> WorkspaceLimits:
         if self._explicit_limits is not None:
             return self._explicit_limits
-        saved = self._get("meta:limits")
+        if self._read is not None:
+            if "limits" not in self._read:
+                self._read["limits"] = self._get("meta:limits")
+            saved = self._read["limits"]
+        else:
+            saved = self._get("meta:limits")
         return WorkspaceLimits.from_json(saved) if saved else WorkspaceLimits()
 
     def _record(
         self, action: str, changes: Mapping[str, Any], *, reverts: int | None = None,
+        before: Mapping[str, Any] | None = None,
     ) -> WorkEvent:
         """Apply ``changes`` (key → new JSON value, None to delete) and log the event.
 
         Called inside ``store.atomic()``: the changes and their event commit together.
+        ``before`` holds the keys' values the caller read in this transaction (else read).
         """
-        before = {k: self._get(k) for k in changes}
+        before = {k: before[k] if before is not None and k in before else self._get(k)
+                  for k in changes}
+        items: dict[tuple[str, int], Any] = {}
         for key, value in changes.items():
-            self._put(key, value)
+            kind, _, ident = key.partition(":")
+            if kind == "meta":
+                self._put(key, value)
+            else:
+                items[kind, int(ident)] = value
+        if items:
+            self.rows.put_items(self.session.id, items)
         return self.rows.add_event(
             self.session.id, at=self._now(), actor=self.actor, action=action,
             target=",".join(changes), before=before, after=dict(changes), reverts=reverts,
@@ -405,22 +444,56 @@ class WorkState:
         self, summary: str, source: str | None = None, artifact_ref: str | None = None
     ) -> NoteEntry:
         """Add a short note; past ``notebook_max`` entries the oldest become a milestone."""
+        return self.notebook_add_many([(summary, source, artifact_ref)])[0]
+
+    def notebook_add_many(
+        self, entries: Sequence[tuple[str, str | None, str | None]],
+    ) -> list[NoteEntry]:
+        """Add several ``(summary, source, artifact_ref)`` notes, as one add after another.
+
+        Notes go in batches, one event each, up to where the notebook passes its limit:
+        there it compacts before the rest go in, as it would between single adds. All are
+        checked before any is stored.
+        """
+        lim = self._limits_in()
+        rest: list[tuple[str, str, str | None]] = []
+        for summary, source, artifact_ref in entries:
+            text = check_line(summary, "notebook entry", lim.notebook_entry_max,
+                              limit_hint="store the long text as an artifact and note a "
+                                         "short summary with artifact_ref=artifact:<id>")
+            ref = check_artifact_ref(artifact_ref)
+            if ref not in (r for _, _, r in rest):  # each artifact looked up once
+                self._check_artifact(ref, "artifact_ref")
+            rest.append((text, check_source(source, self.actor), ref))
+        added: list[NoteEntry] = []
+        while rest:
+            batch, over = self._note_batch(rest)
+            added += batch
+            rest = rest[len(batch):]
+            if self.auto_compact and over:
+                self.compact_notebook()
+        return added
+
+    def _note_batch(
+        self, entries: Sequence[tuple[str, str, str | None]],
+    ) -> tuple[list[NoteEntry], bool]:
+        """Add the notes that fit before the notebook passes its limit; whether it has."""
         now = self._now()
         with self.store.atomic():
             lim = self._limits_in()
-            text = check_line(summary, "notebook entry", lim.notebook_entry_max,
-                              limit_hint="store the long text as an artifact and note a short "
-                                         "summary with artifact_ref=artifact:<id>")
-            ref = check_artifact_ref(artifact_ref)
-            self._check_artifact(ref, "artifact_ref")
-            note_id = self._next_id("note")
-            data = {"id": note_id, "summary": text, "source": check_source(source, self.actor),
-                    "artifact_ref": ref, "milestone": False, "covers": [], "pos": note_id,
-                    "created_at": now.isoformat(), "actor": self.actor}
-            self._record("notebook_add", {f"note:{note_id}": data})
-        if self.auto_compact:
-            self.compact_notebook()
-        return NoteEntry.from_json(data)
+            held = len(self._rows("note"))
+            batch = entries[:max(1, lim.notebook_max + 1 - held)]
+            first = self._next_free("note")
+            self._set_meta("next_note", first + len(batch))
+            added: dict[str, Json] = {f"note:{first + i}": {
+                "id": first + i, "summary": text, "source": source, "artifact_ref": ref,
+                "milestone": False, "covers": [], "pos": first + i,
+                "created_at": now.isoformat(), "actor": self.actor}
+                for i, (text, source, ref) in enumerate(batch)}
+            # Ids above every stored one: nothing to read as their "before".
+            self._record("notebook_add", added, before=dict.fromkeys(added))
+        over = held + len(batch) > lim.notebook_max
+        return [NoteEntry.from_json(data) for data in added.values()], over
 
     def notebook_remove(self, id: int) -> NoteEntry:
         """Remove a notebook entry."""
@@ -445,7 +518,8 @@ class WorkState:
             text = self._compressed(self.compress, [d["summary"] for d in chosen],
                                     lim.milestone_max)
             with self.store.atomic():
-                if any(self._get(f"note:{d['id']}") != d for d in chosen):
+                current = self._current("note", chosen)
+                if current is None:
                     continue  # changed meanwhile; look again
                 note_id = self._next_id("note")
                 covers = sorted({i for d in chosen for i in (d["covers"] or [d["id"]])})
@@ -457,7 +531,8 @@ class WorkState:
                 }
                 changes: dict[str, Any] = {f"note:{d['id']}": None for d in chosen}
                 changes[f"note:{note_id}"] = milestone
-                return self._record("notebook_compress", changes)
+                return self._record("notebook_compress", changes,
+                                    before={**current, f"note:{note_id}": None})
         return None
 
     @staticmethod
@@ -471,22 +546,51 @@ class WorkState:
 
     def fastmemo_add(self, section: str, text: str, source: str | None = None) -> MemoEntry:
         """Add an entry to a fastmemo section; at the section limit the fastmemo compacts."""
+        return self.fastmemo_add_many(section, [(text, source)])[0]
+
+    def fastmemo_add_many(
+        self, section: str, entries: Sequence[tuple[str, str | None]],
+    ) -> list[MemoEntry]:
+        """Add several ``(text, source)`` entries to a section, as one add after another.
+
+        Entries go in batches, one event each, up to where the section fills: there the
+        fastmemo compacts before the rest go in, as it would between single adds. All are
+        checked before any is stored.
+        """
+        lim = self._limits_in()
+        if section not in lim.fastmemo_sections:
+            raise WorkspaceError(f"no fastmemo section {section!r}; the sections are "
+                                 f"{', '.join(lim.fastmemo_sections)}")
+        rest = [(check_line(text, f"fastmemo entry ({section})", lim.fastmemo_entry_max),
+                 check_source(source, self.actor)) for text, source in entries]
+        added: list[MemoEntry] = []
+        while rest:
+            batch, full = self._memo_batch(section, rest)
+            added += batch
+            rest = rest[len(batch):]
+            if self.auto_compact and full:
+                self.compact_fastmemo()
+        return added
+
+    def _memo_batch(
+        self, section: str, entries: Sequence[tuple[str, str]],
+    ) -> tuple[list[MemoEntry], bool]:
+        """Add the entries that fit before ``section`` fills; whether it is full now."""
         now = self._now()
         with self.store.atomic():
             lim = self._limits_in()
-            if section not in lim.fastmemo_sections:
-                raise WorkspaceError(f"no fastmemo section {section!r}; the sections are "
-                                     f"{', '.join(lim.fastmemo_sections)}")
-            clean = check_line(text, f"fastmemo entry ({section})", lim.fastmemo_entry_max)
-            memo_id = self._next_id("memo")
-            data = {"id": memo_id, "section": section, "text": clean,
-                    "source": check_source(source, self.actor), "covers": [], "pos": memo_id,
-                    "created_at": now.isoformat(), "actor": self.actor}
-            self._record("fastmemo_add", {f"memo:{memo_id}": data})
-            full = sum(1 for d in self._rows("memo") if d["section"] == section)
-        if self.auto_compact and full >= lim.fastmemo_section_max:
-            self.compact_fastmemo()
-        return MemoEntry.from_json(data)
+            held = sum(1 for d in self._rows("memo") if d["section"] == section)
+            batch = entries[:max(1, lim.fastmemo_section_max - held)]
+            first = self._next_free("memo")
+            self._set_meta("next_memo", first + len(batch))
+            added = {f"memo:{first + i}": {
+                "id": first + i, "section": section, "text": clean, "source": source,
+                "covers": [], "pos": first + i, "created_at": now.isoformat(),
+                "actor": self.actor} for i, (clean, source) in enumerate(batch)}
+            # Ids above every stored one: nothing to read as their "before".
+            self._record("fastmemo_add", added, before=dict.fromkeys(added))
+        full = held + len(batch) >= lim.fastmemo_section_max
+        return [MemoEntry.from_json(data) for data in added.values()], full
 
     def pool_add(self, text: str, source: str | None = None) -> MemoEntry:
         """Add compressed chat history to the context pool (the fastmemo's pool section)."""
@@ -529,8 +633,9 @@ class WorkState:
             texts = {s: self._compressed(self.fastmemo_compress, [d["text"] for d in g],
                                          lim.fastmemo_entry_max) for s, g in plan.items()}
             with self.store.atomic():
-                if any(self._get(f"memo:{d['id']}") != d for g in plan.values() for d in g):
-                    continue
+                current = self._current("memo", [d for g in plan.values() for d in g])
+                if current is None:
+                    continue  # changed meanwhile; look again
                 changes: dict[str, Any] = {}
                 for section, group in plan.items():
                     changes.update({f"memo:{d['id']}": None for d in group})
@@ -542,7 +647,8 @@ class WorkState:
                         "pos": min(int(d["pos"]) for d in group),
                         "created_at": self._now().isoformat(), "actor": self.actor,
                     }
-                return self._record("fastmemo_compact", changes)
+                return self._record("fastmemo_compact", changes,
+                                    before={**current, **dict.fromkeys(changes.keys() - current)})
         return None
 
     # -- audit log and rollback ----------------------------------------------------------

@@ -22,6 +22,7 @@ Invariants:
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from typing import Any, Protocol
@@ -32,6 +33,12 @@ __all__ = ["Connections", "Row", "Sql", "Transactions"]
 
 #: A row as the drivers return it.
 Row = tuple[Any, ...]
+
+#: ``INSERT INTO t (a, b) VALUES (?, ?)`` and what follows (an ``ON CONFLICT`` clause).
+_INSERT = re.compile(r"(INSERT INTO \w+ \(([\w, ]+)\) VALUES )(\([?, ]+\))(.*)", re.S)
+_CONFLICT = re.compile(r"\s*ON CONFLICT \(([\w, ]+)\) DO UPDATE\b")
+#: Parameters in one statement: under both backends' limits (SQLite 32,766; PostgreSQL 65,535).
+_PARAMS = 30_000
 
 
 class Sql:
@@ -67,9 +74,35 @@ class Sql:
         return int(self._execute(text, args).rowcount)
 
     def many(self, text: str, rows: Sequence[Sequence[Any]]) -> None:
-        """Run the statement once per row of ``rows`` (nothing when there is none)."""
-        if rows:
+        """Run the statement once per row of ``rows`` (nothing when there is none).
+
+        An ``INSERT … VALUES`` goes as one multi-row statement per batch (one statement
+        and round trip, not one per row), unless an upsert's batch names a key twice
+        (PostgreSQL refuses to update a row twice in one statement).
+        """
+        if not rows:
+            return
+        shape = _INSERT.fullmatch(text)
+        if shape is None or len(rows) == 1 or not _distinct_keys(shape, rows):
             self.dialect.executemany(self.conn, self.dialect.statement(text), rows)
+            return
+        head, _, marks, tail = shape.groups()
+        per = max(1, _PARAMS // len(rows[0]))
+        for at in range(0, len(rows), per):
+            batch = rows[at:at + per]
+            self._execute(head + ", ".join([marks] * len(batch)) + tail,
+                          [value for row in batch for value in row])
+
+
+def _distinct_keys(shape: re.Match[str], rows: Sequence[Sequence[Any]]) -> bool:
+    """Whether no two rows of an upsert name the same key (a plain insert: always)."""
+    conflict = _CONFLICT.match(shape.group(4))
+    if conflict is None:
+        return True
+    columns = [c.strip() for c in shape.group(2).split(",")]
+    at = [columns.index(c.strip()) for c in conflict.group(1).split(",")]
+    keys = {tuple(row[i] for i in at) for row in rows}
+    return len(keys) == len(rows)
 
 
 class Connections(Protocol):

@@ -69,6 +69,16 @@ class SqlWorkStore:
                            " AND kind = ? ORDER BY item_id", (session_id, kind))
         return [stored_json(r[0], "working-state value") for r in rows]
 
+    def every_item(self, session_id: int) -> dict[str, list[Any]]:
+        """Every item of the session by kind, each kind by id (one read)."""
+        with self._db.read() as sql:
+            rows = sql.all("SELECT kind, data FROM workspace_items WHERE session_id = ?"
+                           " ORDER BY kind, item_id", (session_id,))
+        out: dict[str, list[Any]] = {}
+        for kind, data in rows:
+            out.setdefault(str(kind), []).append(stored_json(data, "working-state value"))
+        return out
+
     def top_item_id(self, session_id: int, kind: str) -> int:
         """The largest id of an item of ``kind`` stored now (0 when none is)."""
         with self._db.read() as sql:
@@ -84,6 +94,21 @@ class SqlWorkStore:
                         " AND item_id = ?", (session_id, kind, item_id))
             else:
                 sql.run(_PUT_ITEM, (session_id, kind, item_id, _dumps(value)))
+
+    def put_items(self, session_id: int, values: Mapping[tuple[str, int], Any]) -> None:
+        """Store several items' values (one delete per kind, the rest in one batch)."""
+        gone: dict[str, list[int]] = {}
+        for (kind, item_id), value in values.items():
+            if value is None:
+                gone.setdefault(kind, []).append(item_id)
+        with self._db.write() as sql:
+            for kind, ids in gone.items():
+                sql.run("DELETE FROM workspace_items WHERE session_id = ? AND kind = ?"
+                        f" AND {sql.dialect.in_array('item_id')}",
+                        (session_id, kind, sql.dialect.array(ids)))
+            sql.many(_PUT_ITEM, [(session_id, kind, item_id, _dumps(value))
+                                 for (kind, item_id), value in values.items()
+                                 if value is not None])
 
     def meta(self, session_id: int, name: str) -> Any:
         """The JSON value of a per-session value, or None."""
