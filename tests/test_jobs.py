@@ -641,3 +641,21 @@ def test_failed_jobs_are_visible_everywhere(tmp_path: Path,
             conn.execute("UPDATE memci_jobs SET state = 'failed'")
         assert (session.stats().jobs_failed, session.stats().jobs_gave_up) == (n, n)
         assert session.stats().jobs_pending == 0
+
+
+def test_run_pending_as_of_a_time_runs_each_ready_job_once(queue: JobQueue) -> None:
+    """`memci worker --once`: a job that fails and is due again at once (no backoff, a slow
+    machine) waits for the next call: one call runs the jobs ready when it began, once."""
+    tried: list[str] = []
+
+    def failing(job: Job) -> Any:
+        tried.append(job.key)
+        raise RuntimeError("the model answered 500")
+
+    queue.register("flaky", failing)
+    for key in ("a", "b", "c"):
+        queue.submit("flaky", key, max_attempts=5)
+    assert queue.run_pending(ready_at=time.time()) == 3
+    assert sorted(tried) == ["a", "b", "c"]
+    assert queue.run_pending(ready_at=time.time()) == 3  # the next call: second attempts
+    assert len(tried) == 6

@@ -129,9 +129,12 @@ class JobStore(Protocol):
 
     def claim(
         self, kinds: Collection[str], owner: str, *, now: float, lease_seconds: float,
-        at: datetime, newest_first: bool = False,
+        at: datetime, newest_first: bool = False, ready_at: float | None = None,
     ) -> Job | None:
-        """Take the next ready job of ``kinds`` for ``owner`` (see the module's order)."""
+        """Take the next job of ``kinds`` for ``owner`` (see the module's order).
+
+        Ready at ``ready_at`` (default ``now``); its lease runs from ``now``.
+        """
         ...
 
     def renew(self, leases: Mapping[int, str], *, expires: float) -> None:

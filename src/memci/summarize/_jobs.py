@@ -291,8 +291,15 @@ class JobQueue:
 
     # -- running jobs --------------------------------------------------------------------
 
-    def run_pending(self, *, max_jobs: int | None = None) -> int:
-        """Run ready jobs in this thread until none is left (or ``max_jobs``); how many ran."""
+    def run_pending(self, *, max_jobs: int | None = None,
+                    ready_at: float | None = None) -> int:
+        """Run ready jobs in this thread until none is left (or ``max_jobs``); how many ran.
+
+        ``ready_at`` (a time): only jobs ready then run, so a job that fails meanwhile
+        and is due again (a short backoff, a slow machine) waits for the next call and
+        each runs once at most (``memci worker --once``). Without it, retries due during
+        the call run in it too.
+        """
         owner = f"{self._owner_prefix}:sync"
         done = 0
         stop = threading.Event()
@@ -301,7 +308,7 @@ class JobQueue:
         renewer.start()
         try:
             while max_jobs is None or done < max_jobs:
-                job = self._claim(self.store, owner)
+                job = self._claim(self.store, owner, ready_at=ready_at)
                 if job is None:
                     break
                 done += 1
@@ -446,8 +453,8 @@ class JobQueue:
             except StoreError as exc:
                 logger.warning("cannot renew job leases: %s", exc)
 
-    def _claim(self, store: Store, owner: str) -> Job | None:
-        return store.jobs.claim(self.kinds, owner, now=time.time(),
+    def _claim(self, store: Store, owner: str, *, ready_at: float | None = None) -> Job | None:
+        return store.jobs.claim(self.kinds, owner, now=time.time(), ready_at=ready_at,
                                 lease_seconds=self.lease_seconds, at=_now(),
                                 newest_first=self.newest_first)
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import signal
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 from types import FrameType
@@ -53,7 +54,7 @@ def run_worker(
         else:
             register_summary_handlers(queue, default_summarizer(client))
         if once:
-            queue.run_pending()
+            queue.run_pending(ready_at=time.time())  # the jobs ready now, each once
             return queue.report
         done = stop or threading.Event()
         restore = _on_signals(done)

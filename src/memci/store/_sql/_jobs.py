@@ -133,9 +133,11 @@ class SqlJobStore:
 
     def claim(
         self, kinds: Collection[str], owner: str, *, now: float, lease_seconds: float,
-        at: datetime, newest_first: bool = False,
+        at: datetime, newest_first: bool = False, ready_at: float | None = None,
     ) -> Job | None:
-        """Take the next ready job of ``kinds`` for ``owner``, in one write transaction.
+        """Take the next job of ``kinds`` for ``owner``, in one write transaction.
+
+        Ready at ``ready_at`` (default ``now``); its lease runs from ``now``.
 
         A job whose lease expired in its last attempt fails for good on the way.
         """
@@ -143,7 +145,8 @@ class SqlJobStore:
             return None
         with self._db.write() as sql:
             while True:
-                job = _next_ready(sql, kinds, now, newest_first)
+                job = _next_ready(sql, kinds, now if ready_at is None else ready_at,
+                                  newest_first)
                 if job is None:
                     return None
                 if job.state == "running" and job.attempts >= job.max_attempts:
