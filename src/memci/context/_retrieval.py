@@ -110,13 +110,13 @@ class RetrievalSource:
         task = task or (isinstance(saved, Mapping) and bool(saved.get("task")))
         if (isinstance(saved, Mapping) and saved.get("opener") == opener
                 and int(saved.get("from", opener)) >= window_seq):
-            found = tuple(_retrieved_from(t) for t in saved["texts"])
+            known = tuple(_retrieved_from(t) for t in saved["texts"])
             if task and not saved.get("task"):
                 # The page turned out a task's: from now on it keeps to its own past.
                 turned = {**saved, "task": True}
-                kept = self._kept(found, turned)
+                kept = self._kept(known, turned)
                 return Gathered(kept, {**turned, "share": bool(kept)}, gathered=True)
-            return Gathered(self._kept(found, saved), saved)
+            return Gathered(self._kept(known, saved), saved)
         first = self.log.load_seqs(opener, opener)[0]
         found: tuple[Retrieved, ...] = ()
         earlier = False
