@@ -110,7 +110,8 @@ def test_a_build_runs_few_statements(engine: memci.Engine) -> None:
                   "content": "\n".join(f"{i}.py:{n}: x = {n}" for n in range(40))})
         with _statements(engine) as ran:
             events = loop.build(budget=3000).stats.events
-        (archiving if events else steady).append(len(ran))
+        if i:  # the first step makes the page a task's (its memory kept apart, saved once)
+            (archiving if events else steady).append(len(ran))
         with _statements(engine) as ran:
             assert not loop.build(budget=3000).stats.events
         steady.append(len(ran))
@@ -256,3 +257,25 @@ def test_a_peek_shows_the_next_build_and_changes_nothing(tmp_path: Path, backend
         later = s.peek(budget=3000)
         assert later.to_openai() == steady.to_openai()
         assert later.stats.prefix_tokens == later.stats.total_tokens - 3  # all but priming
+
+
+def test_a_budget_that_grows_brings_back_what_left_the_window(engine: memci.Engine) -> None:
+    """Pages archived at a small budget come back, newest first, when a build has room."""
+    s = engine.session("grows")
+    history = _chat(80, words=8)
+    for i in range(0, len(history), 2):
+        s.add_many(history[i:i + 2])
+        s.build(budget=900)
+    small = s.build(budget=900)
+    assert s.stats().archived > 20 and small.stats.total_tokens <= 900
+    stored = sum(m.tokens or 0 for m in s.messages())
+    grown = s.build(budget=16_000)
+    assert grown.stats.total_tokens <= 16_000
+    shown = {m.seq for m in grown.messages if m.seq is not None}
+    assert shown >= {m.seq for m in s.messages()}  # all of it fits: all of it is back
+    assert any("budget grew" in e["reason"] for e in s.events())
+    again = s.build(budget=16_000)
+    assert again.stats.events == () and again.to_openai() == grown.to_openai()
+    # Smaller again: the pages leave as before, the request fits.
+    assert s.build(budget=900).stats.total_tokens <= 900
+    assert stored > 900

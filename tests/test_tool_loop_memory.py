@@ -122,3 +122,44 @@ def test_the_window_policy_travels_in_context_state_json(tmp_path: Path) -> None
         assert session.settings.keep_rounds == 7  # a refused import changes nothing
         with pytest.raises(memci.ConfigError):
             engine.session("s", keep_rounds=0)
+
+
+def _task(session: memci.Session, ask: str, topic: str, steps: int = 6) -> list[memci.Context]:
+    """A tool loop on ``topic``: the task, then calls and results, a build after each."""
+    session.add({"role": "user", "content": ask})
+    built = [session.build()]
+    for i in range(steps):
+        session.add({"role": "assistant", "content": None, "tool_calls": [{
+            "id": f"{topic}{i}", "type": "function",
+            "function": {"name": "bash", "arguments": json.dumps({"cmd": f"grep -n {topic}"})}}]})
+        session.add({"role": "tool", "tool_call_id": f"{topic}{i}",
+                     "content": f"{topic}/core.py:{i}: def {topic}_parse(value): return value"})
+        built.append(session.build())
+    return built
+
+
+def _others(ctx: memci.Context, own: str) -> list[str]:
+    return [r.source for r in ctx.memory if r.session not in (None, own)]
+
+
+@pytest.mark.parametrize("declared", [True, False])
+def test_a_task_keeps_to_its_own_past_unless_it_asks_for_earlier_work(
+        tmp_path: Path, declared: bool) -> None:
+    """Other tasks' memory stays out of a tool loop (seed 004), whether or not the agent
+    declares its tools; a task that refers to earlier work gets it."""
+    tools = [{"type": "function", "function": {
+        "name": "bash", "parameters": {"type": "object", "properties": {}}}}]
+    with memci.Engine.open(tmp_path / "t.db") as engine:
+        def session(name: str) -> memci.Session:
+            return engine.session(name, user="u", tools=tools if declared else None)
+
+        _task(session("astropy"), "fix the failing test in the parser of the table reader",
+              "astropy")
+        later = _task(session("pydicom"), "fix the failing test in the parser of the tag reader",
+                      "pydicom")
+        assert all(_others(ctx, "pydicom") == [] for ctx in later[1:])
+        if declared:  # the agent says it is a tool loop from the first build on
+            assert _others(later[0], "pydicom") == []
+        again = _task(session("pydicom-2"), "fix the failing test in the parser again, as last"
+                      " time: the table reader", "tables")
+        assert any(_others(ctx, "pydicom-2") for ctx in again)

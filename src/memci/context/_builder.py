@@ -311,7 +311,8 @@ class ContextBuilder:
             self.history.window_seq(self.history.paged.first_active
                                     if self.history.paged is not None else 0),
             self.history.archived(self.history.paged.place_of
-                                  if self.history.paged is not None else _nowhere))
+                                  if self.history.paged is not None else _nowhere),
+            task=bool(agent) or chosen.name == "tool_loop")
         room, caps = self._allot(limit, agent_tokens, tools_tokens, head, memory)
         state = self.working.render(chosen, caps["state"], language)
         state_tokens = (state.tokens or 0) if state else 0
@@ -384,7 +385,8 @@ class ContextBuilder:
         assert draft is not None
         again = self.retrieval.gather(
             snap.shown.saved, self.history.window_seq(draft.first_active),
-            self.history.archived(draft.place_of))
+            self.history.archived(draft.place_of),
+            task=bool(snap.agent) or snap.recipe.name == "tool_loop")
         saved = dict(again.saved or {})
         saved["share"] = snap.memory.share
         return replace(snap, shown=replace(again, saved=saved))

@@ -103,6 +103,7 @@ class HistorySource:
         self.paged: PagedContext | None = None
         self.window: OldestWindow | SummarizeWindow | None = None
         self.values: dict[str, Any] = {}  # the saved cut, base and summary
+        self._limit = 0  # the budget of the build being planned (see prepare)
         self._floor = (0, 0)  # (newest seq, its floor): see newest_floor
 
     # -- the state as committed ----------------------------------------------------------
@@ -184,10 +185,14 @@ class HistorySource:
 
     def prepare(self, limit: int, ready: Mapping[int, tuple[str, ...]]) -> None:
         """Load what a plan may show: pages within the budget (a backlog is never read)."""
+        self._limit = limit
         if self.paged is not None:
             # A window holds at most the budget: an active backlog older than that is
-            # archived as one range, never read.
-            self.paged.prepare(max(limit, 4_000), ready)
+            # archived as one range, never read. A budget larger than the last build's
+            # may bring back pages that left the window.
+            saved = self.values.get("paged.budget")
+            grew = isinstance(saved, int) and limit > saved
+            self.paged.prepare(max(limit, 4_000), ready, grew=grew)
         elif self.window is not None:
             self.window.loader.prefetch(0 if isinstance(self.window, SummarizeWindow)
                                         and not self.window.cut else self.window_start(limit))
@@ -330,6 +335,8 @@ class HistorySource:
                 start = index.page_span(page)[0] if 0 < page <= index.pages else 0
                 values["paged.cut"] = {"page": page, "hidden": hidden,
                                        "through": seq_at(index, start + hidden)}
+            if self.values.get("paged.budget") != self._limit:
+                values["paged.budget"] = self._limit  # written when the budget changes
             if paged.first_active != self._saved_base():
                 first = paged.first_active
                 values["paged.base"] = {

@@ -107,6 +107,8 @@ class PagedContext:
         self.counts = {"archive": 0, "recall": 0, "evict": 0}
         self._backlog = 0  # active pages up to this one are past the load bound
         self._ready: dict[int, tuple[str, ...]] = {}  # model summaries ready, by page
+        #: Pages before the window loaded because the budget grew (a plan may bring them back).
+        self._restorable: dict[int, Page] = {}
         #: The saved entry of a page evicted before this object was made (recall reads it).
         self.evicted_entry: Callable[[int], ContentsEntry | None] = lambda page: None
 
@@ -172,19 +174,25 @@ class PagedContext:
         return [p for p, e in self.archive.contents.items() if e.source != "llm"]
 
     def prepare(
-        self, bound: int, ready: Mapping[int, tuple[str, ...]] | None = None
+        self, bound: int, ready: Mapping[int, tuple[str, ...]] | None = None, *,
+        grew: bool = False,
     ) -> None:
         """The load phase: put what a plan may show into pages, within ``bound`` tokens.
 
         Active pages older than the newest ``bound`` tokens (a backlog imported without
         builds) are not loaded: the next plan archives them at once, as one range
         (a plan reads nothing). ``ready`` are model summaries done for :meth:`waiting`
-        pages.
+        pages. ``grew``: the budget is larger than the last build's, so the newest pages
+        that left the window are loaded too, as many as ``bound`` holds with the window
+        (the plan brings back those that fit).
         """
         self._ready = dict(ready or {})
+        self._restorable = {}
         log = self.log
         if not len(log):
             return
+        if grew:
+            self._load_restorable(bound)
         last = self.round - 1  # the current page is never backlog
         backlog = self.first_active - 1
         if last >= self.first_active and self._active_tokens() > bound:
@@ -201,6 +209,26 @@ class PagedContext:
         start = self.log.page_starts[self.first_active - 1]
         total = self.log.span_tokens(start, len(self.log))
         return total + sum(self.log.page_tokens(p) for p in self.recalled)
+
+    def _load_restorable(self, bound: int) -> None:
+        """Load the newest pages before the window that ``bound`` holds beside it."""
+        tokens = self._active_tokens()
+        pages: list[int] = []
+        for page in range(self.first_active - 1, 0, -1):
+            if page in self.recalled:
+                continue
+            tokens += self.log.page_tokens(page)
+            if tokens > bound:
+                break
+            pages.append(page)
+        if not pages:
+            return
+        messages = self._load(self.log.page_seqs(pages[-1])[0], self.log.page_seqs(pages[0])[1])
+        by_page: dict[int, list[Message]] = {}
+        for message in messages:
+            by_page.setdefault(self.log.page_of_seq(message.seq or 0), []).append(message)
+        self._restorable = {p: page_from_messages(p, by_page[p]) for p in pages
+                            if by_page.get(p)}
 
     def _materialize_new(self) -> None:
         """Put log positions not yet in a page into the active chapter."""
@@ -375,6 +403,8 @@ class PagedPlan:
             self._archive_down_to(self._tokens_from(keep), cap,
                                   "soft trigger: chat tokens over ctx_recent_max_tokens")
             self._evict_lru(cap)
+        if self.state._restorable and not self._just_archived:
+            self._restore_to(int((room - self._contents_tokens()) * self.config.low_watermark))
         contents = self.contents_message()
         budget_left = room - (contents.tokens or 0 if contents else 0)
         window = list(self._window(budget_left, recent_steps, steps_tokens))
@@ -555,6 +585,29 @@ class PagedPlan:
             self._dirty.pages.add(page)  # a range (a backlog) keeps no row per page
         self.counts[kind] += event.pages
 
+    def _restore_to(self, target: int) -> None:
+        """Bring back, newest first, the loaded pages that fit the window under ``target``.
+
+        A page comes back as a recalled one: in full, first to leave again when the window
+        is over its budget. Only the pages :meth:`PagedContext.prepare` loaded (the budget
+        grew), so a steady budget never archives a page and brings it back.
+        """
+        tokens = self._active_tokens()
+        for page in sorted(self.state._restorable, reverse=True):
+            tokens += self.log.page_tokens(page)
+            if tokens > target:
+                return
+            back = self.state._restorable[page]
+            entry = self.contents.pop(page, None) or self.evicted.pop(page, None)
+            if entry is None:  # evicted, or archived with a backlog: lines made again
+                first, last_seq = self.log.page_seqs(page)
+                entry = ContentsEntry(page, first, last_seq, self._lines(back.messages()),
+                                      archived_round=self.round)
+            self.recalled[page] = replace(entry, last_recall_round=self.round)
+            self.attach.append(back)
+            self._event("recall", page, "the budget grew: room for the page in full again")
+            self.contents_cache = None
+
     # -- recall --------------------------------------------------------------------------
 
     def recall(self, page: int) -> str:
@@ -587,6 +640,9 @@ class PagedPlan:
             current = None
         pages = [p for p in active.ordered_pages()
                  if p.number not in self.detached and p is not current]
+        if self.attach and self.attach[0].number in self.state._restorable:
+            # Pages the budget brings back show in this request (a recall: from the next).
+            pages = sorted([*pages, *self.attach], key=lambda p: p.number)
         others = sum(p.tokens for p in pages)
         for page in pages:
             yield from page.messages()

@@ -88,25 +88,38 @@ class RetrievalSource:
     # -- load ----------------------------------------------------------------------------
 
     def gather(self, saved: object, window_seq: int,
-               archived: Callable[[int], bool]) -> Gathered:
+               archived: Callable[[int], bool], *, task: bool = False) -> Gathered:
         """Memory for the user message that opened the current page.
 
         ``saved``: what the page's last gather saved; it holds while the page is the same
         and the window starts where it did (or later). ``window_seq``: the seq the window
         starts at (not searched). ``archived``: whether a page of the followed branch has
-        left the window. Many more episodes are gathered than a small budget shows: the
-        plan shows, best first, what fits.
+        left the window. ``task``: this build is a tool loop's. Many more episodes are
+        gathered than a small budget shows: the plan shows, best first, what fits.
+
+        A task keeps to its own past (seed 004 keeps a tool loop's context apart from
+        other conversations'): other sessions' memory comes in only when the page's
+        opener refers to earlier work ("as last time", "上次"). Once a page or a session
+        has been a task it stays one, so its requests do not change back.
         """
         index = self.log.index
         if not self.enabled or not index.pages:
             return Gathered(saved=saved if isinstance(saved, Mapping) else None)
         start, _ = index.page_span(index.pages)
         opener = index.seqs[start]
+        task = task or (isinstance(saved, Mapping) and bool(saved.get("task")))
         if (isinstance(saved, Mapping) and saved.get("opener") == opener
                 and int(saved.get("from", opener)) >= window_seq):
-            return Gathered(tuple(_retrieved_from(t) for t in saved["texts"]), saved)
+            known = tuple(_retrieved_from(t) for t in saved["texts"])
+            if task and not saved.get("task"):
+                # The page turned out a task's: from now on it keeps to its own past.
+                turned = {**saved, "task": True}
+                kept = self._kept(known, turned)
+                return Gathered(kept, {**turned, "share": bool(kept)}, gathered=True)
+            return Gathered(self._kept(known, saved), saved)
         first = self.log.load_seqs(opener, opener)[0]
         found: tuple[Retrieved, ...] = ()
+        earlier = False
         if first.role == "user" and first.content.strip():
             query = first.content[:500]
             # "Yesterday" counts from when the question was asked (a replayed or imported
@@ -118,14 +131,24 @@ class RetrievalSource:
                 h for h in gathered.episodes if self.log.on_branch(h, archived))).texts,
                 self._shown)
             # The query analyzer (rules: a build never waits on a model) says which other
-            # sources this input needs: documents, code (seed 003).
+            # sources this input needs: earlier work, documents, code (seed 003).
             analysis = analyze_query(query, now=first.created_at)
+            earlier = analysis.consults("history")
             if analysis.consults("documents") or analysis.consults("code"):
                 docs = DocIndex(self.services.store).search_docs(query, k=3)
                 found += tuple(
                     Retrieved(h.text[:600], f"{h.path}#L{h.start_line}-{h.end_line}",
                               "document", h.score) for h in docs)
-        return Gathered(found, _saved(found, opener, window_seq), gathered=True)
+        form = {**_saved(found, opener, window_seq), "task": task, "earlier": earlier}
+        kept = self._kept(found, form)
+        return Gathered(kept, {**form, "share": bool(kept)}, gathered=True)
+
+    def _kept(self, found: tuple[Retrieved, ...],
+              saved: Mapping[str, Any]) -> tuple[Retrieved, ...]:
+        """What a page shows of its memory: a task's, without other sessions' past."""
+        if not saved.get("task") or saved.get("earlier"):
+            return found
+        return tuple(r for r in found if r.session in (None, self.record.name))
 
     # -- plan ----------------------------------------------------------------------------
 
