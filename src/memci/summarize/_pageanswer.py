@@ -34,9 +34,9 @@ _HEADING_RE = re.compile(r"^\s*(?:#{1,6}\s+(.+)|\*\*([^*]+)\*\*|__([^_]+)__)\s*$
 _NUMBERED_RE = re.compile(
     r"^\s*[*_]*(?:\[(\d{1,3})\]|[(（](\d{1,3})[)）]|(\d{1,3})(?:[.)\]、:：]|\s-))[*_]*\s*(.+)$")
 _BULLET_RE = re.compile(r"^\s*[-*•+·–—]\s+(.+)$")
-_ROLE_RE = re.compile(
-    r"^\s*[*_]*(?:user|assistant|tool(?: result)?|system|用户|助手|工具(?:结果)?|系统)[*_]*"
-    r"\s*[:：]\s*", re.IGNORECASE)
+_LABEL_RE = re.compile(
+    r"^\s*[*_]*(?:user|assistant|tool(?: result)?|system|summary|用户|助手|工具(?:结果)?|系统|"
+    r"摘要|总结)[*_]*\s*[:：]\s*", re.IGNORECASE)
 _EMPHASIS_RE = re.compile(r"\*\*|__|`")
 
 
@@ -134,6 +134,6 @@ def _item(line: str) -> _Item:
 
 
 def _plain(text: str) -> str:
-    """Text without a leading role label, emphasis markers or quotes around it."""
-    text = _EMPHASIS_RE.sub("", _ROLE_RE.sub("", text.strip(), count=1))
+    """Text without a leading label (a role, "summary:"), emphasis markers or quotes."""
+    text = _EMPHASIS_RE.sub("", _LABEL_RE.sub("", text.strip(), count=1))
     return text.strip().strip("\"'“”「」").strip()
