@@ -130,6 +130,17 @@ def test_texts_and_handoffs_leave_the_wrapping_and_refuse_refusals(
 
 
 @pytest.mark.parametrize("answer", [
+    "The following files changed:\n- billing/db.py\n- billing/models.py",
+    "以下是修改的文件：\n- billing/db.py\n- billing/models.py",
+])
+def test_content_that_opens_like_a_preamble_is_kept(fake: FakeLLM, client: OpenAIChatClient,
+                                                    answer: str) -> None:
+    talk = [*PAGE, Message.user("Which files changed in billing? " * 30)]
+    fake.reply(answer)
+    assert LLMSummarizer(client, strict=True).handoff(talk, 60) == answer
+
+
+@pytest.mark.parametrize("answer", [
     'Verdict:\n```json\n{"eligible": true, "kind": "preference", "facts": ["tabs"]}\n```\n'
     "Note: {tabs} matter.",
     "{'eligible': True, 'kind': 'preference', 'facts': ['tabs']}",

@@ -26,8 +26,10 @@ _THINK_RE = re.compile(r"<(think|thinking|reasoning)>.*?(?:</\1>|\Z)", re.DOTALL
 _FENCE_RE = re.compile(r"^\s*(?:```|~~~)[\w+-]*\s*$")
 _ACK = r"(?:sure|certainly|of course|okay|ok|absolutely|great|好的|当然|没问题)"
 _INTRO_RE = re.compile(
-    rf"^\s*(?:{_ACK}[\s,.!，。！]*)?(?:here(?:'s| is| are)|below (?:is|are)|the following"
-    r"|i(?:'ve| have) (?:summari[sz]ed|written)|以下是|下面是|这是|为您|为你)[^\n]*[:：]\s*$",
+    rf"^\s*(?:{_ACK}[\s,.!，。！]*)?(?:here(?:'s| is| are)|below (?:is|are)"
+    r"|the following (?:is|are) (?:a |an |the |my )?(?:summary|title|note|lines|handoff)"
+    r"|i(?:'ve| have) (?:summari[sz]ed|written)"
+    r"|(?:以下是|下面是|这是|为您|为你)[^\n]*(?:摘要|总结|概括|标题|交接|说明))[^\n]*[:：]\s*$",
     re.IGNORECASE,
 )
 _ACK_RE = re.compile(rf"^\s*{_ACK}[\s,.!，。！]*$", re.IGNORECASE)
