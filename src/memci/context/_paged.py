@@ -4,9 +4,11 @@ The ActiveChapter holds recent pages in full. When it passes its budget (the hig
 watermark) whole pages, oldest first, move to the ArchiveChapter until it is back under
 the low watermark: archiving happens in batches, so between two archive events every
 request begins with exactly the previous request and providers' prompt caches keep
-hitting. An archived page is listed on the contents page (its index, one short line per
-entry, its recall count and last recall round — absolute numbers, never "5 rounds ago")
-and its messages stay in the store.
+hitting (with a model summarizing archived pages, its ready lines may also replace the
+stand-ins in between, at most once every ``summary_swap_rounds`` rounds: see
+:meth:`PagedPlan._swap_due`). An archived page is listed on the contents page (its index,
+one short line per entry, its recall count and last recall round — absolute numbers,
+never "5 rounds ago") and its messages stay in the store.
 
 ``recall_page(n)`` brings a page back in full from the next build on (it sits before the
 active pages, in page order) and it ages out again at the next archive event. Entries
