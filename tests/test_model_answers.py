@@ -102,6 +102,7 @@ def test_an_empty_or_refused_page_summary_fails(fake: FakeLLM, client: OpenAICha
     ("```\nHarbour museum hours\n```", "Harbour museum hours"),
     ("<think>short</think>Title: Harbour museum hours", "Harbour museum hours"),
     ("好的，以下是标题：\n港口博物馆开放时间", "港口博物馆开放时间"),
+    ("1. **Title:** Harbour museum hours", "Harbour museum hours"),
 ])
 def test_titles_and_entry_lines_leave_the_wrapping(fake: FakeLLM, client: OpenAIChatClient,
                                                    answer: str, expected: str) -> None:

@@ -86,7 +86,7 @@ _HANDOFF = {
 _ROLES_ZH = {"user": "用户", "assistant": "助手", "tool": "工具结果", "system": "系统"}
 
 _PREFIX_RE = re.compile(
-    r"^\s*(?:[-*•>#]+\s*|[*_]*(?:summary|line|title|摘要|标题)[*_]*\s*[:：]\s*)+",
+    r"^\s*(?:[-*•>#]+\s*|\d{1,2}[.)、]\s+|[*_]*(?:summary|line|title|摘要|标题)[*_]*\s*[:：]\s*)+",
     re.IGNORECASE,
 )
 
