@@ -9,8 +9,8 @@ title, in English or Chinese. :func:`read_page` reads them all:
   exactly as many bullets or lines as the page has messages, in order;
 - **about the page** (``form="page"``): anything else. Its items (bullets, lines, or the
   sentences of a prose paragraph) become the entry's lines in order, at most as many as
-  the page has messages (:func:`pack_lines` joins neighbours to get there), so a model's
-  entry never has more lines than the extractive one it replaces.
+  the page has messages (:func:`pack_lines` joins neighbours to get there, leaving none
+  out), so a model's entry never has more lines than the extractive one it replaces.
 
 Invariants: no text of the answer is dropped except the wrapping :func:`clean_answer`
 removes, labels (``Title:``, ``1.``, ``-``, ``user:``) and emphasis markers; a line's
