@@ -61,7 +61,7 @@ from memci.memory import Retrieved
 from memci.messages import Message, to_openai
 from memci.store import SessionRecord
 from memci.store._log import ContextChanges
-from memci.summarize import SummaryJobs
+from memci.summarize import PageSummary, SummaryJobs
 from memci.tokens import Tokenizer
 from memci.workspace import WorkState
 
@@ -320,11 +320,11 @@ class ContextBuilder:
         reserve = self.history.head_reserve(chosen, room - state_tokens - reserved)
         # The newest message is never cut for the tool heads: they give way first.
         reserve = max(0, min(reserve, room - self.history.newest_need() - _CONTENTS_FLOOR))
-        ready: dict[int, tuple[str, ...]] = {}
+        ready: dict[int, PageSummary] = {}
         paged = self.history.paged
         if self.summaries is not None and paged is not None and paged.archive.contents:
             keys = {self.history.summary_key(p): p for p in paged.waiting()}
-            ready = {keys[k]: lines for k, lines in self.summaries.ready(
+            ready = {keys[k]: summary for k, summary in self.summaries.ready(
                 {k: self.history.entries(p) for k, p in keys.items()}).items()}
         self.history.prepare(limit, ready)
         return _Snapshot(chosen, limit, specs, tuple(s for s in specs if s.name in all_in),

@@ -32,6 +32,7 @@ from memci.context._strategies import OldestWindow, SummarizeWindow, WindowLoade
 from memci.context._tool_views import ToolViews
 from memci.messages import Message
 from memci.store import ContextState, SessionRecord, Store
+from memci.summarize import PageSummary
 from memci.tokens import Tokenizer
 from memci.workspace import Artifact
 
@@ -123,7 +124,8 @@ class HistorySource:
                     evict_unchanged_rounds=s.evict_unchanged_rounds,
                     contents_max_tokens=s.contents_max_tokens,
                     contents_entry_lines=s.contents_entry_lines, language=s.language,
-                    recent_max_tokens=s.ctx_recent_max_tokens),
+                    recent_max_tokens=s.ctx_recent_max_tokens,
+                    summary_swap_rounds=s.summary_swap_rounds),
                 detect_language=log.language, summarized=self.summarized,
             )
             rows = pages_on(state.pages, log.index) if log.off_branch else list(state.pages)
@@ -183,7 +185,7 @@ class HistorySource:
 
     # -- load ----------------------------------------------------------------------------
 
-    def prepare(self, limit: int, ready: Mapping[int, tuple[str, ...]]) -> None:
+    def prepare(self, limit: int, ready: Mapping[int, PageSummary]) -> None:
         """Load what a plan may show: pages within the budget (a backlog is never read)."""
         self._limit = limit
         if self.paged is not None:

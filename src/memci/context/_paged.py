@@ -4,9 +4,11 @@ The ActiveChapter holds recent pages in full. When it passes its budget (the hig
 watermark) whole pages, oldest first, move to the ArchiveChapter until it is back under
 the low watermark: archiving happens in batches, so between two archive events every
 request begins with exactly the previous request and providers' prompt caches keep
-hitting. An archived page is listed on the contents page (its index, one short line per
-entry, its recall count and last recall round — absolute numbers, never "5 rounds ago")
-and its messages stay in the store.
+hitting (with a model summarizing archived pages, its ready lines may also replace the
+stand-ins in between, at most once every ``summary_swap_rounds`` rounds: see
+:meth:`PagedPlan._swap_due`). An archived page is listed on the contents page (its index,
+one short line per entry, its recall count and last recall round — absolute numbers,
+never "5 rounds ago") and its messages stay in the store.
 
 ``recall_page(n)`` brings a page back in full from the next build on (it sits before the
 active pages, in page order) and it ages out again at the next archive event. Entries
@@ -51,6 +53,8 @@ from memci.context._model import (
 )
 from memci.messages import Message
 from memci.store._log import ContextEvent, PageRow
+from memci.summarize import ENTRY_WIDTH, PageSummary, pack_lines
+from memci.text import fit_line
 from memci.tokens import Tokenizer
 
 __all__ = ["ContextEvent", "PageRow", "PagedConfig", "PagedContext", "PagedPlan"]
@@ -70,6 +74,7 @@ class PagedConfig:
     language: str = "auto"
     recent_max_tokens: int = 0
     recent_pages: int = 3
+    summary_swap_rounds: int = 4
 
 
 @dataclass(slots=True)
@@ -106,7 +111,7 @@ class PagedContext:
         self._contents: Message | None = None  # the contents page as last rendered
         self.counts = {"archive": 0, "recall": 0, "evict": 0}
         self._backlog = 0  # active pages up to this one are past the load bound
-        self._ready: dict[int, tuple[str, ...]] = {}  # model summaries ready, by page
+        self._ready: dict[int, PageSummary] = {}  # model summaries ready, by page
         #: Pages before the window loaded because the budget grew (a plan may bring them back).
         self._restorable: dict[int, Page] = {}
         #: The saved entry of a page evicted before this object was made (recall reads it).
@@ -174,7 +179,7 @@ class PagedContext:
         return [p for p, e in self.archive.contents.items() if e.source != "llm"]
 
     def prepare(
-        self, bound: int, ready: Mapping[int, tuple[str, ...]] | None = None, *,
+        self, bound: int, ready: Mapping[int, PageSummary] | None = None, *,
         grew: bool = False,
     ) -> None:
         """The load phase: put what a plan may show into pages, within ``bound`` tokens.
@@ -403,6 +408,9 @@ class PagedPlan:
             self._archive_down_to(self._tokens_from(keep), cap,
                                   "soft trigger: chat tokens over ctx_recent_max_tokens")
             self._evict_lru(cap)
+        if self.state.summarized and self._swap_due(high):
+            self._upgrade_lines()
+            self._evict_lru(cap)  # a model's lines may be longer than the stand-ins
         if self.state._restorable and not self._just_archived:
             self._restore_to(int((room - self._contents_tokens()) * self.config.low_watermark))
         contents = self.contents_message()
@@ -507,8 +515,6 @@ class PagedPlan:
                 break
             tokens -= self._archive_recalled(page)
         self.archived += taken
-        if self.state.summarized:
-            self._upgrade_lines()
         self.contents_cache = None
 
     def _archive_recalled(self, page: int) -> int:
@@ -518,22 +524,51 @@ class PagedPlan:
         self._event("archive", page, "aged out after recall")
         return self.log.page_tokens(page)
 
-    def _upgrade_lines(self) -> None:
-        """Swap stand-in lines for the model's where they are ready.
+    def _swap_due(self, high: int) -> bool:
+        """Whether the model summaries ready now go onto the contents page in this build.
 
-        Only at an archive event, so the contents page changes only when it changes
-        anyway and the prefix of the requests in between stays the same.
+        Always when the page changes anyway (this build archived or evicted a page).
+        Otherwise only every ``summary_swap_rounds`` rounds after the newest archive, so
+        the prefix of the requests in between breaks at most once per that many rounds,
+        and not when the next archive event is due within that many rounds (it takes
+        them in for free): the active chapter's room left, ``high`` less its tokens, is
+        compared with the tokens the last that many rounds added.
         """
-        for page, lines in self.state._ready.items():
+        if self._dirty.events:
+            return True
+        every = self.config.summary_swap_rounds
+        if not every or not any(p in self.contents and self.contents[p].source != "llm"
+                                for p in self.state._ready):
+            return False
+        since = self.round - max(e.archived_round for e in self.contents.values())
+        if since < every or since % every:
+            return False
+        recent = self._tokens_from(self.round - every + 1) / every  # tokens a round, lately
+        return high - self._active_tokens() > every * recent
+
+    def _upgrade_lines(self) -> None:
+        """Swap stand-in lines for the model's where they are ready (see :meth:`_swap_due`).
+
+        Lines written per message keep their roles; lines about the page as a whole are
+        shown as they are, packed into the entry's line cap so none is cut away.
+        """
+        cap = self.config.contents_entry_lines
+        for page, summary in self.state._ready.items():
             if page not in self.contents or self.contents[page].source == "llm":
                 continue
-            start, _ = self.log.page_span(page)
-            roles = self.log.roles[start:start + len(lines)]
-            entry = replace(self.contents[page], source="llm", lines=self._capped(
-                [f"{r}: {t}" for r, t in zip(roles, lines, strict=True) if r != "system"]))
+            if summary.form == "page":
+                lines = pack_lines(summary.lines, cap,
+                                   lambda text: fit_line(text, ENTRY_WIDTH))
+            else:
+                start, _ = self.log.page_span(page)
+                roles = self.log.roles[start:start + len(summary.lines)]
+                lines = self._capped([f"{r}: {t}" for r, t in
+                                      zip(roles, summary.lines, strict=True)])
+            entry = replace(self.contents[page], source="llm", lines=lines)
             entry.tokens = self.state.entry_tokens(entry)
             self.contents[page] = entry
             self._dirty.pages.add(page)
+            self.contents_cache = None
 
     def _evict_by_rules(self) -> None:
         m, p, now = (self.config.evict_unrecalled_rounds, self.config.evict_unchanged_rounds,

@@ -74,6 +74,7 @@ class SessionSettings:
     keep_rounds: int = 3
     tool_loop_tokens: int = 0
     ctx_recent_max_tokens: int = 0
+    summary_swap_rounds: int = 4
     retrieval: bool = True
     tools: str | tuple[str, ...] = "auto"
 
@@ -212,6 +213,7 @@ _CHECKS: dict[str, Callable[[str, object], Any]] = {
     "keep_rounds": _integer(1),
     "tool_loop_tokens": _integer(0, " (0 = the budget)"),
     "ctx_recent_max_tokens": _integer(0, " (0 = off)"),
+    "summary_swap_rounds": _integer(0, " (0 = only at an archive event)"),
     "retrieval": _bool,
     "tools": _tools,
 }

@@ -18,9 +18,15 @@ For asyncio, :class:`AsyncOpenAIChatClient` and :class:`AsyncAnthropicClient` (a
 :func:`async_client_from_env`) do the same over ``httpx.AsyncClient``: ``await
 client.complete(...)``. Everything but the I/O is shared (``BaseLLMClient``), so both
 make the same requests and read the same replies.
+
+What a model wrote is read through :func:`clean_answer` (the answer without reasoning,
+fences, preamble or closing offer; a refusal or error report raises) and
+:func:`answer_json` (the first JSON object in it), so every upkeep call tolerates the
+same habits of real models.
 """
 
 from memci.llm._aclient import AsyncAnthropicClient, AsyncLLMClient, AsyncOpenAIChatClient
+from memci.llm._answers import answer_bool, answer_json, clean_answer, is_refusal
 from memci.llm._base import (
     DEFAULT_CONNECT_TIMEOUT,
     DEFAULT_MAX_RETRIES,
@@ -62,7 +68,11 @@ __all__ = [
     "LLMClient",
     "OpenAIChatClient",
     "SyncLLMClient",
+    "answer_bool",
+    "answer_json",
     "async_client_from_env",
+    "clean_answer",
     "client_from_env",
+    "is_refusal",
     "parse_retry_after",
 ]

@@ -19,7 +19,6 @@ the model's words) and the facts (the sentences that made it eligible).
 
 from __future__ import annotations
 
-import json
 import logging
 import re
 from collections.abc import Sequence
@@ -27,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from memci.errors import LLMError
-from memci.llm import LLMClient
+from memci.llm import LLMClient, answer_bool, answer_json
 from memci.messages import Message
 from memci.text import clean_text, fit_line, is_cjk_text, split_sentences
 
@@ -125,7 +124,6 @@ _NOT_A_FACT = _rx(
     r"|^(?:好的|谢谢|嗯|哦|我不知道|我不确定|我看看|我想想|让我)"
 )
 _QUESTION = re.compile(r"[?？]\s*[\"'”’」』)）]*\s*$|[吗呢][。.!！]?\s*$")
-_JSON_RE = re.compile(r"\{.*\}", re.DOTALL)
 
 _PROMPT = {
     "en": (
@@ -189,19 +187,17 @@ class EligibilityJudge:
             [Message.user(_PROMPT[lang] + text[:8000])], max_tokens=self.max_tokens,
             temperature=0.0,
         )
-        found = _JSON_RE.search(completion.text)
-        if found is None:
-            raise ValueError(f"the model's verdict is not JSON: {completion.text[:200]!r}")
-        data: Any = json.loads(found.group(0))
-        if not isinstance(data, dict) or not isinstance(data.get("eligible"), bool):
+        data: Any = answer_json(completion.text)
+        eligible = answer_bool(data.get("eligible"))
+        if eligible is None:
             raise ValueError(f"the model's verdict has no boolean 'eligible': {data!r}"[:300])
         given = data.get("kind")
         kind = given if isinstance(given, str) and given in KINDS else "user_fact"
         facts = data.get("facts")
         facts = [str(f) for f in facts if str(f).strip()] if isinstance(facts, list) else []
         reason = str(data.get("reason") or "the model said so")
-        return Judgement(data["eligible"], "none" if not data["eligible"] else kind, reason,
-                         facts if data["eligible"] else [], "llm")
+        return Judgement(eligible, "none" if not eligible else kind, reason,
+                         facts if eligible else [], "llm")
 
 
 _NOT_ELIGIBLE = Judgement(False, "none", "nothing the user said")

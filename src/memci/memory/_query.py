@@ -16,7 +16,6 @@ range is always read by the rules (a model is not trusted with calendar arithmet
 
 from __future__ import annotations
 
-import json
 import logging
 import re
 from collections.abc import Mapping
@@ -26,7 +25,7 @@ from types import MappingProxyType
 from typing import Any
 
 from memci.errors import LLMError
-from memci.llm import LLMClient
+from memci.llm import LLMClient, answer_json
 from memci.memory._time import TimeRange, time_hint
 from memci.messages import Message
 from memci.text import IDENT_RE, PATH_RE, is_cjk_text
@@ -116,7 +115,6 @@ _PROMPT = (
     "always included. Answer with JSON only: {\"sources\": [..], \"reasons\": "
     "{\"<source>\": \"why\"}}. Write reasons in the message's language.\n\nMessage:\n"
 )
-_JSON_RE = re.compile(r"\{.*\}", re.DOTALL)
 
 
 def analyze_query(
@@ -150,11 +148,10 @@ class QueryAnalyzer:
             prompt += "\n\n(请用中文写 reasons。)"
         completion = self.client.complete([Message.user(prompt)], max_tokens=self.max_tokens,
                                           temperature=0.0)
-        found = _JSON_RE.search(completion.text)
-        if found is None:
-            raise ValueError(f"the model's plan is not JSON: {completion.text[:200]!r}")
-        data: Any = json.loads(found.group(0))
-        raw = data.get("sources") if isinstance(data, dict) else None
+        data: Any = answer_json(completion.text)
+        raw = data.get("sources")
+        if isinstance(raw, str):  # "history, code" written as one string
+            raw = re.split(r"[\s,;，、]+", raw.strip())
         if not isinstance(raw, list):
             raise ValueError(f"the model's plan has no 'sources' list: {data!r}"[:300])
         given = data.get("reasons")

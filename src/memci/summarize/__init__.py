@@ -6,7 +6,8 @@
   the module-level :func:`summarize_entry`, :func:`summarize_page`, :func:`page_title`,
   :func:`summarize_text` and :func:`handoff` use one shared instance of it;
 - :class:`LLMSummarizer` — through a :mod:`memci.llm` client, in the conversation's
-  language, falling back to the extractive one on any model error;
+  language, falling back to the extractive one on any model error; :func:`read_page`
+  maps a model's page summary in any form (numbered, bullets, prose) onto the page;
 - :func:`fit_sections` — the token budgeter's answer to overflow: summarize sections
   down to their share rather than drop them;
 - :class:`JobQueue` — durable background jobs in the store (idempotent keys, leases,
@@ -36,6 +37,7 @@ from memci.summarize._jobs import (
     job_counts,
 )
 from memci.summarize._llm import LLMSummarizer, conversation_language
+from memci.summarize._pageanswer import pack_lines, read_page
 from memci.summarize._protocol import ENTRY_WIDTH, TITLE_WIDTH, Summarizer, TokenCounter
 from memci.summarize._tasks import (
     HANDOFF,
@@ -77,8 +79,10 @@ __all__ = [
     "handoff",
     "is_cjk_text",
     "job_counts",
+    "pack_lines",
     "page_key",
     "page_title",
+    "read_page",
     "register_summary_handlers",
     "run_worker",
     "split_sentences",

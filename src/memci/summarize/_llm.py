@@ -22,10 +22,11 @@ from collections.abc import Callable, Sequence
 from typing import TypeVar
 
 from memci.errors import LLMError, LLMResponseError
-from memci.llm import LLMClient
+from memci.llm import LLMClient, clean_answer
 from memci.messages import Message
 from memci.summarize._budget import fit_tokens
 from memci.summarize._extractive import ExtractiveSummarizer, compress
+from memci.summarize._pageanswer import pack_lines, read_page
 from memci.summarize._protocol import ENTRY_WIDTH, TITLE_WIDTH, Summarizer, TokenCounter
 from memci.text import fit_line, is_cjk_text
 
@@ -85,10 +86,9 @@ _HANDOFF = {
 _ROLES_ZH = {"user": "用户", "assistant": "助手", "tool": "工具结果", "system": "系统"}
 
 _PREFIX_RE = re.compile(
-    r"^\s*(?:[-*•>]\s*|(?:summary|line|title|摘要|标题)\s*[:：]\s*)+", re.IGNORECASE
+    r"^\s*(?:[-*•>#]+\s*|\d{1,2}[.)、]\s+|[*_]*(?:summary|line|title|摘要|标题)[*_]*\s*[:：]\s*)+",
+    re.IGNORECASE,
 )
-_NUMBERED_RE = re.compile(r"^\s*(?:\[)?(\d{1,3})(?:[.)\]、:：]|\s-)\s*(.+)$")
-_TITLE_RE = re.compile(r"^\s*(?:title|标题)\s*[:：]\s*(.+)$", re.IGNORECASE)
 
 
 def conversation_language(messages: Sequence[Message]) -> str:
@@ -179,29 +179,46 @@ class LLMSummarizer:
         return self._guard(call, lambda: self.fallback.page_title(messages))
 
     def page(self, messages: Sequence[Message]) -> tuple[str, list[str]]:
-        """Title and entry lines of a page in one model call."""
+        """Title and one line per message from one model call.
+
+        When the model wrote about the page as a whole rather than per message (see
+        :meth:`page_summary`), the lines are the extractive ones and the title the model's.
+        """
+        title, lines, form = self.page_summary(messages)
+        if form == "page":
+            return title, self._extractive.summarize_page(messages)
+        return title, lines
+
+    def page_summary(self, messages: Sequence[Message]) -> tuple[str, list[str], str]:
+        """Title, lines and form of a page's summary from one model call, in any form.
+
+        ``form`` is ``"entries"`` (one line per message; lines the model left out are
+        extractive) or ``"page"`` (1 to ``len(messages)`` lines about the whole page, in
+        order: a prose or bulleted answer). See :mod:`memci.summarize._pageanswer`.
+        """
         lang = conversation_language(messages)
         prompt = _PAGE[lang].format(
             n=len(messages), title=self._width_for(lang, self.title_width),
             width=self._width_for(lang, self.entry_width), body=self._render(messages),
         )
 
-        def call() -> tuple[str, list[str]]:
-            answer = self._ask(lang, prompt, min(4000, 80 + 70 * len(messages)))
-            title, numbered = _parse_page(answer)
-            if not numbered:
-                raise LLMResponseError("the page summary has no numbered lines", body=answer)
-            lines = [
-                compress(numbered[i + 1], self.entry_width) if i + 1 in numbered
+        def call() -> tuple[str, list[str], str]:
+            answer = read_page(self._ask(lang, prompt, min(4000, 80 + 70 * len(messages))),
+                               len(messages))
+            title = (compress(answer.title, self.title_width) if answer.title
+                     else self._extractive.page_title(messages))
+            if answer.form == "page":
+                lines = pack_lines([t for t in answer.lines if t], len(messages),
+                                   lambda text: compress(text, self.entry_width))
+                return title, list(lines), "page"
+            return title, [
+                compress(line, self.entry_width) if line
                 else self._extractive.summarize_entry(m)
-                for i, m in enumerate(messages)
-            ]
-            title = compress(title, self.title_width) if title else (
-                self._extractive.page_title(messages))
-            return title, lines
+                for line, m in zip(answer.lines, messages, strict=True)
+            ], "entries"
 
         return self._guard(call, lambda: (self.fallback.page_title(messages),
-                                          self.fallback.summarize_page(messages)))
+                                          self.fallback.summarize_page(messages), "entries"))
 
     def summarize_text(self, texts: Sequence[str], max_tokens: int) -> str:
         """Summarize ``texts`` within ``max_tokens`` through the model."""
@@ -221,7 +238,7 @@ class LLMSummarizer:
 
         def call() -> str:
             answer = self._ask(lang, prompt, int(max_tokens * 1.3) + 16)
-            return self._within(answer, max_tokens)
+            return self._within(clean_answer(answer), max_tokens)
 
         return self._guard(call, lambda: self.fallback.summarize_text(texts, max_tokens))
 
@@ -234,8 +251,8 @@ class LLMSummarizer:
         prompt = _HANDOFF[lang].format(tokens=max_tokens, body=self._render(talk))
 
         def call() -> str:
-            return self._within(self._ask(lang, prompt, int(max_tokens * 1.3) + 16),
-                                max_tokens)
+            return self._within(
+                clean_answer(self._ask(lang, prompt, int(max_tokens * 1.3) + 16)), max_tokens)
 
         return self._guard(call, lambda: self.fallback.handoff(messages, max_tokens))
 
@@ -315,22 +332,9 @@ def _head(text: str, chars: int) -> str:
 
 
 def _first_line(answer: str) -> str:
-    for line in answer.splitlines():
-        line = _PREFIX_RE.sub("", line).strip().strip("\"'“”「」")
+    for line in clean_answer(answer).splitlines():
+        line = _PREFIX_RE.sub("", line).strip().strip("*_").strip().strip("\"'“”「」")
         if line:
             return line
     raise LLMResponseError("the model answered with no usable line", body=answer)
 
-
-def _parse_page(answer: str) -> tuple[str, dict[int, str]]:
-    title = ""
-    numbered: dict[int, str] = {}
-    for line in answer.splitlines():
-        found = _TITLE_RE.match(line)
-        if found and not title:
-            title = found.group(1).strip().strip("\"'“”")
-            continue
-        item = _NUMBERED_RE.match(line)
-        if item:
-            numbered.setdefault(int(item.group(1)), item.group(2).strip())
-    return title, numbered

@@ -2,7 +2,9 @@
 
 Job kinds (payloads are JSON; messages travel in memci's wire form):
 
-- ``summarize_page``: ``{"messages": [...]}`` → ``{"title", "lines", "source"}``;
+- ``summarize_page``: ``{"messages": [...]}`` → ``{"title", "lines", "source", "form"}``
+  (``form`` ``"entries"``: one line per message; ``"page"``: 1 to len(messages) lines
+  about the whole page, what a model that answers in prose or bullets wrote);
 - ``summarize_text``: ``{"texts": [...], "max_tokens": n}`` → ``{"text", "source"}``;
 - ``handoff``: ``{"messages": [...], "max_tokens": n}`` → ``{"text", "source"}``.
 
@@ -47,29 +49,40 @@ HANDOFF = "handoff"
 
 @dataclass(frozen=True, slots=True)
 class PageSummary:
-    """A page's title and one line per entry; ``source`` says who wrote them."""
+    """A page's title and lines; ``source`` says who wrote them, ``form`` what they are.
+
+    ``form`` ``"entries"``: one line per message, in order; ``"page"``: 1 to len(page)
+    lines about the page as a whole (a model's prose or bullets), shown without roles.
+    """
 
     title: str
     lines: tuple[str, ...]
     source: str
+    form: str = "entries"
 
     def to_json(self) -> dict[str, Any]:
         """Return the JSON form stored as a job's result."""
-        return {"title": self.title, "lines": list(self.lines), "source": self.source}
+        return {"title": self.title, "lines": list(self.lines), "source": self.source,
+                "form": self.form}
 
     @classmethod
     def from_json(cls, data: Any, entries: int | None = None) -> PageSummary | None:
-        """Read a stored result; None when it is not one (or has the wrong line count)."""
+        """Read a stored result; None when it is not one (or its lines do not fit the page).
+
+        A result stored before ``form`` existed is one line per message.
+        """
         if not isinstance(data, Mapping):
             return None
         title, lines, source = data.get("title"), data.get("lines"), data.get("source")
+        form = data.get("form", "entries")
         if not isinstance(title, str) or not isinstance(lines, list) or not all(
             isinstance(line, str) for line in lines
-        ):
+        ) or form not in ("entries", "page"):
             return None
-        if entries is not None and len(lines) != entries:
+        if entries is not None and not (
+                len(lines) == entries if form == "entries" else 1 <= len(lines) <= entries):
             return None
-        return cls(title, tuple(lines), source if isinstance(source, str) else "llm")
+        return cls(title, tuple(lines), source if isinstance(source, str) else "llm", form)
 
 
 def page_key(messages: Sequence[Message], *, session: str | None = None) -> str:
@@ -115,9 +128,9 @@ def register_summary_handlers(
     def page(job: Job) -> dict[str, Any]:
         messages = _messages(job.payload)
         if isinstance(summarizer, LLMSummarizer):
-            title, lines = summarizer.page(messages)
-        else:
-            title, lines = summarizer.page_title(messages), summarizer.summarize_page(messages)
+            title, lines, form = summarizer.page_summary(messages)
+            return PageSummary(title, tuple(lines), source, form).to_json()
+        title, lines = summarizer.page_title(messages), summarizer.summarize_page(messages)
         return PageSummary(title, tuple(lines), source).to_json()
 
     def text(job: Job) -> dict[str, Any]:
@@ -206,19 +219,19 @@ class SummaryJobs:
                 max_attempts=self._max_attempts,
             )
 
-    def ready(self, keys: Mapping[str, int]) -> dict[str, tuple[str, ...]]:
-        """The model's lines of the pages done so far, by key (``keys``: key -> entries).
+    def ready(self, keys: Mapping[str, int]) -> dict[str, PageSummary]:
+        """The model's summaries of the pages done so far, by key (``keys``: key -> entries).
 
-        One read of the job table; never waits. A result with another line count than the
-        page's entries is not used.
+        One read of the job table; never waits. A result whose lines do not fit the page's
+        entries is not used.
         """
         if self.queue is None or not keys:
             return {}
-        out: dict[str, tuple[str, ...]] = {}
+        out: dict[str, PageSummary] = {}
         for key, result in self.queue.results(list(keys)).items():
             summary = PageSummary.from_json(result, keys[key])
             if summary is not None:
-                out[key] = summary.lines
+                out[key] = summary
         return out
 
     def page(self, messages: Sequence[Message], *, session: str | None = None) -> PageSummary:
