@@ -39,7 +39,6 @@ import re
 import threading
 import zlib
 from collections.abc import Sequence
-from importlib import resources
 from itertools import accumulate
 from typing import Final
 
@@ -120,6 +119,9 @@ def _encoding() -> _Encoding:
     global _loaded
     found = _loaded
     if found is None:
+        # importlib.resources (with tempfile, shutil, zipfile) loads with the table.
+        from importlib import resources
+
         with _load_lock:
             if _loaded is None:
                 _loaded = _Encoding(resources.files(__package__).joinpath(_TABLE).read_bytes())
