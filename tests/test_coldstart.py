@@ -1,10 +1,14 @@
-"""A fresh process loads what a build needs and nothing more.
+"""A fresh process loads what a build needs and nothing more, and reads no more either.
 
 Each check runs a new Python process (the environment's own ``PYTHONPATH``) and reads
 its ``sys.modules``: the server, the CLI, the adapters, the HTTP clients, asyncio, RE2,
 the optional models and tokenizers are never imported by ``import memci``, nor by
 opening a store, adding messages and building. A public name that lives in such a module
 still imports (``from memci import AsyncEngine``): its module loads then.
+
+Opening a store and a long session reads what planning needs (a few integers a message),
+never the messages' bodies or the tool outputs: the bytes the process reads from files
+(``/proc/self/io``) stay far below what the store holds.
 """
 
 from __future__ import annotations
@@ -13,8 +17,11 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
+
+import memci
 
 #: Modules a build never needs; each is what one kind of process (a server, a CLI call,
 #: an LLM or embedding client, an asyncio app, grep, a local model) pays for on its own.
@@ -97,3 +104,52 @@ def test_every_public_name_resolves_in_a_fresh_process(package: str) -> None:
                           timeout=120)
     assert done.returncode == 0, done.stderr
     assert "NoSuchName" in done.stdout
+
+
+_READS = """
+import json, sys
+def read():
+    for line in open("/proc/self/io"):
+        if line.startswith("rchar:"):
+            return int(line.split()[1])
+import memci
+first = read()
+engine = memci.Engine.open(sys.argv[1])
+opened = read()
+session = engine.session("long")
+print(json.dumps({"open": opened - first, "session": read() - opened}))
+engine.close()
+"""
+
+
+def _long_history(pages: int) -> list[dict[str, Any]]:
+    """Pages of a question, a tool call and its ~8 KB output, and an answer."""
+    out: list[dict[str, Any]] = []
+    for i in range(pages):
+        call = f"call_{i}"
+        out += [{"role": "user", "content": f"question {i}: " + "why does it fail? " * 300},
+                {"role": "assistant", "content": "", "tool_calls": [{
+                    "id": call, "type": "function",
+                    "function": {"name": "bash", "arguments": '{"cmd": "make"}'}}]},
+                {"role": "tool", "tool_call_id": call,
+                 "content": f"run {i}\n" + "error: the build failed here\n" * 300},
+                {"role": "assistant", "content": f"answer {i}: " + "clear the cache. " * 300}]
+    return out
+
+
+@pytest.mark.skipif(not Path("/proc/self/io").exists(), reason="reads /proc/self/io")
+def test_opening_a_long_session_reads_no_message_body(tmp_path: Path) -> None:
+    db = tmp_path / "m.db"
+    with memci.Engine.open(db, synchronous="NORMAL") as engine:
+        session = engine.session("long")
+        session.add_many(_long_history(150))  # 600 messages, ~3.5 MB of text
+        session.build()
+    size = db.stat().st_size
+    done = subprocess.run([sys.executable, "-c", _READS, str(db)], capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    read = json.loads(done.stdout.splitlines()[-1])
+    assert size > 3_000_000
+    # What is left to read: the schema, the session's rows, an index entry a message.
+    assert read["open"] < size / 10, (read, size)
+    assert read["session"] < size / 10, (read, size)
