@@ -5,7 +5,8 @@ Run: python bench/bench_coldstart.py [--repeats N] [--quick] [--json]
 Every figure is taken in a new Python process (``sys.executable``, the same environment
 but with bytecode caching on, as an installed package has it: ``PYTHONDONTWRITEBYTECODE``
 is dropped and a first, uncounted run writes the cache), ``--repeats`` times (default 7;
-``--quick``: 3 and the 100k cases left out), and printed as median and p90:
+``--quick``: 3 and the 100k cases left out), and printed as median and p90 of the wall
+time and of the CPU time (user + system: on shared cores, the steadier of the two):
 
 - ``import``: the whole process of ``python -c "import X"`` for memci beside the floor
   (``pass``) and two reference points (``sqlite3``; ``langchain_core`` when installed),
@@ -28,6 +29,7 @@ import argparse
 import importlib.util
 import json
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -47,21 +49,26 @@ QUESTION = "where does the parser read the config twice?"
 # process sees (the interpreter's own start-up is in the import rows).
 _CHILD = """
 import hashlib, json, sys, time
-t0 = time.perf_counter()
+def now():
+    return time.perf_counter(), time.process_time()
+t0 = now()
 import memci
-t1 = time.perf_counter()
+t1 = now()
 path, retrieval, question = sys.argv[1], sys.argv[2] == "on", sys.argv[3]
 eng = memci.Engine.open(path, synchronous="NORMAL")
 s = eng.session("big", context_window=128_000, retrieval=retrieval)
 if question:
     s.add({"role": "user", "content": question})
-t2 = time.perf_counter()
+t2 = now()
 ctx = s.build()
-t3 = time.perf_counter()
+t3 = now()
 payload = json.dumps(ctx.to_openai(), sort_keys=True).encode()
-print(json.dumps({"import_ms": (t1 - t0) * 1000, "open_add_ms": (t2 - t1) * 1000,
-                  "build_ms": (t3 - t2) * 1000,
-                  "sha": hashlib.sha256(payload).hexdigest()[:16]}))
+out = {"sha": hashlib.sha256(payload).hexdigest()[:16]}
+for i, clock in enumerate(("ms", "cpu_ms")):
+    out["import_" + clock] = (t1[i] - t0[i]) * 1000
+    out["open_add_" + clock] = (t2[i] - t1[i]) * 1000
+    out["build_" + clock] = (t3[i] - t2[i]) * 1000
+print(json.dumps(out))
 eng.close()
 """
 
@@ -76,14 +83,20 @@ def _stats(values: list[float]) -> dict[str, float]:
     return {"median": statistics.median(ordered), "p90": p90}
 
 
-def _wall_ms(code: str, repeats: int) -> dict[str, float]:
-    """Whole-process wall time of ``python -c code`` (start-up included)."""
-    times = []
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _wall_ms(code: str, repeats: int) -> dict[str, Any]:
+    """Whole-process wall and CPU time of ``python -c code`` (start-up included)."""
+    times, cpu = [], []
     for _ in range(repeats + 1):  # the first run warms the file cache and is dropped
-        started = time.perf_counter()
+        started, used = time.perf_counter(), _children_cpu()
         subprocess.run([sys.executable, "-c", code], check=True, env=_ENV)
         times.append((time.perf_counter() - started) * 1000)
-    return _stats(times[1:])
+        cpu.append((_children_cpu() - used) * 1000)
+    return {**_stats(times[1:]), "cpu": _stats(cpu[1:])}
 
 
 def _child(args: list[str]) -> dict[str, Any]:
@@ -146,30 +159,35 @@ def cold(template: Path, tmp: Path, repeats: int, *, retrieval: bool,
 def _summary(runs: list[dict[str, Any]]) -> dict[str, Any]:
     if len({r["sha"] for r in runs}) != 1:
         raise SystemExit(f"the requests differ between repeats: {runs}")
-    return {"import": _stats([r["import_ms"] for r in runs]),
-            "open_add": _stats([r["open_add_ms"] for r in runs]),
-            "first_build": _stats([r["build_ms"] for r in runs]),
-            "total": _stats([r["open_add_ms"] + r["build_ms"] for r in runs]),
-            "request_sha": runs[0]["sha"]}
+    out: dict[str, Any] = {"request_sha": runs[0]["sha"]}
+    for clock, suffix in (("wall", "ms"), ("cpu", "cpu_ms")):
+        out[clock] = {"import": _stats([r["import_" + suffix] for r in runs]),
+                      "open_add": _stats([r["open_add_" + suffix] for r in runs]),
+                      "first_build": _stats([r["build_" + suffix] for r in runs]),
+                      "total": _stats([r["open_add_" + suffix] + r["build_" + suffix]
+                                       for r in runs])}
+    return out
 
 
-def _row(name: str, s: dict[str, float]) -> str:
-    return f"  {name:<34} median {s['median']:7.1f} ms   p90 {s['p90']:7.1f} ms"
+def _row(name: str, wall: dict[str, float], cpu: dict[str, float]) -> str:
+    return (f"  {name:<30} wall median {wall['median']:7.1f} p90 {wall['p90']:7.1f}   "
+            f"cpu median {cpu['median']:7.1f} p90 {cpu['p90']:7.1f} ms")
 
 
 def report(result: dict[str, Any]) -> None:
     print("import (whole process, start-up included)")
-    floor = result["imports"]["python -c pass"]["median"]
+    floor = result["imports"]["python -c pass"]["cpu"]["median"]
     for name, s in result["imports"].items():
-        print(_row(name, s) + f"   ({s['median'] / floor:.1f}x the floor)")
+        print(_row(name, s, s["cpu"]) + f"   (cpu {s['cpu']['median'] / floor:.1f}x the floor)")
     for case, s in result["cases"].items():
         print(case)
-        print(_row("import memci (in the child)", s["import"]))
+        wall, cpu = s["wall"], s["cpu"]
+        print(_row("import memci (in the child)", wall["import"], cpu["import"]))
         label = "open + add a question" if case.startswith("open") else "open"
-        print(_row(label, s["open_add"]))
-        print(_row("first build", s["first_build"]))
+        print(_row(label, wall["open_add"], cpu["open_add"]))
+        print(_row("first build", wall["first_build"], cpu["first_build"]))
         if case.startswith("open"):
-            print(_row("total (open + add + build)", s["total"]))
+            print(_row("total (open + add + build)", wall["total"], cpu["total"]))
 
 
 def main() -> None:
