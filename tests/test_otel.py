@@ -232,6 +232,10 @@ with memci.Engine.open({str(tmp_path / "n.db")!r}) as engine:
     s.add({{"role": "user", "content": "hi"}})
     s.build(); s.search("hi"); s.call_tool("recall_page", {{"index": 1}})
 assert _trace.span("memci.build") is _trace._OFF
+assert _trace._api is None  # nothing imported the API: memci never tried to
+import os
+os.environ["OTEL_PYTHON_TRACER_PROVIDER"] = "sdk_tracer_provider"  # now it must try
+assert _trace.span("memci.build") is _trace._OFF
 assert _trace._api is False
 print("ok")
 """

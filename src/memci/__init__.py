@@ -17,10 +17,16 @@ and the same with ``await`` on :class:`AsyncEngine` / :class:`AsyncSession`.
 Everything a public method of these classes returns is importable from here (what a
 build, a search, the working state and long-term memory give back), and so is every
 error memci raises (the tree is drawn in :mod:`memci.errors`).
+
+``import memci`` loads what a build needs and nothing more: what only some processes
+use (asyncio for :class:`AsyncEngine` and :class:`AsyncSession`, the HTTP clients, the
+server, the CLI, the adapters) is imported on first use (``__getattr__``, PEP 562), so a
+CLI call or a fresh worker does not pay for it (``tests/test_coldstart.py``).
 """
 
+from typing import TYPE_CHECKING, Any
+
 from memci import messages, tokens
-from memci._async import AsyncEngine, AsyncSession
 from memci._session import Session, SessionStats
 from memci._version import __version__
 from memci.context import Context, ContextStats, PageInfo, Segment, ToolSpec
@@ -90,6 +96,21 @@ from memci.workspace import (
     WorkspaceLimits,
     WorkState,
 )
+
+if TYPE_CHECKING:
+    from memci._async import AsyncEngine, AsyncSession
+
+
+def __getattr__(name: str) -> Any:
+    """The asyncio faces, imported when first asked for (asyncio costs a sync process)."""
+    if name in ("AsyncEngine", "AsyncSession"):
+        from memci import _async
+
+        value = getattr(_async, name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'memci' has no attribute {name!r}")
+
 
 __all__ = [
     "TTL",

@@ -14,7 +14,8 @@ span, describes it with one of the ``describe_*`` functions::
 
 Invariants:
 
-- **no cost when not traced**: without the ``opentelemetry`` package, or while the
+- **no cost when not traced**: without the ``opentelemetry`` package, while nothing has
+  imported its API (memci does not import it for the application), or while the
   global provider is the API's default (a proxy: nothing set yet) or a no-op one,
   :func:`span` returns one shared null context: no span, no attributes, no allocation;
   what it costs is a function call and a look at the global provider (tens of
@@ -35,6 +36,8 @@ fit (``execute_tool {name}``, ``chat {model}``, ``embeddings {model}``;
 from __future__ import annotations
 
 import importlib
+import os
+import sys
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from typing import TYPE_CHECKING, Any, Protocol
@@ -58,6 +61,7 @@ __all__ = [
 _OFF: AbstractContextManager[None] = nullcontext()
 _UNKNOWN = object()
 _api: Any = None  # opentelemetry.trace once imported; False when it cannot be
+_ENV_PROVIDER = "OTEL_PYTHON_TRACER_PROVIDER"
 # (the global provider last seen, the tracer made from it, or None when it is a no-op)
 _seen: tuple[object, Tracer | None] = (None, None)
 
@@ -67,12 +71,9 @@ def _tracer() -> Tracer | None:
     global _api, _seen
     api = _api
     if api is None:
-        try:
-            api = importlib.import_module("opentelemetry.trace")
-        except ImportError:
-            api = False
-        else:
-            api.get_tracer_provider()  # sets the provider named by the environment, if any
+        api = _opentelemetry()
+        if api is None:
+            return None
         _api = api
     if api is False:
         return None
@@ -95,6 +96,26 @@ def _tracer() -> Tracer | None:
         tracer = provider.get_tracer("memci", __version__)
     _seen = (provider, tracer)
     return tracer
+
+
+def _opentelemetry() -> Any:
+    """``opentelemetry.trace`` once there can be something to trace to; False: not installed.
+
+    None while nothing can have set a provider: an application that traces imports the
+    API to set one, or names one in ``OTEL_PYTHON_TRACER_PROVIDER``. Until then the API
+    is not imported here: that would cost every untraced process (and every CLI call) a
+    few tens of milliseconds at its first build.
+    """
+    api = sys.modules.get("opentelemetry.trace")
+    if api is None:
+        if _ENV_PROVIDER not in os.environ:
+            return None
+        try:
+            api = importlib.import_module("opentelemetry.trace")
+        except ImportError:
+            return False
+    api.get_tracer_provider()  # sets the provider named by the environment, if any
+    return api
 
 
 def span(name: str, detail: object = None) -> AbstractContextManager[Span | None]:

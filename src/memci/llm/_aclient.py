@@ -24,7 +24,7 @@ from memci.llm._formats import AnthropicFormat, ChatFormat, OpenAIFormat
 from memci.llm._types import Completion
 from memci.messages import Message
 
-__all__ = ["AsyncAnthropicClient", "AsyncLLMClient", "AsyncOpenAIChatClient"]
+__all__ = ["ASYNC_PROVIDERS", "AsyncAnthropicClient", "AsyncLLMClient", "AsyncOpenAIChatClient"]
 
 
 class AsyncLLMClient(BaseLLMClient):
@@ -141,3 +141,10 @@ class AsyncAnthropicClient(AsyncLLMClient):
         self, model: str, *, http_client: httpx.AsyncClient | None = None, **settings: Any
     ) -> None:
         super().__init__(AnthropicFormat(), model, http_client=http_client, **settings)
+
+
+#: :data:`~memci.llm.PROVIDERS` for asyncio: the async client of each provider, by name.
+ASYNC_PROVIDERS: Mapping[str, type[AsyncOpenAIChatClient] | type[AsyncAnthropicClient]] = {
+    "openai": AsyncOpenAIChatClient,
+    "anthropic": AsyncAnthropicClient,
+}

@@ -30,7 +30,7 @@ from memci.llm._formats import AnthropicFormat, ChatFormat, OpenAIFormat
 from memci.llm._types import Completion
 from memci.messages import Message
 
-__all__ = ["AnthropicClient", "OpenAIChatClient", "SyncLLMClient"]
+__all__ = ["PROVIDERS", "AnthropicClient", "OpenAIChatClient", "SyncLLMClient"]
 
 
 class SyncLLMClient(BaseLLMClient):
@@ -225,3 +225,10 @@ class AnthropicClient(SyncLLMClient):
             headers=headers,
             extra_body=extra_body,
         )
+
+
+#: The client of each provider ``client_from_env`` knows (``PROVIDER_NAMES``), by name.
+PROVIDERS: Mapping[str, type[OpenAIChatClient] | type[AnthropicClient]] = {
+    "openai": OpenAIChatClient,
+    "anthropic": AnthropicClient,
+}

@@ -10,19 +10,20 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import urlsplit
 
 from memci.errors import ConfigError
-from memci.llm._aclient import AsyncAnthropicClient, AsyncLLMClient, AsyncOpenAIChatClient
-from memci.llm._client import AnthropicClient, OpenAIChatClient, SyncLLMClient
+
+if TYPE_CHECKING:
+    from memci.llm._aclient import AsyncLLMClient
+    from memci.llm._client import SyncLLMClient
 
 __all__ = [
     "ENV_API_KEY",
     "ENV_BASE_URL",
     "ENV_MODEL",
     "ENV_PROVIDER",
-    "PROVIDERS",
     "async_client_from_env",
     "client_from_env",
 ]
@@ -32,14 +33,10 @@ ENV_BASE_URL = "MEMCI_LLM_BASE_URL"
 ENV_API_KEY = "MEMCI_LLM_API_KEY"
 ENV_MODEL = "MEMCI_LLM_MODEL"
 
-PROVIDERS: Mapping[str, type[OpenAIChatClient] | type[AnthropicClient]] = {
-    "openai": OpenAIChatClient,
-    "anthropic": AnthropicClient,
-}
-_ASYNC: Mapping[str, type[AsyncOpenAIChatClient] | type[AsyncAnthropicClient]] = {
-    "openai": AsyncOpenAIChatClient,
-    "anthropic": AsyncAnthropicClient,
-}
+#: The providers memci has a client for: the keys of ``memci.llm.PROVIDERS``. The clients
+#: themselves (and httpx) are imported only once an LLM is configured: an engine that
+#: runs without one never loads them.
+PROVIDER_NAMES: Final = ("anthropic", "openai")
 
 
 def client_from_env(
@@ -67,6 +64,8 @@ def client_from_env(
     found = _resolve(environ, provider, base_url, api_key, model)
     if found is None:
         return None
+    from memci.llm._client import PROVIDERS
+
     name, settings = found
     return PROVIDERS[name](**settings, **options)
 
@@ -84,8 +83,10 @@ def async_client_from_env(
     found = _resolve(environ, provider, base_url, api_key, model)
     if found is None:
         return None
+    from memci.llm._aclient import ASYNC_PROVIDERS
+
     name, settings = found
-    return _ASYNC[name](**settings, **options)
+    return ASYNC_PROVIDERS[name](**settings, **options)
 
 
 def _resolve(
@@ -108,10 +109,10 @@ def _resolve(
         return None
 
     name = (chosen_provider or _guess_provider(chosen_url)).lower()
-    if name not in PROVIDERS:
+    if name not in PROVIDER_NAMES:
         raise ConfigError(
             f"{ENV_PROVIDER}={chosen_provider!r} is not a known provider: "
-            f"use one of {', '.join(sorted(PROVIDERS))}"
+            f"use one of {', '.join(PROVIDER_NAMES)}"
         )
     given = ", ".join(
         var for var, value in ((ENV_PROVIDER, chosen_provider), (ENV_BASE_URL, chosen_url),

@@ -9,17 +9,14 @@
   query, cached with a TTL;
 - :class:`DocIndex` — text, Markdown and code files, chunked, indexed incrementally.
 
-Nothing here loads a model or reads the environment at import.
+Nothing here loads a model or reads the environment at import, and the OpenAI embedders
+(with httpx) load when first named.
 """
 
+from typing import TYPE_CHECKING, Any
+
 from memci.memory._docs import DocHit, DocIndex, IndexReport, Progress
-from memci.memory._embed import (
-    AsyncOpenAIEmbedder,
-    Embedder,
-    OpenAIEmbedder,
-    SentenceTransformerEmbedder,
-    embedder_from_env,
-)
+from memci.memory._embed import Embedder, SentenceTransformerEmbedder, embedder_from_env
 from memci.memory._gather import (
     DEFAULT_CACHE_TTL,
     DEFAULT_MAX_EPISODES,
@@ -33,6 +30,21 @@ from memci.memory._items import Level, MemoryItem, MemoryItems, Scope
 from memci.memory._memory import Memory, memory_for, search
 from memci.memory._time import TimeRange, time_hint
 from memci.text import ANALYZERS, Chunk, chunk_file, chunk_markdown, chunk_python, get_analyzer
+
+if TYPE_CHECKING:
+    from memci.memory._embed_openai import AsyncOpenAIEmbedder, OpenAIEmbedder
+
+
+def __getattr__(name: str) -> Any:
+    """The OpenAI embedders, imported (with httpx) when first asked for."""
+    if name in ("AsyncOpenAIEmbedder", "OpenAIEmbedder"):
+        from memci.memory import _embed_openai
+
+        value = getattr(_embed_openai, name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'memci.memory' has no attribute {name!r}")
+
 
 __all__ = [
     "ANALYZERS",

@@ -9,7 +9,8 @@
 - ``openai:<model>`` — an OpenAI-compatible ``/embeddings`` endpoint; base URL and key
   from ``MEMCI_EMBEDDER_BASE_URL`` / ``MEMCI_EMBEDDER_API_KEY``, else
   ``MEMCI_LLM_BASE_URL`` / ``MEMCI_LLM_API_KEY``; an ``httpx.Client`` can be injected.
-  :class:`AsyncOpenAIEmbedder` is the same over ``httpx.AsyncClient`` (``await embed``).
+  :class:`AsyncOpenAIEmbedder` is the same over ``httpx.AsyncClient`` (``await embed``);
+  both live in ``_embed_openai.py``, imported only when asked for (httpx is not light).
 - unset or empty — no embedder (keyword retrieval only).
 
 An embedder may say which languages it serves (``languages``, e.g. ``{"en"}``; None means
@@ -31,27 +32,19 @@ import os
 import threading
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-import httpx
-
-from memci.errors import (
-    ConfigError,
-    LLMConnectionError,
-    LLMHTTPError,
-    LLMResponseError,
-    LLMTimeoutError,
-    MissingExtraError,
-)
+from memci.errors import ConfigError, MissingExtraError
 from memci.text import has_han_or_kana
+
+if TYPE_CHECKING:
+    import httpx
 
 __all__ = [
     "ENV_EMBEDDER",
     "ENV_EMBEDDER_API_KEY",
     "ENV_EMBEDDER_BASE_URL",
-    "AsyncOpenAIEmbedder",
     "Embedder",
-    "OpenAIEmbedder",
     "SentenceTransformerEmbedder",
     "embedder_from_env",
     "languages_of",
@@ -176,115 +169,6 @@ class SentenceTransformerEmbedder:
         return [list(map(float, v)) for v in vectors]
 
 
-class _OpenAIEmbeddings:
-    """What both OpenAI embedders share: settings, batches, the request and the reply."""
-
-    def __init__(self, model: str, *, base_url: str, api_key: str | None,
-                 batch_size: int) -> None:
-        self.model = model
-        self.name = f"openai:{model}"
-        self.languages: frozenset[str] | None = None
-        self.base_url = base_url.rstrip("/")
-        self.batch_size = batch_size
-        self._headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-
-    @property
-    def _url(self) -> str:
-        return f"{self.base_url}/embeddings"
-
-    def _batches(self, texts: Sequence[str]) -> list[list[str]]:
-        return [list(texts[start:start + self.batch_size])
-                for start in range(0, len(texts), self.batch_size)]
-
-    def _failure(self, exc: httpx.HTTPError) -> Exception:
-        if isinstance(exc, httpx.TimeoutException):
-            return LLMTimeoutError(f"embeddings endpoint {self._url} timed out")
-        return LLMConnectionError(f"cannot reach the embeddings endpoint {self._url}: {exc}")
-
-    def _vectors(self, reply: httpx.Response, texts: list[str]) -> list[list[float]]:
-        if reply.status_code >= 400:
-            raise LLMHTTPError(f"embeddings endpoint {self._url} failed",
-                               status=reply.status_code, body=reply.text)
-        try:
-            data = reply.json()["data"]
-            rows = sorted(data, key=lambda d: int(d.get("index", 0)))
-            vectors = [unit([float(x) for x in row["embedding"]]) for row in rows]
-        except (ValueError, KeyError, TypeError) as exc:
-            raise LLMResponseError("embeddings reply cannot be read", body=reply.text) from exc
-        if len(vectors) != len(texts):
-            raise LLMResponseError(f"embeddings reply has {len(vectors)} vectors for "
-                                   f"{len(texts)} texts", body=reply.text[:2000])
-        return vectors
-
-
-class OpenAIEmbedder(_OpenAIEmbeddings):
-    """An OpenAI-compatible ``POST {base_url}/embeddings`` endpoint."""
-
-    def __init__(
-        self,
-        model: str,
-        *,
-        base_url: str = "https://api.openai.com/v1",
-        api_key: str | None = None,
-        http_client: httpx.Client | None = None,
-        batch_size: int = 64,
-        timeout: float = 60.0,
-    ) -> None:
-        super().__init__(model, base_url=base_url, api_key=api_key, batch_size=batch_size)
-        self._client = http_client or httpx.Client(timeout=timeout)
-
-    def embed(self, texts: Sequence[str]) -> list[list[float]]:
-        """Embed ``texts``, ``batch_size`` per request, normalized."""
-        out: list[list[float]] = []
-        for batch in self._batches(texts):
-            try:
-                reply = self._client.post(self._url, json={"model": self.model, "input": batch},
-                                          headers=self._headers)
-            except httpx.HTTPError as exc:
-                raise self._failure(exc) from exc
-            out.extend(self._vectors(reply, batch))
-        return out
-
-
-class AsyncOpenAIEmbedder(_OpenAIEmbeddings):
-    """:class:`OpenAIEmbedder` for asyncio, over ``httpx.AsyncClient``: ``await embed(...)``.
-
-    The same requests and the same reading of replies; only the I/O is its own.
-    """
-
-    def __init__(
-        self,
-        model: str,
-        *,
-        base_url: str = "https://api.openai.com/v1",
-        api_key: str | None = None,
-        http_client: httpx.AsyncClient | None = None,
-        batch_size: int = 64,
-        timeout: float = 60.0,
-    ) -> None:
-        super().__init__(model, base_url=base_url, api_key=api_key, batch_size=batch_size)
-        self._client = http_client or httpx.AsyncClient(timeout=timeout)
-        self._owns_client = http_client is None
-
-    async def embed(self, texts: Sequence[str]) -> list[list[float]]:
-        """Embed ``texts``, ``batch_size`` per request, normalized."""
-        out: list[list[float]] = []
-        for batch in self._batches(texts):
-            try:
-                reply = await self._client.post(
-                    self._url, json={"model": self.model, "input": batch},
-                    headers=self._headers)
-            except httpx.HTTPError as exc:
-                raise self._failure(exc) from exc
-            out.extend(self._vectors(reply, batch))
-        return out
-
-    async def aclose(self) -> None:
-        """Close the connection pool this embedder opened (an injected one is left open)."""
-        if self._owns_client:
-            await self._client.aclose()
-
-
 def embedder_from_env(
     environ: Mapping[str, str] | None = None, *, http_client: httpx.Client | None = None
 ) -> Embedder | None:
@@ -305,6 +189,9 @@ def embedder_from_env(
     if kind in ("sentence-transformers", "sentence_transformers", "st", "local"):
         return SentenceTransformerEmbedder(model)
     if kind == "openai":
+        # httpx loads with the embedder that needs it, not with memci.
+        from memci.memory._embed_openai import OpenAIEmbedder
+
         base = (env.get(ENV_EMBEDDER_BASE_URL) or env.get("MEMCI_LLM_BASE_URL") or "").strip()
         key = (env.get(ENV_EMBEDDER_API_KEY) or env.get("MEMCI_LLM_API_KEY") or "").strip()
         return OpenAIEmbedder(model, base_url=base or "https://api.openai.com/v1",

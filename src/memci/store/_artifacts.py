@@ -173,11 +173,14 @@ class OutputContents(Protocol):
         ...
 
     def sweep(
-        self, named: Collection[str], is_named: Callable[[str], bool], *, older_than: float,
+        self, named: Callable[[], Collection[str]], is_named: Callable[[str], bool], *,
+        older_than: float,
     ) -> int:
         """Remove every content no row names and no writer holds; how many went.
 
-        ``named`` are the ids the rows name, read before; a content outside them is asked
+        ``named()`` reads the ids the rows name, called once and only when there is a
+        content to check (a store's rows are not read when it has none outside them,
+        as when it opens); a content outside them is asked
         about again (``is_named``) once nothing can take it any more. Temporary files of a
         write that never finished go once older than ``older_than`` seconds. Contents
         written ``in_transaction`` are always named: there is nothing to sweep.

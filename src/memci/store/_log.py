@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from memci.messages import Message
 from memci.store._records import SessionRecord
@@ -31,12 +31,12 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True, slots=True)
-class LogRow:
+class LogRow(NamedTuple):
     """What planning needs of one stored message: seq, role, tokens, tokens as shown.
 
     ``shown`` is a tool result's tokens as its view (summary and pointer), None when no
-    view is saved yet.
+    view is saved yet. A named tuple: a session's log is read whole when a process opens
+    it, one row a message, and a tuple is made from a driver's row in C.
     """
 
     seq: int

@@ -37,10 +37,8 @@ import json
 import logging
 import os
 import random
-import socket
 import threading
 import time
-import uuid
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -165,7 +163,7 @@ class JobQueue:
         self._in_flight_lock = threading.Lock()
         self._processed = 0
         self._report = RunReport()
-        self._owner_prefix = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        self._owner_prefix = _owner_prefix()
 
     # -- registering and submitting ----------------------------------------------------------
 
@@ -518,6 +516,17 @@ class JobQueue:
 def _check_attempts(value: object) -> None:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise ConfigError(f"max_attempts must be an integer >= 1, got {value!r}")
+
+
+def _owner_prefix() -> str:
+    """Who leases a job: host, process and a random tag (two queues of one process differ).
+
+    socket and uuid are imported here: a queue is made per engine, not per import.
+    """
+    import socket
+    import uuid
+
+    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
 
 
 def _now() -> datetime:

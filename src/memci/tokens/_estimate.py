@@ -35,11 +35,11 @@ seen, 9.5 of English and code, 1.2 of random text); see ``docs/benchmarks-tokens
 
 from __future__ import annotations
 
+import functools
 import re
 import threading
 import zlib
 from collections.abc import Sequence
-from importlib import resources
 from itertools import accumulate
 from typing import Final
 
@@ -104,12 +104,20 @@ class _Encoding:
             raise RuntimeError(f"memci's {_TABLE} is not a table it can read: reinstall memci")
         size = int(fields[3])
         numbers, _, rest = rest.partition(b"\n")
-        self.pattern = _expression(numbers.decode("utf-8"))
+        self._numbers = numbers.decode("utf-8")
         self.joins = rest[:1 << 16]
         rest = rest[1 << 16:]
         cuts = list(accumulate(rest[:size], initial=size))
         tokens = map(rest.__getitem__, map(slice, cuts, cuts[1:]))
         self.ranks: dict[bytes, int] = dict(zip(tokens, range(size), strict=True))
+
+    @functools.cached_property
+    def pattern(self) -> re.Pattern[str]:
+        """The expression for any text, compiled for the first text not all ASCII.
+
+        A large Unicode class: a process that only counts ASCII never pays for it.
+        """
+        return _expression(self._numbers)
 
 
 _loaded: _Encoding | None = None
@@ -120,6 +128,9 @@ def _encoding() -> _Encoding:
     global _loaded
     found = _loaded
     if found is None:
+        # importlib.resources (with tempfile, shutil, zipfile) loads with the table.
+        from importlib import resources
+
         with _load_lock:
             if _loaded is None:
                 _loaded = _Encoding(resources.files(__package__).joinpath(_TABLE).read_bytes())

@@ -30,13 +30,15 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from contextlib import closing
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from memci.errors import InvalidInputError
 from memci.messages import ToolSpec
 from memci.tools._confine import FileRoots, Refused, Skipped, Target, read_bytes, walk
-from memci.tools._grep import LineMatcher, PatternRefused
 from memci.workspace import Artifact, ToolResult, parse_artifact_ref, parse_tool_arguments
+
+if TYPE_CHECKING:
+    from memci.tools._grep import LineMatcher
 
 __all__ = [
     "FILE_TOOL_SPECS",
@@ -337,6 +339,9 @@ def grep(
     (``<path>:<line number>: <line>`` in a directory) a match, at most ``limit`` of them
     (capped by ``max_matches``).
     """
+    # Its patterns and RE2 load with the first grep, not with every process.
+    from memci.tools._grep import LineMatcher, PatternRefused
+
     try:
         hits = _Hits(min(_whole(limit, "limit", 1), limits.max_matches), limits)
         matcher = LineMatcher(pattern, ignore_case=ignore_case,

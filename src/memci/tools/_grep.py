@@ -30,8 +30,6 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-import re2
-
 __all__ = ["OVERLAP_BYTES", "WINDOW_BUDGET", "LineMatcher", "LineScan", "PatternRefused"]
 
 # RE2's worst time per byte grows with the program size: about 12 ns × instructions when
@@ -113,6 +111,9 @@ class LineMatcher:
             raise PatternRefused("grep matches within one line, so a line break (\\n) in the "
                                  "pattern never matches; search for text on one line, then "
                                  "read around a hit with file_snippet or artifact_get")
+        # RE2 (a C++ extension) loads with the first grep, not with every process.
+        import re2
+
         options = re2.Options()
         options.log_errors = False  # a refusal is answered to the model, not logged
         options.never_capture = True  # grep needs where a line matches, not groups

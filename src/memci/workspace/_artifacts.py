@@ -319,7 +319,7 @@ class ArtifactStore:
         """
         if self.contents.in_transaction:
             return 0
-        return self.contents.sweep(self.rows.file_ids(), self.rows.exists,
+        return self.contents.sweep(self.rows.file_ids, self.rows.exists,
                                    older_than=older_than)
 
     def remove_files(self, artifact_ids: Sequence[str]) -> int:

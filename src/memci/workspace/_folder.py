@@ -226,18 +226,26 @@ class ArtifactFolder:
         return handle
 
     def sweep(
-        self, named: Collection[str], is_named: Callable[[str], bool], *, older_than: float,
+        self, named: Callable[[], Collection[str]], is_named: Callable[[str], bool], *,
+        older_than: float,
     ) -> int:
-        """Remove the files no row names and no writer holds; temporary ones once old."""
+        """Remove the files no row names and no writer holds; temporary ones once old.
+
+        The rows' names are read when the first file is met: an engine sweeps when it
+        opens, and a store whose outputs are all in the database is not read for it.
+        """
         if not self.folder.is_dir():
             return 0
         cutoff = time.time() - older_than
         removed = 0
+        known: Collection[str] | None = None
         for folder in self.folder.iterdir():
             if not folder.is_dir():
                 continue
             for path in folder.iterdir():
-                removed += self._sweep_one(path, named, is_named, cutoff)
+                if known is None:
+                    known = named()
+                removed += self._sweep_one(path, known, is_named, cutoff)
         return removed
 
     def _sweep_one(

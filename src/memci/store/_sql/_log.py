@@ -284,8 +284,8 @@ class SqlLog:
                 f"SELECT m.seq, m.role, {self._TOKENS}, v.tokens FROM messages m"
                 " LEFT JOIN message_views v ON v.session_id = m.session_id AND v.seq = m.seq"
                 " WHERE m.session_id = ? AND m.seq > ? ORDER BY m.seq", (session.id, after))
-        return [LogRow(int(r[0]), str(r[1]), int(r[2]), None if r[3] is None else int(r[3]))
-                for r in rows]
+        # The columns are typed (integers, text, NULL) by both backends: no cast is needed.
+        return list(map(LogRow._make, rows))
 
     def branch_links(self, session: SessionRecord, *, after: int = 0) -> dict[int, int]:
         """``{seq: linked seq}`` of the messages after ``after`` that name what they continue.

@@ -95,7 +95,8 @@ class PostgresOutputContents:
         return bool(deleted)
 
     def sweep(
-        self, named: Collection[str], is_named: Callable[[str], bool], *, older_than: float,
+        self, named: Callable[[], Collection[str]], is_named: Callable[[str], bool], *,
+        older_than: float,
     ) -> int:
         """Nothing to sweep: a content is written with the rows that name it."""
         return 0

@@ -131,6 +131,15 @@ CORE: tuple[Migration, ...] = (
         -- When a scrub that began after the erasure committed completed; NULL: pending.
         ALTER TABLE memci_erasures ADD COLUMN scrubbed_at text COLLATE "C";
     """),
+    Migration(8, "planning reads: the log's planning rows and branch links without the bodies",
+              """
+        -- A session opens by reading every message's (seq, role, tokens) and the few
+        -- messages that link a branch: an index-only scan, not the rows (the links' metadata
+        -- is not included: an index entry has a size limit, a message's metadata has none).
+        CREATE INDEX messages_plan ON messages (session_id, seq) INCLUDE (role, tokens);
+        CREATE INDEX messages_branch_links ON messages (session_id, seq)
+            WHERE metadata LIKE '%memci_branch%';
+    """),
 )
 
 WORKSPACE: tuple[Migration, ...] = (

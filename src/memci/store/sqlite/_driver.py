@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import functools
 import importlib
+import importlib.util
 import os
 import sqlite3
 from pathlib import Path
@@ -55,7 +56,7 @@ def _can_load_extensions(module: ModuleType) -> bool:
 
 def _loads_sqlite_vec(module: ModuleType) -> bool:
     """Whether a connection of ``module`` loads sqlite-vec (True when it is not installed)."""
-    if _import("sqlite_vec") is None:
+    if _extension_path() is None:
         return True
     db = module.connect(":memory:")
     try:
@@ -113,14 +114,32 @@ def connect(path: str | Path, **options: Any) -> sqlite3.Connection:
     return cast(sqlite3.Connection, driver().connect(str(path), **options))
 
 
+@functools.cache
+def _extension_path() -> str | None:
+    """The sqlite-vec library to load, or None when sqlite-vec is not installed.
+
+    Found beside the package (where its ``loadable_path()`` points) without importing it:
+    its ``__init__`` imports numpy, a tenth of a second that every store's opening paid.
+    A package laid out otherwise is imported and asked.
+    """
+    spec = importlib.util.find_spec("sqlite_vec")
+    if spec is None or spec.origin is None:
+        return None
+    base = Path(spec.origin).with_name("vec0")
+    if any(base.with_suffix(s).is_file() for s in (".so", ".dylib", ".dll")):
+        return str(base)
+    module = _import("sqlite_vec")
+    return None if module is None else str(module.loadable_path())
+
+
 def _load(db: Any) -> bool:
-    sqlite_vec = _import("sqlite_vec")
-    if sqlite_vec is None or not hasattr(db, "enable_load_extension"):
+    path = _extension_path()
+    if path is None or not hasattr(db, "enable_load_extension"):
         return False
     try:
         db.enable_load_extension(True)
         try:
-            db.load_extension(sqlite_vec.loadable_path())
+            db.load_extension(path)
         finally:
             db.enable_load_extension(False)
     except (sqlite3.Error, db.Error):  # the connection's own driver's errors
@@ -135,7 +154,7 @@ def load_sqlite_vec(db: sqlite3.Connection) -> bool:
 
 def sqlite_vec_missing(feature: str = "dense retrieval") -> MissingExtraError:
     """Return the error for ``feature`` when sqlite-vec cannot be loaded, naming the fix."""
-    if _import("sqlite_vec") is None:
+    if _extension_path() is None:
         return MissingExtraError("vectors", "sqlite-vec", feature)
     module, forced = _chosen()
     if module is sqlite3 and not _can_load_extensions(sqlite3):

@@ -157,4 +157,18 @@ CORE_MIGRATIONS: tuple[Migration, ...] = (
         ALTER TABLE memci_erasures ADD COLUMN scrubbed_at TEXT;
         """,
     ),
+    Migration(
+        8,
+        "planning reads: the log's planning rows and branch links without the bodies",
+        """
+        -- A session opens by reading every message's (seq, role, tokens) and the few
+        -- messages that link a branch. Without these the reads walk the rows, bodies and
+        -- all: 300 MB for 100,000 messages, each time a process opens the session.
+        -- Both indexes cover their reads (the links' metadata is in the second: only the
+        -- few linking rows are in it), or the planner, knowing no better, reads the rows.
+        CREATE INDEX messages_plan ON messages (session_id, seq, role, tokens);
+        CREATE INDEX messages_branch_links ON messages (session_id, seq, metadata)
+            WHERE metadata LIKE '%memci_branch%';
+        """,
+    ),
 )

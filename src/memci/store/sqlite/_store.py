@@ -68,9 +68,12 @@ __all__ = ["TOKENS_SQL", "SQLiteStore"]
 _BUSY_TIMEOUT_MS = 60_000
 
 #: A row's tokens, or (written by an older memci without checking) an estimate: about
-#: four characters of its parts a token. memci.store._rows reads a row the same way.
+#: four characters of its parts a token. memci.store._rows reads a row the same way. The
+#: parts are read by their own lookup, made only for such a row: the planning read is
+#: then covered by the index ``messages_plan`` and reads no message body.
 TOKENS_SQL = ("CASE WHEN typeof(m.tokens) = 'integer' AND m.tokens >= 0 THEN m.tokens"
-              " ELSE length(m.parts) / 4 END")
+              " ELSE (SELECT length(b.parts) / 4 FROM messages b"
+              " WHERE b.session_id = m.session_id AND b.seq = m.seq) END")
 
 # Each component's migration series but ``core`` (applied when the store opens): applied
 # when a part of it is first used (see SQLiteStore.ready).

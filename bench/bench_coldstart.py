@@ -1,0 +1,221 @@
+"""What a fresh process pays: importing memci, opening a large store, its first build.
+
+Run: python bench/bench_coldstart.py [--repeats N] [--quick] [--json]
+
+Every figure is taken in a new Python process (``sys.executable``, the same environment
+but with bytecode caching on, as an installed package has it: ``PYTHONDONTWRITEBYTECODE``
+is dropped and a first, uncounted run writes the cache), ``--repeats`` times (default 7;
+``--quick``: 3 and the 100k cases left out), and printed as median and p90 of the wall
+time and of the CPU time (user + system: on shared cores, the steadier of the two):
+
+- ``import``: the whole process of ``python -c "import X"`` for memci beside the floor
+  (``pass``) and two reference points (``sqlite3``; ``langchain_core`` when installed),
+  and ``import memci`` as the child measures it itself;
+- ``open 100k``: a store holding one 100,000-message session (made once by the bench in a
+  temporary directory, reused by every repeat): open it, add a question (open+add), the
+  first build, and the two together (total);
+- ``import N``: a store N messages (10k, 100k) were imported into with ``add_many`` and
+  never built (made once, copied for each repeat): open it and build (retrieval off and
+  on, 128k window): the first build pays for catching up on the import.
+
+A build's request (``to_openai()``) is hashed in each child: every repeat of a case must
+give the same one (the bench fails otherwise), and a change that makes the cold path
+faster can be checked to make the same request (``--json`` prints the hashes).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import os
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _histories import agent_history
+
+QUESTION = "where does the parser read the config twice?"
+
+# The child of every store case. It times itself: the figure is what a user of the
+# process sees (the interpreter's own start-up is in the import rows).
+_CHILD = """
+import hashlib, json, sys, time
+def now():
+    return time.perf_counter(), time.process_time()
+t0 = now()
+import memci
+t1 = now()
+path, retrieval, question = sys.argv[1], sys.argv[2] == "on", sys.argv[3]
+eng = memci.Engine.open(path, synchronous="NORMAL")
+s = eng.session("big", context_window=128_000, retrieval=retrieval)
+if question:
+    s.add({"role": "user", "content": question})
+t2 = now()
+ctx = s.build()
+t3 = now()
+payload = json.dumps(ctx.to_openai(), sort_keys=True).encode()
+out = {"sha": hashlib.sha256(payload).hexdigest()[:16]}
+for i, clock in enumerate(("ms", "cpu_ms")):
+    out["import_" + clock] = (t1[i] - t0[i]) * 1000
+    out["open_add_" + clock] = (t2[i] - t1[i]) * 1000
+    out["build_" + clock] = (t3[i] - t2[i]) * 1000
+print(json.dumps(out))
+eng.close()
+"""
+
+
+# A fresh process reads the compiled modules, as it does when memci is installed.
+_ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+
+
+def _stats(values: list[float]) -> dict[str, float]:
+    ordered = sorted(values)
+    p90 = ordered[min(len(ordered) - 1, round(0.9 * (len(ordered) - 1)))]
+    return {"median": statistics.median(ordered), "p90": p90}
+
+
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _wall_ms(code: str, repeats: int) -> dict[str, Any]:
+    """Whole-process wall and CPU time of ``python -c code`` (start-up included)."""
+    times, cpu = [], []
+    for _ in range(repeats + 1):  # the first run warms the file cache and is dropped
+        started, used = time.perf_counter(), _children_cpu()
+        subprocess.run([sys.executable, "-c", code], check=True, env=_ENV)
+        times.append((time.perf_counter() - started) * 1000)
+        cpu.append((_children_cpu() - used) * 1000)
+    return {**_stats(times[1:]), "cpu": _stats(cpu[1:])}
+
+
+def _child(args: list[str]) -> dict[str, Any]:
+    """One fresh process of the open or import case: its own figures and request hash."""
+    done = subprocess.run([sys.executable, "-c", _CHILD, *args],
+                          capture_output=True, text=True, env=_ENV)
+    if done.returncode != 0:
+        raise SystemExit(f"the {args[0]} case failed:\n{done.stderr}")
+    figures: dict[str, Any] = json.loads(done.stdout.splitlines()[-1])
+    return figures
+
+
+def imports(repeats: int) -> dict[str, Any]:
+    rows: dict[str, Any] = {"python -c pass": _wall_ms("pass", repeats),
+                            "import sqlite3": _wall_ms("import sqlite3", repeats)}
+    if importlib.util.find_spec("langchain_core") is not None:
+        rows["import langchain_core"] = _wall_ms(
+            "import langchain_core.messages", repeats)
+    rows["import memci"] = _wall_ms("import memci", repeats)
+    return rows
+
+
+def imported_store(tmp: Path, n: int) -> Path:
+    """One session of ``n`` messages imported with ``add_many`` and never built."""
+    import memci
+
+    path = tmp / f"imported-{n}.db"
+    history = agent_history(n)
+    with memci.Engine.open(path, synchronous="NORMAL") as eng:
+        s = eng.session("big", context_window=128_000)
+        s.set_system("You are a coding agent.")
+        for i in range(0, len(history), 5000):
+            s.add_many(history[i : i + 5000])
+    return path
+
+
+def built_store(imported: Path, tmp: Path) -> Path:
+    """A copy of an imported store after its first build (its pages committed)."""
+    import memci
+
+    path = tmp / f"built-{imported.name}"
+    shutil.copyfile(imported, path)
+    with memci.Engine.open(path, synchronous="NORMAL") as eng:
+        eng.session("big").build()
+    return path
+
+
+def cold(template: Path, tmp: Path, repeats: int, *, retrieval: bool,
+         question: str) -> dict[str, Any]:
+    """Fresh processes, each on a fresh copy of ``template``: open (+ add), first build."""
+    runs = []
+    for r in range(-1, repeats):  # run -1 warms the file and bytecode caches, uncounted
+        path = tmp / f"run-{r}.db"
+        shutil.copyfile(template, path)
+        runs.append(_child([str(path), "on" if retrieval else "off", question]))
+        path.unlink()
+    return _summary(runs[1:])
+
+
+def _summary(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    if len({r["sha"] for r in runs}) != 1:
+        raise SystemExit(f"the requests differ between repeats: {runs}")
+    out: dict[str, Any] = {"request_sha": runs[0]["sha"]}
+    for clock, suffix in (("wall", "ms"), ("cpu", "cpu_ms")):
+        out[clock] = {"import": _stats([r["import_" + suffix] for r in runs]),
+                      "open_add": _stats([r["open_add_" + suffix] for r in runs]),
+                      "first_build": _stats([r["build_" + suffix] for r in runs]),
+                      "total": _stats([r["open_add_" + suffix] + r["build_" + suffix]
+                                       for r in runs])}
+    return out
+
+
+def _row(name: str, wall: dict[str, float], cpu: dict[str, float]) -> str:
+    return (f"  {name:<30} wall median {wall['median']:7.1f} p90 {wall['p90']:7.1f}   "
+            f"cpu median {cpu['median']:7.1f} p90 {cpu['p90']:7.1f} ms")
+
+
+def report(result: dict[str, Any]) -> None:
+    print("import (whole process, start-up included)")
+    floor = result["imports"]["python -c pass"]["cpu"]["median"]
+    for name, s in result["imports"].items():
+        print(_row(name, s, s["cpu"]) + f"   (cpu {s['cpu']['median'] / floor:.1f}x the floor)")
+    for case, s in result["cases"].items():
+        print(case)
+        wall, cpu = s["wall"], s["cpu"]
+        print(_row("import memci (in the child)", wall["import"], cpu["import"]))
+        label = "open + add a question" if case.startswith("open") else "open"
+        print(_row(label, wall["open_add"], cpu["open_add"]))
+        print(_row("first build", wall["first_build"], cpu["first_build"]))
+        if case.startswith("open"):
+            print(_row("total (open + add + build)", wall["total"], cpu["total"]))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=7, help="fresh processes per figure")
+    parser.add_argument("--quick", action="store_true", help="3 repeats, no 100k cases")
+    parser.add_argument("--json", action="store_true", help="print the figures as JSON")
+    args = parser.parse_args()
+    repeats = 3 if args.quick else args.repeats
+    sizes = (10_000,) if args.quick else (10_000, 100_000)
+    result: dict[str, Any] = {"imports": imports(repeats), "cases": {}}
+    with tempfile.TemporaryDirectory() as d:
+        tmp = Path(d)
+        imported = {n: imported_store(tmp, n) for n in sizes}
+        big = max(sizes)
+        result["cases"][f"open {big // 1000}k store, add, build"] = cold(
+            built_store(imported[big], tmp), tmp, repeats, retrieval=False,
+            question=QUESTION)
+        for n in sizes:
+            for retrieval in (False, True):
+                name = f"import {n // 1000}k, retrieval {'on' if retrieval else 'off'}"
+                result["cases"][name] = cold(imported[n], tmp, repeats,
+                                             retrieval=retrieval, question="")
+    if args.json:
+        print(json.dumps(result, indent=2))
+    else:
+        report(result)
+
+
+if __name__ == "__main__":
+    main()

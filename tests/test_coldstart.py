@@ -1,0 +1,155 @@
+"""A fresh process loads what a build needs and nothing more, and reads no more either.
+
+Each check runs a new Python process (the environment's own ``PYTHONPATH``) and reads
+its ``sys.modules``: the server, the CLI, the adapters, the HTTP clients, asyncio, RE2,
+the optional models and tokenizers are never imported by ``import memci``, nor by
+opening a store, adding messages and building. A public name that lives in such a module
+still imports (``from memci import AsyncEngine``): its module loads then.
+
+Opening a store and a long session reads what planning needs (a few integers a message),
+never the messages' bodies or the tool outputs: the bytes the process reads from files
+(``/proc/self/io``) stay far below what the store holds.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import memci
+
+#: Modules a build never needs; each is what one kind of process (a server, a CLI call,
+#: an LLM or embedding client, an asyncio app, grep, a local model) pays for on its own.
+HEAVY = (
+    "asyncio", "httpx", "re2", "fastapi", "starlette", "uvicorn", "pydantic", "click",
+    "rich", "numpy", "sentence_transformers", "torch", "jieba", "tiktoken", "openai",
+    "opentelemetry", "langchain_core", "socket", "ssl",
+    "memci._async", "memci.server", "memci.cli", "memci.integrations", "memci.replay",
+    "memci.report", "memci.traces", "memci.evidence", "memci.llm._client",
+    "memci.llm._aclient", "memci.memory._embed_openai",
+)
+
+_BUILD = """
+import json, sys
+import memci
+with memci.Engine.open(sys.argv[1]) as engine:
+    s = engine.session("chat")
+    s.set_system("You are a helpful assistant.")
+    s.add_many([{"role": "user", "content": "where is the parser cache cleared?"},
+                {"role": "assistant", "content": "in parser.py, before the second pass"}])
+    s.add({"role": "user", "content": "and the config, 配置文件在哪里?"})
+    s.build().to_openai()
+print(json.dumps(sorted(sys.modules)))
+"""
+
+
+def _modules(code: str, *args: str) -> set[str]:
+    done = subprocess.run([sys.executable, "-c", code, *args], capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    return set(json.loads(done.stdout.splitlines()[-1]))
+
+
+def _heavy(modules: set[str]) -> list[str]:
+    return sorted(m for m in modules if any(m == h or m.startswith(h + ".") for h in HEAVY))
+
+
+def test_import_memci_loads_nothing_heavy() -> None:
+    loaded = _modules("import json, sys, memci; print(json.dumps(sorted(sys.modules)))")
+    assert "memci.engine" in loaded  # the check reads the real import
+    assert _heavy(loaded) == []
+
+
+def test_open_add_and_build_load_nothing_heavy(tmp_path: Path) -> None:
+    loaded = _modules(_BUILD, str(tmp_path / "m.db"))
+    assert "memci.context._builder" in loaded
+    assert _heavy(loaded) == []
+
+
+@pytest.mark.parametrize(("package", "name", "module"), [
+    ("memci", "AsyncEngine", "memci._async"),
+    ("memci", "AsyncSession", "memci._async"),
+    ("memci.llm", "OpenAIChatClient", "memci.llm._client"),
+    ("memci.llm", "PROVIDERS", "memci.llm._client"),
+    ("memci.llm", "AsyncAnthropicClient", "memci.llm._aclient"),
+    ("memci.llm", "BaseLLMClient", "memci.llm._base"),
+    ("memci.memory", "OpenAIEmbedder", "memci.memory._embed_openai"),
+    ("memci.memory", "AsyncOpenAIEmbedder", "memci.memory._embed_openai"),
+])
+def test_a_lazy_public_name_imports_its_module(package: str, name: str, module: str) -> None:
+    code = (f"import json, sys\nfrom {package} import {name}\n"
+            f"print(json.dumps([getattr({name}, '__module__', ''), sorted(sys.modules)]))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
+    where, loaded = json.loads(done.stdout.splitlines()[-1])
+    assert module in loaded
+    if name != "PROVIDERS":  # a dict: its module is not its own
+        assert where == module
+
+
+@pytest.mark.parametrize("package", ["memci", "memci.llm", "memci.memory"])
+def test_every_public_name_resolves_in_a_fresh_process(package: str) -> None:
+    code = (f"import {package} as p\nfrom {package} import *\n"
+            "missing = [n for n in p.__all__ if getattr(p, n, None) is None]\n"
+            "assert not missing, missing\n"
+            "assert set(p.__all__) <= set(dir(p))\n"
+            "try:\n    p.NoSuchName\nexcept AttributeError as e:\n    print(e)\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "NoSuchName" in done.stdout
+
+
+_READS = """
+import json, sys
+def read():
+    for line in open("/proc/self/io"):
+        if line.startswith("rchar:"):
+            return int(line.split()[1])
+import memci
+first = read()
+engine = memci.Engine.open(sys.argv[1])
+opened = read()
+session = engine.session("long")
+print(json.dumps({"open": opened - first, "session": read() - opened}))
+engine.close()
+"""
+
+
+def _long_history(pages: int) -> list[dict[str, Any]]:
+    """Pages of a question, a tool call and its ~8 KB output, and an answer."""
+    out: list[dict[str, Any]] = []
+    for i in range(pages):
+        call = f"call_{i}"
+        out += [{"role": "user", "content": f"question {i}: " + "why does it fail? " * 300},
+                {"role": "assistant", "content": "", "tool_calls": [{
+                    "id": call, "type": "function",
+                    "function": {"name": "bash", "arguments": '{"cmd": "make"}'}}]},
+                {"role": "tool", "tool_call_id": call,
+                 "content": f"run {i}\n" + "error: the build failed here\n" * 300},
+                {"role": "assistant", "content": f"answer {i}: " + "clear the cache. " * 300}]
+    return out
+
+
+@pytest.mark.skipif(not Path("/proc/self/io").exists(), reason="reads /proc/self/io")
+def test_opening_a_long_session_reads_no_message_body(tmp_path: Path) -> None:
+    db = tmp_path / "m.db"
+    with memci.Engine.open(db, synchronous="NORMAL") as engine:
+        session = engine.session("long")
+        session.add_many(_long_history(150))  # 600 messages, ~3.5 MB of text
+        session.build()
+    size = db.stat().st_size
+    done = subprocess.run([sys.executable, "-c", _READS, str(db)], capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    read = json.loads(done.stdout.splitlines()[-1])
+    assert size > 3_000_000
+    # What is left to read: the schema, the session's rows, an index entry a message.
+    assert read["open"] < size / 10, (read, size)
+    assert read["session"] < size / 10, (read, size)
