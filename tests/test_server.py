@@ -321,6 +321,8 @@ OPERATIONS = {
     ("GET", "/v1/sessions/{sid}/pages"): ("list_pages_v1_sessions__sid__pages_get", "inspector"),
     ("GET", "/v1/sessions/{sid}/workstate"): (
         "work_state_v1_sessions__sid__workstate_get", "inspector"),
+    ("GET", "/v1/sessions/{sid}/replay"): (
+        "replay_session_v1_sessions__sid__replay_get", "inspector"),
 }
 
 

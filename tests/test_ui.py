@@ -25,6 +25,8 @@ from fastapi.testclient import TestClient
 
 import memci
 from memci.cli import main
+from memci.messages import to_openai
+from memci.replay import replay
 from memci.server import KeyStore, ServerConfig, create_app
 from memci.server.routes import ui
 from tests.test_server import subprocess_env
@@ -103,7 +105,8 @@ def test_the_pages_hold_no_inline_script_and_reach_nothing_outside() -> None:
         assert "src=" in tag, tag  # the policy would block an inline one anyway
     assert not re.search(r"\son[a-z]+\s*=", html)  # no inline handlers
     for name in ("index.html", "app.js", "style.css"):
-        text = (UI / name).read_text()
+        # The SVG namespace names a vocabulary; nothing is fetched from it.
+        text = (UI / name).read_text().replace('"http://www.w3.org/2000/svg"', "")
         assert not re.search(r"(?:https?:)?//[a-z0-9.-]+\.[a-z]{2,}/", text, re.I), name
         assert "@import" not in text and "url(" not in text
     script = (UI / "app.js").read_text()
@@ -126,7 +129,7 @@ def test_the_wheel_carries_the_inspector() -> None:
 # -- tenant scoping of every read the inspector adds ------------------------------------
 
 
-@pytest.mark.parametrize("path", ["/peek", "/pages", "/workstate"])
+@pytest.mark.parametrize("path", ["/peek", "/pages", "/workstate", "/replay"])
 def test_another_tenants_session_is_not_found(client: TestClient, keys: dict[str, str],
                                               path: str) -> None:
     add(client, keys["a"], "private", tool_turns(2), user="alice")
@@ -271,6 +274,42 @@ def test_workstate_shows_pins_plan_and_notebook(client: TestClient,
     assert "check the totals" in str(state["plan"])
     assert "totals match the ledger" in str(state["notebook"])
     assert set(state["fastmemo"]) >= {"user", "task"}
+
+
+def test_replay_gives_replays_figures_and_leaves_the_session_as_it_was(
+    client: TestClient, keys: dict[str, str], engine: memci.Engine, tmp_path: Path
+) -> None:
+    h = auth(keys["a"])
+    add(client, keys["a"], "r", [{"role": "system", "content": "Be brief."}, *tool_turns(8)],
+        settings={"context_window": 3000})
+    before = (client.get("/v1/sessions/r/pages", headers=h).json(),
+              client.get("/v1/sessions/r/messages", headers=h).json())
+    figures = client.get("/v1/sessions/r/replay", params={"budget": 2000}, headers=h).json()
+    assert (client.get("/v1/sessions/r/pages", headers=h).json(),
+            client.get("/v1/sessions/r/messages", headers=h).json()) == before
+    assert "store" not in figures and figures["session"] == "r"
+    # the same as memci replay over the same messages in a store of its own
+    stored = engine.session("r", tenant="tenant-a")
+    with memci.Engine.open(tmp_path / "own.db", workers=0) as own:
+        expected = replay(own.session("r", **dict(stored.record.settings)),
+                          to_openai(stored.branch()), budget=2000).to_json()
+    assert figures["totals"] == expected["totals"]
+    assert [(r["memci_tokens"], r["full_tokens"], r["prefix_tokens"])
+            for r in figures["requests"]] == [
+        (r["memci_tokens"], r["full_tokens"], r["prefix_tokens"]) for r in expected["requests"]]
+    assert len(figures["requests"]) == 16  # one per assistant message
+
+
+def test_replay_refuses_a_session_past_its_limit(
+    client: TestClient, keys: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    add(client, keys["a"], "long", tool_turns(2))
+    monkeypatch.setattr(ui, "REPLAY_MESSAGES", 7)
+    answer = client.get("/v1/sessions/long/replay", headers=auth(keys["a"]))
+    assert answer.status_code == 400
+    error = answer.json()["error"]
+    assert error["code"] == "replay_too_long" and "at most 7" in error["message"]
+    assert "has 8" in error["message"]
 
 
 # -- memci ui ---------------------------------------------------------------------------------

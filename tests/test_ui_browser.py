@@ -303,6 +303,18 @@ def test_pages_timeline_artifact_and_search(browser: WebDriver, site: Site) -> N
     hit = shown(browser, "#hits li.hit")
     assert "quarter 7" in hit.text
     shot(browser, "search")
+    # replay: memci replay's figures, drawn
+    browser.find_element(By.CSS_SELECTOR, "[data-tab='replay']").click()
+    shown(browser, "#replay-button").click()
+    summary = shown(browser, "#replay-summary").text
+    figures = site.api("/v1/sessions/agent-run/replay").json()["totals"]
+    assert f"{figures['requests']} requests" in summary
+    assert f"memci sent {figures['memci_tokens']:,} tokens" in summary
+    lines = browser.find_elements(By.CSS_SELECTOR, "#replay-tokens polyline")
+    assert {line.get_attribute("data-series") for line in lines} == {"full", "memci"}
+    bars = browser.find_elements(By.CSS_SELECTOR, "#replay-prefix rect")
+    assert len(bars) == figures["requests"]
+    shot(browser, "replay")
 
 
 def test_stored_markup_runs_nothing_and_nothing_leaves_the_server(

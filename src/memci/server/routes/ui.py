@@ -16,12 +16,17 @@ What the REST API did not have, added here read-only behind the same key
 - ``GET /v1/sessions/{sid}/peek``: the request a build would make now
   (:meth:`~memci.Session.peek`, nothing committed), by segment, with what memory it shows;
 - ``GET /v1/sessions/{sid}/pages``: the pages and their place, a page of pages at a time;
-- ``GET /v1/sessions/{sid}/workstate``: pins, plan, notebook and fastmemo.
+- ``GET /v1/sessions/{sid}/workstate``: pins, plan, notebook and fastmemo;
+- ``GET /v1/sessions/{sid}/replay``: ``memci replay``'s figures for the stored session (its
+  messages replayed into a scratch store that is then removed; the session is not
+  touched), for sessions of at most :data:`REPLAY_MESSAGES` messages.
 """
 
 from __future__ import annotations
 
+import tempfile
 from importlib import resources
+from pathlib import Path as FilePath
 from typing import Annotated, Any, Literal
 
 import anyio.to_thread
@@ -29,6 +34,9 @@ from fastapi import APIRouter, Path, Query
 from fastapi.responses import JSONResponse, Response
 
 from memci.context import Context
+from memci.engine import Engine
+from memci.messages import to_openai
+from memci.replay import replay
 from memci.server._errors import ApiError
 from memci.server._json import jsonable, message_json
 from memci.server._listing import Listing, page_response
@@ -36,12 +44,15 @@ from memci.server._openapi import ERRORS
 from memci.server.routes._common import BIGGEST, Sid, State, Tenant
 from memci.store import SessionRecord
 
-__all__ = ["CSP", "SCAN", "router"]
+__all__ = ["CSP", "REPLAY_MESSAGES", "SCAN", "router"]
 
 router = APIRouter(tags=["inspector"], responses=ERRORS)
 
 SCAN = 5000
 """Sessions one listing request reads at most while it looks for ``q``."""
+
+REPLAY_MESSAGES = 500
+"""The longest session the inspector replays (a replay builds once per assistant message)."""
 
 CSP = ("default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
        "connect-src 'self'; font-src 'self'; object-src 'none'; base-uri 'none'; "
@@ -183,3 +194,31 @@ def work_state(sid: Sid, tenant: Tenant, server: State) -> JSONResponse:
     state = server.hub.get(tenant, sid).export_state()
     return JSONResponse({"session": sid, **{k: state.get(k) for k in (
         "round", "pins", "plan", "notebook", "fastmemo")}})
+
+
+@router.get("/v1/sessions/{sid}/replay",
+            summary="memci replay's figures for the session, request by request")
+async def replay_session(
+    sid: Sid, tenant: Tenant, server: State,
+    budget: Annotated[int | None, Query(ge=1, le=10_000_000, description=(
+        "Tokens each request may use (default: the session's budget)."))] = None,
+) -> JSONResponse:
+    def run() -> dict[str, Any]:
+        session = server.hub.get(tenant, sid)
+        branch = session.branch()
+        if len(branch) > REPLAY_MESSAGES:
+            raise ApiError(400, "replay_too_long",
+                           f"the inspector replays sessions of at most {REPLAY_MESSAGES} "
+                           f"messages; {sid!r} has {len(branch)}")
+        tools = [t.to_openai() for t in session.agent_tools]
+        # A scratch store: the replay adds every message again and builds, which the
+        # stored session must never see.
+        with tempfile.TemporaryDirectory(prefix="memci-replay-") as scratch, \
+                Engine.open(FilePath(scratch) / "replay.db", workers=0) as engine:
+            result = replay(engine.session(sid, **dict(session.record.settings)),
+                            to_openai(branch), budget=budget, tools=tools)
+            figures = result.to_json()
+        figures.pop("store", None)  # the scratch store, gone
+        return {**figures, "session": sid}
+
+    return JSONResponse(await anyio.to_thread.run_sync(run))

@@ -173,7 +173,7 @@ function sessionRow(s) {
 // -- one session ----------------------------------------------------------------------
 
 const TABS = [["request", "Next request"], ["timeline", "Timeline"], ["pages", "Pages"],
-              ["state", "Working state"], ["search", "Search"]];
+              ["state", "Working state"], ["search", "Search"], ["replay", "Replay"]];
 
 async function showSession(sid) {
   show(el("p", { class: "muted" }, "Loading…"));
@@ -241,7 +241,7 @@ async function destroy(path, question) {
 }
 
 const LOADERS = { request: loadRequest, timeline: loadTimeline, pages: loadPages,
-                  state: loadState, search: loadSearch };
+                  state: loadState, search: loadSearch, replay: loadReplay };
 
 // -- the next request (peek) ----------------------------------------------------------------
 
@@ -526,6 +526,83 @@ function loadSearch(sid, panel) {
   };
   panel.append(el("form", { onsubmit: (e) => { e.preventDefault(); run(); } }, input, scope,
                   el("button", { type: "submit", id: "search-button" }, "Search")), out);
+}
+
+// -- replay: memci replay's figures, drawn as SVG ------------------------------------------
+
+const SVG = "http://www.w3.org/2000/svg";
+
+function svg(tag, attrs, ...children) {
+  const node = document.createElementNS(SVG, tag);
+  for (const [name, value] of Object.entries(attrs)) node.setAttribute(name, String(value));
+  for (const child of children) node.append(child);
+  return node;
+}
+
+function chart(id, label, values, options) {
+  // values: one array per series, one number per request; drawn to one scale.
+  const width = 1000, height = 220, left = 70, right = 10, top = 10, bottom = 190;
+  const n = Math.max(1, values[0].data.length);
+  const peak = Math.max(1, ...values.flatMap((s) => s.data));
+  const x = (i) => left + (i + 0.5) * (width - left - right) / n;
+  const y = (v) => bottom - v * (bottom - top) / peak;
+  const body = [svg("line", { x1: left, x2: width - right, y1: bottom, y2: bottom, stroke: "#94a3b8" })];
+  for (const tick of [0, 0.5, 1]) {
+    body.push(svg("text", { x: left - 6, y: y(tick * peak) + 4, "text-anchor": "end",
+                            "font-size": 11, fill: "#6b7280" }, options.format(tick * peak)));
+  }
+  body.push(svg("text", { x: (left + width) / 2, y: height - 8, "text-anchor": "middle",
+                          "font-size": 11, fill: "#6b7280" }, `request (1–${n})`));
+  for (const series of values) {
+    if (options.bars) {
+      const w = Math.max(1, (width - left - right) / n - 1);
+      series.data.forEach((v, i) => body.push(svg("rect", { x: x(i) - w / 2, y: y(v), width: w,
+        height: bottom - y(v), fill: series.color })));
+    } else {
+      body.push(svg("polyline", { fill: "none", stroke: series.color, "stroke-width": 2,
+        points: series.data.map((v, i) => `${x(i).toFixed(1)},${y(v).toFixed(1)}`).join(" "),
+        "data-series": series.name }));
+    }
+  }
+  return el("figure", { class: "card", id }, svg("svg", { viewBox: `0 0 ${width} ${height}`,
+    role: "img", "aria-label": label, width: "100%" }, ...body),
+    el("figcaption", { class: "legend" }, values.map((s) => el("span", {},
+      el("i", { class: "swatch-" + s.name }), s.label))));
+}
+
+function loadReplay(sid, panel) {
+  const budget = el("input", { id: "replay-budget", type: "number", min: 1, placeholder: "session's",
+                               "aria-label": "budget in tokens" });
+  const out = el("div", { id: "replay" });
+  const run = async () => {
+    out.replaceChildren(el("p", { class: "muted" }, "Replaying in a scratch store…"));
+    try {
+      const data = await api(sessionPath(sid) + "/replay?" + q({ budget: budget.value }));
+      const reqs = data.requests;
+      const t = data.totals;
+      out.replaceChildren(
+        el("p", { id: "replay-summary" }, `${num(t.requests)} requests · memci sent ${num(t.memci_tokens)} ` +
+           `tokens, the full history ${num(t.full_tokens)} (${Math.round(100 * (t.saved_share || 0))}% saved) · ` +
+           `reusable prefix ${Math.round(100 * t.mean_prefix_share)}% of a request on average`),
+        chart("replay-tokens", "tokens per request", [
+          { name: "full", label: "full history", color: "#94a3b8", data: reqs.map((r) => r.full_tokens) },
+          { name: "memci", label: "memci", color: "#3b82f6", data: reqs.map((r) => r.memci_tokens) }],
+          { format: (v) => num(Math.round(v)) }),
+        chart("replay-prefix", "reusable prefix share per request", [
+          { name: "prefix", label: "share of the request a prompt cache reuses", color: "#8b5cf6",
+            data: reqs.map((r) => (r.memci_tokens ? r.prefix_tokens / r.memci_tokens : 0)) }],
+          { bars: true, format: (v) => Math.round(100 * v) + "%" }));
+    } catch (err) {
+      const shown = failure(err);
+      if (shown) out.replaceChildren(shown);
+    }
+  };
+  panel.append(el("form", { onsubmit: (e) => { e.preventDefault(); run(); } },
+                  el("label", { for: "replay-budget" }, "Budget"), budget,
+                  el("button", { type: "submit", id: "replay-button" }, "Replay")),
+               el("p", { class: "muted" }, "memci replay over this session's messages: each " +
+                 "request memci would have sent against the whole history, built again in a " +
+                 "scratch store (this session is not touched)."), out);
 }
 
 // -- start ----------------------------------------------------------------------------------
