@@ -81,7 +81,7 @@ def inspector() -> Response:
 
 @router.get("/ui/{name}", include_in_schema=False)
 def inspector_file(name: Annotated[str, Path(max_length=40)]) -> Response:
-    return _file(name or "index.html")
+    return _file(name)
 
 
 # -- the sessions, with what a list shows beside each ------------------------------------
