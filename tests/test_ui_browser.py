@@ -14,7 +14,10 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
+import subprocess
+import sys
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -37,7 +40,7 @@ from selenium.webdriver.support.ui import WebDriverWait
 
 import memci
 from memci.server import KeyStore
-from tests.test_server import ServeProcess
+from tests.test_server import ServeProcess, subprocess_env
 
 pytestmark = pytest.mark.browser
 
@@ -403,3 +406,32 @@ def test_deleting_asks_first_and_uses_the_api(browser: WebDriver, site: Site) ->
     shown(browser, "#sessions tr")
     assert site.api("/v1/sessions/doomed").status_code == 404
     assert "doomed" not in browser.find_element(By.ID, "sessions").text
+
+
+def test_memci_ui_needs_no_key_on_a_local_store(browser: WebDriver, tmp_path: Path) -> None:
+    db = tmp_path / "local.db"
+    with memci.Engine.open(db, workers=0) as engine:
+        engine.session("my-chat", user="me").add({"role": "user", "content": "hello there"})
+    with subprocess.Popen([sys.executable, "-m", "memci", "ui", "--db", str(db),
+                           "--no-browser"], env=subprocess_env(), stdout=subprocess.DEVNULL,
+                          stderr=subprocess.PIPE, text=True) as proc:
+        try:
+            assert proc.stderr is not None
+            url = ""
+            while not url:
+                line = proc.stderr.readline()
+                assert line, "memci ui exited before it answered"
+                found = re.search(r"inspector is at (http://\S+)", line)
+                url = found.group(1) if found else ""
+            browser.get(url)
+            browser.execute_script("sessionStorage.clear()")
+            browser.refresh()
+            link = shown(browser, "#sessions a")
+            assert link.text == "my-chat"
+            assert not browser.find_element(By.ID, "key").is_displayed()
+            assert "no key needed" in browser.find_element(By.ID, "who").text
+            link.click()
+            shown(browser, "#segment-legend")
+        finally:
+            proc.terminate()
+            proc.wait(timeout=30)
