@@ -316,6 +316,13 @@ OPERATIONS = {
     ("GET", "/v1/erasures"): ("erasures_v1_erasures_get", "deleting"),
     ("POST", "/v1/chat/completions"): ("chat_completions_v1_chat_completions_post", "proxy"),
     ("POST", "/v1/messages"): ("messages_v1_messages_post", "proxy"),
+    ("GET", "/v1/ui/sessions"): ("session_activity_v1_ui_sessions_get", "inspector"),
+    ("GET", "/v1/sessions/{sid}/peek"): ("peek_context_v1_sessions__sid__peek_get", "inspector"),
+    ("GET", "/v1/sessions/{sid}/pages"): ("list_pages_v1_sessions__sid__pages_get", "inspector"),
+    ("GET", "/v1/sessions/{sid}/workstate"): (
+        "work_state_v1_sessions__sid__workstate_get", "inspector"),
+    ("GET", "/v1/sessions/{sid}/replay"): (
+        "replay_session_v1_sessions__sid__replay_get", "inspector"),
 }
 
 

@@ -59,6 +59,21 @@ def test_message_sizes_tell_what_reading_costs_without_reading(
     assert store.message_sizes(session, after=3, limit=5) == []
 
 
+def test_activity_counts_a_page_of_sessions_and_their_newest_message(
+    store: Store, session: SessionRecord,
+) -> None:
+    busy = store.ensure_session("t", "busy", None, {})
+    empty = store.ensure_session("t", "empty", None, {})
+    store.append(session, [Message("user", Message.user("one").parts, created_at=AT)])
+    store.append(busy, [Message.user(f"m{i}") for i in range(5)])
+    later = Message("user", Message.user("late").parts, created_at=AT.replace(hour=13))
+    store.append(busy, [later])
+    activity = store.activity([session, busy, empty])
+    assert activity == {session.id: (1, AT), busy.id: (6, AT.replace(hour=13))}
+    assert store.activity([]) == {}
+    assert store.activity([empty]) == {}
+
+
 def test_append_numbers_messages_one_by_one_per_session(
     store: Store, session: SessionRecord,
 ) -> None:

@@ -110,4 +110,4 @@ def import_command(file: Path, name: str | None, tenant: str | None, db: str | N
 
 
 # The other commands register themselves on `main` when imported.
-from memci.cli import _delete, _inspect, _migrate, _replay, _server, _work  # noqa: E402, F401
+from memci.cli import _delete, _inspect, _migrate, _replay, _server, _ui, _work  # noqa: E402, F401

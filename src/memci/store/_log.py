@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any, NamedTuple, Protocol
 
 from memci.messages import Message
@@ -169,6 +170,16 @@ class MessageLog(Protocol):
         whole: bool = True,
     ) -> list[Message]:
         """Messages with ``after < seq <= upto``, in order (``whole=False``: heads only)."""
+        ...
+
+    def activity(
+        self, sessions: Sequence[SessionRecord]
+    ) -> dict[int, tuple[int, datetime | None]]:
+        """``{session id: (messages, newest message's created_at)}`` for a page of sessions.
+
+        Sessions without messages are left out. What a listing of sessions shows beside
+        each (the inspector's): one read for the page, whatever the sessions hold.
+        """
         ...
 
     def message_sizes(

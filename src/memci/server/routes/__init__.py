@@ -9,6 +9,7 @@
 ``tools``       memci's tools, the working state, artifacts
 ``deleting``    the ``DELETE`` routes and ``GET /v1/erasures``
 ``proxy``       ``POST /v1/chat/completions``, ``POST /v1/messages``
+``ui``          the inspector: ``/ui`` and its reads (``/v1/ui/sessions``, ``…/peek`` …)
 ``mcp``         ``/mcp`` (made per app: :func:`~memci.server.routes.mcp.mcp_router`)
 ==============  =================================================================
 
@@ -34,6 +35,7 @@ from memci.server.routes import (
     search,
     sessions,
     tools,
+    ui,
 )
 from memci.server.routes.mcp import mcp_router
 
@@ -41,6 +43,6 @@ __all__ = ["ROUTERS", "mcp_router"]
 
 ROUTERS: tuple[APIRouter, ...] = (
     health.router, sessions.router, messages.router, context.router, search.router,
-    tools.router, deleting.router, proxy.router,
+    tools.router, deleting.router, proxy.router, ui.router,
 )
 """Every router but ``/mcp``'s, in the order the app includes them."""

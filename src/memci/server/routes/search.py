@@ -1,4 +1,4 @@
-"""``GET …/search``: search a session's memory (or its user's), a page of hits at a time.
+"""``GET …/search``: search a session's memory (or its user's, or its tenant's), a page at a time.
 
 A time in the query ("yesterday") counts from ``now`` when given; a ``now`` that cannot
 be compared with stored times is refused (400). Hits are cut to the server's byte budget
@@ -44,8 +44,9 @@ def search_session(
     k: Annotated[int, Query(ge=1, le=100, description="How many hits.")] = 10,
     offset: Annotated[int, Query(ge=0, le=99, description=(
         "Skip this many of the best hits: the next_offset of the page before."))] = 0,
-    scope: Annotated[Literal["session", "user"], Query(
-        description="Search this session, or every session of its user.")] = "session",
+    scope: Annotated[Literal["session", "user", "tenant"], Query(
+        description="Search this session, every session of its user, or every session "
+                    "of the key's tenant.")] = "session",
     now: Annotated[datetime | None, Query(
         description="ISO 8601 date-time a time in q (\"yesterday\") counts from;"
                     " the server's clock by default.")] = None,

@@ -39,6 +39,7 @@ from memci.store._rows import (
     orphan_result,
     row_head,
     session_from_row,
+    stored_instant,
 )
 from memci.store._sql._conn import Sql, Transactions
 
@@ -256,6 +257,26 @@ class SqlLog:
                 "which reads artifacts")
         content = self.output_reader(sha)
         return replace(message, parts=(replace(result, content=content),))
+
+    def activity(
+        self, sessions: Sequence[SessionRecord]
+    ) -> dict[int, tuple[int, datetime | None]]:
+        """``{session id: (messages, newest message's created_at)}`` of ``sessions``.
+
+        One statement for a page of sessions; a session without messages is left out.
+        Each count walks the session's own rows of the message key, never another's.
+        """
+        if not sessions:
+            return {}
+        marks = ", ".join("?" for _ in sessions)
+        with self.sql.read() as sql:
+            rows = sql.all(
+                "SELECT c.session_id, c.n, m.created_at FROM (SELECT session_id,"
+                " COUNT(*) AS n, MAX(seq) AS top FROM messages"
+                f" WHERE session_id IN ({marks}) GROUP BY session_id) c"
+                " JOIN messages m ON m.session_id = c.session_id AND m.seq = c.top",
+                [s.id for s in sessions])
+        return {int(r[0]): (int(r[1]), stored_instant(r[2])) for r in rows}
 
     def message_sizes(
         self, session: SessionRecord, *, after: int = 0, limit: int
