@@ -96,15 +96,12 @@ def _timed(qa: dict[str, Any]) -> bool:
     return qa.get("category") == 2 or bool(_DATED_ANSWER.search(str(qa.get("answer", ""))))
 
 
-def _item(conv: str, n: int, qa: dict[str, Any], own: list[_Session],
-          pool: list[_Session], tokens: int, rng: random.Random) -> dict[str, Any] | None:
+def _evidence(qa: dict[str, Any], own: list[_Session]) -> tuple[set[str], list[_Session]]:
     ids = {e for item in qa["evidence"] for e in re.split(r"[;,\s]+", str(item)) if e}
-    evidence = [s for s in own if any(t["dia_id"] in ids for t in s.turns)]
-    if not evidence:
-        return None
-    first = min(s.when for s in evidence)
-    last = max(s.when for s in evidence)
-    span = max((last - first).days, 30)
+    return ids, [s for s in own if any(t["dia_id"] in ids for t in s.turns)]
+
+
+def _fillers(pool: list[_Session], tokens: int, rng: random.Random) -> list[_Session]:
     fillers: list[_Session] = []
     size = 0
     for s in rng.sample(pool, len(pool)):
@@ -112,17 +109,79 @@ def _item(conv: str, n: int, qa: dict[str, Any], own: list[_Session],
             break
         fillers.append(s)
         size += s.tokens
+    return fillers
+
+
+def _item(conv: str, n: int, qa: dict[str, Any], own: list[_Session],
+          pool: list[_Session], tokens: int, rng: random.Random) -> dict[str, Any] | None:
+    """The question as LoCoMo asks it, a few days after the last session."""
+    ids, evidence = _evidence(qa, own)
+    if not evidence:
+        return None
+    first = min(s.when for s in evidence)
+    span = max((max(s.when for s in evidence) - first).days, 30)
     dated: list[tuple[datetime, _Session]] = [(s.when, s) for s in evidence]
-    for s in fillers:  # around the evidence: before, between and a little after it
+    for s in _fillers(pool, tokens, rng):  # around the evidence: before, between, after
         offset = timedelta(days=rng.uniform(-span / 2, span + 14), minutes=rng.randint(0, 600))
         dated.append((first + offset, s))
+    asked = max(when for when, _ in dated) + timedelta(days=rng.randint(1, 10),
+                                                       hours=rng.randint(1, 8))
+    kind = "temporal-reasoning" if _timed(qa) else f"locomo-category-{qa.get('category')}"
+    return _lme(f"{conv}:q{n}", kind, str(qa["question"]), qa, asked, dated, conv, ids,
+                evidence)
+
+
+def _phrases(said: datetime, asked: datetime) -> list[str]:
+    """Ways to name, on ``asked``, the day ``said`` (each true of it as people say it)."""
+    days = (asked.date() - said.date()).days
+    monday = asked.date() - timedelta(days=asked.weekday())
+    out = [f"in {said:%B}" if said.year == asked.year else f"in {said:%B %Y}",
+           f"on {said:%B} {said.day}"]
+    if days == 1:
+        out.append("yesterday")
+    if 2 <= days <= 6:
+        out.append(f"{days} days ago")
+    if monday - timedelta(weeks=1) <= said.date() < monday:
+        out.append("last week")
+    if days >= 7 and abs(days - 7 * round(days / 7)) <= 2:
+        weeks = round(days / 7)
+        out.append("a week ago" if weeks == 1 else f"{weeks} weeks ago")
+    if (said.year * 12 + said.month) == (asked.year * 12 + asked.month) - 1:
+        out.append("last month")
+    return out
+
+
+def _relative(conv: str, n: int, qa: dict[str, Any], own: list[_Session],
+              pool: list[_Session], tokens: int, rng: random.Random) -> dict[str, Any] | None:
+    """The question asked up to six weeks after its one evidence session, naming when.
+
+    "Last week, what did ...?", "3 days ago, ...", "In May, ...": the time is relative to
+    the question's date; distractor sessions are dated before the question too.
+    """
+    ids, evidence = _evidence(qa, own)
+    if len(evidence) != 1:
+        return None
+    said = evidence[0].when
+    asked = said + timedelta(days=rng.randint(1, 42), hours=rng.randint(1, 8))
+    phrase = rng.choice(_phrases(said, asked))
+    question = str(qa["question"])
+    text = f"{phrase[0].upper()}{phrase[1:]}, {question[0].lower()}{question[1:]}"
+    dated: list[tuple[datetime, _Session]] = [(said, evidence[0])]
+    for s in _fillers(pool, tokens, rng):  # in the two months before the question
+        dated.append((asked - timedelta(days=rng.uniform(0.1, 60)), s))
+    return _lme(f"{conv}:q{n}:when", "temporal-reasoning", text, qa, asked, dated, conv, ids,
+                evidence)
+
+
+def _lme(qid: str, kind: str, question: str, qa: dict[str, Any], asked: datetime,
+         dated: list[tuple[datetime, _Session]], conv: str, ids: set[str],
+         evidence: list[_Session]) -> dict[str, Any]:
+    """One LongMemEval item: the sessions in date order, the answer turns marked."""
     dated.sort(key=lambda pair: pair[0])
-    asked = dated[-1][0] + timedelta(days=rng.randint(1, 10), hours=rng.randint(1, 8))
     return {
-        "question_id": f"{conv}:q{n}",
-        "question_type": ("temporal-reasoning" if _timed(qa)
-                          else f"locomo-category-{qa.get('category')}"),
-        "question": str(qa["question"]),
+        "question_id": qid,
+        "question_type": kind,
+        "question": question,
         "answer": str(qa.get("answer", "")),
         "question_date": asked.strftime(_LME_FORMAT),
         "haystack_session_ids": [f"{s.conversation}:s{s.number}" for _, s in dated],
@@ -136,7 +195,7 @@ def _item(conv: str, n: int, qa: dict[str, Any], own: list[_Session],
 
 
 def haystacks(paths: Sequence[Path], *, tokens: int = 12_000, others: int = 5,
-              seed: int = 1) -> list[dict[str, Any]]:
+              relative: int = 20, seed: int = 1) -> list[dict[str, Any]]:
     """LongMemEval items for the questions of every LoCoMo file of ``paths``."""
     loaded = {p.stem: _sessions(p) for p in paths}
     out = []
@@ -146,6 +205,12 @@ def haystacks(paths: Sequence[Path], *, tokens: int = 12_000, others: int = 5,
         qa = list(data.get("qa", []))
         for n in _chosen(qa, others, rng):
             item = _item(conv, n, qa[n], own, pool, tokens, rng)
+            if item is not None:
+                out.append(item)
+        asked = [i for i, q in enumerate(qa) if q.get("category") != 5 and q.get("evidence")
+                 and not _timed(q)]
+        for n in sorted(rng.sample(asked, min(relative, len(asked)))):
+            item = _relative(conv, n, qa[n], own, pool, tokens, rng)
             if item is not None:
                 out.append(item)
     return out
@@ -161,12 +226,17 @@ def main(argv: Sequence[str] | None = None) -> None:
                         help="distractor tokens per haystack (about; default 12000)")
     parser.add_argument("--others", type=int, default=5,
                         help="questions per conversation that are not temporal (default 5)")
+    parser.add_argument("--relative", type=int, default=20,
+                        help="questions per conversation asked again naming when, relative "
+                             "to the question's date (\"Last week, what ...?\"; default 20; "
+                             "only those whose evidence is in one session)")
     parser.add_argument("--seed", type=int, default=1)
     args = parser.parse_args(argv)
     paths = args.locomo or sorted((SHARED / "locomo").glob("*.json"))
     if len(paths) < 2:
         parser.error("give at least two LoCoMo files: distractors come from the others")
-    items = haystacks(paths, tokens=args.tokens, others=args.others, seed=args.seed)
+    items = haystacks(paths, tokens=args.tokens, others=args.others, relative=args.relative,
+                      seed=args.seed)
     args.out.write_text(json.dumps(items, ensure_ascii=False), encoding="utf-8")
     print(f"{len(items)} haystacks written to {args.out}", file=sys.stderr)
 

@@ -443,7 +443,8 @@ def locomo(paths: list[Path] | None = None) -> Dataset:
             sessions.append(session)
         end = max(s.day for s in sessions if s.user == path.stem) + timedelta(days=1)
         for qa in data.get("qa", []):
-            ids = [e for item in qa.get("evidence", []) for e in str(item).replace(";", " ").split()]
+            ids = [e for item in qa.get("evidence", [])
+                   for e in str(item).replace(";", " ").split()]
             groups = [[where[e]] for e in dict.fromkeys(ids) if e in where]
             if qa.get("category") == 5 or not groups:
                 continue

@@ -59,6 +59,7 @@ __all__ = [
     "orphan_result",
     "row_head",
     "session_from_row",
+    "stored_instant",
     "stored_json",
     "stored_parts",
     "summary_json",
@@ -135,7 +136,7 @@ def message_from_row(session: str, row: Sequence[Any]) -> Message:
         raise ValueError(f"role {role!r} is not one of {', '.join(ROLES)}")
     return Message(
         role=role, parts=stored_parts(parts), name=name if isinstance(name, str) else None,
-        metadata=_stored_metadata(metadata), created_at=_stored_instant(created_at),
+        metadata=_stored_metadata(metadata), created_at=stored_instant(created_at),
         session=session, seq=int(seq), tokens=_stored_tokens(tokens, parts),
     )
 
@@ -158,7 +159,7 @@ def _stored_metadata(text: object) -> Mapping[str, Any]:
     return MappingProxyType(value)
 
 
-def _stored_instant(text: object) -> datetime | None:
+def stored_instant(text: object) -> datetime | None:
     try:
         stamp = datetime.fromisoformat(str(text))
     except ValueError:
