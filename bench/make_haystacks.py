@@ -8,8 +8,12 @@ with their own dates, among distractor sessions taken from the OTHER conversatio
 ``--tokens`` tokens of them), each given a date of its own around the evidence; the
 question is asked a few days after the last session. Mostly temporal questions: every
 category 2 question (LoCoMo's temporal reasoning), every other question whose answer is a
-date, and ``--others`` of the rest per conversation, so a time in a question and the
-sessions' dates are what is tested.
+date, and ``--others`` of the rest per conversation. ``--relative`` more per conversation
+(of those whose evidence is in one session) are asked again up to six weeks after that
+session, naming when it was, relative to the question's date, as LongMemEval's temporal
+questions do: "Last week, what ...?", "3 weeks ago, ...", "In May, ...", "On May 7, ..."
+(question ids ending ``:when``). So a time in a question and the sessions' dates are
+what is tested.
 
 The output is LongMemEval's format (``question_id``, ``question_type``, ``question``,
 ``answer``, ``question_date``, ``haystack_session_ids``, ``haystack_dates``,
@@ -22,7 +26,7 @@ it copies the shared data's text, so it is never committed.
 Invariants: the same inputs and seed give the same file; a haystack never holds a session
 of its question's conversation other than the evidence sessions; every session is dated
 and the question date is after the last one; every item has at least one ``has_answer``
-turn.
+turn; a question naming when names a time that holds its evidence session.
 """
 
 from __future__ import annotations
