@@ -5,11 +5,16 @@
     PYTHONPATH=src python bench/bench_retrieval.py --dense --write docs/benchmarks-retrieval.md
     PYTHONPATH=src python bench/bench_retrieval.py --db postgresql://user@host/x  # on PostgreSQL
     PYTHONPATH=src python bench/bench_retrieval.py --db embedded  # on an embedded PostgreSQL
+    PYTHONPATH=src python bench/bench_retrieval.py --data locomo zh --analyzers bigram --no-latency
+        # the default analyzer on LoCoMo and Chinese only (a quick check)
 
 Data: ``bench/retrieval_data.py`` (English generated; Chinese from KdConv travel, read
-from ``../shared/data/zh``). Each question searches the sessions of its user (``user``
+from ``../shared/data/zh``; LoCoMo conversations from ``../shared/data/locomo``, one user
+each, reported per conversation so one can be tuned on and the others held out). Each
+question searches the sessions of its user (``user``
 scope) with the question's own "now" (for "yesterday", "上周二"). A question's recall@k is
-the share of its evidence groups with a message in the top k; the table shows the mean.
+the share of its evidence groups with a message in the top k; the table shows the mean,
+and ``hit`` the share of questions with any evidence group in the top k.
 
 Latency: one session of 10,000 messages (mixed English and Chinese), 200 queries through
 ``MessageIndex.search`` with the default analyzer and no embedder.
