@@ -68,7 +68,7 @@ DENSE_ADDS: tuple[str, ...] = ("dense", "items:dense")
 # What was said in a named time that matches none of the words only adds too: a time in a
 # question narrows or boosts its words, it never replaces them. Fused in at 0.9, those
 # messages took every other place from the third on, before the word matches that held
-# the answer (docs/retrieval.md, "Time in questions").
+# the answer (docs/retrieval.md, "Only matches").
 ADDS: tuple[str, ...] = (*DENSE_ADDS, "dated")
 TimeMode = Literal["boost", "filter", "off"]
 
