@@ -15,6 +15,9 @@ Invariants:
   transaction) joins it, so a message and its index entry are committed together;
   indexing a message twice is a no-op;
 - system messages are recorded (so catching up knows where it stands) but never searched;
+- a message is indexed with the tail of the messages before it (its context), back to a
+  pause of more than ``_CONTEXT_GAP`` between two of them, however it is indexed (with its
+  append, caught up, or for a new analyzer);
 - user text never reaches FTS5 unquoted (see :mod:`memci.memory._text`).
 """
 
