@@ -7,6 +7,9 @@ Run:  python bench/bench_evidence.py                      (all development data,
           (memci with dense retrieval too, beside the default; needs memci[embeddings])
       python bench/bench_evidence.py --locomo other/*.json --kdconv other.json \
           --longmemeval lme.json --traces other/*.traj.json   (held-out files, same code)
+      python bench/bench_evidence.py --haystacks --skip locomo kdconv traces
+          (LongMemEval-style haystacks made from the LoCoMo files by make_haystacks.py,
+          in a temporary folder: dated evidence sessions among other conversations')
       ... --write docs/benchmarks-evidence.md --dump misses.jsonl
 
 For each question of a conversation (LoCoMo, KdConv made into long conversations,
@@ -51,6 +54,7 @@ from evidence_data import Conversation, Question, all_locomo, kdconv, longmemeva
 from evidence_match import request_text, request_tokens
 from evidence_systems import BASELINES, History, MemciConversation
 from evidence_traces import LAST_N, TraceResult, replay
+from make_haystacks import haystacks
 from memci.store.sqlite._driver import driver
 
 REFERENCE = "bm25"
@@ -60,6 +64,7 @@ NOT_ASKED = {
     "kdconv": "facts not asked (outside the evenly spread sample, or with several values "
               "or dialogues)",
     "longmemeval": "questions not asked (no has_answer turn, or beyond --max-questions)",
+    "haystacks": "questions not asked (beyond --max-questions)",
 }
 LABELS = {
     "memci-live": "memci (built every turn)",
@@ -297,6 +302,10 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--longmemeval", type=Path, nargs="+", default=[], metavar="FILE",
                         help="LongMemEval files (none by default; every question has its "
                              "own haystack, fed per budget: --max-questions samples big files)")
+    parser.add_argument("--haystacks", action="store_true",
+                        help="also make LongMemEval-style haystacks of the LoCoMo files "
+                             "(make_haystacks.py: each question's dated evidence sessions "
+                             "among ~12k tokens of the other conversations) and ask them")
     parser.add_argument("--traces", type=Path, nargs="+", metavar="FILE",
                         help="agent traces (default ../shared/data/traces/*.traj.json)")
     parser.add_argument("--skip", nargs="+", default=[],
@@ -338,6 +347,7 @@ class Plan:
     rest (a flag given always wins: --quick never drops one)."""
 
     locomo: list[Path]
+    haystacks: list[Path]
     kdconv: Path | None
     longmemeval: list[Path]
     traces: list[Path]
@@ -369,6 +379,8 @@ def plan(args: argparse.Namespace) -> Plan:
     skip = set(args.skip)
     return Plan(
         locomo=[] if "locomo" in skip else locomo,
+        haystacks=(args.locomo or sorted((SHARED / "locomo").glob("*.json"))
+                   if args.haystacks else []),
         kdconv=None if "kdconv" in skip else kdconv_file,
         longmemeval=[] if "longmemeval" in skip else list(args.longmemeval),
         traces=[] if "traces" in skip else traces,
@@ -388,11 +400,16 @@ def main(argv: Sequence[str] | None = None) -> str:
                                 questions_per_conversation=min(args.kdconv_questions,
                                                                max_q or args.kdconv_questions),
                                 max_conversations=run_plan.kdconv_conversations)
-    for path in run_plan.longmemeval:
-        conversations += longmemeval(path, max_questions=max_q)
     dump = args.dump.open("w", encoding="utf-8") if args.dump else None
     try:
         with tempfile.TemporaryDirectory() as tmp:
+            for path in run_plan.longmemeval:
+                conversations += longmemeval(path, max_questions=max_q)
+            if run_plan.haystacks:
+                # Made at bench time: the file copies the shared data's text.
+                made = Path(tmp) / "haystacks.json"
+                made.write_text(json.dumps(haystacks(run_plan.haystacks)), encoding="utf-8")
+                conversations += longmemeval(made, max_questions=max_q, dataset="haystacks")
             run = Run(run_plan.budgets, run_plan.feeds, dump, Path(tmp), args.embedder)
             for conv in conversations:
                 t0 = time.perf_counter()

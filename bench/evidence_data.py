@@ -227,8 +227,11 @@ def _lme_date(text: str) -> datetime:
     return datetime.fromisoformat(text.strip())
 
 
-def longmemeval(path: Path, *, max_questions: int | None = None) -> list[Conversation]:
-    """A LongMemEval file: one conversation (the question's haystack) per question."""
+def longmemeval(path: Path, *, max_questions: int | None = None,
+                dataset: str = "longmemeval") -> list[Conversation]:
+    """A LongMemEval file: one conversation (the question's haystack) per question.
+
+    ``dataset``: the name its figures are reported under."""
     items = json.loads(path.read_text(encoding="utf-8"))
     if isinstance(items, dict):
         items = [items]
@@ -262,7 +265,7 @@ def longmemeval(path: Path, *, max_questions: int | None = None) -> list[Convers
             asked_dt = previous + timedelta(hours=1)
         question = Question(qid, str(item["question"]), asked_dt.isoformat(), tuple(evidence),
                             str(item.get("question_type", "longmemeval")))
-        out.append(Conversation("longmemeval", qid, tuple(turns), (question,)))
+        out.append(Conversation(dataset, qid, tuple(turns), (question,)))
     chosen = evenly(out, max_questions)
     if chosen:
         first = chosen[0]

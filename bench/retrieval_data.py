@@ -398,3 +398,56 @@ def latency_corpus(n: int = 10_000, seed: int = 3) -> list[Turn]:
             turns.append(Turn(role, _fill(rng, rng.choice(_DISTRACT_ASSISTANT),
                                           x="; ".join(rng.sample(_ASSIST_BITS, 2)))))
     return turns
+
+
+# -- LoCoMo ---------------------------------------------------------------------------------
+
+LOCOMO = ROOT.parent / "shared" / "data" / "locomo"
+_LOCOMO_DATES = ("%I:%M %p on %d %B, %Y", "%I:%M %p on %d %b, %Y")
+
+
+def _locomo_day(text: str) -> datetime:
+    for fmt in _LOCOMO_DATES:
+        try:
+            return datetime.strptime(text.strip(), fmt).replace(tzinfo=UTC)
+        except ValueError:
+            continue
+    raise ValueError(f"LoCoMo session date {text!r} is not like '1:56 pm on 8 May, 2023'")
+
+
+def locomo(paths: list[Path] | None = None) -> Dataset:
+    """LoCoMo conversations (read from ``shared/data/locomo``): one user per conversation.
+
+    Each session is a dated session of that user; each answerable question (categories
+    1-4) has one evidence group per evidence turn, and its type is the conversation's
+    name, so a tuning conversation and held-out ones are reported apart. Questions are
+    asked a day after the conversation's last session.
+    """
+    sessions: list[BenchSession] = []
+    questions: list[Question] = []
+    for path in paths or sorted(LOCOMO.glob("*.json")):
+        data = json.loads(path.read_text(encoding="utf-8"))
+        where: dict[str, tuple[str, int]] = {}
+        numbers = sorted(int(k.split("_")[1]) for k in data
+                         if k.startswith("session_") and k.count("_") == 1 and data[k])
+        for n in numbers:
+            session = BenchSession(f"{path.stem}-s{n}",
+                                   _locomo_day(data[f"session_{n}_date_time"]), user=path.stem)
+            for i, t in enumerate(data[f"session_{n}"]):
+                text = str(t.get("text", ""))
+                if t.get("blip_caption"):
+                    text = f"{text} [shares a photo: {t['blip_caption']}]"
+                role = "user" if t["speaker"] == data["speaker_a"] else "assistant"
+                session.turns.append(Turn(role, text))
+                where[str(t["dia_id"])] = (session.name, i)
+            sessions.append(session)
+        end = max(s.day for s in sessions if s.user == path.stem) + timedelta(days=1)
+        for qa in data.get("qa", []):
+            ids = [e for item in qa.get("evidence", [])
+                   for e in str(item).replace(";", " ").split()]
+            groups = [[where[e]] for e in dict.fromkeys(ids) if e in where]
+            if qa.get("category") == 5 or not groups:
+                continue
+            questions.append(Question(path.stem, str(qa["question"]), groups, end,
+                                      user=path.stem))
+    return Dataset("locomo", sessions, questions)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import re
 import sys
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +24,8 @@ from evidence_data import Question, Turn, kdconv, locomo, longmemeval
 from evidence_match import request_text, request_tokens
 from evidence_systems import BASELINES, History
 from evidence_traces import read_trace, replay
+from make_haystacks import haystacks
+from memci.memory._time import time_hint
 
 # -- readers ----------------------------------------------------------------------------
 
@@ -295,3 +298,51 @@ def test_quick_never_drops_a_flag_given(tmp_path: Path) -> None:
     assert len(quick.locomo) <= 1 and len(quick.traces) <= 1
     full = bench_evidence.plan(bench_evidence.parse(["--skip", "longmemeval"]))
     assert full.budgets == [2000, 4000, 8000] and full.max_questions is None
+
+
+# -- haystacks made from LoCoMo ---------------------------------------------------------
+
+
+def _other_locomo(path: Path) -> Path:
+    """A second LoCoMo-kind file: the first one's distractors come from it."""
+    turns = [{"speaker": ("Cy", "Di")[i % 2], "dia_id": f"D{n}:{i + 1}",
+              "text": f"talk {n}-{i} about gardening and tomatoes"}
+             for n in (1, 2) for i in range(3)]
+    data = {"speaker_a": "Cy", "speaker_b": "Di",
+            "session_1_date_time": "8:00 am on 1 May, 2021", "session_1": turns[:3],
+            "session_2_date_time": "8:00 am on 9 May, 2021", "session_2": turns[3:],
+            "qa": [{"question": "When did Cy plant tomatoes?", "answer": "May 2021",
+                    "evidence": ["D2:1"], "category": 2},
+                   {"question": "What does Di grow?", "answer": "tomatoes",
+                    "evidence": ["D1:2"], "category": 4}]}
+    path.write_text(json.dumps(data), encoding="utf-8")
+    return path
+
+
+def test_haystacks_are_dated_longmemeval_items(tmp_path: Path) -> None:
+    files = [_tiny_locomo(tmp_path / "ana.json"), _other_locomo(tmp_path / "cy.json")]
+    items = haystacks(files, tokens=10, relative=5, seed=3)
+    assert items == haystacks(files, tokens=10, relative=5, seed=3)  # deterministic
+    kinds = {item["question_id"]: item["question_type"] for item in items}
+    assert kinds["cy:q0"] == "temporal-reasoning"  # category 2
+    assert any(qid.endswith(":when") for qid in kinds)  # asked again naming when
+    for item in items:
+        conv = item["question_id"].split(":")[0]
+        dates = [datetime.strptime(d, "%Y/%m/%d (%a) %H:%M") for d in item["haystack_dates"]]
+        asked = datetime.strptime(item["question_date"], "%Y/%m/%d (%a) %H:%M")
+        assert dates == sorted(dates) and asked > dates[-1]
+        own = {s for s in item["haystack_session_ids"] if s.startswith(f"{conv}:")}
+        assert own == set(item["answer_session_ids"])  # no other session of its own
+        assert len(own) < len(item["haystack_session_ids"])  # distractors from the other
+        assert any(t["has_answer"] for s in item["haystack_sessions"] for t in s)
+        if item["question_id"].endswith(":when"):
+            # the time it names, read from the question's date, holds the evidence session
+            named = time_hint(item["question"], now=asked.replace(tzinfo=UTC))
+            said = dates[item["haystack_session_ids"].index(item["answer_session_ids"][0])]
+            assert named is not None and named.contains(said)
+    made = tmp_path / "lme.json"
+    made.write_text(json.dumps(items), encoding="utf-8")
+    assert len(longmemeval(made)) == len(items)
+    text = bench_evidence.main(["--haystacks", "--locomo", *map(str, files), "--skip",
+                                "locomo", "kdconv", "traces", "--budgets", "600"])
+    assert "| haystacks | 600 | BM25 top-10 + newest |" in text

@@ -196,7 +196,33 @@ def test_new_analyzer_table_is_built_from_the_index(store: SQLiteStore) -> None:
     assert texts(trigram.search("pelican", sessions=[rec.id]))[0] == "pelicans fly south"
 
 
-# -- time ----------------------------------------------------------------------------------
+@pytest.mark.parametrize("how", ["indexed", "caught up", "new analyzer", "one by one"])
+def test_the_context_of_a_message_stops_at_a_pause(store: SQLiteStore, how: str) -> None:
+    # A reply a minute later is indexed with what it answers; a conversation taken up the
+    # next day (or an unrelated session put after it) is not, however it gets indexed.
+    rec = store.ensure_session("t", "pause", "u", {})
+    index = MessageIndex(store, embedder=None)
+    later = NOW - timedelta(days=1)
+    said = [("we booked the Lisbon flights", NOW - timedelta(days=2)),
+            ("great, which airline?", NOW - timedelta(days=2) + timedelta(minutes=1)),
+            ("the printer jammed again", later),
+            ("try the tray", later + timedelta(minutes=1))]
+    messages = [Message(("user", "assistant")[i % 2], Message.user(t).parts, created_at=at,
+                        tokens=1) for i, (t, at) in enumerate(said)]
+    if how == "one by one":
+        for message in messages:
+            index.index(rec, store.append(rec, [message]))
+    else:
+        stored = store.append(rec, messages)
+        if how == "indexed":
+            index.index(rec, stored)
+    if how == "new analyzer":
+        index.sync([rec.id])
+        index = MessageIndex(store, analyzer="trigram", embedder=None)
+    found = texts(index.search("Lisbon flights", sessions=[rec.id], now=NOW))
+    assert found == ["we booked the Lisbon flights", "great, which airline?"]
+
+
 
 
 @pytest.mark.parametrize(("text", "start", "days"), [
@@ -213,6 +239,20 @@ def test_new_analyzer_table_is_built_from_the_index(store: SQLiteStore) -> None:
     ("in January", "2026-01-01", 31),
     ("上个月", "2026-02-01", 28),
     ("today", "2026-03-12", 1),
+    # "the past month / week" is the days up to today, not the calendar unit before it
+    ("what book did I read in the past month?", "2026-02-10", 31),
+    ("over the past week", "2026-03-05", 8),
+    # "before last": the one before the last one
+    ("the weekend before last", "2026-02-28", 2),
+    ("the week before last", "2026-02-23", 7),
+    ("the month before last", "2026-01-01", 31),
+    # seasons (northern hemisphere) and parts of a month
+    ("what did we do last summer?", "2025-06-01", 92),
+    ("in the winter of 2024", "2024-12-01", 90),
+    ("this spring", "2026-03-01", 92),
+    ("in early February", "2026-02-01", 10),
+    ("mid-January 2026", "2026-01-11", 10),
+    ("late February", "2026-02-21", 8),
 ])
 def test_time_hints(text: str, start: str, days: int) -> None:
     found = time_hint(text, now=NOW)
@@ -221,7 +261,8 @@ def test_time_hints(text: str, start: str, days: int) -> None:
     assert (found.end - found.start).days == days
 
 
-@pytest.mark.parametrize("text", ["where is the sun", "how do I sort a list", "我喜欢吃饺子"])
+@pytest.mark.parametrize("text", ["where is the sun", "how do I sort a list", "我喜欢吃饺子",
+                                  "my summer camp photos", "is winter coming?"])
 def test_no_time_hint(text: str) -> None:
     assert time_hint(text, now=NOW) is None
 
@@ -565,6 +606,25 @@ def test_a_date_word_never_replaces_the_question_s_words(store: SQLiteStore) -> 
     # a question made of a time only lists what was said then
     only = index.search("what did we talk about on Sunday?", sessions=[rec.id], now=NOW)
     assert only[0].created_at is not None and only[0].created_at.date() == sunday.date()
+
+
+def test_what_was_said_then_comes_after_every_match_of_the_words(store: SQLiteStore) -> None:
+    # A time narrows or boosts the words, it never replaces them: when nothing said last
+    # week matches, what was said then follows every message that does.
+    rec = store.ensure_session("t", "lisbon", "u", {})
+    index = MessageIndex(store, embedder=None)
+    for n in range(8):
+        add(store, rec, index, f"my sister's wedding in Lisbon, detail {n}", "noted",
+            at=NOW - timedelta(days=40 + n))
+    for n in range(8):
+        add(store, rec, index, f"the printer jammed again, page {n}", "try the tray",
+            at=NOW - timedelta(days=7, hours=n))
+    question = "last week, what did I say about the wedding in Lisbon?"
+    hits = index.search(question, sessions=[rec.id], now=NOW, k=40)
+    words = [h for h in hits if "keyword" in h.retrievers]
+    assert len(words) >= 8
+    assert hits[:len(words)] == words  # every word match first
+    assert any("printer" in h.text for h in hits[len(words):])  # then what was said then
 
 
 def test_common_words_are_searched_among_the_newest_entries(store: SQLiteStore) -> None:

@@ -159,6 +159,9 @@ def test_what_indexing_reads_back(
     assert search.page_before(session.id, 4) == 1
     assert [m.content for m in search.recent(session.id, 4, 8)] == ["two", "one"]
     assert [m.content for m in search.recent(session.id, 4, 1)] == ["two"]
+    # when each was said: indexing stops a message's context at a pause
+    assert [m.created_at for m in search.recent(session.id, 4, 8)] == [
+        DAY + timedelta(hours=2), DAY]
     index(search, session, messages[3:])
     assert search.behind(None) == []
     backlog = search.embed_backlog(0, 10)
@@ -176,6 +179,7 @@ def test_another_analyzer_gets_the_entries_it_lacks(
     backlog = trigram.keyword_backlog()
     assert [(e.session_id, e.message.seq, e.message.content) for e in backlog] == [
         (session.id, 1, "pelicans fly south"), (session.id, 3, "ok")]
+    assert [e.message.created_at for e in backlog] == [DAY, DAY + timedelta(hours=2)]
     for entry in backlog:
         trigram.add_keyword(entry.doc, entry.session_id, entry.message.content, "")
     assert trigram.keyword_backlog() == []

@@ -15,6 +15,9 @@ Invariants:
   transaction) joins it, so a message and its index entry are committed together;
   indexing a message twice is a no-op;
 - system messages are recorded (so catching up knows where it stands) but never searched;
+- a message is indexed with the tail of the messages before it (its context), back to a
+  pause of more than ``_CONTEXT_GAP`` between two of them, however it is indexed (with its
+  append, caught up, or for a new analyzer);
 - user text never reaches FTS5 unquoted (see :mod:`memci.memory._text`).
 """
 
@@ -26,7 +29,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from types import MappingProxyType
 from typing import Any, Literal
 
@@ -65,6 +68,11 @@ RETRIEVERS: tuple[str, ...] = ("keyword", "dense")
 # points over keyword alone on paraphrased questions (bench/bench_evidence.py,
 # bench/bench_retrieval.py --dense; docs/retrieval.md).
 DENSE_ADDS: tuple[str, ...] = ("dense", "items:dense")
+# What was said in a named time that matches none of the words only adds too: a time in a
+# question narrows or boosts its words, it never replaces them. Fused in at 0.9, those
+# messages took every other place from the third on, before the word matches that held
+# the answer (docs/retrieval.md, "Only matches").
+ADDS: tuple[str, ...] = (*DENSE_ADDS, "dated")
 TimeMode = Literal["boost", "filter", "off"]
 
 _BODY_LIMIT = 20_000  # characters of one message that are indexed (tool output is long)
@@ -77,6 +85,10 @@ _CALL_LOOKBACK = 64  # messages read back for the call a tool result answers
 _CALLS_KEPT = 512  # tool calls remembered per session (see _OwnCalls)
 _SESSIONS_KEPT = 256  # sessions _OwnCalls remembers calls of (the most recently indexed)
 _CONTEXT_WEIGHT = 0.5  # BM25 weight of the previous messages' text
+# A pause after which a conversation is taken up again, not continued: the messages before
+# it are no context of the ones after (a session resumed the next day talks of other
+# things; LongMemEval's haystacks put unrelated sessions one after the other).
+_CONTEXT_GAP = timedelta(hours=3)
 _TIME_WEIGHT = 2.0  # RRF weight of the list of messages inside a time the question names
 
 
@@ -172,6 +184,17 @@ class _OwnCalls:
         return message_text(message, own)
 
 
+def _paused(before: datetime | None, after: datetime | None) -> bool:
+    """Whether the conversation paused between two messages said at these times."""
+    if before is None or after is None:
+        return False
+    if before.tzinfo is None:
+        before = before.replace(tzinfo=UTC)
+    if after.tzinfo is None:
+        after = after.replace(tzinfo=UTC)
+    return after - before > _CONTEXT_GAP
+
+
 def _epoch(moment: datetime | None) -> float:
     if moment is None:
         return time.time()
@@ -249,15 +272,19 @@ class MessageIndex:
         with self.store.atomic():
             first = todo[0].seq or 0
             page = rows.page_before(session.id, first)
-            previous = self._context_before(session.id, first)
+            previous = self._context_before(session.id, first, todo[0].created_at)
             added = 0
             last = first - 1
+            said: datetime | None = None
             for message in todo:
                 assert message.seq is not None
                 if message.seq != last + 1:  # a gap: recount, and no context across it
                     page = rows.page_before(session.id, message.seq)
-                    previous = self._context_before(session.id, message.seq)
-                last = message.seq
+                    previous = self._context_before(session.id, message.seq,
+                                                    message.created_at)
+                elif _paused(said, message.created_at):
+                    previous = ""
+                last, said = message.seq, message.created_at
                 if message.role == "user":
                     page += 1
                 text = self._own.text(session.id, message)
@@ -276,8 +303,11 @@ class MessageIndex:
             return ""
         return (f"{context}\n{text}" if context else text)[-self.context_chars:]
 
-    def _context_before(self, session_id: int, seq: int) -> str:
-        """Return the context of message ``seq``: the tail of the messages before it."""
+    def _context_before(self, session_id: int, seq: int, said: datetime | None) -> str:
+        """Return the context of message ``seq``, said at ``said``.
+
+        It is the tail of the messages before it, back to a pause (see ``_CONTEXT_GAP``).
+        """
         if self.context_chars <= 0:
             return ""
         texts: list[str] = []
@@ -286,6 +316,9 @@ class MessageIndex:
         own = {p.id for m in recent for p in m.parts
                if isinstance(p, ToolCallPart) and p.name in OWN_TOOL_NAMES}
         for message in recent:
+            if _paused(message.created_at, said):
+                break
+            said = message.created_at
             texts.append(message_text(message, own))
             size += len(texts[-1])
             if size >= self.context_chars:
@@ -297,15 +330,19 @@ class MessageIndex:
 
     def _catch_up_keyword(self) -> None:
         """Give keyword text to entries without it (a new analyzer's table, or a stale one)."""
-        context: dict[int, tuple[int, str]] = {}  # session -> (last seq, rolling context)
+        # session -> (last seq, when it was said, rolling context)
+        context: dict[int, tuple[int, datetime | None, str]] = {}
         for entry in self.rows.keyword_backlog():
-            sid, seq = entry.session_id, entry.message.seq or 0
+            sid, seq, said = entry.session_id, entry.message.seq or 0, entry.message.created_at
             last = context.get(sid)
-            previous = (last[1] if last is not None and last[0] == seq - 1
-                        else self._context_before(sid, seq))
+            if last is None or last[0] != seq - 1:
+                previous = self._context_before(sid, seq, said)
+            else:
+                previous = "" if _paused(last[1], said) else last[2]
             text = self._own.text(sid, entry.message)
             self.rows.add_keyword(entry.doc, sid, text, previous if text.strip() else "")
-            context[sid] = (seq, self._roll(previous, text) if text.strip() else previous)
+            context[sid] = (seq, said,
+                            self._roll(previous, text) if text.strip() else previous)
 
     def sync(self, sessions: Collection[int] | None = None) -> int:
         """Index what the store holds for ``sessions`` (ids; all when None) and the index not.
@@ -472,8 +509,7 @@ class MessageIndex:
                 return lists
             return run(None)
         lists = run(None)
-        inside_lists = run(time_range)
-        inside = [c for c, _, _ in fuse(inside_lists, after=DENSE_ADDS)]
+        inside = [c for c, _, _ in fuse(run(time_range), after=DENSE_ADDS)]
         if not inside:
             dated = self.in_range(k=depth, sessions=sessions, time_range=time_range,
                                   roles=roles)
@@ -484,7 +520,7 @@ class MessageIndex:
             else:
                 # A question with words of its own keeps matching them: a date boosts,
                 # it never replaces the text ("Sunday mass" finds mass first). What was
-                # said then follows, at a lower weight.
+                # said then comes after every match of the words (see ADDS).
                 lists["dated"] = dated
         lists["time"] = inside
         return lists
@@ -519,7 +555,7 @@ class MessageIndex:
                                   time_range=time_range, roles=roles, time_mode=mode,
                                   retrievers=retrievers)
         fused = fuse({name: [c.doc for c in found] for name, found in lists.items()},
-                     weights=self.fusion_weights(), after=DENSE_ADDS)
+                     weights=self.fusion_weights(), after=ADDS)
         by_doc = {c.doc: c for found in lists.values() for c in found}
         return self.load([(by_doc[doc], score, names) for doc, score, names in fused[:k]])
 

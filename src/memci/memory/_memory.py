@@ -23,7 +23,7 @@ from typing import Literal
 from memci.errors import InvalidInputError
 from memci.memory._embed import Embedder, embedder_from_env
 from memci.memory._hit import Hit, fuse
-from memci.memory._index import DENSE_ADDS, Candidate, MessageIndex, TimeMode
+from memci.memory._index import ADDS, Candidate, MessageIndex, TimeMode
 from memci.memory._items import Level, MemoryItem, MemoryItems, Scope
 from memci.memory._time import TimeRange, time_hint
 from memci.messages import Message
@@ -156,7 +156,7 @@ class Memory:
                 lists[f"items:{name}"] = [("i", i) for i in ids]
         weights = index.fusion_weights()
         weights["items:time"] = index.time_weight
-        fused = fuse(lists, weights=weights, after=DENSE_ADDS)[:k]
+        fused = fuse(lists, weights=weights, after=ADDS)[:k]
         message_hits = index.load_docs([(candidates[key[1]], score, _base(names))
                                         for key, score, names in fused if key[0] == "m"])
         item_hits = {h.item.id: h for h in self.items.hits(

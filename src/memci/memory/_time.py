@@ -299,6 +299,63 @@ def _this_week(m: re.Match[str], today: date) -> _Days | None:
     return monday, monday + timedelta(weeks=1)
 
 
+def _rolling(m: re.Match[str], today: date) -> _Days | None:
+    """"The past week / month / year": the days up to today, not the calendar unit before."""
+    days = {"week": 7, "month": 30, "year": 365}[m.group(1).lower()]
+    return today - timedelta(days=days), today + _ONE
+
+
+def _before_last(m: re.Match[str], today: date) -> _Days | None:
+    """"The week / weekend / month / year before last": the one before the last one."""
+    unit = m.group(1).lower()
+    if unit == "weekend":
+        saturday = _monday(today) - timedelta(days=9)
+        return saturday, saturday + 2 * _ONE
+    if unit == "week":
+        monday = _monday(today) - timedelta(weeks=2)
+        return monday, monday + timedelta(weeks=1)
+    if unit == "month":
+        first = _add_months(today.replace(day=1), -2)
+        return first, _add_months(first, 1)
+    return date(today.year - 2, 1, 1), date(today.year - 1, 1, 1)
+
+
+# Northern-hemisphere seasons by their first month: winter runs from December into the
+# next year, so "the winter of 2022" starts in December 2022.
+_SEASONS = {"spring": 3, "summer": 6, "fall": 9, "autumn": 9, "winter": 12}
+
+
+def _season(m: re.Match[str], today: date) -> _Days | None:
+    """"last summer", "this spring", "in the summer of 2022", "winter 2021"."""
+    which, name, year = (m.group(1) or "").lower(), m.group(2).lower(), m.group(3)
+    if not which and not year:
+        return None  # "in summer", "summer camp": no particular one
+    first = date(int(year) if year else today.year, _SEASONS[name], 1)
+    if not year:
+        # The latest such season that has begun ("this" included); "last": one before
+        # the latest that has ended.
+        while first > today:
+            first = date(first.year - 1, first.month, 1)
+        if which == "last" and _add_months(first, 3) > today:
+            first = date(first.year - 1, first.month, 1)
+    return first, _add_months(first, 3)
+
+
+_PART = {"early": (1, 11), "mid": (11, 21), "middle of": (11, 21), "late": (21, 32),
+         "end of": (21, 32), "beginning of": (1, 11), "start of": (1, 11)}
+
+
+def _part_of_month(m: re.Match[str], today: date) -> _Days | None:
+    """"early June", "mid-May 2023", "late March", "the end of April": a third of it."""
+    first = _latest_month(today, _MONTHS[m.group(2).lower()],
+                          int(m.group(3)) if m.group(3) else None)
+    if first is None:
+        return None
+    low, high = _PART[re.sub(r"[\s-]+", " ", m.group(1).lower()).strip()]
+    end = _add_months(first, 1)
+    return first.replace(day=low), min(end, first + timedelta(days=high - 1))
+
+
 def _last_month(m: re.Match[str], today: date) -> _Days | None:
     return _add_months(today.replace(day=1), -1), today.replace(day=1)
 
@@ -332,6 +389,14 @@ _PATTERNS: list[tuple[re.Pattern[str], _Reader]] = [
     (re.compile(r"(?<![\d/])(\d{1,2})/(\d{1,2})(?![\d/])"), _en_slash),
     (re.compile(rf"\b(?:in|during|of|since)\s+({_MONTH_NAMES})(?:\s+(\d{{4}}))?\b", re.I),
      _en_month),
+    (re.compile(r"\b(?:the\s+)?(week|weekend|month|year)\s+before\s+last\b", re.I),
+     _before_last),
+    (re.compile(r"\b(?:the|this)\s+past\s+(week|month|year)\b", re.I), _rolling),
+    (re.compile(r"\b(?:(last|this)\s+|(?:in|during)?\s*the\s+)?(spring|summer|fall|autumn|winter)"
+                r"(?:\s+(?:of\s+)?((?:19|20)\d{2}))?\b", re.I), _season),
+    (re.compile(rf"\b(early|mid|middle of|late|end of|beginning of|start of)[\s-]*"
+                rf"(?:the\s+month\s+of\s+)?({_MONTH_NAMES})(?:,?\s+(\d{{4}}))?\b", re.I),
+     _part_of_month),
     (re.compile(r"\bday before yesterday\b|大前天|前天", re.I), _day_before_yesterday),
     (re.compile(r"\byesterday\b|\blast night\b|昨天|昨日|昨晚|昨夜", re.I), _yesterday),
     (re.compile(r"\btoday\b|\bthis (?:morning|afternoon|evening)\b|\btonight\b"

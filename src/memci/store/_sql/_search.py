@@ -18,7 +18,7 @@ from collections.abc import Collection, Sequence
 from typing import TYPE_CHECKING, Any
 
 from memci.messages import Message
-from memci.store._rows import message_from_row, stored_parts
+from memci.store._rows import message_from_row, stored_instant, stored_parts
 from memci.store._search import Candidate, IndexedMessage, SearchDoc, SearchFilter
 from memci.store._sql._conn import Sql, Transactions
 from memci.store._sql._dialect import Dialect
@@ -136,12 +136,13 @@ class SqlMessageSearch(ABC):
                                  " AND role = 'user' AND seq < ?", (session_id, seq)) or 0)
 
     def recent(self, session_id: int, seq: int, limit: int) -> list[Message]:
-        """Up to ``limit`` non-system messages before ``seq``, newest first (role, parts)."""
+        """Up to ``limit`` non-system messages before ``seq``, newest first (role, parts, time)."""
         with self._db.read() as sql:
-            rows = sql.all("SELECT role, parts FROM messages WHERE session_id = ? AND seq < ?"
-                           " AND role <> 'system' ORDER BY seq DESC LIMIT ?",
+            rows = sql.all("SELECT role, parts, created_at FROM messages WHERE session_id = ?"
+                           " AND seq < ? AND role <> 'system' ORDER BY seq DESC LIMIT ?",
                            (session_id, seq, limit))
-        return [Message(role, stored_parts(parts)) for role, parts in rows]
+        return [Message(role, stored_parts(parts), created_at=stored_instant(at))
+                for role, parts, at in rows]
 
     def behind(self, sessions: Collection[int] | None) -> list[tuple[int, int]]:
         """``(session id, last indexed seq)`` of the sessions whose log is ahead.

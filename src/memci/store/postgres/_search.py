@@ -15,7 +15,7 @@ import math
 from typing import TYPE_CHECKING
 
 from memci.messages import Message
-from memci.store._rows import stored_parts
+from memci.store._rows import stored_instant, stored_parts
 from memci.store._search import Candidate, IndexedMessage, SearchFilter
 from memci.store._sql import Sql, SqlMessageSearch, search_filter
 from memci.store.postgres._db import Database
@@ -48,13 +48,14 @@ class PostgresMessageSearch(SqlMessageSearch):
         t = self.table.name
         with self._store.read() as db:
             rows = db.execute(
-                "SELECT d.id, d.session_id, d.seq, d.role, m.parts FROM memory_docs d"
+                "SELECT d.id, d.session_id, d.seq, d.role, m.parts, m.created_at"
+                " FROM memory_docs d"
                 " JOIN messages m ON m.session_id = d.session_id AND m.seq = d.seq"
                 f" WHERE d.role <> 'system' AND NOT EXISTS (SELECT 1 FROM {t} k"
                 " WHERE k.ref = d.id) ORDER BY d.session_id, d.seq").fetchall()
-        return [IndexedMessage(int(doc), int(sid), Message(role, stored_parts(parts),
-                                                           seq=int(seq)))
-                for doc, sid, seq, role, parts in rows]
+        return [IndexedMessage(int(doc), int(sid), Message(
+                    role, stored_parts(parts), seq=int(seq), created_at=stored_instant(at)))
+                for doc, sid, seq, role, parts, at in rows]
 
     # -- searching -----------------------------------------------------------------------
 

@@ -18,7 +18,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from memci.messages import Message
-from memci.store._rows import message_from_row, stored_parts
+from memci.store._rows import message_from_row, stored_instant, stored_parts
 from memci.store._search import Candidate, IndexedMessage, SearchFilter
 from memci.store._sql import LOAD_COLUMNS, Sql, SqlMessageSearch, search_filter
 from memci.store.sqlite._common import CommonTerms, SearchScope
@@ -85,14 +85,15 @@ class SQLiteMessageSearch(SqlMessageSearch):
             if top is None or int(top) <= after:
                 return []
             rows = db.execute(
-                "SELECT d.id, d.session_id, d.seq, d.role, m.parts FROM memory_docs d"
+                "SELECT d.id, d.session_id, d.seq, d.role, m.parts, m.created_at"
+                " FROM memory_docs d"
                 " JOIN messages m ON m.session_id = d.session_id AND m.seq = d.seq"
                 " WHERE d.id > ? AND d.role != 'system' ORDER BY d.session_id, d.seq",
                 (after,),
             ).fetchall()
-        return [IndexedMessage(int(doc), int(sid), Message(role, stored_parts(parts),
-                                                           seq=int(seq)))
-                for doc, sid, seq, role, parts in rows]
+        return [IndexedMessage(int(doc), int(sid), Message(
+                    role, stored_parts(parts), seq=int(seq), created_at=stored_instant(at)))
+                for doc, sid, seq, role, parts, at in rows]
 
     # -- searching -----------------------------------------------------------------------
 
