@@ -35,7 +35,13 @@ from memci.store import SessionRecord
 from memci.summarize import job_counts
 from memci.tokens import Tokenizer, get_tokenizer
 from memci.tools._agent import check_no_clash, read_agent_tools, tool_call_name
-from memci.tools._builtin import FILE_TOOLS, RECALL_PAGE, SEARCH_MEMORY, WORKSPACE_TOOLS
+from memci.tools._builtin import (
+    FILE_TOOLS,
+    RECALL_PAGE,
+    SEARCH_MEMORY,
+    WORKING_STATE,
+    WORKSPACE_TOOLS,
+)
 from memci.tools._host import ToolHost
 from memci.tools._registry import Tool, run_tool
 from memci.workspace import InvalidStateFileError, WorkState
@@ -572,6 +578,7 @@ def every_tool(settings: SessionSettings) -> dict[str, Tool[ToolHost]]:
         every[RECALL_PAGE.spec.name] = RECALL_PAGE
     every[SEARCH_MEMORY.spec.name] = SEARCH_MEMORY
     every.update(FILE_TOOLS)
+    every[WORKING_STATE.spec.name] = WORKING_STATE
     every.update(WORKSPACE_TOOLS)
     if settings.tools != "auto":
         return {name: every[name] for name in settings.tools if name in every}

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from memci.replay import ReplayResult
+from memci.replay import ReplayResult, Request
 
 __all__ = ["COLORS", "nice_ticks", "render_report", "write_report"]
 
@@ -507,7 +507,10 @@ def _summary(result: ReplayResult, found: Sequence[_Event], shares: Sequence[flo
              f'<p class="file"><code id="source">{e(source)}</code></p>',
              f'<p class="sub">{e(subtitle)}</p>',
              f'<p class="sub{" warn" * bool(result.tokenizer_note)}" id="provenance">'
-             f"{e(result.provenance)}</p><section class=\"cards\">"]
+             f"{e(result.provenance)}</p>"]
+    if (own := result.own_summary()) is not None:
+        parts.append(f'<p class="sub warn" id="own-note">{e(own)}</p>')
+    parts.append('<section class="cards">')
     for label, value, note, ident in _cards(result, shares):
         parts.append(f'<div class="stat"><div class="label">{e(label)}</div>'
                      f'<div class="value{" negative" * value.startswith("-")}" '
@@ -683,7 +686,9 @@ def _requests_table(result: ReplayResult, shares: Sequence[float]) -> str:
         f'<tr><td class="num">{r.number:,}</td><td class="num">{r.seq:,}</td>'
         f'<td class="num">{r.memci_tokens:,}</td><td class="num">{r.full_tokens:,}</td>'
         f'<td class="num">{r.full_tokens - r.memci_tokens:,}</td>'
-        f'<td class="num">{100 * s:.0f}%</td><td class="num">{r.build_ms:.2f}</td>'
+        f'<td class="num">{100 * s:.0f}%</td>'
+        f'<td class="num"{_own_title(r)}>{r.own_tokens:,}{" !" * bool(r.own_note)}</td>'
+        f'<td class="num">{r.build_ms:.2f}</td>'
         f"<td>{html.escape(', '.join(r.events))}</td></tr>"
         for r, s in zip(result.requests, shares, strict=True))
     return ('<details class="card"><summary>Every request '
@@ -691,8 +696,15 @@ def _requests_table(result: ReplayResult, shares: Sequence[float]) -> str:
             '<th class="num">request</th><th class="num">at message</th>'
             '<th class="num">memci tokens</th><th class="num">full history</th>'
             '<th class="num">saved</th><th class="num">prefix reused</th>'
-            '<th class="num">build ms</th><th>events</th></tr></thead>'
+            '<th class="num">memci\'s own</th><th class="num">build ms</th><th>events</th>'
+            '</tr></thead>'
             f"<tbody>{rows}</tbody></table></div></details>")
+
+
+def _own_title(request: Request) -> str:
+    """A marked cell's tooltip: the request's note."""
+    note = request.own_note
+    return f' title="{html.escape(note)}"' if note else ""
 
 
 _HEAD = """<!doctype html>

@@ -25,7 +25,7 @@ from typing import Any
 __all__ = ["OWN_TOOLS", "OWN_TOOL_NAMES", "ToolSpec"]
 
 OWN_TOOLS: tuple[str, ...] = (
-    "recall_page", "search_memory", "artifact_get", "file_snippet", "grep",
+    "recall_page", "search_memory", "artifact_get", "file_snippet", "grep", "working_state",
     "pin_add", "pin_remove", "pin_update", "pin_list",
     "plan_add", "plan_done", "plan_remove", "plan_list", "notebook_add",
 )
