@@ -350,6 +350,28 @@ def test_memci_tools_run_sync_and_async(tmp_path: Path) -> None:
         engine.close()
 
 
+def test_working_state_and_the_old_names_are_registered_and_run(tmp_path: Path) -> None:
+    engine = memci.Engine.open(tmp_path / "m.db")
+    try:
+        session = engine.session("ws")
+        session.add({"role": "user", "content": "run the tests"})
+        session.add({"role": "assistant", "content": None, "tool_calls": [{
+            "id": "c1", "type": "function",
+            "function": {"name": "run_tests", "arguments": "{}"}}]})
+        session.add({"role": "tool", "tool_call_id": "c1", "content": "3 passed"})
+        tools = {t.name: t for t in memci_tools(session)}
+        assert {"working_state", "plan_add", "plan_list", "pin_add"} <= set(tools)
+        answer = tools["working_state"].invoke({"action": "plan_add", "text": "ship it"})
+        assert answer == "added plan item 1"
+        assert "ship it" in tools["plan_list"].invoke({})
+        assert tools["plan_add"].invoke({"text": "tag it"}) == "added plan item 2"
+        # the middleware sends what the session offers: the one schema, not the nine
+        offered = {t["function"]["name"] for t in session.tools()}
+        assert "working_state" in offered and "plan_add" not in offered
+    finally:
+        engine.close()
+
+
 def test_missing_extra_names_the_install_command() -> None:
     code = ("import sys; sys.modules['langchain'] = None\n"
             "try:\n import memci.integrations.langchain\n"
