@@ -398,8 +398,9 @@ class Session:
         """The tools offered to the model now: those that can act (``tools="auto"``).
 
         recall_page and search_memory once pages have left the window (before that,
-        everything is in it); file_snippet and grep when file_roots are set; once the
-        session has tool results, artifact_get, grep, pins, plan and notebook. With an
+        everything is in it); file_snippet and grep when file_roots are set; artifact_get
+        and grep once a tool result's view leaves part of its output out; working_state
+        (pins, plan and notebook as one schema) once the session has tool results. With an
         explicit ``tools`` setting, exactly those.
         """
         every = self._tools()

@@ -122,7 +122,6 @@ WORKSPACE_TOOLS: dict[str, Tool[ToolHost]] = {
 }
 
 
-
 def _working_state(session: ToolHost, args: Mapping[str, Any]) -> str:
     rest = {k: v for k, v in args.items() if k != "action"}
     tool = WORKSPACE_TOOLS[args["action"]]  # the schema's enum: one of their names
