@@ -350,7 +350,7 @@ def test_memci_tools_run_sync_and_async(tmp_path: Path) -> None:
         engine.close()
 
 
-def test_working_state_and_the_old_names_are_registered_and_run(tmp_path: Path) -> None:
+def test_working_state_is_registered_for_the_nine_and_runs(tmp_path: Path) -> None:
     engine = memci.Engine.open(tmp_path / "m.db")
     try:
         session = engine.session("ws")
@@ -360,14 +360,16 @@ def test_working_state_and_the_old_names_are_registered_and_run(tmp_path: Path) 
             "function": {"name": "run_tests", "arguments": "{}"}}]})
         session.add({"role": "tool", "tool_call_id": "c1", "content": "3 passed"})
         tools = {t.name: t for t in memci_tools(session)}
-        assert {"working_state", "plan_add", "plan_list", "pin_add"} <= set(tools)
+        # the one schema the model is offered, not the nine it stands for
+        assert {"recall_page", "search_memory", "artifact_get", "grep", "working_state"} == set(
+            tools)
         answer = tools["working_state"].invoke({"action": "plan_add", "text": "ship it"})
         assert answer == "added plan item 1"
-        assert "ship it" in tools["plan_list"].invoke({})
-        assert tools["plan_add"].invoke({"text": "tag it"}) == "added plan item 2"
-        # the middleware sends what the session offers: the one schema, not the nine
-        offered = {t["function"]["name"] for t in session.tools()}
-        assert "working_state" in offered and "plan_add" not in offered
+        assert "ship it" in tools["working_state"].invoke({"action": "plan_list"})
+        assert session.call_tool("plan_add", {"text": "tag it"}) == "added plan item 2"
+        # with the nine named in the session's settings, they are registered by name
+        named = engine.session("named", tools=["plan_add", "plan_list"])
+        assert [t.name for t in memci_tools(named)] == ["plan_add", "plan_list"]
     finally:
         engine.close()
 

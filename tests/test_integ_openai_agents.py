@@ -159,7 +159,7 @@ def read_file_tool() -> FunctionTool:
         on_invoke_tool=invoke)
 
 
-def test_working_state_is_enabled_when_offered_and_the_old_names_run(tmp_path: Path) -> None:
+def test_working_state_is_registered_enabled_when_offered_and_runs(tmp_path: Path) -> None:
     engine = memci.Engine.open(tmp_path / "m.db")
     try:
         session = engine.session("ws")
@@ -177,12 +177,13 @@ def test_working_state_is_enabled_when_offered_and_the_old_names_run(tmp_path: P
             assert callable(check)
             return bool(await check(ctx, agent))
 
+        assert "working_state" in tools and "plan_add" not in tools  # one for the nine
         assert asyncio.run(enabled("working_state"))
-        assert not asyncio.run(enabled("plan_add"))  # registered, offered as working_state
+        assert not asyncio.run(enabled("artifact_get"))  # the output is shown whole
         answer = asyncio.run(tools["working_state"].on_invoke_tool(
             ctx, json.dumps({"action": "plan_add", "text": "ship it"})))
         assert answer == "added plan item 1"
-        assert "ship it" in asyncio.run(tools["plan_list"].on_invoke_tool(ctx, "{}"))
+        assert "ship it" in session.call_tool("plan_list")
     finally:
         engine.close()
 

@@ -235,7 +235,7 @@ def test_toolset_offers_working_state_and_runs_it(tmp_path: Path) -> None:
 
         agent = Agent(FunctionModel(model), toolsets=[toolset(session)])
         assert asyncio.run(agent.run("plan it")).output == "added plan item 1"
-        # The working-state tools go out as one schema; the nine stay registered, not offered.
+        # The working-state tools go out as one schema (the nine are not registered).
         assert calls[0] == {"recall_page", "search_memory", "working_state"}
         assert "ship it" in session.call_tool("plan_list")
     finally:

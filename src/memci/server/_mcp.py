@@ -57,7 +57,7 @@ from memci.server._config import DEFAULT_MAX_RESPONSE_BYTES, DEFAULT_MCP_SESSION
 from memci.server._json import jsonable
 from memci.server._listing import hits_page, page_json
 from memci.server._threads import ToolThreads
-from memci.workspace import WORKING_STATE_SPEC, WORKSPACE_TOOL_SPECS
+from memci.tools._builtin import offerable
 
 __all__ = [
     "DEFAULT_SESSION",
@@ -87,8 +87,6 @@ OpenSession = Callable[[Caller, str], Session]
 """Gets or makes a session of the caller's tenant by name."""
 
 _OWN = ("add", "build", "search")
-# listed as working_state, callable each by its own name
-_GROUPED = frozenset(s.name for s in WORKSPACE_TOOL_SPECS)
 _SESSION_ARG: dict[str, Any] = {
     "type": "string", "minLength": 1, "maxLength": 200,
     "description": "The memci session to work in (default: the connection's session, "
@@ -180,9 +178,8 @@ def _tool_list(session: Session, *, combined: bool = False) -> list[types.Tool]:
     """What ``tools/list`` declares; ``combined``: also the tools working_state lists."""
     tools = [_ADD, _BUILD, _SEARCH]
     specs = session.tool_specs(every=True)  # an MCP client lists tools once
-    grouped = _GROUPED if any(s.name == WORKING_STATE_SPEC.name for s in specs) else ()
-    for spec in specs:
-        if spec.name not in _OWN and (combined or spec.name not in grouped):
+    for spec in specs if combined else offerable(specs):
+        if spec.name not in _OWN:
             tools.append(types.Tool(name=spec.name, description=spec.description,
                                     input_schema=dict(spec.parameters)))
     return [_with_session(t) for t in tools]
