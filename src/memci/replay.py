@@ -131,7 +131,7 @@ class Request:
 
 
 def own_note(own: int, saved: int) -> str | None:
-    """"memci's tools and working state cost N tokens here, more than the M … saved"."""
+    """The note when ``own`` additions cost more than the ``saved`` tokens (else None)."""
     if own <= saved:
         return None
     if saved <= 0:

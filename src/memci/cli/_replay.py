@@ -272,5 +272,3 @@ def _summary(result: ReplayResult) -> list[str]:
             f"{totals['whole']} questions with all of theirs verbatim")
     lines.append(result.provenance)
     return lines
-
-
