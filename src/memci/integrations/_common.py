@@ -21,8 +21,7 @@ from typing import Any
 
 from memci import Context, Session, ToolSpec
 from memci.errors import BudgetTooSmallError, MissingExtraError, UnknownToolError
-from memci.messages import Message
-from memci.tools._builtin import offerable
+from memci.messages import Message, offerable_tools
 
 __all__ = [
     "Ledger",
@@ -188,7 +187,7 @@ def registered_tools(session: Session) -> tuple[ToolSpec, ...]:
     tools are offered as ``working_state`` (they stay callable by name, and are still
     memci's: :func:`every_tool`).
     """
-    return offerable(session.tool_specs(every=True))
+    return offerable_tools(session.tool_specs(every=True))
 
 
 def offered_names(session: Session) -> set[str]:

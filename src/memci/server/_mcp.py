@@ -53,11 +53,11 @@ import memci
 from memci._session import Session
 from memci.engine import Engine
 from memci.errors import InvalidInputError, MemciError
+from memci.messages import offerable_tools
 from memci.server._config import DEFAULT_MAX_RESPONSE_BYTES, DEFAULT_MCP_SESSION
 from memci.server._json import jsonable
 from memci.server._listing import hits_page, page_json
 from memci.server._threads import ToolThreads
-from memci.tools._builtin import offerable
 
 __all__ = [
     "DEFAULT_SESSION",
@@ -178,7 +178,7 @@ def _tool_list(session: Session, *, combined: bool = False) -> list[types.Tool]:
     """What ``tools/list`` declares; ``combined``: also the tools working_state lists."""
     tools = [_ADD, _BUILD, _SEARCH]
     specs = session.tool_specs(every=True)  # an MCP client lists tools once
-    for spec in specs if combined else offerable(specs):
+    for spec in specs if combined else offerable_tools(specs):
         if spec.name not in _OWN:
             tools.append(types.Tool(name=spec.name, description=spec.description,
                                     input_schema=dict(spec.parameters)))

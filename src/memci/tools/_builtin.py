@@ -12,7 +12,7 @@ model; bad arguments come back as ``error: …`` (see :mod:`memci.tools._registr
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import Any
 
@@ -23,8 +23,7 @@ from memci.tools._host import ToolHost
 from memci.tools._registry import Tool, ToolArgumentError, check_arguments, int_arg
 from memci.workspace import WORKING_STATE_SPEC, WORKSPACE_TOOL_SPECS, call_workspace_tool
 
-__all__ = ["FILE_TOOLS", "RECALL_PAGE", "SEARCH_MEMORY", "WORKING_STATE", "WORKSPACE_TOOLS",
-           "offerable"]
+__all__ = ["FILE_TOOLS", "RECALL_PAGE", "SEARCH_MEMORY", "WORKING_STATE", "WORKSPACE_TOOLS"]
 
 
 def _recall_page(session: ToolHost, args: Mapping[str, Any]) -> str:
@@ -131,15 +130,3 @@ def _working_state(session: ToolHost, args: Mapping[str, Any]) -> str:
 
 WORKING_STATE: Tool[ToolHost] = Tool(WORKING_STATE_SPEC, _working_state)
 
-
-def offerable(specs: Iterable[ToolSpec]) -> tuple[ToolSpec, ...]:
-    """The tools of ``specs`` a model may be offered: what a framework or MCP registers.
-
-    The nine working-state tools drop out when ``working_state`` stands for them (all
-    stay callable by name); with an explicit ``tools`` setting naming some of them and not
-    working_state, they are offered by their own names and stay.
-    """
-    specs = tuple(specs)
-    if not any(s.name == WORKING_STATE.spec.name for s in specs):
-        return specs
-    return tuple(s for s in specs if s.name not in WORKSPACE_TOOLS)
