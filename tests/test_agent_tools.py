@@ -191,7 +191,7 @@ def test_memcis_tools_give_way_to_the_agents_on_a_small_budget(engine: memci.Eng
     s.add({"role": "assistant", "content": "checking",
            "tool_calls": [{"id": "c1", "type": "function",
                            "function": {"name": "get_weather", "arguments": "{}"}}]})
-    s.add({"role": "tool", "tool_call_id": "c1", "content": "sunny"})
+    s.add({"role": "tool", "tool_call_id": "c1", "content": "sunny, 24°C, light wind\n" * 40})
     full = s.build(budget=20_000, tools=_many_tools(2))
     small = s.build(budget=1200, tools=_many_tools(2))
     assert len(small.tools) < len(full.tools)

@@ -350,6 +350,30 @@ def test_memci_tools_run_sync_and_async(tmp_path: Path) -> None:
         engine.close()
 
 
+def test_working_state_is_registered_for_the_nine_and_runs(tmp_path: Path) -> None:
+    engine = memci.Engine.open(tmp_path / "m.db")
+    try:
+        session = engine.session("ws")
+        session.add({"role": "user", "content": "run the tests"})
+        session.add({"role": "assistant", "content": None, "tool_calls": [{
+            "id": "c1", "type": "function",
+            "function": {"name": "run_tests", "arguments": "{}"}}]})
+        session.add({"role": "tool", "tool_call_id": "c1", "content": "3 passed"})
+        tools = {t.name: t for t in memci_tools(session)}
+        # the one schema the model is offered, not the nine it stands for
+        assert {"recall_page", "search_memory", "artifact_get", "grep", "working_state"} == set(
+            tools)
+        answer = tools["working_state"].invoke({"action": "plan_add", "text": "ship it"})
+        assert answer == "added plan item 1"
+        assert "ship it" in tools["working_state"].invoke({"action": "plan_list"})
+        assert session.call_tool("plan_add", {"text": "tag it"}) == "added plan item 2"
+        # with the nine named in the session's settings, they are registered by name
+        named = engine.session("named", tools=["plan_add", "plan_list"])
+        assert [t.name for t in memci_tools(named)] == ["plan_add", "plan_list"]
+    finally:
+        engine.close()
+
+
 def test_missing_extra_names_the_install_command() -> None:
     code = ("import sys; sys.modules['langchain'] = None\n"
             "try:\n import memci.integrations.langchain\n"

@@ -159,6 +159,35 @@ def read_file_tool() -> FunctionTool:
         on_invoke_tool=invoke)
 
 
+def test_working_state_is_registered_enabled_when_offered_and_runs(tmp_path: Path) -> None:
+    engine = memci.Engine.open(tmp_path / "m.db")
+    try:
+        session = engine.session("ws")
+        session.add({"role": "user", "content": "run the tests"})
+        session.add({"role": "assistant", "content": None, "tool_calls": [{
+            "id": "c1", "type": "function",
+            "function": {"name": "run_tests", "arguments": "{}"}}]})
+        session.add({"role": "tool", "tool_call_id": "c1", "content": "3 passed"})
+        tools = {t.name: t for t in MemciSession(session).tools()}
+        agent = Agent(name="a", tools=list(tools.values()))
+        ctx = RunContextWrapper(None)
+
+        async def enabled(name: str) -> bool:
+            check = tools[name].is_enabled
+            assert callable(check)
+            return bool(await check(ctx, agent))
+
+        assert "working_state" in tools and "plan_add" not in tools  # one for the nine
+        assert asyncio.run(enabled("working_state"))
+        assert not asyncio.run(enabled("artifact_get"))  # the output is shown whole
+        answer = asyncio.run(tools["working_state"].on_invoke_tool(
+            ctx, json.dumps({"action": "plan_add", "text": "ship it"})))
+        assert answer == "added plan item 1"
+        assert "ship it" in session.call_tool("plan_list")
+    finally:
+        engine.close()
+
+
 async def drive(session: memci.Session, fake: FakeLLM, *, use_filter: bool = True) -> None:
     memory = MemciSession(session)
     async with AsyncOpenAI(base_url=fake.openai_base_url, api_key="test-key",

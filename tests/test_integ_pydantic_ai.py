@@ -213,6 +213,35 @@ def test_toolset_runs_memci_tools(tmp_path: Path) -> None:
         engine.close()
 
 
+def test_toolset_offers_working_state_and_runs_it(tmp_path: Path) -> None:
+    engine = memci.Engine.open(tmp_path / "m.db")
+    try:
+        session = engine.session("pai")
+        session.add({"role": "user", "content": "run the tests"})
+        session.add({"role": "assistant", "content": None, "tool_calls": [{
+            "id": "c1", "type": "function",
+            "function": {"name": "run_tests", "arguments": "{}"}}]})
+        session.add({"role": "tool", "tool_call_id": "c1", "content": "3 passed"})
+        calls: list[Any] = []
+
+        def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+            calls.append({t.name for t in info.function_tools})
+            last = messages[-1]
+            if isinstance(last, ModelRequest) and any(
+                    isinstance(p, ToolReturnPart) for p in last.parts):
+                return ModelResponse([TextPart(last.parts[0].model_response_str())])
+            return ModelResponse([ToolCallPart(
+                "working_state", {"action": "plan_add", "text": "ship it"})])
+
+        agent = Agent(FunctionModel(model), toolsets=[toolset(session)])
+        assert asyncio.run(agent.run("plan it")).output == "added plan item 1"
+        # The working-state tools go out as one schema (the nine are not registered).
+        assert calls[0] == {"recall_page", "search_memory", "working_state"}
+        assert "ship it" in session.call_tool("plan_list")
+    finally:
+        engine.close()
+
+
 def answers_ok(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
     return ModelResponse([TextPart("OK")])
 

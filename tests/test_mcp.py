@@ -89,6 +89,25 @@ def test_mcp_over_stdio_lists_tools_adds_and_builds(tmp_path: Path) -> None:
             "Keep notes.", "remember: the key is under the mat", "noted"]
 
 
+def test_mcp_lists_working_state_once_and_still_runs_the_nine(tmp_path: Path) -> None:
+    """A client sends every listed schema to its model: the nine go out as one."""
+    names, results = anyio.run(
+        _session, tmp_path / "w.db",
+        ("working_state", {"action": "plan_add", "text": "ship it"}),
+        ("plan_add", {"text": "tag it"}),
+        ("plan_list", {}),
+        ("plan_add", {"text": 5}),  # checked against plan_add's own schema
+        ("working_state", {"action": "plan_erase"}))
+    assert "working_state" in names
+    assert not set(names) & {"pin_add", "pin_remove", "pin_update", "pin_list", "plan_add",
+                             "plan_done", "plan_remove", "plan_list", "notebook_add"}
+    combined, by_name, listed, bad, unknown_action = results
+    assert _text(combined) == "added plan item 1" and _text(by_name) == "added plan item 2"
+    assert "ship it" in _text(listed) and "tag it" in _text(listed)
+    assert bad.is_error and "text" in _text(bad)  # type: ignore[union-attr]
+    assert unknown_action.is_error and "plan_erase" in _text(unknown_action)  # type: ignore[union-attr]
+
+
 def test_mcp_search_tool(tmp_path: Path) -> None:
     names, (_, found) = anyio.run(
         _session, tmp_path / "s.db",

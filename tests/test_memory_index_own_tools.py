@@ -10,16 +10,24 @@ import pytest
 
 import memci
 from memci.messages._tools import OWN_TOOL_NAMES, OWN_TOOLS
-from memci.tools._builtin import FILE_TOOLS, RECALL_PAGE, SEARCH_MEMORY, WORKSPACE_TOOLS
+from memci.tools._builtin import (
+    FILE_TOOLS,
+    RECALL_PAGE,
+    SEARCH_MEMORY,
+    WORKING_STATE,
+    WORKSPACE_TOOLS,
+)
 
 
 def test_the_names_are_the_registered_tools() -> None:
-    registered = {RECALL_PAGE.spec.name, SEARCH_MEMORY.spec.name, *FILE_TOOLS, *WORKSPACE_TOOLS}
+    registered = {RECALL_PAGE.spec.name, SEARCH_MEMORY.spec.name, *FILE_TOOLS,
+                  WORKING_STATE.spec.name, *WORKSPACE_TOOLS}
     assert registered == OWN_TOOL_NAMES
 
 
 def test_the_settings_list_them_in_the_order_registered(tmp_path: Path) -> None:
-    registered = [RECALL_PAGE.spec.name, SEARCH_MEMORY.spec.name, *FILE_TOOLS, *WORKSPACE_TOOLS]
+    registered = [RECALL_PAGE.spec.name, SEARCH_MEMORY.spec.name, *FILE_TOOLS,
+                  WORKING_STATE.spec.name, *WORKSPACE_TOOLS]
     assert list(OWN_TOOLS) == registered
     engine = memci.Engine.open(tmp_path / "m.db")
     with pytest.raises(memci.ConfigError, match=re.escape(f"({', '.join(registered)})")):

@@ -152,7 +152,9 @@ def test_chinese_session_gets_chinese_titles(engine: memci.Engine) -> None:
         s.add({"role": "user" if text.startswith("请") else "assistant", "content": text})
     s.add({"role": "user", "content": "还有一个问题：部署失败了。"})
     s.add({"role": "assistant", "content": None, "tool_calls": [_call("c1")]})
-    s.add({"role": "tool", "tool_call_id": "c1", "content": "错误：找不到配置文件 /etc/app.yaml"})
+    # an output its view shows only in part: the artifact tools and their contract come
+    s.add({"role": "tool", "tool_call_id": "c1",
+           "content": "错误：找不到配置文件 /etc/app.yaml\n" + "部署日志：第 N 步失败。\n" * 60})
     s.call_tool("notebook_add", {"summary": "配置文件缺失", "source": "tool:c1"})
     texts = [m.content for m in s.build().messages]
     assert any(t.startswith("## 工作状态") for t in texts)

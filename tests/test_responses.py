@@ -388,8 +388,10 @@ def test_context_to_responses_carries_instructions_and_tools(engine: memci.Engin
     assert set(payload) == {"input", "instructions", "tools"}
     assert payload["instructions"].startswith("You are terse.")
     tools = {t["name"]: t for t in payload["tools"]}
-    # the turn has tool results (artifact_get can act); nothing has left the window yet
-    assert "artifact_get" in tools and "recall_page" not in tools
+    # the turn has tool results (working_state can act), each shown whole (nothing for
+    # artifact_get to read); nothing has left the window yet
+    assert "working_state" in tools and "artifact_get" not in tools
+    assert "recall_page" not in tools
     for tool in tools.values():
         assert set(tool) == {"type", "name", "description", "parameters", "strict"}
         assert tool["type"] == "function" and tool["strict"] is False

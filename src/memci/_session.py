@@ -35,7 +35,13 @@ from memci.store import SessionRecord
 from memci.summarize import job_counts
 from memci.tokens import Tokenizer, get_tokenizer
 from memci.tools._agent import check_no_clash, read_agent_tools, tool_call_name
-from memci.tools._builtin import FILE_TOOLS, RECALL_PAGE, SEARCH_MEMORY, WORKSPACE_TOOLS
+from memci.tools._builtin import (
+    FILE_TOOLS,
+    RECALL_PAGE,
+    SEARCH_MEMORY,
+    WORKING_STATE,
+    WORKSPACE_TOOLS,
+)
 from memci.tools._host import ToolHost
 from memci.tools._registry import Tool, run_tool
 from memci.workspace import InvalidStateFileError, WorkState
@@ -392,8 +398,9 @@ class Session:
         """The tools offered to the model now: those that can act (``tools="auto"``).
 
         recall_page and search_memory once pages have left the window (before that,
-        everything is in it); file_snippet and grep when file_roots are set; once the
-        session has tool results, artifact_get, grep, pins, plan and notebook. With an
+        everything is in it); file_snippet and grep when file_roots are set; artifact_get
+        and grep once a tool result's view leaves part of its output out; working_state
+        (pins, plan and notebook as one schema) once the session has tool results. With an
         explicit ``tools`` setting, exactly those.
         """
         every = self._tools()
@@ -572,6 +579,7 @@ def every_tool(settings: SessionSettings) -> dict[str, Tool[ToolHost]]:
         every[RECALL_PAGE.spec.name] = RECALL_PAGE
     every[SEARCH_MEMORY.spec.name] = SEARCH_MEMORY
     every.update(FILE_TOOLS)
+    every[WORKING_STATE.spec.name] = WORKING_STATE
     every.update(WORKSPACE_TOOLS)
     if settings.tools != "auto":
         return {name: every[name] for name in settings.tools if name in every}

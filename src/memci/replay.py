@@ -22,6 +22,11 @@ The figures, and what keeps them honest:
   input-token equivalents (a cached token costs ``1 − discount``), the same for both;
   output is the same for both and left out. The cache is taken as ideal (every repeated
   prefix hits; no minimum length, no expiry, no write premium), for both alike;
+- **memci's own additions** (``own_tokens``): its tool schemas, the tool contract and
+  the working state, which the full history never carries; what its views and archive
+  saved on the conversation itself is the rest of the difference (``own_saved`` = full
+  history − memci + own). When the additions cost more than that — exactly when memci's
+  request is the bigger — the request, and the totals, carry a note saying so;
 - **evidence**: for a file that labels the turns answering its questions (LoCoMo,
   LongMemEval), the request built to answer each question is checked for them by
   :mod:`memci.evidence` (verbatim, and close), the rules ``bench/bench_evidence.py``
@@ -49,7 +54,8 @@ from memci.tokens import Tokenizer, count_messages
 from memci.traces import Question, Trace, read_trace
 
 __all__ = ["CACHED_DISCOUNTS", "ReplayResult", "Request", "cached_discount",
-           "load_conversation", "replay", "session_name", "tokenizer_note", "tool_tokens"]
+           "load_conversation", "own_note", "replay", "session_name", "tokenizer_note",
+           "tool_tokens"]
 
 CACHED_DISCOUNTS: Mapping[str, float] = {"openai": 0.5, "anthropic": 0.9}
 """The share of the input price taken off cached input, per provider (published prices:
@@ -110,6 +116,29 @@ class Request:
     """Tokens of each segment of memci's request (``ctx.segments``; ``tools`` beside)."""
     evidence: EvidenceHeld | None = None
     """For a request that answers a question with labelled evidence: what it holds of it."""
+    own_tokens: int = 0
+    """memci's own additions: its tool schemas, the tool contract and the working state."""
+
+    @property
+    def own_saved(self) -> int:
+        """What memci's views and archive saved of the conversation in this request."""
+        return self.full_tokens - self.memci_tokens + self.own_tokens
+
+    @property
+    def own_note(self) -> str | None:
+        """The note when memci's additions cost more than its views and archive saved."""
+        return own_note(self.own_tokens, self.own_saved)
+
+
+def own_note(own: int, saved: int) -> str | None:
+    """The note when ``own`` additions cost more than the ``saved`` tokens (else None)."""
+    if own <= saved:
+        return None
+    if saved <= 0:
+        return (f"memci's tools and working state cost {own:,} tokens here, and its views "
+                "and archive saved none")
+    return (f"memci's tools and working state cost {own:,} tokens here, more than the "
+            f"{saved:,} its views and archive saved")
 
 
 def _cost(tokens: int, cached: int, discount: float) -> float:
@@ -185,6 +214,41 @@ class ReplayResult:
         return self.full_tokens - self.memci_tokens
 
     @property
+    def own_tokens(self) -> int:
+        """memci's own additions over all requests (tool schemas, contract, working state)."""
+        return sum(r.own_tokens for r in self.requests)
+
+    @property
+    def own_saved(self) -> int:
+        """What memci's views and archive saved over all requests."""
+        return sum(r.own_saved for r in self.requests)
+
+    @property
+    def own_note(self) -> str | None:
+        """The totals' note when memci's additions cost more than they let it save."""
+        return own_note(self.own_tokens, self.own_saved)
+
+    @property
+    def own_costlier(self) -> list[Request]:
+        """The requests whose additions cost more than memci's views and archive saved."""
+        return [r for r in self.requests if r.own_note is not None]
+
+    def own_summary(self) -> str | None:
+        """One line when memci's additions cost more than they saved: overall or where.
+
+        Requests where they did are marked ``!`` in the tables (text and HTML).
+        """
+        costlier = len(self.own_costlier)
+        if not costlier:
+            return None
+        marked = f"{costlier} of {len(self.requests)} requests (marked !)"
+        if self.own_note is not None:
+            return f"{self.own_note}, over all requests; so in {marked}"
+        return (f"in {marked} memci's tools and working state cost more than its views and "
+                f"archive saved; over all requests they cost {self.own_tokens:,} tokens and "
+                f"saved {self.own_saved:,}")
+
+    @property
     def memci_cached_tokens(self) -> int:
         """memci's tokens that repeat its previous request (billed at the discount)."""
         return sum(r.prefix_tokens for r in self.requests)
@@ -246,6 +310,8 @@ class ReplayResult:
                  "memci_cost_cached": round(self.memci_cost(r), 1),
                  "full_cost_cached": round(self.full_cost(r), 1),
                  "events": list(r.events), "segments": r.segments,
+                 "own_tokens": r.own_tokens, "own_saved": r.own_saved,
+                 "own_note": r.own_note,
                  **({"evidence": _evidence_json(r.evidence)} if r.evidence else {})}
                 for r in self.requests
             ],
@@ -253,6 +319,10 @@ class ReplayResult:
                        "full_tokens": self.full_tokens, "saved_tokens": self.saved_tokens,
                        "saved_share": _ratio(self.saved_tokens, self.full_tokens),
                        "mean_prefix_share": round(self.mean_prefix_share, 4),
+                       "own_tokens": self.own_tokens, "own_saved": self.own_saved,
+                       "own_note": self.own_note,
+                       "own_costlier_requests": len(self.own_costlier),
+                       "own_summary": self.own_summary(),
                        **({"evidence": totals} if (totals := self.evidence_totals()) else {})},
             "cost": {
                 "cached_discount": d, "price_per_million": self.price,
@@ -326,6 +396,7 @@ def replay(
                           tokenizer_note=tokenizer_note(session))
     priming = count_messages(tokenizer, ())  # once per request: the reply's header
     history = 0  # tokens of the conversation's own messages so far
+    prompt = 0  # tokens of the system prompt (the head of memci's system segment)
     previous = 0  # the full history's previous request, less its reply header
     for number, message in enumerate(messages, start=1):
         if message.get("role") == "assistant" and result.messages:
@@ -343,15 +414,28 @@ def replay(
                 segments={"tools": ctx.stats.sections.get("tools", 0) + agent_tools,
                           **{s.name: s.tokens for s in ctx.segments}},
                 evidence=_held(answers.get(number), ctx.messages),
+                own_tokens=_own_tokens(ctx.stats.sections, prompt),
             ))
             previous = agent_tools + history
         try:
             stored = session.add_many([message])
         except MemciError as exc:
             raise InvalidFileError(f"{where(number)}: {exc}") from exc
-        history += sum(m.tokens if m.tokens is not None else tokenizer.count_message(m)
-                       for m in stored)
+        counted = [m.tokens if m.tokens is not None else tokenizer.count_message(m)
+                   for m in stored]
+        history += sum(counted)
+        prompt = next((n for m, n in zip(stored, counted, strict=True) if m.role == "system"),
+                      prompt)
         result.messages += 1
         if progress is not None:
             progress(number)
     return result
+
+
+def _own_tokens(sections: Mapping[str, int], prompt: int) -> int:
+    """memci's additions in a request: its schemas, the contract and the working state.
+
+    The contract is what the system segment holds beyond the conversation's own prompt.
+    """
+    contract = max(sections.get("system", 0) - prompt, 0)
+    return sections.get("tools", 0) + contract + sections.get("state", 0)

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from memci.replay import ReplayResult
+from memci.replay import ReplayResult, Request
 
 __all__ = ["COLORS", "nice_ticks", "render_report", "write_report"]
 
@@ -507,7 +507,10 @@ def _summary(result: ReplayResult, found: Sequence[_Event], shares: Sequence[flo
              f'<p class="file"><code id="source">{e(source)}</code></p>',
              f'<p class="sub">{e(subtitle)}</p>',
              f'<p class="sub{" warn" * bool(result.tokenizer_note)}" id="provenance">'
-             f"{e(result.provenance)}</p><section class=\"cards\">"]
+             f"{e(result.provenance)}</p>"]
+    if (own := result.own_summary()) is not None:
+        parts.append(f'<p class="sub warn" id="own-note">{e(own)}</p>')
+    parts.append('<section class="cards">')
     for label, value, note, ident in _cards(result, shares):
         parts.append(f'<div class="stat"><div class="label">{e(label)}</div>'
                      f'<div class="value{" negative" * value.startswith("-")}" '
@@ -679,20 +682,30 @@ def _events_table(events: Sequence[_Event]) -> str:
 
 
 def _requests_table(result: ReplayResult, shares: Sequence[float]) -> str:
+    # One row per request, thousands of them: the numeric cells take their alignment from
+    # the table's class (table.nums), not one class attribute each.
     rows = "".join(
-        f'<tr><td class="num">{r.number:,}</td><td class="num">{r.seq:,}</td>'
-        f'<td class="num">{r.memci_tokens:,}</td><td class="num">{r.full_tokens:,}</td>'
-        f'<td class="num">{r.full_tokens - r.memci_tokens:,}</td>'
-        f'<td class="num">{100 * s:.0f}%</td><td class="num">{r.build_ms:.2f}</td>'
-        f"<td>{html.escape(', '.join(r.events))}</td></tr>"
+        f"<tr><td>{r.number:,}</td><td>{r.seq:,}</td><td>{r.memci_tokens:,}</td>"
+        f"<td>{r.full_tokens:,}</td><td>{r.full_tokens - r.memci_tokens:,}</td>"
+        f"<td>{100 * s:.0f}%</td>"
+        f"<td{_own_title(r)}>{r.own_tokens:,}{' !' * bool(r.own_note)}</td>"
+        f"<td>{r.build_ms:.2f}</td><td>{html.escape(', '.join(r.events))}</td></tr>"
         for r, s in zip(result.requests, shares, strict=True))
     return ('<details class="card"><summary>Every request '
-            f"({len(result.requests):,})</summary><div class=\"scroll\"><table><thead><tr>"
+            f"({len(result.requests):,})</summary><div class=\"scroll\"><table class=\"nums\">"
+            "<thead><tr>"
             '<th class="num">request</th><th class="num">at message</th>'
             '<th class="num">memci tokens</th><th class="num">full history</th>'
             '<th class="num">saved</th><th class="num">prefix reused</th>'
-            '<th class="num">build ms</th><th>events</th></tr></thead>'
+            '<th class="num">memci\'s own</th><th class="num">build ms</th><th>events</th>'
+            '</tr></thead>'
             f"<tbody>{rows}</tbody></table></div></details>")
+
+
+def _own_title(request: Request) -> str:
+    """A marked cell's tooltip: the request's note."""
+    note = request.own_note
+    return f' title="{html.escape(note)}"' if note else ""
 
 
 _HEAD = """<!doctype html>
@@ -766,8 +779,8 @@ th { position: sticky; top: 0; background: #f9fafb; text-align: left; font-weigh
   color: #374151; border-bottom: 1px solid var(--line); padding: 4px 8px; }
 td { border-bottom: 1px solid #f1f2f4; padding: 3px 8px; }
 td.ev, th.ev { width: 1%; white-space: nowrap; }
-td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; width: 1%;
-  white-space: nowrap; }
+td.num, th.num, table.nums td:not(:last-child) { text-align: right;
+  font-variant-numeric: tabular-nums; width: 1%; white-space: nowrap; }
 .dot-key { display: inline-block; width: 8px; height: 8px; border-radius: 50%;
   background: var(--c); margin-right: 6px; }
 details summary { cursor: pointer; font-weight: 600; font-size: 15px; padding: 2px 0 6px; }

@@ -164,6 +164,9 @@ def _pages(session: Session, ctx: Context, pages: Mapping[int, PageInfo],
 def _workspace(session: Session) -> dict[str, str]:
     """Pins, plan and notebook as the model would read them, when the session offers them."""
     offered = {t.get("function", {}).get("name") for t in session.tools()}
+    if "working_state" in offered:
+        # the model is offered the working-state tools as one; each runs by its own name
+        offered |= {"pin_list", "plan_list", "notebook_add"}
     out = {section: session.call_tool(tool, {})
            for section, tool in _STATE_TOOLS if tool in offered}
     if "notebook" not in out and "notebook_add" in offered:

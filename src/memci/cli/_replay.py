@@ -188,13 +188,15 @@ def _print_replay(out: Console, file: Path, result: ReplayResult) -> None:
 def _requests_table(file: Path, result: ReplayResult) -> Table:
     table = Table(title=f"memci replay: {file.name} ({result.format})")
     for column in ("request", "at message", "memci tokens", "full history", "saved",
-                   "prefix reused"):
+                   "prefix reused", "memci's own"):
         table.add_column(column, justify="right")
     table.add_column("events")
     for r in result.requests:
         share = f"{100 * r.prefix_tokens / r.memci_tokens:.0f}%" if r.memci_tokens else "-"
+        # "!" marks a request whose tools and working state cost more than memci saved
+        own = f"{r.own_tokens:,}" + (" !" if r.own_note else "")
         table.add_row(str(r.number), str(r.seq), f"{r.memci_tokens:,}", f"{r.full_tokens:,}",
-                      f"{r.full_tokens - r.memci_tokens:,}", share, ", ".join(r.events))
+                      f"{r.full_tokens - r.memci_tokens:,}", share, own, ", ".join(r.events))
     return table
 
 
@@ -259,6 +261,8 @@ def _summary(result: ReplayResult) -> list[str]:
     lines.append(f"with prompt caching ({discount} off cached input): memci costs "
                  f"{cached_memci:,.0f} token equivalents, the full history "
                  f"{cached_full:,.0f}; saved {cached_full - cached_memci:,.0f}{share}")
+    if (own := result.own_summary()) is not None:
+        lines.append(own)
     totals = result.evidence_totals()
     if totals is not None:
         lines.append(
@@ -268,4 +272,3 @@ def _summary(result: ReplayResult) -> list[str]:
             f"{totals['whole']} questions with all of theirs verbatim")
     lines.append(result.provenance)
     return lines
-

@@ -223,7 +223,8 @@ class ContextBuilder:
             left_out = self.has_left_window()
         return offered_tools(self.own_tools, auto=self.settings.tools == "auto",
                              file_roots=bool(self.settings.file_roots),
-                             has_tool_results=self.log.has_tool_results, left_out=left_out)
+                             has_tool_results=self.log.has_tool_results,
+                             hides_output=self.log.hides_output, left_out=left_out)
 
     # -- building ------------------------------------------------------------------------
 

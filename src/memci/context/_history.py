@@ -405,11 +405,15 @@ class HistorySource:
         self.values.update(draft.values)
 
     def left_out(self, draft: HistoryPlan, window: Sequence[Message]) -> bool:
-        """Whether a build's ``window`` leaves some of the history out (after its plan)."""
-        if draft.paged is not None:
-            return (draft.paged.first_active > 1 or bool(draft.paged.contents)
-                    or self.log.raw_total > messages_tokens(window))
-        return self.log.raw_total > sum(m.tokens or 0 for m in window if m.seq is not None)
+        """Whether a build's ``window`` leaves some of the history out (after its plan).
+
+        Counted in messages, not tokens: a tool result shown by its view is in the window
+        (artifact_get reads the rest), though the view costs less than the output.
+        """
+        if draft.paged is not None and (draft.paged.first_active > 1
+                                        or bool(draft.paged.contents)):
+            return True
+        return sum(1 for m in window if m.seq is not None) < len(self.log.index)
 
     def has_left_window(self, limit: int) -> bool:
         """Whether some of the conversation is out of the window (at a budget of ``limit``).

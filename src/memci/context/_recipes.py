@@ -49,12 +49,9 @@ class RecipeTitles:
                       "user's latest message; not written by the user)")
     contract_title: str = "## Tool contract"
     contract: str = (
-        "Tool outputs are stored whole as artifacts. The context shows each one as a short "
-        "summary with its pointer artifact:<id>; only the newest result shows the head of "
-        "its output. To read more, call artifact_get(id, offset, length) or "
-        "artifact_get(id, start_line, line_count), or search it with grep(target, pattern). "
-        "Keep what must be remembered with pin_add (cite a source), track the task with "
-        "plan_add / plan_done, and note decisions with notebook_add."
+        "Tool outputs are stored whole as artifacts. The context shows each as a short "
+        "summary with its pointer artifact:<id> (the newest result also its head); read "
+        "more of one with artifact_get or search it with grep."
     )
     extra: dict[str, str] = field(default_factory=dict)
 
@@ -67,10 +64,7 @@ TITLES = MappingProxyType({
         contract_title="## 工具约定",
         contract=(
             "工具输出完整保存在证据库（artifact）中。上下文里每个输出只显示简短摘要和指针 "
-            "artifact:<id>，只有最新一次结果会显示输出开头。需要更多内容时调用 "
-            "artifact_get(id, offset, length) 或 artifact_get(id, start_line, line_count)，"
-            "或用 grep(target, pattern) 搜索。必须记住的信息用 pin_add 记录（注明来源），"
-            "用 plan_add / plan_done 跟踪任务，用 notebook_add 记录决定。"
+            "artifact:<id>（最新一次结果还显示开头）；用 artifact_get 读取更多，或用 grep 搜索。"
         ),
     ),
 })

@@ -65,6 +65,9 @@ class SessionLog:
         self.held = 0  # how many messages the log holds (system ones too)
         self.raw_total = 0  # tokens of the followed branch as stored (the full history)
         self.has_tool_results = False
+        # whether a tool result's view leaves part of its output out (costs less than it):
+        # only then can artifact_get and grep on artifacts show the model something new
+        self.hides_output = False
         self.calls: dict[str, ToolCallPart] = {}
         self.branches = Branches()  # the log's tree; ``index`` is the branch followed
         self._followed = 0  # positions of ``index`` checked against the branches
@@ -108,8 +111,9 @@ class SessionLog:
                 continue
             self.raw_total += r.tokens
             self.has_tool_results |= r.role == "tool"
-            self.index.append(r.seq, r.role, r.shown if r.shown is not None
-                              else made.get(r.seq, r.tokens))
+            view_tokens = r.shown if r.shown is not None else made.get(r.seq, r.tokens)
+            self.hides_output |= r.role == "tool" and view_tokens < r.tokens
+            self.index.append(r.seq, r.role, view_tokens)
         self.last_seq = rows[-1].seq
         self._follow(self.store.branch_links(self.record, after=rows[0].seq - 1))
         return True
@@ -139,8 +143,9 @@ class SessionLog:
             tokens = message.tokens or 0
             self.raw_total += tokens
             self.has_tool_results |= message.role == "tool"
-            tokens = shown.get(message.seq, tokens)
-            self.index.append(message.seq or 0, message.role, tokens)
+            view_tokens = shown.get(message.seq, tokens)
+            self.hides_output |= view_tokens < tokens
+            self.index.append(message.seq or 0, message.role, view_tokens)
         self.last_seq = stored[-1].seq or self.last_seq
         self._follow({m.seq: after for m in stored
                       if m.seq is not None and (after := link_of(m.metadata)) is not None})

@@ -4,8 +4,9 @@ A request starts with the session's system prompt and, when memci's artifact too
 offered, the tool contract that says how to read stored tool output (seed 004). The tools
 sent are the agent's own (counted as given, never dropped) and memci's, offered when they
 can act (:func:`offered_tools`): recall_page and search_memory once history has left the
-window, the file tools with file roots, the working-state and artifact tools once the
-session has tool results. A small budget keeps only the tools that bring history back.
+window, the file tools with file roots, artifact_get and grep once a view leaves part of
+a tool output out, working_state once the session has tool results. A small budget keeps
+only the tools that bring history back.
 
 Everything here is a value or a pure count: the segment is decided in the load phase from
 the session's settings and its log, and the same inputs give the same head and the same
@@ -28,27 +29,27 @@ KEEP_ORDER: tuple[tuple[str, ...], ...] = (("recall_page", "search_memory"), ("r
                                            ())
 """What a budget too small for every schema keeps of memci's tools, tried in this order."""
 
-_HISTORY_TOOLS = ("recall_page", "search_memory")
-
 
 def offered_tools(
     every: Iterable[ToolSpec], *, auto: bool, file_roots: bool, has_tool_results: bool,
-    left_out: bool,
+    hides_output: bool, left_out: bool,
 ) -> tuple[ToolSpec, ...]:
     """memci's tools offered to the model now: those that can act (``tools="auto"``).
 
     recall_page and search_memory once history has left the window (``left_out``; before
-    that, everything is in it); file_snippet and grep with file roots; once the session
-    has tool results, artifact_get, grep, pins, plan and notebook. With an explicit
-    ``tools`` setting (``auto`` False), every one of ``every``.
+    that, everything is in it); file_snippet with file roots; artifact_get once a tool
+    result's view leaves part of its output out (``hides_output``), grep then or with file
+    roots; working_state (pins, plan and notebook as one schema) once the session has
+    tool results. The nine working-state tools by their own names stay callable but are
+    not offered: working_state costs a quarter of them. With an explicit ``tools``
+    setting (``auto`` False), every one of ``every``.
     """
     if not auto:
         return tuple(every)
-    return tuple(
-        s for s in every
-        if (s.name in _HISTORY_TOOLS and left_out)
-        or (s.name in ("file_snippet", "grep") and file_roots)
-        or (has_tool_results and s.name not in ("file_snippet", *_HISTORY_TOOLS)))
+    can_act = {"recall_page": left_out, "search_memory": left_out,
+               "file_snippet": file_roots, "grep": file_roots or hides_output,
+               "artifact_get": hides_output, "working_state": has_tool_results}
+    return tuple(s for s in every if can_act.get(s.name, False))
 
 
 class SystemSource:

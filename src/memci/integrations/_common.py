@@ -21,7 +21,7 @@ from typing import Any
 
 from memci import Context, Session, ToolSpec
 from memci.errors import BudgetTooSmallError, MissingExtraError, UnknownToolError
-from memci.messages import Message
+from memci.messages import Message, offerable_tools
 
 __all__ = [
     "Ledger",
@@ -33,6 +33,7 @@ __all__ = [
     "key_of",
     "missing_extra",
     "offered_names",
+    "registered_tools",
     "schema_tokens",
     "split_system",
     "text_tokens",
@@ -175,11 +176,18 @@ def _too_small(session: Session, budget: int, own: int, needed: int,
 
 
 def every_tool(session: Session) -> tuple[ToolSpec, ...]:
-    """Every tool the session can run; which are offered now is ``session.tool_specs()``.
-
-    A framework that registers tools once registers them all and enables them per call.
-    """
+    """Every tool the session can run; which are offered now is ``session.tool_specs()``."""
     return session.tool_specs(every=True)
+
+
+def registered_tools(session: Session) -> tuple[ToolSpec, ...]:
+    """The tools a framework registers: every one the session may offer its model.
+
+    A framework registers tools once and enables them per call. The nine working-state
+    tools are offered as ``working_state`` (they stay callable by name, and are still
+    memci's: :func:`every_tool`).
+    """
+    return offerable_tools(session.tool_specs(every=True))
 
 
 def offered_names(session: Session) -> set[str]:

@@ -48,6 +48,7 @@ from memci.integrations._common import (
     key_of,
     missing_extra,
     offered_names,
+    registered_tools,
     schema_tokens,
     split_system,
     text_tokens,
@@ -224,7 +225,7 @@ def _as_any(messages: list[BaseMessage]) -> list[AnyMessage]:
 
 def memci_tools(session: Session) -> list[BaseTool]:
     """memci's tools as ``StructuredTool`` objects (the model's arguments as JSON Schema)."""
-    return [_tool(session, spec) for spec in every_tool(session)]
+    return [_tool(session, spec) for spec in registered_tools(session)]
 
 
 def _tool(session: Session, spec: ToolSpec) -> BaseTool:

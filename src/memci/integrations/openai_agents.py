@@ -53,6 +53,7 @@ from memci.integrations._common import (
     key_of,
     missing_extra,
     offered_names,
+    registered_tools,
     schema_tokens,
     text_tokens,
 )
@@ -247,7 +248,7 @@ class MemciSession:
 
     def tools(self) -> list[FunctionTool]:
         """memci's tools as ``FunctionTool`` objects, each enabled while the session offers it."""
-        return [self._tool(spec) for spec in every_tool(self.session)]
+        return [self._tool(spec) for spec in registered_tools(self.session)]
 
     def _tool(self, spec: ToolSpec) -> FunctionTool:
         session, name = self.session, spec.name

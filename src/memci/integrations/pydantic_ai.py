@@ -49,6 +49,7 @@ from memci.integrations._common import (
     key_of,
     missing_extra,
     offered_names,
+    registered_tools,
     schema_tokens,
     split_system,
     text_tokens,
@@ -348,7 +349,7 @@ def toolset(session: Session) -> AbstractToolset[Any]:
         return run
 
     tools = [Tool.from_schema(make(s.name), s.name, s.description, dict(s.parameters))
-             for s in every_tool(session)]
+             for s in registered_tools(session)]
 
     async def offered(_ctx: RunContext[Any], tool: ToolDefinition) -> bool:
         return tool.name in await _aio.call(session, offered_names, session)

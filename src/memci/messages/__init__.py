@@ -5,7 +5,8 @@
   :func:`from_anthropic`;
 - write: :func:`to_openai`, :func:`to_anthropic`, :func:`to_responses`;
 - store and export: :func:`to_wire`, :func:`from_wire`;
-- tools: :class:`ToolSpec`, a function tool in each provider's form.
+- tools: :class:`ToolSpec`, a function tool in each provider's form; :func:`offerable_tools`,
+  memci's tools a model may be offered.
 """
 
 from memci.messages._model import (
@@ -29,7 +30,7 @@ from memci.messages._parse import (
     validate,
 )
 from memci.messages._responses import to_responses
-from memci.messages._tools import ToolSpec
+from memci.messages._tools import ToolSpec, offerable_tools
 from memci.messages._wire import dumps_parts, from_wire, loads_parts, to_wire
 from memci.messages._write import (
     ANTHROPIC_OPENER,
@@ -60,6 +61,7 @@ __all__ = [
     "from_openai",
     "from_wire",
     "loads_parts",
+    "offerable_tools",
     "parse_timestamp",
     "to_anthropic",
     "to_openai",

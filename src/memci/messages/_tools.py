@@ -5,7 +5,9 @@ Schema of its arguments, written in each provider's form the way messages are (i
 imports nothing but the standard library). memci's own tools and the agent's are both
 ToolSpecs; :mod:`memci.tools` runs memci's.
 
-:data:`OWN_TOOLS` names memci's own tools, in the order they are registered. Their
+:data:`OWN_TOOLS` names memci's own tools, in the order they are registered;
+:func:`offerable_tools` picks those a model may be offered (``working_state`` stands for
+the nine working-state tools after it, which stay callable by name). Their
 answers are memci's, not the conversation's: recalled pages and artifacts repeat what is
 stored already, search results and "no memory found" lines are about memory, and
 pin/plan/notebook confirmations restate the working state. The search index skips these
@@ -18,18 +20,21 @@ as memory; the settings accept only these names in ``tools``.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["OWN_TOOLS", "OWN_TOOL_NAMES", "ToolSpec"]
+__all__ = ["OWN_TOOLS", "OWN_TOOL_NAMES", "ToolSpec", "offerable_tools"]
 
 OWN_TOOLS: tuple[str, ...] = (
-    "recall_page", "search_memory", "artifact_get", "file_snippet", "grep",
+    "recall_page", "search_memory", "artifact_get", "file_snippet", "grep", "working_state",
     "pin_add", "pin_remove", "pin_update", "pin_list",
     "plan_add", "plan_done", "plan_remove", "plan_list", "notebook_add",
 )
 OWN_TOOL_NAMES = frozenset(OWN_TOOLS)
+_WORKING_STATE = "working_state"
+_GROUPED = frozenset(OWN_TOOLS[OWN_TOOLS.index(_WORKING_STATE) + 1:])
+"""The nine working-state tools, offered to a model as ``working_state``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,3 +107,16 @@ class ToolSpec:
         out["parameters"] = dict(self.parameters)
         out["strict"] = self.strict
         return out
+
+
+def offerable_tools(specs: Iterable[ToolSpec]) -> tuple[ToolSpec, ...]:
+    """The tools of ``specs`` a model may be offered: what a framework or MCP registers.
+
+    The nine working-state tools drop out when ``working_state`` stands for them (all stay
+    callable by name); an explicit ``tools`` setting that names some of them and not
+    working_state offers them by their own names, and they stay.
+    """
+    specs = tuple(specs)
+    if not any(s.name == _WORKING_STATE for s in specs):
+        return specs
+    return tuple(s for s in specs if s.name not in _GROUPED)

@@ -8,8 +8,10 @@ Built on the official MCP SDK's low-level server, so the tool list follows the s
 - ``build`` — the context to send now (``format``, ``budget``, ``recipe``), as JSON;
 - ``search`` — search the session's memory (``query``, ``k``, ``offset``): the hits within
   the server's byte budget, and ``next_offset`` where the rest start (:mod:`._listing`);
-- every tool of ``session.tools()`` (``recall_page``, pins, plan, ``artifact_get`` …),
-  run with ``session.call_tool``.
+- every tool of ``session.tools(every=True)`` (``recall_page``, ``working_state``,
+  ``artifact_get`` …), run with ``session.call_tool``; the nine working-state tools are
+  listed as the one ``working_state`` (a client sends every listed schema to its model),
+  and each stays callable by its own name, checked against its own schema.
 
 Every tool takes an optional ``session``: the session of the caller's tenant the call
 works in (made on first use). Without it a call goes to its connection's session (``memci
@@ -21,11 +23,12 @@ Blocking store work runs in worker threads, never on the event loop; tool calls 
 own few (:mod:`memci.server._threads`), so a long grep never holds up the other requests.
 
 Every call is checked against what ``tools/list`` declares, as the MCP specification
-(2025-11-25) says: a tool the session does not list is a protocol error (JSON-RPC
-``-32602``, invalid params); arguments that break the tool's declared input schema (types,
-ranges, unknown properties: JSON Schema 2020-12, what the schema says and nothing more) are
-a tool error (``isError``) whose text says what to fix, so a model can correct itself. So
-is any other bad input; nothing is stored then, and no bad input reaches a handler raw.
+(2025-11-25) says: a tool the session does not list (nor group under ``working_state``)
+is a protocol error (JSON-RPC ``-32602``, invalid params); arguments that break the tool's
+declared input schema (types, ranges, unknown properties: JSON Schema 2020-12, what the
+schema says and nothing more) are a tool error (``isError``) whose text says what to fix,
+so a model can correct itself. So is any other bad input; nothing is stored then, and no
+bad input reaches a handler raw.
 """
 
 from __future__ import annotations
@@ -50,6 +53,7 @@ import memci
 from memci._session import Session
 from memci.engine import Engine
 from memci.errors import InvalidInputError, MemciError
+from memci.messages import offerable_tools
 from memci.server._config import DEFAULT_MAX_RESPONSE_BYTES, DEFAULT_MCP_SESSION
 from memci.server._json import jsonable
 from memci.server._listing import hits_page, page_json
@@ -170,9 +174,11 @@ def _with_session(tool: types.Tool) -> types.Tool:
     return tool.model_copy(update={"input_schema": schema})
 
 
-def _tool_list(session: Session) -> list[types.Tool]:
+def _tool_list(session: Session, *, combined: bool = False) -> list[types.Tool]:
+    """What ``tools/list`` declares; ``combined``: also the tools working_state lists."""
     tools = [_ADD, _BUILD, _SEARCH]
-    for spec in session.tool_specs(every=True):  # an MCP client lists tools once
+    specs = session.tool_specs(every=True)  # an MCP client lists tools once
+    for spec in specs if combined else offerable_tools(specs):
         if spec.name not in _OWN:
             tools.append(types.Tool(name=spec.name, description=spec.description,
                                     input_schema=dict(spec.parameters)))
@@ -196,8 +202,11 @@ def _invalid(name: str, problem: str) -> types.CallToolResult:
 
 
 def _listed(session: Session, name: str) -> types.Tool:
-    """The tool ``name`` as ``tools/list`` declares it; else JSON-RPC invalid params."""
-    tools = _tool_list(session)
+    """The tool ``name`` as ``tools/list`` declares it; else JSON-RPC invalid params.
+
+    A working-state tool listed as ``working_state`` is declared by its own schema.
+    """
+    tools = _tool_list(session, combined=True)
     for tool in tools:
         if tool.name == name:
             return tool

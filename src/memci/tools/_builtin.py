@@ -1,7 +1,10 @@
 """The tools a session offers the model.
 
 They are recall_page, search_memory, the file and artifact tools, and the working-state
-tools (pins, plan, notebook).
+tools (pins, plan, notebook). The model is offered the working-state tools as one,
+``working_state`` (cheaper than nine schemas); each of the nine stays callable by its own
+name, and ``working_state`` with ``action`` set to a name runs exactly that tool: its
+arguments are checked against that tool's own schema.
 
 Each handler takes the session and the parsed arguments and answers with text for the
 model; bad arguments come back as ``error: …`` (see :mod:`memci.tools._registry`).
@@ -17,10 +20,10 @@ from memci.errors import MemciError
 from memci.messages import ToolSpec, parse_timestamp
 from memci.tools._files import FILE_TOOL_SPECS, call_file_tool
 from memci.tools._host import ToolHost
-from memci.tools._registry import Tool, ToolArgumentError, int_arg
-from memci.workspace import WORKSPACE_TOOL_SPECS, call_workspace_tool
+from memci.tools._registry import Tool, ToolArgumentError, check_arguments, int_arg
+from memci.workspace import WORKING_STATE_SPEC, WORKSPACE_TOOL_SPECS, call_workspace_tool
 
-__all__ = ["FILE_TOOLS", "RECALL_PAGE", "SEARCH_MEMORY", "WORKSPACE_TOOLS"]
+__all__ = ["FILE_TOOLS", "RECALL_PAGE", "SEARCH_MEMORY", "WORKING_STATE", "WORKSPACE_TOOLS"]
 
 
 def _recall_page(session: ToolHost, args: Mapping[str, Any]) -> str:
@@ -68,16 +71,13 @@ def _date_arg(args: Mapping[str, Any], name: str) -> datetime | None:
 SEARCH_MEMORY: Tool[ToolHost] = Tool(
     ToolSpec(
         "search_memory",
-        "Search everything said earlier in this conversation (also pages no longer listed) "
-        "or, with scope 'user', in the user's other conversations. Understands times like "
-        "'yesterday' or '上周'.",
+        "Search this conversation, archived pages too, or with scope user the user's other "
+        "conversations; k results (default 5, at most 20), since/until ISO dates. Knows "
+        "times like 'yesterday' or '上周'.",
         {"type": "object", "properties": {
-            "query": {"type": "string", "description": "What to look for."},
-            "k": {"type": "integer", "minimum": 1, "maximum": 20,
-                  "description": "How many results (default 5)."},
+            "query": {"type": "string"}, "k": {"type": "integer"},
             "scope": {"type": "string", "enum": ["session", "user"]},
-            "since": {"type": "string", "description": "Only from this ISO date on."},
-            "until": {"type": "string", "description": "Only before this ISO date."}},
+            "since": {"type": "string"}, "until": {"type": "string"}},
          "required": ["query"], "additionalProperties": False},
     ),
     _search_memory,
@@ -87,11 +87,9 @@ SEARCH_MEMORY: Tool[ToolHost] = Tool(
 RECALL_PAGE: Tool[ToolHost] = Tool(
     ToolSpec(
         "recall_page",
-        "Bring an archived page of this conversation back into your context in full, "
-        "from the next request on. Pages are listed by index on the contents page.",
-        {"type": "object", "properties": {"index": {
-            "type": "integer", "minimum": 1,
-            "description": "The page index, as shown on the contents page ([Page N])."}},
+        "Bring page [Page N] of the contents page back into context, whole, from the next "
+        "request on.",
+        {"type": "object", "properties": {"index": {"type": "integer"}},
          "required": ["index"], "additionalProperties": False},
     ),
     _recall_page,
@@ -122,3 +120,13 @@ FILE_TOOLS: dict[str, Tool[ToolHost]] = {
 WORKSPACE_TOOLS: dict[str, Tool[ToolHost]] = {
     spec.name: Tool(spec, _named(_workspace_tool, spec.name)) for spec in WORKSPACE_TOOL_SPECS
 }
+
+
+def _working_state(session: ToolHost, args: Mapping[str, Any]) -> str:
+    rest = {k: v for k, v in args.items() if k != "action"}
+    tool = WORKSPACE_TOOLS[args["action"]]  # the schema's enum: one of their names
+    return tool.handler(session, check_arguments(tool.spec.parameters, rest))
+
+
+WORKING_STATE: Tool[ToolHost] = Tool(WORKING_STATE_SPEC, _working_state)
+

@@ -454,43 +454,28 @@ def _schema(properties: dict[str, Any], required: tuple[str, ...]) -> dict[str, 
 
 
 FILE_TOOL_SPECS: tuple[ToolSpec, ...] = (
+    # Terse: these schemas ride on every request that offers them. Bounds the tools
+    # enforce themselves (minimums, maximums) are not repeated here.
     ToolSpec(
         "artifact_get",
-        "Read part of a stored tool output (shown in context as artifact:<id>), exactly as "
-        "it was: characters offset..offset+length, or lines start_line.. (from 1).",
-        _schema({
-            "id": {"type": "string", "description": "artifact:<id> or the bare id"},
-            "offset": {"type": "integer", "minimum": 0,
-                       "description": "first character (from 0)"},
-            "length": {"type": "integer", "minimum": 0, "description": "characters to read"},
-            "start_line": {"type": "integer", "minimum": 1,
-                           "description": "first line (from 1); instead of offset"},
-            "line_count": {"type": "integer", "minimum": 1, "description": "lines to read"},
-        }, ("id",)),
+        "Read a stored tool output (artifact:<id>) exactly: characters from offset "
+        "(from 0), or lines from start_line (from 1).",
+        _schema({"id": {"type": "string"}, "offset": {"type": "integer"},
+                 "length": {"type": "integer"}, "start_line": {"type": "integer"},
+                 "line_count": {"type": "integer"}}, ("id",)),
     ),
     ToolSpec(
         "file_snippet",
-        "Read numbered lines of a file under the session's file roots.",
-        _schema({
-            "path": {"type": "string", "description": "path relative to a file root"},
-            "start": {"type": "integer", "minimum": 1, "description": "first line (from 1)"},
-            "length": {"type": "integer", "minimum": 1, "maximum": 200,
-                       "description": "number of lines (default 50)"},
-        }, ("path",)),
+        "Read numbered lines of a file under the file roots (default 50, at most 200).",
+        _schema({"path": {"type": "string"}, "start": {"type": "integer"},
+                 "length": {"type": "integer"}}, ("path",)),
     ),
     ToolSpec(
         "grep",
-        "Find the lines matching a regular expression (RE2 syntax: no backreferences or "
-        "lookaround) in a stored tool output (artifact:<id>), or in a file or the files of "
-        "a directory under the session's file roots.",
-        _schema({
-            "target": {"type": "string",
-                       "description": "artifact:<id>, or a file or directory path"},
-            "pattern": {"type": "string", "maxLength": 200,
-                        "description": "RE2 regular expression, matched within each line"},
-            "limit": {"type": "integer", "minimum": 1, "maximum": 100,
-                      "description": "most matching lines to show (default 20)"},
-            "ignore_case": {"type": "boolean"},
-        }, ("target", "pattern")),
+        "Lines matching an RE2 regex in artifact:<id>, or in a file or directory under the "
+        "file roots (limit: default 20, at most 100).",
+        _schema({"target": {"type": "string"}, "pattern": {"type": "string"},
+                 "limit": {"type": "integer"}, "ignore_case": {"type": "boolean"}},
+                ("target", "pattern")),
     ),
 )

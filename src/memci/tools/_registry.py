@@ -57,5 +57,5 @@ def int_arg(args: Mapping[str, Any], name: str, *, default: int | None = None,
     if not isinstance(value, int) or isinstance(value, bool) or abs(value) > MAX_INT:
         raise ToolArgumentError(f"'{name}' must be a whole number")
     if minimum is not None and value < minimum:
-        raise ToolArgumentError(f"'{name}' must be at least {minimum}")
+        raise ToolArgumentError(f"'{name}' must be at least {minimum}, not {value}")
     return value

@@ -10,7 +10,8 @@
   :meth:`WorkState.import_state`);
 - :class:`Workspace` holds both for one store;
 - :data:`WORKSPACE_TOOL_SPECS` and :func:`call_workspace_tool` offer the working state
-  to a model as tools (pin_*, plan_*, notebook_add).
+  to a model as tools (pin_*, plan_*, notebook_add); :data:`WORKING_STATE_SPEC` is all of
+  them as one schema, the one a model is offered.
 """
 
 from memci.errors import (
@@ -64,6 +65,7 @@ from memci.workspace._summary import (
     summarize_tool_output,
 )
 from memci.workspace._tools import (
+    WORKING_STATE_SPEC,
     WORKSPACE_TOOL_SPECS,
     ToolResult,
     call_workspace_tool,
@@ -78,6 +80,7 @@ __all__ = [
     "STATE_FORMAT",
     "STATE_VERSION",
     "TTL",
+    "WORKING_STATE_SPEC",
     "WORKSPACE_TOOL_SPECS",
     "Artifact",
     "ArtifactFolder",

@@ -1,9 +1,12 @@
 """The working state as tools a model can call: pin_*, plan_*, notebook_add.
 
-:data:`WORKSPACE_TOOL_SPECS` are their schemas; :func:`call_workspace_tool` runs one on a
-:class:`WorkState`. A refusal (a passed limit, a missing source, an unknown id, bad
-arguments) comes back as a :class:`ToolResult` with ``ok=False`` and a text starting with
-``error:`` that tells the model what to do instead; it is never raised.
+:data:`WORKSPACE_TOOL_SPECS` are their schemas; :data:`WORKING_STATE_SPEC` is the one
+schema a model is offered for all of them (``working_state``, its ``action`` one of their
+names, its arguments theirs: one schema costs a quarter of the nine).
+:func:`call_workspace_tool` runs one on a :class:`WorkState`. A refusal (a passed limit, a
+missing source, an unknown id, bad arguments) comes back as a :class:`ToolResult` with
+``ok=False`` and a text starting with ``error:`` that tells the model what to do
+instead; it is never raised.
 """
 
 from __future__ import annotations
@@ -19,7 +22,8 @@ from memci.messages import ToolSpec
 from memci.workspace._state import WorkState
 from memci.workspace._text import format_time
 
-__all__ = ["WORKSPACE_TOOL_SPECS", "ToolResult", "call_workspace_tool", "parse_tool_arguments"]
+__all__ = ["WORKING_STATE_SPEC", "WORKSPACE_TOOL_SPECS", "ToolResult", "call_workspace_tool",
+           "parse_tool_arguments"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -246,3 +250,21 @@ WORKSPACE_TOOL_SPECS: tuple[ToolSpec, ...] = (
                                   "description": "artifact:<id> with the details (optional)"},
              }, ("summary",))),
 )
+
+
+WORKING_STATE_SPEC = ToolSpec(
+    "working_state",
+    "Your pins (facts kept in context, at most 20), plan (TODO items) and notebook. "
+    "Arguments by action: pin_add type title summary source [artifact_ref ttl]; pin_update "
+    "id [fields]; pin_remove ids; plan_add text; plan_done id [done]; plan_remove id; "
+    "notebook_add summary [source artifact_ref]; pin_list; plan_list. source: "
+    "chat:<message id>, tool:<call id>, file:<path>#L<line> or artifact:<id>. ttl: 7d "
+    "(default), 12h, 90min or 30r (rounds).",
+    _schema({
+        "action": {"type": "string", "enum": [s.name for s in WORKSPACE_TOOL_SPECS]},
+        **{name: {"type": "string"} for name in (
+            "type", "title", "summary", "source", "artifact_ref", "ttl", "text")},
+        "id": {"type": "integer"}, "ids": {"type": "array", "items": {"type": "integer"}},
+        "done": {"type": "boolean"},
+    }, ("action",)))
+"""The working-state tools as one: ``action`` names the tool, the rest are its arguments."""

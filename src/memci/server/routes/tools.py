@@ -16,14 +16,21 @@ from memci.server._bodies import read_json
 from memci.server._errors import ApiError
 from memci.server._openapi import ERRORS, json_body
 from memci.server.routes._common import BIGGEST, Sid, State, Tenant, offered
-from memci.tools._builtin import FILE_TOOLS, RECALL_PAGE, SEARCH_MEMORY, WORKSPACE_TOOLS
+from memci.tools._builtin import (
+    FILE_TOOLS,
+    RECALL_PAGE,
+    SEARCH_MEMORY,
+    WORKING_STATE,
+    WORKSPACE_TOOLS,
+)
 from memci.workspace import parse_artifact_ref
 
 __all__ = ["router"]
 
 router = APIRouter(tags=["tools"], responses=ERRORS)
 
-_TOOL_NAMES = [RECALL_PAGE.spec.name, SEARCH_MEMORY.spec.name, *FILE_TOOLS, *WORKSPACE_TOOLS]
+_TOOL_NAMES = [RECALL_PAGE.spec.name, SEARCH_MEMORY.spec.name, *FILE_TOOLS,
+               WORKING_STATE.spec.name, *WORKSPACE_TOOLS]
 
 
 @router.get("/v1/sessions/{sid}/tools", summary="memci's tools in this session")
