@@ -37,6 +37,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.requests import ClientDisconnect
+from starlette.routing import Match
 
 import memci
 from memci.engine import Engine
@@ -129,9 +130,24 @@ async def _invalid(_: Request, exc: RequestValidationError) -> JSONResponse:
 _HTTP_CODES = {404: "not_found", 405: "method_not_allowed", 413: "payload_too_large"}
 
 
-async def _http_error(_: Request, exc: StarletteHTTPException) -> JSONResponse:
+async def _http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+    # Its headers go with it; a 405 names every method the path takes (Allow, RFC 9110),
+    # of all the routes at that path, not only of the first one Starlette tried.
     code = _HTTP_CODES.get(exc.status_code, "http_error")
-    return error_response(ApiError(exc.status_code, code, str(exc.detail)))
+    headers = dict(exc.headers or {})
+    if exc.status_code == 405:
+        headers["Allow"] = ", ".join(_allowed(request))
+    return error_response(ApiError(exc.status_code, code, str(exc.detail), headers))
+
+
+_METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
+
+
+def _allowed(request: Request) -> list[str]:
+    """The methods some route answers at the request's path (each one asked of the router)."""
+    return [method for method in _METHODS
+            if any(route.matches({**request.scope, "method": method})[0] == Match.FULL
+                   for route in request.app.router.routes)]
 
 
 _HANDLERS: tuple[tuple[type[Exception], Callable[..., Awaitable[JSONResponse]]], ...] = (

@@ -17,7 +17,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from memci._settings import HOST_SETTINGS
 from memci.server._policy import REQUEST_SETTINGS
 
-__all__ = ["ContextRequest", "ErrorAnswer", "MessageIn", "MessagesBody", "MessagesEnvelope"]
+__all__ = ["AnthropicRequest", "ChatRequest", "ContextRequest", "ErrorAnswer", "MessageIn",
+           "MessagesBody", "MessagesEnvelope"]
 
 _OPEN = ConfigDict(extra="allow")  # providers add fields; memci keeps what it models
 
@@ -166,6 +167,40 @@ class ContextRequest(BaseModel):
         gt=0, le=2**40, description="Token budget (default: the session's).")] = None
     recipe: Annotated[Literal["auto", "chat", "tool_loop"], Field(
         description="Section recipe of the build.")] = "auto"
+
+
+class _ProxyRequest(BaseModel):
+    """What both proxies read of a request; every other field goes to the upstream as is."""
+
+    model_config = _OPEN
+
+    model: str | None = Field(None, description="The upstream model (passed on).")
+    messages: Annotated[list[MessageIn], Field(
+        min_length=1, description="The conversation as the client has it: memci stores "
+                                  "what it has not seen and sends its context instead.")]
+    tools: list[dict[str, Any]] | None = Field(
+        None, description="The client's tools, sent upstream with memci's own.")
+    stream: bool | None = Field(None, description="Stream the answer (server-sent events).")
+
+
+class ChatRequest(_ProxyRequest):
+    """What ``POST /v1/chat/completions`` takes: an OpenAI Chat Completions request."""
+
+
+class SystemBlock(_Block):
+    """A block of an Anthropic system prompt."""
+
+    type: Literal["text"] = "text"
+    text: str
+
+
+class AnthropicRequest(_ProxyRequest):
+    """What ``POST /v1/messages`` takes: an Anthropic Messages request."""
+
+    system: str | list[SystemBlock] | None = Field(
+        None, description="The system prompt (stored as the session's system message).")
+    max_tokens: Annotated[int, Field(ge=1, le=2**31)] | None = Field(
+        None, description="Passed to the upstream.")
 
 
 class ErrorDetail(BaseModel):

@@ -6,10 +6,11 @@ from fastapi import APIRouter
 from fastapi.responses import JSONResponse
 
 import memci
+from memci.server._openapi import EVERY_REQUEST, errors
 
 __all__ = ["router"]
 
-router = APIRouter(tags=["server"])
+router = APIRouter(tags=["server"], responses=errors(*EVERY_REQUEST))
 
 
 @router.get("/healthz", summary="Liveness: the server answers")

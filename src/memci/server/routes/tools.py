@@ -14,14 +14,14 @@ from fastapi.responses import JSONResponse
 
 from memci.server._bodies import read_json
 from memci.server._errors import ApiError
-from memci.server._openapi import ERRORS, json_body
+from memci.server._openapi import EVERY_REQUEST, WITH_KEY, errors, json_body
 from memci.server.routes._common import BIGGEST, Sid, State, Tenant, offered
 from memci.tools._builtin import FILE_TOOLS, RECALL_PAGE, SEARCH_MEMORY, WORKSPACE_TOOLS
 from memci.workspace import parse_artifact_ref
 
 __all__ = ["router"]
 
-router = APIRouter(tags=["tools"], responses=ERRORS)
+router = APIRouter(tags=["tools"], responses=errors(*EVERY_REQUEST, *WITH_KEY, 400, 404))
 
 _TOOL_NAMES = [RECALL_PAGE.spec.name, SEARCH_MEMORY.spec.name, *FILE_TOOLS, *WORKSPACE_TOOLS]
 
