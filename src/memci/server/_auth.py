@@ -25,7 +25,7 @@ from memci.server._config import ServerConfig
 from memci.server._errors import ApiError
 from memci.server._keys import KeyStore
 
-__all__ = ["sent_key", "tenant_of"]
+__all__ = ["revoked", "sent_key", "tenant_of"]
 
 
 _STATIC_KEYS = ("this server takes static API keys (made with `memci keys create TENANT`), "
@@ -72,6 +72,11 @@ async def tenant_of(keys: KeyStore, config: ServerConfig, headers: Mapping[str, 
     if not found:
         tenant = await anyio.to_thread.run_sync(keys.tenant_of, key)
     if tenant is None:
-        raise _refused("the API key is unknown or revoked", sent=True)
+        raise revoked()
     return tenant
+
+
+def revoked() -> ApiError:
+    """The 401 of a key that is unknown, or was revoked (perhaps while a stream was open)."""
+    return _refused("the API key is unknown or revoked", sent=True)
 

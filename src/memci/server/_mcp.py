@@ -43,7 +43,6 @@ from jsonschema import Draft202012Validator
 from jsonschema.exceptions import best_match
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
-from mcp.server.stdio import stdio_server
 from mcp.shared.exceptions import MCPError
 
 import memci
@@ -53,6 +52,7 @@ from memci.errors import InvalidInputError, MemciError
 from memci.server._config import DEFAULT_MAX_RESPONSE_BYTES, DEFAULT_MCP_SESSION
 from memci.server._json import jsonable
 from memci.server._listing import hits_page, page_json
+from memci.server._mcp_stdio import checked_stdio
 from memci.server._threads import ToolThreads
 
 __all__ = [
@@ -295,7 +295,7 @@ def run_stdio(db: str | Path | None, session: str = DEFAULT_SESSION, *,
         server = create_mcp_server(engine, session, tenant=tenant, user=user)
 
         async def main() -> None:
-            async with stdio_server() as (read, write):
+            async with checked_stdio() as (read, write):
                 await server.run(read, write, server.create_initialization_options())
 
         anyio.run(main)
