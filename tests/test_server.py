@@ -520,7 +520,8 @@ def test_search_endpoint(client: TestClient, engine: memci.Engine) -> None:
 
 
 def test_no_auth_mode_serves_the_default_tenant(engine: memci.Engine) -> None:
-    with TestClient(create_app(engine, ServerConfig(auth=False))) as c:
+    with TestClient(create_app(engine, ServerConfig(auth=False)),
+                    base_url="http://127.0.0.1") as c:
         assert c.post("/v1/sessions/n/messages",
                       json={"role": "user", "content": "hi"}).status_code == 200
     assert engine.store.session("default", "n") is not None

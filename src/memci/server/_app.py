@@ -22,7 +22,8 @@ integers and dates are bounded before they reach SQLite or date arithmetic, and 
 request's session settings are checked by key (see :mod:`memci.server._policy` for which
 ones a request may set at all). Every error leaves as one JSON shape
 (:mod:`memci.server._errors`). The OpenAPI schema carries the request models of
-:mod:`memci.server._models` (:mod:`memci.server._openapi`).
+:mod:`memci.server._models` (:mod:`memci.server._openapi`). A browser page's ``Origin``
+and the ``Host`` are checked before anything else (:mod:`memci.server._origins`).
 """
 
 from __future__ import annotations
@@ -47,6 +48,7 @@ from memci.server._config import ServerConfig
 from memci.server._errors import ApiError, classify, error_response, problems
 from memci.server._keys import KeyStore
 from memci.server._openapi import openapi_of
+from memci.server._origins import OriginGuard, OriginPolicy
 from memci.server._state import ServerState
 from memci.server.routes import ROUTERS, mcp_router
 
@@ -77,6 +79,10 @@ def create_app(
     app.state.config, app.state.policy = state.config, state.policy
     app.openapi = partial(openapi_of, app)  # type: ignore[method-assign]  # FastAPI's hook
     app.add_middleware(BodyLimit, max_bytes=state.config.max_body_bytes)
+    # Outermost: a page's Origin and the Host are checked before a body is read.
+    app.add_middleware(OriginGuard, policy=OriginPolicy(state.config.allowed_origins,
+                                                        state.config.allowed_hosts),
+                       every_host=not state.config.auth)
     for kind, handler in _HANDLERS:
         app.exception_handler(kind)(handler)
     app.include_router(mcp_router(state.mcp))

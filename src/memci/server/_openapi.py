@@ -36,9 +36,11 @@ ANSWERS: dict[int, str] = {
     400: "Bad input: the message says what to fix; nothing was stored.",
     401: "No API key, or an unknown or revoked one (the server takes static API keys, "
          "not OAuth).",
+    403: "A browser page's Origin the operator does not allow (forbidden_origin).",
     404: "Unknown session, message, tool or artifact.",
     409: "The session belongs to another user (owner_conflict); nothing was stored.",
     413: "The body is over the server's limit.",
+    421: "A Host the server does not answer to, without API keys (misdirected_request).",
     500: "An unexpected error (the answer says nothing internal).",
     501: "An optional part the request needs is not installed (missing_extra).",
     502: "The upstream model failed, could not be reached or sent an unreadable reply.",
@@ -47,8 +49,8 @@ ANSWERS: dict[int, str] = {
 }
 """What each error status means, for every operation that can answer it."""
 
-EVERY_REQUEST = (413, 500)
-"""What any request can be answered, before or outside its route."""
+EVERY_REQUEST = (403, 413, 421, 500)
+"""What any request can be answered, before or outside its route (:mod:`._origins`)."""
 WITH_KEY = (401, 503)
 """What a route that checks the API key can answer (the key store may be unreadable)."""
 
