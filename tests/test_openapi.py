@@ -19,7 +19,7 @@ pytest.importorskip("fastapi", reason="needs memci[server]")
 from fastapi.testclient import TestClient
 
 import memci
-from memci.server import create_app
+from memci.server import ServerConfig, create_app
 
 
 @pytest.fixture
@@ -76,3 +76,34 @@ def test_405_names_the_allowed_methods_and_401_says_static_keys(tmp_path: Path) 
         assert "static API keys" in refused.json()["error"]["message"]
         wrong = http.get("/v1/sessions", headers={"Authorization": "Bearer mk_nope"})
         assert 'error="invalid_token"' in wrong.headers["www-authenticate"]
+
+
+def test_the_document_is_never_looser_than_the_server(document: dict[str, Any],
+                                                      tmp_path: Path) -> None:
+    """What the server always refuses, the document refuses too (schemathesis trusts it)."""
+    jsonschema = pytest.importorskip("jsonschema")
+    components = document["components"]["schemas"]
+
+    def valid(route: str, value: Any) -> bool:
+        body = document["paths"][f"/v1/sessions/{{sid}}/{route}"]["post"]["requestBody"]
+        schema = {**body["content"]["application/json"]["schema"],
+                  "components": {"schemas": components}}
+        checker = jsonschema.Draft202012Validator(
+            schema, format_checker=jsonschema.Draft202012Validator.FORMAT_CHECKER)
+        return bool(checker.is_valid(value))
+
+    refused = [("messages", {"role": "user", "content": "x", "created_at": 1e300}),
+               ("messages", {"role": "user", "content": "x", "created_at": -1e12}),
+               ("messages", {"role": "user", "content": "x", "created_at": "yesterday"}),
+               ("context", {"budget": 1}), ("context", {"budget": 2})]
+    with memci.Engine.open(tmp_path / "strict.db") as engine, TestClient(
+            create_app(engine, ServerConfig(auth=False)), base_url="http://127.0.0.1") as http:
+        assert http.post("/v1/sessions/s/messages",
+                         json={"role": "user", "content": "hi"}).status_code == 200
+        for route, body in refused:
+            answer = http.post(f"/v1/sessions/s/{route}", json=body)
+            assert answer.status_code == 400, body  # the server refuses
+            assert not valid(route, body), body  # and so does the document
+        assert valid("messages", {"role": "user", "content": "x",
+                                  "created_at": "2026-11-27T10:00:00Z"})
+        assert valid("context", {"budget": 3})

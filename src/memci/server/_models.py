@@ -14,6 +14,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from memci._builder import REPLY_PRIMING
 from memci._settings import HOST_SETTINGS
 from memci.server._policy import REQUEST_SETTINGS
 
@@ -115,6 +116,13 @@ class ToolCall(_Block):
     function: FunctionCall
 
 
+# What the reader takes as a time (memci.messages.parse_timestamp): a date-time, or epoch
+# seconds from 0001-01-01 to 9999-12-31 UTC. A schema looser than that would promise
+# clients (and schemathesis) that the server accepts instants it refuses.
+_DateTime = Annotated[str, Field(json_schema_extra={"format": "date-time"})]
+_EpochSeconds = Annotated[float, Field(ge=-62_135_596_800, le=253_402_300_799)]
+
+
 class MessageIn(BaseModel):
     """One message, OpenAI or Anthropic style, as ``session.add`` takes it."""
 
@@ -133,7 +141,7 @@ class MessageIn(BaseModel):
     refusal: str | None = None
     metadata: dict[str, Any] | None = Field(
         None, description="Kept with the message, never sent to a model.")
-    created_at: str | float | None = Field(
+    created_at: _DateTime | _EpochSeconds | None = Field(
         None, description="ISO 8601 date-time (or epoch seconds); the server's clock if absent.")
 
 
@@ -164,7 +172,9 @@ class ContextRequest(BaseModel):
     format: Annotated[Literal["openai", "anthropic"], Field(
         description="The provider format of the payload.")] = "openai"
     budget: Annotated[int | None, Field(
-        gt=0, le=2**40, description="Token budget (default: the session's).")] = None
+        ge=REPLY_PRIMING, le=2**40,
+        description="Token budget (default: the session's); every request spends "
+                    f"{REPLY_PRIMING} priming the reply, so no budget is smaller.")] = None
     recipe: Annotated[Literal["auto", "chat", "tool_loop"], Field(
         description="Section recipe of the build.")] = "auto"
 
