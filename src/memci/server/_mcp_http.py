@@ -37,6 +37,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from functools import partial
 from typing import Any
 
 import anyio
@@ -59,7 +60,7 @@ from memci.server._config import ServerConfig
 from memci.server._errors import ApiError, classify, error_response
 from memci.server._jsonrpc import check_message
 from memci.server._keys import KeyStore
-from memci.server._mcp import DEFAULT_SESSION, Caller, build_server
+from memci.server._mcp import DEFAULT_SESSION, Caller, build_server, engine_reader
 from memci.server._mcp_sessions import McpSession, McpSessions
 from memci.server._sessions import SessionHub
 
@@ -151,7 +152,7 @@ class McpEndpoint:
             return hub.open(caller.tenant, name, user=caller.user)
 
         self.server = build_server(
-            open_session, _caller_of,
+            open_session, _caller_of, reader_of=partial(engine_reader, hub.engine),
             instructions="memci keeps conversations: add messages, build the context to "
                          "send, search what was said. Every tool takes an optional "
                          "'session' (default: this connection's X-Memci-Session, else "
