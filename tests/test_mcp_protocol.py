@@ -268,3 +268,20 @@ def test_serve_refuses_a_bad_allowed_origin_before_it_listens(tmp_path: Path) ->
                           text=True, env=subprocess_env(), timeout=60)
     assert done.returncode != 0
     assert "scheme://host[:port]" in done.stderr and "listening" not in done.stderr
+
+
+def test_a_401_at_mcp_says_the_server_takes_static_keys_not_oauth(
+        keyed: tuple[Path, str]) -> None:
+    db, _ = keyed
+    with ServeProcess(db) as server, httpx.Client(base_url=server.url, timeout=60) as http:
+        for headers in ({}, {"Authorization": "Bearer mk_unknown"}):
+            refused = http.post("/mcp", json=INITIALIZE, headers={
+                **headers, "Accept": "application/json, text/event-stream"})
+            assert refused.status_code == 401
+            challenge = refused.headers["www-authenticate"]
+            # a generic client reads the challenge: no OAuth to discover, a key to send
+            assert challenge.startswith('Bearer realm="memci"'), challenge
+            assert "static API keys" in challenge and "not OAuth" in challenge
+            assert "resource_metadata" not in challenge
+            assert "memci keys create" in refused.json()["error"]["message"]
+        assert http.get("/.well-known/oauth-protected-resource").status_code == 404
