@@ -324,5 +324,5 @@ def test_the_example_runs_offline() -> None:
                           capture_output=True, text=True, env=subprocess_env(), cwd=str(ROOT),
                           timeout=120)
     assert done.returncode == 0, done.stderr
-    assert "memci.build {" in done.stdout and "'memci.archived'" in done.stdout
+    assert "memci.build INTERNAL {" in done.stdout and "'memci.archived'" in done.stdout
     assert "execute_tool recall_page" in done.stdout
