@@ -27,8 +27,8 @@ from memci.server._models import (
     MessagesBody,
 )
 
-__all__ = ["ANSWERS", "EVERY_REQUEST", "WITH_KEY", "body_schema", "errors", "json_body",
-           "openapi_of"]
+__all__ = ["ANSWERS", "EVERY_REQUEST", "WITH_KEY", "body_schema", "errors",
+           "errors_or_upstream", "json_body", "openapi_of"]
 
 _REF = "#/components/schemas/{model}"
 
@@ -58,6 +58,19 @@ WITH_KEY = (401, 503)
 def errors(*statuses: int) -> dict[int | str, dict[str, Any]]:
     """The OpenAPI responses of ``statuses`` (from :data:`ANSWERS`), in the error shape."""
     return {status: {"model": ErrorAnswer, "description": ANSWERS[status]}
+            for status in sorted(set(statuses))}
+
+
+def errors_or_upstream(*statuses: int) -> dict[int | str, dict[str, Any]]:
+    """Like :func:`errors`, for the proxies, whose upstream's errors pass through.
+
+    Each status may be memci's error or the upstream model's own, with its body (any JSON
+    object: OpenAI's or Anthropic's shape).
+    """
+    either = {"anyOf": [{"$ref": _REF.format(model="ErrorAnswer")}, {"type": "object"}]}
+    return {status: {"description": f"{ANSWERS[status]} Or the upstream model's own error "
+                                    "with this status, passed through.",
+                     "content": {"application/json": {"schema": either}}}
             for status in sorted(set(statuses))}
 
 

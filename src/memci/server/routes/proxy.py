@@ -14,13 +14,19 @@ from fastapi.responses import Response
 
 from memci.server._bodies import read_json
 from memci.server._errors import ApiError
-from memci.server._openapi import EVERY_REQUEST, WITH_KEY, body_schema, errors, json_body
+from memci.server._openapi import (
+    EVERY_REQUEST,
+    WITH_KEY,
+    body_schema,
+    errors_or_upstream,
+    json_body,
+)
 from memci.server.routes._common import State, Tenant
 
 __all__ = ["router"]
 
 router = APIRouter(tags=["proxy"], responses={
-    **errors(*EVERY_REQUEST, *WITH_KEY, 400, 409, 501, 502, 504),
+    **errors_or_upstream(*EVERY_REQUEST, *WITH_KEY, 400, 409, 501, 502, 504),
     "default": {"description": "The upstream model's own error answer, passed through with "
                                "its status and body.",
                 "content": {"application/json": {"schema": {"type": "object"}}}}})
