@@ -129,7 +129,7 @@ def slow_sockets(url: str, count: int) -> list[socket.socket]:
     for _ in range(count):
         sock = socket.create_connection((host, int(port)), timeout=10)
         try:
-            sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n")
+            sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n")
         except OSError:
             pass
         held.append(sock)

@@ -39,5 +39,5 @@ for span in exporter.get_finished_spans():
         continue  # 41 of them; one line each would drown the rest
     attributes = dict(span.attributes or {})
     shown = {k: v for k, v in attributes.items() if not k.startswith("memci.events")}
-    print(span.name, shown)
+    print(span.name, span.kind.name, shown)
 print("memci.add spans:", sum(1 for s in exporter.get_finished_spans() if s.name == "memci.add"))

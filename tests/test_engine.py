@@ -449,7 +449,9 @@ def test_over_rest_bad_input_is_a_4xx_and_stores_nothing(engine: memci.Engine) -
 
     from memci.server import ServerConfig, create_app
 
-    with TestClient(create_app(engine, ServerConfig(auth=False))) as client:
+    # Without keys the server answers loopback hosts only (DNS rebinding).
+    with TestClient(create_app(engine, ServerConfig(auth=False)),
+                    base_url="http://127.0.0.1") as client:
         url = "/v1/sessions/s"
         for body in ({"role": "user", "content": "hi"}, {"role": "system", "content": "S"},
                      {"role": "assistant", "content": "hello"}):

@@ -172,7 +172,7 @@ def test_a_missing_bad_or_revoked_key_is_refused(
                    http.delete("/mcp", headers={"mcp-session-id": "x" * 32, **sent})]
     for r in answers:
         assert r.status_code == 401, (r.request.method, r.text)
-        assert r.headers["www-authenticate"] == "Bearer"
+        assert r.headers["www-authenticate"].startswith('Bearer realm="memci"')
         assert r.json()["error"]["code"] == "unauthorized"
 
     async def connect() -> None:
@@ -387,7 +387,7 @@ import memci
 from fastapi.testclient import TestClient
 from memci.server import ServerConfig, create_app
 with memci.Engine.open({str(tmp_path / "x.db")!r}) as engine, TestClient(
-        create_app(engine, ServerConfig(auth=False))) as http:
+        create_app(engine, ServerConfig(auth=False)), base_url="http://127.0.0.1") as http:
     answer = http.post("/mcp", json={{}})
     assert http.get("/healthz").status_code == 200
 print(answer.status_code, answer.json()["error"]["code"], "memci[mcp]" in answer.text)

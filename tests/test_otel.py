@@ -1,8 +1,11 @@
 """OpenTelemetry: memci's spans in the SDK's in-memory exporter, and none without a tracer.
 
 The spans come from real sessions over real SQLite files, a real job queue, memci's LLM
-client against the fake model server on 127.0.0.1, and a real message index with a
-deterministic embedder. OpenTelemetry's global provider can be set once per process, so
+clients (sync and async) and OpenAI embedder against the fake model server on 127.0.0.1,
+and a real message index with a deterministic embedder. Kinds and attributes are held to
+the GenAI semantic conventions: a model call over the network is CLIENT with the usage the
+provider reported; memci's own work is INTERNAL, described by ``memci.*`` attributes.
+OpenTelemetry's global provider can be set once per process, so
 the fixture resets the API's globals around each test, as OpenTelemetry's own test
 utilities do (``opentelemetry.test.globals_test.reset_trace_globals``).
 """
@@ -15,6 +18,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import anyio
+import httpx
 import pytest
 
 pytest.importorskip("opentelemetry.sdk", reason="needs opentelemetry-sdk (the dev extra)")
@@ -23,14 +28,14 @@ from opentelemetry import trace
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
-from opentelemetry.trace import StatusCode
+from opentelemetry.trace import SpanKind, StatusCode
 from opentelemetry.util._once import Once
 
 import memci
 from memci import _trace
-from memci.errors import InvalidMessageError
-from memci.llm import OpenAIChatClient
-from memci.memory import MessageIndex
+from memci.errors import InvalidMessageError, LLMHTTPError
+from memci.llm import AsyncOpenAIChatClient, OpenAIChatClient
+from memci.memory import MessageIndex, OpenAIEmbedder
 from memci.store import SQLiteStore
 from memci.summarize import JobQueue
 
@@ -73,6 +78,17 @@ def _attrs(span: ReadableSpan) -> dict[str, Any]:
     return dict(span.attributes or {})
 
 
+def _no_model_usage_on_memcis_own_spans(exporter: InMemorySpanExporter) -> None:
+    """Only a CLIENT span (a model's answer) may carry gen_ai.usage.* or a request model."""
+    for span in exporter.get_finished_spans():
+        if span.kind is SpanKind.CLIENT:
+            continue
+        assert span.kind is SpanKind.INTERNAL, span.name
+        model_keys = [k for k in _attrs(span)
+                      if k.startswith(("gen_ai.usage.", "gen_ai.request.", "gen_ai.response."))]
+        assert model_keys == [], (span.name, model_keys)
+
+
 def _chat(session: memci.Session, rounds: int) -> None:
     session.set_system("You are terse.")
     for i in range(rounds):
@@ -100,10 +116,12 @@ def test_add_build_search_and_tool_spans(
     (build,) = _named(spans, "memci.build")
     got = _attrs(build)
     stats = context.stats
+    assert build.kind is SpanKind.INTERNAL
     assert got["gen_ai.conversation.id"] == "chat-1"
     assert got["memci.tenant"] == "default"
-    assert got["gen_ai.request.model"] == "gpt-4o-mini"
-    assert got["gen_ai.usage.input_tokens"] == stats.total_tokens
+    # the built context is memci's own figure, not a model's usage
+    assert got["memci.model"] == "gpt-4o-mini"
+    assert got["memci.context.tokens"] == stats.total_tokens
     assert got["memci.budget"] == 3000 == stats.budget
     assert got["memci.tokens_saved"] == stats.saved_tokens > 0
     for segment, tokens in stats.sections.items():
@@ -133,6 +151,8 @@ def test_add_build_search_and_tool_spans(
     # the recall shows in the session's counts on the next build
     session.build(budget=3000)
     assert _attrs(_named(spans, "memci.build")[-1])["memci.recalled"] == 1
+    assert {s.kind for s in spans.get_finished_spans()} == {SpanKind.INTERNAL}
+    _no_model_usage_on_memcis_own_spans(spans)
 
 
 def test_a_refused_add_is_an_error_span_and_stores_nothing(
@@ -144,6 +164,7 @@ def test_a_refused_add_is_an_error_span_and_stores_nothing(
     (span,) = _named(spans, "memci.add")
     assert span.status.status_code == StatusCode.ERROR
     assert [e.name for e in span.events] == ["exception"]
+    assert _attrs(span)["error.type"] == "UnknownRoleError"
     assert session.messages() == []
 
 
@@ -165,20 +186,60 @@ def test_background_job_spans(spans: InMemorySpanExporter, store: SQLiteStore) -
     assert _attrs(failed)["memci.job.outcome"] == "failed"
 
 
-def test_chat_span_of_memcis_own_model_call(spans: InMemorySpanExporter) -> None:
-    with FakeLLM() as fake, OpenAIChatClient("small-model", base_url=fake.base_url,
-                                             api_key="k") as client:
-        reply = client.complete([{"role": "user", "content": "summarize this"}],
-                                max_tokens=64)
-    (chat,) = _named(spans, "chat small-model")
+def _check_chat_span(chat: ReadableSpan, fake: FakeLLM, reply: Any) -> None:
     got = _attrs(chat)
+    assert chat.kind is SpanKind.CLIENT
     assert got["gen_ai.operation.name"] == "chat"
     assert got["gen_ai.provider.name"] == "openai"
     assert got["gen_ai.request.model"] == "small-model"
     assert got["gen_ai.request.max_tokens"] == 64
-    if reply.input_tokens is not None:
-        assert got["gen_ai.usage.input_tokens"] == reply.input_tokens
+    assert got["gen_ai.request.temperature"] == 0.5
+    assert got["gen_ai.response.model"] == reply.model
+    assert got["server.address"] == "127.0.0.1" and got["server.port"] == fake.port
+    # the usage is the provider's own answer, read from its reply
+    usage = fake.requests[-1]
+    assert usage.path.endswith("/chat/completions")
+    assert got["gen_ai.usage.input_tokens"] == reply.input_tokens is not None
+    assert got["gen_ai.usage.output_tokens"] == reply.output_tokens is not None
+    assert got["gen_ai.response.id"] == reply.raw["id"]
     assert "summarize" not in str(got)
+
+
+def test_chat_span_of_memcis_own_model_call(spans: InMemorySpanExporter) -> None:
+    with FakeLLM() as fake, OpenAIChatClient("small-model", base_url=fake.base_url,
+                                             api_key="k") as client:
+        reply = client.complete([{"role": "user", "content": "summarize this"}],
+                                max_tokens=64, temperature=0.5)
+        (chat,) = _named(spans, "chat small-model")
+        _check_chat_span(chat, fake, reply)
+
+
+def test_chat_span_of_the_async_client(spans: InMemorySpanExporter) -> None:
+    async def call(fake: FakeLLM) -> Any:
+        async with AsyncOpenAIChatClient("small-model", base_url=fake.base_url,
+                                         api_key="k") as client:
+            return await client.complete([{"role": "user", "content": "summarize this"}],
+                                         max_tokens=64, temperature=0.5)
+
+    with FakeLLM() as fake:
+        reply = anyio.run(call, fake)
+        (chat,) = _named(spans, "chat small-model")
+        _check_chat_span(chat, fake, reply)
+
+
+def test_a_failed_model_call_is_a_client_span_with_its_error_type(
+    spans: InMemorySpanExporter
+) -> None:
+    with FakeLLM() as fake, OpenAIChatClient("small-model", base_url=fake.base_url,
+                                             api_key="k", max_retries=0) as client:
+        fake.status(400)
+        with pytest.raises(LLMHTTPError):
+            client.complete([{"role": "user", "content": "x"}])
+    (chat,) = _named(spans, "chat small-model")
+    assert chat.kind is SpanKind.CLIENT
+    assert chat.status.status_code == StatusCode.ERROR
+    assert _attrs(chat)["error.type"] == "LLMHTTPError"
+    assert not [k for k in _attrs(chat) if k.startswith("gen_ai.usage.")]
 
 
 def test_embedding_spans(spans: InMemorySpanExporter, store: SQLiteStore) -> None:
@@ -188,10 +249,27 @@ def test_embedding_spans(spans: InMemorySpanExporter, store: SQLiteStore) -> Non
     assert index.embed_pending() == 4
     index.search("fjord kayak", sessions=[record.id])
     backlog, query = _named(spans, "embeddings hash")
+    # a model in this process: memci's own work, not a call over the network
+    assert backlog.kind is SpanKind.INTERNAL
     assert _attrs(backlog)["gen_ai.operation.name"] == "embeddings"
+    assert _attrs(backlog)["gen_ai.provider.name"] == "test"
     assert _attrs(backlog)["memci.texts"] == 4
     assert _attrs(backlog)["gen_ai.embeddings.dimension.count"] == 64
     assert _attrs(query)["memci.texts"] == 1
+
+
+def test_a_remote_embedder_is_a_client_span(spans: InMemorySpanExporter) -> None:
+    with FakeLLM() as fake, httpx.Client() as http:
+        embedder = OpenAIEmbedder("tiny-embed", base_url=fake.openai_base_url, api_key="k",
+                                  http_client=http)
+        vectors = _trace.embed(embedder, ["one", "two"])
+        (span,) = _named(spans, "embeddings tiny-embed")
+        got = _attrs(span)
+        assert span.kind is SpanKind.CLIENT
+        assert got["gen_ai.provider.name"] == "openai"
+        assert got["gen_ai.request.model"] == "tiny-embed"
+        assert got["server.address"] == "127.0.0.1" and got["server.port"] == fake.port
+        assert got["gen_ai.embeddings.dimension.count"] == len(vectors[0])
 
 
 def test_no_tracer_provider_means_no_spans_and_no_work(
@@ -250,5 +328,5 @@ def test_the_example_runs_offline() -> None:
                           capture_output=True, text=True, env=subprocess_env(), cwd=str(ROOT),
                           timeout=120)
     assert done.returncode == 0, done.stderr
-    assert "memci.build {" in done.stdout and "'memci.archived'" in done.stdout
+    assert "memci.build INTERNAL {" in done.stdout and "'memci.archived'" in done.stdout
     assert "execute_tool recall_page" in done.stdout

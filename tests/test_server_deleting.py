@@ -175,7 +175,8 @@ def test_no_entry_point_hands_a_session_to_another_user(
     pytest.importorskip("mcp", reason="needs memci[mcp]")
     config = ServerConfig(upstream_base_url="http://127.0.0.1:9/v1")
     acme = _auth(keys["acme"])
-    with TestClient(create_app(engine, config)) as client:
+    # /mcp answers loopback names and addresses only (DNS rebinding): not "testserver".
+    with TestClient(create_app(engine, config), base_url="http://127.0.0.1") as client:
         _add(client, keys["acme"], "s", "alice", f"alice {MARK}")
         message = {"role": "user", "content": "bob was here"}
         refused = [

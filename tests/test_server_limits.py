@@ -247,7 +247,7 @@ def test_slow_sockets_do_not_keep_out_the_health_check_or_an_add(tmp_path: Path)
         key = KeyStore(engine.store).create("acme")[1]
     # a common default of `ulimit -n`: 1,100 slow sockets used to take every descriptor
     with ServeProcess(db, open_files=1024) as server:
-        held = _slow_sockets(server.url, 1100, b"GET /healthz HTTP/1.1\r\nHost: x\r\n")
+        held = _slow_sockets(server.url, 1100, b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n")
         try:
             with httpx.Client(base_url=server.url, timeout=30) as http:
                 assert http.get("/healthz").json()["status"] == "ok"
@@ -266,9 +266,9 @@ def test_slow_sockets_do_not_keep_out_the_health_check_or_an_add(tmp_path: Path)
 def test_headers_and_bodies_that_do_not_arrive_in_time_are_cut_off(tmp_path: Path) -> None:
     db = tmp_path / "timeouts.db"
     with ServeProcess(db, "--no-auth", "--header-timeout", "1", "--body-timeout", "1") as server:
-        (headers,) = _slow_sockets(server.url, 1, b"GET /healthz HTTP/1.1\r\nHost: x\r\n")
+        (headers,) = _slow_sockets(server.url, 1, b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n")
         (body,) = _slow_sockets(server.url, 1, (
-            b"POST /v1/sessions/cut/messages HTTP/1.1\r\nHost: x\r\n"
+            b"POST /v1/sessions/cut/messages HTTP/1.1\r\nHost: 127.0.0.1\r\n"
             b"Content-Type: application/json\r\nContent-Length: 1000\r\n\r\n{\"role\": "))
         with headers, body:
             assert _closed_by_server(headers) == b""
@@ -279,7 +279,7 @@ def test_headers_and_bodies_that_do_not_arrive_in_time_are_cut_off(tmp_path: Pat
         # a body that keeps arriving, if slowly, is not cut off
         with socket.create_connection(_address(server.url), timeout=30) as steady:
             message = b'{"role": "user", "content": "' + b"x" * 2000 + b'"}'
-            steady.sendall(b"POST /v1/sessions/steady/messages HTTP/1.1\r\nHost: x\r\n"
+            steady.sendall(b"POST /v1/sessions/steady/messages HTTP/1.1\r\nHost: 127.0.0.1\r\n"
                            b"Content-Type: application/json\r\nConnection: close\r\n"
                            b"Content-Length: " + str(len(message)).encode() + b"\r\n\r\n")
             for start in range(0, len(message), 500):
@@ -301,7 +301,7 @@ def test_a_client_address_at_its_cap_of_busy_connections_is_told_so(tmp_path: Pa
             sock.close()
         # connections in the middle of a request (a body on its way) are not closed
         busy = _slow_sockets(server.url, 3, (
-            b"POST /v1/sessions/b/messages HTTP/1.1\r\nHost: x\r\n"
+            b"POST /v1/sessions/b/messages HTTP/1.1\r\nHost: 127.0.0.1\r\n"
             b"Content-Type: application/json\r\nContent-Length: 100\r\n\r\n{"))
         try:
             time.sleep(0.5)  # the server has read their headers

@@ -25,12 +25,19 @@ Invariants:
 - an exception inside a span is recorded on it and sets its status to ERROR, then
   propagates unchanged; tracing never changes what memci does or returns;
 - attributes hold figures and names only (session, tenant, model, tool, token counts):
-  never the text of a message, a query or a tool's output.
+  never the text of a message, a query or a tool's output;
+- a span that ends with an exception carries ``error.type`` (the exception's class).
 
-Span names and attributes follow the OpenTelemetry GenAI semantic conventions where they
-fit (``execute_tool {name}``, ``chat {model}``, ``embeddings {model}``;
-``gen_ai.conversation.id``, ``gen_ai.usage.input_tokens`` …), plus ``memci.*`` ones
-(see ``docs/integrations/otel.md``).
+Span kinds and attributes follow the OpenTelemetry GenAI semantic conventions: a call to a
+model over the network (memci's own upkeep calls: ``chat {model}``, and ``embeddings
+{model}`` of a remote embedder) is a CLIENT span with ``gen_ai.operation.name``,
+``gen_ai.provider.name``, the request and response model, ``server.address`` and the
+usage the provider reported (``gen_ai.usage.*``, from its answer only). memci's own work
+(``memci.add``, ``memci.build``, ``memci.search``, ``execute_tool {name}``, jobs, a local
+embedder) is INTERNAL and described with ``memci.*`` attributes: the size of a built
+context is ``memci.context.tokens``, never a model's ``gen_ai.usage.*``. Every session
+span carries ``gen_ai.conversation.id`` (the session's name), the key an agent's own GenAI
+spans of the same conversation carry (see ``docs/integrations/otel.md``).
 """
 
 from __future__ import annotations
@@ -40,7 +47,8 @@ import os
 import sys
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
+from urllib.parse import urlsplit
 
 from memci._version import __version__
 
@@ -51,6 +59,7 @@ __all__ = [
     "describe_add",
     "describe_build",
     "describe_chat",
+    "describe_chat_request",
     "describe_job",
     "describe_search",
     "describe_tool",
@@ -118,7 +127,12 @@ def _opentelemetry() -> Any:
     return api
 
 
-def span(name: str, detail: object = None) -> AbstractContextManager[Span | None]:
+Kind = Literal["internal", "client"]
+"""``client``: a call to a model over the network; ``internal``: memci's own work."""
+
+
+def span(name: str, detail: object = None, *,
+         kind: Kind = "internal") -> AbstractContextManager[Span | None]:
     """A span around the block, yielded when it records (else None).
 
     It is named ``name``, or ``"{name} {detail}"`` when ``detail`` is given (the name
@@ -127,14 +141,20 @@ def span(name: str, detail: object = None) -> AbstractContextManager[Span | None
     tracer = _tracer()
     if tracer is None:
         return _OFF
-    return _recording(tracer, name if detail is None else f"{name} {detail}")
+    return _recording(tracer, name if detail is None else f"{name} {detail}", kind)
 
 
 @contextmanager
-def _recording(tracer: Tracer, name: str) -> Iterator[Span | None]:
-    with tracer.start_as_current_span(name, record_exception=True,
+def _recording(tracer: Tracer, name: str, kind: Kind) -> Iterator[Span | None]:
+    span_kind = _api.SpanKind.CLIENT if kind == "client" else _api.SpanKind.INTERNAL
+    with tracer.start_as_current_span(name, kind=span_kind, record_exception=True,
                                       set_status_on_exception=True) as current:
-        yield current if current.is_recording() else None
+        try:
+            yield current if current.is_recording() else None
+        except BaseException as exc:
+            if current.is_recording():
+                current.set_attribute("error.type", type(exc).__qualname__)
+            raise
 
 
 # -- what each span says -----------------------------------------------------------------
@@ -166,16 +186,18 @@ def describe_build(
     traced: Span, session: _Session, context: Any, model: str | None,
     counts: Mapping[str, int],
 ) -> None:
-    """``memci.build``: the request's tokens by segment, the budget, what it saved.
+    """``memci.build``: the context's tokens by segment, the budget, what it saved.
 
-    ``counts`` are the session's archive, recall and evict counts so far, in pages (as
-    ``session.stats()``); ``memci.events`` says what this build archived or evicted.
+    The context is what memci built, not a model's usage: its size is
+    ``memci.context.tokens`` and the session's model ``memci.model``. ``counts`` are the
+    session's archive, recall and evict counts so far, in pages (as ``session.stats()``);
+    ``memci.events`` says what this build archived or evicted.
     """
     stats = context.stats
     _conversation(traced, session)
     if model:
-        traced.set_attribute("gen_ai.request.model", model)
-    traced.set_attribute("gen_ai.usage.input_tokens", stats.total_tokens)
+        traced.set_attribute("memci.model", model)
+    traced.set_attribute("memci.context.tokens", stats.total_tokens)
     traced.set_attribute("memci.budget", stats.budget)
     traced.set_attribute("memci.tokens_saved", stats.saved_tokens)
     traced.set_attribute("memci.tokens.full", stats.full_tokens)
@@ -222,14 +244,33 @@ def describe_job(traced: Span, kind: str, key: str, attempt: int, outcome: str) 
     traced.set_attribute("memci.job.outcome", outcome)
 
 
-def describe_chat(traced: Span, provider: str, model: str, max_tokens: int,
-                  reply: Any) -> None:
-    """``chat {model}``: memci's own call to a model (summaries), with its usage."""
+def _server(traced: Span, base_url: str) -> None:
+    """``server.address`` and ``server.port`` of the endpoint a model call goes to."""
+    parts = urlsplit(base_url)
+    if parts.hostname:
+        traced.set_attribute("server.address", parts.hostname)
+        traced.set_attribute("server.port",
+                             parts.port or (443 if parts.scheme == "https" else 80))
+
+
+def describe_chat_request(traced: Span, client: Any, max_tokens: int,
+                          temperature: float | None) -> None:
+    """``chat {model}`` before the call: what is asked of which endpoint (CLIENT span)."""
     traced.set_attribute("gen_ai.operation.name", "chat")
-    traced.set_attribute("gen_ai.provider.name", provider)
-    traced.set_attribute("gen_ai.request.model", model)
+    traced.set_attribute("gen_ai.provider.name", client.provider)
+    traced.set_attribute("gen_ai.request.model", client.model)
     traced.set_attribute("gen_ai.request.max_tokens", max_tokens)
+    if temperature is not None:
+        traced.set_attribute("gen_ai.request.temperature", temperature)
+    _server(traced, client.base_url)
+
+
+def describe_chat(traced: Span, reply: Any) -> None:
+    """``chat {model}`` after the call: the model's answer and the usage it reported."""
     traced.set_attribute("gen_ai.response.model", reply.model)
+    answer_id = reply.raw.get("id") if isinstance(reply.raw, Mapping) else None
+    if isinstance(answer_id, str) and answer_id:
+        traced.set_attribute("gen_ai.response.id", answer_id)
     if reply.input_tokens is not None:
         traced.set_attribute("gen_ai.usage.input_tokens", reply.input_tokens)
     if reply.output_tokens is not None:
@@ -245,15 +286,27 @@ class _Embedder(Protocol):
 
 
 def embed(embedder: _Embedder, texts: Sequence[str]) -> list[list[float]]:
-    """``embedder.embed(texts)`` in an ``embeddings {model}`` span."""
+    """``embedder.embed(texts)`` in an ``embeddings {model}`` span.
+
+    CLIENT when the embedder calls an endpoint (it has a ``base_url``), INTERNAL for a
+    model in this process; the provider is the embedder name's kind (``openai`` of
+    ``openai:text-embedding-3-small``).
+    """
     if _tracer() is None:
         return embedder.embed(texts)
-    model = embedder.name.partition(":")[2] or embedder.name
-    with span("embeddings", model) as traced:
-        vectors = embedder.embed(texts)
+    provider, _, model = embedder.name.partition(":")
+    model = model or embedder.name
+    base_url = getattr(embedder, "base_url", None)
+    remote = isinstance(base_url, str) and bool(base_url)
+    with span("embeddings", model, kind="client" if remote else "internal") as traced:
         if traced is not None:
             traced.set_attribute("gen_ai.operation.name", "embeddings")
+            traced.set_attribute("gen_ai.provider.name", provider)
             traced.set_attribute("gen_ai.request.model", model)
+            if remote:
+                _server(traced, str(base_url))
+        vectors = embedder.embed(texts)
+        if traced is not None:
             traced.set_attribute("memci.texts", len(texts))
             if vectors:
                 traced.set_attribute("gen_ai.embeddings.dimension.count", len(vectors[0]))

@@ -99,6 +99,16 @@ _MESSAGE_BYTES_HELP = "Largest message a session accepts, in bytes (requests may
               default=None,
               help="Seconds an MCP session may go without a request before it ends (default "
                    "1800).")
+@click.option("--allowed-origin", "allowed_origins", multiple=True,
+              help="A browser origin (scheme://host[:port]) whose pages may call the server; "
+                   "repeat for more, '*' for any. Loopback origins always may; any other "
+                   "Origin gets 403 (default: none, or $MEMCI_SERVER_ALLOWED_ORIGINS, "
+                   "comma-separated).")
+@click.option("--allowed-host", "allowed_hosts", multiple=True,
+              help="A host name (or name:port) the server answers to at /mcp, and on every "
+                   "route with --no-auth; repeat for more, '*' for any. Loopback names and "
+                   "IP addresses always do; any other Host gets 421 (default: none, or "
+                   "$MEMCI_SERVER_ALLOWED_HOSTS, comma-separated).")
 @click.option("--log-level", type=click.Choice(["critical", "error", "warning", "info",
                                                 "debug"]), default="warning",
               show_default=True, help="uvicorn's log level.")
@@ -113,7 +123,8 @@ def serve_command(
     header_timeout: float | None, body_timeout: float | None,
     max_connections_per_client: int | None, max_connections: int | None,
     mcp_sessions_per_key: int | None, mcp_sessions_per_tenant: int | None,
-    mcp_sessions: int | None, mcp_idle_seconds: float | None, log_level: str,
+    mcp_sessions: int | None, mcp_idle_seconds: float | None,
+    allowed_origins: tuple[str, ...], allowed_hosts: tuple[str, ...], log_level: str,
 ) -> None:
     """Serve the REST API and the OpenAI- and Anthropic-compatible proxies over HTTP.
 
@@ -125,7 +136,9 @@ def serve_command(
 
     What sessions may reach on this machine is the operator's to set, never a request's:
     --file-root and --max-message-bytes here (every tenant's default), or a tenant's key
-    policy (`memci keys policy TENANT`).
+    policy (`memci keys policy TENANT`). Browser pages may call it only from loopback
+    origins and those of --allowed-origin; /mcp answers only loopback names, IP addresses
+    and the names of --allowed-host (DNS rebinding).
     """
     if no_auth and host not in _LOOPBACK:
         raise ConfigError(f"--no-auth is allowed only on a loopback host, not {host!r}")
@@ -140,7 +153,8 @@ def serve_command(
         body_timeout=body_timeout, max_connections_per_client=max_connections_per_client,
         max_connections=max_connections, mcp_sessions_per_key=mcp_sessions_per_key,
         mcp_sessions_per_tenant=mcp_sessions_per_tenant, mcp_sessions=mcp_sessions,
-        mcp_idle_seconds=mcp_idle_seconds)
+        mcp_idle_seconds=mcp_idle_seconds, allowed_origins=allowed_origins or None,
+        allowed_hosts=allowed_hosts or None)
     serve(db, host=host, port=port, config=config, log_level=log_level,
           synchronous=synchronous.upper(), artifacts_dir=artifacts_dir)
 

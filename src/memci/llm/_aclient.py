@@ -18,6 +18,7 @@ from typing import Any, Self
 
 import httpx
 
+from memci import _trace
 from memci.errors import ConfigError
 from memci.llm._base import BaseLLMClient, Failure
 from memci.llm._formats import AnthropicFormat, ChatFormat, OpenAIFormat
@@ -59,6 +60,23 @@ class AsyncLLMClient(BaseLLMClient):
 
         As :meth:`memci.llm.SyncLLMClient.complete`, awaited.
         """
+        with _trace.span("chat", self.model, kind="client") as traced:
+            if traced is not None:
+                _trace.describe_chat_request(traced, self, max_tokens, temperature)
+            reply = await self._complete(messages, system=system, max_tokens=max_tokens,
+                                         temperature=temperature)
+            if traced is not None:
+                _trace.describe_chat(traced, reply)
+            return reply
+
+    async def _complete(
+        self,
+        messages: Sequence[Message | Mapping[str, Any]],
+        *,
+        system: str | None,
+        max_tokens: int,
+        temperature: float | None,
+    ) -> Completion:
         request = self._prepare(
             messages, system=system, max_tokens=max_tokens, temperature=temperature
         )

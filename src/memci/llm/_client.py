@@ -68,11 +68,13 @@ class SyncLLMClient(BaseLLMClient):
         Transient failures are retried with backoff; what is left raises an
         :class:`~memci.errors.LLMError` subclass.
         """
-        with _trace.span("chat", self.model) as traced:
+        with _trace.span("chat", self.model, kind="client") as traced:
+            if traced is not None:
+                _trace.describe_chat_request(traced, self, max_tokens, temperature)
             reply = self._complete(messages, system=system, max_tokens=max_tokens,
                                    temperature=temperature)
             if traced is not None:
-                _trace.describe_chat(traced, self.provider, self.model, max_tokens, reply)
+                _trace.describe_chat(traced, reply)
             return reply
 
     def _complete(

@@ -22,7 +22,8 @@ integers and dates are bounded before they reach SQLite or date arithmetic, and 
 request's session settings are checked by key (see :mod:`memci.server._policy` for which
 ones a request may set at all). Every error leaves as one JSON shape
 (:mod:`memci.server._errors`). The OpenAPI schema carries the request models of
-:mod:`memci.server._models` (:mod:`memci.server._openapi`).
+:mod:`memci.server._models` (:mod:`memci.server._openapi`). A browser page's ``Origin``
+and the ``Host`` are checked before anything else (:mod:`memci.server._origins`).
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.requests import ClientDisconnect
+from starlette.routing import Match
 
 import memci
 from memci.engine import Engine
@@ -46,6 +48,7 @@ from memci.server._config import ServerConfig
 from memci.server._errors import ApiError, classify, error_response, problems
 from memci.server._keys import KeyStore
 from memci.server._openapi import openapi_of
+from memci.server._origins import OriginGuard, OriginPolicy
 from memci.server._state import ServerState
 from memci.server.routes import ROUTERS, mcp_router
 
@@ -76,6 +79,10 @@ def create_app(
     app.state.config, app.state.policy = state.config, state.policy
     app.openapi = partial(openapi_of, app)  # type: ignore[method-assign]  # FastAPI's hook
     app.add_middleware(BodyLimit, max_bytes=state.config.max_body_bytes)
+    # Outermost: a page's Origin and the Host are checked before a body is read.
+    app.add_middleware(OriginGuard, policy=OriginPolicy(state.config.allowed_origins,
+                                                        state.config.allowed_hosts),
+                       every_host=not state.config.auth)
     for kind, handler in _HANDLERS:
         app.exception_handler(kind)(handler)
     app.include_router(mcp_router(state.mcp))
@@ -129,9 +136,24 @@ async def _invalid(_: Request, exc: RequestValidationError) -> JSONResponse:
 _HTTP_CODES = {404: "not_found", 405: "method_not_allowed", 413: "payload_too_large"}
 
 
-async def _http_error(_: Request, exc: StarletteHTTPException) -> JSONResponse:
+async def _http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+    # Its headers go with it; a 405 names every method the path takes (Allow, RFC 9110),
+    # of all the routes at that path, not only of the first one Starlette tried.
     code = _HTTP_CODES.get(exc.status_code, "http_error")
-    return error_response(ApiError(exc.status_code, code, str(exc.detail)))
+    headers = dict(exc.headers or {})
+    if exc.status_code == 405:
+        headers["Allow"] = ", ".join(_allowed(request))
+    return error_response(ApiError(exc.status_code, code, str(exc.detail), headers))
+
+
+_METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
+
+
+def _allowed(request: Request) -> list[str]:
+    """The methods some route answers at the request's path (each one asked of the router)."""
+    return [method for method in _METHODS
+            if any(route.matches({**request.scope, "method": method})[0] == Match.FULL
+                   for route in request.app.router.routes)]
 
 
 _HANDLERS: tuple[tuple[type[Exception], Callable[..., Awaitable[JSONResponse]]], ...] = (

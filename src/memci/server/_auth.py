@@ -1,7 +1,10 @@
 """Who is calling: the tenant of a request's API key, for the REST API, proxy and ``/mcp``.
 
 One check for every route, so the REST API and MCP over HTTP accept exactly the same keys
-and refuse exactly the same requests (401, with ``WWW-Authenticate: Bearer``):
+and refuse exactly the same requests: 401, whose ``WWW-Authenticate: Bearer realm="memci"``
+challenge (RFC 6750) and body say that the server takes static API keys and does no OAuth
+(there is no authorization server to discover, so no protected-resource metadata is
+published; a client that starts OAuth on a 401 learns from this answer what to send):
 
 - a key is sent as ``Authorization: Bearer <key>`` or as ``x-api-key`` (Anthropic's SDK);
 - two different keys on one request are refused (answering as either could act for the
@@ -22,7 +25,21 @@ from memci.server._config import ServerConfig
 from memci.server._errors import ApiError
 from memci.server._keys import KeyStore
 
-__all__ = ["sent_key", "tenant_of"]
+__all__ = ["revoked", "sent_key", "tenant_of"]
+
+
+_STATIC_KEYS = ("this server takes static API keys (made with `memci keys create TENANT`), "
+                "not OAuth")
+
+
+def _refused(problem: str, *, sent: bool) -> ApiError:
+    """A 401 that says what to send: a static key (RFC 6750's challenge, and the body)."""
+    challenge = f'Bearer realm="memci", error_description="{_STATIC_KEYS}"'
+    if sent:  # RFC 6750 3.1: an error code only when a credential was presented
+        challenge = f'Bearer realm="memci", error="invalid_token", ' \
+                    f'error_description="{_STATIC_KEYS}"'
+    return ApiError(401, "unauthorized", f"{problem}; {_STATIC_KEYS}",
+                    {"WWW-Authenticate": challenge})
 
 
 def sent_key(headers: Mapping[str, str]) -> str | None:
@@ -39,9 +56,8 @@ def sent_key(headers: Mapping[str, str]) -> str | None:
             bearer = credentials
     other = headers.get("x-api-key")  # also when empty: an empty header is not "no header"
     if bearer is not None and other is not None and other != bearer:
-        raise ApiError(401, "unauthorized",
-                       "the request carries two different API keys (Authorization and "
-                       "x-api-key); send one")
+        raise _refused("the request carries two different API keys (Authorization and "
+                       "x-api-key); send one", sent=True)
     return bearer if bearer is not None else (other or None)
 
 
@@ -51,10 +67,16 @@ async def tenant_of(keys: KeyStore, config: ServerConfig, headers: Mapping[str, 
         return config.default_tenant
     key = sent_key(headers)
     if not key:
-        raise ApiError(401, "unauthorized", "send an API key as 'Authorization: Bearer <key>'")
+        raise _refused("send an API key as 'Authorization: Bearer <key>'", sent=False)
     found, tenant = keys.cached(key)  # most requests: no thread, no store read
     if not found:
         tenant = await anyio.to_thread.run_sync(keys.tenant_of, key)
     if tenant is None:
-        raise ApiError(401, "unauthorized", "the API key is unknown or revoked")
+        raise revoked()
     return tenant
+
+
+def revoked() -> ApiError:
+    """The 401 of a key that is unknown, or was revoked (perhaps while a stream was open)."""
+    return _refused("the API key is unknown or revoked", sent=True)
+

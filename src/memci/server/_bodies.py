@@ -18,7 +18,7 @@ from starlette.types import Message as ASGIMessage
 
 from memci.server._errors import ApiError, error_body
 
-__all__ = ["MAX_DEPTH", "BodyLimit", "read_json"]
+__all__ = ["MAX_DEPTH", "BodyLimit", "read_body", "read_json", "receive_again"]
 
 MAX_DEPTH = 128  # nesting of a JSON body; far deeper than any message
 
@@ -48,7 +48,7 @@ class BodyLimit:
         while True:
             message = await receive()
             if message["type"] != "http.request":
-                await self.app(scope, _replay([message], receive), send)
+                await self.app(scope, receive_again([message], receive), send)
                 return
             chunk = message.get("body", b"")
             size += len(chunk)
@@ -59,7 +59,7 @@ class BodyLimit:
             if not message.get("more_body", False):
                 break
         body: ASGIMessage = {"type": "http.request", "body": b"".join(chunks), "more_body": False}
-        await self.app(scope, _replay([body], receive), send)
+        await self.app(scope, receive_again([body], receive), send)
 
     async def _refuse(self, scope: Scope, receive: Receive, send: Send) -> None:
         response = JSONResponse(
@@ -69,15 +69,31 @@ class BodyLimit:
         await response(scope, receive, send)
 
 
-def _replay(messages: list[ASGIMessage], receive: Receive) -> Receive:
+def receive_again(messages: list[ASGIMessage], receive: Receive) -> Receive:
+    """A ``receive`` that gives ``messages`` first, then whatever ``receive`` gives."""
     pending = list(messages)
 
-    async def replay() -> ASGIMessage:
+    async def replayed() -> ASGIMessage:
         if pending:
             return pending.pop(0)
         return await receive()
 
-    return replay
+    return replayed
+
+
+async def read_body(receive: Receive) -> tuple[bytes, Receive]:
+    """The whole body of an ASGI request, and a ``receive`` that gives it again."""
+    chunks: list[bytes] = []
+    while True:
+        message = await receive()
+        if message["type"] != "http.request":
+            return b"".join(chunks), receive_again([message], receive)
+        chunks.append(message.get("body", b""))
+        if not message.get("more_body", False):
+            break
+    body = b"".join(chunks)
+    whole: ASGIMessage = {"type": "http.request", "body": body, "more_body": False}
+    return body, receive_again([whole], receive)
 
 
 _TOO_DEEP = object()

@@ -4,8 +4,9 @@ Resolution order (resolved when asked for, never at import): explicit arguments 
 ``MEMCI_*`` environment > defaults. Environment: ``MEMCI_UPSTREAM_BASE_URL`` and
 ``MEMCI_UPSTREAM_API_KEY`` (OpenAI-compatible upstream), ``MEMCI_UPSTREAM_ANTHROPIC_BASE_URL``
 and ``MEMCI_UPSTREAM_ANTHROPIC_API_KEY`` (Anthropic upstream), ``MEMCI_SERVER_MAX_BODY_BYTES``,
-``MEMCI_SERVER_FILE_ROOTS`` (directories separated by ``os.pathsep``) and
-``MEMCI_SERVER_MAX_MESSAGE_BYTES``.
+``MEMCI_SERVER_FILE_ROOTS`` (directories separated by ``os.pathsep``),
+``MEMCI_SERVER_MAX_MESSAGE_BYTES``, and ``MEMCI_SERVER_ALLOWED_ORIGINS`` /
+``MEMCI_SERVER_ALLOWED_HOSTS`` (comma-separated; see :mod:`memci.server._origins`).
 
 ``file_roots`` and ``max_message_bytes`` are the operator's defaults for what every
 tenant's sessions may reach on the host (a tenant's key policy replaces them; see
@@ -22,6 +23,7 @@ from typing import Any
 from memci.context._settings import check_setting
 from memci.errors import ConfigError
 from memci.messages import DEFAULT_MAX_BYTES
+from memci.server._origins import read_hosts, read_origins
 
 __all__ = ["DEFAULT_MAX_BODY_BYTES", "DEFAULT_MCP_SESSION", "ServerConfig"]
 
@@ -46,7 +48,10 @@ class ServerConfig:
     ``mcp_sessions_per_key``,
     ``mcp_sessions_per_tenant`` and ``mcp_sessions`` cap the MCP sessions open over HTTP,
     which end after ``mcp_idle_seconds`` without a request (see
-    :mod:`memci.server._mcp_sessions`).
+    :mod:`memci.server._mcp_sessions`). ``allowed_origins`` (``scheme://host[:port]``,
+    ``null`` or ``*``) are the browser origins that may call the server besides loopback
+    ones, ``allowed_hosts`` the host names it answers to besides loopback names and IP
+    addresses (see :mod:`memci.server._origins`).
     """
 
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
@@ -69,8 +74,13 @@ class ServerConfig:
     mcp_sessions_per_tenant: int = 256
     mcp_sessions: int = 2048
     mcp_idle_seconds: float = 1800.0
+    allowed_origins: tuple[str, ...] = ()
+    allowed_hosts: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
+        # Normalized once, refused with what to fix (ConfigError) when not an origin / host.
+        object.__setattr__(self, "allowed_origins", read_origins(tuple(self.allowed_origins)))
+        object.__setattr__(self, "allowed_hosts", read_hosts(tuple(self.allowed_hosts)))
         check_setting("file_roots", list(self.file_roots))
         check_setting("max_message_bytes", self.max_message_bytes)
         relative = [r for r in self.file_roots if not os.path.isabs(r)]
@@ -134,7 +144,12 @@ class ServerConfig:
                 values["max_message_bytes"] = int(env["MEMCI_SERVER_MAX_MESSAGE_BYTES"])
             except ValueError as exc:
                 raise ConfigError("MEMCI_SERVER_MAX_MESSAGE_BYTES must be an integer") from exc
+        for name in ("allowed_origins", "allowed_hosts"):
+            listed = env.get(f"MEMCI_SERVER_{name.upper()}")
+            if listed:
+                values[name] = tuple(v.strip() for v in listed.split(",") if v.strip())
         values.update({k: v for k, v in explicit.items() if v is not None})
-        if "file_roots" in values:
-            values["file_roots"] = tuple(values["file_roots"])
+        for name in ("file_roots", "allowed_origins", "allowed_hosts"):
+            if name in values:
+                values[name] = tuple(values[name])
         return replace(cls(), **values)

@@ -13,7 +13,7 @@ damaged, else ``store_unavailable``), an upstream model that fails 502; anything
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from starlette.responses import JSONResponse
@@ -38,12 +38,14 @@ __all__ = ["ApiError", "classify", "error_body", "error_response", "problems"]
 
 
 class ApiError(Exception):
-    """An answer other than 2xx, with its status, code and message."""
+    """An answer other than 2xx, with its status, code, message and headers of its own."""
 
-    def __init__(self, status: int, code: str, message: str) -> None:
+    def __init__(self, status: int, code: str, message: str,
+                 headers: Mapping[str, str] | None = None) -> None:
         self.status = status
         self.code = code
         self.message = message
+        self.headers = dict(headers or {})
         super().__init__(f"{status} {code}: {message}")
 
 
@@ -53,10 +55,12 @@ def error_body(code: str, message: str) -> dict[str, Any]:
 
 
 def error_response(exc: ApiError) -> JSONResponse:
-    """The HTTP answer of ``exc`` (a 401 asks for a Bearer key)."""
-    headers = {"WWW-Authenticate": "Bearer"} if exc.status == 401 else None
+    """The HTTP answer of ``exc``, with its headers (a 401 without any asks for a key)."""
+    headers = exc.headers
+    if exc.status == 401 and "WWW-Authenticate" not in headers:
+        headers = {**headers, "WWW-Authenticate": 'Bearer realm="memci"'}
     return JSONResponse(error_body(exc.code, exc.message), status_code=exc.status,
-                        headers=headers)
+                        headers=headers or None)
 
 
 def problems(errors: Sequence[Any]) -> str:

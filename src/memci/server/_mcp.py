@@ -13,6 +13,9 @@ Built on the official MCP SDK's low-level server, so the tool list follows the s
   listed as the one ``working_state`` (a client sends every listed schema to its model),
   and each stays callable by its own name, checked against its own schema.
 
+Resources (:mod:`memci.server._mcp_resources`) read the caller's sessions, their pages
+and artifacts, without changing them.
+
 Every tool takes an optional ``session``: the session of the caller's tenant the call
 works in (made on first use). Without it a call goes to its connection's session (``memci
 mcp --session``, the ``X-Memci-Session`` header), else to :data:`DEFAULT_SESSION`
@@ -36,6 +39,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -46,7 +50,6 @@ from jsonschema import Draft202012Validator
 from jsonschema.exceptions import best_match
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
-from mcp.server.stdio import stdio_server
 from mcp.shared.exceptions import MCPError
 
 import memci
@@ -54,9 +57,11 @@ from memci._session import Session
 from memci.engine import Engine
 from memci.errors import InvalidInputError, MemciError
 from memci.messages import offerable_tools
+from memci.server import _mcp_resources as resources
 from memci.server._config import DEFAULT_MAX_RESPONSE_BYTES, DEFAULT_MCP_SESSION
 from memci.server._json import jsonable
 from memci.server._listing import hits_page, page_json
+from memci.server._mcp_stdio import checked_stdio
 from memci.server._threads import ToolThreads
 
 __all__ = [
@@ -64,8 +69,10 @@ __all__ = [
     "Caller",
     "CallerOf",
     "OpenSession",
+    "ReaderOf",
     "build_server",
     "create_mcp_server",
+    "engine_reader",
     "run_stdio",
 ]
 
@@ -85,6 +92,8 @@ CallerOf = Callable[[ServerRequestContext[Any]], Caller]
 """Says who makes a request (from its transport: the CLI's options, the HTTP request)."""
 OpenSession = Callable[[Caller, str], Session]
 """Gets or makes a session of the caller's tenant by name."""
+ReaderOf = Callable[[Caller], resources.SessionReader]
+"""Reads the caller's tenant's sessions, for resources (never makes one)."""
 
 _OWN = ("add", "build", "search")
 _SESSION_ARG: dict[str, Any] = {
@@ -228,15 +237,16 @@ def _schema_problem(schema: Mapping[str, Any], arguments: Mapping[str, Any]) -> 
 
 def build_server(
     open_session: OpenSession, caller_of: CallerOf, *, instructions: str,
-    max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
+    reader_of: ReaderOf, max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
 ) -> Server[Any]:
     """An MCP server whose calls go to the session each call names.
 
     ``caller_of(ctx)`` says who calls (tenant, the connection's session, user);
-    ``open_session(caller, name)`` gets or makes session ``name`` for that caller. Both
-    run in worker threads; a caller never reaches a tenant other than its own, since
-    ``open_session`` is given only the caller's. ``max_response_bytes`` is the byte
-    budget of a page of search hits.
+    ``open_session(caller, name)`` gets or makes session ``name`` for that caller, and
+    ``reader_of(caller)`` reads the caller's sessions for resources without making any.
+    All run in worker threads; a caller never reaches a tenant other than its own, since
+    they are given only the caller's. ``max_response_bytes`` is the byte budget of a page
+    of search hits and of a resource.
     """
     tool_threads = ToolThreads()
 
@@ -272,8 +282,29 @@ def build_server(
         arguments = dict(params.arguments or {})
         return await tool_threads.run(lambda: call(caller, params.name, arguments))
 
+    async def list_resources(
+        ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListResourcesResult:
+        reader = reader_of(caller_of(ctx))
+        cursor = params.cursor if params is not None else None
+        return await anyio.to_thread.run_sync(lambda: resources.list_resources(reader, cursor))
+
+    async def list_templates(
+        _: ServerRequestContext[Any], __: types.PaginatedRequestParams | None
+    ) -> types.ListResourceTemplatesResult:
+        return types.ListResourceTemplatesResult(resource_templates=resources.TEMPLATES)
+
+    async def read_resource(
+        ctx: ServerRequestContext[Any], params: types.ReadResourceRequestParams
+    ) -> types.ReadResourceResult:
+        reader = reader_of(caller_of(ctx))
+        return await anyio.to_thread.run_sync(
+            lambda: resources.read_resource(reader, str(params.uri), max_response_bytes))
+
     return Server("memci", version=memci.__version__, instructions=instructions,
-                  on_list_tools=list_tools, on_call_tool=call_tool)
+                  on_list_tools=list_tools, on_call_tool=call_tool,
+                  on_list_resources=list_resources, on_list_resource_templates=list_templates,
+                  on_read_resource=read_resource)
 
 
 def create_mcp_server(engine: Engine, session: str = DEFAULT_SESSION, *,
@@ -290,10 +321,22 @@ def create_mcp_server(engine: Engine, session: str = DEFAULT_SESSION, *,
         return engine.session(name, tenant=caller.tenant, user=caller.user)
 
     return build_server(
-        open_session, lambda _: fixed,
+        open_session, lambda _: fixed, reader_of=partial(engine_reader, engine),
         instructions=f"memci keeps conversations: add messages, build the context to send, "
                      f"search what was said. Calls work in session {session!r} unless they "
                      "name another with 'session'.")
+
+
+def engine_reader(engine: Engine, caller: Caller) -> resources.SessionReader:
+    """The caller's tenant's sessions in ``engine``, read without making any."""
+
+    def find(name: str) -> Session | None:
+        if engine.store.session(caller.tenant, name) is None:
+            return None
+        return engine.session(name, tenant=caller.tenant)
+
+    return resources.SessionReader(
+        find=find, names=lambda: [r.name for r in engine.sessions(caller.tenant)])
 
 
 def run_stdio(db: str | Path | None, session: str = DEFAULT_SESSION, *,
@@ -304,7 +347,7 @@ def run_stdio(db: str | Path | None, session: str = DEFAULT_SESSION, *,
         server = create_mcp_server(engine, session, tenant=tenant, user=user)
 
         async def main() -> None:
-            async with stdio_server() as (read, write):
+            async with checked_stdio() as (read, write):
                 await server.run(read, write, server.create_initialization_options())
 
         anyio.run(main)

@@ -37,6 +37,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from functools import partial
 from typing import Any
 
 import anyio
@@ -46,7 +47,6 @@ from mcp.server.auth.provider import AccessToken
 from mcp.server.context import ServerRequestContext
 from mcp.server.streamable_http import MCP_SESSION_ID_HEADER
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
-from mcp.server.transport_security import TransportSecuritySettings
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from starlette.datastructures import Headers, MutableHeaders, QueryParams
 from starlette.responses import JSONResponse
@@ -54,11 +54,13 @@ from starlette.types import Message, Receive, Scope, Send
 
 from memci._session import Session
 from memci.errors import MemciError
-from memci.server._auth import sent_key, tenant_of
+from memci.server._auth import revoked, sent_key, tenant_of
+from memci.server._bodies import read_body
 from memci.server._config import ServerConfig
-from memci.server._errors import ApiError, classify, error_body, error_response
+from memci.server._errors import ApiError, classify, error_response
+from memci.server._jsonrpc import check_message
 from memci.server._keys import KeyStore
-from memci.server._mcp import DEFAULT_SESSION, Caller, build_server
+from memci.server._mcp import DEFAULT_SESSION, Caller, build_server, engine_reader
 from memci.server._mcp_sessions import McpSession, McpSessions
 from memci.server._sessions import SessionHub
 
@@ -66,10 +68,6 @@ __all__ = ["CALLER_KEY", "McpEndpoint"]
 
 CALLER_KEY = "memci.mcp.caller"
 """Where the endpoint leaves the :class:`~memci.server._mcp.Caller` in the ASGI scope."""
-
-_LOOPBACK_HOSTS = ["127.0.0.1:*", "localhost:*", "[::1]:*"]
-_LOOPBACK_ORIGINS = ["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"]
-
 
 def _named(headers: Headers, query: QueryParams, header: str, param: str) -> str | None:
     value = headers.get(header) or query.get(param)
@@ -121,12 +119,13 @@ class _Answer:
     async def cut(self) -> None:
         """End a response its key may no longer receive (401 if nothing was sent yet)."""
         if self.status is None:
-            await self.send({"type": "http.response.start", "status": 401, "headers": [
-                (b"content-type", b"application/json"), (b"www-authenticate", b"Bearer")]})
-        if not self.ended:
-            body = b"" if self.status != 401 else JSONResponse(error_body(
-                "unauthorized", "the API key is unknown or revoked")).body
-            await self.send({"type": "http.response.body", "body": body, "more_body": False})
+            refused = error_response(revoked())
+            await self.send({"type": "http.response.start", "status": 401,
+                             "headers": refused.raw_headers})
+            await self.send({"type": "http.response.body", "body": refused.body,
+                             "more_body": False})
+        elif not self.ended:
+            await self.send({"type": "http.response.body", "body": b"", "more_body": False})
 
 
 def _ending(session: McpSession) -> Scope:
@@ -153,7 +152,7 @@ class McpEndpoint:
             return hub.open(caller.tenant, name, user=caller.user)
 
         self.server = build_server(
-            open_session, _caller_of,
+            open_session, _caller_of, reader_of=partial(engine_reader, hub.engine),
             instructions="memci keeps conversations: add messages, build the context to "
                          "send, search what was said. Every tool takes an optional "
                          "'session' (default: this connection's X-Memci-Session, else "
@@ -164,13 +163,10 @@ class McpEndpoint:
     @asynccontextmanager
     async def running(self) -> AsyncIterator[None]:
         """Run a session manager for the life of the app (enter from its lifespan)."""
-        # Without keys (--no-auth, loopback only) a web page could reach the endpoint
-        # through DNS rebinding; with keys, a page cannot send one it does not know.
-        security = None if self.config.auth else TransportSecuritySettings(
-            enable_dns_rebinding_protection=True, allowed_hosts=list(_LOOPBACK_HOSTS),
-            allowed_origins=list(_LOOPBACK_ORIGINS))
+        # Origin and Host are checked for every request before it gets here (OriginGuard,
+        # memci.server._origins), with or without keys; the SDK's own check stays off.
         manager = StreamableHTTPSessionManager(
-            self.server, security_settings=security,
+            self.server, security_settings=None,
             max_request_body_size=self.config.max_body_bytes,
             session_idle_timeout=self.config.mcp_idle_seconds,
             max_sessions=self.config.mcp_sessions)
@@ -201,6 +197,12 @@ class McpEndpoint:
         except MemciError as exc:  # the key store cannot be read
             await error_response(classify(exc))(scope, receive, send)
             return
+        if scope["method"] == "POST":
+            body, receive = await read_body(receive)
+            not_jsonrpc = check_message(body)
+            if not_jsonrpc is not None:  # its JSON-RPC error, in a 400 (Streamable HTTP)
+                await JSONResponse(not_jsonrpc, status_code=400)(scope, receive, send)
+                return
         scope = dict(scope)
         scope[CALLER_KEY] = caller
         key = sent_key(headers)

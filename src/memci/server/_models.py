@@ -14,10 +14,12 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from memci.context._builder import REPLY_PRIMING
 from memci.context._settings import HOST_SETTINGS
 from memci.server._policy import REQUEST_SETTINGS
 
-__all__ = ["ContextRequest", "ErrorAnswer", "MessageIn", "MessagesBody", "MessagesEnvelope"]
+__all__ = ["AnthropicRequest", "ChatRequest", "ContextRequest", "ErrorAnswer", "MessageIn",
+           "MessagesBody", "MessagesEnvelope"]
 
 _OPEN = ConfigDict(extra="allow")  # providers add fields; memci keeps what it models
 
@@ -114,6 +116,13 @@ class ToolCall(_Block):
     function: FunctionCall
 
 
+# What the reader takes as a time (memci.messages.parse_timestamp): a date-time, or epoch
+# seconds from 0001-01-01 to 9999-12-31 UTC. A schema looser than that would promise
+# clients (and schemathesis) that the server accepts instants it refuses.
+_DateTime = Annotated[str, Field(json_schema_extra={"format": "date-time"})]
+_EpochSeconds = Annotated[float, Field(ge=-62_135_596_800, le=253_402_300_799)]
+
+
 class MessageIn(BaseModel):
     """One message, OpenAI or Anthropic style, as ``session.add`` takes it."""
 
@@ -132,7 +141,7 @@ class MessageIn(BaseModel):
     refusal: str | None = None
     metadata: dict[str, Any] | None = Field(
         None, description="Kept with the message, never sent to a model.")
-    created_at: str | float | None = Field(
+    created_at: _DateTime | _EpochSeconds | None = Field(
         None, description="ISO 8601 date-time (or epoch seconds); the server's clock if absent.")
 
 
@@ -163,9 +172,45 @@ class ContextRequest(BaseModel):
     format: Annotated[Literal["openai", "anthropic"], Field(
         description="The provider format of the payload.")] = "openai"
     budget: Annotated[int | None, Field(
-        gt=0, le=2**40, description="Token budget (default: the session's).")] = None
+        ge=REPLY_PRIMING, le=2**40,
+        description="Token budget (default: the session's); every request spends "
+                    f"{REPLY_PRIMING} priming the reply, so no budget is smaller.")] = None
     recipe: Annotated[Literal["auto", "chat", "tool_loop"], Field(
         description="Section recipe of the build.")] = "auto"
+
+
+class _ProxyRequest(BaseModel):
+    """What both proxies read of a request; every other field goes to the upstream as is."""
+
+    model_config = _OPEN
+
+    model: str | None = Field(None, description="The upstream model (passed on).")
+    messages: Annotated[list[MessageIn], Field(
+        min_length=1, description="The conversation as the client has it: memci stores "
+                                  "what it has not seen and sends its context instead.")]
+    tools: list[dict[str, Any]] | None = Field(
+        None, description="The client's tools, sent upstream with memci's own.")
+    stream: bool | None = Field(None, description="Stream the answer (server-sent events).")
+
+
+class ChatRequest(_ProxyRequest):
+    """What ``POST /v1/chat/completions`` takes: an OpenAI Chat Completions request."""
+
+
+class SystemBlock(_Block):
+    """A block of an Anthropic system prompt."""
+
+    type: Literal["text"] = "text"
+    text: str
+
+
+class AnthropicRequest(_ProxyRequest):
+    """What ``POST /v1/messages`` takes: an Anthropic Messages request."""
+
+    system: str | list[SystemBlock] | None = Field(
+        None, description="The system prompt (stored as the session's system message).")
+    max_tokens: Annotated[int, Field(ge=1, le=2**31)] | None = Field(
+        None, description="Passed to the upstream.")
 
 
 class ErrorDetail(BaseModel):

@@ -48,6 +48,7 @@ from typing import Any, TypeVar
 
 import anyio.to_thread
 import httpx
+from pydantic import ValidationError
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
 from memci._session import Session
@@ -55,7 +56,8 @@ from memci.context._branches import BRANCH_META, runs
 from memci.errors import MemciError
 from memci.messages import Message, ToolCallPart, coerce
 from memci.server._config import ServerConfig
-from memci.server._errors import ApiError, classify, error_body
+from memci.server._errors import ApiError, classify, error_body, problems
+from memci.server._models import AnthropicRequest, ChatRequest
 from memci.server._overlap import (
     PROXY_META,
     BranchView,
@@ -98,17 +100,22 @@ class _Turn:
     history: bool = False  # the client sent its history: its reply says so (_overlap)
 
 
-def _request_parts(body: Any) -> tuple[dict[str, Any], list[Any], list[Any]]:
-    """The body, its messages and its tools, checked for shape."""
+def _request_parts(body: Any, shape: type[ChatRequest | AnthropicRequest],
+                   ) -> tuple[dict[str, Any], list[Any], list[Any]]:
+    """The body, its messages and its tools, checked against the shape the schema shows.
+
+    The fields memci reads (``messages``, ``tools``, ``stream``, ``system`` …) are held to
+    the request model of :mod:`memci.server._models`, the one the OpenAPI document
+    publishes; the messages themselves are read later by the same reader as
+    ``session.add``. The body goes upstream as it was sent.
+    """
     if not isinstance(body, dict):
         raise ApiError(400, "invalid_request", "the body must be a JSON object")
-    messages = body.get("messages")
-    if not isinstance(messages, list) or not messages:
-        raise ApiError(400, "invalid_request", "'messages' must be a non-empty list")
-    tools = body.get("tools") or []
-    if not isinstance(tools, list):
-        raise ApiError(400, "invalid_request", "'tools' must be a list")
-    return body, messages, tools
+    try:
+        shape.model_validate(body)
+    except ValidationError as exc:
+        raise ApiError(400, "invalid_request", problems(exc.errors())) from exc
+    return body, body["messages"], body.get("tools") or []
 
 
 def _upstream_error(status: int, content: bytes) -> Response:
@@ -156,7 +163,7 @@ class ChatProxy:
         self, tenant: str, name: str, user: str | None, body: Any
     ) -> Response:
         """Answer one ``POST /v1/chat/completions``."""
-        body, messages, tools = _request_parts(body)
+        body, messages, tools = _request_parts(body, ChatRequest)
         if not self.config.upstream_base_url:
             raise ApiError(503, "no_upstream",
                            "this server has no upstream model: set MEMCI_UPSTREAM_BASE_URL "
@@ -182,7 +189,7 @@ class ChatProxy:
         memci's tool rounds and the final round are done without streaming upstream; with
         ``stream: true`` the final message is sent as Anthropic's stream of events.
         """
-        body, messages, tools = _request_parts(body)
+        body, messages, tools = _request_parts(body, AnthropicRequest)
         if not self.config.upstream_anthropic_base_url:
             raise ApiError(503, "no_upstream",
                            "this server has no Anthropic upstream: set "

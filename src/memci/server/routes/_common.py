@@ -37,10 +37,12 @@ async def server_state(request: Request) -> ServerState:
 
 State = Annotated[ServerState, Depends(server_state)]
 
-_bearer = HTTPBearer(auto_error=False, scheme_name="memci API key",
-                     description="A key made with `memci keys create TENANT`.")
+# Scheme names are component keys: OpenAPI allows letters, digits, '.', '_' and '-' only.
+_bearer = HTTPBearer(auto_error=False, scheme_name="memciApiKey",
+                     description="A static API key made with `memci keys create TENANT` "
+                                 "(the server does no OAuth).")
 _api_key_header = APIKeyHeader(
-    name="x-api-key", auto_error=False, scheme_name="memci API key (x-api-key)",
+    name="x-api-key", auto_error=False, scheme_name="memciApiKeyHeader",
     description="The same key, as Anthropic's SDK sends it (instead of Bearer).")
 
 

@@ -17,12 +17,13 @@ from memci.server._bodies import read_json
 from memci.server._errors import ApiError, problems
 from memci.server._json import jsonable
 from memci.server._models import ContextRequest
-from memci.server._openapi import ERRORS, body_schema, json_body
+from memci.server._openapi import EVERY_REQUEST, WITH_KEY, body_schema, error_responses, json_body
 from memci.server.routes._common import Sid, State, Tenant
 
 __all__ = ["router"]
 
-router = APIRouter(tags=["context"], responses=ERRORS)
+router = APIRouter(tags=["context"],
+                   responses=error_responses(*EVERY_REQUEST, *WITH_KEY, 400, 404, 501))
 
 
 @router.post("/v1/sessions/{sid}/context",

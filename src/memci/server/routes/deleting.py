@@ -16,12 +16,12 @@ import memci
 from memci.server._errors import ApiError
 from memci.server._json import message_json
 from memci.server._listing import messages_json
-from memci.server._openapi import ERRORS
+from memci.server._openapi import EVERY_REQUEST, WITH_KEY, error_responses
 from memci.server.routes._common import BIGGEST, Actor, Sid, State, Tenant
 
 __all__ = ["router"]
 
-router = APIRouter(tags=["deleting"], responses=ERRORS)
+router = APIRouter(tags=["deleting"], responses=error_responses(*EVERY_REQUEST, *WITH_KEY, 400))
 
 
 def _erasure_json(erasure: memci.Erasure) -> dict[str, Any]:
@@ -37,14 +37,16 @@ def _erasure_json(erasure: memci.Erasure) -> dict[str, Any]:
 
 # "last" before "{seq}": the newest message has its own route.
 @router.delete("/v1/sessions/{sid}/messages/last",
-               summary="Delete the newest message (a cancelled turn)")
+               summary="Delete the newest message (a cancelled turn)",
+               responses=error_responses(404))
 def pop_message(sid: Sid, tenant: Tenant, actor: Actor, server: State) -> JSONResponse:
     message = server.hub.get(tenant, sid).pop(actor=actor)
     return JSONResponse({"session": sid, "removed": [message_json(message)]})
 
 
 @router.delete("/v1/sessions/{sid}/messages/{seq}",
-               summary="Delete one message (and the results of its tool calls)")
+               summary="Delete one message (and the results of its tool calls)",
+               responses=error_responses(404))
 def retract_message(
     sid: Sid, tenant: Tenant, actor: Actor, server: State,
     seq: Annotated[int, Path(ge=1, le=BIGGEST, description="The message's seq.")],
@@ -55,13 +57,15 @@ def retract_message(
 
 
 @router.delete("/v1/sessions/{sid}/messages",
-               summary="Delete every message of the session (it stays, empty)")
+               summary="Delete every message of the session (it stays, empty)",
+               responses=error_responses(404))
 def clear_session(sid: Sid, tenant: Tenant, actor: Actor, server: State) -> JSONResponse:
     removed = server.hub.get(tenant, sid).clear(actor=actor)
     return JSONResponse({"session": sid, "removed": removed})
 
 
-@router.delete("/v1/sessions/{sid}", summary="Delete the session and everything of it")
+@router.delete("/v1/sessions/{sid}", summary="Delete the session and everything of it",
+               responses=error_responses(404))
 def delete_session(sid: Sid, tenant: Tenant, actor: Actor, server: State) -> JSONResponse:
     if not server.hub.exists(tenant, sid):
         raise ApiError(404, "unknown_session", f"no session {sid!r}")

@@ -6,10 +6,11 @@ from fastapi import APIRouter
 from fastapi.responses import JSONResponse
 
 import memci
+from memci.server._openapi import EVERY_REQUEST, error_responses
 
 __all__ = ["router"]
 
-router = APIRouter(tags=["server"])
+router = APIRouter(tags=["server"], responses=error_responses(*EVERY_REQUEST))
 
 
 @router.get("/healthz", summary="Liveness: the server answers")

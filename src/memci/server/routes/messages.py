@@ -18,14 +18,14 @@ from fastapi.responses import JSONResponse, Response
 from memci.errors import InvalidMessageError
 from memci.server._bodies import read_json
 from memci.server._listing import messages_json, messages_page, page_response
-from memci.server._openapi import ERRORS, body_schema, json_body
+from memci.server._openapi import EVERY_REQUEST, WITH_KEY, body_schema, error_responses, json_body
 from memci.server._policy import request_settings
 from memci.server._sessions import read_messages
 from memci.server.routes._common import BIGGEST, Sid, State, Tenant
 
 __all__ = ["router"]
 
-router = APIRouter(tags=["messages"], responses=ERRORS)
+router = APIRouter(tags=["messages"], responses=error_responses(*EVERY_REQUEST, *WITH_KEY, 400))
 
 _ENVELOPE = frozenset({"messages", "user", "settings"})
 
@@ -42,8 +42,9 @@ def _split_body(body: Any) -> tuple[list[Any], str | None, dict[str, Any]]:
                 '"messages", "user" and "settings"')
         items = body["messages"]
         user = body.get("user")
-        if user is not None and not isinstance(user, str):
-            raise InvalidMessageError("'user' must be a string")
+        if user is not None and (not isinstance(user, str) or not 1 <= len(user) <= 200):
+            raise InvalidMessageError("'user' must be a non-empty string of at most 200 "
+                                      "characters")
         return ((items if isinstance(items, list) else [items]), user,
                 request_settings(body.get("settings")))
     if isinstance(body, dict):
@@ -59,7 +60,8 @@ def _split_body(body: Any) -> tuple[list[Any], str | None, dict[str, Any]]:
                  "One message, a list of messages, or {\"messages\": [...], \"user\": "
                  "\"u1\", \"settings\": {...}}; messages in OpenAI or Anthropic format, "
                  "as for session.add. All are stored, or none.", body_schema("messages"),
-                 required=True))
+                 required=True),
+             responses=error_responses(409, 501))
 async def add_messages(
     request: Request, sid: Sid, tenant: Tenant, server: State,
     user: Annotated[str | None, Query(min_length=1, max_length=200,
@@ -79,7 +81,8 @@ async def add_messages(
 
 
 @router.get("/v1/sessions/{sid}/messages",
-            summary="The stored log, in order (seq after `after`), a page at a time")
+            summary="The stored log, in order (seq after `after`), a page at a time",
+            responses=error_responses(404))
 def get_messages(
     sid: Sid, tenant: Tenant, server: State,
     after: Annotated[int, Query(ge=0, le=BIGGEST,

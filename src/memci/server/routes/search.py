@@ -15,12 +15,13 @@ from fastapi.responses import Response
 
 from memci.server._errors import ApiError
 from memci.server._listing import hits_page, page_response
-from memci.server._openapi import ERRORS
+from memci.server._openapi import EVERY_REQUEST, WITH_KEY, error_responses
 from memci.server.routes._common import Sid, State, Tenant
 
 __all__ = ["router"]
 
-router = APIRouter(tags=["search"], responses=ERRORS)
+router = APIRouter(tags=["search"],
+                   responses=error_responses(*EVERY_REQUEST, *WITH_KEY, 400, 404, 501))
 
 
 def _moment(now: datetime | None) -> datetime | None:

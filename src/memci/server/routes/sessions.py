@@ -13,12 +13,12 @@ from fastapi.responses import JSONResponse, Response
 
 from memci.server._json import jsonable
 from memci.server._listing import page_response, sessions_page
-from memci.server._openapi import ERRORS
+from memci.server._openapi import EVERY_REQUEST, WITH_KEY, error_responses
 from memci.server.routes._common import BIGGEST, Sid, State, Tenant, offered
 
 __all__ = ["router"]
 
-router = APIRouter(tags=["sessions"], responses=ERRORS)
+router = APIRouter(tags=["sessions"], responses=error_responses(*EVERY_REQUEST, *WITH_KEY, 400))
 
 
 @router.get("/v1/sessions", summary="The tenant's sessions, oldest first, a page at a time")
@@ -33,7 +33,8 @@ def list_sessions(
     return page_response({}, "sessions", page, {"next_after": next_after})
 
 
-@router.get("/v1/sessions/{sid}", summary="A session's state summary")
+@router.get("/v1/sessions/{sid}", summary="A session's state summary",
+            responses=error_responses(404))
 def get_session(sid: Sid, tenant: Tenant, server: State) -> JSONResponse:
     session = server.hub.get(tenant, sid)
     stats = session.stats()
@@ -46,7 +47,8 @@ def get_session(sid: Sid, tenant: Tenant, server: State) -> JSONResponse:
     })
 
 
-@router.get("/v1/sessions/{sid}/stats", summary="A session's stats")
+@router.get("/v1/sessions/{sid}/stats", summary="A session's stats",
+            responses=error_responses(404))
 def get_stats(sid: Sid, tenant: Tenant, server: State) -> JSONResponse:
     session = server.hub.get(tenant, sid)
     return JSONResponse({"session": sid, **jsonable(session.stats())})

@@ -14,7 +14,7 @@ from fastapi.responses import JSONResponse
 
 from memci.server._bodies import read_json
 from memci.server._errors import ApiError
-from memci.server._openapi import ERRORS, json_body
+from memci.server._openapi import EVERY_REQUEST, WITH_KEY, error_responses, json_body
 from memci.server.routes._common import BIGGEST, Sid, State, Tenant, offered
 from memci.tools._builtin import (
     FILE_TOOLS,
@@ -27,7 +27,7 @@ from memci.workspace import parse_artifact_ref
 
 __all__ = ["router"]
 
-router = APIRouter(tags=["tools"], responses=ERRORS)
+router = APIRouter(tags=["tools"], responses=error_responses(*EVERY_REQUEST, *WITH_KEY, 400, 404))
 
 _TOOL_NAMES = [RECALL_PAGE.spec.name, SEARCH_MEMORY.spec.name, *FILE_TOOLS,
                WORKING_STATE.spec.name, *WORKSPACE_TOOLS]

@@ -40,13 +40,14 @@ from memci.replay import replay
 from memci.server._errors import ApiError
 from memci.server._json import jsonable, message_json
 from memci.server._listing import Listing, page_response
-from memci.server._openapi import ERRORS
+from memci.server._openapi import EVERY_REQUEST, WITH_KEY, error_responses
 from memci.server.routes._common import BIGGEST, Sid, State, Tenant
 from memci.store import SessionRecord
 
 __all__ = ["CSP", "REPLAY_MESSAGES", "SCAN", "router"]
 
-router = APIRouter(tags=["inspector"], responses=ERRORS)
+router = APIRouter(tags=["inspector"],
+                   responses=error_responses(*EVERY_REQUEST, *WITH_KEY, 400, 404))
 
 SCAN = 5000
 """Sessions one listing request reads at most while it looks for ``q``."""
