@@ -140,6 +140,13 @@ def test_inspect_workspace_sections_follow_the_offered_tools(store: Path, name: 
 
 
 def test_inspect_table_output(store: Path) -> None:
+    # Inspects before this one built at other budgets (a larger one brings pages back):
+    # a recall now is among the latest events whatever ran before.
+    with memci.Engine.open(store) as engine:
+        chat = engine.session("chat")
+        chat.build(budget=900)
+        archived = [p.page for p in chat.pages() if p.place != "window"]
+        assert "back in your context" in chat.call_tool("recall_page", {"index": archived[0]})
     result = _run("inspect", "chat", "--db", str(store), "--budget", "900")
     assert result.exit_code == 0, result.output
     out = result.output
@@ -174,8 +181,9 @@ def test_stats_json_counts_events_by_reason(store: Path) -> None:
     assert events["by_kind"] == {"archive": stats["archived"], "evict": stats["evicted"],
                                  "recall": stats["recalled"]}
     assert sum(r["count"] for r in events["by_reason"]) == events["total"]
-    assert {"kind": "recall", "reason": "recall_page tool call", "count": 1} in (
-        events["by_reason"])
+    recalls = [r["count"] for r in events["by_reason"]
+               if (r["kind"], r["reason"]) == ("recall", "recall_page tool call")]
+    assert recalls and recalls[0] >= 1  # the fixture's recall (a test may add another)
     assert events["first_round"] <= events["last_round"]
 
 
