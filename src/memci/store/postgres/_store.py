@@ -288,7 +288,10 @@ class PostgresStore(PostgresParts, SqlLog):
         return PostgresStore(self.url, pool_size=min(self._pool.max_size, 4))
 
     def close(self) -> None:
-        """Close the pool's connections."""
+        """Close the pool's connections (and the job table's listening one)."""
+        jobs = self.__dict__.get("_parts", {}).get(("jobs", ""))
+        if jobs is not None:
+            jobs.close()
         self._pool.close()
 
     # -- migrations ----------------------------------------------------------------------
