@@ -7,14 +7,16 @@ One run, both backends, English and Chinese: a session of ``--messages`` real tu
 ``../shared/data``) is added in batches of 100 (``add_many``), then searched 40 times
 (``session.search``, k=10, queries cut from the session's own turns), then built 40
 times at an 8k budget (each build after a new user and assistant message: a steady build,
-retrieval on). Every operation's statements and round trips are counted: on PostgreSQL
-every statement psycopg sends and every time it waits for the server (a transaction's
-``BEGIN`` and ``COMMIT`` and the pool's check of a connection included; a pipelined batch
-waits once), on the thread that runs the operation only (not the background workers'); on
-SQLite every statement memci runs on the connection. ``--db`` is a PostgreSQL server URL
-whose user may create databases (each run gets a new one); by default an embedded
-PostgreSQL 18 is started (tests/pg.py). Prints the table and the PostgreSQL / SQLite
-ratios.
+retrieval on). Each operation's CPU time is measured in this process (``process_time``)
+and, on PostgreSQL, in the server's processes (from /proc: every child of the
+postmaster, so the server must run on this machine). Statements and round trips are
+counted: on PostgreSQL every statement psycopg sends and every time it waits for the
+server (a transaction's ``BEGIN`` and ``COMMIT`` and the pool's check of a connection
+included; a pipelined batch waits once), on the thread that runs the operation only (not
+the background workers'); on SQLite every statement memci runs on the connection.
+``--db`` is a PostgreSQL server URL whose user may create databases (each run gets a new
+one); by default an embedded PostgreSQL 18 is started (tests/pg.py). Prints the table,
+the PostgreSQL / SQLite ratios and each operation's costs.
 """
 
 from __future__ import annotations
@@ -185,13 +187,51 @@ def count_sqlite(engine: memci.Engine) -> None:
     store._db = _CountedSqlite(store._db)
 
 
+#: The PostgreSQL server's postmaster, whose processes' CPU time is the database's (None:
+#: SQLite, whose work is in this process).
+SERVER: list[int] = []
+
+
+def server_pid(url: str) -> int:
+    """The postmaster of the server at ``url`` (its data folder's ``postmaster.pid``)."""
+    import psycopg
+
+    with psycopg.connect(url) as conn:
+        row = conn.execute("SHOW data_directory").fetchone()
+    assert row is not None
+    return int((Path(str(row[0])) / "postmaster.pid").read_text().split()[0])
+
+
+def database_cpu_ms() -> float:
+    """CPU time (user + system) of the server's processes so far, in ms (0 without one).
+
+    Read from /proc: every child of the postmaster (backends, autovacuum, WAL writer …).
+    """
+    if not SERVER:
+        return 0.0
+    ticks = 0
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == SERVER[0] or stat.parent.name == str(SERVER[0]):
+            ticks += int(fields[11]) + int(fields[12])
+    return ticks * 1000 / os.sysconf("SC_CLK_TCK")
+
+
 @contextmanager
 def measured(into: dict[str, list[float]], name: str) -> Iterator[None]:
-    """Time the block into ``into[name]`` (ms) and its statements and round trips."""
+    """Time the block into ``into[name]`` (ms), its statements and round trips, and the CPU
+    time of this process (``_client_cpu``) and of the database (``_db_cpu``), in ms."""
     with COUNTS.counting() as before:
+        database = database_cpu_ms()
+        cpu = time.process_time()
         started = time.perf_counter()
         yield
         into[name].append((time.perf_counter() - started) * 1000)
+        into[f"{name}_client_cpu"].append((time.process_time() - cpu) * 1000)
+        into[f"{name}_db_cpu"].append(database_cpu_ms() - database)
     into[f"{name}_statements"].append(COUNTS.statements - before.statements)
     into[f"{name}_trips"].append(COUNTS.trips - before.trips)
 
@@ -199,9 +239,9 @@ def measured(into: dict[str, list[float]], name: str) -> Iterator[None]:
 def run(engine: memci.Engine, history: list[dict[str, str]], asked: list[str],
         extra: list[dict[str, str]]) -> dict[str, float]:
     """Ingest, search and build one session; the figures."""
-    out: dict[str, list[float]] = {k: [] for k in (
-        "add", "add_statements", "add_trips", "search", "search_statements",
-        "search_trips", "build", "build_statements", "build_trips")}
+    out: dict[str, list[float]] = {f"{op}{what}": [] for op in ("add", "search", "build")
+                                   for what in ("", "_statements", "_trips", "_client_cpu",
+                                                "_db_cpu")}
     session = engine.session("bench", context_window=128_000)
     session.set_system("You are a helpful assistant.")
     started = time.perf_counter()
@@ -223,8 +263,8 @@ def run(engine: memci.Engine, history: list[dict[str, str]], asked: list[str],
                                  "search_p50_ms": statistics.median(out["search"]),
                                  "build_p50_ms": statistics.median(out["build"])}
     for op in ("add", "search", "build"):
-        figures[f"{op}_statements"] = statistics.mean(out[f"{op}_statements"])
-        figures[f"{op}_trips"] = statistics.mean(out[f"{op}_trips"])
+        for what in ("statements", "trips", "client_cpu", "db_cpu"):
+            figures[f"{op}_{what}"] = statistics.mean(out[f"{op}_{what}"])
     return figures
 
 
@@ -247,9 +287,11 @@ def one_language(language: str, n: int, folder: Path, url: str) -> dict[str, dic
         results["sqlite"] = run(engine, history, asked, extra)
     database = pg.create_database(url, f"memci_bench_backends_{language}_{os.getpid()}")
     try:
+        SERVER.append(server_pid(database))
         with memci.Engine.open(database) as engine:
             results["postgresql"] = run(engine, history, asked, extra)
     finally:
+        SERVER.clear()
         pg.drop_database(database)
     return results
 
@@ -276,6 +318,20 @@ def table(results: dict[str, dict[str, dict[str, float]]]) -> str:
                      f" {pg_['search_p50_ms'] / lite['search_p50_ms']:.1f}x /"
                      f" {pg_['search_p95_ms'] / lite['search_p95_ms']:.1f}x |"
                      f" {pg_['build_p50_ms'] / lite['build_p50_ms']:.1f}x | |")
+    return "\n".join(lines)
+
+
+def costs(results: dict[str, dict[str, dict[str, float]]]) -> str:
+    """Per operation: CPU ms of memci's process and of the database, round trips."""
+    lines = ["| | operation | memci CPU ms | database CPU ms | round trips |",
+             "| --- | --- | ---: | ---: | ---: |"]
+    for language, both in results.items():
+        for backend in ("sqlite", "postgresql"):
+            f = both[backend]
+            for op, name in (("add", "add_many(100)"), ("search", "search"),
+                             ("build", "steady build")):
+                lines.append(f"| {language}, {backend} | {name} | {f[f'{op}_client_cpu']:.1f} |"
+                             f" {f[f'{op}_db_cpu']:.1f} | {f[f'{op}_trips']:.1f} |")
     return "\n".join(lines)
 
 
@@ -320,6 +376,7 @@ def main() -> None:
           f"{platform.python_version()}, {args.messages:,} messages per session, batches of "
           f"{_BATCH}, {_SEARCHES} searches (k=10), {_BUILDS} steady builds at {_BUDGET} tokens")
     print(table(results))
+    print(costs(results))
     print("\n".join(targets(results)))
     if args.json:
         print(json.dumps(results, indent=1))
