@@ -269,7 +269,7 @@ class KeywordTable:
         self.put_many(db, [(ref, shard, columns)])
 
     def put_many(self, db: Connection, rows: Sequence[tuple[int, int, Sequence[str]]]) -> None:
-        """Index each ``(ref, shard, columns)``: two ``COPY``s and one count per shard.
+        """Index each ``(ref, shard, columns)``: two batches (:func:`_insert`), a count per shard.
 
         Each row's terms are cut once; they make both its ``tsvector`` and its postings.
         """
