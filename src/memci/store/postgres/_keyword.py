@@ -59,6 +59,10 @@ _MAX_POSITION = 16383
 _MAX_VECTOR_BYTES = 900_000  # PostgreSQL's bound is 1 MiB
 _WEIGHTS = "ABCD"
 _COPY_FROM = 200  # rows from which a batch goes by COPY (two round trips, far less work)
+_ROW_COLUMNS = (("ref", "bigint"), ("shard", "bigint"), ("terms", "tsvector"),
+                ("tokens", "bigint"), ("body", "text"))
+_POSTING_COLUMNS = (("term", "text"), ("ref", "bigint"), ("tokens", "bigint"),
+                    *((w.lower(), "integer") for w in _WEIGHTS))
 # The postings of a store whose keyword table was made before them, from its tsvectors
 # (each term's positions counted per weight: A is the first column, B the second …).
 _FILL_POSTINGS = (
@@ -269,7 +273,7 @@ class KeywordTable:
         self.put_many(db, [(ref, shard, columns)])
 
     def put_many(self, db: Connection, rows: Sequence[tuple[int, int, Sequence[str]]]) -> None:
-        """Index each ``(ref, shard, columns)``: two batches (:func:`_insert`), a count per shard.
+        """Index each ``(ref, shard, columns)``: two inserts (:func:`_insert`), a count per shard.
 
         Each row's terms are cut once; they make both its ``tsvector`` and its postings.
         """
@@ -289,8 +293,8 @@ class KeywordTable:
             counted[shard] = (docs + 1, total + tokens)
         if not values:
             return
-        _insert(db, self.name, ("ref", "shard", "terms::tsvector", "tokens", "body"), values)
-        _insert(db, self.postings, ("term", "ref", "tokens", "a", "b", "c", "d"), postings)
+        _insert(db, self.name, _ROW_COLUMNS, values)
+        _insert(db, self.postings, _POSTING_COLUMNS, postings)
         for shard, (docs, total) in sorted(counted.items()):
             self._count(db, shard, docs, total)
 
@@ -426,22 +430,25 @@ class KeywordTable:
         return self.stats(db)[0]
 
 
-def _insert(db: Connection, table: str, columns: Sequence[str],
+def _insert(db: Connection, table: str, columns: Sequence[tuple[str, str]],
             rows: Sequence[Sequence[Any]]) -> None:
-    """Insert ``rows``: a few as one pipelined batch (one round trip), many by ``COPY``.
+    """Insert ``rows`` in one round trip: a few as one statement of arrays, many by ``COPY``.
 
-    ``columns`` may carry a cast (``terms::tsvector``), which ``COPY`` does by itself.
+    ``columns`` are ``(name, type)``; a ``tsvector`` travels as its text.
     """
-    names = ", ".join(c.split("::")[0] for c in columns)
-    with db.cursor() as cursor:
-        if len(rows) < _COPY_FROM:
-            marks = ", ".join("%s" + (f"::{c.split('::')[1]}" if "::" in c else "")
-                              for c in columns)
-            cursor.executemany(f"INSERT INTO {table} ({names}) VALUES ({marks})", rows)
-            return
-        with cursor.copy(f"COPY {table} ({names}) FROM STDIN") as copy:
-            for row in rows:
-                copy.write_row(row)
+    if not rows:
+        return
+    names = ", ".join(name for name, _ in columns)
+    if len(rows) < _COPY_FROM:
+        arrays = ", ".join(f"%s::{'text' if kind == 'tsvector' else kind}[]"
+                           for _, kind in columns)
+        values = ", ".join(f"u.{name}::{kind}" for name, kind in columns)
+        db.execute(f"INSERT INTO {table} ({names}) SELECT {values} FROM unnest({arrays})"
+                   f" AS u({names})", [list(column) for column in zip(*rows, strict=True)])
+        return
+    with db.cursor() as cursor, cursor.copy(f"COPY {table} ({names}) FROM STDIN") as copy:
+        for row in rows:
+            copy.write_row(row)
 
 
 def _hits_per_column(columns: Sequence[Sequence[str]]) -> list[tuple[str, list[int]]]:
