@@ -273,7 +273,7 @@ class MessageIndex:
             first = todo[0].seq or 0
             page = rows.page_before(session.id, first)
             previous = self._context_before(session.id, first, todo[0].created_at)
-            added = 0
+            docs: list[SearchDoc] = []
             last = first - 1
             said: datetime | None = None
             for message in todo:
@@ -290,12 +290,13 @@ class MessageIndex:
                 text = self._own.text(session.id, message)
                 # Nothing of its own to find (memci's tool answers): no neighbours' text
                 # either, so it is never a hit.
-                added += rows.add(SearchDoc(session.id, message.seq, message.role, page,
-                                            _epoch(message.created_at), text,
-                                            previous if text.strip() else ""))
+                docs.append(SearchDoc(session.id, message.seq, message.role, page,
+                                      _epoch(message.created_at), text,
+                                      previous if text.strip() else ""))
                 if message.role != "system" and text.strip():
                     previous = self._roll(previous, text)
-        return added
+            # One batch: the entries' rows and keyword text go in a few statements.
+            return rows.add_many(docs)
 
     def _roll(self, context: str, text: str) -> str:
         """Return the context for the next message: the tail of what came before it."""

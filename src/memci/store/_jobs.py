@@ -151,3 +151,10 @@ class JobStore(Protocol):
     ) -> bool:
         """Record a failed attempt (``final``: the job failed for good); False when lost."""
         ...
+
+    def wait_for_new(self, timeout: float) -> bool:
+        """Wait up to ``timeout`` seconds for jobs any process submits; True when some were.
+
+        False at once where the store cannot be told (SQLite): then workers poll.
+        """
+        ...

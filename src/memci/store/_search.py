@@ -101,6 +101,10 @@ class MessageSearch(Protocol):
         """Add an entry (and its keyword text); 1, or 0 when the message has one already."""
         ...
 
+    def add_many(self, docs: Sequence[SearchDoc]) -> int:
+        """Add entries (and their keyword text) in one write; how many were new."""
+        ...
+
     def page_before(self, session_id: int, seq: int) -> int:
         """The page number of the message before ``seq`` (user messages up to it)."""
         ...

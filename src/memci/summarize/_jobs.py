@@ -64,6 +64,10 @@ __all__ = [
 logger = logging.getLogger("memci.jobs")
 
 _MAX_ERROR = 4000
+# Seconds a listener waits for a notification before it looks at ``stop`` again.
+_LISTEN_WAIT = 1.0
+# Seconds between an idle worker's polls while it is told of new jobs (PostgreSQL).
+_LISTENING_POLL = 5.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,7 +128,9 @@ class JobQueue:
     ``lease_seconds`` is how long a claimed job stays a worker's without renewal (workers
     renew every third of it); ``backoff`` and ``max_backoff`` bound the wait before a
     retry (doubling per attempt, with jitter); ``poll_interval`` is how often idle workers
-    look for work submitted by other processes (work submitted here wakes them at once).
+    look for work submitted by other processes (work submitted here wakes them at once;
+    on PostgreSQL so does work submitted anywhere, ``NOTIFY``, and they poll every 5 s at
+    most often, for retries whose wait ended).
     ``newest_first``: workers take the ready job submitted last (summaries: the page just
     archived is the one on the contents page), else the one ready longest.
     """
@@ -157,6 +163,8 @@ class JobQueue:
         self._handlers: dict[str, tuple[Handler, Effect | None]] = {}
         self._wake = threading.Condition()
         self._stop = threading.Event()
+        #: Set while this queue is told of every process's new jobs (see _listen).
+        self._listening = threading.Event()
         self._threads: list[threading.Thread] = []
         self._worker_store: Store | None = None
         self._in_flight: dict[int, str] = {}
@@ -342,6 +350,10 @@ class JobQueue:
             target=self._renew_leases, args=(self._worker_store, self._stop),
             name="memci-job-leases", daemon=True,
         ))
+        self._threads.append(threading.Thread(
+            target=self._listen, args=(self._worker_store,),
+            name="memci-job-listener", daemon=True,
+        ))
         for thread in self._threads:
             thread.start()
 
@@ -427,9 +439,13 @@ class JobQueue:
                 logger.warning("job worker %s cannot claim: %s", owner, exc)
                 job = None
             if job is None:
+                # Told of new jobs (PostgreSQL), an idle worker polls only as a fallback:
+                # for retries whose wait ended, and a notification a lost connection missed.
+                idle = (max(self.poll_interval, _LISTENING_POLL) if self._listening.is_set()
+                        else self.poll_interval)
                 with self._wake:
                     if not self._stop.is_set():
-                        self._wake.wait(self.poll_interval)
+                        self._wake.wait(idle)
                 continue
             try:
                 self._run_job(store, job, owner)
@@ -438,6 +454,28 @@ class JobQueue:
                 # runs again, which is safe because only a committed result counts.
                 self._count("retrying", f"{type(exc).__name__}: {exc}")
                 logger.warning("job %s: cannot record the outcome: %s", job.key, exc)
+
+    def _listen(self, store: Store) -> None:
+        """Wake the idle workers whenever any process submits a job (where the store can tell).
+
+        Ends at once on a store that cannot be told (SQLite), and when listening fails
+        (the server is gone): the workers then poll every ``poll_interval``.
+        """
+        while not self._stop.is_set():
+            started = time.monotonic()
+            try:
+                heard = store.jobs.wait_for_new(_LISTEN_WAIT)
+            except StoreError:
+                heard = False
+            if heard:
+                self._listening.set()
+                with self._wake:
+                    self._wake.notify_all()
+            elif time.monotonic() - started < _LISTEN_WAIT / 2:
+                break
+            else:
+                self._listening.set()
+        self._listening.clear()
 
     def _renew_leases(self, store: Store, stop: threading.Event) -> None:
         every = self.lease_seconds / 3

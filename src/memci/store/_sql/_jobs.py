@@ -6,7 +6,8 @@ across processes (``BEGIN IMMEDIATE``); PostgreSQL picks with ``SELECT … FOR U
 LOCKED``, so a row another claimer has locked is skipped, not waited for, and workers on
 several machines never queue behind each other. Outcomes are ``UPDATE … WHERE
 lease_owner = ?``: a worker that lost its lease changes nothing. Idle workers find new
-jobs by polling (see :class:`~memci.summarize.JobQueue`).
+jobs by polling (see :class:`~memci.summarize.JobQueue`), and on PostgreSQL are woken
+when any process submits one (:class:`~memci.store.postgres.PostgresJobStore`).
 """
 
 from __future__ import annotations
@@ -130,6 +131,10 @@ class SqlJobStore:
             args.append(kind)
         with self._db.write() as sql:
             return sql.run(text, args)
+
+    def wait_for_new(self, timeout: float) -> bool:
+        """False at once: this store is not told of other processes' jobs (they poll)."""
+        return False
 
     def claim(
         self, kinds: Collection[str], owner: str, *, now: float, lease_seconds: float,

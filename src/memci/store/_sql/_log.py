@@ -154,18 +154,18 @@ class SqlLog:
         external = external or {}
         with self.sql.write() as sql:
             seq = self._next_seq(sql, session) - 1
+            calls: list[tuple[int, str, int]] = []
+            rows: list[tuple[Any, ...]] = []
             for position, message in enumerate(messages):
                 seq += 1
                 if message.role == "tool":
+                    # The call it answers may be in this batch: its row goes in first.
+                    _insert(sql, calls, rows)
                     _answer_call(sql, session, message, seq)
-                for call in message.tool_calls:
-                    sql.run("INSERT INTO tool_calls (session_id, call_id, call_seq)"
-                            " VALUES (?, ?, ?)", (session.id, call.id, seq))
+                calls += [(session.id, call.id, seq) for call in message.tool_calls]
                 created = message.created_at or now
                 sha = external.get(position)
-                sql.run(
-                    "INSERT INTO messages (session_id, seq, role, parts, name, metadata,"
-                    " created_at, tokens, output_sha256) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                rows.append(
                     (session.id, seq, message.role,
                      dumps_parts(message.parts if sha is None else row_head(message).parts),
                      message.name,
@@ -175,6 +175,7 @@ class SqlLog:
                 stored.append(message.with_identity(
                     session=session.name, seq=seq, tokens=message.tokens or 0,
                     created_at=created))
+            _insert(sql, calls, rows)
         return stored
 
     def _next_seq(self, sql: Sql, session: SessionRecord) -> int:
@@ -363,6 +364,15 @@ class SqlLog:
             return None
         messages = self.messages(session, after=int(found) - 1, upto=int(found))
         return messages[0] if messages else None
+
+
+def _insert(sql: Sql, calls: list[tuple[int, str, int]], rows: list[tuple[Any, ...]]) -> None:
+    """Insert the tool calls and messages gathered so far, each kind as one batch; clear them."""
+    sql.many("INSERT INTO tool_calls (session_id, call_id, call_seq) VALUES (?, ?, ?)", calls)
+    sql.many("INSERT INTO messages (session_id, seq, role, parts, name, metadata,"
+             " created_at, tokens, output_sha256) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
+    calls.clear()
+    rows.clear()
 
 
 def _answer_call(sql: Sql, session: SessionRecord, message: Message, seq: int) -> None:

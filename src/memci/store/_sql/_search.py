@@ -28,6 +28,9 @@ if TYPE_CHECKING:
 
 __all__ = ["LOAD_COLUMNS", "SqlMessageSearch", "as_candidates", "search_filter", "session_names"]
 
+#: Entries per multi-row ``INSERT`` (5 parameters each: far below SQLite's 32,766).
+_ROWS_PER_INSERT = 500
+
 #: What :meth:`SqlMessageSearch.load` reads of a found entry (``memory_docs d`` joined with
 #: its message ``m``): doc, session id, the message row, page.
 LOAD_COLUMNS = ("d.id, d.session_id, m.seq, m.role, m.parts, m.name, m.metadata,"
@@ -99,20 +102,40 @@ class SqlMessageSearch(ABC):
     ) -> list[Candidate]:
         """The ``k`` best entries for ``plan`` within ``where`` by BM25, best first."""
 
+    def _index_many(self, sql: Sql, docs: Sequence[tuple[int, SearchDoc]]) -> None:
+        """Give each entry ``(doc, its message)`` its keyword text (inside ``sql``'s write).
+
+        One at a time unless the backend sends them as a batch.
+        """
+        for made, doc in docs:
+            self._index(sql, made, doc.session_id, doc.text, doc.context)
+
     # -- writing -------------------------------------------------------------------------
 
     def add(self, doc: SearchDoc) -> int:
         """Add an entry (and its keyword text); 1, or 0 when the message has one already."""
+        return self.add_many([doc])
+
+    def add_many(self, docs: Sequence[SearchDoc]) -> int:
+        """Add entries (and their keyword text) in one write; how many were new.
+
+        The entries go in as multi-row ``INSERT``s (one statement per
+        :data:`_ROWS_PER_INSERT`); a message that has an entry already keeps it.
+        """
+        made: list[tuple[int, SearchDoc]] = []
         with self._db.write() as sql:
-            made = sql.value(
-                "INSERT INTO memory_docs (session_id, seq, role, page, created)"
-                " VALUES (?, ?, ?, ?, ?) ON CONFLICT (session_id, seq) DO NOTHING"
-                " RETURNING id", (doc.session_id, doc.seq, doc.role, doc.page, doc.created))
-            if made is None:
-                return 0
-            if doc.role != "system":
-                self._index(sql, int(made), doc.session_id, doc.text, doc.context)
-        return 1
+            for start in range(0, len(docs), _ROWS_PER_INSERT):
+                chunk = docs[start:start + _ROWS_PER_INSERT]
+                rows = sql.all(
+                    "INSERT INTO memory_docs (session_id, seq, role, page, created) VALUES "
+                    + ", ".join(["(?, ?, ?, ?, ?)"] * len(chunk))
+                    + " ON CONFLICT (session_id, seq) DO NOTHING RETURNING id, session_id, seq",
+                    [v for d in chunk for v in (d.session_id, d.seq, d.role, d.page, d.created)])
+                ids = {(int(r[1]), int(r[2])): int(r[0]) for r in rows}
+                made += [(ids[(d.session_id, d.seq)], d) for d in chunk
+                         if (d.session_id, d.seq) in ids]
+            self._index_many(sql, [(m, d) for m, d in made if d.role != "system"])
+        return len(made)
 
     def add_keyword(self, doc: int, session_id: int, text: str, context: str) -> None:
         """Give the entry ``doc`` its keyword text."""

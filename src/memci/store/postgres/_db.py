@@ -24,6 +24,8 @@ Connection: TypeAlias = psycopg.Connection[tuple[Any, ...]]
 class Database(Protocol):
     """The store's server, its transactions and its derived tables."""
 
+    #: The libpq URL (with its password): for a connection of a part's own.
+    url: str
     location: str
     sql: Transactions
 

@@ -79,7 +79,14 @@ class PostgresDialect(Dialect):
         return None if value is None else bytes(value).decode("utf-8")
 
     def executemany(self, conn: Any, text: str, rows: Sequence[Sequence[Any]]) -> None:
-        """A cursor's ``executemany`` (pipelined by psycopg)."""
+        """A cursor's ``executemany`` (pipelined by psycopg); one row, one plain statement.
+
+        A pipeline costs round trips of its own (entering it, its sync): worth it from
+        two rows on.
+        """
+        if len(rows) == 1:
+            conn.execute(text, rows[0])
+            return
         with conn.cursor() as cursor:
             cursor.executemany(text, rows)
 

@@ -33,7 +33,7 @@ class PostgresDocStore(SqlDocStore):
                     "SELECT id, file_id, title, text FROM doc_chunks").fetchall():
                 self._put(db, int(cid), int(file_id), title, text)
 
-        store.derive(self.table.name, self.table.statements(), fill)
+        self.table.make(fill)
 
     def _put(self, db: Connection, chunk_id: int, file_id: int, title: str, text: str) -> None:
         a = self.analyzer

@@ -41,7 +41,7 @@ class PostgresItemStore(SqlItemStore):
                                   ).fetchall():
                 self._put(db, int(row[0]), row[1], row[2], row[3])
 
-        store.derive(self.table.name, self.table.statements(), fill)
+        self.table.make(fill)
 
     def _put(self, db: Connection, item_id: int, text: str, summary: str | None,
              subject: str | None, *, replace: bool = False) -> None:

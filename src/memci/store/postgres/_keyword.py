@@ -1,4 +1,4 @@
-"""Keyword tables of the PostgreSQL store: memci's analyzer terms in a ``tsvector``, FTS5's BM25.
+"""Keyword tables of the PostgreSQL store: memci's analyzer terms, FTS5's BM25, in SQL.
 
 SQLite keeps keyword text in FTS5 tables and ranks with FTS5's ``bm25()``; this module is
 the same thing with no extension, so it runs on managed PostgreSQL. One derived table per
@@ -10,18 +10,30 @@ FTS5 tables, see :meth:`~memci.store.postgres.PostgresStore.derive`):
   as the position's weight, A, B, C…), ``tokens`` (how many terms the row has, as FTS5
   counts them) and, for the trigram analyzer, ``body`` (the first column's text, which
   terms too short for trigrams are matched in, as SQLite does with ``instr``);
-- a GIN index on ``terms`` finds the rows that hold a query's terms;
+- its postings, ``<table>_postings``: one row per term and row holding it (the term's
+  hits in each column, the row's ``tokens``), keyed by ``(term, ref)``, so a term's rows
+  (or a prefix's) are one range of the key, read without visiting the table;
 - ``keyword_stats`` keeps rows and terms per table and shard (a shard per session for
   messages), so writers of different sessions never wait on one counter, and the
   average length BM25 needs is one small sum.
 
 Terms are cut by :mod:`memci.store.postgres._terms` exactly as SQLite's FTS5 tokenizer
-cuts them, and :meth:`KeywordTable.rank` computes FTS5's BM25 (k1 = 1.2, b = 0.75, IDF
-``ln((N - n + 0.5) / (n + 0.5))`` floored at 1e-6, column weights applied to the hits,
-phrases counted where their terms stand next to each other in one column), so both
+cuts them, once per row: the same cut makes its ``tsvector`` and its postings, written
+as one batch (``COPY`` for many rows). :meth:`KeywordTable.rank` computes FTS5's BM25
+(k1 = 1.2, b = 0.75, IDF ``ln((N - n + 0.5) / (n + 0.5))`` floored at 1e-6, column
+weights applied to the hits) in the database from the postings, in two statements (how
+many rows hold each phrase, then the scores); the most common terms are looked up only
+for the rows the rarer ones found, unless that could miss a better row. A phrase of
+several terms (``"get_weather"``) is counted where its terms stand next to each other in
+one column: from the ``tsvector`` positions (a GIN index finds the rows), in Python. Both
 backends rank alike. What PostgreSQL bounds: a term of more than 2,000 bytes is kept as
-its hash; a term's positions are cut at 256, and positions past 16,383 fold into one
-(hits of such rows may count a little lower; BM25 saturates long before).
+its hash; a ``tsvector``'s positions of a term are cut at 256, and positions past 16,383
+fold into one (phrase hits of such rows may count a little lower; BM25 saturates long
+before). Scores are rounded to 12 decimals, so rows that tie rank by ref whatever order
+PostgreSQL summed their terms in.
+
+A store made before the postings gets them from its ``tsvector`` rows when a memci with
+them first opens that keyword table (:meth:`KeywordTable.make`).
 """
 
 from __future__ import annotations
@@ -30,7 +42,7 @@ import hashlib
 import math
 import re
 from collections import defaultdict
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -46,11 +58,25 @@ _MAX_POSITIONS = 256
 _MAX_POSITION = 16383
 _MAX_VECTOR_BYTES = 900_000  # PostgreSQL's bound is 1 MiB
 _WEIGHTS = "ABCD"
+_COPY_FROM = 200  # rows from which a batch goes by COPY (two round trips, far less work)
+_ROW_COLUMNS = (("ref", "bigint"), ("shard", "bigint"), ("terms", "tsvector"),
+                ("tokens", "bigint"), ("body", "text"))
+_POSTING_COLUMNS = (("term", "text"), ("ref", "bigint"), ("tokens", "bigint"),
+                    *((w.lower(), "integer") for w in _WEIGHTS))
+# The postings of a store whose keyword table was made before them, from its tsvectors
+# (each term's positions counted per weight: A is the first column, B the second …).
+_FILL_POSTINGS = (
+    "INSERT INTO {postings} (term, ref, tokens, a, b, c, d)"
+    " SELECT u.lexeme, k.ref, k.tokens, cardinality(array_positions(u.weights, 'A')),"
+    " cardinality(array_positions(u.weights, 'B')), cardinality(array_positions(u.weights,"
+    " 'C')), cardinality(array_positions(u.weights, 'D')) FROM {table} k"
+    " CROSS JOIN LATERAL unnest(k.terms) u")
 _QUOTED = re.compile(r'"((?:[^"]|"")*)"(\*?)')
 
 
 def _lexeme(term: str) -> str:
-    if len(term.encode("utf-8")) > _MAX_LEXEME_BYTES:
+    # A character is at most 4 bytes: most terms need no encoding to know they fit.
+    if len(term) * 4 > _MAX_LEXEME_BYTES and len(term.encode("utf-8")) > _MAX_LEXEME_BYTES:
         return "#" + hashlib.sha256(term.encode("utf-8")).hexdigest()
     return term
 
@@ -86,6 +112,75 @@ def phrases(match: str, spec: str) -> list[Phrase]:
         if terms:
             out.append(Phrase(terms, bool(found.group(2))))
     return out
+
+
+#: A term of a query as ranked: its phrase's index, its range of stored terms (one term,
+#: or all that start with a prefix) and its IDF.
+_Term = tuple[int, str, str, float]
+
+# A term held by more than this share of the rows is common: its postings are read only
+# for the rows the rarer terms found (see KeywordTable.rank).
+_COMMON_SHARE = 0.05
+_LAST_CHAR = "\U0010ffff"
+
+# The table's rows and terms (keyword_stats) and how many rows hold each phrase (a range
+# of the postings' primary key: one term, or every term with a prefix).
+_PHRASE_ROWS = (
+    "SELECT s.docs, s.tokens, ARRAY(SELECT CASE WHEN q.lo = q.hi"
+    " THEN (SELECT count(*) FROM {postings} p WHERE p.term = q.lo)"
+    " ELSE (SELECT count(DISTINCT p.ref) FROM {postings} p WHERE p.term BETWEEN q.lo AND q.hi)"
+    " END FROM unnest(%s::text[], %s::text[]) WITH ORDINALITY AS q(lo, hi, i) ORDER BY q.i)"
+    " FROM (SELECT COALESCE(SUM(docs), 0) AS docs, COALESCE(SUM(tokens), 0) AS tokens"
+    " FROM keyword_stats WHERE tab = %s) s")
+
+# FTS5's BM25 of the rows holding an essential term (e), within the caller's filter
+# ({join}, {where}; the found rows are named k), plus what the common terms (c) add to
+# those rows (looked up by term and row); the best first, ties to the smaller row.
+_SCORE = (
+    "WITH v AS (SELECT %s::float8 AS wa, %s::float8 AS wb, %s::float8 AS wc,"
+    " %s::float8 AS wd, %s::float8 AS k1, %s::float8 AS b, %s::float8 AS avg),"
+    " e AS (SELECT * FROM unnest(%s::int[], %s::text[], %s::text[], %s::float8[])"
+    " AS e(i, lo, hi, idf)),"
+    " c AS (SELECT * FROM unnest(%s::int[], %s::text[], %s::float8[]) AS c(i, term, idf)),"
+    " hits AS (SELECT e.i, e.idf, p.ref, max(p.tokens) AS tokens,"
+    " sum(p.a * v.wa + p.b * v.wb + p.c * v.wc + p.d * v.wd) AS w"
+    " FROM e JOIN {postings} p ON p.term BETWEEN e.lo AND e.hi CROSS JOIN v"
+    " GROUP BY e.i, e.idf, p.ref),"
+    " found AS (SELECT h.ref, max(h.tokens) AS tokens, sum(CASE WHEN h.w > 0 THEN"
+    " h.idf * h.w * (v.k1 + 1) / (h.w + v.k1 * (1 - v.b + v.b * h.tokens / v.avg))"
+    " ELSE 0 END) AS score FROM hits h CROSS JOIN v GROUP BY h.ref),"
+    " scored AS (SELECT k.ref, k.score + COALESCE((SELECT sum(CASE WHEN x.w > 0 THEN"
+    " x.idf * x.w * (v.k1 + 1) / (x.w + v.k1 * (1 - v.b + v.b * k.tokens / v.avg))"
+    " ELSE 0 END) FROM (SELECT c.idf, p.a * v.wa + p.b * v.wb + p.c * v.wc + p.d * v.wd"
+    " AS w FROM c JOIN {postings} p ON p.term = c.term AND p.ref = k.ref) x), 0) AS score"
+    " FROM found k{join} CROSS JOIN v WHERE TRUE{where})"
+    # Rounded: the order PostgreSQL sums a row's terms in may change with its plan, and
+    # the last bits of a sum with it; scores equal to 12 digits are ties (smaller row).
+    " SELECT round(score::numeric, 12)::float8 AS score, ref FROM scored"
+    " ORDER BY 1 DESC, ref LIMIT %s")
+
+
+def _bounds(phrase: Phrase) -> tuple[str, str]:
+    """The range of stored terms a one-term phrase matches: itself, or its prefix's."""
+    term = phrase.terms[0]
+    return (term, term + _LAST_CHAR) if phrase.prefix else (term, term)
+
+
+def _idf(total: int, having: int) -> float:
+    """FTS5's IDF of a phrase ``having`` of ``total`` rows hold (floored at 1e-6)."""
+    idf = math.log((total - having + 0.5) / (having + 0.5)) if total else 0.0
+    return idf if idf > 0 else 1e-6
+
+
+def _split(
+    terms: Sequence[_Term], having: Sequence[int], total: int,
+) -> tuple[list[_Term], list[_Term]]:
+    """The essential terms and the common ones (exact terms in many rows; never all)."""
+    common = [t for t, n in zip(terms, having, strict=True)
+              if t[1] == t[2] and n > _COMMON_SHARE * total]
+    if len(common) == len(terms):
+        return list(terms), []
+    return [t for t in terms if t not in common], common
 
 
 def tsvector_text(columns: Sequence[Sequence[str]]) -> tuple[str, int]:
@@ -130,6 +225,11 @@ class KeywordTable:
         self.extra_tokens = extra_tokens
         self.keeps_body = spec == TRIGRAM
 
+    @property
+    def postings(self) -> str:
+        """The table of the keyword table's postings: one row per term and row holding it."""
+        return f"{self.name}_postings"
+
     def statements(self) -> list[str]:
         """What makes the table and its index."""
         return [
@@ -137,6 +237,29 @@ class KeywordTable:
             f" terms tsvector NOT NULL, tokens bigint NOT NULL, body text)",
             f"CREATE INDEX {self.name}_terms ON {self.name} USING gin (terms)",
         ]
+
+    def posting_statements(self) -> list[str]:
+        """What makes the postings table: a term's rows are one range of its primary key."""
+        hits = ", ".join(f"{w.lower()} integer NOT NULL" for w in _WEIGHTS)
+        return [
+            f'CREATE TABLE {self.postings} (term text COLLATE "C" NOT NULL,'
+            f" ref bigint NOT NULL, tokens bigint NOT NULL, {hits}, PRIMARY KEY (term, ref))",
+            f"CREATE INDEX {self.postings}_ref ON {self.postings} (ref)",
+        ]
+
+    def make(self, fill: Callable[[Connection], None] | None = None) -> None:
+        """Make the tables once (``fill``: index what the store holds already).
+
+        The postings go first: a store made before them (its keyword table filled, no
+        postings) gets them from its ``tsvector`` rows, in SQL.
+        """
+        def postings_of_old_rows(db: Connection) -> None:
+            exists = db.execute("SELECT to_regclass(%s) IS NOT NULL", (self.name,)).fetchone()
+            if exists and exists[0]:
+                db.execute(_FILL_POSTINGS.format(postings=self.postings, table=self.name))
+
+        self._store.derive(self.postings, self.posting_statements(), postings_of_old_rows)
+        self._store.derive(self.name, self.statements(), fill)
 
     # -- writing -------------------------------------------------------------------------
 
@@ -147,13 +270,33 @@ class KeywordTable:
         """Index the row ``ref``: ``columns`` are its texts as the analyzer documents them."""
         if replace:
             self.delete(db, [ref])
-        text, count = tsvector_text([self._cut(c) for c in columns])
-        tokens = count + self.extra_tokens
-        # Text cannot hold U+0000; FTS5's trigram tokenizer stops there too.
-        body = columns[0].split("\x00", 1)[0].lower() if self.keeps_body and columns else None
-        db.execute(f"INSERT INTO {self.name} (ref, shard, terms, tokens, body)"
-                   " VALUES (%s, %s, %s::tsvector, %s, %s)", (ref, shard, text, tokens, body))
-        self._count(db, shard, 1, tokens)
+        self.put_many(db, [(ref, shard, columns)])
+
+    def put_many(self, db: Connection, rows: Sequence[tuple[int, int, Sequence[str]]]) -> None:
+        """Index each ``(ref, shard, columns)``: two inserts (:func:`_insert`), a count per shard.
+
+        Each row's terms are cut once; they make both its ``tsvector`` and its postings.
+        """
+        values: list[tuple[int, int, str, int, str | None]] = []
+        postings: list[tuple[Any, ...]] = []
+        counted: dict[int, tuple[int, int]] = {}
+        for ref, shard, columns in rows:
+            cut = [self._cut(c) for c in columns]
+            text, count = tsvector_text(cut)
+            tokens = count + self.extra_tokens
+            # Text cannot hold U+0000; FTS5's trigram tokenizer stops there too.
+            body = (columns[0].split("\x00", 1)[0].lower()
+                    if self.keeps_body and columns else None)
+            values.append((ref, shard, text, tokens, body))
+            postings += [(term, ref, tokens, *hits) for term, hits in _hits_per_column(cut)]
+            docs, total = counted.get(shard, (0, 0))
+            counted[shard] = (docs + 1, total + tokens)
+        if not values:
+            return
+        _insert(db, self.name, _ROW_COLUMNS, values)
+        _insert(db, self.postings, _POSTING_COLUMNS, postings)
+        for shard, (docs, total) in sorted(counted.items()):
+            self._count(db, shard, docs, total)
 
     def delete(self, db: Connection, refs: Sequence[int]) -> None:
         """Forget the rows ``refs``."""
@@ -180,10 +323,60 @@ class KeywordTable:
         ``join`` and ``where`` (SQL, the keyword table named ``k``; ``where`` starts with
         `` AND``) narrow the rows before ranking; ``weights`` weigh the columns' hits.
         Ties go to the smaller ref, as FTS5 ties go to the smaller rowid.
+
+        Computed in the database from the postings: first each phrase's rows (its
+        terms' counts), then the scores. The most common terms (an IDF too small to lift
+        a row past the others) are looked up only for the rows the rarer ones found;
+        when the rows found that way cannot be the best (the ``limit``-th score is below
+        what the common terms alone could give), all terms are ranked in full. A phrase
+        of several terms needs their positions: then :meth:`rank_positions`.
         """
         found = phrases(match, self.spec)
         if not found or limit <= 0:
             return []
+        if any(len(p.terms) > 1 for p in found):
+            return self.rank_positions(db, match, weights, join=join, where=where,
+                                       args=args, limit=limit)
+        bounds = [_bounds(p) for p in found]
+        row = db.execute(_PHRASE_ROWS.format(postings=self.postings),
+                         ([b[0] for b in bounds], [b[1] for b in bounds], self.name)
+                         ).fetchone()
+        assert row is not None
+        total, tokens, having = int(row[0]), int(row[1]), [int(n) for n in row[2]]
+        avg = tokens / total if total else 1.0
+        idfs = [_idf(total, min(n, total)) for n in having]
+        terms = [(i, lo, hi, idf) for i, ((lo, hi), idf) in enumerate(zip(bounds, idfs,
+                                                                            strict=True))]
+        essential, common = _split(terms, having, total)
+        if common:
+            ranked = self._score(db, essential, common, weights, avg, join, where, args, limit)
+            ceiling = sum(idf for *_, idf in common) * (_K1 + 1)
+            if len(ranked) == limit and ranked[-1][0] > ceiling:
+                return ranked
+        return self._score(db, terms, [], weights, avg, join, where, args, limit)
+
+    def _score(
+        self, db: Connection, essential: Sequence[_Term], common: Sequence[_Term],
+        weights: Sequence[float], avg: float, join: str, where: str, args: Sequence[Any],
+        limit: int,
+    ) -> list[tuple[float, int]]:
+        """The best rows holding an ``essential`` term, scored with ``common`` ones too."""
+        w = [*weights, 0.0, 0.0, 0.0, 0.0][:len(_WEIGHTS)]
+        arrays = [[t[0] for t in essential], [t[1] for t in essential],
+                  [t[2] for t in essential], [t[3] for t in essential],
+                  [t[0] for t in common], [t[1] for t in common],
+                  [t[3] for t in common]]
+        rows = db.execute(
+            _SCORE.format(postings=self.postings, join=join, where=where),
+            (*w, _K1, _B, avg, *arrays, *args, limit)).fetchall()
+        return [(float(score), int(ref)) for score, ref in rows]
+
+    def rank_positions(
+        self, db: Connection, match: str, weights: Sequence[float], *,
+        join: str = "", where: str = "", args: Sequence[Any] = (), limit: int,
+    ) -> list[tuple[float, int]]:
+        """:meth:`rank` from the rows' ``tsvector`` positions (phrases of several terms)."""
+        found = phrases(match, self.spec)
         total, avg = self.stats(db)
         query = " | ".join(f"({p.tsquery()})" for p in found)
         # Rows holding each phrase, in one pass over the rows holding any (the GIN index).
@@ -196,8 +389,7 @@ class KeywordTable:
             # larger than the rows counted there (each search reads one snapshot, but a
             # search inside a write transaction reads as it goes).
             having = min(int(row[at]) if row else 0, total)
-            idf = math.log((total - having + 0.5) / (having + 0.5)) if total else 0.0
-            idfs.append(idf if idf > 0 else 1e-6)
+            idfs.append(_idf(total, having))
         exact = sorted({t for p in found for t in (p.terms[:-1] if p.prefix else p.terms)})
         prefixes = sorted({p.terms[-1] for p in found if p.prefix})
         rows = db.execute(
@@ -238,6 +430,37 @@ class KeywordTable:
         return self.stats(db)[0]
 
 
+def _insert(db: Connection, table: str, columns: Sequence[tuple[str, str]],
+            rows: Sequence[Sequence[Any]]) -> None:
+    """Insert ``rows`` in one round trip: a few as one statement of arrays, many by ``COPY``.
+
+    ``columns`` are ``(name, type)``; a ``tsvector`` travels as its text.
+    """
+    if not rows:
+        return
+    names = ", ".join(name for name, _ in columns)
+    if len(rows) < _COPY_FROM:
+        arrays = ", ".join(f"%s::{'text' if kind == 'tsvector' else kind}[]"
+                           for _, kind in columns)
+        values = ", ".join(f"u.{name}::{kind}" for name, kind in columns)
+        db.execute(f"INSERT INTO {table} ({names}) SELECT {values} FROM unnest({arrays})"
+                   f" AS u({names})", [list(column) for column in zip(*rows, strict=True)])
+        return
+    with db.cursor() as cursor, cursor.copy(f"COPY {table} ({names}) FROM STDIN") as copy:
+        for row in rows:
+            copy.write_row(row)
+
+
+def _hits_per_column(columns: Sequence[Sequence[str]]) -> list[tuple[str, list[int]]]:
+    """Each term of a row (as stored: :func:`_lexeme`) and its hits in each column."""
+    hits: dict[str, list[int]] = {}
+    for index, terms in enumerate(columns[:len(_WEIGHTS)]):
+        for term in terms:
+            counts = hits.setdefault(_lexeme(term), [0] * len(_WEIGHTS))
+            counts[index] += 1
+    return list(hits.items())
+
+
 def _count(db: Connection, table: str, shard: int, docs: int, tokens: int) -> None:
     db.execute("INSERT INTO keyword_stats (tab, shard, docs, tokens) VALUES (%s, %s, %s, %s)"
                " ON CONFLICT (tab, shard) DO UPDATE SET docs = keyword_stats.docs"
@@ -252,8 +475,13 @@ def forget_keywords(db: Connection, table: str, refs: Collection[int]) -> int:
     """
     if not refs:
         return 0
+    wanted = sorted({int(r) for r in refs})
     rows = db.execute(f"DELETE FROM {table} WHERE ref = ANY(%s) RETURNING shard, tokens",
-                      (sorted({int(r) for r in refs}),)).fetchall()
+                      (wanted,)).fetchall()
+    postings = f"{table}_postings"
+    made = db.execute("SELECT to_regclass(%s) IS NOT NULL", (postings,)).fetchone()
+    if made and made[0]:  # made when the table is first used by a memci with postings
+        db.execute(f"DELETE FROM {postings} WHERE ref = ANY(%s)", (wanted,))
     shards: dict[int, tuple[int, int]] = {}
     for shard, tokens in rows:
         docs, total = shards.get(int(shard), (0, 0))
@@ -271,7 +499,8 @@ def keyword_tables(db: Connection, base: str) -> list[str]:
     pattern = base.replace("_", "\\_") + "\\_%"
     return [str(r[0]) for r in db.execute(
         "SELECT tablename FROM pg_tables WHERE schemaname = current_schema()"
-        " AND tablename LIKE %s ORDER BY tablename", (pattern,)).fetchall()]
+        " AND tablename LIKE %s AND tablename NOT LIKE '%%\\_postings'"
+        " ORDER BY tablename", (pattern,)).fetchall()]
 
 
 def _like_prefix(text: str) -> str:

@@ -1,10 +1,11 @@
-"""The parts of a PostgreSQL store that are PostgreSQL's own: contents, deletions, search, vectors.
+"""The parts of a PostgreSQL store that are PostgreSQL's own: contents, jobs, deletions, search.
 
-The parts both backends share (working state, artifacts' rows, jobs, API keys) come from
-:class:`~memci.store._sql.SqlParts`. Their tables are made by the migrations when the
-store opens, except what depends on an analyzer or an embedder (keyword tables, vector
-tables), made by the part on first use. A part is kept once made (one per store, and
-one per analyzer or embedder for the search parts).
+The parts both backends share (working state, artifacts' rows, API keys) come from
+:class:`~memci.store._sql.SqlParts`; the job table is the shared one plus ``NOTIFY``.
+Their tables are made by the migrations when the store opens, except what depends on an
+analyzer or an embedder (keyword tables, vector tables), made by the part on first use.
+A part is kept once made (one per store, and one per analyzer or embedder for the search
+parts).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ if TYPE_CHECKING:
     from memci.store.postgres._docs import PostgresDocStore
     from memci.store.postgres._erase import PostgresEraser
     from memci.store.postgres._items import PostgresItemStore
+    from memci.store.postgres._jobs import PostgresJobStore
     from memci.store.postgres._search import PostgresMessageSearch
     from memci.store.postgres._vectors import PostgresVectorStore
     from memci.text import Analyzer
@@ -39,6 +41,13 @@ class PostgresParts(SqlParts):
         from memci.store.postgres._artifacts import PostgresOutputContents
 
         return self._part(("output_contents", ""), lambda: PostgresOutputContents(self._store))
+
+    @property
+    def jobs(self) -> PostgresJobStore:
+        """Background jobs (:class:`~memci.store.JobStore`); submissions wake workers."""
+        from memci.store.postgres._jobs import PostgresJobStore
+
+        return self._part(("jobs", ""), lambda: PostgresJobStore(self._store))
 
     @property
     def eraser(self) -> PostgresEraser:

@@ -12,11 +12,12 @@ alike. User text reaches SQL only as parameters.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from memci.messages import Message
 from memci.store._rows import stored_instant, stored_parts
-from memci.store._search import Candidate, IndexedMessage, SearchFilter
+from memci.store._search import Candidate, IndexedMessage, SearchDoc, SearchFilter
 from memci.store._sql import Sql, SqlMessageSearch, search_filter
 from memci.store.postgres._db import Database
 from memci.store.postgres._dialect import POSTGRES
@@ -37,11 +38,17 @@ class PostgresMessageSearch(SqlMessageSearch):
         # FTS5 counts the scope column's one term in every row: so does BM25 here.
         self.table = KeywordTable(store, f"memory_fts_{analyzer.name}", analyzer.tokenize,
                                   extra_tokens=1)
-        store.derive(self.table.name, self.table.statements())
+        self.table.make()
 
     def _index(self, sql: Sql, doc: int, session_id: int, text: str, context: str) -> None:
         a = self.analyzer
         self.table.put(sql.conn, doc, session_id, (a.document(text), a.document(context)))
+
+    def _index_many(self, sql: Sql, docs: Sequence[tuple[int, SearchDoc]]) -> None:
+        a = self.analyzer
+        self.table.put_many(sql.conn, [(made, doc.session_id,
+                                        (a.document(doc.text), a.document(doc.context)))
+                                       for made, doc in docs])
 
     def keyword_backlog(self) -> list[IndexedMessage]:
         """Entries of non-system messages without keyword text, by session and seq."""

@@ -34,6 +34,8 @@ from __future__ import annotations
 
 import os
 import threading
+import time
+import weakref
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -57,6 +59,10 @@ ENV_POOL_SIZE = "MEMCI_PG_POOL_SIZE"
 DEFAULT_POOL_SIZE = 10
 _CONNECT_TIMEOUT = 15  # seconds to reach the server when the store opens
 _POOL_TIMEOUT = 30.0  # seconds a caller waits for a free pooled connection
+# A pooled connection idle longer than this is checked (one round trip) before it is
+# handed out: one that a restarted server or a network cut left broken is replaced, and
+# a busy store does not pay the check on every read.
+_CHECK_IDLE = 30.0
 
 _PG_ERRORS = (psycopg.Error, psycopg_pool.PoolTimeout, psycopg_pool.PoolClosed)
 
@@ -93,6 +99,24 @@ def _now() -> datetime:
     return datetime.now(UTC)
 
 
+class _Idle:
+    """When each pooled connection was given back: only ones idle a while are checked."""
+
+    def __init__(self) -> None:
+        self._returned: weakref.WeakKeyDictionary[Connection, float] = (
+            weakref.WeakKeyDictionary())
+
+    def returned(self, conn: Connection) -> None:
+        """The pool's ``reset``: ``conn`` is idle from now."""
+        self._returned[conn] = time.monotonic()
+
+    def check(self, conn: Connection) -> None:
+        """The pool's ``check``: ping ``conn`` unless it was in use a moment ago."""
+        since = self._returned.get(conn)
+        if since is None or time.monotonic() - since > _CHECK_IDLE:
+            psycopg_pool.ConnectionPool.check_connection(conn)
+
+
 class _Local(threading.local):
     conn: Connection | None = None
     depth: int = 0
@@ -121,9 +145,10 @@ class PostgresStore(PostgresParts, SqlLog):
         self.context = SqlContextStore(self.sql)
         size = _pool_size(pool_size)
         self._migrate()
+        idle = _Idle()
         self._pool: psycopg_pool.ConnectionPool[Connection] = psycopg_pool.ConnectionPool(
             url, min_size=1, max_size=size, kwargs={"autocommit": True},
-            check=psycopg_pool.ConnectionPool.check_connection, timeout=_POOL_TIMEOUT,
+            check=idle.check, reset=idle.returned, timeout=_POOL_TIMEOUT,
             name="memci", open=False)
         try:
             self._pool.open(wait=False)
@@ -196,9 +221,17 @@ class PostgresStore(PostgresParts, SqlLog):
             yield conn
             return
         try:
-            with self._pool.connection() as pooled, pooled.transaction():
-                pooled.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
-                yield pooled
+            with self._pool.connection() as pooled:
+                # Sent with its BEGIN (no round trip of its own); the pooled connection
+                # is put back as it was.
+                pooled.isolation_level = psycopg.IsolationLevel.REPEATABLE_READ
+                pooled.read_only = True
+                try:
+                    with pooled.transaction():
+                        yield pooled
+                finally:
+                    pooled.isolation_level = None
+                    pooled.read_only = None
         except _PG_ERRORS as exc:
             raise store_error(exc, self.location, "read from") from exc
 
@@ -255,7 +288,10 @@ class PostgresStore(PostgresParts, SqlLog):
         return PostgresStore(self.url, pool_size=min(self._pool.max_size, 4))
 
     def close(self) -> None:
-        """Close the pool's connections."""
+        """Close the pool's connections (and the job table's listening one)."""
+        jobs = self.__dict__.get("_parts", {}).get(("jobs", ""))
+        if jobs is not None:
+            jobs.close()
         self._pool.close()
 
     # -- migrations ----------------------------------------------------------------------

@@ -143,6 +143,7 @@ _STEP4: tuple[_Rule, ...] = (
 )
 
 
+@functools.lru_cache(maxsize=262144)  # words repeat: each is stemmed once per process
 def _porter(token: str) -> str:  # noqa: C901 - the Porter stemmer's steps; store/ is being unified
     word = token.encode("utf-8")
     if len(word) > _PORTER_MAX_BYTES or len(word) < 3:
