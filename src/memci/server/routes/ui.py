@@ -34,6 +34,7 @@ from fastapi import APIRouter, Path, Query
 from fastapi.responses import JSONResponse, Response
 
 from memci.context import Context
+from memci.context._builder import REPLY_PRIMING
 from memci.engine import Engine
 from memci.messages import to_openai
 from memci.replay import replay
@@ -102,8 +103,8 @@ def session_activity(
     after: Annotated[int, Query(ge=0, le=BIGGEST, description=(
         "Where to continue: the next_after of the page before."))] = 0,
     limit: Annotated[int, Query(ge=1, le=500, description="At most this many.")] = 50,
-    q: Annotated[str | None, Query(max_length=200, description=(
-        "Only sessions whose name or user holds this (any case)."))] = None,
+    q: Annotated[str, Query(max_length=200, description=(
+        "Only sessions whose name or user holds this (any case); empty: every one."))] = "",
 ) -> Response:
     store = server.engine.store
     scan = SCAN if q else limit
@@ -162,7 +163,7 @@ def _peek_json(sid: str, context: Context) -> dict[str, Any]:
             summary="The request a build would make now, by segment (nothing changes)")
 async def peek_context(
     sid: Sid, tenant: Tenant, server: State,
-    budget: Annotated[int | None, Query(ge=1, le=10_000_000, description=(
+    budget: Annotated[int | None, Query(ge=REPLY_PRIMING, le=10_000_000, description=(
         "Tokens the request may use (default: the session's budget)."))] = None,
     recipe: Annotated[Literal["auto", "chat", "tool_loop"], Query(
         description="How to build: chat, tool_loop, or auto.")] = "auto",
@@ -201,7 +202,7 @@ def work_state(sid: Sid, tenant: Tenant, server: State) -> JSONResponse:
             summary="memci replay's figures for the session, request by request")
 async def replay_session(
     sid: Sid, tenant: Tenant, server: State,
-    budget: Annotated[int | None, Query(ge=1, le=10_000_000, description=(
+    budget: Annotated[int | None, Query(ge=REPLY_PRIMING, le=10_000_000, description=(
         "Tokens each request may use (default: the session's budget)."))] = None,
 ) -> JSONResponse:
     def run() -> dict[str, Any]:
