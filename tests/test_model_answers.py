@@ -214,7 +214,7 @@ def test_model_summaries_in_any_form_reach_the_contents_page(tmp_path: Path) -> 
             for turn in range(10):
                 s.add({"role": "user", "content": f"Filler question {turn}. " * 40})
                 s.build(budget=6000)
-                s.add({"role": "assistant", "content": f"Filler answer {turn}. " * 40})
+                s.add({"role": "assistant", "content": f"Filler answer {turn}. " * 30})
             first = s.build(budget=6000)
             stand_ins = _entries(_contents(first))
             assert set(range(1, len(forms) + 1)) <= set(stand_ins)
