@@ -204,3 +204,32 @@ def test_recall_time_hint(store: SQLiteStore) -> None:
     hits = items.recall("meeting notes yesterday", scope=scope, now=now)
     assert hits[0].text == "meeting notes about hiring"
     assert "time" in hits[0].retrievers
+
+
+def _episodes(memory: Memory, rec: object) -> list[tuple[object, ...]]:
+    items = memory.items.items(Scope.of(rec), kinds=("episodic",), current=False)  # type: ignore[arg-type]
+    return sorted((i.page, i.text, i.summary, (i.source or '').split('#')[-1], i.seen, i.current)
+                  for i in items)
+
+
+def test_remembering_pages_at_once_is_remembering_them_one_by_one(
+        memory: Memory, store: SQLiteStore) -> None:
+    """An archive event's batch: merged, added and superseded as single calls would."""
+    one = store.ensure_session("t", "one", "u", {})
+    many = store.ensure_session("t", "many", "u", {})
+    rounds = [
+        [(1, "user: the wombat escaped", "wombat out"), (2, "user: fed the cat", None)],
+        [(1, "user: the wombat escaped", "the wombat got out"),  # the same text: merged
+         (2, "user: the cat is fed", ""),  # other text: supersedes page 2's item
+         (3, "user: a heron at the pond", None), (4, "user: a heron at the pond", None)],
+    ]
+    for pages in rounds:
+        for page, text, summary in pages:
+            memory.remember_page(one, page, text, summary)
+        memory.remember_pages(many, pages)
+    assert _episodes(memory, many) == _episodes(memory, one)
+    hits = memory.recall("heron", scope=Scope.of(many))
+    assert hits and hits[0].item is not None and hits[0].session == "many"
+    with pytest.raises(InvalidInputError):
+        memory.remember_pages(many, [(5, "fine", None), (6, "  ", None)])
+    assert len(_episodes(memory, many)) == len(_episodes(memory, one))  # nothing stored

@@ -139,3 +139,31 @@ def test_keyword_search_covers_text_summary_and_subject(
     items.merge(merged_summary, now=T0, summary="mentions the window", source=None,
                 subject=None)
     assert merged_summary in items.keyword(analyzer.query("window"), ItemFilter(scope), 10)
+
+
+def test_batches_of_items_are_single_ones_at_once(items: ItemStore) -> None:
+    """find_many, add_many and supersede_many give what find, add and supersede give."""
+    alice = Scope.user_scope("alice", "t")
+    bob = Scope.user_scope("bob", "t")
+    old = {n: add(items, alice, f"page {n} said this", subject=f"page {n}") for n in (1, 2)}
+    theirs = add(items, bob, "page 1 said this", subject="page 1")
+    assert items.find_many(alice, "fact", ["page 1 said this", "page 2 said this",
+                                           "nothing"]) == {
+        "page 1 said this": old[1], "page 2 said this": old[2]}
+    assert items.find_many(alice, "fact", []) == {}
+    made = items.add_many([NewItem(alice, "fact", f"page {n}", f"Page {n} says more",
+                                   f"page {n} says more", None, "test", n, T0 + n, T0 + n)
+                           for n in (1, 2, 3)])
+    assert len(made) == 3 and made == sorted(made) and min(made) > theirs
+    assert [items.get(i).text for i in made] == [  # type: ignore[union-attr]
+        "Page 1 says more", "Page 2 says more", "Page 3 says more"]
+    items.supersede_many(alice, "fact", {f"page {n}": made[n - 1] for n in (1, 2, 3)},
+                         since=T0 + 50, now=T0 + 50)
+    for n in (1, 2):
+        replaced = items.get(old[n])
+        assert replaced is not None and replaced.superseded_by == made[n - 1]
+        assert replaced.valid_to is not None and replaced.valid_to.timestamp() == T0 + 50
+    assert all(items.get(i).current for i in made)  # type: ignore[union-attr]
+    assert items.get(theirs).current  # type: ignore[union-attr]  # another owner's
+    assert items.add_many([]) == []
+    items.supersede_many(alice, "fact", {}, since=T0, now=T0)

@@ -228,13 +228,14 @@ class RetrievalSource:
         if not pages:
             return
         scope = Scope.of(self.record, "user")
+        kept: list[tuple[int, str, str | None]] = []
         for page, messages in pages:
             said = "\n".join(m.content for m in messages if m.role in ("user", "assistant"))
-            if not said.strip():
-                continue
-            entry = listed.get(page)
-            memory.remember_page(self.record, page, said,
-                                 "\n".join(entry.lines) if entry is not None else "")
+            if said.strip():
+                entry = listed.get(page)
+                kept.append((page, said, "\n".join(entry.lines) if entry is not None else ""))
+        memory.remember_pages(self.record, kept)  # one batch for the archive event
+        for page, messages in pages:
             users = "\n".join(m.content for m in messages if m.role == "user")
             verdict = judge(users)
             if not verdict.eligible:

@@ -127,6 +127,45 @@ class MemoryItems:
                              source=f"{session.name}#p{page_no}", summary=summary,
                              page=page_no, at=at)
 
+    def remember_pages(
+        self, session: SessionRecord, pages: Sequence[tuple[int, str, str | None]],
+    ) -> None:
+        """:meth:`remember_page` for each ``(page, text, summary)``, in a few statements.
+
+        An archive event keeps many pages at once: their items are found, added and
+        superseded as one batch each, with what adding them one after another gives (a
+        text met twice in the batch is merged as it would be then).
+        """
+        scope = Scope.of(session)
+        now = self._clock()
+        batch: dict[str, NewItem] = {}  # norm -> the item to add
+        again: list[tuple[int, str, str | None]] = []  # texts met twice: merged after
+        for page_no, text, summary in pages:
+            if not isinstance(text, str) or not text.strip():
+                raise InvalidInputError("a memory item needs non-empty text")
+            norm = normalize(text)
+            if norm in batch:
+                again.append((page_no, text, summary))
+                continue
+            batch[norm] = NewItem(scope, "episodic", normalize(f"page {page_no}"), text, norm,
+                                  summary, f"{session.name}#p{page_no}", page_no, now, now)
+        rows = self.rows
+        with self.store.atomic():
+            found = rows.find_many(scope, "episodic", list(batch))
+            for norm, same in found.items():
+                item = batch.pop(norm)
+                rows.merge(same, now=now, summary=item.summary, source=item.source,
+                           subject=item.subject)
+                if item.summary is not None and self.vectors is not None:
+                    self.vectors.delete("item", [same])  # its text changed: embed again
+            new = list(batch.values())
+            ids = rows.add_many(new)
+            rows.supersede_many(scope, "episodic", {
+                item.subject: item_id for item, item_id in zip(new, ids, strict=True)
+                if item.subject is not None}, since=now, now=now)
+            for page_no, text, summary in again:
+                self.remember_page(session, page_no, text, summary)
+
     def remember_preference(
         self, scope: Scope, text: str, subject: str | None = None, source: str | None = None
     ) -> MemoryItem:

@@ -81,6 +81,12 @@ class Memory:
         """Keep an archived or evicted page as episodic memory."""
         return self.items.remember_page(session, page_no, text, summary)
 
+    def remember_pages(
+        self, session: SessionRecord, pages: Sequence[tuple[int, str, str | None]],
+    ) -> None:
+        """Keep archived or evicted pages (``(page, text, summary)``) as episodic memory."""
+        self.items.remember_pages(session, pages)
+
     def recall(self, query: str, *, scope: Scope, k: int = 10) -> list[Hit]:
         """Items visible in ``scope`` that best match ``query``."""
         return self.items.recall(query, scope=scope, k=k)

@@ -19,7 +19,7 @@ Invariants every backend keeps:
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Literal, Protocol
@@ -173,6 +173,21 @@ class ItemStore(Protocol):
         self, owner: Scope, kind: str, subject: str, *, by: int, since: float, now: float
     ) -> None:
         """End, as of ``since``, the current items of ``owner`` about ``subject`` but ``by``."""
+        ...
+
+    def find_many(self, owner: Scope, kind: str, norms: Collection[str]) -> dict[str, int]:
+        """:meth:`find` for each of ``norms`` at once: norm -> the newest such item's id."""
+        ...
+
+    def add_many(self, items: Sequence[NewItem]) -> list[int]:
+        """Store new items (as :meth:`add` one after another); their ids, in order."""
+        ...
+
+    def supersede_many(
+        self, owner: Scope, kind: str, by_subject: Mapping[str, int], *, since: float,
+        now: float,
+    ) -> None:
+        """:meth:`supersede` for each ``subject -> by`` at once."""
         ...
 
     def end(self, item_id: int, now: float) -> None:

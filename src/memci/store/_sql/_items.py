@@ -11,7 +11,7 @@ way: :class:`SqlItemStore` leaves :meth:`SqlItemStore._index` and
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from memci.store._items import ItemFilter, MemoryItem, NewItem, Scope
@@ -26,6 +26,10 @@ if TYPE_CHECKING:
 __all__ = ["SqlItemStore", "item_filter"]
 
 _SELECT = f"SELECT {ITEM_COLUMNS} FROM memory_items"
+
+
+#: Items one INSERT carries (15 parameters each: far under both backends' limits).
+_ITEMS_PER_INSERT = 500
 
 
 def _owner(d: Dialect, scope: Scope) -> tuple[str, list[Any]]:
@@ -143,6 +147,73 @@ class SqlItemStore(ABC):
                     f" rev = {rev} WHERE {where} AND kind = ? AND subject = ? AND id <> ?"
                     " AND superseded_by IS NULL",
                     (since, by, now, *rev_args, *args, kind, subject, by))
+
+    def find_many(self, owner: Scope, kind: str, norms: Collection[str]) -> dict[str, int]:
+        """:meth:`find` for each of ``norms`` at once: norm -> the newest such item's id."""
+        if not norms:
+            return {}
+        with self._db.read() as sql:
+            where, args = _owner(sql.dialect, owner)
+            listed, more = sql.dialect.in_values("norm", list(norms))
+            rows = sql.all(f"SELECT id, norm FROM memory_items WHERE {where} AND kind = ?"
+                           f" AND {listed} AND superseded_by IS NULL ORDER BY id DESC",
+                           (*args, kind, *more))
+        found: dict[str, int] = {}
+        for item_id, norm in rows:
+            found.setdefault(str(norm), int(item_id))
+        return found
+
+    def add_many(self, items: Sequence[NewItem]) -> list[int]:
+        """Store new items (as :meth:`add` one after another); their ids, in order.
+
+        One multi-row ``INSERT`` per batch: both backends give the rows of one statement
+        ids in the order of its ``VALUES``.
+        """
+        ids: list[int] = []
+        if not items:
+            return ids
+        with self._db.write() as sql:
+            rev, rev_args = self._revision(sql)
+            marks = f"(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, {rev})"
+            for at in range(0, len(items), _ITEMS_PER_INSERT):
+                batch = items[at:at + _ITEMS_PER_INSERT]
+                args: list[Any] = []
+                for item in batch:
+                    scope = item.scope
+                    args += [scope.tenant, scope.owner_user, scope.owner_session, scope.level,
+                             item.kind, item.subject, item.text, item.norm, item.summary,
+                             item.source, item.page, item.valid_from, item.created,
+                             item.created, *rev_args]
+                made = sql.all(
+                    "INSERT INTO memory_items (tenant, user_id, session_id, scope, kind,"
+                    " subject, text, norm, summary, source, page, valid_from, created,"
+                    " updated, rev) VALUES " + ", ".join([marks] * len(batch))
+                    + " RETURNING id", args)
+                ids += sorted(int(r[0]) for r in made)
+            for item_id, item in zip(ids, items, strict=True):
+                self._index(sql, item_id, item.text, item.summary, item.subject)
+        return ids
+
+    def supersede_many(
+        self, owner: Scope, kind: str, by_subject: Mapping[str, int], *, since: float,
+        now: float,
+    ) -> None:
+        """:meth:`supersede` for each ``subject -> by`` at once (one statement)."""
+        if not by_subject:
+            return
+        with self._db.write() as sql:
+            d = sql.dialect
+            where, args = _owner(d, owner)
+            rev, rev_args = self._revision(sql)
+            cases = " ".join("WHEN ? THEN ?" for _ in by_subject)
+            case_args = [v for subject, by in by_subject.items() for v in (subject, by)]
+            subjects, subject_args = d.in_values("subject", list(by_subject))
+            others, other_args = d.in_values("id", list(by_subject.values()), negate=True)
+            sql.run(f"UPDATE memory_items SET valid_to = ?, superseded_by = CASE subject"
+                    f" {cases} END, updated = ?, rev = {rev} WHERE {where} AND kind = ?"
+                    f" AND {subjects} AND {others} AND superseded_by IS NULL",
+                    (since, *case_args, now, *rev_args, *args, kind, *subject_args,
+                     *other_args))
 
     def end(self, item_id: int, now: float) -> None:
         """End the item's validity at ``now`` (a no-op when it has ended)."""
