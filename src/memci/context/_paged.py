@@ -274,7 +274,7 @@ class PagedContext:
             page = self.active.pages.get(number)
             if page is not None:
                 page.detach()
-        for page in plan.attach:
+        for page in (*plan.attach, *plan.restored):
             self.active.add_page(page, before=self._later(page.number))
         self.first_active = plan.first_active
         self.archive.contents = plan.contents
@@ -331,7 +331,8 @@ class PagedPlan:
         self._cut_page, self._cut = state.cut
         self.contents_cache = state._contents
         self.detached: set[int] = set()  # pages this plan took out of the window
-        self.attach: list[Page] = []  # pages to link in (a recall)
+        self.attach: list[Page] = []  # pages to link in (a recall: shown from the next build)
+        self.restored: list[Page] = []  # pages to link in that this plan shows (a larger budget)
         self.hidden: list[int] = []  # seqs newly hidden by the cut
         self.archived: list[tuple[int, list[Message]]] = []  # pages archived, loaded
         self.backlog_archived = False
@@ -639,7 +640,7 @@ class PagedPlan:
                 entry = ContentsEntry(page, first, last_seq, self._lines(back.messages()),
                                       archived_round=self.round)
             self.recalled[page] = replace(entry, last_recall_round=self.round)
-            self.attach.append(back)
+            self.restored.append(back)
             self._event("recall", page, "the budget grew: room for the page in full again")
             self.contents_cache = None
 
@@ -675,9 +676,8 @@ class PagedPlan:
             current = None
         pages = [p for p in active.ordered_pages()
                  if p.number not in self.detached and p is not current]
-        if self.attach and self.attach[0].number in self.state._restorable:
-            # Pages the budget brings back show in this request (a recall: from the next).
-            pages = sorted([*pages, *self.attach], key=lambda p: p.number)
+        if self.restored:  # the budget brings them back in this request
+            pages = sorted([*pages, *self.restored], key=lambda p: p.number)
         others = sum(p.tokens for p in pages)
         for page in pages:
             yield from page.messages()
