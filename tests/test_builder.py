@@ -259,6 +259,38 @@ def test_a_peek_shows_the_next_build_and_changes_nothing(tmp_path: Path, backend
         assert later.stats.prefix_tokens == later.stats.total_tokens - 3  # all but priming
 
 
+def test_a_page_comes_back_once_however_often_a_build_fits(tmp_path: Path) -> None:
+    """A plan fitted more than once brings each page back once (found by test_stateful).
+
+    A build at the smallest budget it allows archives the first page; a reopened engine
+    building at the session's larger budget brings it back, and fits its plan again once
+    memci's tools are counted: the page was brought back twice and linked in twice.
+    """
+    path = tmp_path / "s.db"
+    with memci.Engine.open(path) as engine:
+        s = engine.session("s", user="u", max_tokens=400, tools=[
+            "recall_page", "search_memory", "pin_add", "pin_remove", "pin_update", "pin_list",
+            "plan_add", "plan_done", "plan_remove", "plan_list", "notebook_add",
+            "artifact_get", "file_snippet", "grep"], file_roots=[str(tmp_path)])
+        s.add({"role": "user", "content": "0"})
+        s.add({"role": "user", "content": [
+            {"type": "text", "text": ""},
+            {"type": "image_url", "image_url": {"url": "https://example.com/a.png", "detail": "low"}}]})
+        s.add({"role": "assistant", "content": None, "tool_calls": [
+            {"id": "call_1", "type": "function",
+             "function": {"name": "lookup", "arguments": "{}"}}]})
+        with pytest.raises(memci.BudgetTooSmallError) as small:
+            s.build(recipe="chat", budget=1)
+        s.build(recipe="chat", budget=small.value.needed)
+        assert s.stats().archived >= 1
+    with memci.Engine.open(path) as engine:
+        s = engine.session("s")
+        built = s.build()  # raised "detach a page before adding it elsewhere"
+        seqs = [m.seq for m in built.messages if m.seq is not None]
+        assert len(seqs) == len(set(seqs))
+        assert s.build().to_openai() == built.to_openai()
+
+
 def test_a_budget_that_grows_brings_back_what_left_the_window(engine: memci.Engine) -> None:
     """Pages archived at a small budget come back, newest first, when a build has room."""
     s = engine.session("grows")

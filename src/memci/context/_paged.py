@@ -630,6 +630,8 @@ class PagedPlan:
         """
         tokens = self._active_tokens()
         for page in sorted(self.state._restorable, reverse=True):
+            if page in self.recalled:  # back already: this plan was fitted once before
+                continue
             tokens += self.log.page_tokens(page)
             if tokens > target:
                 return
