@@ -118,8 +118,11 @@ class WorkingStateSource:
                             else f"{what}: {line}"[:300],
                             f"tool:{result.call_id}"[:_SOURCE_CHARS], artifact.pointer))
         if entries:
-            # One event for the batch: the window moved once.
-            self.state(language).with_actor("memci").notebook_add_many(entries)
+            # One event for the batch: the window moved once. Inside the build's commit:
+            # what the adds and any compaction read is read once (writing()).
+            state = self.state(language).with_actor("memci")
+            with state.writing():
+                state.notebook_add_many(entries)
 
     def pool_evicted(self, evicted: Mapping[int, ContentsEntry], language: str) -> None:
         """Fold evicted pages into the context pool (seed 004's compressed chat history)."""
@@ -127,6 +130,7 @@ class WorkingStateSource:
         if not listed:
             return
         state = self.state(language).with_actor("memci")
-        state.fastmemo_add_many(state.limits.pool_section, [
-            ((f"Page {page}: " + " / ".join(lines[:3]))[:380], f"chat:page-{page}")
-            for page, lines in listed])
+        with state.writing():  # inside the build's commit: each value read once
+            state.fastmemo_add_many(state.limits.pool_section, [
+                ((f"Page {page}: " + " / ".join(lines[:3]))[:380], f"chat:page-{page}")
+                for page, lines in listed])

@@ -70,8 +70,8 @@ class WorkStore(Protocol):
         """Store an item's JSON value (None removes it)."""
         ...
 
-    def every_item(self, session_id: int) -> dict[str, list[Any]]:
-        """Every item of the session by kind, each kind by id (one read)."""
+    def every_item(self, session_id: int) -> dict[str, dict[int, Any]]:
+        """Every item of the session by kind, each kind by id, in id order (one read)."""
         ...
 
     def put_items(self, session_id: int, values: Mapping[tuple[str, int], Any]) -> None:

@@ -31,6 +31,7 @@ from __future__ import annotations
 import copy
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -86,6 +87,15 @@ def _utcnow() -> datetime:
     return datetime.now(UTC)
 
 
+@dataclass(slots=True)
+class _Read:
+    """What a :meth:`WorkState.reading` block read: items by kind and id, values by name."""
+
+    writing: bool = False  # inside one write transaction (its writes applied here)
+    items: dict[str, dict[int, Json]] | None = None
+    meta: dict[str, Any] = field(default_factory=dict)
+
+
 def _ordered(rows: list[Json]) -> list[Json]:
     return sorted(rows, key=lambda d: (int(d["pos"]), int(d["id"])))
 
@@ -120,8 +130,9 @@ class WorkState:
         self.auto_compact = auto_compact
         self._explicit_limits = limits
         self._clock = clock or _utcnow
-        # While reading(): what each kind and the limits were read as (no writes inside).
-        self._read: dict[str, Any] | None = None
+        # While reading() or writing(): what was read (each kind's items by id, values by
+        # name), kept up to date by the writes made inside writing().
+        self._read: _Read | None = None
 
     def with_actor(self, actor: str) -> WorkState:
         """Return the same state, recording ``actor`` on the events it writes."""
@@ -131,12 +142,35 @@ class WorkState:
 
     @contextmanager
     def reading(self) -> Iterator[WorkState]:
-        """Read each kind of item and the limits once inside (for rendering; write nothing)."""
-        self._read = {}
+        """Read each kind of item and each value once inside (for rendering; write nothing)."""
+        if self._read is not None:  # inside writing() or reading() already: the same reads
+            yield self
+            return
+        self._read = _Read()
         try:
             yield self
         finally:
             self._read = None
+
+    @contextmanager
+    def writing(self) -> Iterator[WorkState]:
+        """One transaction in which each kind of item and each value is read once.
+
+        What the writes inside change is applied to what was read (the writes still go to
+        the store as they are made), so several adds in a row read nothing again: the
+        transaction holds the store's writer, nothing else changes it meanwhile.
+        """
+        with self.store.atomic():
+            outer = self._read
+            if outer is not None and outer.writing:  # the same transaction: the same reads
+                yield self
+                return
+            self._read = _Read(writing=True)
+            try:
+                yield self
+            finally:
+                # A reading() around this block read before these writes: read again.
+                self._read = None if outer is None else _Read()
 
     # -- storage primitives --------------------------------------------------------------
 
@@ -146,23 +180,47 @@ class WorkState:
     def _get(self, key: str) -> Any:
         kind, _, ident = key.partition(":")
         if kind == "meta":
-            return self.rows.meta(self.session.id, ident)
+            if self._read is None:
+                return self.rows.meta(self.session.id, ident)
+            if ident not in self._read.meta:
+                self._read.meta[ident] = self.rows.meta(self.session.id, ident)
+            return self._read.meta[ident]
+        if self._read is not None and self._read.items is not None:
+            return self._read.items.get(kind, {}).get(int(ident))
         return self.rows.item(self.session.id, kind, int(ident))
 
     def _put(self, key: str, value: Any) -> None:
         kind, _, ident = key.partition(":")
         if kind == "meta":
             self.rows.put_meta(self.session.id, ident, value)
+            if self._read is not None:
+                self._read.meta[ident] = value
         else:
-            self.rows.put_item(self.session.id, kind, int(ident), value)
+            self._put_items({(kind, int(ident)): value})
+
+    def _put_items(self, values: Mapping[tuple[str, int], Any]) -> None:
+        self.rows.put_items(self.session.id, values)
+        if self._read is not None and self._read.items is not None:
+            for (kind, item_id), value in values.items():
+                held = self._read.items.setdefault(kind, {})
+                if value is None:
+                    held.pop(item_id, None)
+                else:
+                    held[item_id] = value
+                    if next(reversed(held)) != item_id:  # kept in id order
+                        self._read.items[kind] = dict(sorted(held.items()))
+
+    def _stored(self, kind: str) -> dict[int, Json]:
+        """Every item of ``kind`` by id, in id order (read once inside reading())."""
+        if self._read is None:
+            return {int(d["id"]): d for d in self.rows.items(self.session.id, kind)}
+        if self._read.items is None:  # every kind in one read
+            self._read.items = self.rows.every_item(self.session.id)
+        return self._read.items.get(kind, {})
 
     def _rows(self, kind: str) -> list[Json]:
-        if self._read is None:
-            stored = self.rows.items(self.session.id, kind)
-        else:
-            if "items" not in self._read:  # every kind in one read
-                self._read["items"] = self.rows.every_item(self.session.id)
-            stored = self._read["items"].get(kind, [])
+        stored = (self.rows.items(self.session.id, kind) if self._read is None
+                  else self._stored(kind).values())
         items = [dict(d) for d in stored]
         return _ordered(items) if kind in ("note", "memo") else items
 
@@ -177,7 +235,7 @@ class WorkState:
 
     def _current(self, kind: str, read: Sequence[Json]) -> dict[str, Json] | None:
         """``read``'s items by key if each is still stored as read (one statement), else None."""
-        stored = {d["id"]: d for d in self.rows.items(self.session.id, kind)}
+        stored = self._stored(kind)
         if any(stored.get(d["id"]) != d for d in read):
             return None
         return {f"{kind}:{d['id']}": d for d in read}
@@ -192,7 +250,11 @@ class WorkState:
 
     def _next_free(self, kind: str) -> int:
         stored = self._get(f"meta:next_{kind}") or 1
-        return max(int(stored), self.rows.top_item_id(self.session.id, kind) + 1)
+        if self._read is not None and self._read.items is not None:
+            top = max(self._read.items.get(kind, {}), default=0)
+        else:
+            top = self.rows.top_item_id(self.session.id, kind)
+        return max(int(stored), top + 1)
 
     def _round_in(self) -> int:
         return int(self._get("meta:round") or 0)
@@ -200,12 +262,7 @@ class WorkState:
     def _limits_in(self) -> WorkspaceLimits:
         if self._explicit_limits is not None:
             return self._explicit_limits
-        if self._read is not None:
-            if "limits" not in self._read:
-                self._read["limits"] = self._get("meta:limits")
-            saved = self._read["limits"]
-        else:
-            saved = self._get("meta:limits")
+        saved = self._get("meta:limits")
         return WorkspaceLimits.from_json(saved) if saved else WorkspaceLimits()
 
     def _record(
@@ -227,7 +284,7 @@ class WorkState:
             else:
                 items[kind, int(ident)] = value
         if items:
-            self.rows.put_items(self.session.id, items)
+            self._put_items(items)
         return self.rows.add_event(
             self.session.id, at=self._now(), actor=self.actor, action=action,
             target=",".join(changes), before=before, after=dict(changes), reverts=reverts,
@@ -299,7 +356,7 @@ class WorkState:
         ``ttl`` defaults to the limits' ``pin_default_ttl`` (7 days).
         """
         now = self._now()
-        with self.store.atomic():
+        with self.writing():
             lim = self._limits_in()
             values = self._pin_values(lim, {
                 "type": type, "title": title, "summary": summary, "source": source,
@@ -327,7 +384,7 @@ class WorkState:
             raise WorkspaceError(f"pin_update takes {', '.join(sorted(_PIN_FIELDS))}; got "
                                  f"{', '.join(unknown) or 'nothing to change'}")
         now = self._now()
-        with self.store.atomic():
+        with self.writing():
             lim = self._limits_in()
             data = self._item("pin", id, "pin")
             if "source" in fields and fields["source"] is None:
@@ -349,7 +406,7 @@ class WorkState:
         wanted = [ids] if isinstance(ids, int) else list(dict.fromkeys(ids))
         if not wanted:
             raise WorkspaceError("pin_remove needs at least one pin id")
-        with self.store.atomic():
+        with self.writing():
             removed = [self._item("pin", i, "pin") for i in wanted]
             self._record("pin_remove", {f"pin:{i}": None for i in wanted})
         return [Pin.from_json(d) for d in removed]
@@ -370,7 +427,7 @@ class WorkState:
         """
         moment = (now or self._clock()).astimezone(UTC)
         events = []
-        with self.store.atomic():
+        with self.writing():
             if round is not None:
                 if isinstance(round, bool) or not isinstance(round, int) or round < 0:
                     raise WorkspaceError(f"round must be a whole number, 0 or more, not {round!r}")
@@ -402,7 +459,7 @@ class WorkState:
     def plan_add(self, text: str, source: str | None = None) -> PlanItem:
         """Add a TODO to the plan."""
         now = self._now()
-        with self.store.atomic():
+        with self.writing():
             lim = self._limits_in()
             clean = check_line(text, "plan item", lim.plan_text_max,
                                limit_hint="keep plan items short; put details in the notebook")
@@ -419,7 +476,7 @@ class WorkState:
 
     def plan_done(self, id: int, done: bool = True) -> PlanItem:
         """Tick (or untick) a plan item."""
-        with self.store.atomic():
+        with self.writing():
             data = self._item("plan", id, "plan item")
             if data["done"] == bool(done):
                 return PlanItem.from_json(data)
@@ -429,7 +486,7 @@ class WorkState:
 
     def plan_remove(self, id: int) -> PlanItem:
         """Remove a plan item."""
-        with self.store.atomic():
+        with self.writing():
             data = self._item("plan", id, "plan item")
             self._record("plan_remove", {f"plan:{id}": None})
         return PlanItem.from_json(data)
@@ -479,7 +536,7 @@ class WorkState:
     ) -> tuple[list[NoteEntry], bool]:
         """Add the notes that fit before the notebook passes its limit; whether it has."""
         now = self._now()
-        with self.store.atomic():
+        with self.writing():
             lim = self._limits_in()
             held = len(self._rows("note"))
             batch = entries[:max(1, lim.notebook_max + 1 - held)]
@@ -497,7 +554,7 @@ class WorkState:
 
     def notebook_remove(self, id: int) -> NoteEntry:
         """Remove a notebook entry."""
-        with self.store.atomic():
+        with self.writing():
             data = self._item("note", id, "notebook entry")
             self._record("notebook_remove", {f"note:{id}": None})
         return NoteEntry.from_json(data)
@@ -517,7 +574,7 @@ class WorkState:
             chosen = notes[:n]
             text = self._compressed(self.compress, [d["summary"] for d in chosen],
                                     lim.milestone_max)
-            with self.store.atomic():
+            with self.writing():
                 current = self._current("note", chosen)
                 if current is None:
                     continue  # changed meanwhile; look again
@@ -577,7 +634,7 @@ class WorkState:
     ) -> tuple[list[MemoEntry], bool]:
         """Add the entries that fit before ``section`` fills; whether it is full now."""
         now = self._now()
-        with self.store.atomic():
+        with self.writing():
             lim = self._limits_in()
             held = sum(1 for d in self._rows("memo") if d["section"] == section)
             batch = entries[:max(1, lim.fastmemo_section_max - held)]
@@ -598,7 +655,7 @@ class WorkState:
 
     def fastmemo_remove(self, id: int) -> MemoEntry:
         """Remove a fastmemo entry."""
-        with self.store.atomic():
+        with self.writing():
             data = self._item("memo", id, "fastmemo entry")
             self._record("fastmemo_remove", {f"memo:{id}": None})
         return MemoEntry.from_json(data)
@@ -632,7 +689,7 @@ class WorkState:
                 return None
             texts = {s: self._compressed(self.fastmemo_compress, [d["text"] for d in g],
                                          lim.fastmemo_entry_max) for s, g in plan.items()}
-            with self.store.atomic():
+            with self.writing():
                 current = self._current("memo", [d for g in plan.values() for d in g])
                 if current is None:
                     continue  # changed meanwhile; look again
@@ -667,7 +724,7 @@ class WorkState:
 
     def rollback(self, event_id: int) -> WorkEvent:
         """Undo one event (see the rollback rule in the module's docstring); logged too."""
-        with self.store.atomic():
+        with self.writing():
             event = self.event(event_id)
             changed = [k for k, v in event.after.items() if self._get(k) != v]
             if changed:
@@ -712,7 +769,7 @@ class WorkState:
         are kept; ids are never reused, so the counters only move forward.
         """
         parsed = parse_state(data, now=self._now(), actor=self.actor)
-        with self.store.atomic():
+        with self.writing():
             changes: dict[str, Any] = {}
             for kind in _KINDS:
                 for d in self._rows(kind):

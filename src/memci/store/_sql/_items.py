@@ -82,6 +82,12 @@ class SqlItemStore(ABC):
                subject: str | None, *, replace: bool = False) -> None:
         """Give the item its keyword text (``replace``: in place of the text it has)."""
 
+    def _index_many(self, sql: Sql,
+                    items: Sequence[tuple[int, str, str | None, str | None]]) -> None:
+        """:meth:`_index` of each new ``(id, text, summary, subject)``."""
+        for item_id, text, summary, subject in items:
+            self._index(sql, item_id, text, summary, subject)
+
     @abstractmethod
     def _revision(self, sql: Sql) -> tuple[str, tuple[Any, ...]]:
         """SQL for the next revision number, and its args."""
@@ -190,8 +196,8 @@ class SqlItemStore(ABC):
                     " updated, rev) VALUES " + ", ".join([marks] * len(batch))
                     + " RETURNING id", args)
                 ids += sorted(int(r[0]) for r in made)
-            for item_id, item in zip(ids, items, strict=True):
-                self._index(sql, item_id, item.text, item.summary, item.subject)
+            self._index_many(sql, [(item_id, item.text, item.summary, item.subject)
+                                   for item_id, item in zip(ids, items, strict=True)])
         return ids
 
     def supersede_many(

@@ -69,14 +69,15 @@ class SqlWorkStore:
                            " AND kind = ? ORDER BY item_id", (session_id, kind))
         return [stored_json(r[0], "working-state value") for r in rows]
 
-    def every_item(self, session_id: int) -> dict[str, list[Any]]:
-        """Every item of the session by kind, each kind by id (one read)."""
+    def every_item(self, session_id: int) -> dict[str, dict[int, Any]]:
+        """Every item of the session by kind, each kind by id, in id order (one read)."""
         with self._db.read() as sql:
-            rows = sql.all("SELECT kind, data FROM workspace_items WHERE session_id = ?"
+            rows = sql.all("SELECT kind, item_id, data FROM workspace_items WHERE session_id = ?"
                            " ORDER BY kind, item_id", (session_id,))
-        out: dict[str, list[Any]] = {}
-        for kind, data in rows:
-            out.setdefault(str(kind), []).append(stored_json(data, "working-state value"))
+        out: dict[str, dict[int, Any]] = {}
+        for kind, item_id, data in rows:
+            out.setdefault(str(kind), {})[int(item_id)] = stored_json(data,
+                                                                      "working-state value")
         return out
 
     def top_item_id(self, session_id: int, kind: str) -> int:

@@ -41,6 +41,7 @@ _KEPT_TERMS = 64  # (term, scope) pairs whose newest entries are kept between se
 _KEPT_COUNTS = 16_384  # (term, scope) counts kept between searches
 _KEPT_RANKINGS = 256  # rankings of common terms kept between searches
 _KEPT_WINDOWS = 256  # scopes whose newest entries' bound is kept
+_COUNTS_PER_STATEMENT = 64  # terms counted by one statement at most
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,19 +150,28 @@ class CommonTerms:
 
     # -- how many entries of a scope hold a term -----------------------------------------
 
-    def count(self, db: sqlite3.Connection, part: str, scope: SearchScope, size: int,
-              changes: int) -> int:
-        """Entries of ``scope`` holding the quoted term ``part``, counted up to rare + 1.
+    def count(self, db: sqlite3.Connection, parts: Sequence[str], scope: SearchScope,
+              size: int, changes: int) -> dict[str, int]:
+        """Entries of ``scope`` holding each quoted term of ``parts``, counted up to rare + 1.
 
         ``size``: the index's newest entry. Kept per term and scope; later, only the
         entries added since are counted (exact: entries are only added, above ``size``,
-        while the changes stay).
+        while the changes stay). What is still to count is counted in one statement.
         """
-        kept = self._kept_count(part, scope, size, changes)
-        since, found = (kept[0], kept[1]) if kept is not None and kept[1] == kept[2] else (0, 0)
-        if found <= self.rare and since < size:
-            found += self._count_range(db, part, scope, since, size, self.rare + 1 - found)
-        self._keep_count(db, part, scope, (changes, size, found, found))
+        found: dict[str, int] = {}
+        ranges: list[tuple[str, int]] = []
+        for part in dict.fromkeys(parts):
+            kept = self._kept_count(part, scope, size, changes)
+            exact = kept is not None and kept[1] == kept[2]
+            since, found[part] = (kept[0], kept[1]) if kept is not None and exact else (0, 0)
+            if found[part] <= self.rare and since < size:
+                ranges.append((part, since))
+        counted = self._count_ranges(db, [(part, since, self.rare + 1 - found[part])
+                                          for part, since in ranges], scope, size)
+        for (part, _), n in zip(ranges, counted, strict=True):
+            found[part] += n
+        for part, n in found.items():
+            self._keep_count(db, part, scope, (changes, size, n, n))
         return found
 
     def bounds(self, part: str, scope: SearchScope, size: int, changes: int) -> tuple[int, int]:
@@ -178,21 +188,27 @@ class CommonTerms:
         since, low, high = kept
         return (low, low) if low > self.rare else (low, high + size - since)
 
-    def narrow(self, db: sqlite3.Connection, part: str, scope: SearchScope, size: int,
-               changes: int) -> tuple[int, int]:
-        """:meth:`bounds` made tight enough to tell whether ``part`` is rare in ``scope``.
+    def narrow(self, db: sqlite3.Connection, parts: Sequence[str], scope: SearchScope,
+               size: int, changes: int) -> dict[str, tuple[int, int]]:
+        """:meth:`bounds` of each of ``parts``, tight enough to tell whether it is rare.
 
         A term rare in the whole index is rare in every scope: counting it there is
-        cheaper (FTS5 merges no scope terms), so that is tried first; else the scope's
-        exact count.
+        cheaper (FTS5 merges no scope terms), so that is tried first (for every term in
+        one statement); the others get the scope's exact count (in one more).
         """
-        if scope.key != SearchScope().key:
-            everywhere = self._count_range(db, part, SearchScope(), 0, size, self.rare + 1)
-            if everywhere <= self.rare:
-                self._keep_count(db, part, scope, (changes, size, 0, everywhere))
-                return 0, everywhere
-        found = self.count(db, part, scope, size, changes)
-        return found, found
+        known: dict[str, tuple[int, int]] = {}
+        left = list(dict.fromkeys(parts))
+        if left and scope.key != SearchScope().key:
+            everywhere = self._count_ranges(
+                db, [(part, 0, self.rare + 1) for part in left], SearchScope(), size)
+            for part, n in zip(left, everywhere, strict=True):
+                if n <= self.rare:
+                    self._keep_count(db, part, scope, (changes, size, 0, n))
+                    known[part] = (0, n)
+            left = [part for part in left if part not in known]
+        for part, n in self.count(db, left, scope, size, changes).items():
+            known[part] = (n, n)
+        return known
 
     def _kept_count(self, part: str, scope: SearchScope, size: int,
                     changes: int) -> tuple[int, int, int] | None:
@@ -212,11 +228,34 @@ class CommonTerms:
     def _count_range(self, db: sqlite3.Connection, part: str | None, scope: SearchScope, low: int,
                      top: int, cap: int) -> int:
         """Entries of ``scope`` in ``(low, top]`` (holding ``part``), counted up to ``cap``."""
+        sql, params = self._count_sql(part, scope, low, top, cap)
+        return int(db.execute(f"SELECT {sql}", params).fetchone()[0])
+
+    def _count_ranges(self, db: sqlite3.Connection, ranges: Sequence[tuple[str, int, int]],
+                      scope: SearchScope, top: int) -> list[int]:
+        """:meth:`_count_range` of each ``(part, low, cap)`` up to ``top``.
+
+        In one statement (of :data:`_COUNTS_PER_STATEMENT` terms at most).
+        """
+        counts: list[int] = []
+        for at in range(0, len(ranges), _COUNTS_PER_STATEMENT):
+            columns: list[str] = []
+            params: list[Any] = []
+            for part, low, cap in ranges[at:at + _COUNTS_PER_STATEMENT]:
+                sql, args = self._count_sql(part, scope, low, top, cap)
+                columns.append(sql)
+                params.extend(args)
+            row = db.execute(f"SELECT {', '.join(columns)}", params).fetchone()
+            counts.extend(int(n) for n in row)
+        return counts
+
+    def _count_sql(self, part: str | None, scope: SearchScope, low: int, top: int,
+                   cap: int) -> tuple[str, tuple[Any, ...]]:
+        """The scalar subquery of :meth:`_count_range`, and its parameters."""
         t = self.table
         head, where = scope.rows(t, part, "1")
-        return int(db.execute(
-            f"SELECT COUNT(*) FROM ({head} WHERE {t}.rowid > ? AND {t}.rowid <= ?{where}"
-            " LIMIT ?)", (low, top, *scope.params(part), cap)).fetchone()[0])
+        return (f"(SELECT COUNT(*) FROM ({head} WHERE {t}.rowid > ? AND {t}.rowid <= ?{where}"
+                " LIMIT ?))", (low, top, *scope.params(part), cap))
 
     # -- the newest entries of a scope ---------------------------------------------------
 
@@ -286,8 +325,7 @@ class CommonTerms:
         if kept is not None:
             return list(kept)
         terms: list[tuple[float, set[int]]] = []
-        for part in parts:
-            docs = self._recent_docs(db, part, scope, low, top, changes)
+        for docs in self._recent_docs(db, parts, scope, low, top, changes):
             if docs:
                 terms.append((math.log(1 + n / len(docs)), set(docs)))
         best = best_by_terms(terms, k)
@@ -306,45 +344,66 @@ class CommonTerms:
         return ranked
 
     def _recent_docs(
-        self, db: sqlite3.Connection, part: str, scope: SearchScope, low: int, top: int,
-        changes: int,
-    ) -> list[int]:
-        """The entries of ``scope`` in ``(low, top]`` holding ``part``, ascending.
+        self, db: sqlite3.Connection, parts: Sequence[str], scope: SearchScope, low: int,
+        top: int, changes: int,
+    ) -> list[list[int]]:
+        """The entries of ``scope`` in ``(low, top]`` holding each of ``parts``, ascending.
 
         Kept between searches: a common term is asked again and again, and the newest
-        entries move by a few a build, so only the entries added since are read.
+        entries move by a few a build, so only the entries added since are read (for
+        every term in one statement).
         """
-        key = (part, scope.key)
-        kept = self._recent.get(key)
-        if kept is not None and kept[0] == changes and kept[1] <= low <= kept[2]:
-            _, since, high, docs = kept
-            if top > high:
-                docs = docs + self._read(db, part, scope, high, top)
-                high = top
-            if high - low <= 4 * self.recent:  # what is kept stays about one window long
-                docs = docs[bisect.bisect_right(docs, low):]
-                since = low
-            if not db.in_transaction:
-                self._recent[key] = (changes, since, high, docs)
-            return docs[bisect.bisect_right(docs, low):bisect.bisect_right(docs, top)]
-        docs = self._read(db, part, scope, low, top)
-        if not db.in_transaction:
-            if len(self._recent) >= _KEPT_TERMS:
-                self._recent.clear()
-            self._recent[key] = (changes, low, top, docs)
-        return docs
+        kept: list[tuple[int, int, list[int]] | None] = []
+        reads: list[tuple[str, int]] = []
+        for part in parts:
+            held = self._recent.get((part, scope.key))
+            if held is not None and held[0] == changes and held[1] <= low <= held[2]:
+                kept.append((held[1], held[2], held[3]))
+                if top > held[2]:
+                    reads.append((part, held[2]))
+            else:
+                kept.append(None)
+                if top > low:
+                    reads.append((part, low))
+        read = dict(zip((part for part, _ in reads),
+                        self._read(db, reads, scope, top), strict=True))
+        found: list[list[int]] = []
+        for part, was in zip(parts, kept, strict=True):
+            if was is None:
+                docs, since, high = read.get(part, []), low, top
+            else:
+                since, high, docs = was
+                if part in read:
+                    docs, high = docs + read[part], top
+                if high - low <= 4 * self.recent:  # what is kept stays about one window long
+                    docs, since = docs[bisect.bisect_right(docs, low):], low
+            self._keep_recent(db, part, scope, (changes, since, high, docs))
+            found.append(docs[bisect.bisect_right(docs, low):bisect.bisect_right(docs, top)])
+        return found
 
-    def _read(self, db: sqlite3.Connection, part: str, scope: SearchScope, low: int,
-              top: int) -> list[int]:
-        """The entries of ``scope`` in ``(low, top]`` holding ``part``, ascending."""
-        if top <= low:
+    def _keep_recent(self, db: sqlite3.Connection, part: str, scope: SearchScope,
+                     value: tuple[int, int, int, list[int]]) -> None:
+        if not db.in_transaction:
+            key = (part, scope.key)
+            if key not in self._recent and len(self._recent) >= _KEPT_TERMS:
+                self._recent.clear()
+            self._recent[key] = value
+
+    def _read(self, db: sqlite3.Connection, reads: Sequence[tuple[str, int]],
+              scope: SearchScope, top: int) -> list[list[int]]:
+        """The entries of ``scope`` in ``(low, top]`` of each ``(part, low)``, ascending.
+
+        In one statement: a JSON array a term, the rowids read without a row each.
+        """
+        if not reads:
             return []
         t = self.table
-        head, where = scope.rows(t, part, f"{t}.rowid AS r")
-        # One JSON array: the rowids read without a row each.
-        docs: list[int] = json.loads(db.execute(
-            f"SELECT json_group_array(r) FROM ({head} WHERE {t}.rowid > ?"
-            f" AND {t}.rowid <= ?{where})",
-            (low, top, *scope.params(part))).fetchone()[0])
-        docs.sort()
-        return docs
+        columns: list[str] = []
+        params: list[Any] = []
+        for part, low in reads:
+            head, where = scope.rows(t, part, f"{t}.rowid AS r")
+            columns.append(f"(SELECT json_group_array(r) FROM ({head} WHERE {t}.rowid > ?"
+                           f" AND {t}.rowid <= ?{where}))")
+            params.extend((low, top, *scope.params(part)))
+        row = db.execute(f"SELECT {', '.join(columns)}", params).fetchone()
+        return [sorted(json.loads(docs)) for docs in row]

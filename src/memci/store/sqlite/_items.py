@@ -9,6 +9,7 @@ turns, so no two changes read the same).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from memci.store._items import ItemFilter
@@ -20,6 +21,8 @@ if TYPE_CHECKING:
     from memci.text import Analyzer, MatchQuery
 
 __all__ = ["SQLiteItemStore"]
+
+_ROWS_PER_INSERT = 300  # keyword rows one INSERT writes at most (3 parameters each)
 
 
 class SQLiteItemStore(SqlItemStore):
@@ -40,6 +43,19 @@ class SQLiteItemStore(SqlItemStore):
         body = text if not summary else f"{text}\n{summary}"
         sql.run(f"INSERT INTO {self.table} (rowid, body, subject) VALUES (?, ?, ?)",
                 (item_id, self.analyzer.document(body), self.analyzer.document(subject or "")))
+
+    def _index_many(self, sql: Sql,
+                    items: Sequence[tuple[int, str, str | None, str | None]]) -> None:
+        """:meth:`_index` of each new item, in one statement a batch."""
+        for at in range(0, len(items), _ROWS_PER_INSERT):
+            batch = items[at:at + _ROWS_PER_INSERT]
+            args: list[Any] = []
+            for item_id, text, summary, subject in batch:
+                body = text if not summary else f"{text}\n{summary}"
+                args += [item_id, self.analyzer.document(body),
+                         self.analyzer.document(subject or "")]
+            sql.run(f"INSERT INTO {self.table} (rowid, body, subject) VALUES "
+                    + ", ".join(["(?, ?, ?)"] * len(batch)), args)
 
     def _revision(self, sql: Sql) -> tuple[str, tuple[Any, ...]]:
         return "?", (int(sql.value("SELECT COALESCE(MAX(rev), 0) + 1 FROM memory_items")),)

@@ -138,8 +138,7 @@ class SQLiteMessageSearch(SqlMessageSearch):
         sessions = where.sessions
         if sessions is not None and not sessions:
             return []
-        size = self._size(db)  # read once: every count below is kept against it
-        changes = self._changes(db)
+        size, changes = self._stamp(db)  # read once: every count below is kept against them
         terms = ""
         if sessions is not None and self._scope_in_fts(db, sessions):
             terms = " OR ".join(f'"s{int(s)}x"' for s in sessions)
@@ -186,14 +185,13 @@ class SQLiteMessageSearch(SqlMessageSearch):
         """
         terms = self._common
         known = {part: terms.bounds(part, scope, size, changes) for part in parts}
-        for part, (low, high) in known.items():
-            if low <= _RARE < high:
-                known[part] = terms.narrow(db, part, scope, size, changes)
+        known.update(terms.narrow(db, [part for part, (low, high) in known.items()
+                                       if low <= _RARE < high], scope, size, changes))
         eligible = sorted(part for part, (low, _) in known.items() if low <= _RARE)
         left: list[str] = []
         if len(eligible) > _TERMS_MAX or sum(known[p][1] for p in eligible) > _POSTINGS:
-            counted = sorted((terms.count(db, part, scope, size, changes), part)
-                             for part in eligible)
+            counted = sorted((n, part) for part, n in
+                             terms.count(db, eligible, scope, size, changes).items())
             rare: list[str] = []
             postings = 0
             for df, part in counted:
@@ -283,17 +281,16 @@ class SQLiteMessageSearch(SqlMessageSearch):
             cached = self._shares[key] = (min(1.0, inside / max(size, 1)), size)
         return cached[0]
 
-    @staticmethod
-    def _changes(db: sqlite3.Connection) -> int:
-        """How many entries were ever deleted or changed (counted by triggers).
+    def _stamp(self, db: sqlite3.Connection) -> tuple[int, int]:
+        """The index's newest entry, and how many entries were ever deleted or changed.
 
-        What a search keeps between searches stays right while this stays: entries are
-        then only added, each with a higher id.
+        (The second is counted by triggers.) What a search keeps between searches stays
+        right while the changes stay: entries are then only added, each with a higher id.
         """
-        return int(db.execute("SELECT n FROM memory_docs_changes").fetchone()[0])
-
-    def _size(self, db: sqlite3.Connection) -> int:
-        return int(db.execute(f"SELECT COALESCE(MAX(rowid), 0) FROM {self.table}").fetchone()[0])
+        size, changes = db.execute(
+            f"SELECT (SELECT COALESCE(MAX(rowid), 0) FROM {self.table}),"
+            " (SELECT n FROM memory_docs_changes)").fetchone()
+        return int(size), int(changes)
 
     def _scope_in_fts(self, db: sqlite3.Connection, sessions: Collection[int]) -> bool:
         """Whether to filter by ``sessions`` inside FTS5 (scope terms) rather than by a join.
@@ -356,7 +353,7 @@ class SQLiteMessageSearch(SqlMessageSearch):
         if not candidates:
             return {}
         with self._store.read() as db:
-            changes = self._changes(db)
+            changes = self._stamp(db)[1]
             at, loaded = self._loaded  # one read: the messages go with their count
             if at != changes or len(loaded) > _LOADED_MAX:
                 loaded = {}
