@@ -275,7 +275,8 @@ def test_a_page_comes_back_once_however_often_a_build_fits(tmp_path: Path) -> No
         s.add({"role": "user", "content": "0"})
         s.add({"role": "user", "content": [
             {"type": "text", "text": ""},
-            {"type": "image_url", "image_url": {"url": "https://example.com/a.png", "detail": "low"}}]})
+            {"type": "image_url",
+             "image_url": {"url": "https://example.com/a.png", "detail": "low"}}]})
         s.add({"role": "assistant", "content": None, "tool_calls": [
             {"id": "call_1", "type": "function",
              "function": {"name": "lookup", "arguments": "{}"}}]})

@@ -795,3 +795,24 @@ def test_common_words_rank_as_if_each_entry_were_scored_one_by_one() -> None:
         n = rng.choice((1, 10, 160, 1_000))
         expected = sorted(((v, d) for d, v in scored.items()), reverse=True)[:n]
         assert best_by_terms(terms, n) == expected
+
+
+def test_a_search_counts_its_new_terms_in_one_statement(store: SQLiteStore) -> None:
+    # Whether a term is rare in the search's scope is counted once, for every term not
+    # known yet at once; the common ones' entries among the newest are read at once too.
+    one = store.ensure_session("t", "one", "u", {})
+    other = store.ensure_session("t", "other", "u", {})
+    index = MessageIndex(store, embedder=None)
+    filler = [f"harbor crane {i}" for i in range(3_100)]  # the index past the rare limit
+    for start in range(0, len(filler), 500):
+        add(store, other, index, *filler[start:start + 500])
+    add(store, one, index, *[f"alpha beta gamma delta epsilon {i} zeta eta theta"
+                             for i in range(40)])
+    ran: list[str] = []
+    store._conn.set_trace_callback(ran.append)  # type: ignore[attr-defined]
+    found = index.keyword("alpha beta gamma delta epsilon zeta eta theta", k=5,
+                          sessions=[one.id])
+    store._conn.set_trace_callback(None)  # type: ignore[attr-defined]
+    assert len(found) == 5 and {c.session_id for c in found} == {one.id}
+    counts = [s for s in ran if "COUNT(*)" in s]
+    assert 1 <= len(counts) <= 2, counts  # in the whole index, then in the scope

@@ -706,3 +706,34 @@ def test_one_bad_entry_in_a_batch_stores_none(ws: WorkState) -> None:
     with pytest.raises(InvalidInputError):
         ws.fastmemo_add_many(ws.limits.pool_section, [("fine", None), ("y" * 10_000, None)])
     assert snapshot(ws) == before
+
+
+def test_writing_reads_each_value_once_and_sees_its_own_writes(
+    store: SQLiteStore, clock: Clock, tmp_path: Path
+) -> None:
+    """Inside writing(), adds and compactions read limits and items once, and what they
+    write is what later reads inside see: the same state as the same calls one by one."""
+    other = SQLiteStore(tmp_path / "other.db")
+    states = [WorkState(s, s.ensure_session("default", "s1", "u1", {}), clock=clock)
+              for s in (store, other)]
+    ran: list[str] = []
+    store._conn.set_trace_callback(ran.append)  # type: ignore[attr-defined]
+    with states[0].writing():
+        for i in range(12):  # past the pool section's limit: it compacts in between
+            states[0].fastmemo_add_many("pool", [(f"page {i} line", None), (f"more {i}", None)])
+        states[0].notebook_add_many([(f"note {i}", None, None) for i in range(30)])
+        states[0].plan_add("ship it")
+    store._conn.set_trace_callback(None)  # type: ignore[attr-defined]
+    for i in range(12):
+        states[1].fastmemo_add_many("pool", [(f"page {i} line", None), (f"more {i}", None)])
+    states[1].notebook_add_many([(f"note {i}", None, None) for i in range(30)])
+    states[1].plan_add("ship it")
+    assert snapshot(states[0]) == snapshot(states[1])
+    assert [e.action for e in states[0].events()] == [e.action for e in states[1].events()]
+    assert any(e.action == "fastmemo_compact" for e in states[0].events())
+    reads = [s for s in ran if s.lstrip().startswith("SELECT")]
+    assert sum("'limits'" in s for s in reads) == 1, reads
+    assert sum("FROM workspace_items" in s for s in reads) == 1, reads
+    # A writer after the block reads again (nothing is kept past its transaction).
+    states[0].plan_add("and test it")
+    assert [p.text for p in states[0].plan_list()] == ["ship it", "and test it"]
