@@ -38,6 +38,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from tests import pg
 from tests.pg import counted_trip
 
 import memci
@@ -179,32 +180,9 @@ def count_sqlite(engine: memci.Engine) -> None:
 SERVER: list[int] = []
 
 
-def server_pid(url: str) -> int:
-    """The postmaster of the server at ``url`` (its data folder's ``postmaster.pid``)."""
-    import psycopg
-
-    with psycopg.connect(url) as conn:
-        row = conn.execute("SHOW data_directory").fetchone()
-    assert row is not None
-    return int((Path(str(row[0])) / "postmaster.pid").read_text().split()[0])
-
-
 def database_cpu_ms() -> float:
-    """CPU time (user + system) of the server's processes so far, in ms (0 without one).
-
-    Read from /proc: every child of the postmaster (backends, autovacuum, WAL writer …).
-    """
-    if not SERVER:
-        return 0.0
-    ticks = 0
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if int(fields[1]) == SERVER[0] or stat.parent.name == str(SERVER[0]):
-            ticks += int(fields[11]) + int(fields[12])
-    return ticks * 1000 / os.sysconf("SC_CLK_TCK")
+    """CPU time (user + system) of the server's processes so far, in ms (0 without one)."""
+    return pg.cpu_ms(SERVER, with_children=True) if SERVER else 0.0
 
 
 @contextmanager
@@ -262,8 +240,6 @@ def _percentile(values: list[float], q: float) -> float:
 
 def one_language(language: str, n: int, folder: Path, url: str) -> dict[str, dict[str, float]]:
     """Both backends on the same ``language`` data."""
-    from tests import pg
-
     turns = english_turns() if language == "en" else chinese_turns()
     history = messages(turns, n)
     asked = queries(turns, language)
@@ -274,7 +250,7 @@ def one_language(language: str, n: int, folder: Path, url: str) -> dict[str, dic
         results["sqlite"] = run(engine, history, asked, extra)
     database = pg.create_database(url, f"memci_bench_backends_{language}_{os.getpid()}")
     try:
-        SERVER.append(server_pid(database))
+        SERVER.append(pg.postmaster_pid(database))
         with memci.Engine.open(database) as engine:
             results["postgresql"] = run(engine, history, asked, extra)
     finally:
@@ -347,7 +323,6 @@ def main() -> None:
                              "(default: an embedded one)")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON too")
     args = parser.parse_args()
-    from tests import pg
 
     if args.db:
         os.environ["MEMCI_TEST_POSTGRES"] = args.db

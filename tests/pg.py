@@ -20,7 +20,7 @@ import os
 import tempfile
 import threading
 import warnings
-from collections.abc import Callable, Generator
+from collections.abc import Callable, Collection, Generator
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
@@ -130,3 +130,31 @@ def counted_trip(gen: Generator[Any, Any, Any],
             state = gen.send(sent)
         except StopIteration as done:
             return done.value
+
+
+def postmaster_pid(url: str) -> int:
+    """The postmaster of the server at ``url`` (its data folder's ``postmaster.pid``)."""
+    import psycopg
+
+    with psycopg.connect(url) as conn:
+        row = conn.execute("SHOW data_directory").fetchone()
+    assert row is not None
+    return int((Path(str(row[0])) / "postmaster.pid").read_text().split()[0])
+
+
+def cpu_ms(pids: Collection[int], *, with_children: bool = False) -> float:
+    """CPU time (user + system) of the processes ``pids`` so far, in ms, from /proc.
+
+    ``with_children``: their children's too (a postmaster's backends, autovacuum, WAL
+    writer ...). A process gone is not counted.
+    """
+    wanted = {str(pid) for pid in pids}
+    ticks = 0
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if stat.parent.name in wanted or (with_children and fields[1] in wanted):
+            ticks += int(fields[11]) + int(fields[12])
+    return ticks * 1000 / os.sysconf("SC_CLK_TCK")
