@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
@@ -160,7 +160,12 @@ class Session:
             stored = self._add_many(messages)
             if traced is not None:
                 _trace.describe_add(traced, self, stored)
-            return stored
+        if _opens_pages(stored) > 1:
+            # A bulk write (an import, a history synced at once): it is paged now, so
+            # the first build after it (in any process) plans only its newest pages.
+            with self._lock:
+                self._builder.settle(self._agent_tools)
+        return stored
 
     def _add_many(self, messages: Iterable[object]) -> list[Message]:
         if isinstance(messages, str | bytes | Mapping) or not isinstance(messages, Iterable):
@@ -557,6 +562,11 @@ class Session:
             out += [{"round": e.round, "kind": e.kind, "page": page, "reason": e.reason,
                      "at": e.at} for page in range(e.page, max(e.last_page, e.page) + 1)]
         return out[-limit:]
+
+
+def _opens_pages(messages: Sequence[Message]) -> int:
+    """How many pages ``messages`` open (a page opens with a user message)."""
+    return sum(1 for m in messages if m.role == "user")
 
 
 def _actor(actor: object) -> str:
