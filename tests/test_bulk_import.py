@@ -17,6 +17,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 import memci
 
 WINDOW = 6_000  # small, so a few dozen pages pass it
@@ -82,6 +84,19 @@ def test_messages_and_pages_after_a_bulk_import_in_batches(tmp_path: Path) -> No
     request, events = _first_build(tmp_path / "m.db")
     assert events == ()
     assert request["messages"][-1]["content"].startswith("answer 89:")
+
+
+def test_a_bulk_write_the_budget_cannot_page_is_stored_and_the_build_says_why(
+    tmp_path: Path,
+) -> None:
+    # A system prompt larger than the window: no build can keep the budget.
+    history = [{"role": "system", "content": "follow rule r. " * 3000}, *_history(30)]
+    with memci.Engine.open(tmp_path / "m.db") as engine:
+        session = engine.session("imp", context_window=WINDOW)
+        stored = session.add_many(history)  # stored, though it could not be paged
+        assert len(stored) == len(history) == session.count()
+        with pytest.raises(memci.BudgetTooSmallError):
+            session.build()
 
 
 _IMPORTER = """

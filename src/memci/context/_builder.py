@@ -56,7 +56,7 @@ from memci.context._settings import SessionSettings
 from memci.context._system import SystemSource, offered_tools
 from memci.context._tool_views import ToolViews
 from memci.context._working import WorkingStateSource
-from memci.errors import BudgetTooSmallError, StoreError, StoreFullError
+from memci.errors import BudgetTooSmallError, ConfigError, StoreError, StoreFullError
 from memci.memory import Retrieved
 from memci.messages import Message, to_openai
 from memci.store import SessionRecord
@@ -280,8 +280,10 @@ class ContextBuilder:
             return False
         try:
             self._committed(limit, "auto", agent)
-        except BudgetTooSmallError:
-            return False  # the build raises it, at the budget it is asked for
+        except (ConfigError, StoreError):
+            # The messages are stored; what stops the catch-up stops the next build too,
+            # which raises it to the caller, at the budget and with the tools it is given.
+            return False
         return True
 
     def peek(self, budget: int | None, recipe: str, agent: tuple[ToolSpec, ...] = ()) -> Context:
