@@ -393,6 +393,7 @@ characters from samples), and a build counts only the new lines of its memory bl
 
 def write_table(path: Path) -> None:
     """Write cl100k_base's merge ranks as ``memci.tokens._estimate`` reads them."""
+    import marshal
     import unicodedata
     import zlib
 
@@ -414,8 +415,10 @@ def write_table(path: Path) -> None:
     for token in tokens:
         for a, b in itertools.pairwise(token):
             joins[a << 8 | b] = 1
-    raw = (f"memci-bpe 3 cl100k_base {len(tokens)}\n{numbers}\n".encode() + bytes(joins)
-           + bytes(len(t) for t in tokens) + b"".join(tokens))
+    # The tokens as one marshalled list (format 4, which every Python memci supports
+    # reads): the reader makes their 100,256 bytes objects in one C call.
+    raw = (f"memci-bpe 4 cl100k_base {len(tokens)}\n{numbers}\n".encode() + bytes(joins)
+           + marshal.dumps(tokens, 4))
     path.write_bytes(zlib.compress(raw, 9))
     print(f"wrote {path}: {len(tokens):,} tokens, {path.stat().st_size:,} bytes")
 

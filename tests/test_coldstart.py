@@ -25,10 +25,11 @@ import memci
 
 #: Modules a build never needs; each is what one kind of process (a server, a CLI call,
 #: an LLM or embedding client, an asyncio app, grep, a local model) pays for on its own.
+#: (The tokenizer's table is read through the package's loader, not importlib.resources.)
 HEAVY = (
     "asyncio", "httpx", "re2", "fastapi", "starlette", "uvicorn", "pydantic", "click",
     "rich", "numpy", "sentence_transformers", "torch", "jieba", "tiktoken", "openai",
-    "opentelemetry", "langchain_core", "socket", "ssl",
+    "opentelemetry", "langchain_core", "socket", "ssl", "importlib.resources", "zipfile",
     "memci._async", "memci.server", "memci.cli", "memci.integrations", "memci.replay",
     "memci.report", "memci.traces", "memci.evidence", "memci.llm._client",
     "memci.llm._aclient", "memci.memory._embed_openai",

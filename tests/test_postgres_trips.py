@@ -119,6 +119,31 @@ def test_a_search_and_a_steady_build_take_a_bounded_number_of_round_trips(
     assert build.count <= 36, build.count
 
 
+def _tool_turns(n: int) -> list[dict[str, Any]]:
+    """``n`` pages of a question, a tool call, its output and an answer."""
+    out: list[dict[str, Any]] = []
+    for i in range(n):
+        call = {"id": f"call_{i}", "type": "function",
+                "function": {"name": "bash", "arguments": f'{{"cmd": "ls d{i}"}}'}}
+        out += [{"role": "user", "content": _text(i)},
+                {"role": "assistant", "content": "", "tool_calls": [call]},
+                {"role": "tool", "tool_call_id": f"call_{i}", "content": f"f{i}.txt\n" * 9},
+                {"role": "assistant", "content": _text(i + 1)}]
+    return out
+
+
+def test_a_first_build_reads_its_tool_outputs_links_at_once(url: str, trips: Any) -> None:
+    with memci.Engine.open(url, workers=0) as engine:
+        engine.session("s", context_window=128_000).add_many(_tool_turns(80))
+    with memci.Engine.open(url, workers=0) as engine:
+        session = engine.session("s", context_window=128_000)
+        with trips() as build:
+            ctx = session.build()
+    assert sum(1 for m in ctx.to_openai()["messages"] if m["role"] == "tool") == 80
+    # Before: a round trip per tool output in the window, for the link to its call.
+    assert build.count <= 40, build.count
+
+
 def _searches(engine: memci.Engine, queries: list[str]) -> list[list[int | None]]:
     session = engine.session("s")
     session.add_many(_history(600))

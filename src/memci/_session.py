@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
@@ -155,12 +155,22 @@ class Session:
         return self.add_many([message])[-1]
 
     def add_many(self, messages: Iterable[object]) -> list[Message]:
-        """Store messages in one transaction: all of them, or none (then it raises)."""
+        """Store messages in one transaction: all of them, or none (then it raises).
+
+        A batch of several pages that leaves the window over its budget (an import) is
+        then paged, as the next build would page it, so that build has nothing to catch
+        up on (see ``docs/context.md``).
+        """
         with _trace.span("memci.add") as traced:
             stored = self._add_many(messages)
             if traced is not None:
                 _trace.describe_add(traced, self, stored)
-            return stored
+        if _opens_pages(stored) > 1:
+            # A bulk write (an import, a history synced at once): it is paged now, so
+            # the first build after it (in any process) plans only its newest pages.
+            with self._lock:
+                self._builder.settle(self._agent_tools)
+        return stored
 
     def _add_many(self, messages: Iterable[object]) -> list[Message]:
         if isinstance(messages, str | bytes | Mapping) or not isinstance(messages, Iterable):
@@ -557,6 +567,11 @@ class Session:
             out += [{"round": e.round, "kind": e.kind, "page": page, "reason": e.reason,
                      "at": e.at} for page in range(e.page, max(e.last_page, e.page) + 1)]
         return out[-limit:]
+
+
+def _opens_pages(messages: Sequence[Message]) -> int:
+    """How many pages ``messages`` open (a page opens with a user message)."""
+    return sum(1 for m in messages if m.role == "user")
 
 
 def _actor(actor: object) -> str:

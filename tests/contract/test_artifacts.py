@@ -75,6 +75,24 @@ def test_links_number_the_calls_of_one_content(
     assert artifact_rows.latest("0" * 12) is None
 
 
+def test_the_links_of_many_calls_are_read_at_once(
+    store: Store, artifact_rows: ArtifactRows, session: SessionRecord,
+) -> None:
+    other = store.ensure_session("t", "other", "u", {})
+    first, second = blob("one\n"), blob("two\n")
+    artifact_rows.add_blob(first, created_at=AT)
+    artifact_rows.add_blob(second, created_at=AT)
+    a = link(artifact_rows, first.id, session.id, "call_a")
+    link(artifact_rows, second.id, other.id, "call_b")  # another session's call
+    b = link(artifact_rows, second.id, session.id, "call_b")
+    again = link(artifact_rows, second.id, session.id, "call_a", tool_name="grep")
+    found = artifact_rows.for_calls(session.id, ["call_a", "call_b", "call_none"])
+    assert found == {"call_a": again, "call_b": b}  # the latest link of each call
+    assert found["call_a"] == artifact_rows.for_call(session.id, "call_a") != a
+    assert artifact_rows.for_calls(session.id, []) == {}
+    assert artifact_rows.for_calls(other.id, ["call_a"]) == {}
+
+
 def test_a_summary_can_be_replaced(artifact_rows: ArtifactRows, session: SessionRecord) -> None:
     content = blob("output")
     artifact_rows.add_blob(content, created_at=AT)

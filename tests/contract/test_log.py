@@ -10,7 +10,7 @@ import pytest
 
 from memci.errors import OrphanToolResultError
 from memci.messages import Message, ToolCallPart
-from memci.store import ROW_HEAD_CHARS, LogRow, SessionRecord
+from memci.store import ROW_HEAD_CHARS, LogColumns, LogRow, SessionRecord
 from tests.contract.conftest import Store
 
 AT = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
@@ -155,6 +155,22 @@ def test_log_rows_carry_tokens_and_views(store: Store, session: SessionRecord) -
     assert store.views(session, 1, 3) == {3: "def456def456"}
     assert store.views(session, 1, 2) == {}
     assert store.log_rows(session, after=2) == [LogRow(3, "tool", 40, 8)]
+
+
+def test_log_columns_are_the_log_rows_as_columns(store: Store, session: SessionRecord) -> None:
+    assert store.log_columns(session) == LogColumns([], [], [], [])
+    store.append(session, [
+        Message("system", Message.system("be brief").parts, tokens=4),
+        Message("user", Message.user("q").parts, tokens=3), call("c1"),
+        Message("tool", Message.tool("c1", "x" * 50).parts, tokens=40)])
+    store.save_views(session, [(4, "abc123abc123", 9)])
+    rows = store.log_rows(session)
+    assert store.log_columns(session) == LogColumns(
+        [r.seq for r in rows], [r.role for r in rows], [r.tokens for r in rows],
+        [r.shown for r in rows])
+    assert store.log_columns(session, after=2) == LogColumns([3, 4], ["assistant", "tool"],
+                                                             [0, 40], [None, 9])
+    assert store.log_columns(session, after=4) == LogColumns([], [], [], [])
 
 
 def test_branch_links_are_read_from_metadata(store: Store, session: SessionRecord) -> None:

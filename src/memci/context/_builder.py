@@ -56,7 +56,7 @@ from memci.context._settings import SessionSettings
 from memci.context._system import SystemSource, offered_tools
 from memci.context._tool_views import ToolViews
 from memci.context._working import WorkingStateSource
-from memci.errors import BudgetTooSmallError, StoreError, StoreFullError
+from memci.errors import BudgetTooSmallError, ConfigError, StoreError, StoreFullError
 from memci.memory import Retrieved
 from memci.messages import Message, to_openai
 from memci.store import SessionRecord
@@ -236,6 +236,12 @@ class ContextBuilder:
         ``agent``: the agent's own tools (checked), budgeted and carried before memci's.
         """
         started = time.perf_counter()
+        snap, plan = self._committed(budget, recipe, agent)
+        return self._assemble(snap, plan, started)
+
+    def _committed(self, budget: int | None, recipe: str, agent: tuple[ToolSpec, ...]
+                   ) -> tuple[_Snapshot, _Plan]:
+        """Load, plan and commit (again while another writer commits first)."""
         for _ in range(_ATTEMPTS):
             snap, plan = self._snapshot_and_plan(budget, recipe, agent)
             try:
@@ -249,9 +255,36 @@ class ContextBuilder:
                 self.reset()
             else:
                 self._adopt(plan)
-            return self._assemble(snap, plan, started)
+            return snap, plan
         raise StoreError(f"session {self.record.name!r}: {_ATTEMPTS} builds in a row lost "
                          "to concurrent writers; try again")
+
+    def settle(self, agent: tuple[ToolSpec, ...] = ()) -> bool:
+        """After a bulk write, do now what the next build would: archive what does not fit.
+
+        A batch of several pages (an import, a history synced at once) that leaves the
+        window over its budget is paged here, in the writing process: the pages that do
+        not fit are archived (their contents lines, their long-term memory, the views of
+        their tool outputs) and committed, as the next build would have done at the
+        budget of the last build (or the session's). The next build then finds a paged
+        session and plans only its newest pages; its request is the one it would have
+        made. Returns whether it ran. Nothing is assembled and no build is counted.
+        """
+        self.current()
+        paged = self.history.paged
+        if paged is None or not len(self.log.index):
+            return False
+        saved = self.history.values.get("paged.budget")
+        limit = saved if isinstance(saved, int) else self.settings.budget
+        if paged.unbuilt_tokens() <= limit:
+            return False
+        try:
+            self._committed(limit, "auto", agent)
+        except (ConfigError, StoreError):
+            # The messages are stored; what stops the catch-up stops the next build too,
+            # which raises it to the caller, at the budget and with the tools it is given.
+            return False
+        return True
 
     def peek(self, budget: int | None, recipe: str, agent: tuple[ToolSpec, ...] = ()) -> Context:
         """The context a build would make now, committing nothing and changing nothing.

@@ -12,6 +12,8 @@ the first message of page ``k``; ``cum[i]`` is the sum of tokens of positions ``
 from __future__ import annotations
 
 from bisect import bisect_right
+from itertools import accumulate, compress, count, repeat
+from operator import eq
 
 __all__ = ["LogIndex"]
 
@@ -39,6 +41,20 @@ class LogIndex:
         self.roles.append(role)
         self.tokens.append(tokens)
         self.cum.append(self.cum[-1] + tokens)
+
+    def extend(self, seqs: list[int], roles: list[str], tokens: list[int]) -> None:
+        """Add the next messages of the log, as :meth:`append` does one (a whole log, in C)."""
+        if not seqs:
+            return
+        base = len(self.seqs)
+        if not self.page_starts and roles[0] != "user":
+            self.page_starts.append(base)
+        self.page_starts += compress(count(base), map(eq, roles, repeat("user")))
+        self.seqs += seqs
+        self.roles += roles
+        self.tokens += tokens
+        self.cum += accumulate(tokens, initial=self.cum[-1])
+        del self.cum[base]  # accumulate gave the running total it started from again
 
     @property
     def pages(self) -> int:

@@ -116,6 +116,9 @@ class PagedContext:
         self._restorable: dict[int, Page] = {}
         #: The saved entry of a page evicted before this object was made (recall reads it).
         self.evicted_entry: Callable[[int], ContentsEntry | None] = lambda page: None
+        #: Contents lines made by the plans of one build (a build plans several times as it
+        #: refines its room), by page, first and last seq and language; emptied at adopt.
+        self.lines_made: dict[tuple[int, int, int, str], tuple[str, ...]] = {}
 
     def _load(self, first: int, last: int) -> list[Message]:
         """The page messages with ``first <= seq <= last``: system messages left out."""
@@ -215,6 +218,10 @@ class PagedContext:
         total = self.log.span_tokens(start, len(self.log))
         return total + sum(self.log.page_tokens(p) for p in self.recalled)
 
+    def unbuilt_tokens(self) -> int:
+        """Tokens of the window as committed: the active pages, new ones too, and recalled."""
+        return self._active_tokens() if len(self.log) else 0
+
     def _load_restorable(self, bound: int) -> None:
         """Load the newest pages before the window that ``bound`` holds beside it."""
         tokens = self._active_tokens()
@@ -282,6 +289,7 @@ class PagedContext:
         self._cut_page, self._cut = plan.cut
         self.counts = plan.counts
         self._contents = plan.contents_cache
+        self.lines_made.clear()
         if plan.backlog_archived:
             self._backlog = 0
 
@@ -748,8 +756,16 @@ class PagedPlan:
     # -- the contents page ---------------------------------------------------------------
 
     def _lines(self, messages: Sequence[Message]) -> tuple[str, ...]:
-        return self._capped([f"{m.role}: {self.state.line_of(m)}" for m in messages
-                             if m.role != "system"])
+        if not messages:
+            return self._capped([])
+        key = (self.log.page_of_seq(messages[0].seq or 0), messages[0].seq or 0,
+               messages[-1].seq or 0, self.language)
+        made = self.state.lines_made.get(key)
+        if made is None:
+            made = self._capped([f"{m.role}: {self.state.line_of(m)}" for m in messages
+                                 if m.role != "system"])
+            self.state.lines_made[key] = made
+        return made
 
     def _capped(self, lines: list[str]) -> tuple[str, ...]:
         return capped_lines(lines, self.config.contents_entry_lines, self.language)

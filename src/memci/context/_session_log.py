@@ -21,7 +21,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
-from typing import Any
+from itertools import compress, count, repeat
+from operator import is_not, lt, ne
+from typing import Any, cast
 
 from memci.context._branches import (
     BRANCH_META,
@@ -37,7 +39,7 @@ from memci.context._tool_views import ToolViews
 from memci.errors import ConfigError
 from memci.memory import Hit
 from memci.messages import Message, ToolCallPart
-from memci.store import SessionRecord, Store
+from memci.store import LogColumns, SessionRecord, Store
 from memci.text import language_of
 
 __all__ = ["SessionLog"]
@@ -93,30 +95,48 @@ class SessionLog:
                 return True
         elif last <= self.last_seq:
             return False
-        rows = self.store.log_rows(self.record, after=self.last_seq)
-        if not rows:
+        rows = self.store.log_columns(self.record, after=self.last_seq)
+        if not rows.seqs:
             return True
-        self.held += len(rows)
-        self._keep_from_scratch(rows[-1].seq + 1)
-        systems = [r.seq for r in rows if r.role == "system"]
-        if systems:
-            self.system = self.load(systems[-1], systems[-1])[0]
-        unseen = [r.seq for r in rows if r.role == "tool" and r.shown is None]
-        made: dict[int, int] = {}
-        if unseen:
-            shown = self.views.views_of(self.load(unseen[0], unseen[-1]))
-            made = {m.seq or 0: m.tokens or 0 for m in shown if m.role == "tool"}
-        for r in rows:
-            if r.role == "system":
-                continue
-            self.raw_total += r.tokens
-            self.has_tool_results |= r.role == "tool"
-            view_tokens = r.shown if r.shown is not None else made.get(r.seq, r.tokens)
-            self.hides_output |= r.role == "tool" and view_tokens < r.tokens
-            self.index.append(r.seq, r.role, view_tokens)
-        self.last_seq = rows[-1].seq
-        self._follow(self.store.branch_links(self.record, after=rows[0].seq - 1))
+        first, newest = rows.seqs[0], rows.seqs[-1]
+        self.held += len(rows.seqs)
+        self._keep_from_scratch(newest + 1)
+        if "system" in rows.roles:
+            rows = self._without_systems(rows)
+        self._index(rows)
+        self.last_seq = newest
+        self._follow(self.store.branch_links(self.record, after=first - 1))
         return True
+
+    def _without_systems(self, rows: LogColumns) -> LogColumns:
+        """``rows`` less system messages (not part of pages); the newest is the prompt."""
+        keep = list(map(ne, rows.roles, repeat("system")))
+        newest = rows.seqs[len(keep) - 1 - keep[::-1].index(False)]
+        self.system = self.load(newest, newest)[0]
+        return LogColumns(list(compress(rows.seqs, keep)), list(compress(rows.roles, keep)),
+                          list(compress(rows.tokens, keep)), list(compress(rows.shown, keep)))
+
+    def _index(self, rows: LogColumns) -> None:
+        """Index messages read from the store (tool results as their views' tokens)."""
+        if not rows.seqs:
+            return
+        shown: list[int | None] = rows.shown
+        unseen = ([s for s, r, v in zip(rows.seqs, rows.roles, shown, strict=True)
+                   if r == "tool" and v is None] if "tool" in rows.roles else [])
+        if unseen:  # tool results with no view saved yet: made now
+            made = {m.seq or 0: m.tokens or 0 for m in self.views.views_of(
+                self.load(unseen[0], unseen[-1])) if m.role == "tool"}
+            shown = [made.get(s, v) if v is None else v for s, v in zip(rows.seqs, shown,
+                                                                        strict=True)]
+        # A tool result counts as its view; any other message (no view) as itself.
+        views = list(rows.tokens)
+        for i in compress(count(), map(is_not, shown, repeat(None))):
+            views[i] = cast(int, shown[i])
+        self.raw_total += sum(rows.tokens)
+        self.has_tool_results |= "tool" in rows.roles
+        # Only a tool result's view can cost less than the message: C compares them all.
+        self.hides_output |= any(map(lt, views, rows.tokens))
+        self.index.extend(rows.seqs, rows.roles, views)
 
     def stored(self, stored: list[Message], linked: list[tuple[Message, Message]],
                rows: list[Message] | None = None) -> None:

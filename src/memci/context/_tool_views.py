@@ -137,15 +137,18 @@ class ToolViews:
             self._made.popitem(last=False)
         return view
 
-    def _own(self, message: Message, artifact_id: str) -> Artifact:
+    def _own(self, message: Message, artifact_id: str,
+             links: Mapping[str, Artifact] | None = None) -> Artifact:
         """The artifact ``artifact_id`` as linked to the call ``message`` answers.
 
-        Falls back to its latest link when the session has no link of that call to it
-        (stored by an older version).
+        ``links``: the session's links by call id, read at once for a window (else the
+        call's link is read here). Falls back to its latest link when the session has no
+        link of that call to it (stored by an older version).
         """
         result = message.tool_result
         if result is not None:
-            own = self.artifacts.for_call(self.session, result.call_id)
+            own = (links.get(result.call_id) if links is not None
+                   else self.artifacts.for_call(self.session, result.call_id))
             if own is not None and own.id == artifact_id:
                 return own
         return self.artifacts.get(artifact_id)
@@ -314,6 +317,8 @@ class ToolViews:
             saved = self.store.views(self.session, seqs[0], seqs[-1])
             missing = [m for m in messages if m.role == "tool" and (m.seq or 0) not in saved]
             new = {m.seq: a for m, a in self.store_results(missing, {})}
+            links = self._links([m for m in messages if m.role == "tool"
+                                 and (m.seq or 0) not in kept and m.seq not in new])
             for message in messages:
                 seq = message.seq or 0
                 if message.role != "tool" or seq in kept:
@@ -321,11 +326,16 @@ class ToolViews:
                 artifact = new.get(message.seq)
                 if artifact is None:
                     try:
-                        artifact = self._own(message, saved[seq])
+                        artifact = self._own(message, saved[seq], links)
                     except ArtifactNotFoundError:
                         artifact = self.store_results([message], {})[0][1]
                 kept[seq] = self._keep(message, artifact)
         return [kept[m.seq or 0] if m.role == "tool" else m for m in messages]
+
+    def _links(self, messages: Sequence[Message]) -> dict[str, Artifact]:
+        """The links of the calls ``messages`` answer, by call id: one read for them all."""
+        calls = {m.tool_result.call_id for m in messages if m.tool_result is not None}
+        return self.artifacts.for_calls(self.session, calls)
 
     def artifact_of(self, message: Message) -> Artifact:
         """The artifact of a stored tool result (as linked to its own call)."""

@@ -119,6 +119,10 @@ class ArtifactRows(Protocol):
         """The latest link of the call ``call_id`` of the session, or None."""
         ...
 
+    def for_calls(self, session_id: int, call_ids: Collection[str]) -> dict[str, Artifact]:
+        """The latest link of each of the calls ``call_ids`` of the session, by call id."""
+        ...
+
     def for_session(self, session_id: int) -> list[Artifact]:
         """Every link of the session, oldest first."""
         ...

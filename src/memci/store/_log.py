@@ -47,6 +47,20 @@ class LogRow(NamedTuple):
 
 
 @dataclass(frozen=True, slots=True)
+class LogColumns:
+    """The planning rows of a run of messages as columns (see :class:`LogRow`), in order.
+
+    What a process reads when it opens a session: one list a field, made from the
+    driver's rows in C, so a long log costs no Python work per message.
+    """
+
+    seqs: list[int]
+    roles: list[str]
+    tokens: list[int]
+    shown: list[int | None]
+
+
+@dataclass(frozen=True, slots=True)
 class PageRow:
     """The saved state of a page that is not plainly active (archived, recalled, evicted)."""
 
@@ -195,6 +209,10 @@ class MessageLog(Protocol):
 
     def log_rows(self, session: SessionRecord, *, after: int = 0) -> list[LogRow]:
         """Planning rows of the messages after ``after``, in order."""
+        ...
+
+    def log_columns(self, session: SessionRecord, *, after: int = 0) -> LogColumns:
+        """:meth:`log_rows` as columns (what opening a session reads)."""
         ...
 
     def branch_links(self, session: SessionRecord, *, after: int = 0) -> dict[int, int]:

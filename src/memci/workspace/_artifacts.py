@@ -44,7 +44,7 @@ import json
 import re
 import threading
 from collections import OrderedDict
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
@@ -382,6 +382,11 @@ class ArtifactStore:
     def for_call(self, session: SessionRecord | int, call_id: str) -> Artifact | None:
         """Return the artifact of the latest call ``call_id`` of the session, or None."""
         return self.rows.for_call(_session_id(session), call_id)
+
+    def for_calls(self, session: SessionRecord | int,
+                  call_ids: Collection[str]) -> dict[str, Artifact]:
+        """The artifact of the latest call of each of ``call_ids`` of the session, by call id."""
+        return self.rows.for_calls(_session_id(session), call_ids)
 
     def for_session(self, session: SessionRecord | int) -> list[Artifact]:
         """Every artifact link of the session, oldest first."""

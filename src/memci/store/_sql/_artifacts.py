@@ -10,7 +10,7 @@ U+0000 (:meth:`~memci.store._sql.Dialect.utf8_in`: PostgreSQL's ``bytea``).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from datetime import datetime
 
 from memci.errors import UnknownSessionError
@@ -109,6 +109,21 @@ class SqlArtifactRows:
             row = sql.one(ARTIFACT_SELECT + " WHERE a.session_id = ? AND a.call_id = ?"
                           " ORDER BY a.seq DESC LIMIT 1", (session_id, call_id))
         return None if row is None else artifact_from_row(row)
+
+    def for_calls(self, session_id: int, call_ids: Collection[str]) -> dict[str, Artifact]:
+        """The latest link of each of the calls ``call_ids`` of the session, by call id.
+
+        One statement for any number of calls (a window's tool results); a call with no
+        link is left out.
+        """
+        if not call_ids:
+            return {}
+        with self._db.read() as sql:
+            rows = sql.all(ARTIFACT_SELECT + " WHERE a.session_id = ? AND "
+                           + sql.dialect.in_array("a.call_id") + " ORDER BY a.seq",
+                           (session_id, sql.dialect.array(call_ids)))
+        # In link order: a later link of a call replaces an earlier one.
+        return {str(a.call_id): a for a in map(artifact_from_row, rows)}
 
     def for_session(self, session_id: int) -> list[Artifact]:
         """Every link of the session, oldest first."""

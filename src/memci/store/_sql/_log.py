@@ -31,7 +31,7 @@ from typing import Any
 
 from memci.errors import InvalidInputError, StoreError, UnknownSessionError
 from memci.messages import Message, dumps_parts
-from memci.store._log import LogRow
+from memci.store._log import LogColumns, LogRow
 from memci.store._records import SessionRecord
 from memci.store._rows import (
     check_owner,
@@ -301,13 +301,23 @@ class SqlLog:
 
         Tokens as shown are a tool result's view's (None when no view is saved yet).
         """
+        # The columns are typed (integers, text, NULL) by both backends: no cast is needed.
+        return list(map(LogRow._make, self._planning(session, after)))
+
+    def log_columns(self, session: SessionRecord, *, after: int = 0) -> LogColumns:
+        """:meth:`log_rows` as columns: transposed in C, nothing made per row."""
+        rows = self._planning(session, after)
+        if not rows:
+            return LogColumns([], [], [], [])
+        seqs, roles, tokens, shown = map(list, zip(*rows, strict=True))
+        return LogColumns(seqs, roles, tokens, shown)
+
+    def _planning(self, session: SessionRecord, after: int) -> list[Any]:
         with self.sql.read() as sql:
-            rows = sql.all(
+            return sql.all(
                 f"SELECT m.seq, m.role, {self._TOKENS}, v.tokens FROM messages m"
                 " LEFT JOIN message_views v ON v.session_id = m.session_id AND v.seq = m.seq"
                 " WHERE m.session_id = ? AND m.seq > ? ORDER BY m.seq", (session.id, after))
-        # The columns are typed (integers, text, NULL) by both backends: no cast is needed.
-        return list(map(LogRow._make, rows))
 
     def branch_links(self, session: SessionRecord, *, after: int = 0) -> dict[int, int]:
         """``{seq: linked seq}`` of the messages after ``after`` that name what they continue.
