@@ -158,3 +158,85 @@ def test_a_store_made_before_the_postings_gets_them_when_opened(url: str) -> Non
         newest = session.search("dirigible", k=1)
     assert after == before
     assert newest and newest[0].message.content == "a dirigible this time"
+
+
+def _crowded(engine: memci.Engine, queries: list[tuple[str, str]]) -> list[list[str]]:
+    """Searches of a session where "harbor" and "港口" are common (in > 3,000 entries)."""
+    session = engine.session("crowded")
+    other = engine.session("other")
+    other.add_many([{"role": "user", "content": f"harbor 港口 dirigible elsewhere {i}"}
+                    for i in range(20)])
+    rows = [{"role": "user" if i % 2 == 0 else "assistant",
+             "content": f"harbor 港口 report {i}: {_text(i)}"
+                        + (" dirigible 飞艇" if i == 1200 else "")}
+            for i in range(3_300)]
+    for start in range(0, len(rows), 1_100):
+        session.add_many(rows[start:start + 1_100])
+    return [[str(h.message.content) for h in session.search(q, k=8, scope=scope)]
+            for q, scope in queries]
+
+
+CROWDED = [("harbor dirigible", "session"), ("港口 飞艇", "session"), ("港 飞艇", "session"),
+           ("harbor report", "session"), ("harbor dirigible", "tenant"),
+           ("harbor dirigible today", "session"), ("lake harbor museum", "session")]
+
+
+def test_a_search_of_common_terms_finds_what_sqlite_finds(url: str, tmp_path: Path) -> None:
+    # A term in more than 3,000 entries of the search's scope is common: SQLite ranks the
+    # rare terms by BM25 and the common ones among the scope's newest entries only.
+    # PostgreSQL ranked every term by BM25 over all its postings: other entries came back.
+    with memci.Engine.open(tmp_path / "s.db", workers=0) as engine:
+        lite = _crowded(engine, CROWDED)
+    with memci.Engine.open(url, workers=0) as engine:
+        post = _crowded(engine, CROWDED)
+    assert all(len(found) == 8 for found in lite), lite
+    assert any("report 3299" in text for text in lite[0])  # the newest, not the shortest
+    for (query, scope), a, b in zip(CROWDED, lite, post, strict=True):
+        assert b == a, (query, scope)
+
+
+def _as_before_shards(conn: psycopg.Connection[Any]) -> None:
+    """Make a store's keyword tables what the postgres migration 1 left (memci before 2)."""
+    made = [str(r[0]) for r in conn.execute(
+        "SELECT tablename FROM pg_tables WHERE schemaname = current_schema()"
+        " AND tablename LIKE '%\\_fts\\_%\\_postings'").fetchall()]
+    assert "memory_fts_bigram_postings" in made
+    for postings in made:
+        table = postings.removesuffix("_postings")
+        conn.execute(f"DROP TABLE {postings}")
+        conn.execute(f"DROP INDEX {table}_shard")
+        conn.execute(f'CREATE TABLE {postings} (term text COLLATE "C" NOT NULL, ref bigint'
+                     " NOT NULL, tokens bigint NOT NULL, a integer NOT NULL, b integer NOT NULL,"
+                     " c integer NOT NULL, d integer NOT NULL, PRIMARY KEY (term, ref))")
+        conn.execute(f"CREATE INDEX {postings}_ref ON {postings} (ref)")
+        conn.execute(
+            f"INSERT INTO {postings} SELECT u.lexeme, k.ref, k.tokens,"
+            " cardinality(array_positions(u.weights, 'A')),"
+            " cardinality(array_positions(u.weights, 'B')),"
+            " cardinality(array_positions(u.weights, 'C')),"
+            f" cardinality(array_positions(u.weights, 'D')) FROM {table} k"
+            " CROSS JOIN LATERAL unnest(k.terms) u")
+    conn.execute("DELETE FROM memci_migrations WHERE component = 'postgres' AND version = 2")
+
+
+def test_a_store_made_before_the_postings_held_shards_is_upgraded_when_opened(
+    url: str,
+) -> None:
+    with memci.Engine.open(url, workers=0) as engine:
+        before = _searches(engine, QUERIES)
+    with psycopg.connect(url, autocommit=True) as conn:
+        _as_before_shards(conn)
+    with memci.Engine.open(url, workers=0) as engine:
+        session = engine.session("s")
+        after = [[h.message.seq for h in session.search(q, k=8)] for q in QUERIES]
+        session.add({"role": "user", "content": "a dirigible this time"})
+        newest = session.search("dirigible", k=1)
+    assert after == before
+    assert newest and newest[0].message.content == "a dirigible this time"
+    with psycopg.connect(url, autocommit=True) as conn:
+        key = conn.execute("SELECT pg_get_indexdef('memory_fts_bigram_postings_pkey'::regclass)"
+                           ).fetchone()
+        shards = conn.execute("SELECT count(DISTINCT shard) FROM memory_fts_bigram_postings"
+                              ).fetchone()
+    assert key is not None and "INCLUDE (shard, tokens, a, b, c, d)" in str(key[0])
+    assert shards == (1,)
