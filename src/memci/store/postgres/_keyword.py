@@ -140,14 +140,7 @@ _PHRASE_ROWS = (
 _SCORE = (
     "WITH {terms},"
     " c AS (SELECT * FROM unnest(%s::int[], %s::text[], %s::float8[]) AS c(i, term, idf)),"
-    # A term's hits are its posting's; a prefix's, the sum of its terms' in the row.
-    " hits AS (SELECT e.i, e.idf, p.ref, p.tokens,"
-    " p.a * v.wa + p.b * v.wb + p.c * v.wc + p.d * v.wd AS w"
-    " FROM e JOIN {postings} p ON p.term = e.lo{shards} CROSS JOIN v WHERE e.lo = e.hi"
-    " UNION ALL SELECT e.i, e.idf, p.ref, max(p.tokens),"
-    " sum(p.a * v.wa + p.b * v.wb + p.c * v.wc + p.d * v.wd)"
-    " FROM e JOIN {postings} p ON p.term BETWEEN e.lo AND e.hi{shards} CROSS JOIN v"
-    " WHERE e.lo < e.hi GROUP BY e.i, e.idf, p.ref),"
+    " hits AS ({hits}),"
     " found AS (SELECT h.ref, max(h.tokens) AS tokens, sum(CASE WHEN h.w > 0 THEN"
     " h.idf * h.w * (v.k1 + 1) / (h.w + v.k1 * (1 - v.b + v.b * h.tokens / v.avg))"
     " ELSE 0 END) AS score FROM hits h CROSS JOIN v GROUP BY h.ref),"
@@ -161,6 +154,19 @@ _SCORE = (
     # (In floating point: a numeric per row cost more than the rest of the ranking.)
     " SELECT round(score * 1e12) / 1e12 AS score, ref FROM scored"
     " ORDER BY round(score * 1e12) DESC, ref LIMIT %s")
+
+# The hits of each term in each row holding it (one posting; a prefix's, the sum of its
+# terms' in the row), read per term from the postings' key (LATERAL: never a scan of all
+# postings, whatever the planner guesses of the terms); only the kinds the query has.
+_EXACT_HITS = (
+    "SELECT e.i, e.idf, p.ref, p.tokens, p.a * v.wa + p.b * v.wb + p.c * v.wc + p.d * v.wd"
+    " AS w FROM e CROSS JOIN v CROSS JOIN LATERAL (SELECT * FROM {postings} p"
+    " WHERE p.term = e.lo{shards}) p WHERE e.lo = e.hi")
+_PREFIX_HITS = (
+    "SELECT e.i, e.idf, p.ref, max(p.tokens) AS tokens, sum(p.a * v.wa + p.b * v.wb"
+    " + p.c * v.wc + p.d * v.wd) AS w FROM e CROSS JOIN v CROSS JOIN LATERAL (SELECT * FROM {postings} p"
+    " WHERE p.term BETWEEN e.lo AND e.hi{shards}) p WHERE e.lo < e.hi"
+    " GROUP BY e.i, e.idf, p.ref")
 
 # The weights, BM25's constants and the average row (v), and each term's range and IDF
 # (e), as the caller counted them (see KeywordTable.rank)…
@@ -178,7 +184,7 @@ _COUNTED_TERMS = (
     " %s::float8 AS k1, %s::float8 AS b, CASE WHEN s.n > 0 THEN s.t / s.n ELSE 1 END AS avg"
     " FROM s),"
     " q AS (SELECT * FROM unnest(%s::int[], %s::text[], %s::text[]) AS q(i, lo, hi)),"
-    " h AS (SELECT q.*, least(s.n, CASE WHEN q.lo = q.hi"
+    " h AS MATERIALIZED (SELECT q.*, least(s.n, CASE WHEN q.lo = q.hi"
     " THEN (SELECT count(*) FROM {postings} p WHERE p.term = q.lo)"
     " ELSE (SELECT count(DISTINCT p.ref) FROM {postings} p WHERE p.term BETWEEN q.lo AND q.hi)"
     " END) AS having, s.n FROM q CROSS JOIN s),"
@@ -408,7 +414,7 @@ class KeywordTable:
         if not prune:
             return self._score(db, _COUNTED_TERMS, [
                 self.name, *_weights(weights), _K1, _B, list(range(len(bounds))),
-                [b[0] for b in bounds], [b[1] for b in bounds]], [], filters, limit)
+                [b[0] for b in bounds], [b[1] for b in bounds]], bounds, [], filters, limit)
         row = db.execute(_PHRASE_ROWS.format(postings=self.postings),
                          ([b[0] for b in bounds], [b[1] for b in bounds], self.name)
                          ).fetchone()
@@ -420,26 +426,33 @@ class KeywordTable:
                                                                             strict=True))]
         essential, common = _split(terms, having, total)
         if common:
-            ranked = self._score(db, _GIVEN_TERMS, _given(essential, weights, avg), common,
-                                 filters, limit)
+            ranked = self._score(db, _GIVEN_TERMS, _given(essential, weights, avg),
+                                 [t[1:3] for t in essential], common, filters, limit)
             ceiling = sum(idf for *_, idf in common) * (_K1 + 1)
             if len(ranked) == limit and ranked[-1][0] > ceiling:
                 return ranked
-        return self._score(db, _GIVEN_TERMS, _given(terms, weights, avg), [], filters, limit)
+        return self._score(db, _GIVEN_TERMS, _given(terms, weights, avg), bounds, [], filters,
+                           limit)
 
     def _score(
-        self, db: Connection, terms: str, terms_args: Sequence[Any], common: Sequence[_Term],
-        filters: _Filters, limit: int,
+        self, db: Connection, terms: str, terms_args: Sequence[Any],
+        bounds: Sequence[tuple[str, str]], common: Sequence[_Term], filters: _Filters,
+        limit: int,
     ) -> list[tuple[float, int]]:
         """The best rows holding a term of ``terms``, scored with ``common`` ones too.
 
-        ``terms``: :data:`_GIVEN_TERMS` or :data:`_COUNTED_TERMS`, with ``terms_args``.
+        ``terms``: :data:`_GIVEN_TERMS` or :data:`_COUNTED_TERMS`, with ``terms_args``;
+        ``bounds``: their ranges of stored terms.
         """
-        shards = [] if filters.shards is None else [list(filters.shards)] * 2
+        kinds = [hits for hits, wanted in ((_EXACT_HITS, any(lo == hi for lo, hi in bounds)),
+                                           (_PREFIX_HITS, any(lo != hi for lo, hi in bounds)))
+                 if wanted]
+        scoped = "" if filters.shards is None else " AND p.shard = ANY(%s)"
+        hits = " UNION ALL ".join(kinds).format(postings=self.postings, shards=scoped)
+        shards = [] if filters.shards is None else [list(filters.shards)] * len(kinds)
         rows = db.execute(
             _SCORE.format(terms=terms.format(postings=self.postings), postings=self.postings,
-                          join=filters.join, where=filters.where,
-                          shards="" if filters.shards is None else " AND p.shard = ANY(%s)"),
+                          join=filters.join, where=filters.where, hits=hits),
             (*terms_args, [t[0] for t in common], [t[1] for t in common],
              [t[3] for t in common], *shards, *filters.args, limit)).fetchall()
         return [(float(score), int(ref)) for score, ref in rows]
