@@ -164,8 +164,9 @@ _EXACT_HITS = (
     " WHERE p.term = e.lo{shards}) p WHERE e.lo = e.hi")
 _PREFIX_HITS = (
     "SELECT e.i, e.idf, p.ref, max(p.tokens) AS tokens, sum(p.a * v.wa + p.b * v.wb"
-    " + p.c * v.wc + p.d * v.wd) AS w FROM e CROSS JOIN v CROSS JOIN LATERAL (SELECT * FROM {postings} p"
-    " WHERE p.term BETWEEN e.lo AND e.hi{shards}) p WHERE e.lo < e.hi"
+    " + p.c * v.wc + p.d * v.wd) AS w FROM e CROSS JOIN v CROSS JOIN LATERAL"
+    " (SELECT * FROM {postings} p WHERE p.term BETWEEN e.lo AND e.hi{shards}) p"
+    " WHERE e.lo < e.hi"
     " GROUP BY e.i, e.idf, p.ref")
 
 # The weights, BM25's constants and the average row (v), and each term's range and IDF

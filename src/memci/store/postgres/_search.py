@@ -84,7 +84,10 @@ class PostgresMessageSearch(SqlMessageSearch):
         if where.sessions is not None and not where.sessions:
             return []
         scores: dict[int, float] = {}
-        with self._store.snapshot() as db:
+        # Not one snapshot (its BEGIN and COMMIT are two round trips): a writer between
+        # the counts and the ranking changes a count by what it added, and an entry
+        # deleted before its row is read is left out, as when it is loaded.
+        with self._store.read() as db:
             if plan.match is not None:
                 depth = k * 2 if plan.short_terms else k
                 for score, ref in self._match(db, plan.match, depth, where, context_weight):
