@@ -24,7 +24,7 @@ from memci.store._sql import Sql, SqlMessageSearch, search_filter
 from memci.store.postgres._db import Connection, Database
 from memci.store.postgres._dialect import POSTGRES
 from memci.store.postgres._keyword import KeywordTable
-from memci.store.postgres._scoped import Scope, newest, split
+from memci.store.postgres._scoped import Commons, Scope, newest, split
 
 if TYPE_CHECKING:
     from memci.text import Analyzer, MatchQuery
@@ -42,6 +42,7 @@ class PostgresMessageSearch(SqlMessageSearch):
         self.table = KeywordTable(store, f"memory_fts_{analyzer.name}", analyzer.tokenize,
                                   extra_tokens=1)
         self.table.make()
+        self._commons = Commons()  # terms found common, per scope (see _scoped)
 
     def _index(self, sql: Sql, doc: int, session_id: int, text: str, context: str) -> None:
         a = self.analyzer
@@ -114,7 +115,7 @@ class PostgresMessageSearch(SqlMessageSearch):
         rest, rest_args = search_filter(POSTGRES, replace(where, sessions=None, below=None))
         scope = Scope(sessions, POSTGRES.statement(rest), tuple(rest_args))
         parts = match.split(" OR ")
-        size, rare, common = split(db, self.table, parts, scope)
+        size, rare, common = split(db, self.table, parts, scope, self._commons)
         found: list[tuple[float, int]] = []
         if rare:
             join = " JOIN memory_docs d ON d.id = k.ref" if rest else ""
