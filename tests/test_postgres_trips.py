@@ -273,3 +273,32 @@ def test_a_store_made_before_the_postings_held_shards_is_upgraded_when_opened(
                               ).fetchone()
     assert key is not None and "INCLUDE (shard, tokens, a, b, c, d)" in str(key[0])
     assert shards == (1,)
+
+
+def _after_a_deletion(engine: memci.Engine) -> list[list[str]]:
+    """A search before and after its session is cleared and written again."""
+    session = engine.session("cleared")
+
+    def write(n: int, mark: int) -> list[str]:
+        session.add_many([{"role": "user", "content": f"harbor {mark} {i}: {_text(i)}"
+                                                      + (" dirigible" if i == n - 9 else "")}
+                          for i in range(n)])
+        return [str(h.message.content) for h in session.search("harbor dirigible", k=8)]
+
+    found = [write(3_300, 1)]  # "harbor" common: in more than 3,000 of its entries
+    session.clear()
+    found.append(write(300, 2))  # the same scope, "harbor" rare again
+    return found
+
+
+def test_what_a_search_keeps_is_dropped_when_something_is_deleted(
+    url: str, tmp_path: Path,
+) -> None:
+    # What PostgreSQL keeps between searches (the terms found common in a scope) holds
+    # while entries are only added; a deletion (here every message of the session, the
+    # scope staying the same) makes "harbor" rare again, ranked by BM25 as SQLite ranks it.
+    with memci.Engine.open(tmp_path / "s.db", workers=0) as engine:
+        lite = _after_a_deletion(engine)
+    with memci.Engine.open(url, workers=0) as engine:
+        post = _after_a_deletion(engine)
+    assert post == lite
