@@ -11,8 +11,9 @@ FTS5 tables, see :meth:`~memci.store.postgres.PostgresStore.derive`):
   counts them) and, for the trigram analyzer, ``body`` (the first column's text, which
   terms too short for trigrams are matched in, as SQLite does with ``instr``);
 - its postings, ``<table>_postings``: one row per term and row holding it (the term's
-  hits in each column, the row's ``tokens``), keyed by ``(term, ref)``, so a term's rows
-  (or a prefix's) are one range of the key, read without visiting the table;
+  hits in each column, the row's ``shard`` and ``tokens``), keyed by ``(term, ref)`` with
+  every column in the key's index, so a term's rows (or a prefix's) are one range of the
+  key, read without visiting the table once its pages are all-visible;
 - ``keyword_stats`` keeps rows and terms per table and shard (a shard per session for
   messages), so writers of different sessions never wait on one counter, and the
   average length BM25 needs is one small sum.
@@ -21,9 +22,10 @@ Terms are cut by :mod:`memci.store.postgres._terms` exactly as SQLite's FTS5 tok
 cuts them, once per row: the same cut makes its ``tsvector`` and its postings, written
 as one batch (``COPY`` for many rows). :meth:`KeywordTable.rank` computes FTS5's BM25
 (k1 = 1.2, b = 0.75, IDF ``ln((N - n + 0.5) / (n + 0.5))`` floored at 1e-6, column
-weights applied to the hits) in the database from the postings, in two statements (how
-many rows hold each phrase, then the scores); the most common terms are looked up only
-for the rows the rarer ones found, unless that could miss a better row. A phrase of
+weights applied to the hits) in the database from the postings, in one statement (how
+many rows hold each phrase, their IDF, the scores); or, pruned (documents), first the
+counts, then the most common terms looked up only for the rows the rarer ones found,
+unless that could miss a better row. A phrase of
 several terms (``"get_weather"``) is counted where its terms stand next to each other in
 one column: from the ``tsvector`` positions (a GIN index finds the rows), in Python. Both
 backends rank alike. What PostgreSQL bounds: a term of more than 2,000 bytes is kept as
