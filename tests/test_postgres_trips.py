@@ -211,7 +211,8 @@ def _crowded(engine: memci.Engine, queries: list[tuple[str, str]]) -> list[list[
 
 CROWDED = [("harbor dirigible", "session"), ("港口 飞艇", "session"), ("港 飞艇", "session"),
            ("harbor report", "session"), ("harbor dirigible", "tenant"),
-           ("harbor dirigible today", "session"), ("lake harbor museum", "session")]
+           ("harbor dirigible today", "session"), ("lake harbor museum", "session"),
+           ("report-3298 harbor", "session"), ("report-1200 dirigible", "session")]
 
 
 def test_a_search_of_common_terms_finds_what_sqlite_finds(url: str, tmp_path: Path) -> None:
@@ -222,7 +223,7 @@ def test_a_search_of_common_terms_finds_what_sqlite_finds(url: str, tmp_path: Pa
         lite = _crowded(engine, CROWDED)
     with memci.Engine.open(url, workers=0) as engine:
         post = _crowded(engine, CROWDED)
-    assert all(len(found) == 8 for found in lite), lite
+    assert all(found for found in lite), lite
     assert any("report 3299" in text for text in lite[0])  # the newest, not the shortest
     for (query, scope), a, b in zip(CROWDED, lite, post, strict=True):
         assert b == a, (query, scope)

@@ -412,13 +412,10 @@ class KeywordTable:
         found = phrases(match, self.spec)
         if not found or limit <= 0:
             return []
-        if any(len(p.terms) > 1 for p in found):
-            if shards is not None:
-                where, args = " AND k.shard = ANY(%s)" + where, [list(shards), *args]
-            return self.rank_positions(db, match, weights, join=join, where=where,
-                                       args=args, limit=limit)
-        bounds = [_bounds(p) for p in found]
         filters = _Filters(join, where, args, shards)
+        if any(len(p.terms) > 1 for p in found):
+            return self.rank_positions(db, found, weights, filters, limit)
+        bounds = [_bounds(p) for p in found]
         if not prune:
             return self._score(db, _COUNTED_TERMS, [
                 self.name, *_weights(weights), _K1, _B, list(range(len(bounds))),
@@ -466,29 +463,76 @@ class KeywordTable:
         return [(float(score), int(ref)) for score, ref in rows]
 
     def rank_positions(
-        self, db: Connection, match: str, weights: Sequence[float], *,
-        join: str = "", where: str = "", args: Sequence[Any] = (), limit: int,
+        self, db: Connection, found: Sequence[Phrase], weights: Sequence[float],
+        filters: _Filters, limit: int,
     ) -> list[tuple[float, int]]:
-        """:meth:`rank` from the rows' ``tsvector`` positions (phrases of several terms)."""
-        found = phrases(match, self.spec)
-        total, avg = self.stats(db)
-        query = " | ".join(f"({p.tsquery()})" for p in found)
-        # Rows holding each phrase, in one pass over the rows holding any (the GIN index).
-        counting = ", ".join("count(*) FILTER (WHERE terms @@ %s::tsquery)" for _ in found)
-        row = db.execute(f"SELECT {counting} FROM {self.name} WHERE terms @@ %s::tsquery",
-                         (*[p.tsquery() for p in found], query)).fetchone()
-        idfs: list[float] = []
-        for at in range(len(found)):
-            # Counted apart from the statistics: writers between the two reads may make it
-            # larger than the rows counted there (each search reads one snapshot, but a
-            # search inside a write transaction reads as it goes).
-            having = min(int(row[at]) if row else 0, total)
-            idfs.append(_idf(total, having))
+        """:meth:`rank` of ``found`` when a phrase has several terms (their positions).
+
+        The rows holding such a phrase (the GIN index finds them) are scored in Python
+        from their ``tsvector`` positions, every phrase counted; the other rows from the
+        postings of the one-term phrases, in the database (:meth:`_score`), deep enough
+        that the rows scored in Python cannot keep a better one out. Three statements:
+        the rows holding each phrase, the positions, the scores.
+        """
+        total, tokens, having = self._phrase_rows(db, found)
+        avg = tokens / total if total else 1.0
+        idfs = [_idf(total, min(n, total)) for n in having]
+        scored = self._scored_positions(db, found, idfs, weights, avg, filters)
+        single = [(i, *_bounds(p), idf) for i, (p, idf) in enumerate(zip(found, idfs,
+                                                                          strict=True))
+                  if len(p.terms) == 1]
+        if single:
+            inside = {ref for _, ref in scored}
+            scored += [(score, ref) for score, ref in self._score(
+                db, _GIVEN_TERMS, _given(single, weights, avg), [t[1:3] for t in single], [],
+                filters, limit + len(inside)) if ref not in inside]
+        scored.sort(key=lambda t: (-t[0], t[1]))
+        return scored[:limit]
+
+    def _phrase_rows(self, db: Connection, found: Sequence[Phrase]) -> tuple[int, int, list[int]]:
+        """The table's rows and terms, and how many rows hold each phrase: one statement.
+
+        A term (or prefix) counted in the postings' key, a phrase of several terms by the
+        GIN index of the rows' ``tsvector``.
+        """
+        counts: list[str] = []
+        args: list[Any] = []
+        for phrase in found:
+            if len(phrase.terms) > 1:
+                counts.append(f"(SELECT count(*) FROM {self.name} WHERE terms @@ %s::tsquery)")
+                args.append(phrase.tsquery())
+            elif phrase.prefix:
+                counts.append(f"(SELECT count(DISTINCT ref) FROM {self.postings}"
+                              " WHERE term BETWEEN %s AND %s)")
+                args += list(_bounds(phrase))
+            else:
+                counts.append(f"(SELECT count(*) FROM {self.postings} WHERE term = %s)")
+                args.append(phrase.terms[0])
+        row = db.execute(
+            "SELECT COALESCE(SUM(docs), 0), COALESCE(SUM(tokens), 0),"
+            f" ARRAY[{', '.join(counts)}]::bigint[] FROM keyword_stats WHERE tab = %s",
+            (*args, self.name)).fetchone()
+        assert row is not None
+        return int(row[0]), int(row[1]), [int(n) for n in row[2]]
+
+    def _scored_positions(
+        self, db: Connection, found: Sequence[Phrase], idfs: Sequence[float],
+        weights: Sequence[float], avg: float, filters: _Filters,
+    ) -> list[tuple[float, int]]:
+        """``(score, ref)`` of the rows holding a phrase of several terms.
+
+        Every phrase is counted, from the rows' ``tsvector`` positions.
+        """
+        query = " | ".join(f"({p.tsquery()})" for p in found if len(p.terms) > 1)
+        where, args = filters.where, list(filters.args)
+        if filters.shards is not None:
+            where, args = " AND k.shard = ANY(%s)" + where, [list(filters.shards), *args]
         exact = sorted({t for p in found for t in (p.terms[:-1] if p.prefix else p.terms)})
         prefixes = sorted({p.terms[-1] for p in found if p.prefix})
         rows = db.execute(
             f"SELECT k.ref, k.tokens, u.lexeme, u.positions, u.weights FROM {self.name} k"
-            f"{join} CROSS JOIN LATERAL unnest(k.terms) u WHERE k.terms @@ %s::tsquery{where}"
+            f"{filters.join} CROSS JOIN LATERAL unnest(k.terms) u"
+            f" WHERE k.terms @@ %s::tsquery{where}"
             " AND (u.lexeme = ANY(%s) OR u.lexeme LIKE ANY(%s))",
             (query, *args, exact, [_like_prefix(p) for p in prefixes])).fetchall()
         docs: dict[int, tuple[int, dict[str, list[tuple[int, str]]]]] = {}
@@ -506,8 +550,7 @@ class KeywordTable:
                     score += idf * hits * (_K1 + 1) / (hits + norm)
             if matched:  # a match in a column weighed 0 is found, with no score, as in FTS5
                 scored.append((score, ref))
-        scored.sort(key=lambda t: (-t[0], t[1]))
-        return scored[:limit]
+        return scored
 
     def containing(
         self, db: Connection, term: str, *, join: str = "", where: str = "",
