@@ -33,13 +33,13 @@ from memci.store.postgres._db import Connection
 from memci.store.postgres._keyword import KeywordTable, Phrase, phrases
 from memci.store.sqlite._common import best_by_terms
 
-__all__ = ["Commons", "Scope", "newest", "split"]
+__all__ = ["Commons", "PostingScope", "newest", "split"]
 
 _LAST_CHAR = "\U0010ffff"
 
 
 @dataclass(frozen=True, slots=True)
-class Scope:
+class PostingScope:
     """The entries a search may find, as conditions on a keyword row or posting ``x``.
 
     ``shards``: the sessions (None: any), read in ``x.shard``; ``where`` and ``args``: the
@@ -81,11 +81,13 @@ class Commons:
         self._kept: dict[tuple[object, ...], tuple[int, frozenset[str]]] = {}
         self._lock = threading.Lock()
 
-    def known(self, scope: Scope) -> tuple[int, frozenset[str]]:
+    def known(self, scope: PostingScope) -> tuple[int, frozenset[str]]:
         """``(erasures then, parts)``: the parts known common in ``scope`` (-1: none)."""
         return self._kept.get(scope.key, (-1, frozenset()))
 
-    def keep(self, db: Connection, scope: Scope, erasures: int, parts: Iterable[str]) -> None:
+    def keep(
+        self, db: Connection, scope: PostingScope, erasures: int, parts: Iterable[str],
+    ) -> None:
         """Remember ``parts`` as common in ``scope`` while the erasures are ``erasures``."""
         if db.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
             return
@@ -96,7 +98,7 @@ class Commons:
 
 
 def _holding(
-    table: KeywordTable, phrase: Phrase, scope: Scope, bounds: str = "",
+    table: KeywordTable, phrase: Phrase, scope: PostingScope, bounds: str = "",
     bound_args: Sequence[Any] = (),
 ) -> tuple[str, list[Any]]:
     """``SELECT x.ref`` of the scope's rows holding ``phrase``, and its arguments.
@@ -125,7 +127,8 @@ def _phrase(table: KeywordTable, part: str) -> Phrase | None:
 
 
 def split(
-    db: Connection, table: KeywordTable, parts: Sequence[str], scope: Scope, commons: Commons,
+    db: Connection, table: KeywordTable, parts: Sequence[str], scope: PostingScope,
+    commons: Commons,
 ) -> tuple[int, list[str], list[str]]:
     """``(size, rare, common)``: the index's newest row, and ``parts`` split as SQLite does.
 
@@ -158,7 +161,7 @@ def split(
 
 
 def _counts(
-    db: Connection, table: KeywordTable, parts: Sequence[str], scope: Scope,
+    db: Connection, table: KeywordTable, parts: Sequence[str], scope: PostingScope,
     known: frozenset[str],
 ) -> tuple[int, int, dict[str, int]]:
     """``(size, erasures, counts)`` in one statement.
@@ -187,7 +190,8 @@ def _counts(
 
 
 def newest(
-    db: Connection, table: KeywordTable, parts: Sequence[str], scope: Scope, k: int, top: int,
+    db: Connection, table: KeywordTable, parts: Sequence[str], scope: PostingScope, k: int,
+    top: int,
 ) -> list[tuple[float, int]]:
     """Up to ``COMMON_MAX`` common ``parts`` among the scope's newest entries up to ``top``.
 

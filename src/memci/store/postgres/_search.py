@@ -24,7 +24,7 @@ from memci.store._sql import Sql, SqlMessageSearch, search_filter
 from memci.store.postgres._db import Connection, Database
 from memci.store.postgres._dialect import POSTGRES
 from memci.store.postgres._keyword import KeywordTable
-from memci.store.postgres._scoped import Commons, Scope, newest, split
+from memci.store.postgres._scoped import Commons, PostingScope, newest, split
 
 if TYPE_CHECKING:
     from memci.text import Analyzer, MatchQuery
@@ -113,7 +113,7 @@ class PostgresMessageSearch(SqlMessageSearch):
         """
         sessions = None if where.sessions is None else tuple(int(s) for s in where.sessions)
         rest, rest_args = search_filter(POSTGRES, replace(where, sessions=None, below=None))
-        scope = Scope(sessions, POSTGRES.statement(rest), tuple(rest_args))
+        scope = PostingScope(sessions, POSTGRES.statement(rest), tuple(rest_args))
         parts = match.split(" OR ")
         size, rare, common = split(db, self.table, parts, scope, self._commons)
         found: list[tuple[float, int]] = []
