@@ -32,6 +32,11 @@ if TYPE_CHECKING:
     from memci.text import Analyzer, MatchQuery
 
 __all__ = [
+    "COMMON_MAX",
+    "POSTINGS_MAX",
+    "RARE",
+    "RECENT",
+    "TERMS_MAX",
     "Candidate",
     "IndexedMessage",
     "MessageSearch",
@@ -39,6 +44,17 @@ __all__ = [
     "SearchFilter",
     "VectorStore",
 ]
+
+# How a keyword search splits its terms, the same on every backend (so both find the same
+# entries): a term held by more than RARE entries of the search's scope is common; the
+# rarest terms, at most TERMS_MAX of them and POSTINGS_MAX postings in all, are ranked by
+# BM25 in the whole scope; up to COMMON_MAX of the rest only among the scope's RECENT
+# newest entries (see memci.store.sqlite._search and memci.store.postgres._scoped).
+RARE = 3_000
+POSTINGS_MAX = 12_000
+RECENT = 2_000
+TERMS_MAX = 12
+COMMON_MAX = 4
 
 
 @dataclass(frozen=True, slots=True)

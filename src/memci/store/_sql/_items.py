@@ -74,6 +74,7 @@ class SqlItemStore(ABC):
         db.ready("memory")
         self._db = db
         self.analyzer = analyzer
+        self._names: dict[int, str] = {}  # session names read (see session_names)
 
     # -- what each backend does its own way ----------------------------------------------
 
@@ -295,8 +296,15 @@ class SqlItemStore(ABC):
                 " AND i.valid_from < ?", (*args, start, end))}
 
     def session_names(self, session_ids: Collection[int]) -> dict[int, str]:
-        """Names of the sessions (their ids as text when gone)."""
-        if not session_ids:
-            return {}
-        with self._db.read() as sql:
-            return session_names(sql, session_ids)
+        """Names of the sessions (their ids as text when gone).
+
+        A name found is kept (names never change): each search's items name the same
+        few sessions.
+        """
+        missing = set(session_ids) - self._names.keys()
+        if missing:
+            with self._db.read() as sql:
+                found = session_names(sql, missing)
+            self._names.update((i, name) for i, name in found.items() if name != str(i))
+            return {i: self._names.get(i, found.get(i, str(i))) for i in session_ids}
+        return {i: self._names[i] for i in session_ids}

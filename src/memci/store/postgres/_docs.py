@@ -50,4 +50,4 @@ class PostgresDocStore(SqlDocStore):
                 ) -> list[int]:
         return [ref for _, ref in self.table.rank(
             sql.conn, match, (1.0, 2.0), join=" JOIN doc_chunks c ON c.id = k.ref",
-            where=sql.dialect.statement(where), args=args, limit=depth)]
+            where=sql.dialect.statement(where), args=args, limit=depth, prune=True)]

@@ -65,7 +65,8 @@ class PostgresItemStore(SqlItemStore):
         """
         sql_where, args = item_filter(self._db.dialect, where)
         join = " JOIN memory_items i ON i.id = k.ref"
-        with self._db.snapshot() as sql:
+        # One statement either way (no snapshot to open and close: two round trips).
+        with self._db.read() as sql:
             if plan.match is not None:
                 return [ref for _, ref in self.table.rank(
                     sql.conn, plan.match, (1.0, 0.5), join=join,

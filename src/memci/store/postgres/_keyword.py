@@ -11,8 +11,9 @@ FTS5 tables, see :meth:`~memci.store.postgres.PostgresStore.derive`):
   counts them) and, for the trigram analyzer, ``body`` (the first column's text, which
   terms too short for trigrams are matched in, as SQLite does with ``instr``);
 - its postings, ``<table>_postings``: one row per term and row holding it (the term's
-  hits in each column, the row's ``tokens``), keyed by ``(term, ref)``, so a term's rows
-  (or a prefix's) are one range of the key, read without visiting the table;
+  hits in each column, the row's ``shard`` and ``tokens``), keyed by ``(term, ref)`` with
+  every column in the key's index, so a term's rows (or a prefix's) are one range of the
+  key, read without visiting the table once its pages are all-visible;
 - ``keyword_stats`` keeps rows and terms per table and shard (a shard per session for
   messages), so writers of different sessions never wait on one counter, and the
   average length BM25 needs is one small sum.
@@ -21,9 +22,10 @@ Terms are cut by :mod:`memci.store.postgres._terms` exactly as SQLite's FTS5 tok
 cuts them, once per row: the same cut makes its ``tsvector`` and its postings, written
 as one batch (``COPY`` for many rows). :meth:`KeywordTable.rank` computes FTS5's BM25
 (k1 = 1.2, b = 0.75, IDF ``ln((N - n + 0.5) / (n + 0.5))`` floored at 1e-6, column
-weights applied to the hits) in the database from the postings, in two statements (how
-many rows hold each phrase, then the scores); the most common terms are looked up only
-for the rows the rarer ones found, unless that could miss a better row. A phrase of
+weights applied to the hits) in the database from the postings, in one statement (how
+many rows hold each phrase, their IDF, the scores); or, pruned (documents), first the
+counts, then the most common terms looked up only for the rows the rarer ones found,
+unless that could miss a better row. A phrase of
 several terms (``"get_weather"``) is counted where its terms stand next to each other in
 one column: from the ``tsvector`` positions (a GIN index finds the rows), in Python. Both
 backends rank alike. What PostgreSQL bounds: a term of more than 2,000 bytes is kept as
@@ -44,6 +46,7 @@ import re
 from collections import defaultdict
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
+from operator import itemgetter
 from typing import Any
 
 from memci.store.postgres._db import Connection, Database
@@ -61,13 +64,13 @@ _WEIGHTS = "ABCD"
 _COPY_FROM = 200  # rows from which a batch goes by COPY (two round trips, far less work)
 _ROW_COLUMNS = (("ref", "bigint"), ("shard", "bigint"), ("terms", "tsvector"),
                 ("tokens", "bigint"), ("body", "text"))
-_POSTING_COLUMNS = (("term", "text"), ("ref", "bigint"), ("tokens", "bigint"),
-                    *((w.lower(), "integer") for w in _WEIGHTS))
+_POSTING_COLUMNS = (("term", "text"), ("ref", "bigint"), ("shard", "bigint"),
+                    ("tokens", "bigint"), *((w.lower(), "integer") for w in _WEIGHTS))
 # The postings of a store whose keyword table was made before them, from its tsvectors
 # (each term's positions counted per weight: A is the first column, B the second …).
 _FILL_POSTINGS = (
-    "INSERT INTO {postings} (term, ref, tokens, a, b, c, d)"
-    " SELECT u.lexeme, k.ref, k.tokens, cardinality(array_positions(u.weights, 'A')),"
+    "INSERT INTO {postings} (term, ref, shard, tokens, a, b, c, d)"
+    " SELECT u.lexeme, k.ref, k.shard, k.tokens, cardinality(array_positions(u.weights, 'A')),"
     " cardinality(array_positions(u.weights, 'B')), cardinality(array_positions(u.weights,"
     " 'C')), cardinality(array_positions(u.weights, 'D')) FROM {table} k"
     " CROSS JOIN LATERAL unnest(k.terms) u")
@@ -133,19 +136,14 @@ _PHRASE_ROWS = (
     " FROM (SELECT COALESCE(SUM(docs), 0) AS docs, COALESCE(SUM(tokens), 0) AS tokens"
     " FROM keyword_stats WHERE tab = %s) s")
 
-# FTS5's BM25 of the rows holding an essential term (e), within the caller's filter
-# ({join}, {where}; the found rows are named k), plus what the common terms (c) add to
-# those rows (looked up by term and row); the best first, ties to the smaller row.
+# FTS5's BM25 of the rows holding an essential term (e), within the caller's shards
+# ({shards}) and filter ({join}, {where}; the found rows are named k), plus what the
+# common terms (c) add to those rows (looked up by term and row); the best first, ties to
+# the smaller row.
 _SCORE = (
-    "WITH v AS (SELECT %s::float8 AS wa, %s::float8 AS wb, %s::float8 AS wc,"
-    " %s::float8 AS wd, %s::float8 AS k1, %s::float8 AS b, %s::float8 AS avg),"
-    " e AS (SELECT * FROM unnest(%s::int[], %s::text[], %s::text[], %s::float8[])"
-    " AS e(i, lo, hi, idf)),"
+    "WITH {terms},"
     " c AS (SELECT * FROM unnest(%s::int[], %s::text[], %s::float8[]) AS c(i, term, idf)),"
-    " hits AS (SELECT e.i, e.idf, p.ref, max(p.tokens) AS tokens,"
-    " sum(p.a * v.wa + p.b * v.wb + p.c * v.wc + p.d * v.wd) AS w"
-    " FROM e JOIN {postings} p ON p.term BETWEEN e.lo AND e.hi CROSS JOIN v"
-    " GROUP BY e.i, e.idf, p.ref),"
+    " hits AS ({hits}),"
     " found AS (SELECT h.ref, max(h.tokens) AS tokens, sum(CASE WHEN h.w > 0 THEN"
     " h.idf * h.w * (v.k1 + 1) / (h.w + v.k1 * (1 - v.b + v.b * h.tokens / v.avg))"
     " ELSE 0 END) AS score FROM hits h CROSS JOIN v GROUP BY h.ref),"
@@ -156,8 +154,49 @@ _SCORE = (
     " FROM found k{join} CROSS JOIN v WHERE TRUE{where})"
     # Rounded: the order PostgreSQL sums a row's terms in may change with its plan, and
     # the last bits of a sum with it; scores equal to 12 digits are ties (smaller row).
-    " SELECT round(score::numeric, 12)::float8 AS score, ref FROM scored"
-    " ORDER BY 1 DESC, ref LIMIT %s")
+    # (In floating point: a numeric per row cost more than the rest of the ranking.)
+    " SELECT round(score * 1e12) / 1e12 AS score, ref FROM scored"
+    " ORDER BY round(score * 1e12) DESC, ref LIMIT %s")
+
+# The hits of each term in each row holding it (one posting; a prefix's, the sum of its
+# terms' in the row), read per term from the postings' key (LATERAL, and OFFSET 0 so the
+# planner keeps it a lookup per term: flattened into a join, a prefix's range was planned
+# as a scan of every posting, 1 s at 10,000 messages); only the kinds the query has.
+_EXACT_HITS = (
+    "SELECT e.i, e.idf, p.ref, p.tokens, p.a * v.wa + p.b * v.wb + p.c * v.wc + p.d * v.wd"
+    " AS w FROM e CROSS JOIN v CROSS JOIN LATERAL (SELECT * FROM {postings} p"
+    " WHERE p.term = e.lo{shards} OFFSET 0) p WHERE e.lo = e.hi")
+_PREFIX_HITS = (
+    "SELECT e.i, e.idf, p.ref, max(p.tokens) AS tokens, sum(p.a * v.wa + p.b * v.wb"
+    " + p.c * v.wc + p.d * v.wd) AS w FROM e CROSS JOIN v CROSS JOIN LATERAL"
+    " (SELECT * FROM {postings} p WHERE p.term BETWEEN e.lo AND e.hi{shards} OFFSET 0) p"
+    " WHERE e.lo < e.hi"
+    " GROUP BY e.i, e.idf, p.ref")
+
+# The weights, BM25's constants and the average row (v), and each term's range and IDF
+# (e), as the caller counted them (see KeywordTable.rank)…
+_GIVEN_TERMS = (
+    "v AS (SELECT %s::float8 AS wa, %s::float8 AS wb, %s::float8 AS wc,"
+    " %s::float8 AS wd, %s::float8 AS k1, %s::float8 AS b, %s::float8 AS avg),"
+    " e AS (SELECT * FROM unnest(%s::int[], %s::text[], %s::text[], %s::float8[])"
+    " AS e(i, lo, hi, idf))")
+# … or counted in the same statement: the table's rows and terms (keyword_stats), the
+# rows holding each term (or prefix), FTS5's IDF of them (as _idf computes it).
+_COUNTED_TERMS = (
+    "s AS (SELECT COALESCE(SUM(docs), 0)::float8 AS n, COALESCE(SUM(tokens), 0)::float8"
+    " AS t FROM keyword_stats WHERE tab = %s),"
+    " v AS (SELECT %s::float8 AS wa, %s::float8 AS wb, %s::float8 AS wc, %s::float8 AS wd,"
+    " %s::float8 AS k1, %s::float8 AS b, CASE WHEN s.n > 0 THEN s.t / s.n ELSE 1 END AS avg"
+    " FROM s),"
+    " q AS (SELECT * FROM unnest(%s::int[], %s::text[], %s::text[]) AS q(i, lo, hi)),"
+    " h AS MATERIALIZED (SELECT q.*, least(s.n, CASE WHEN q.lo = q.hi"
+    " THEN (SELECT count(*) FROM {postings} p WHERE p.term = q.lo)"
+    " ELSE (SELECT count(DISTINCT p.ref) FROM {postings} p WHERE p.term BETWEEN q.lo AND q.hi)"
+    " END) AS having, s.n FROM q CROSS JOIN s),"
+    " f AS (SELECT h.i, h.lo, h.hi, CASE WHEN h.n > 0"
+    " THEN ln((h.n - h.having + 0.5) / (h.having + 0.5)) ELSE 0 END AS idf FROM h),"
+    " e AS (SELECT f.i, f.lo, f.hi, CASE WHEN f.idf > 0 THEN f.idf ELSE 1e-6 END AS idf"
+    " FROM f)")
 
 
 def _bounds(phrase: Phrase) -> tuple[str, str]:
@@ -181,6 +220,27 @@ def _split(
     if len(common) == len(terms):
         return list(terms), []
     return [t for t in terms if t not in common], common
+
+
+@dataclass(frozen=True, slots=True)
+class _Filters:
+    """What narrows a ranking: a join and conditions on the found rows ``k``, shards."""
+
+    join: str
+    where: str
+    args: Sequence[Any]
+    shards: Sequence[int] | None
+
+
+def _weights(weights: Sequence[float]) -> list[float]:
+    """A weight per column (a column not given weighs 0)."""
+    return [*weights, 0.0, 0.0, 0.0, 0.0][:len(_WEIGHTS)]
+
+
+def _given(terms: Sequence[_Term], weights: Sequence[float], avg: float) -> list[Any]:
+    """The arguments of :data:`_GIVEN_TERMS`."""
+    return [*_weights(weights), _K1, _B, avg, [t[0] for t in terms], [t[1] for t in terms],
+            [t[2] for t in terms], [t[3] for t in terms]]
 
 
 def tsvector_text(columns: Sequence[Sequence[str]]) -> tuple[str, int]:
@@ -236,14 +296,23 @@ class KeywordTable:
             f"CREATE TABLE {self.name} (ref bigint PRIMARY KEY, shard bigint NOT NULL,"
             f" terms tsvector NOT NULL, tokens bigint NOT NULL, body text)",
             f"CREATE INDEX {self.name}_terms ON {self.name} USING gin (terms)",
+            # A scope's newest rows (see memci.store.postgres._scoped).
+            f"CREATE INDEX {self.name}_shard ON {self.name} (shard, ref)",
         ]
 
     def posting_statements(self) -> list[str]:
-        """What makes the postings table: a term's rows are one range of its primary key."""
+        """What makes the postings table: a term's rows are one range of its primary key.
+
+        The key's index holds every column (``INCLUDE``): a search reads a term's
+        postings from the index alone, a few pages, not one table page per posting
+        (once autovacuum has marked the pages all-visible, as it does after inserts).
+        """
         hits = ", ".join(f"{w.lower()} integer NOT NULL" for w in _WEIGHTS)
+        covered = ", ".join(["shard", "tokens", *(w.lower() for w in _WEIGHTS)])
         return [
             f'CREATE TABLE {self.postings} (term text COLLATE "C" NOT NULL,'
-            f" ref bigint NOT NULL, tokens bigint NOT NULL, {hits}, PRIMARY KEY (term, ref))",
+            f" ref bigint NOT NULL, shard bigint NOT NULL, tokens bigint NOT NULL, {hits},"
+            f" PRIMARY KEY (term, ref) INCLUDE ({covered}))",
             f"CREATE INDEX {self.postings}_ref ON {self.postings} (ref)",
         ]
 
@@ -288,12 +357,16 @@ class KeywordTable:
             body = (columns[0].split("\x00", 1)[0].lower()
                     if self.keeps_body and columns else None)
             values.append((ref, shard, text, tokens, body))
-            postings += [(term, ref, tokens, *hits) for term, hits in _hits_per_column(cut)]
+            postings += [(term, ref, shard, tokens, *hits)
+                         for term, hits in _hits_per_column(cut)]
             docs, total = counted.get(shard, (0, 0))
             counted[shard] = (docs + 1, total + tokens)
         if not values:
             return
         _insert(db, self.name, _ROW_COLUMNS, values)
+        # By term: a term's postings of the batch share table pages, so reading a term
+        # (its rows holding it, a count) visits a page per batch, not one per posting.
+        postings.sort(key=itemgetter(0))
         _insert(db, self.postings, _POSTING_COLUMNS, postings)
         for shard, (docs, total) in sorted(counted.items()):
             self._count(db, shard, docs, total)
@@ -317,27 +390,36 @@ class KeywordTable:
     def rank(
         self, db: Connection, match: str, weights: Sequence[float], *,
         join: str = "", where: str = "", args: Sequence[Any] = (), limit: int,
+        shards: Sequence[int] | None = None, prune: bool = False,
     ) -> list[tuple[float, int]]:
         """The ``limit`` best ``(score, ref)`` for the ``MATCH`` text, best first.
 
         ``join`` and ``where`` (SQL, the keyword table named ``k``; ``where`` starts with
-        `` AND``) narrow the rows before ranking; ``weights`` weigh the columns' hits.
+        `` AND``) narrow the rows before ranking, and so do ``shards`` (read in the
+        postings: no join); ``weights`` weigh the columns' hits.
         Ties go to the smaller ref, as FTS5 ties go to the smaller rowid.
 
-        Computed in the database from the postings: first each phrase's rows (its
-        terms' counts), then the scores. The most common terms (an IDF too small to lift
-        a row past the others) are looked up only for the rows the rarer ones found;
-        when the rows found that way cannot be the best (the ``limit``-th score is below
-        what the common terms alone could give), all terms are ranked in full. A phrase
+        Computed in the database from the postings, in one statement (the terms' counts,
+        their IDF and the scores). With ``prune``, first each phrase's rows, then the
+        scores: the most common terms (an IDF too small to lift a row past the others)
+        are looked up only for the rows the rarer ones found; when the rows found that way
+        cannot be the best (the ``limit``-th score is below what the common terms alone
+        could give), all terms are ranked in full (a second statement). A caller that
+        bounds the postings a search reads (the message search, see :mod:`._scoped`)
+        does not prune: the second statement was needed more often than not. A phrase
         of several terms needs their positions: then :meth:`rank_positions`.
         """
         found = phrases(match, self.spec)
         if not found or limit <= 0:
             return []
+        filters = _Filters(join, where, args, shards)
         if any(len(p.terms) > 1 for p in found):
-            return self.rank_positions(db, match, weights, join=join, where=where,
-                                       args=args, limit=limit)
+            return self.rank_positions(db, found, weights, filters, limit)
         bounds = [_bounds(p) for p in found]
+        if not prune:
+            return self._score(db, _COUNTED_TERMS, [
+                self.name, *_weights(weights), _K1, _B, list(range(len(bounds))),
+                [b[0] for b in bounds], [b[1] for b in bounds]], bounds, [], filters, limit)
         row = db.execute(_PHRASE_ROWS.format(postings=self.postings),
                          ([b[0] for b in bounds], [b[1] for b in bounds], self.name)
                          ).fetchone()
@@ -349,52 +431,108 @@ class KeywordTable:
                                                                             strict=True))]
         essential, common = _split(terms, having, total)
         if common:
-            ranked = self._score(db, essential, common, weights, avg, join, where, args, limit)
+            ranked = self._score(db, _GIVEN_TERMS, _given(essential, weights, avg),
+                                 [t[1:3] for t in essential], common, filters, limit)
             ceiling = sum(idf for *_, idf in common) * (_K1 + 1)
             if len(ranked) == limit and ranked[-1][0] > ceiling:
                 return ranked
-        return self._score(db, terms, [], weights, avg, join, where, args, limit)
+        return self._score(db, _GIVEN_TERMS, _given(terms, weights, avg), bounds, [], filters,
+                           limit)
 
     def _score(
-        self, db: Connection, essential: Sequence[_Term], common: Sequence[_Term],
-        weights: Sequence[float], avg: float, join: str, where: str, args: Sequence[Any],
+        self, db: Connection, terms: str, terms_args: Sequence[Any],
+        bounds: Sequence[tuple[str, str]], common: Sequence[_Term], filters: _Filters,
         limit: int,
     ) -> list[tuple[float, int]]:
-        """The best rows holding an ``essential`` term, scored with ``common`` ones too."""
-        w = [*weights, 0.0, 0.0, 0.0, 0.0][:len(_WEIGHTS)]
-        arrays = [[t[0] for t in essential], [t[1] for t in essential],
-                  [t[2] for t in essential], [t[3] for t in essential],
-                  [t[0] for t in common], [t[1] for t in common],
-                  [t[3] for t in common]]
+        """The best rows holding a term of ``terms``, scored with ``common`` ones too.
+
+        ``terms``: :data:`_GIVEN_TERMS` or :data:`_COUNTED_TERMS`, with ``terms_args``;
+        ``bounds``: their ranges of stored terms.
+        """
+        kinds = [hits for hits, wanted in ((_EXACT_HITS, any(lo == hi for lo, hi in bounds)),
+                                           (_PREFIX_HITS, any(lo != hi for lo, hi in bounds)))
+                 if wanted]
+        scoped = "" if filters.shards is None else " AND p.shard = ANY(%s)"
+        hits = " UNION ALL ".join(kinds).format(postings=self.postings, shards=scoped)
+        shards = [] if filters.shards is None else [list(filters.shards)] * len(kinds)
         rows = db.execute(
-            _SCORE.format(postings=self.postings, join=join, where=where),
-            (*w, _K1, _B, avg, *arrays, *args, limit)).fetchall()
+            _SCORE.format(terms=terms.format(postings=self.postings), postings=self.postings,
+                          join=filters.join, where=filters.where, hits=hits),
+            (*terms_args, [t[0] for t in common], [t[1] for t in common],
+             [t[3] for t in common], *shards, *filters.args, limit)).fetchall()
         return [(float(score), int(ref)) for score, ref in rows]
 
     def rank_positions(
-        self, db: Connection, match: str, weights: Sequence[float], *,
-        join: str = "", where: str = "", args: Sequence[Any] = (), limit: int,
+        self, db: Connection, found: Sequence[Phrase], weights: Sequence[float],
+        filters: _Filters, limit: int,
     ) -> list[tuple[float, int]]:
-        """:meth:`rank` from the rows' ``tsvector`` positions (phrases of several terms)."""
-        found = phrases(match, self.spec)
-        total, avg = self.stats(db)
-        query = " | ".join(f"({p.tsquery()})" for p in found)
-        # Rows holding each phrase, in one pass over the rows holding any (the GIN index).
-        counting = ", ".join("count(*) FILTER (WHERE terms @@ %s::tsquery)" for _ in found)
-        row = db.execute(f"SELECT {counting} FROM {self.name} WHERE terms @@ %s::tsquery",
-                         (*[p.tsquery() for p in found], query)).fetchone()
-        idfs: list[float] = []
-        for at in range(len(found)):
-            # Counted apart from the statistics: writers between the two reads may make it
-            # larger than the rows counted there (each search reads one snapshot, but a
-            # search inside a write transaction reads as it goes).
-            having = min(int(row[at]) if row else 0, total)
-            idfs.append(_idf(total, having))
+        """:meth:`rank` of ``found`` when a phrase has several terms (their positions).
+
+        The rows holding such a phrase (the GIN index finds them) are scored in Python
+        from their ``tsvector`` positions, every phrase counted; the other rows from the
+        postings of the one-term phrases, in the database (:meth:`_score`), deep enough
+        that the rows scored in Python cannot keep a better one out. Three statements:
+        the rows holding each phrase, the positions, the scores.
+        """
+        total, tokens, having = self._phrase_rows(db, found)
+        avg = tokens / total if total else 1.0
+        idfs = [_idf(total, min(n, total)) for n in having]
+        scored = self._scored_positions(db, found, idfs, weights, avg, filters)
+        single = [(i, *_bounds(p), idf) for i, (p, idf) in enumerate(zip(found, idfs,
+                                                                          strict=True))
+                  if len(p.terms) == 1]
+        if single:
+            inside = {ref for _, ref in scored}
+            scored += [(score, ref) for score, ref in self._score(
+                db, _GIVEN_TERMS, _given(single, weights, avg), [t[1:3] for t in single], [],
+                filters, limit + len(inside)) if ref not in inside]
+        scored.sort(key=lambda t: (-t[0], t[1]))
+        return scored[:limit]
+
+    def _phrase_rows(self, db: Connection, found: Sequence[Phrase]) -> tuple[int, int, list[int]]:
+        """The table's rows and terms, and how many rows hold each phrase: one statement.
+
+        A term (or prefix) counted in the postings' key, a phrase of several terms by the
+        GIN index of the rows' ``tsvector``.
+        """
+        counts: list[str] = []
+        args: list[Any] = []
+        for phrase in found:
+            if len(phrase.terms) > 1:
+                counts.append(f"(SELECT count(*) FROM {self.name} WHERE terms @@ %s::tsquery)")
+                args.append(phrase.tsquery())
+            elif phrase.prefix:
+                counts.append(f"(SELECT count(DISTINCT ref) FROM {self.postings}"
+                              " WHERE term BETWEEN %s AND %s)")
+                args += list(_bounds(phrase))
+            else:
+                counts.append(f"(SELECT count(*) FROM {self.postings} WHERE term = %s)")
+                args.append(phrase.terms[0])
+        row = db.execute(
+            "SELECT COALESCE(SUM(docs), 0), COALESCE(SUM(tokens), 0),"
+            f" ARRAY[{', '.join(counts)}]::bigint[] FROM keyword_stats WHERE tab = %s",
+            (*args, self.name)).fetchone()
+        assert row is not None
+        return int(row[0]), int(row[1]), [int(n) for n in row[2]]
+
+    def _scored_positions(
+        self, db: Connection, found: Sequence[Phrase], idfs: Sequence[float],
+        weights: Sequence[float], avg: float, filters: _Filters,
+    ) -> list[tuple[float, int]]:
+        """``(score, ref)`` of the rows holding a phrase of several terms.
+
+        Every phrase is counted, from the rows' ``tsvector`` positions.
+        """
+        query = " | ".join(f"({p.tsquery()})" for p in found if len(p.terms) > 1)
+        where, args = filters.where, list(filters.args)
+        if filters.shards is not None:
+            where, args = " AND k.shard = ANY(%s)" + where, [list(filters.shards), *args]
         exact = sorted({t for p in found for t in (p.terms[:-1] if p.prefix else p.terms)})
         prefixes = sorted({p.terms[-1] for p in found if p.prefix})
         rows = db.execute(
             f"SELECT k.ref, k.tokens, u.lexeme, u.positions, u.weights FROM {self.name} k"
-            f"{join} CROSS JOIN LATERAL unnest(k.terms) u WHERE k.terms @@ %s::tsquery{where}"
+            f"{filters.join} CROSS JOIN LATERAL unnest(k.terms) u"
+            f" WHERE k.terms @@ %s::tsquery{where}"
             " AND (u.lexeme = ANY(%s) OR u.lexeme LIKE ANY(%s))",
             (query, *args, exact, [_like_prefix(p) for p in prefixes])).fetchall()
         docs: dict[int, tuple[int, dict[str, list[tuple[int, str]]]]] = {}
@@ -412,8 +550,7 @@ class KeywordTable:
                     score += idf * hits * (_K1 + 1) / (hits + norm)
             if matched:  # a match in a column weighed 0 is found, with no score, as in FTS5
                 scored.append((score, ref))
-        scored.sort(key=lambda t: (-t[0], t[1]))
-        return scored[:limit]
+        return scored
 
     def containing(
         self, db: Connection, term: str, *, join: str = "", where: str = "",

@@ -345,6 +345,28 @@ POSTGRES: tuple[Migration, ...] = (
             PRIMARY KEY (tab, shard)
         );
     """),
+    Migration(2, "keyword postings hold their row's shard and cover what ranking reads", r"""
+        -- A search reads a term's postings of one scope (sessions) from the postings' key
+        -- alone: the postings made before carry neither the shard nor the columns in
+        -- their key. They go; the next open of each keyword table makes them again from
+        -- its rows (memci.store.postgres._keyword.KeywordTable.make), shard included.
+        -- A keyword table's rows of a shard, newest first, are one index range.
+        DO $$
+        DECLARE
+            t text;
+        BEGIN
+            FOR t IN SELECT tablename FROM pg_tables WHERE schemaname = current_schema()
+                    AND tablename LIKE '%\_fts\_%\_postings' LOOP
+                EXECUTE format('DROP TABLE %I', t);
+            END LOOP;
+            FOR t IN SELECT tablename FROM pg_tables WHERE schemaname = current_schema()
+                    AND tablename LIKE '%\_fts\_%' LOOP
+                EXECUTE format('CREATE INDEX IF NOT EXISTS %I ON %I (shard, ref)',
+                               t || '_shard', t);
+            END LOOP;
+        END
+        $$;
+    """),
 )
 
 #: Every series, in the order they are applied (``core`` first: others refer to it).

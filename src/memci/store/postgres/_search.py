@@ -5,23 +5,26 @@ per indexed message in ``memory_docs``; a doc number comes from an identity colu
 it is unique across servers). Here: the derived keyword table ``memory_fts_<analyzer>``
 (:class:`KeywordTable`, ref = doc id, shard = session id) holds an entry's keyword text:
 ``body`` (the analyzer's document of its text, weight A) and ``context`` (of the tail of
-the messages before it, weight B), ranked by FTS5's BM25 so both backends order results
-alike. User text reaches SQL only as parameters.
+the messages before it, weight B), ranked by FTS5's BM25, a query's terms split into rare
+and common ones as SQLite splits them (:mod:`memci.store.postgres._scoped`), so both
+backends find the same entries. User text reaches SQL only as parameters.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from memci.messages import Message
 from memci.store._rows import stored_instant, stored_parts
 from memci.store._search import Candidate, IndexedMessage, SearchDoc, SearchFilter
 from memci.store._sql import Sql, SqlMessageSearch, search_filter
-from memci.store.postgres._db import Database
+from memci.store.postgres._db import Connection, Database
 from memci.store.postgres._dialect import POSTGRES
 from memci.store.postgres._keyword import KeywordTable
+from memci.store.postgres._scoped import Commons, PostingScope, newest, split
 
 if TYPE_CHECKING:
     from memci.text import Analyzer, MatchQuery
@@ -39,6 +42,7 @@ class PostgresMessageSearch(SqlMessageSearch):
         self.table = KeywordTable(store, f"memory_fts_{analyzer.name}", analyzer.tokenize,
                                   extra_tokens=1)
         self.table.make()
+        self._commons = Commons()  # terms found common, per scope (see _scoped)
 
     def _index(self, sql: Sql, doc: int, session_id: int, text: str, context: str) -> None:
         a = self.analyzer
@@ -71,35 +75,26 @@ class PostgresMessageSearch(SqlMessageSearch):
     ) -> list[Candidate]:
         """The ``k`` best entries for ``plan`` within ``where`` by BM25, best first.
 
-        Terms too short for the trigram index are matched by scanning (``strpos``); a
-        match adds the term's IDF (``ln(1 + N/df)``), as in the SQLite store.
+        The terms are split as the SQLite store splits them (:mod:`._scoped`): rare ones
+        ranked by BM25 in the whole scope, common ones among its newest entries. Terms
+        too short for the trigram index are matched by scanning (``strpos``); a match adds
+        the term's IDF (``ln(1 + N/df)``), as in the SQLite store.
         """
         if plan.empty or k <= 0:
             return []
         if where.sessions is not None and not where.sessions:
             return []
-        sql, args = search_filter(POSTGRES, where)
-        sql = POSTGRES.statement(sql)  # a fragment of statements written for psycopg
-        join = " JOIN memory_docs d ON d.id = k.ref"
         scores: dict[int, float] = {}
-        with self._store.snapshot() as db:
+        # Not one snapshot (its BEGIN and COMMIT are two round trips): a writer between
+        # the counts and the ranking changes a count by what it added, and an entry
+        # deleted before its row is read is left out, as when it is loaded.
+        with self._store.read() as db:
             if plan.match is not None:
                 depth = k * 2 if plan.short_terms else k
-                for score, ref in self.table.rank(
-                        db, plan.match, (1.0, context_weight), join=join, where=sql,
-                        args=args, limit=depth):
+                for score, ref in self._match(db, plan.match, depth, where, context_weight):
                     scores[ref] = score
             if plan.short_terms:
-                # N of a short term's IDF is counted where its matches are: in the filter.
-                counted = db.execute("SELECT COUNT(*) FROM memory_docs d WHERE"
-                                     f" d.role <> 'system'{sql}", args).fetchone()
-                total = max(1, int(counted[0]) if counted else 0)
-                for term in plan.short_terms:
-                    refs = self.table.containing(db, term, join=join, where=sql, args=args)
-                    if refs:
-                        idf = math.log(1 + total / len(refs))
-                        for ref in refs:
-                            scores[ref] = scores.get(ref, 0.0) + idf
+                self._short(db, plan, where, scores)
             best = sorted(scores.items(), key=lambda t: (-t[1], t[0]))[:k]
             if not best:
                 return []
@@ -107,3 +102,55 @@ class PostgresMessageSearch(SqlMessageSearch):
                               ([ref for ref, _ in best],)).fetchall()
         found = {int(r[0]): Candidate(int(r[0]), int(r[1]), int(r[2])) for r in rows}
         return [found[ref] for ref, _ in best if ref in found]
+
+    def _match(
+        self, db: Connection, match: str, k: int, where: SearchFilter, context_weight: float,
+    ) -> list[tuple[float, int]]:
+        """``(score, doc)`` of the ``k`` best entries for ``match``, as SQLite ranks them.
+
+        Rare terms by FTS5's BM25 within ``where``; when they find fewer than ``k``, the
+        common terms among the scope's newest entries, ranked below every rare match.
+        """
+        sessions = None if where.sessions is None else tuple(int(s) for s in where.sessions)
+        rest, rest_args = search_filter(POSTGRES, replace(where, sessions=None, below=None))
+        scope = PostingScope(sessions, POSTGRES.statement(rest), tuple(rest_args))
+        parts = match.split(" OR ")
+        size, rare, common = split(db, self.table, parts, scope, self._commons)
+        found: list[tuple[float, int]] = []
+        if rare:
+            join = " JOIN memory_docs d ON d.id = k.ref" if rest else ""
+            filters, args = POSTGRES.statement(rest), list(rest_args)
+            if where.below is not None:
+                filters, args = " AND k.ref < %s" + filters, [where.below, *args]
+            found = self.table.rank(db, " OR ".join(rare), (1.0, context_weight), join=join,
+                                    where=filters, args=args, limit=k, shards=sessions)
+        if len(rare) < len(parts) and len(found) < k:
+            # The rest only among the scope's newest entries: bounded, and ranked below.
+            seen = {ref for _, ref in found}
+            top = min((score for score, _ in found), default=0.0)
+            below = size if where.below is None else min(size, where.below - 1)
+            extra = newest(db, self.table, common, scope, k + len(seen), below)
+            found += [(min(score, top) - 1e-9 * (i + 1), ref)
+                      for i, (score, ref) in enumerate(extra) if ref not in seen]
+        return found[:k]
+
+    def _short(
+        self, db: Connection, plan: MatchQuery, where: SearchFilter, scores: dict[int, float],
+    ) -> None:
+        """Add to ``scores`` the entries within ``where`` holding a term too short to index.
+
+        A term adds its IDF among the entries within ``where`` (``ln(1 + N/df)``, both
+        counted there), so other scopes' entries never weigh it.
+        """
+        sql, args = search_filter(POSTGRES, where)
+        sql = POSTGRES.statement(sql)  # a fragment of statements written for psycopg
+        join = " JOIN memory_docs d ON d.id = k.ref"
+        counted = db.execute("SELECT COUNT(*) FROM memory_docs d WHERE"
+                             f" d.role <> 'system'{sql}", args).fetchone()
+        total = max(1, int(counted[0]) if counted else 0)
+        for term in plan.short_terms:
+            refs = self.table.containing(db, term, join=join, where=sql, args=args)
+            if refs:
+                idf = math.log(1 + total / len(refs))
+                for ref in refs:
+                    scores[ref] = scores.get(ref, 0.0) + idf

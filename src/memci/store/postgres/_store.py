@@ -91,8 +91,17 @@ def _pool_size(given: int | None) -> int:
 
 
 def _statements(sql: str) -> list[str]:
+    """A migration's statements: split at ``;``, except inside a ``$$`` body (``DO``)."""
     lines = [ln for ln in sql.splitlines() if not ln.strip().startswith("--")]
-    return [s.strip() for s in "\n".join(lines).split(";") if s.strip()]
+    out = [""]
+    for index, piece in enumerate("\n".join(lines).split("$$")):
+        if index % 2:  # inside $$ … $$: one statement's body, whatever it holds
+            out[-1] += f"$${piece}$$"
+            continue
+        first, *rest = piece.split(";")
+        out[-1] += first
+        out += rest
+    return [s.strip() for s in out if s.strip()]
 
 
 def _now() -> datetime:

@@ -19,7 +19,16 @@ from typing import TYPE_CHECKING
 
 from memci.messages import Message
 from memci.store._rows import message_from_row, stored_instant, stored_parts
-from memci.store._search import Candidate, IndexedMessage, SearchFilter
+from memci.store._search import (
+    COMMON_MAX,
+    POSTINGS_MAX,
+    RARE,
+    RECENT,
+    TERMS_MAX,
+    Candidate,
+    IndexedMessage,
+    SearchFilter,
+)
 from memci.store._sql import LOAD_COLUMNS, Sql, SqlMessageSearch, search_filter
 from memci.store.sqlite._common import CommonTerms, SearchScope
 from memci.store.sqlite._db import Database
@@ -32,11 +41,12 @@ if TYPE_CHECKING:
 __all__ = ["SQLiteMessageSearch"]
 
 _SCOPE_TERMS_MAX = 20  # up to this many sessions are always filtered inside FTS5
-_RARE = 3_000  # a term in more entries of a scope: common, searched among its newest only
-_POSTINGS = 12_000  # postings of rare terms one search scores at most
-_RECENT = 2_000  # the newest entries of a scope a search of common terms looks at
-_TERMS_MAX = 12  # rare terms of one query searched at most (the rarest)
-_COMMON_MAX = 4  # common terms of one query searched (among the newest) at most
+# The split of a query's terms, shared with PostgreSQL (see memci.store._search).
+_RARE = RARE  # a term in more entries of a scope: common, searched among its newest only
+_POSTINGS = POSTINGS_MAX  # postings of rare terms one search scores at most
+_RECENT = RECENT  # the newest entries of a scope a search of common terms looks at
+_TERMS_MAX = TERMS_MAX  # rare terms of one query searched at most (the rarest)
+_COMMON_MAX = COMMON_MAX  # common terms of one query searched (among the newest) at most
 _LOADED_MAX = 4_096  # loaded messages kept between searches at most
 
 

@@ -1,0 +1,220 @@
+"""A PostgreSQL message search's terms split as SQLite splits them: rare, and common.
+
+A term held by many entries adds little to BM25 and costs a search every posting it has.
+So, as in the SQLite store (:meth:`~memci.store.sqlite._search.SQLiteMessageSearch._match`,
+with the same limits: :data:`~memci.store._search.RARE` and the rest), a search counts
+how many entries **of its scope** (sessions, time range, roles) hold each term, capped
+just past ``RARE`` (:func:`split`); the rare terms are ranked by FTS5's BM25 in the whole
+scope, and when they find fewer entries than asked, up to ``COMMON_MAX`` common terms are
+ranked among the scope's ``RECENT`` newest entries (:func:`newest`), below every match
+of a rare term. Both backends find the same entries, and a search reads a bounded number
+of postings whatever its words and however large the store.
+
+A scope's sessions are read in the postings themselves (their ``shard``, in the
+postings' key): counting a term in one session is one range of an index, with no join.
+Time ranges and roles join ``memory_docs``. What is kept between searches
+(:class:`Commons`): which terms were found common in a scope, since a scope's entries only
+grow until something is deleted (the store's erasures, counted in the same statement);
+counting a common term read 3,001 of its postings, every search.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import psycopg
+
+from memci.store._search import COMMON_MAX, POSTINGS_MAX, RARE, RECENT, TERMS_MAX
+from memci.store.postgres._db import Connection
+from memci.store.postgres._keyword import KeywordTable, Phrase, phrases
+from memci.store.sqlite._common import best_by_terms
+
+__all__ = ["Commons", "PostingScope", "newest", "split"]
+
+_LAST_CHAR = "\U0010ffff"
+
+
+@dataclass(frozen=True, slots=True)
+class PostingScope:
+    """The entries a search may find, as conditions on a keyword row or posting ``x``.
+
+    ``shards``: the sessions (None: any), read in ``x.shard``; ``where`` and ``args``: the
+    rest, as conditions on ``memory_docs d`` (each starting with `` AND``; joined only
+    when there are some). A search's bound on doc numbers is not part of it.
+    """
+
+    shards: tuple[int, ...] | None = None
+    where: str = ""
+    args: tuple[Any, ...] = ()
+
+    @property
+    def key(self) -> tuple[object, ...]:
+        """What identifies the scope in what is kept between searches."""
+        return (self.shards, self.where,
+                tuple(tuple(a) if isinstance(a, list) else a for a in self.args))
+
+    def conditions(self) -> tuple[str, str, list[Any]]:
+        """``(join, where, args)`` that keep the rows ``x`` of the scope."""
+        join = " JOIN memory_docs d ON d.id = x.ref" if self.where else ""
+        where, args = self.where, list(self.args)
+        if self.shards is not None:
+            where, args = " AND x.shard = ANY(%s)" + where, [list(self.shards), *args]
+        return join, where, args
+
+
+_KEPT_SCOPES = 1_024  # scopes whose common terms are kept at most
+
+
+class Commons:
+    """Terms found common in each scope, kept while the store's erasures stay as they were.
+
+    A scope's entries are only added until something is deleted (every deletion is an
+    erasure), so a term held by more than ``RARE`` of them stays so. Nothing read inside
+    a write transaction is kept (it may roll back).
+    """
+
+    def __init__(self) -> None:
+        self._kept: dict[tuple[object, ...], tuple[int, frozenset[str]]] = {}
+        self._lock = threading.Lock()
+
+    def known(self, scope: PostingScope) -> tuple[int, frozenset[str]]:
+        """``(erasures then, parts)``: the parts known common in ``scope`` (-1: none)."""
+        return self._kept.get(scope.key, (-1, frozenset()))
+
+    def keep(
+        self, db: Connection, scope: PostingScope, erasures: int, parts: Iterable[str],
+    ) -> None:
+        """Remember ``parts`` as common in ``scope`` while the erasures are ``erasures``."""
+        if db.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
+            return
+        with self._lock:
+            if len(self._kept) >= _KEPT_SCOPES:
+                self._kept.clear()
+            self._kept[scope.key] = (erasures, frozenset(parts))
+
+
+def _holding(
+    table: KeywordTable, phrase: Phrase, scope: PostingScope, bounds: str = "",
+    bound_args: Sequence[Any] = (),
+) -> tuple[str, list[Any]]:
+    """``SELECT x.ref`` of the scope's rows holding ``phrase``, and its arguments.
+
+    ``bounds``: more conditions on ``x.ref`` (with ``bound_args``). A term (or a
+    prefix's terms) is read in the postings' key, a phrase of several terms in the rows'
+    ``tsvector`` (its GIN index).
+    """
+    join, where, args = scope.conditions()
+    rest = [*bound_args, *args]
+    if len(phrase.terms) > 1:
+        return (f"SELECT x.ref FROM {table.name} x{join} WHERE x.terms @@ %s::tsquery"
+                f"{bounds}{where}", [phrase.tsquery(), *rest])
+    term = phrase.terms[0]
+    if phrase.prefix:
+        return (f"SELECT DISTINCT x.ref FROM {table.postings} x{join} WHERE x.term BETWEEN"
+                f" %s AND %s{bounds}{where}", [term, term + _LAST_CHAR, *rest])
+    return (f"SELECT x.ref FROM {table.postings} x{join} WHERE x.term = %s{bounds}{where}",
+            [term, *rest])
+
+
+def _phrase(table: KeywordTable, part: str) -> Phrase | None:
+    """The phrase of one ``MATCH`` part (None: it has no term, and matches nothing)."""
+    found = phrases(part, table.spec)
+    return found[0] if found else None
+
+
+def split(
+    db: Connection, table: KeywordTable, parts: Sequence[str], scope: PostingScope,
+    commons: Commons,
+) -> tuple[int, list[str], list[str]]:
+    """``(size, rare, common)``: the index's newest row, and ``parts`` split as SQLite does.
+
+    One statement (two after a deletion made what was kept wrong): each part's entries
+    in the scope, counted up to ``RARE + 1``, but for the parts ``commons`` knows to be
+    common. A part is rare when at most ``RARE`` entries hold it; the rarest are taken
+    while they are at most ``TERMS_MAX`` and their postings at most ``POSTINGS_MAX`` (all
+    of them, in their text's order, when they fit); common ones after the rare ones left
+    out, in their text's order.
+    """
+    then, known = commons.known(scope)
+    size, erasures, counts = _counts(db, table, parts, scope, known)
+    if erasures != then and known & set(parts):
+        size, erasures, counts = _counts(db, table, parts, scope, frozenset())
+    commons.keep(db, scope, erasures, [p for p, n in counts.items() if n > RARE]
+                 + ([] if erasures != then else [p for p in known if p not in counts]))
+    eligible = sorted(part for part in parts if counts[part] <= RARE)
+    left: list[str] = []
+    rare = eligible
+    if len(eligible) > TERMS_MAX or sum(counts[p] for p in eligible) > POSTINGS_MAX:
+        rare, postings = [], 0
+        ordered = sorted((counts[part], part) for part in eligible)
+        for df, part in ordered:
+            if len(rare) >= TERMS_MAX or (rare and postings + df > POSTINGS_MAX):
+                break
+            rare.append(part)
+            postings += df
+        left = [part for _, part in ordered[len(rare):]]
+    return size, rare, left + sorted(part for part in parts if part not in eligible)
+
+
+def _counts(
+    db: Connection, table: KeywordTable, parts: Sequence[str], scope: PostingScope,
+    known: frozenset[str],
+) -> tuple[int, int, dict[str, int]]:
+    """``(size, erasures, counts)`` in one statement.
+
+    The index's newest row, the store's erasures, and each part's entries in the scope
+    counted up to ``RARE + 1`` (``known`` ones are not counted: that).
+    """
+    columns = [f"(SELECT COALESCE(max(ref), 0) FROM {table.name})",
+               "(SELECT count(*) FROM memci_erasures)"]
+    args: list[Any] = []
+    counted: list[str] = []
+    for part in parts:
+        phrase = _phrase(table, part)
+        if phrase is None or part in known:
+            continue
+        rows, more = _holding(table, phrase, scope)
+        columns.append(f"(SELECT count(*) FROM ({rows} LIMIT %s) s)")
+        args += [*more, RARE + 1]
+        counted.append(part)
+    row = db.execute(f"SELECT {', '.join(columns)}", args).fetchone()
+    assert row is not None
+    counts = dict(zip(counted, (int(n) for n in row[2:]), strict=True))
+    counts.update((part, 0 if part not in known else RARE + 1)
+                  for part in parts if part not in counts)
+    return int(row[0]), int(row[1]), counts
+
+
+def newest(
+    db: Connection, table: KeywordTable, parts: Sequence[str], scope: PostingScope, k: int,
+    top: int,
+) -> list[tuple[float, int]]:
+    """Up to ``COMMON_MAX`` common ``parts`` among the scope's newest entries up to ``top``.
+
+    Ranked as SQLite ranks them (:func:`~memci.store.sqlite._common.best_by_terms`): the
+    newest ``RECENT`` entries of the scope are the window; an entry scores the sum of its
+    terms' weights there (``ln(1 + n / entries holding it)``, ``n`` the window's
+    entries); newer first at a tie. One statement.
+    """
+    join, where, args = scope.conditions()
+    window = (f"WITH w AS MATERIALIZED (SELECT x.ref FROM {table.name} x{join}"
+              f" WHERE x.ref <= %s{where} ORDER BY x.ref DESC LIMIT %s)")
+    params: list[Any] = [top, *args, RECENT]
+    columns = ["(SELECT count(*) FROM w)"]
+    for part in parts[:COMMON_MAX]:
+        phrase = _phrase(table, part)
+        if phrase is None:
+            continue
+        rows, more = _holding(table, phrase, scope,
+                              " AND x.ref >= (SELECT min(ref) FROM w) AND x.ref <= %s", (top,))
+        columns.append(f"ARRAY({rows})")
+        params += more
+    row = db.execute(f"{window} SELECT {', '.join(columns)}", params).fetchone()
+    assert row is not None
+    n = int(row[0])
+    terms = [(math.log(1 + n / len(docs)), {int(d) for d in docs}) for docs in row[1:] if docs]
+    return best_by_terms(terms, k)
