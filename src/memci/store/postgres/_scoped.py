@@ -28,10 +28,16 @@ from typing import Any
 
 import psycopg
 
-from memci.store._search import COMMON_MAX, POSTINGS_MAX, RARE, RECENT, TERMS_MAX
+from memci.store._search import (
+    COMMON_MAX,
+    POSTINGS_MAX,
+    RARE,
+    RECENT,
+    TERMS_MAX,
+    best_by_terms,
+)
 from memci.store.postgres._db import Connection
 from memci.store.postgres._keyword import KeywordTable, Phrase, phrases
-from memci.store.sqlite._common import best_by_terms
 
 __all__ = ["Commons", "PostingScope", "newest", "split"]
 
@@ -195,7 +201,7 @@ def newest(
 ) -> list[tuple[float, int]]:
     """Up to ``COMMON_MAX`` common ``parts`` among the scope's newest entries up to ``top``.
 
-    Ranked as SQLite ranks them (:func:`~memci.store.sqlite._common.best_by_terms`): the
+    Ranked as SQLite ranks them (:func:`~memci.store._search.best_by_terms`): the
     newest ``RECENT`` entries of the scope are the window; an entry scores the sum of its
     terms' weights there (``ln(1 + n / entries holding it)``, ``n`` the window's
     entries); newer first at a tie. One statement.
