@@ -162,12 +162,13 @@ class Memory:
                 lists[f"items:{name}"] = [("i", i) for i in ids]
         weights = index.fusion_weights()
         weights["items:time"] = index.time_weight
-        fused = fuse(lists, weights=weights, after=ADDS)[:k]
-        message_hits = index.load_docs([(candidates[key[1]], score, _base(names))
-                                        for key, score, names in fused if key[0] == "m"])
+        fused = fuse(lists, weights=weights, after=ADDS)
         item_hits = {h.item.id: h for h in self.items.hits(
             [(key[1], score, _base(names)) for key, score, names in fused if key[0] == "i"])
             if h.item is not None}
+        fused = _episodes_after(fused, item_hits)[:k]
+        message_hits = index.load_docs([(candidates[key[1]], score, _base(names))
+                                        for key, score, names in fused if key[0] == "m"])
         out: list[Hit] = []
         for (kind, ref), _score, _names in fused:
             hit = message_hits.get(ref) if kind == "m" else item_hits.get(ref)
@@ -182,6 +183,25 @@ class Memory:
         the store's erasure epoch is part of it.
         """
         return (self.messages.version(), self.items.version(), self.store.eraser.epoch())
+
+
+def _episodes_after(
+    fused: Sequence[tuple[tuple[str, int], float, tuple[str, ...]]], item_hits: dict[int, Hit],
+) -> list[tuple[tuple[str, int], float, tuple[str, ...]]]:
+    """``fused`` with the episodic items after everything else, each part in its order.
+
+    An episodic item is an archived page's text: its messages are searched themselves, so
+    it only adds, as the dense list does. Fused by rank, every archived page's item took
+    every other place from the messages (their words repeated by the page's summary
+    lines), so a chat built turn by turn, whose pages became items as they left the
+    window, found less than the same history imported at once, whose pages had not yet.
+    """
+    def episodic(key: tuple[str, int]) -> bool:
+        hit = item_hits.get(key[1]) if key[0] == "i" else None
+        return hit is not None and hit.item is not None and hit.item.kind == "episodic"
+
+    return ([entry for entry in fused if not episodic(entry[0])]
+            + [entry for entry in fused if episodic(entry[0])])
 
 
 def _base(names: tuple[str, ...]) -> tuple[str, ...]:
