@@ -337,3 +337,44 @@ def test_an_imported_history_holds_what_one_built_turn_by_turn_holds(
     again = imported.build(budget=budget)  # the page's next request is planned alike
     assert [m.content for m in again.messages[:-1]] == [m.content for m in at_once.messages[:-1]]
     assert again.messages[-1].content.startswith(at_once.messages[-1].content)
+
+
+@pytest.mark.parametrize("budget", [2000, 4000, 8000])
+def test_memory_takes_the_room_its_matches_need_wherever_the_window_sits(
+    engine: memci.Engine, budget: int,
+) -> None:
+    # Memory used to hold room for three lines and take what the window left: a chat
+    # built turn by turn keeps its window near the high watermark, so a question whose
+    # answers were all archived got a fifth to a half of memory's share, and fewer
+    # lines than the same chat imported at once (its window archived down to the low
+    # watermark). Its matches now take the room they need, up to memory's share.
+    live = engine.session("live")
+    for message in _kayak_history(80):
+        if message["role"] == "assistant":
+            live.build(budget=budget)
+        live.add(message)
+    live.add({"role": "user", "content": "Where did we paddle the red kayak?"})
+    ctx = live.build(budget=budget)
+    memory = ctx.messages[-1].content
+    assert memory.startswith("## Retrieved memory") and memory.count("\n- [") >= 10
+    assert ctx.stats.sections["retrieval"] >= 0.9 * ctx.stats.shares["retrieval"]
+    assert ctx.stats.total_tokens <= budget
+
+
+def test_a_question_with_few_matches_leaves_the_room_to_the_window(
+    engine: memci.Engine,
+) -> None:
+    # Memory takes what its matches need: two matches (and the message after them, which
+    # holds them as its context), however much room the window leaves.
+    s = engine.session("s")
+    s.add({"role": "user", "content": "The harbour ferry leaves at noon on Sundays."})
+    s.add({"role": "assistant", "content": "Noted: the harbour ferry, Sundays at noon."})
+    for message in _kayak_history(80):
+        if message["role"] == "assistant":
+            s.build(budget=4000)
+        s.add(message)
+    s.add({"role": "user", "content": "When does the harbour ferry leave?"})
+    ctx = s.build(budget=4000)
+    memory = ctx.messages[-1].content
+    assert memory.count("\n- [") <= 3 and "noon" in memory
+    assert ctx.stats.sections["retrieval"] < 0.1 * 4000

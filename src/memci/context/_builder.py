@@ -313,7 +313,7 @@ class ContextBuilder:
                                     if self.history.paged is not None else 0),
             self.history.archived(self.history.paged.place_of
                                   if self.history.paged is not None else _nowhere),
-            task=bool(agent) or chosen.name == "tool_loop")
+            task=bool(agent) or chosen.name == "tool_loop", budget=limit)
         room, caps, state, reserve = self._sized(chosen, limit, agent_tokens, tools_tokens,
                                                  head, memory)
         ready: dict[int, PageSummary] = {}
@@ -403,7 +403,7 @@ class ContextBuilder:
         again = self.retrieval.gather(
             snap.shown.saved, self.history.window_seq(draft.first_active),
             self.history.archived(draft.place_of),
-            task=bool(snap.agent) or snap.recipe.name == "tool_loop")
+            task=bool(snap.agent) or snap.recipe.name == "tool_loop", budget=snap.limit)
         saved = dict(again.saved or {})
         if snap.memory.gathered and again.share != snap.memory.share:
             room, caps, state, reserve = self._sized(
