@@ -36,8 +36,8 @@ from memci.tokens import EstimateTokenizer, Tokenizer
 __all__ = ["LINE_CHARS", "Gathered", "RetrievalSource"]
 
 EPISODES_GATHERED = 40  # episodes gathered per page at least ...
-EPISODES_PER_1K = 15  # ... and this many per 1,000 tokens of budget (a large one shows many)
-EPISODES_MAX = 200  # ... at most
+EPISODES_PER_1K = 10  # ... and this many per 1,000 tokens of budget (a large one shows many)
+EPISODES_MAX = 80  # ... at most (each one costs a page's first build: 200 doubled it at 100k)
 LINE_CHARS = 600  # characters of one memory line at most
 
 _SEQ = operator.attrgetter("seq")
