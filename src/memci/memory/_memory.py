@@ -33,8 +33,7 @@ from memci.text import Analyzer
 __all__ = ["Memory", "memory_for", "search"]
 
 _SCOPES: tuple[Level, ...] = ("session", "user", "tenant")
-# The lists of episodic items: an archived page's item only adds (see Memory._item_lists).
-_EPISODES: tuple[str, ...] = ("episodes:keyword", "episodes:dense", "episodes:time")
+_Fused = tuple[tuple[str, int], float, tuple[str, ...]]
 
 
 class Memory:
@@ -157,48 +156,25 @@ class Memory:
             lists[name] = [("m", c.doc) for c in keep]
             candidates.update({c.doc: c for c in keep})
         if items:
-            lists.update(self._item_lists(query, Scope.of(session, scope), depth, item_kinds,
-                                          exclude_item_kinds, time_range))
+            for name, ids in self.items.ranked(query, Scope.of(session, scope), depth=depth,
+                                               kinds=item_kinds, exclude_kinds=exclude_item_kinds,
+                                               time_range=time_range).items():
+                lists[f"items:{name}"] = [("i", i) for i in ids]
         weights = index.fusion_weights()
-        weights["items:time"] = weights["episodes:time"] = index.time_weight
-        fused = fuse(lists, weights=weights, after=(*ADDS, *_EPISODES))[:k]
+        weights["items:time"] = index.time_weight
+        fused = fuse(lists, weights=weights, after=ADDS)
+        item_hits = {h.item.id: h for h in self.items.hits(
+            [(key[1], score, _base(names)) for key, score, names in fused[:k] if key[0] == "i"])
+            if h.item is not None}
+        fused = _episodes_after(fused, k, item_hits)
         message_hits = index.load_docs([(candidates[key[1]], score, _base(names))
                                         for key, score, names in fused if key[0] == "m"])
-        item_hits = {h.item.id: h for h in self.items.hits(
-            [(key[1], score, _base(names)) for key, score, names in fused if key[0] == "i"])
-            if h.item is not None}
         out: list[Hit] = []
         for (kind, ref), _score, _names in fused:
             hit = message_hits.get(ref) if kind == "m" else item_hits.get(ref)
             if hit is not None:
                 out.append(hit)
         return out
-
-    def _item_lists(
-        self, query: str, owner: Scope, depth: int, kinds: Collection[str] | None,
-        exclude: Collection[str], time_range: TimeRange | None,
-    ) -> dict[str, list[tuple[str, int]]]:
-        """The items' ranked lists to fuse: ``items:*``, and ``episodes:*`` (which only add).
-
-        An episodic item is an archived page's text, and its messages are searched
-        themselves: it comes after every message hit, as the dense list does. Fused by
-        rank, every archived page's item took every other place from the messages (their
-        words said twice, the page's text and its contents lines), so a chat whose pages
-        became items as they left the window found less than the same chat imported at
-        once, whose pages had not yet.
-        """
-        lists: dict[str, list[tuple[str, int]]] = {}
-        episodes = "episodic" not in exclude and (kinds is None or "episodic" in kinds)
-        others = kinds is None or any(kind != "episodic" for kind in kinds)
-        parts = [("items", kinds, (*exclude, "episodic"))] if others else []
-        if episodes:
-            parts.append(("episodes", ("episodic",), ()))
-        for prefix, wanted, left_out in parts:
-            for name, ids in self.items.ranked(query, owner, depth=depth, kinds=wanted,
-                                               exclude_kinds=left_out,
-                                               time_range=time_range).items():
-                lists[f"{prefix}:{name}"] = [("i", i) for i in ids]
-        return lists
 
     def version(self) -> tuple[int, int, int]:
         """Changes whenever a message is indexed, an item changes or anything is deleted.
@@ -207,6 +183,30 @@ class Memory:
         the store's erasure epoch is part of it.
         """
         return (self.messages.version(), self.items.version(), self.store.eraser.epoch())
+
+
+def _episodes_after(fused: Sequence[_Fused], k: int, items: dict[int, Hit]) -> list[_Fused]:
+    """The ``k`` first of ``fused`` with the episodic items among them after the rest.
+
+    An episodic item is an archived page's text, and its messages are searched
+    themselves: it only adds, as the dense list does, and the places it leaves go to the
+    next messages. Fused by rank, every archived page's item took every other place from
+    the messages (their words said twice, the page's text and its contents lines), so a
+    chat whose pages became items as they left the window found less than the same chat
+    imported at once, whose pages had not yet. ``items``: the hits of the items among the
+    first ``k`` (the ones after them are not loaded, and not needed).
+    """
+    def episodic(entry: _Fused) -> bool:
+        hit = items.get(entry[0][1]) if entry[0][0] == "i" else None
+        return hit is not None and hit.item is not None and hit.item.kind == "episodic"
+
+    first = list(fused[:k])
+    episodes = [entry for entry in first if episodic(entry)]
+    if not episodes:
+        return first
+    kept = [entry for entry in first if not episodic(entry)]
+    kept += [entry for entry in fused[k:] if entry[0][0] == "m"][:len(episodes)]
+    return (kept + episodes)[:k]
 
 
 def _base(names: tuple[str, ...]) -> tuple[str, ...]:
