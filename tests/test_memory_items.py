@@ -117,6 +117,32 @@ def test_memory_search_covers_messages_and_items(memory: Memory, store: SQLiteSt
     assert all(h.retrievers == ("keyword",) for h in hits)
 
 
+def test_an_archived_pages_episode_comes_after_every_matching_message(
+    memory: Memory, store: SQLiteStore,
+) -> None:
+    # An episodic item is an archived page's text, whose messages are searched too: fused
+    # by rank, pages whose words the question shares (here "ticket", said again in their
+    # summaries) took every other place from the messages that named what was asked, so
+    # a chat whose pages became items as it went found less than the same chat imported.
+    rec = store.ensure_session("t", "s", "u", {})
+    said = [Message.user("Do you know the Zorbat museum?"),
+            Message.assistant("Yes, in the old quarter; the ticket is free.")]
+    for n in range(8):
+        said += [Message.user(f"How much is the ticket at gallery {n}?"),
+                 Message.assistant(f"The ticket is {n + 5} yuan.")]
+    memory.index(rec, store.append(rec, said))
+    for n in range(8):
+        text = f"user: ticket at gallery {n}? assistant: the ticket is {n + 5} yuan"
+        memory.remember_page(rec, n + 2, text, summary=text)
+    memory.remember(Scope.of(rec, "user"), "the Zorbat museum ticket is cheap", "fact")
+    hits = memory.search("Zorbat museum ticket", session=rec, scope="user", k=30)
+    kinds = [h.item.kind if h.item is not None else "message" for h in hits]
+    assert kinds.count("episodic") == 8 and kinds.count("message") == 18
+    assert kinds[-8:] == ["episodic"] * 8  # found, after every message
+    assert kinds.index("fact") < kinds.index("episodic")  # other items still fuse by rank
+    assert {"Zorbat" in h.text or "free" in h.text for h in hits[:2]} == {True}
+
+
 class Clock:
     def __init__(self) -> None:
         self.now = 1000.0

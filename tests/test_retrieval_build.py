@@ -294,3 +294,87 @@ def test_a_memory_line_shows_the_squeezed_head_of_its_text() -> None:
         text = "".join(rng.choice(pieces) for _ in range(rng.randint(0, 500)))
         for limit in (1, 7, 60, 600):
             assert _squeezed(text, limit) == " ".join(text.split())[:limit]
+
+
+def _kayak_history(pages: int) -> list[dict[str, str]]:
+    """A long chat in which every page names one cove the red kayak went to."""
+    history: list[dict[str, str]] = []
+    for i in range(pages):
+        history.append({"role": "user", "content": f"Day {i}: we paddled the red kayak to "
+                                                   f"cove{i}. " + "Weather and trains. " * 12})
+        history.append({"role": "assistant", "content": "Noted. " + "Trains run late. " * 12})
+    return history
+
+
+def _coves(ctx: memci.Context) -> set[str]:
+    return {w.strip(".") for m in ctx.messages for w in m.content.split()
+            if w.startswith("cove")}
+
+
+@pytest.mark.parametrize("budget", [2000, 4000, 8000])
+def test_an_imported_history_holds_what_one_built_turn_by_turn_holds(
+    engine: memci.Engine, budget: int,
+) -> None:
+    # The first build after an import archives most of it; its page's memory used to be
+    # sized by the gather before that archive, which could search nothing (all of it was
+    # in the window): the page was planned without memory and its requests sent ~60% of
+    # the budget, the facts archived left out.
+    history = _kayak_history(60)
+    question = {"role": "user", "content": "Where did we paddle the red kayak?"}
+    live = engine.session("live")
+    for message in history:
+        if message["role"] == "assistant":
+            live.build(budget=budget)
+        live.add(message)
+    live.add(question)
+    turn_by_turn = live.build(budget=budget)
+    imported = engine.session("imported")
+    imported.add_many(history)
+    imported.add(question)
+    at_once = imported.build(budget=budget)
+    assert at_once.stats.total_tokens >= 0.9 * budget  # the history is far larger
+    assert len(_coves(at_once)) >= len(_coves(turn_by_turn)) > 0
+    again = imported.build(budget=budget)  # the page's next request is planned alike
+    assert [m.content for m in again.messages[:-1]] == [m.content for m in at_once.messages[:-1]]
+    assert again.messages[-1].content.startswith(at_once.messages[-1].content)
+
+
+@pytest.mark.parametrize("budget", [2000, 4000, 8000])
+def test_memory_takes_the_room_its_matches_need_wherever_the_window_sits(
+    engine: memci.Engine, budget: int,
+) -> None:
+    # Memory used to hold room for three lines and take what the window left: a chat
+    # built turn by turn keeps its window near the high watermark, so a question whose
+    # answers were all archived got a fifth to a half of memory's share, and fewer
+    # lines than the same chat imported at once (its window archived down to the low
+    # watermark). Its matches now take the room they need, up to memory's share.
+    live = engine.session("live")
+    for message in _kayak_history(80):
+        if message["role"] == "assistant":
+            live.build(budget=budget)
+        live.add(message)
+    live.add({"role": "user", "content": "Where did we paddle the red kayak?"})
+    ctx = live.build(budget=budget)
+    memory = ctx.messages[-1].content
+    assert memory.startswith("## Retrieved memory") and memory.count("\n- [") >= 10
+    assert ctx.stats.sections["retrieval"] >= 0.9 * ctx.stats.shares["retrieval"]
+    assert ctx.stats.total_tokens <= budget
+
+
+def test_a_question_with_few_matches_leaves_the_room_to_the_window(
+    engine: memci.Engine,
+) -> None:
+    # Memory takes what its matches need: two matches (and the message after them, which
+    # holds them as its context), however much room the window leaves.
+    s = engine.session("s")
+    s.add({"role": "user", "content": "The harbour ferry leaves at noon on Sundays."})
+    s.add({"role": "assistant", "content": "Noted: the harbour ferry, Sundays at noon."})
+    for message in _kayak_history(80):
+        if message["role"] == "assistant":
+            s.build(budget=4000)
+        s.add(message)
+    s.add({"role": "user", "content": "When does the harbour ferry leave?"})
+    ctx = s.build(budget=4000)
+    memory = ctx.messages[-1].content
+    assert memory.count("\n- [") <= 3 and "noon" in memory
+    assert ctx.stats.sections["retrieval"] < 0.1 * 4000

@@ -346,14 +346,9 @@ class ContextBuilder:
                                     if self.history.paged is not None else 0),
             self.history.archived(self.history.paged.place_of
                                   if self.history.paged is not None else _nowhere),
-            task=bool(agent) or chosen.name == "tool_loop")
-        room, caps = self._allot(limit, agent_tokens, tools_tokens, head, memory)
-        state = self.working.render(chosen, caps["state"], language)
-        state_tokens = (state.tokens or 0) if state else 0
-        reserved = self.retrieval.reserve(memory.candidates, caps["retrieval"], language)
-        reserve = self.history.head_reserve(chosen, room - state_tokens - reserved)
-        # The newest message is never cut for the tool heads: they give way first.
-        reserve = max(0, min(reserve, room - self.history.newest_need() - _CONTENTS_FLOOR))
+            task=bool(agent) or chosen.name == "tool_loop", budget=limit)
+        room, caps, state, reserve = self._sized(chosen, limit, agent_tokens, tools_tokens,
+                                                 head, memory)
         ready: dict[int, PageSummary] = {}
         paged = self.history.paged
         if self.summaries is not None and paged is not None and paged.archive.contents:
@@ -364,6 +359,23 @@ class ContextBuilder:
         return _Snapshot(chosen, limit, specs, tuple(s for s in specs if s.name in all_in),
                          tools_tokens, agent, agent_tokens, head, room, caps, memory, memory,
                          state, reserve, self.history.load_heads(reserve))
+
+    def _sized(self, chosen: Recipe, limit: int, agent_tokens: int, tools_tokens: int,
+               head: Sequence[Message], memory: Gathered
+               ) -> tuple[int, dict[str, int], Message | None, int]:
+        """The room, the caps, the working state rendered to its cap, the tool heads' reserve.
+
+        ``memory``: the gather that sizes the retrieval share.
+        """
+        language = self.language()
+        room, caps = self._allot(limit, agent_tokens, tools_tokens, head, memory)
+        state = self.working.render(chosen, caps["state"], language)
+        state_tokens = (state.tokens or 0) if state else 0
+        reserved = self.retrieval.reserve(memory.candidates, caps["retrieval"], language)
+        reserve = self.history.head_reserve(chosen, room - state_tokens - reserved)
+        # The newest message is never cut for the tool heads: they give way first.
+        reserve = max(0, min(reserve, room - self.history.newest_need() - _CONTENTS_FLOOR))
+        return room, caps, state, reserve
 
     def _allot(self, limit: int, agent_tokens: int, tools_tokens: int,
                head: Sequence[Message], memory: Gathered) -> tuple[int, dict[str, int]]:
@@ -412,16 +424,25 @@ class ContextBuilder:
     def _gather_again(self, snap: _Snapshot, plan: _Plan) -> _Snapshot:
         """The load phase again for memory: gathered without the pages the plan archives.
 
-        Retrieval is decided after what is archived. The page keeps the share its first
-        gather gave memory, so its later requests are planned as this one is.
+        Retrieval is decided after what is archived. The page keeps the share a committed
+        gather gave memory, so its later requests are planned as the first one was. When
+        this build is the page's first (its gather not yet committed), the gather after
+        archiving decides the share: before it, the history it searches may have been all
+        in the window (an imported history's first build), and a page planned without
+        memory left a third of its budget unused.
         """
         draft = plan.history.paged
         assert draft is not None
         again = self.retrieval.gather(
             snap.shown.saved, self.history.window_seq(draft.first_active),
             self.history.archived(draft.place_of),
-            task=bool(snap.agent) or snap.recipe.name == "tool_loop")
+            task=bool(snap.agent) or snap.recipe.name == "tool_loop", budget=snap.limit)
         saved = dict(again.saved or {})
+        if snap.memory.gathered and again.share != snap.memory.share:
+            room, caps, state, reserve = self._sized(
+                snap.recipe, snap.limit, snap.agent_tokens, snap.tools_tokens, snap.head, again)
+            return replace(snap, room=room, caps=caps, memory=again, shown=again, state=state,
+                           reserve=reserve, heads=self.history.load_heads(reserve))
         saved["share"] = snap.memory.share
         return replace(snap, shown=replace(again, saved=saved))
 

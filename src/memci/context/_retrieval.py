@@ -35,8 +35,9 @@ from memci.tokens import EstimateTokenizer, Tokenizer
 
 __all__ = ["LINE_CHARS", "Gathered", "RetrievalSource"]
 
-EPISODES_GATHERED = 40  # episodes gathered per page (a large budget shows many)
-RESERVED_LINES = 3  # memory lines held room for before the window is planned
+EPISODES_GATHERED = 40  # episodes gathered per page at least ...
+EPISODES_PER_1K = 10  # ... and this many per 1,000 tokens of budget (a large one shows many)
+EPISODES_MAX = 80  # ... at most (each one costs a page's first build: 200 doubled it at 100k)
 LINE_CHARS = 600  # characters of one memory line at most
 
 _SEQ = operator.attrgetter("seq")
@@ -88,7 +89,8 @@ class RetrievalSource:
     # -- load ----------------------------------------------------------------------------
 
     def gather(self, saved: object, window_seq: int,
-               archived: Callable[[int], bool], *, task: bool = False) -> Gathered:
+               archived: Callable[[int], bool], *, task: bool = False,
+               budget: int = 0) -> Gathered:
         """Memory for the user message that opened the current page.
 
         ``saved``: what the page's last gather saved; it holds while the page is the same
@@ -126,7 +128,7 @@ class RetrievalSource:
             # conversation keeps its own dates), not from the wall clock.
             gathered = self.services.gatherer.gather(
                 query, session=self.record, scope="user", exclude_from_seq=window_seq,
-                max_episodes=EPISODES_GATHERED, now=first.created_at)
+                max_episodes=episodes_gathered(budget), now=first.created_at)
             found = _deduped(replace(gathered, episodes=tuple(
                 h for h in gathered.episodes if self.log.on_branch(h, archived))).texts,
                 self._shown)
@@ -153,12 +155,22 @@ class RetrievalSource:
     # -- plan ----------------------------------------------------------------------------
 
     def reserve(self, found: Sequence[Retrieved], cap: int, language: str) -> int:
-        """Tokens held for memory before the window is planned: its best few lines."""
+        """Tokens held for memory before the window is planned: every line found, to ``cap``.
+
+        What was found matches the question (a search returns only matches), so memory
+        takes the room its matches need, up to its share, and the window gives way: memory
+        no longer takes only what the window happens to leave, which depended on where the
+        window sat between its watermarks (a chat built turn by turn, near the high one,
+        held three lines where the same history imported held twenty).
+        """
         if not found or cap <= 0:
             return 0
-        title = self.tokenizer.count(TITLES[language].retrieval) + 8
-        best = sum(self._line(item)[1] for item in found[:RESERVED_LINES])
-        return min(cap, title + best)
+        used = self.tokenizer.count(TITLES[language].retrieval) + 8
+        for item in found:
+            used += self._line(item)[1]
+            if used >= cap:
+                return cap
+        return used
 
     def message(self, found: Sequence[Retrieved], window: Sequence[Message], room: int,
                 language: str) -> tuple[Message | None, tuple[Retrieved, ...]]:
@@ -243,6 +255,11 @@ class RetrievalSource:
             source = f"{self.record.name}#p{page} · {verdict.source}: {verdict.reason}"
             for fact in verdict.facts[:5]:
                 memory.remember(scope, fact, verdict.kind, source=source[:300])
+
+
+def episodes_gathered(budget: int) -> int:
+    """How many episodes a page gathers for a request of ``budget`` tokens."""
+    return max(EPISODES_GATHERED, min(EPISODES_MAX, budget * EPISODES_PER_1K // 1000))
 
 
 def _saved(found: Sequence[Retrieved], opener: int, start: int) -> dict[str, Any]:

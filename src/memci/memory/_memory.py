@@ -33,6 +33,7 @@ from memci.text import Analyzer
 __all__ = ["Memory", "memory_for", "search"]
 
 _SCOPES: tuple[Level, ...] = ("session", "user", "tenant")
+_Fused = tuple[tuple[str, int], float, tuple[str, ...]]
 
 
 class Memory:
@@ -155,19 +156,19 @@ class Memory:
             lists[name] = [("m", c.doc) for c in keep]
             candidates.update({c.doc: c for c in keep})
         if items:
-            item_scope = Scope.of(session, scope)
-            for name, ids in self.items.ranked(query, item_scope, depth=depth,
+            for name, ids in self.items.ranked(query, Scope.of(session, scope), depth=depth,
                                                kinds=item_kinds, exclude_kinds=exclude_item_kinds,
                                                time_range=time_range).items():
                 lists[f"items:{name}"] = [("i", i) for i in ids]
         weights = index.fusion_weights()
         weights["items:time"] = index.time_weight
-        fused = fuse(lists, weights=weights, after=ADDS)[:k]
+        fused = fuse(lists, weights=weights, after=ADDS)
+        item_hits = {h.item.id: h for h in self.items.hits(
+            [(key[1], score, _base(names)) for key, score, names in fused[:k] if key[0] == "i"])
+            if h.item is not None}
+        fused = _episodes_after(fused, k, item_hits)
         message_hits = index.load_docs([(candidates[key[1]], score, _base(names))
                                         for key, score, names in fused if key[0] == "m"])
-        item_hits = {h.item.id: h for h in self.items.hits(
-            [(key[1], score, _base(names)) for key, score, names in fused if key[0] == "i"])
-            if h.item is not None}
         out: list[Hit] = []
         for (kind, ref), _score, _names in fused:
             hit = message_hits.get(ref) if kind == "m" else item_hits.get(ref)
@@ -182,6 +183,30 @@ class Memory:
         the store's erasure epoch is part of it.
         """
         return (self.messages.version(), self.items.version(), self.store.eraser.epoch())
+
+
+def _episodes_after(fused: Sequence[_Fused], k: int, items: dict[int, Hit]) -> list[_Fused]:
+    """The ``k`` first of ``fused`` with the episodic items among them after the rest.
+
+    An episodic item is an archived page's text, and its messages are searched
+    themselves: it only adds, as the dense list does, and the places it leaves go to the
+    next messages. Fused by rank, every archived page's item took every other place from
+    the messages (their words said twice, the page's text and its contents lines), so a
+    chat whose pages became items as they left the window found less than the same chat
+    imported at once, whose pages had not yet. ``items``: the hits of the items among the
+    first ``k`` (the ones after them are not loaded, and not needed).
+    """
+    def episodic(entry: _Fused) -> bool:
+        hit = items.get(entry[0][1]) if entry[0][0] == "i" else None
+        return hit is not None and hit.item is not None and hit.item.kind == "episodic"
+
+    first = list(fused[:k])
+    episodes = [entry for entry in first if episodic(entry)]
+    if not episodes:
+        return first
+    kept = [entry for entry in first if not episodic(entry)]
+    kept += [entry for entry in fused[k:] if entry[0][0] == "m"][:len(episodes)]
+    return (kept + episodes)[:k]
 
 
 def _base(names: tuple[str, ...]) -> tuple[str, ...]:
