@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import pytest
 
+import memci
 from memci.errors import InvalidInputError
 from memci.memory import Gatherer, Memory, MemoryItems, Scope
 from memci.messages import Message
@@ -259,3 +261,28 @@ def test_remembering_pages_at_once_is_remembering_them_one_by_one(
     with pytest.raises(InvalidInputError):
         memory.remember_pages(many, [(5, "fine", None), (6, "  ", None)])
     assert len(_episodes(memory, many)) == len(_episodes(memory, one))  # nothing stored
+
+
+def test_an_archived_page_holds_from_when_it_was_said(tmp_path: Path) -> None:
+    """A replayed chat's archived pages keep their own dates in memory (not the day they
+    were archived): the line memory shows carries when the page was said."""
+    said = datetime(2023, 5, 8, 13, 56, tzinfo=UTC)
+    with memci.Engine.open(tmp_path / "m.db") as engine:
+        s = engine.session("replayed", user="u")
+        for day in range(40):
+            at = (said + timedelta(days=day)).isoformat()
+            s.add({"role": "user", "content": f"day {day}: we talked about the harbor crane "
+                   f"number {day} and its paint", "created_at": at})
+            s.add({"role": "assistant", "content": f"noted, crane {day}", "created_at": at})
+            s.build(budget=600)
+        assert s.stats().archived > 5
+        episodes = engine.memory.items.items(Scope.of(s.record), kinds=("episodic",))
+        assert episodes
+        days = {m.seq: m.created_at for m in s.messages()}
+        for item in episodes:
+            assert item.page is not None
+            first = min(seq for seq in days if s.page_of(seq) == item.page)
+            assert item.valid_from == days[first], (item.page, item.valid_from)
+        hits = engine.memory.recall("crane number 3 paint", scope=Scope.of(s.record), k=3)
+        assert hits and all(h.message.created_at is not None
+                            and h.message.created_at.year == 2023 for h in hits)

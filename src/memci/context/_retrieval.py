@@ -241,12 +241,18 @@ class RetrievalSource:
             return
         scope = Scope.of(self.record, "user")
         kept: list[tuple[int, str, str | None]] = []
+        said_at: dict[int, datetime] = {}
         for page, messages in pages:
             said = "\n".join(m.content for m in messages if m.role in ("user", "assistant"))
             if said.strip():
                 entry = listed.get(page)
                 kept.append((page, said, "\n".join(entry.lines) if entry is not None else ""))
-        memory.remember_pages(self.record, kept)  # one batch for the archive event
+                # The page holds from when it was said (a replayed chat keeps its dates), so
+                # its memory line shows that date and a time in a question can match it.
+                when = next((m.created_at for m in messages if m.created_at is not None), None)
+                if when is not None:
+                    said_at[page] = when
+        memory.remember_pages(self.record, kept, said_at=said_at)  # one batch an event
         for page, messages in pages:
             users = "\n".join(m.content for m in messages if m.role == "user")
             verdict = judge(users)

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from datetime import datetime
 from types import MappingProxyType
 from typing import Any, Literal
@@ -128,16 +128,21 @@ class MemoryItems:
                              page=page_no, at=at)
 
     def remember_pages(
-        self, session: SessionRecord, pages: Sequence[tuple[int, str, str | None]],
+        self, session: SessionRecord, pages: Sequence[tuple[int, str, str | None]], *,
+        said_at: Mapping[int, datetime] | None = None,
     ) -> None:
         """:meth:`remember_page` for each ``(page, text, summary)``, in a few statements.
 
         An archive event keeps many pages at once: their items are found, added and
         superseded as one batch each, with what adding them one after another gives (a
-        text met twice in the batch is merged as it would be then).
+        text met twice in the batch is merged as it would be then). ``said_at``: when each
+        page was said (its first message's time), which is when its item holds from (a
+        replayed or imported chat keeps its own dates); now for a page not in it. An older
+        item of the same page still ends now.
         """
         scope = Scope.of(session)
         now = self._clock()
+        said = {page: at.timestamp() for page, at in (said_at or {}).items()}
         batch: dict[str, NewItem] = {}  # norm -> the item to add
         again: list[tuple[int, str, str | None]] = []  # texts met twice: merged after
         for page_no, text, summary in pages:
@@ -148,7 +153,8 @@ class MemoryItems:
                 again.append((page_no, text, summary))
                 continue
             batch[norm] = NewItem(scope, "episodic", normalize(f"page {page_no}"), text, norm,
-                                  summary, f"{session.name}#p{page_no}", page_no, now, now)
+                                  summary, f"{session.name}#p{page_no}", page_no,
+                                  said.get(page_no, now), now)
         rows = self.rows
         with self.store.atomic():
             found = rows.find_many(scope, "episodic", list(batch))
@@ -164,7 +170,8 @@ class MemoryItems:
                 item.subject: item_id for item, item_id in zip(new, ids, strict=True)
                 if item.subject is not None}, since=now, now=now)
             for page_no, text, summary in again:
-                self.remember_page(session, page_no, text, summary)
+                self.remember_page(session, page_no, text, summary,
+                                   at=(said_at or {}).get(page_no))
 
     def remember_preference(
         self, scope: Scope, text: str, subject: str | None = None, source: str | None = None

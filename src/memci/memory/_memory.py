@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import threading
 import weakref
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from datetime import datetime
 from typing import Literal
 
@@ -83,10 +83,14 @@ class Memory:
         return self.items.remember_page(session, page_no, text, summary)
 
     def remember_pages(
-        self, session: SessionRecord, pages: Sequence[tuple[int, str, str | None]],
+        self, session: SessionRecord, pages: Sequence[tuple[int, str, str | None]], *,
+        said_at: Mapping[int, datetime] | None = None,
     ) -> None:
-        """Keep archived or evicted pages (``(page, text, summary)``) as episodic memory."""
-        self.items.remember_pages(session, pages)
+        """Keep archived or evicted pages (``(page, text, summary)``) as episodic memory.
+
+        ``said_at``: when each page was said (see :meth:`MemoryItems.remember_pages`).
+        """
+        self.items.remember_pages(session, pages, said_at=said_at)
 
     def recall(self, query: str, *, scope: Scope, k: int = 10) -> list[Hit]:
         """Items visible in ``scope`` that best match ``query``."""
