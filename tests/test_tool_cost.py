@@ -168,6 +168,9 @@ def test_every_name_stays_listed_and_callable(engine: memci.Engine) -> None:
     s = engine.session("names")
     s.add({"role": "user", "content": "run the tests"})
     _tool_turn(s, "c1", _LONG_OUTPUT)
+    assert s.tools() == []  # the history is sent as stored: nothing of memci's can act
+    _tool_turn(s, "c2", _HUGE_OUTPUT)
+    assert [t.name for t in s.build().tools] == ["artifact_get", "grep", "working_state"]
     listed = [t["function"]["name"] for t in s.tools(every=True)]
     assert listed == [n for n in OWN_TOOLS if n != "file_snippet"]  # no file roots
     offered = {t["function"]["name"] for t in s.tools()}

@@ -220,6 +220,7 @@ class ContextBuilder:
         # the last request's tools and messages (see _prefix)
         self._previous: tuple[object, list[Message]] = (None, [])
         self._sizes: dict[tuple[int | None, int | None, int], int] = {}
+        self._whole_last = True  # the last request sent the history as stored (see offered)
 
     @property
     def paged(self) -> Any:
@@ -256,10 +257,13 @@ class ContextBuilder:
         """memci's tools offered now; ``left_out``: whether history is out of the window.
 
         ``whole``: the request carries the history as stored (nothing hidden, nothing
-        left out), so only the tools that reach beyond it can act.
+        left out), so only the tools that reach beyond it can act. Asked with neither (what
+        the session offers now), the last build's form answers: a request that sent the
+        history as stored offers the next the same, until memci shapes it.
         """
         if left_out is None:
             left_out = self.has_left_window()
+            whole = self._whole_last and self.history.all_in()
         return offered_tools(self.own_tools, auto=self.settings.tools == "auto",
                              file_roots=bool(self.settings.file_roots),
                              has_tool_results=self.log.has_tool_results and not whole,
@@ -694,6 +698,7 @@ class ContextBuilder:
             request_bytes=plan.payload_bytes, events=plan.events, recipe=snap.recipe.name,
         )
         if counted:
+            self._whole_last = plan.whole is not None
             self.builds += 1
             self.build_ms += elapsed
             self.saved += stats.saved_tokens
