@@ -144,3 +144,20 @@ def test_a_soft_cap_on_the_chat_asks_for_shaping(engine: memci.Engine) -> None:
     ctx = s.build()
     assert any(e.startswith("archive") for e in ctx.stats.events)
     assert "recall_page" in _own(ctx)
+
+
+def test_other_conversations_memory_comes_when_asked_for(engine: memci.Engine) -> None:
+    """While it fits, memory of the user's other conversations is an addition: only asked."""
+    earlier = engine.session("earlier", user="u")
+    for i in range(6):
+        earlier.add({"role": "user", "content": f"My flight {i} to Osaka needs a window seat."})
+        earlier.add({"role": "assistant", "content": f"Window seat noted for flight {i}."})
+    s = engine.session("now", user="u")
+    s.add({"role": "user", "content": "Book me a window seat on the Osaka flight."})
+    ctx = s.build()
+    assert ctx.segment("retrieval") == [] and ctx.stats.total_tokens == ctx.stats.full_tokens
+    s.add({"role": "assistant", "content": "Which date?"})
+    s.add({"role": "user", "content": "The same as last time, on the Osaka flight."})
+    asked = s.build()
+    assert "Osaka" in asked.segment("retrieval")[0].content
+    assert asked.messages[:-1] == [*ctx.messages, *asked.messages[len(ctx.messages):-1]]

@@ -531,11 +531,18 @@ class ContextBuilder:
         return plan
 
     def _whole_plan(self, snap: _Snapshot, shaped: _Plan, whole: _Whole) -> _Plan:
-        """The plan of a request that carries the history as stored: nothing to commit."""
+        """The plan of a request that carries the history as stored: nothing to commit.
+
+        Memory of the user's other conversations comes only when the page's opener refers
+        to earlier work (the query analyzer's rule that keeps a task to its own past): any
+        other would be an addition the full history never pays, rewritten every page.
+        Documents and code come when the analyzer asks for them, as always.
+        """
         state = snap.state
         room = snap.limit - whole.request_tokens(snap.agent_tokens, state)
-        retrieval, memory = self.retrieval.message(snap.shown.candidates, whole.window, room,
-                                                   self.language())
+        earlier = snap.shown.saved is not None and bool(snap.shown.saved.get("earlier"))
+        found = [r for r in snap.shown.candidates if earlier or r.kind == "document"]
+        retrieval, memory = self.retrieval.message(found, whole.window, room, self.language())
         if not whole.window or whole.window[-1].role == "assistant":
             retrieval, memory = None, ()
         return _Plan(self.history.draft(), whole.window, whole.window_tokens, retrieval,
