@@ -161,3 +161,15 @@ def test_other_conversations_memory_comes_when_asked_for(engine: memci.Engine) -
     asked = s.build()
     assert "Osaka" in asked.segment("retrieval")[0].content
     assert asked.messages[:-1] == [*ctx.messages, *asked.messages[len(ctx.messages):-1]]
+
+
+def test_pages_that_were_sent_whole_are_listed_when_they_leave(engine: memci.Engine) -> None:
+    """The build that first leaves pages out lists every one: none is an unread backlog."""
+    s = engine.session("s", retrieval=False)
+    for turn in range(30):
+        s.add({"role": "user", "content": f"Question {turn}: " + "tell me the details " * 40})
+        ctx = s.build(budget=6000)
+        s.add({"role": "assistant", "content": f"Answer {turn}: " + "it opens at nine " * 30})
+    archived = [e for e in s.events() if e["kind"] == "archive"]
+    assert archived and ctx.segment("contents")
+    assert not [e for e in archived if e["reason"].startswith("backlog")]

@@ -199,7 +199,14 @@ class HistorySource:
             # may bring back pages that left the window.
             saved = self.values.get("paged.budget")
             grew = isinstance(saved, int) and limit > saved
-            self.paged.prepare(max(limit, 4_000), ready, grew=grew)
+            bound = max(limit, 4_000)
+            index = self.log.index
+            if self.all_in() and self.log.raw_total - index.page_tokens(index.pages) <= limit:
+                # The requests so far carried the whole history (it fitted but for its
+                # newest page): every page was sent, so every page is loaded and listed
+                # when they start to leave the window, none is an unread backlog.
+                bound = max(bound, index.total())
+            self.paged.prepare(bound, ready, grew=grew)
         elif self.window is not None:
             self.window.loader.prefetch(0 if isinstance(self.window, SummarizeWindow)
                                         and not self.window.cut else self.window_start(limit))
