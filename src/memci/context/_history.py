@@ -201,7 +201,8 @@ class HistorySource:
             grew = isinstance(saved, int) and limit > saved
             bound = max(limit, 4_000)
             index = self.log.index
-            if self.all_in() and self.log.raw_total - index.page_tokens(index.pages) <= limit:
+            if (index.pages and self.all_in()
+                    and self.log.raw_total - index.page_tokens(index.pages) <= limit):
                 # The requests so far carried the whole history (it fitted but for its
                 # newest page): every page was sent, so every page is loaded and listed
                 # when they start to leave the window, none is an unread backlog.
