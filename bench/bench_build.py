@@ -12,7 +12,11 @@ Run: python bench/bench_build.py [--quick]
   ``trim_messages`` over the same history at the same budget in the same run;
 - prefix: a long Chinese chat (every KdConv dialogue back to back, 600+ turns) replayed
   with an 8k budget; mean share of each request's tokens that is an exact prefix of the
-  previous request, for memci's paged strategy and for a naive sliding window.
+  previous request, for memci's paged strategy and for a naive sliding window; and the
+  LoCoMo English long chats (each conversation of ../shared/data/locomo, its dialogue
+  only, one session each) at 8k with retrieval on (the default), replayed as ``memci
+  replay`` does (a build before every assistant message), with the cost under prompt
+  caching (cached input 50% off) against the full history's.
 """
 
 from __future__ import annotations
@@ -29,7 +33,8 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import memci
-from _histories import agent_history, chinese_long_chat, real_chat
+from _histories import SHARED, agent_history, chinese_long_chat, real_chat
+from memci.replay import ReplayResult, load_conversation, replay
 
 
 def ingest(tmp: Path, n: int) -> dict[str, float]:
@@ -119,6 +124,32 @@ def prefix_share(tmp: Path, strategy: str) -> dict[str, float]:
                 "mean_tokens": statistics.mean(sent), "events": s.stats().archived}
 
 
+def locomo_prefix(tmp: Path) -> dict[str, float]:
+    """The LoCoMo long chats at 8k, retrieval on: prefix reuse and cost with caching."""
+    results: list[ReplayResult] = []
+    turns = 0
+    for path in sorted((SHARED / "locomo").glob("*.json")):
+        trace = load_conversation(path, format="locomo")
+        dialogue = trace.messages[:min((q.message for q in trace.questions),
+                                       default=len(trace.messages))]
+        turns += sum(1 for m in dialogue if m["role"] == "user")
+        with memci.Engine.open(tmp / f"locomo-{path.stem}.db", synchronous="NORMAL") as eng:
+            results.append(replay(eng.session(path.stem), dialogue, budget=8000))
+    # as the KdConv figure: every request but a session's first, which has nothing before it
+    later = [r for result in results for r in result.requests[1:]]
+    every = [r for result in results for r in result.requests]
+    memci_cost = sum(result.memci_cached_cost for result in results)
+    full_cost = sum(result.full_cached_cost for result in results)
+    return {"turns": turns, "requests": len(every),
+            "mean_prefix_share": statistics.mean(r.prefix_tokens / r.memci_tokens
+                                                 for r in later),
+            "mean_tokens": statistics.mean(r.memci_tokens for r in every),
+            "mean_retrieval_tokens": statistics.mean(r.segments.get("retrieval", 0)
+                                                     for r in every),
+            "ratio": sum(r.memci_tokens for r in every) / sum(r.full_tokens for r in every),
+            "ratio_cached": memci_cost / full_cost}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--quick", action="store_true", help="smaller sizes, for a smoke run")
@@ -127,7 +158,8 @@ def main() -> None:
     args = parser.parse_args()
     if args.prefix_json:
         with tempfile.TemporaryDirectory() as d:
-            print(json.dumps({s: prefix_share(Path(d), s) for s in ("paged", "oldest")}))
+            figures = {s: prefix_share(Path(d), s) for s in ("paged", "oldest")}
+            print(json.dumps({**figures, "locomo": locomo_prefix(Path(d))}))
         return
     sizes = (1_000, 10_000) if args.quick else (1_000, 10_000, 100_000)
     with tempfile.TemporaryDirectory() as d:
@@ -158,6 +190,11 @@ def main() -> None:
             print(f"prefix reuse, {p['turns']} turns, 8k budget, {label}: "
                   f"{100 * p['mean_prefix_share']:.1f}% of each request on average "
                   f"(mean {p['mean_tokens']:.0f} tokens/request, {p['events']} pages archived)")
+        lo = locomo_prefix(tmp)
+        print(f"prefix reuse, LoCoMo long chats ({lo['turns']} turns), 8k budget, retrieval "
+              f"on: {100 * lo['mean_prefix_share']:.1f}% of each request on average (mean "
+              f"{lo['mean_tokens']:.0f} tokens/request); memci / full history "
+              f"{lo['ratio']:.2f}x, with caching {lo['ratio_cached']:.2f}x")
 
 
 if __name__ == "__main__":

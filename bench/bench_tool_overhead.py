@@ -37,11 +37,14 @@ def _tool(s: memci.Session, call_id: str, output: str) -> None:
 
 
 SITUATIONS: list[tuple[str, Callable[[memci.Session], object]]] = [
-    ("chat, history in the window", lambda s: _chat(s, 2)),
+    ("chat, history sent as stored", lambda s: _chat(s, 2)),
     ("chat, history out of the window", lambda s: _chat(s, 60)),
-    ("tool loop, outputs shown whole", lambda s: (_chat(s, 1), _tool(s, "c1", "ok"))),
-    ("tool loop, an output shown in part", lambda s: (_chat(s, 1), _tool(s, "c1", _LONG))),
-    ("tool loop, history out of the window too",
+    ("tool loop, history sent as stored", lambda s: (_chat(s, 1), _tool(s, "c1", _LONG))),
+    ("tool loop, an output shown in part (memci shapes)",
+     lambda s: (_chat(s, 1), _tool(s, "c1", _LONG * 8))),
+    ("tool loop, outputs shown whole, history out of the window",
+     lambda s: (_chat(s, 60), _tool(s, "c1", "ok"))),
+    ("tool loop, an output shown in part, history out of the window",
      lambda s: (_chat(s, 60), _tool(s, "c1", _LONG))),
 ]
 

@@ -189,7 +189,7 @@ def _two_calls_one_output(session: memci.Session) -> None:
             "id": call, "type": "function",
             "function": {"name": tool, "arguments": json.dumps({"path": f"{call}.cfg"})}}]})
         session.add({"role": "tool", "tool_call_id": call,
-                     "content": "\n".join(f"key{n} = value{n}" for n in range(30))})
+                     "content": "\n".join(f"key{n} = value{n}" for n in range(300))})
     session.add({"role": "assistant", "content": "They are the same."})
     session.add({"role": "user", "content": "thanks, what next?"})
 

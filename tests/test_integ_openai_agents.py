@@ -178,8 +178,17 @@ def test_working_state_is_registered_enabled_when_offered_and_runs(tmp_path: Pat
             return bool(await check(ctx, agent))
 
         assert "working_state" in tools and "plan_add" not in tools  # one for the nine
+        session.build()  # the history is sent as stored: nothing of memci's can act
+        assert not asyncio.run(enabled("working_state"))
+        assert not asyncio.run(enabled("artifact_get"))
+        session.add({"role": "assistant", "content": None, "tool_calls": [{
+            "id": "c2", "type": "function",
+            "function": {"name": "run_tests", "arguments": "{}"}}]})
+        session.add({"role": "tool", "tool_call_id": "c2",
+                     "content": "".join(f"test_{i} PASSED\n" for i in range(2000))})
+        session.build()  # shown by its view now: memci shapes the request
         assert asyncio.run(enabled("working_state"))
-        assert not asyncio.run(enabled("artifact_get"))  # the output is shown whole
+        assert asyncio.run(enabled("artifact_get"))
         answer = asyncio.run(tools["working_state"].on_invoke_tool(
             ctx, json.dumps({"action": "plan_add", "text": "ship it"})))
         assert answer == "added plan item 1"

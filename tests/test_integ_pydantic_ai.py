@@ -221,7 +221,9 @@ def test_toolset_offers_working_state_and_runs_it(tmp_path: Path) -> None:
         session.add({"role": "assistant", "content": None, "tool_calls": [{
             "id": "c1", "type": "function",
             "function": {"name": "run_tests", "arguments": "{}"}}]})
-        session.add({"role": "tool", "tool_call_id": "c1", "content": "3 passed"})
+        session.add({"role": "tool", "tool_call_id": "c1",  # shown by its view: shaped
+                     "content": "".join(f"test_{i} PASSED\n" for i in range(2000))})
+        session.build()
         calls: list[Any] = []
 
         def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
@@ -236,7 +238,8 @@ def test_toolset_offers_working_state_and_runs_it(tmp_path: Path) -> None:
         agent = Agent(FunctionModel(model), toolsets=[toolset(session)])
         assert asyncio.run(agent.run("plan it")).output == "added plan item 1"
         # The working-state tools go out as one schema (the nine are not registered).
-        assert calls[0] == {"recall_page", "search_memory", "working_state"}
+        assert calls[0] == {"recall_page", "search_memory", "artifact_get", "grep",
+                            "working_state"}
         assert "ship it" in session.call_tool("plan_list")
     finally:
         engine.close()

@@ -76,8 +76,9 @@ def _check(s: memci.Session, ctx: memci.Context, budget: int) -> None:
         page = s.page_of(m.seq)
         window_pages.add(page)
         original = stored[m.seq]
-        if m.role == "tool":
-            # tool output is shown as its artifact's view; the pointer gives it back exactly
+        if m.role == "tool" and m.content != original.content:
+            # tool output is shown as stored (the whole history fits), or as its artifact's
+            # view, whose pointer gives it back exactly
             (aid,) = re.findall(r"artifact:([0-9a-f]{12,})", m.content.split("\n")[0])
             exact = s.call_tool("artifact_get", {"id": aid, "offset": 0,
                                                  "length": len(original.content)})

@@ -75,7 +75,7 @@ def test_chat_recipe_shows_tool_output_only_as_summary(engine: memci.Engine) -> 
 def test_recipe_sections_have_titles_and_follow_the_seed(engine: memci.Engine) -> None:
     s = engine.session("s")
     s.add({"role": "user", "content": "Deploy the service."})
-    _loop(s, 1)
+    _loop(s, 1, lines=400)  # an output memci's view saves most of: memci shapes the request
     answer = s.call_tool("pin_add", {"type": "constraint", "title": "Python version",
                                      "summary": "Deploy target runs Python 3.11 only",
                                      "source": "tool:k0"})
@@ -154,7 +154,7 @@ def test_chinese_session_gets_chinese_titles(engine: memci.Engine) -> None:
     s.add({"role": "assistant", "content": None, "tool_calls": [_call("c1")]})
     # an output its view shows only in part: the artifact tools and their contract come
     s.add({"role": "tool", "tool_call_id": "c1",
-           "content": "错误：找不到配置文件 /etc/app.yaml\n" + "部署日志：第 N 步失败。\n" * 60})
+           "content": "错误：找不到配置文件 /etc/app.yaml\n" + "部署日志：第 N 步失败。\n" * 400})
     s.call_tool("notebook_add", {"summary": "配置文件缺失", "source": "tool:c1"})
     texts = [m.content for m in s.build().messages]
     assert any(t.startswith("## 工作状态") for t in texts)

@@ -381,17 +381,15 @@ def test_pairing_is_repaired_as_for_chat() -> None:
 
 
 def test_context_to_responses_carries_instructions_and_tools(engine: memci.Engine) -> None:
-    session = engine.session("ctx")
+    # named in the session's tools: offered even while the history is sent as stored
+    session = engine.session("ctx", tools=["working_state"])
     session.set_system("You are terse.")
     session.add_many(a_turn())
     payload = session.build().to_responses()
     assert set(payload) == {"input", "instructions", "tools"}
     assert payload["instructions"].startswith("You are terse.")
     tools = {t["name"]: t for t in payload["tools"]}
-    # the turn has tool results (working_state can act), each shown whole (nothing for
-    # artifact_get to read); nothing has left the window yet
-    assert "working_state" in tools and "artifact_get" not in tools
-    assert "recall_page" not in tools
+    assert list(tools) == ["working_state"]
     for tool in tools.values():
         assert set(tool) == {"type", "name", "description", "parameters", "strict"}
         assert tool["type"] == "function" and tool["strict"] is False
@@ -451,7 +449,7 @@ def test_round_trip_through_the_openai_sdk_and_a_local_server(engine: memci.Engi
 
 def test_the_local_server_refuses_what_the_api_refuses(engine: memci.Engine) -> None:
     """The checks the round trip relies on do bite: broken payloads get a 400."""
-    session = engine.session("refused")
+    session = engine.session("refused", tools=["working_state"])  # a tool to break
     session.add({"role": "user", "content": "Weather in Paris?"})
     with FakeLLM() as fake, openai.OpenAI(base_url=fake.openai_base_url, api_key="test",
                                           max_retries=0) as client:

@@ -478,7 +478,8 @@ def test_state_artifacts_and_stats(client: TestClient) -> None:
 def test_working_state_and_artifacts_when_offered(client: TestClient) -> None:
     tools = ["recall_page", "pin_add", "pin_list", "plan_add", "plan_list", "notebook_add",
              "artifact_get"]
-    output = "\n".join(f"line {i}: ok" for i in range(200))
+    # long enough that memci shows it by its view (the pointer), not as stored
+    output = "\n".join(f"line {i}: ok" for i in range(2000))
     r = client.post("/v1/sessions/ws/messages", json={"settings": {"tools": tools}, "messages": [
         {"role": "user", "content": "run the tests"},
         {"role": "assistant", "content": None, "tool_calls": [

@@ -170,11 +170,13 @@ def test_sessions_search_hits_and_artifacts_say_where_to_continue(
         offset = page["next_offset"]
     assert sorted(found) == list(range(1, 13))
     # a stored tool output is read a range at a time; the answer says where the next starts
+    # (long enough that the context shows it by its view, with its pointer)
+    output = "".join(f"line {i}: ok\n" for i in range(3000)) + "END"
     small.post("/v1/sessions/tools/messages", json=[
         {"role": "user", "content": "list it"},
         {"role": "assistant", "content": None, "tool_calls": [{
             "id": "c1", "type": "function", "function": {"name": "ls", "arguments": "{}"}}]},
-        {"role": "tool", "tool_call_id": "c1", "content": "x" * 20_000 + "END"}])
+        {"role": "tool", "tool_call_id": "c1", "content": output}])
     built = small.post("/v1/sessions/tools/context", json={}).json()
     artifact = re.search(r"artifact:([0-9a-f]+)", json.dumps(built)).group(1)  # type: ignore[union-attr]
     text, offset = "", 0
@@ -183,7 +185,7 @@ def test_sessions_search_hits_and_artifacts_say_where_to_continue(
                          params={"offset": offset, "length": 8000}).json()
         text += page["text"]
         offset = page["next_offset"]
-    assert text == "x" * 20_000 + "END"
+    assert text == output
 
 
 def test_answers_to_writes_stay_within_the_budget_and_keep_every_seq(

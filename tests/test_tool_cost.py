@@ -32,6 +32,8 @@ TOOL_LOOP_BOUND = 650
 
 _LONG_OUTPUT = "".join(f"line {i}: collected test_mod_{i}.py PASSED in 0.{i:02d}s\n"
                        for i in range(80))
+# An output whose view saves most of it: memci shapes the request even while it fits.
+_HUGE_OUTPUT = _LONG_OUTPUT * 8
 _WORDS = "the quarterly report needs figures for every region before friday " * 6
 
 
@@ -74,7 +76,7 @@ def test_a_tool_loop_pays_its_tools_and_contract_within_the_bound(
 ) -> None:
     s = engine.session("loop", tokenizer="cl100k_base")
     s.add({"role": "user", "content": "run the tests"})
-    _tool_turn(s, "c1", _LONG_OUTPUT)
+    _tool_turn(s, "c1", _HUGE_OUTPUT)
     ctx = s.build()
     assert _offered(ctx) == ["artifact_get", "grep", "working_state"]
     assert len(_contract(ctx)) == 1
@@ -87,12 +89,14 @@ def test_tools_are_offered_only_when_they_can_act(engine: memci.Engine, tmp_path
     ctx = chat.build()
     assert _offered(ctx) == [] and _contract(ctx) == [] and ctx.stats.sections["tools"] == 0
 
-    # A tiny output is shown whole: nothing to read back, no contract about reading it.
+    # The history sent as stored: nothing to read back, nothing to take notes of.
     tiny = engine.session("tiny", tokenizer="cl100k_base")
     tiny.add({"role": "user", "content": "is it sunny?"})
     _tool_turn(tiny, "c1", "sunny")
+    _tool_turn(tiny, "c2", _LONG_OUTPUT)
     ctx = tiny.build()
-    assert _offered(ctx) == ["working_state"] and _contract(ctx) == []
+    assert _offered(ctx) == [] and _contract(ctx) == []
+    assert ctx.messages[-1].content == _LONG_OUTPUT
 
     # File roots make the file tools act; still nothing of an output to read back.
     files = engine.session("files", tokenizer="cl100k_base", file_roots=[str(tmp_path)])
@@ -100,8 +104,9 @@ def test_tools_are_offered_only_when_they_can_act(engine: memci.Engine, tmp_path
     ctx = files.build()
     assert _offered(ctx) == ["file_snippet", "grep"] and _contract(ctx) == []
 
-    # An output its view shows in part: artifact_get, grep and the contract come.
-    _tool_turn(tiny, "c2", _LONG_OUTPUT)
+    # Outputs whose views save most of them: memci shapes the request, and artifact_get,
+    # grep, the contract and working_state come.
+    _tool_turn(tiny, "c3", _HUGE_OUTPUT)
     ctx = tiny.build()
     assert _offered(ctx) == ["artifact_get", "grep", "working_state"]
     assert len(_contract(ctx)) == 1
@@ -111,9 +116,10 @@ def test_history_shown_by_views_is_not_out_of_the_window(engine: memci.Engine) -
     """Views cost less than their outputs; the messages are in the window all the same."""
     s = engine.session("views", tokenizer="cl100k_base")
     s.add({"role": "user", "content": "run the tests twice"})
-    _tool_turn(s, "c1", _LONG_OUTPUT)
-    _tool_turn(s, "c2", _LONG_OUTPUT.replace("PASSED", "FAILED"))
+    _tool_turn(s, "c1", _HUGE_OUTPUT)
+    _tool_turn(s, "c2", _HUGE_OUTPUT.replace("PASSED", "FAILED"))
     ctx = s.build()
+    assert "artifact_get" in _offered(ctx)  # shown by views
     assert len([m for m in ctx.messages if m.seq is not None]) == len(s.messages())
     assert "recall_page" not in _offered(ctx) and "search_memory" not in _offered(ctx)
 
@@ -162,6 +168,9 @@ def test_every_name_stays_listed_and_callable(engine: memci.Engine) -> None:
     s = engine.session("names")
     s.add({"role": "user", "content": "run the tests"})
     _tool_turn(s, "c1", _LONG_OUTPUT)
+    assert s.tools() == []  # the history is sent as stored: nothing of memci's can act
+    _tool_turn(s, "c2", _HUGE_OUTPUT)
+    assert [t.name for t in s.build().tools] == ["artifact_get", "grep", "working_state"]
     listed = [t["function"]["name"] for t in s.tools(every=True)]
     assert listed == [n for n in OWN_TOOLS if n != "file_snippet"]  # no file roots
     offered = {t["function"]["name"] for t in s.tools()}
@@ -185,25 +194,34 @@ def test_an_agent_tool_may_not_take_the_combined_name(engine: memci.Engine) -> N
 # -- replay's note -----------------------------------------------------------------------
 
 
+# Offered in every request (not "auto"): they cost more than memci saves on a short trace.
+_EVERY = ["recall_page", "search_memory", "artifact_get", "grep", "working_state"]
+
+
 def test_replay_notes_additions_that_cost_more_than_they_saved(tmp_path: Path) -> None:
     trace = json.loads((ROOT / "examples" / "agent_trace.json").read_text("utf-8"))
     engine = memci.Engine.open(tmp_path / "m.db")
     try:
-        result = replay(engine.session("r"), trace["messages"], budget=4000)
+        session = engine.session("r", tools=_EVERY)
+        result = replay(session, trace["messages"], budget=4000)
+        system = trace["messages"][0]
+        assert system["role"] == "system"
+        prompt = session.tokenizer.count_message(memci.Message.system(system["content"]))
     finally:
         engine.close()
     assert result.memci_tokens > result.full_tokens  # a short trace: views save little
     costlier = result.own_costlier
     assert costlier and all(r.memci_tokens > r.full_tokens for r in costlier)
-    r, prompt = costlier[0], result.requests[0].segments["system"]  # no contract yet
-    assert result.requests[0].own_tokens == 0
+    r = costlier[0]
     assert r.own_tokens == (r.segments["tools"] - result.tools_tokens  # memci's schemas
                             + r.segments["system"] - prompt  # the contract
                             + r.segments.get("state", 0))
     assert r.own_saved == r.full_tokens - r.memci_tokens + r.own_tokens
+    # The history fits: it is sent as stored, so views saved nothing beside the tools.
+    assert result.own_saved == 0
     note = result.own_note
     assert note == (f"memci's tools and working state cost {result.own_tokens:,} tokens here, "
-                    f"more than the {result.own_saved:,} its views and archive saved")
+                    "and its views and archive saved none")
     data = result.to_json()
     assert data["totals"]["own_note"] == note
     assert data["totals"]["own_costlier_requests"] == len(costlier)
@@ -231,6 +249,7 @@ def test_replay_says_nothing_when_memci_saves_more_than_it_adds(tmp_path: Path) 
 def test_replay_text_output_carries_the_note() -> None:
     out = subprocess.run(
         [sys.executable, "-m", "memci", "replay", "examples/agent_trace.json", "--budget",
-         "4000"], cwd=ROOT, capture_output=True, text=True, timeout=600, check=True).stdout
+         "4000", "--tools", ",".join(_EVERY)],
+        cwd=ROOT, capture_output=True, text=True, timeout=600, check=True).stdout
     assert "memci's tools and working state cost" in " ".join(out.split())
     assert " ! " in out  # the marked requests

@@ -407,6 +407,7 @@ class Session:
     def _offered(self, left: bool | None = None) -> dict[str, Tool[ToolHost]]:
         """The tools offered to the model now: those that can act (``tools="auto"``).
 
+        None but the file tools while the last build sent the history as stored; then
         recall_page and search_memory once pages have left the window (before that,
         everything is in it); file_snippet and grep when file_roots are set; artifact_get
         and grep once a tool result's view leaves part of its output out; working_state

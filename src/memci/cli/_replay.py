@@ -91,6 +91,9 @@ def _warn_unknown_model(console: Console, model: str | None) -> None:
               help="How the context is trimmed (default: paged).")
 @click.option("--max-messages", type=click.IntRange(min=0), default=None,
               help="Keep at most this many messages (for --strategy sliding_window).")
+@click.option("--tools", "own_tools", default=None, metavar="auto|NAME,NAME",
+              help="memci's own tools offered: auto (those that can act, the default) or "
+                   "a comma-separated list of names, offered in every request.")
 @click.option("--format", "trace_format", type=click.Choice(list(_FORMAT_NAMES)),
               default=None, help="Read FILE as this format (default: found by its shape).")
 @click.option("--item", type=click.IntRange(min=1), default=None,
@@ -107,7 +110,8 @@ def _warn_unknown_model(console: Console, model: str | None) -> None:
               help="Also write a self-contained HTML report with charts to this file.")
 def replay_command(
     file: Path, budget: int | None, model: str | None, strategy: str | None,
-    max_messages: int | None, trace_format: str | None, item: int | None,
+    max_messages: int | None, own_tools: str | None, trace_format: str | None,
+    item: int | None,
     cached_discount: float | None, price: float | None, db: str | None, as_json: bool,
     report: Path | None,
 ) -> None:
@@ -119,7 +123,8 @@ def replay_command(
     for note in trace.notes:
         _say(console, "note", note)
     settings: dict[str, Any] = {"model": model, "strategy": strategy,
-                                "max_messages": max_messages}
+                                "max_messages": max_messages,
+                                "tools": _tools_setting(own_tools)}
     with tempfile.TemporaryDirectory(prefix="memci-replay-") as tmp:
         with _engine(db or str(Path(tmp) / "replay.db")) as engine:
             name = session_name(engine, file.stem)
@@ -151,6 +156,13 @@ def replay_command(
         click.echo(json.dumps(result.to_json(), ensure_ascii=False, indent=2))
         return
     _print_replay(Console(), file, result)
+
+
+def _tools_setting(value: str | None) -> str | list[str] | None:
+    """The session's ``tools`` setting from ``--tools`` (names are checked by the session)."""
+    if value is None or value.strip() == "auto":
+        return None if value is None else "auto"
+    return [name.strip() for name in value.split(",") if name.strip()]
 
 
 def _say(console: Console, kind: str, text: str) -> None:

@@ -45,7 +45,13 @@ from typing import Any
 from memci.context._branches import pages_on
 from memci.context._budget import BudgetAllocator, PriorityRanker, Section
 from memci.context._context import Context, ContextStats, Segment, ToolSpec
-from memci.context._history import HistoryPlan, HistorySource, ToolHead, messages_tokens
+from memci.context._history import (
+    SHAPED,
+    HistoryPlan,
+    HistorySource,
+    ToolHead,
+    messages_tokens,
+)
 from memci.context._log import LogIndex
 from memci.context._model import ContentsEntry, PageInfo
 from memci.context._recipes import Recipe, choose_recipe
@@ -71,6 +77,10 @@ REPLY_PRIMING = 3  # tokens every request spends priming the reply
 _CONTENTS_FLOOR = 40  # tokens of a contents page that lists nothing (its title and ranges)
 _STATE_FLOOR = 0.08  # share of the room the working state keeps whatever the window needs
 _ATTEMPTS = 8  # builds planned again after losing a compare-and-swap, before giving up
+# memci starts shaping a history that still fits once its request costs at most this share
+# of the history sent as it is: then even the first shaped request, which no cache holds,
+# costs no more than the whole one with its prefix cached at half price.
+SHAPING_PAYS = 0.5
 
 
 class _Conflict(Exception):
@@ -83,6 +93,26 @@ class _Peeked(Exception):
     def __init__(self, context: Context) -> None:
         super().__init__("peeked")
         self.context = context
+
+
+@dataclass(frozen=True, slots=True)
+class _Whole:
+    """The history as stored, when a request can carry all of it, and what comes with it.
+
+    ``window``: every message whole (tool outputs raw), calls paired; ``specs``: memci's
+    tools that can act when nothing is left out; ``head``: the system segment for them.
+    """
+
+    window: list[Message]
+    window_tokens: int
+    specs: tuple[ToolSpec, ...]
+    tools_tokens: int
+    head: list[Message]
+
+    def request_tokens(self, agent_tokens: int, state: Message | None) -> int:
+        """The request's tokens without memory."""
+        return (messages_tokens(self.head) + agent_tokens + self.tools_tokens
+                + ((state.tokens or 0) if state else 0) + self.window_tokens + REPLY_PRIMING)
 
 
 @dataclass(slots=True)
@@ -104,6 +134,7 @@ class _Snapshot:
     state: Message | None
     reserve: int  # tokens for the newest tool outputs' heads
     heads: dict[int, ToolHead]
+    whole: _Whole | None = None  # the history as stored, when it fits (see _plan)
 
 
 @dataclass(slots=True)
@@ -121,6 +152,7 @@ class _Plan:
     payload_bytes: int = 0
     memory_room: int = 0  # tokens the retrieval segment may take
     cache: dict[str, Any] = field(default_factory=dict)  # derived values, saved unguarded
+    whole: _Whole | None = None  # the request carries the history as stored
 
     @property
     def hidden(self) -> list[int]:
@@ -144,6 +176,8 @@ class _Plan:
                     else f"{e.kind} pages {e.page}-{e.last_page}" for e in self.changes.events)
         if "summarize" in self.changes.values:
             out += ("summarize",)
+        if SHAPED in self.changes.values:
+            out += ("shaped",)  # memci shapes the requests from this one on
         return out + (("steps hidden",) if self.hidden else ())
 
 
@@ -186,6 +220,7 @@ class ContextBuilder:
         # the last request's tools and messages (see _prefix)
         self._previous: tuple[object, list[Message]] = (None, [])
         self._sizes: dict[tuple[int | None, int | None, int], int] = {}
+        self._whole_last = True  # the last request sent the history as stored (see offered)
 
     @property
     def paged(self) -> Any:
@@ -217,14 +252,23 @@ class ContextBuilder:
         """The session's working state, with titles in the session's language."""
         return self.working.state(self.language())
 
-    def offered(self, left_out: bool | None = None) -> tuple[ToolSpec, ...]:
-        """memci's tools offered now; ``left_out``: whether history is out of the window."""
+    def offered(self, left_out: bool | None = None, *,
+                whole: bool = False) -> tuple[ToolSpec, ...]:
+        """memci's tools offered now; ``left_out``: whether history is out of the window.
+
+        ``whole``: the request carries the history as stored (nothing hidden, nothing
+        left out), so only the tools that reach beyond it can act. Asked with neither (what
+        the session offers now), the last build's form answers: a request that sent the
+        history as stored offers the next the same, until memci shapes it.
+        """
         if left_out is None:
             left_out = self.has_left_window()
+            whole = self._whole_last and self.history.all_in()
         return offered_tools(self.own_tools, auto=self.settings.tools == "auto",
                              file_roots=bool(self.settings.file_roots),
-                             has_tool_results=self.log.has_tool_results,
-                             hides_output=self.log.hides_output, left_out=left_out)
+                             has_tool_results=self.log.has_tool_results and not whole,
+                             hides_output=self.log.hides_output and not whole,
+                             left_out=left_out and not whole)
 
     # -- building ------------------------------------------------------------------------
 
@@ -358,7 +402,41 @@ class ContextBuilder:
         self.history.prepare(limit, ready)
         return _Snapshot(chosen, limit, specs, tuple(s for s in specs if s.name in all_in),
                          tools_tokens, agent, agent_tokens, head, room, caps, memory, memory,
-                         state, reserve, self.history.load_heads(reserve))
+                         state, reserve, self.history.load_heads(reserve),
+                         self._whole(limit, agent, agent_tokens, state, language))
+
+    def _whole(self, limit: int, agent: tuple[ToolSpec, ...], agent_tokens: int,
+               state: Message | None, language: str) -> _Whole | None:
+        """The history as stored, when one request can carry all of it (else None).
+
+        With the system prompt, the agent's tools, the working state when it has entries
+        and memci's tools that can still act. Only while nothing has left the window: once
+        memci has shaped the requests, they keep that form.
+        """
+        log = self.log
+        if not self.history.all_in():
+            log.forget_whole()
+            return None
+        specs = self.system.affordable(self.offered(False, whole=True), log.system, language,
+                                       budget=limit - agent_tokens, spare=limit)
+        head = self.system.head(log.system, specs, language)
+        tools_tokens = self.system.tools_tokens(specs)
+        fixed = _Whole([], 0, specs, tools_tokens, head).request_tokens(agent_tokens, state)
+        # The stored tokens say no before anything is read; a soft cap the session sets on
+        # its chat (ctx_recent_max_tokens, tool_loop_tokens) asks for memci's shaping.
+        caps = (self.settings.ctx_recent_max_tokens, self.settings.tool_loop_tokens)
+        if log.raw_total + fixed > limit or any(0 < cap < log.raw_total for cap in caps):
+            log.forget_whole()
+            return None
+        window = self.history.pairing(log.whole())
+        whole = _Whole(window, messages_tokens(window), specs, tools_tokens, head)
+        if whole.request_tokens(agent_tokens, state) > limit:
+            return None
+        limit_bytes = self.settings.max_request_bytes
+        if limit_bytes and self._request_bytes(
+                [*head, *([state] if state else []), *window], (*agent, *specs)) > limit_bytes:
+            return None
+        return whole
 
     def _sized(self, chosen: Recipe, limit: int, agent_tokens: int, tools_tokens: int,
                head: Sequence[Message], memory: Gathered
@@ -479,14 +557,64 @@ class ContextBuilder:
         :meth:`_check_fits` estimates what the newest messages keep when cut; this checks
         what the plan holds, so that a build keeps its budget or says it cannot.
         """
-        head_tokens = messages_tokens(snap.head)
+        head_tokens = messages_tokens(plan.whole.head if plan.whole is not None else snap.head)
         recent = plan.planned_tokens - _contents_tokens(plan.window)
         need = head_tokens + snap.agent_tokens + recent + REPLY_PRIMING
         if need > snap.limit:
             self._too_small(snap.limit, head_tokens, snap.agent_tokens, recent, need)
 
     def _plan(self, snap: _Snapshot) -> _Plan:
-        """Decide the window, the memory and the working state shown; reads nothing."""
+        """Decide the window, the memory and the working state shown; reads nothing.
+
+        While the whole history fits, the request carries it as stored (what an agent
+        without memci sends, so never costlier), unless the request memci shapes (views,
+        its tools, the notebook) costs at most :data:`SHAPING_PAYS` of it: from then on,
+        memci shapes every request of the session.
+        """
+        plan = self._shaped(snap)
+        whole = snap.whole
+        if whole is None:
+            return plan
+        shaped = (messages_tokens(snap.head) + snap.agent_tokens + self._specs(snap, plan)[1]
+                  + ((plan.state.tokens or 0) if plan.state else 0) + plan.window_tokens
+                  + REPLY_PRIMING)
+        if shaped > SHAPING_PAYS * whole.request_tokens(snap.agent_tokens, snap.state):
+            return self._whole_plan(snap, plan, whole)
+        plan.history.values[SHAPED] = True
+        plan.changes = replace(plan.changes, values=plan.history.values)
+        return plan
+
+    def _whole_plan(self, snap: _Snapshot, shaped: _Plan, whole: _Whole) -> _Plan:
+        """The plan of a request that carries the history as stored: nothing to commit.
+
+        Memory of the user's other conversations comes only when the page's opener refers
+        to earlier work (the query analyzer's rule that keeps a task to its own past): any
+        other would be an addition the full history never pays, rewritten every page.
+        Documents and code come when the analyzer asks for them, as always.
+        """
+        state = snap.state
+        room = snap.limit - whole.request_tokens(snap.agent_tokens, state)
+        earlier = snap.shown.saved is not None and bool(snap.shown.saved.get("earlier"))
+        found = [r for r in snap.shown.candidates if earlier or r.kind == "document"]
+        retrieval, memory = self.retrieval.message(found, whole.window, room, self.language())
+        if not whole.window or whole.window[-1].role == "assistant":
+            retrieval, memory = None, ()
+        return _Plan(self.history.draft(), whole.window, whole.window_tokens, retrieval,
+                     memory, state, ContextChanges(), planned_tokens=whole.window_tokens,
+                     memory_room=room, cache=shaped.cache, whole=whole)
+
+    def _specs(self, snap: _Snapshot, plan: _Plan) -> tuple[tuple[ToolSpec, ...], int]:
+        """memci's tools a plan's request carries, and their tokens."""
+        if plan.whole is not None:
+            return plan.whole.specs, plan.whole.tools_tokens
+        if not self.history.left_out(plan.history, plan.window):
+            # The whole history is in the request: recall_page and search_memory could not
+            # act, so they are not offered (the room kept for them stays unused).
+            return snap.specs_all_in, self.system.tools_tokens(snap.specs_all_in)
+        return snap.specs, snap.tools_tokens
+
+    def _shaped(self, snap: _Snapshot) -> _Plan:
+        """The plan of a request memci shapes: views, archive, its tools and state."""
         language = self.language()
         reserved = self.retrieval.reserve(snap.memory.candidates, snap.caps["retrieval"],
                                           language)
@@ -591,15 +719,11 @@ class ContextBuilder:
         window, window_tokens, retrieval, state = (plan.window, plan.window_tokens,
                                                    plan.retrieval, plan.state)
         retrieval_tokens = (retrieval.tokens or 0) if retrieval else 0
-        specs, tools_tokens = snap.specs, snap.tools_tokens
-        if not self.history.left_out(plan.history, window):
-            # The whole history is in the request: recall_page and search_memory could not
-            # act, so they are not offered (the room kept for them stays unused).
-            specs = snap.specs_all_in
-            tools_tokens = self.system.tools_tokens(specs)
-        head_tokens = messages_tokens(snap.head)
+        specs, tools_tokens = self._specs(snap, plan)
+        head = plan.whole.head if plan.whole is not None else snap.head
+        head_tokens = messages_tokens(head)
         state_tokens = (state.tokens or 0) if state else 0
-        body: list[Message] = [*snap.head]
+        body: list[Message] = [*head]
         segments = [Segment("system", 0, len(body), head_tokens)]
         if state is not None:
             segments.append(Segment("state", len(body), len(body) + 1, state_tokens))
@@ -635,6 +759,7 @@ class ContextBuilder:
             request_bytes=plan.payload_bytes, events=plan.events, recipe=snap.recipe.name,
         )
         if counted:
+            self._whole_last = plan.whole is not None
             self.builds += 1
             self.build_ms += elapsed
             self.saved += stats.saved_tokens

@@ -36,7 +36,12 @@ from memci.summarize import PageSummary
 from memci.tokens import Tokenizer
 from memci.workspace import Artifact
 
-__all__ = ["HistoryPlan", "HistorySource", "ToolHead", "messages_tokens"]
+__all__ = ["SHAPED", "HistoryPlan", "HistorySource", "ToolHead", "messages_tokens"]
+
+SHAPED = "shaped"
+"""The saved value that says memci shapes this session's requests now (views, its tools):
+set when shaping first paid while the whole history still fitted, never unset, so the
+requests that follow keep one form and a provider's cache keeps hitting."""
 
 
 def messages_tokens(messages: Sequence[Message]) -> int:
@@ -194,7 +199,15 @@ class HistorySource:
             # may bring back pages that left the window.
             saved = self.values.get("paged.budget")
             grew = isinstance(saved, int) and limit > saved
-            self.paged.prepare(max(limit, 4_000), ready, grew=grew)
+            bound = max(limit, 4_000)
+            index = self.log.index
+            if (index.pages and self.all_in()
+                    and self.log.raw_total - index.page_tokens(index.pages) <= limit):
+                # The requests so far carried the whole history (it fitted but for its
+                # newest page): every page was sent, so every page is loaded and listed
+                # when they start to leave the window, none is an unread backlog.
+                bound = max(bound, index.total())
+            self.paged.prepare(bound, ready, grew=grew)
         elif self.window is not None:
             self.window.loader.prefetch(0 if isinstance(self.window, SummarizeWindow)
                                         and not self.window.cut else self.window_start(limit))
@@ -403,6 +416,23 @@ class HistorySource:
                                                                    SummarizeWindow):
             self.window.adopt(draft.window)
         self.values.update(draft.values)
+
+    def all_in(self) -> bool:
+        """Whether the state as committed leaves nothing of the history out of the window.
+
+        No page archived or recalled, no tool-loop step hidden, no summary, no cap on the
+        messages the window may hold that the log passes.
+        """
+        if self.values.get(SHAPED):
+            return False
+        if self.paged is not None:
+            paged = self.paged
+            return (paged.first_active <= 1 and not paged.archive.contents
+                    and not paged.recalled and not paged.cut[1])
+        if isinstance(self.window, SummarizeWindow):
+            return not self.window.cut
+        limit = self.settings.max_messages
+        return not limit or len(self.log.index) <= limit
 
     def left_out(self, draft: HistoryPlan, window: Sequence[Message]) -> bool:
         """Whether a build's ``window`` leaves some of the history out (after its plan).

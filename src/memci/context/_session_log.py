@@ -39,7 +39,7 @@ from memci.context._tool_views import ToolViews
 from memci.errors import ConfigError
 from memci.memory import Hit
 from memci.messages import Message, ToolCallPart
-from memci.store import LogColumns, SessionRecord, Store
+from memci.store import ROW_HEAD_CHARS, LogColumns, SessionRecord, Store
 from memci.text import language_of
 
 __all__ = ["SessionLog"]
@@ -78,6 +78,8 @@ class SessionLog:
         # every stored message with ``_kept_from <= seq <= _kept_to``, by seq
         self._kept: dict[int, Message] = {}
         self._kept_from, self._kept_to = 1, 0
+        # the followed branch's messages as stored, whole, by seq (see whole())
+        self._whole: dict[int, Message] = {}
 
     # -- keeping in step -----------------------------------------------------------------
 
@@ -314,6 +316,32 @@ class SessionLog:
         """Messages as a context shows them: tool results as their artifacts' views."""
         return self.views.views_of(self.load(first, last))
 
+    def whole(self) -> list[Message]:
+        """The followed branch as stored: every non-system message whole, oldest first.
+
+        What an agent without memci sends (tool outputs raw, never their views). Read once
+        a message and kept while the caller asks (a request that carries the whole history
+        holds them anyway); :meth:`forget_whole` lets them go.
+        """
+        seqs = self.index.seqs
+        missing = [seq for seq in seqs if seq not in self._whole]
+        for seq in missing:
+            kept = self._kept.get(seq)
+            if kept is not None and _is_whole(kept):
+                self._whole[seq] = kept
+        missing = [seq for seq in missing if seq not in self._whole]
+        if missing:
+            wanted = set(missing)
+            for message in self.store.messages(self.record, after=missing[0] - 1,
+                                               upto=missing[-1]):
+                if message.seq in wanted:
+                    self._whole[message.seq] = message
+        return [self._whole[seq] for seq in seqs]
+
+    def forget_whole(self) -> None:
+        """Let the messages :meth:`whole` kept go (the history no longer fits a request)."""
+        self._whole = {}
+
     def call_pending(self) -> bool:
         """Whether the newest assistant message made tool calls not yet all answered."""
         roles = self.index.roles
@@ -342,3 +370,9 @@ class SessionLog:
         wanted = set(seqs)
         return [m for m in self.load_seqs(seqs[0], seqs[-1])
                 if m.role == "tool" and m.seq in wanted] if seqs else []
+
+
+def _is_whole(message: Message) -> bool:
+    """Whether a message as its row holds it is the whole message (not an output's head)."""
+    result = message.tool_result
+    return result is None or len(result.content) < ROW_HEAD_CHARS

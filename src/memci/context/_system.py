@@ -5,8 +5,9 @@ offered, the tool contract that says how to read stored tool output (seed 004). 
 sent are the agent's own (counted as given, never dropped) and memci's, offered when they
 can act (:func:`offered_tools`): recall_page and search_memory once history has left the
 window, the file tools with file roots, artifact_get and grep once a view leaves part of
-a tool output out, working_state once the session has tool results. A small budget keeps
-only the tools that bring history back.
+a tool output out, working_state once the session has tool results; while a request
+carries the history as stored, only the file tools. A small budget keeps only the tools
+that bring history back.
 
 Everything here is a value or a pure count: the segment is decided in the load phase from
 the session's settings and its log, and the same inputs give the same head and the same

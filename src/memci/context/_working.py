@@ -3,8 +3,10 @@
 Seed 004's recipes show the session's working state under titled sections, in the
 recipe's order (:mod:`memci.context._recipes`). A section over its share is summarized
 down, never dropped (seed 003), and a section with nothing left under its title is not
-sent. The segment is rendered once per change of the working state (or of its share):
-between two changes every request carries the same text, byte for byte.
+sent; no line under a title reads as a title (a summary's line that starts with ``#`` is
+escaped), and a segment too long for its share is fitted again with less room, never
+cut through its titles. The segment is rendered once per change of the working state (or
+of its share): between two changes every request carries the same text, byte for byte.
 
 What a build commits into the working state also comes through here: one notebook line
 per tool result that left the window (seed 004, phase 1), and the lines of evicted pages
@@ -17,9 +19,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from typing import Any
 
-from memci.context._fit import cut_middle
 from memci.context._model import ContentsEntry
-from memci.context._recipes import TITLES, Recipe
+from memci.context._recipes import TITLES, Recipe, Section
 from memci.context._tool_views import ToolViews
 from memci.messages import Message
 from memci.store import SessionRecord, Store
@@ -76,19 +77,16 @@ class WorkingStateSource:
             sections = {name: text for name in recipe.sections if (text := render[name]())}
         message: Message | None = None
         if sections:
-            from memci.summarize import ExtractiveSummarizer, fit_sections
-
             title = TITLES[language].state
             heads = {k: v.split("\n", 1)[0] for k, v in sections.items()}
             bodies = {k: v.split("\n", 1)[1] if "\n" in v else "" for k, v in sections.items()}
             room = max(0, cap - self.tokenizer.count(title + "".join(heads.values())) - 8)
-            # Over its share, a section is summarized down, never dropped (seed 003).
-            fitted = fit_sections(bodies, room, self.tokenizer, ExtractiveSummarizer())
-            # A section with nothing left under its title is not sent (no empty headers).
-            blocks = [f"{heads[k]}\n{fitted[k]}" for k in sections if fitted[k].strip()]
-            text = "\n\n".join([title, *blocks]) if blocks else ""
-            if text and self.tokenizer.count(text) > cap:
-                text = cut_middle(text, max(0, cap - 8), self.tokenizer)
+            for _ in range(4):  # fitted again with less room while it passes its share
+                text = _titled(title, heads, self._fitted(bodies, room))
+                over = self.tokenizer.count_message(Message.system(text)) - cap if text else 0
+                if over <= 0 or room <= 0:
+                    break
+                room = max(0, room - over - 8)
             if text:
                 built = Message.system(text)
                 tokens = self.tokenizer.count_message(built)
@@ -96,6 +94,13 @@ class WorkingStateSource:
                 message = replace(built, tokens=tokens) if tokens <= cap else None
         self._cache = (key, message)
         return message
+
+    def _fitted(self, bodies: Mapping[Section, str], room: int) -> dict[Section, str]:
+        """The sections' bodies within ``room``: over its share, a section is summarized."""
+        from memci.summarize import ExtractiveSummarizer, fit_sections
+
+        fitted = fit_sections(bodies, room, self.tokenizer, ExtractiveSummarizer())
+        return {name: _untitled(body) for name, body in fitted.items()}
 
     # -- what a build commits ------------------------------------------------------------
 
@@ -134,3 +139,19 @@ class WorkingStateSource:
             state.fastmemo_add_many(state.limits.pool_section, [
                 ((f"Page {page}: " + " / ".join(lines[:3]))[:380], f"chat:page-{page}")
                 for page, lines in listed])
+
+
+def _titled(title: str, heads: Mapping[Section, str], bodies: Mapping[Section, str]) -> str:
+    """The segment's text: its title, then each section with something under its title.
+
+    A section with nothing left under its title is not sent (no empty headings), nor the
+    segment's title alone.
+    """
+    blocks = [f"{heads[k]}\n{body}" for k, body in bodies.items() if body.strip()]
+    return "\n\n".join([title, *blocks]) if blocks else ""
+
+
+def _untitled(body: str) -> str:
+    """``body`` with no line that reads as a title (a summary may start one with ``#``)."""
+    return "\n".join("\\" + line if line.lstrip().startswith("#") else line
+                     for line in body.split("\n"))
