@@ -575,9 +575,11 @@ class ContextBuilder:
         whole = snap.whole
         if whole is None:
             return plan
+        # The shaped request whole: its memory block too (it takes the room the window
+        # leaves, so a small window may still make a large request).
         shaped = (messages_tokens(snap.head) + snap.agent_tokens + self._specs(snap, plan)[1]
                   + ((plan.state.tokens or 0) if plan.state else 0) + plan.window_tokens
-                  + REPLY_PRIMING)
+                  + ((plan.retrieval.tokens or 0) if plan.retrieval else 0) + REPLY_PRIMING)
         if shaped > SHAPING_PAYS * whole.request_tokens(snap.agent_tokens, snap.state):
             return self._whole_plan(snap, plan, whole)
         plan.history.values[SHAPED] = True
