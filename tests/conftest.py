@@ -1,4 +1,5 @@
-"""Shared fixtures: a real SQLite store in a temporary directory, and the shared data."""
+"""Shared fixtures: a real SQLite store in a temporary directory, a fake model server on
+127.0.0.1, and the shared data."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from hypothesis import settings
 
 import memci
 from memci.store import SQLiteStore
+from tests.fakellm import FakeLLM
 
 # Property tests draw the same cases on every run ("ci", the default), so a red run is
 # the code's doing; HYPOTHESIS_PROFILE=explore draws new ones on each run.
@@ -34,6 +36,14 @@ def store(tmp_path: Path) -> Iterator[SQLiteStore]:
     s = SQLiteStore(tmp_path / "memci.db")
     yield s
     s.close()
+
+
+@pytest.fixture
+def fake() -> Iterator[FakeLLM]:
+    """An OpenAI-/Anthropic-compatible model server on 127.0.0.1 that must not fail."""
+    with FakeLLM() as server:
+        yield server
+        assert not server.server_errors
 
 
 @pytest.fixture

@@ -18,7 +18,7 @@ import inspect
 import json
 import logging
 import time
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -41,13 +41,6 @@ NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 HISTORY = [m for i in range(24) for m in (
     {"role": "user", "content": f"Note {i}: the meeting about project {i} moved to room {i}."},
     {"role": "assistant", "content": f"Noted: project {i} meets in room {i} from now on."})]
-
-
-@pytest.fixture
-def fake() -> Iterator[FakeLLM]:
-    with FakeLLM() as server:
-        yield server
-        assert not server.server_errors
 
 
 def get_weather(city: str) -> str:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import re
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import httpx
@@ -42,13 +42,6 @@ CONVERSATION = [
     Message.tool("call_1", "error: missing semicolon"),
     Message.user("Please summarize the failure for the notebook."),
 ]
-
-
-@pytest.fixture
-def fake() -> Iterator[FakeLLM]:
-    with FakeLLM() as server:
-        yield server
-        assert not server.server_errors
 
 
 # Each scenario scripts the server, then calls with these client options.

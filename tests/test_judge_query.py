@@ -19,13 +19,6 @@ NOW = datetime(2026, 11, 21, 15, 30, tzinfo=timezone(timedelta(hours=8)))
 
 
 @pytest.fixture
-def fake() -> Iterator[FakeLLM]:
-    with FakeLLM() as server:
-        yield server
-        assert not server.server_errors
-
-
-@pytest.fixture
 def client(fake: FakeLLM) -> Iterator[OpenAIChatClient]:
     with OpenAIChatClient("judge-model", base_url=fake.base_url, max_retries=0) as c:
         yield c

@@ -6,7 +6,6 @@ import email.utils
 import socket
 import threading
 import time
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -36,13 +35,6 @@ from tests.fakellm import FakeLLM, Reply
 
 # Tiny backoff so retry tests take milliseconds; Retry-After tests set their own cap.
 FAST = {"backoff": 0.001, "max_backoff": 0.005}
-
-
-@pytest.fixture
-def fake() -> Iterator[FakeLLM]:
-    with FakeLLM() as server:
-        yield server
-        assert not server.server_errors
 
 
 def openai_client(fake: FakeLLM, **options: Any) -> OpenAIChatClient:

@@ -62,13 +62,6 @@ FAILS = {
 
 
 @pytest.fixture
-def fake() -> Iterator[FakeLLM]:
-    with FakeLLM() as server:
-        yield server
-        assert not server.server_errors
-
-
-@pytest.fixture
 def client(fake: FakeLLM) -> Iterator[OpenAIChatClient]:
     with OpenAIChatClient("m", base_url=fake.openai_base_url, max_retries=0) as c:
         yield c

@@ -41,13 +41,6 @@ FAST = {"backoff": 0.001, "max_backoff": 0.005}
 
 
 @pytest.fixture
-def fake() -> Iterator[FakeLLM]:
-    with FakeLLM() as server:
-        yield server
-        assert not server.server_errors
-
-
-@pytest.fixture
 def clients(fake: FakeLLM) -> Iterator[list[OpenAIChatClient]]:
     made: list[OpenAIChatClient] = []
     yield made
