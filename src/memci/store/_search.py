@@ -44,6 +44,7 @@ __all__ = [
     "SearchFilter",
     "VectorStore",
     "best_by_terms",
+    "rarest",
 ]
 
 # How a keyword search splits its terms, the same on every backend (so both find the same
@@ -273,3 +274,20 @@ def best_by_terms(terms: Sequence[tuple[float, set[int]]], n: int) -> list[tuple
         if len(best) >= n:
             break
     return best
+
+
+def rarest(counted: Sequence[tuple[int, str]]) -> tuple[list[str], list[str]]:
+    """``(rare, left)``: the terms a search ranks by BM25, and the rest, from ``counted``.
+
+    ``counted``: each term with how many entries hold it, rarest first. The rarest are
+    taken while they are at most :data:`TERMS_MAX` and their postings at most
+    :data:`POSTINGS_MAX` (the rarest always); ``left`` keeps ``counted``'s order.
+    """
+    rare: list[str] = []
+    postings = 0
+    for df, part in counted:
+        if len(rare) >= TERMS_MAX or (rare and postings + df > POSTINGS_MAX):
+            break
+        rare.append(part)
+        postings += df
+    return rare, [part for _, part in counted[len(rare):]]

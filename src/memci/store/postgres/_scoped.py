@@ -35,6 +35,7 @@ from memci.store._search import (
     RECENT,
     TERMS_MAX,
     best_by_terms,
+    rarest,
 )
 from memci.store.postgres._db import Connection
 from memci.store.postgres._keyword import KeywordTable, Phrase, phrases
@@ -155,14 +156,7 @@ def split(
     left: list[str] = []
     rare = eligible
     if len(eligible) > TERMS_MAX or sum(counts[p] for p in eligible) > POSTINGS_MAX:
-        rare, postings = [], 0
-        ordered = sorted((counts[part], part) for part in eligible)
-        for df, part in ordered:
-            if len(rare) >= TERMS_MAX or (rare and postings + df > POSTINGS_MAX):
-                break
-            rare.append(part)
-            postings += df
-        left = [part for _, part in ordered[len(rare):]]
+        rare, left = rarest(sorted((counts[part], part) for part in eligible))
     return size, rare, left + sorted(part for part in parts if part not in eligible)
 
 

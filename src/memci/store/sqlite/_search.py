@@ -28,6 +28,7 @@ from memci.store._search import (
     Candidate,
     IndexedMessage,
     SearchFilter,
+    rarest,
 )
 from memci.store._sql import LOAD_COLUMNS, Sql, SqlMessageSearch, search_filter
 from memci.store.sqlite._common import CommonTerms, SearchScope
@@ -42,11 +43,6 @@ __all__ = ["SQLiteMessageSearch"]
 
 _SCOPE_TERMS_MAX = 20  # up to this many sessions are always filtered inside FTS5
 # The split of a query's terms, shared with PostgreSQL (see memci.store._search).
-_RARE = RARE  # a term in more entries of a scope: common, searched among its newest only
-_POSTINGS = POSTINGS_MAX  # postings of rare terms one search scores at most
-_RECENT = RECENT  # the newest entries of a scope a search of common terms looks at
-_TERMS_MAX = TERMS_MAX  # rare terms of one query searched at most (the rarest)
-_COMMON_MAX = COMMON_MAX  # common terms of one query searched (among the newest) at most
 _LOADED_MAX = 4_096  # loaded messages kept between searches at most
 
 
@@ -71,7 +67,7 @@ class SQLiteMessageSearch(SqlMessageSearch):
             ensure_fts(db, "memory_fts", analyzer)
         # sessions -> (the share of the index they hold, index size then)
         self._shares: dict[str, tuple[float, int]] = {}
-        self._common = CommonTerms(self.table, rare=_RARE, recent=_RECENT)
+        self._common = CommonTerms(self.table, rare=RARE, recent=RECENT)
         # (changes then, doc -> (session id, seq, message, page))
         self._loaded: tuple[int, dict[int, tuple[int, int, Message, int]]] = (-1, {})
 
@@ -138,9 +134,9 @@ class SQLiteMessageSearch(SqlMessageSearch):
         FTS5 scores every row that matches, so an OR of common words scores most of the
         index. The terms are split by how many entries *of the search's scope* hold them
         (counted once, capped, kept; see :mod:`memci.store.sqlite._common`): rare ones are
-        searched in the whole scope, at most :data:`_POSTINGS` postings of them; common
-        ones (in more than :data:`_RARE` entries of the scope, so they add little to
-        BM25) only among the scope's newest :data:`_RECENT` entries, ranked after every
+        searched in the whole scope, at most :data:`POSTINGS_MAX` postings of them; common
+        ones (in more than :data:`RARE` entries of the scope, so they add little to
+        BM25) only among the scope's newest :data:`RECENT` entries, ranked after every
         match of a rare term. So a search costs about the same at 1k or 100k entries,
         whatever the words, and which entries it looks at depends on its scope's entries
         only (FTS5's BM25 still weighs rare terms with statistics of the whole index).
@@ -172,7 +168,7 @@ class SQLiteMessageSearch(SqlMessageSearch):
             seen = {c.doc for _, c in found}
             top = min((score for score, _ in found), default=0.0)
             newest = size if where.below is None else min(size, where.below - 1)
-            extra = self._common.newest(db, common[:_COMMON_MAX], scope, k + len(seen), newest,
+            extra = self._common.newest(db, common[:COMMON_MAX], scope, k + len(seen), newest,
                                         changes)
             found += [(min(score, top) - 1e-9 * (i + 1), cand)
                       for i, (score, cand) in enumerate(extra) if cand.doc not in seen]
@@ -184,9 +180,9 @@ class SQLiteMessageSearch(SqlMessageSearch):
     ) -> tuple[list[str], list[str]]:
         """``(rare, common)``: the terms searched by BM25, and the rest (the rarest first).
 
-        A term is rare when at most :data:`_RARE` entries of the scope hold it; the rarest
-        are taken while they are at most :data:`_TERMS_MAX` and their postings at most
-        :data:`_POSTINGS` (all of them, in their text's order, when they fit). Counting
+        A term is rare when at most :data:`RARE` entries of the scope hold it; the rarest
+        are taken while they are at most :data:`TERMS_MAX` and their postings at most
+        :data:`POSTINGS_MAX` (all of them, in their text's order, when they fit). Counting
         a term costs a full-text query, so what is kept is used when it decides: a term
         counted a few entries ago is still rare if every entry added since could hold it
         and it would be (see :meth:`CommonTerms.bounds`), and a term rare in the whole
@@ -196,23 +192,13 @@ class SQLiteMessageSearch(SqlMessageSearch):
         terms = self._common
         known = {part: terms.bounds(part, scope, size, changes) for part in parts}
         known.update(terms.narrow(db, [part for part, (low, high) in known.items()
-                                       if low <= _RARE < high], scope, size, changes))
-        eligible = sorted(part for part, (low, _) in known.items() if low <= _RARE)
-        left: list[str] = []
-        if len(eligible) > _TERMS_MAX or sum(known[p][1] for p in eligible) > _POSTINGS:
-            counted = sorted((n, part) for part, n in
-                             terms.count(db, eligible, scope, size, changes).items())
-            rare: list[str] = []
-            postings = 0
-            for df, part in counted:
-                if len(rare) >= _TERMS_MAX or (rare and postings + df > _POSTINGS):
-                    break
-                rare.append(part)
-                postings += df
-            left = [part for _, part in counted[len(rare):]]
-        else:
-            rare = eligible
-        # Common terms count alike (counts stop at _RARE + 1): their text orders them.
+                                       if low <= RARE < high], scope, size, changes))
+        eligible = sorted(part for part, (low, _) in known.items() if low <= RARE)
+        rare, left = eligible, list[str]()
+        if len(eligible) > TERMS_MAX or sum(known[p][1] for p in eligible) > POSTINGS_MAX:
+            rare, left = rarest(sorted(
+                (n, part) for part, n in terms.count(db, eligible, scope, size, changes).items()))
+        # Common terms count alike (counts stop at RARE + 1): their text orders them.
         return rare, left + sorted(part for part in parts if part not in eligible)
 
     def _ranked(
