@@ -13,6 +13,7 @@ never the messages' bodies or the tool outputs: the bytes the process reads from
 
 from __future__ import annotations
 
+import functools
 import json
 import subprocess
 import sys
@@ -56,8 +57,17 @@ def _modules(code: str, *args: str) -> set[str]:
     return set(json.loads(done.stdout.splitlines()[-1]))
 
 
+@functools.cache
+def _bare() -> frozenset[str]:
+    """What this interpreter loads before memci: its site hooks (a ``.pth`` file may
+    import certifi, hence importlib.resources and zipfile) are not memci's cost."""
+    return frozenset(_modules("import json, sys; print(json.dumps(sorted(sys.modules)))"))
+
+
 def _heavy(modules: set[str]) -> list[str]:
-    return sorted(m for m in modules if any(m == h or m.startswith(h + ".") for h in HEAVY))
+    """The heavy modules a process loaded beyond what a bare interpreter does."""
+    return sorted(m for m in modules - _bare()
+                  if any(m == h or m.startswith(h + ".") for h in HEAVY))
 
 
 def test_import_memci_loads_nothing_heavy() -> None:
