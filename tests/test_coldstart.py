@@ -82,6 +82,40 @@ def test_open_add_and_build_load_nothing_heavy(tmp_path: Path) -> None:
     assert _heavy(loaded) == []
 
 
+#: The modules that compile regular expressions when imported: each compiles what every
+#: open, add or build runs (JSON values checked, tokens estimated, the connection's and
+#: the search index's SQL, the working state's limits, the words of an ASCII text).
+#: Any other expression compiles on its first use (``memci._lazy.LazyPattern``).
+COMPILE_AT_IMPORT = frozenset({
+    "memci._jsonvalues", "memci.tokens._estimate", "memci.store._sql._conn",
+    "memci.store.sqlite._fts", "memci.workspace._limits", "memci.text._analyzer",
+})
+
+_COMPILES = """
+import json, re, sys
+compiled = set()
+compile_ = re._compile
+def spy(pattern, flags):
+    frame = sys._getframe(1)
+    while frame is not None and frame.f_globals.get("__name__") == "re":
+        frame = frame.f_back
+    compiled.add(frame.f_globals.get("__name__", "") if frame is not None else "")
+    return compile_(pattern, flags)
+re._compile = spy
+import memci
+print(json.dumps(sorted(m for m in compiled if m.startswith("memci"))))
+"""
+
+
+def test_import_memci_compiles_only_what_every_build_uses() -> None:
+    done = subprocess.run([sys.executable, "-c", _COMPILES], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
+    compiling = set(json.loads(done.stdout.splitlines()[-1]))
+    assert "memci._jsonvalues" in compiling  # the spy sees memci's own compiles
+    assert compiling <= COMPILE_AT_IMPORT, sorted(compiling - COMPILE_AT_IMPORT)
+
+
 @pytest.mark.parametrize(("package", "name", "module"), [
     ("memci", "AsyncEngine", "memci._async"),
     ("memci", "AsyncSession", "memci._async"),

@@ -18,31 +18,32 @@ import json
 import re
 from typing import Any
 
+from memci._lazy import LazyPattern
 from memci.errors import LLMResponseError
 
 __all__ = ["answer_bool", "answer_json", "clean_answer", "is_refusal"]
 
-_THINK_RE = re.compile(r"<(think|thinking|reasoning)>.*?(?:</\1>|\Z)", re.DOTALL | re.I)
-_FENCE_RE = re.compile(r"^\s*(?:```|~~~)[\w+-]*\s*$")
+_THINK_RE = LazyPattern(r"<(think|thinking|reasoning)>.*?(?:</\1>|\Z)", re.DOTALL | re.I)
+_FENCE_RE = LazyPattern(r"^\s*(?:```|~~~)[\w+-]*\s*$")
 _ACK = r"(?:sure|certainly|of course|okay|ok|absolutely|great|好的|当然|没问题)"
-_INTRO_RE = re.compile(
+_INTRO_RE = LazyPattern(
     rf"^\s*(?:{_ACK}[\s,.!，。！]*)?(?:here(?:'s| is| are)|below (?:is|are)"
     r"|the following (?:is|are) (?:a |an |the |my )?(?:summary|title|note|lines|handoff)"
     r"|i(?:'ve| have) (?:summari[sz]ed|written)"
     r"|(?:以下是|下面是|这是|为您|为你)[^\n]*(?:摘要|总结|概括|标题|交接|说明))[^\n]*[:：]\s*$",
     re.IGNORECASE,
 )
-_ACK_RE = re.compile(rf"^\s*{_ACK}[\s,.!，。！]*$", re.IGNORECASE)
-_HEADING_RE = re.compile(
+_ACK_RE = LazyPattern(rf"^\s*{_ACK}[\s,.!，。！]*$", re.IGNORECASE)
+_HEADING_RE = LazyPattern(
     r"^\s*(?:#+\s*)?[*_]*(?:summary|page summary|handoff(?: note)?|note|摘要|总结|交接说明)"
     r"[*_]*\s*[:：]?[*_]*\s*$", re.IGNORECASE,
 )
-_CLOSING_RE = re.compile(
+_CLOSING_RE = LazyPattern(
     r"^\s*(?:let me know|i hope (?:this|that)|hope (?:this|that) helps|feel free|"
     r"if you (?:need|want|would like|have)|如需|如果(?:您|你)(?:需要|还需要|想)|希望(?:这|以上))",
     re.IGNORECASE,
 )
-_REFUSAL_RE = re.compile(
+_REFUSAL_RE = LazyPattern(
     r"^\W*(?:i'?m sorry|i am sorry|sorry,|apologies|as an ai\b|"
     r"(?:unfortunately,?\s*)?i (?:can(?:no|')?t|cannot|am unable to|'m unable to|won'?t|"
     r"will not|am not able to|'m not able to) (?:help|assist|comply|fulfil|provide|"
@@ -50,7 +51,7 @@ _REFUSAL_RE = re.compile(
     r"抱歉|对不起|很抱歉|我(?:无法|不能|没法|没办法)(?:帮|协助|提供|完成|总结|满足|处理))",
     re.IGNORECASE,
 )
-_ERROR_RE = re.compile(r"^\W*(?:error|错误)\s*[:：]", re.IGNORECASE)
+_ERROR_RE = LazyPattern(r"^\W*(?:error|错误)\s*[:：]", re.IGNORECASE)
 
 
 def clean_answer(text: str) -> str:

@@ -25,6 +25,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from memci._lazy import LazyPattern
 from memci.errors import LLMError
 from memci.llm import LLMClient, answer_bool, answer_json
 from memci.messages import Message
@@ -50,11 +51,11 @@ class Judgement:
     source: str = "rules"
 
 
-def _rx(pattern: str) -> re.Pattern[str]:
-    return re.compile(pattern, re.IGNORECASE)
+def _rx(pattern: str) -> LazyPattern:
+    return LazyPattern(pattern, re.IGNORECASE)
 
 
-_RULES: dict[str, list[tuple[str, re.Pattern[str]]]] = {
+_RULES: dict[str, list[tuple[str, LazyPattern]]] = {
     "correction": [
         ("'actually' correcting", _rx(r"^(?:no[,.!]?\s+|oh,?\s+|well,?\s+)?actually\b")),
         ("'I meant'", _rx(r"\b(?:no|sorry|oops)[,.!]*\s+i\s+meant\b|\bwhat\s+i\s+meant\s+"
@@ -62,7 +63,7 @@ _RULES: dict[str, list[tuple[str, re.Pattern[str]]]] = {
         ("'correction'", _rx(r"^\s*correction\s*[:：,]|\bto\s+correct\s+(?:myself|that)\b")),
         ("'that's wrong'", _rx(r"\bthat(?:'s|\s+is)\s+(?:wrong|not\s+(?:right|correct|true))"
                                r"|\bi\s+was\s+wrong\b|\bi\s+misspoke\b|\bnot\s+\S+,\s+but\s+")),
-        ("更正 / 不对", re.compile(r"更正|纠正|说错了|搞错了|记错了|写错了|我是说|应该是|其实是|"
+        ("更正 / 不对", LazyPattern(r"更正|纠正|说错了|搞错了|记错了|写错了|我是说|应该是|其实是|"
                              r"^不对[，,。！!]|^不是[^吗？?]{1,20}[，,]而是")),
     ],
     "decision": [
@@ -71,7 +72,7 @@ _RULES: dict[str, list[tuple[str, re.Pattern[str]]]] = {
         ("'let's go with'", _rx(r"\blet'?s\s+(?:go\s+with|use|stick\s+with|pick|choose|"
                                 r"switch\s+to|adopt)\b|\bgoing\s+(?:forward\s+)?with\b|"
                                 r"\b(?:we|i)\s+(?:agreed|chose|picked)\b")),
-        ("决定", re.compile(r"决定|就用|就选|就这么定|就这样定|定了|选定|敲定|确定用|采用|"
+        ("决定", LazyPattern(r"决定|就用|就选|就这么定|就这样定|定了|选定|敲定|确定用|采用|"
                              r"统一用|改用|那就用")),
     ],
     "constraint": [
@@ -81,7 +82,7 @@ _RULES: dict[str, list[tuple[str, re.Pattern[str]]]] = {
                                   r"make\s+sure|only\s+use|no\s+more\s+than)\b"
                                   r"|\bshould\s+(?:never|not|always)\b|\bnot\s+allowed\b"
                                   r"|\b(?:at\s+most|at\s+least|no\s+more\s+than)\s+\d")),
-        ("不要 / 必须", re.compile(r"不要|别用|必须|只能|不能|不许|不得|禁止|务必|一定要|"
+        ("不要 / 必须", LazyPattern(r"不要|别用|必须|只能|不能|不许|不得|禁止|务必|一定要|"
                                    r"千万别|至多|至少|不超过|只用")),
     ],
     "preference": [
@@ -91,7 +92,7 @@ _RULES: dict[str, list[tuple[str, re.Pattern[str]]]] = {
                            r"|\b(?:the\s+)?user\s+(?:prefers|likes|dislikes|hates|wants)\b")),
         ("'always/never use'", _rx(r"\b(?:always|never|usually)\s+(?:use|write|run|answer|"
                                    r"reply|respond|format)\b")),
-        ("喜欢", re.compile(r"喜欢|偏好|偏爱|更爱|最爱|讨厌|习惯用|倾向于|受不了|爱吃|爱喝|"
+        ("喜欢", LazyPattern(r"喜欢|偏好|偏爱|更爱|最爱|讨厌|习惯用|倾向于|受不了|爱吃|爱喝|"
                              r"用户(?:偏好|喜欢)")),
     ],
     "user_fact": [
@@ -107,7 +108,7 @@ _RULES: dict[str, list[tuple[str, re.Pattern[str]]]] = {
                        r"address|home\s*town|timezone|time\s+zone|native\s+language|age|"
                        r"dog|cat|pet|city|country|background)\b")),
         ("'the user is'", _rx(r"\b(?:the\s+)?user(?:'s)?\s+(?:is|works|lives|name|has)\b")),
-        ("我是 / 我叫", re.compile(r"我叫|我的名字|我姓|我是(?!说|不是|否)|我来自|我住在|"
+        ("我是 / 我叫", LazyPattern(r"我叫|我的名字|我姓|我是(?!说|不是|否)|我来自|我住在|"
                                   r"我在[^，。,]{1,12}(?:工作|上班|上学|读书)|我今年\d+岁|"
                                   r"我有(?:一|两|\d)个|"
                                   r"我的(?:工作|职业|公司|团队|老板|邮箱|电话|地址|生日|家乡|老家|"
@@ -123,7 +124,7 @@ _NOT_A_FACT = _rx(
     r"see|get|remember|have)\b|let\s+me\b|thanks|thank\s+you)"
     r"|^(?:好的|谢谢|嗯|哦|我不知道|我不确定|我看看|我想想|让我)"
 )
-_QUESTION = re.compile(r"[?？]\s*[\"'”’」』)）]*\s*$|[吗呢][。.!！]?\s*$")
+_QUESTION = LazyPattern(r"[?？]\s*[\"'”’」』)）]*\s*$|[吗呢][。.!！]?\s*$")
 
 _PROMPT = {
     "en": (

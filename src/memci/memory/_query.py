@@ -24,6 +24,7 @@ from datetime import datetime
 from types import MappingProxyType
 from typing import Any
 
+from memci._lazy import LazyPattern
 from memci.errors import LLMError
 from memci.llm import LLMClient, answer_json
 from memci.memory._time import TimeRange, time_hint
@@ -60,8 +61,8 @@ class QueryAnalysis:
                          if name in self.reasons)
 
 
-def _rx(pattern: str) -> re.Pattern[str]:
-    return re.compile(pattern, re.IGNORECASE)
+def _rx(pattern: str) -> LazyPattern:
+    return LazyPattern(pattern, re.IGNORECASE)
 
 
 _HISTORY = [
@@ -72,25 +73,25 @@ _HISTORY = [
         r"\b(?:you|i|we)\s+(?:said|told|mentioned|discussed|talked|asked|agreed|decided|"
         r"suggested|recommended)\b|\bdo\s+you\s+remember\b|\bremember\b|\brecall\b"
         r"|\bwhat\s+did\s+(?:i|we|you)\b|\bour\s+(?:last|previous|earlier)\b")),
-    ("refers to an earlier turn", re.compile(
+    ("refers to an earlier turn", LazyPattern(
         r"上次|上回|之前|刚才|刚刚|记得|以前|前面|先前|早些时候|你说过|我说过|我们聊过|我们讨论过|"
         r"我提过|你提过|说过的|聊过的|提到过|再说一遍|还是那个")),
 ]
 _CODE = [
-    ("quotes a stack trace", re.compile(
+    ("quotes a stack trace", LazyPattern(
         r"Traceback \(most recent call last\)|File \"[^\"]+\", line \d+|\bat [\w.$]+\("
         r"[\w$]+\.(?:java|kt|scala|cs|js|ts):\d+\)|Exception in thread|\bpanic:|error\[E\d+\]"
         r"|^\s*at .+:\d+:\d+\)?$|\b\w+(?:Error|Exception):\s", re.MULTILINE)),
     ("names a code file", _rx(
         r"\b[\w./-]+\.(?:py|pyi|js|mjs|ts|tsx|jsx|go|rs|java|kt|swift|c|h|cc|cpp|hpp|cs|rb|"
         r"php|sh|sql|vue|scala|lua|dart|ex|hs|ml|zig)\b")),
-    ("has a code block", re.compile(r"```|^(?: {4}|\t)\S", re.MULTILINE)),
+    ("has a code block", LazyPattern(r"```|^(?: {4}|\t)\S", re.MULTILINE)),
     ("talks about code", _rx(
         r"\b(?:function|method|class|variable|compile[sd]?|compiler|bug|stack\s*trace|"
         r"exception|refactor|implement(?:ation)?|endpoint|regex|unit\s+tests?|import|module|"
         r"segfault|null\s+pointer|type\s+error|syntax|repo(?:sitory)?|codebase|source\s+code|"
         r"pull\s+request|commit|branch|merge\s+conflict|dependency|library|api)\b")),
-    ("talks about code", re.compile(
+    ("talks about code", LazyPattern(
         r"报错|函数|方法|代码|编译|异常|变量|接口|调试|重构|单元测试|堆栈|源码|类名|模块|依赖|"
         r"提交|分支|脚本|bug", re.IGNORECASE)),
 ]
@@ -103,7 +104,7 @@ _DOCS = [
         r"report|contract|slides)\b")),
     ("names a document file", _rx(r"\b[\w./-]+\.(?:md|rst|pdf|docx?|txt|pptx?|xlsx?|html?|"
                                   r"epub|odt)\b")),
-    ("refers to a document", re.compile(
+    ("refers to a document", LazyPattern(
         r"文档|手册|说明书|规范|指南|资料|论文|报告|知识库|合同|条款|章程|根据.{0,10}(?:规定|说明)|"
         r"按照.{0,10}(?:要求|规定)|说明文件|用户手册|官方文档|帮助文档")),
 ]
@@ -192,7 +193,7 @@ def analyze_by_rules(text: str, hint: TimeRange | None = None) -> QueryAnalysis:
     return QueryAnalysis(sources, MappingProxyType(reasons), hint, "rules")
 
 
-def _first(rules: list[tuple[str, re.Pattern[str]]], text: str) -> str | None:
+def _first(rules: list[tuple[str, LazyPattern]], text: str) -> str | None:
     for reason, pattern in rules:
         found = pattern.search(text)
         if found:

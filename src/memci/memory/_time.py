@@ -20,6 +20,8 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta, tzinfo
 from functools import lru_cache
 
+from memci._lazy import LazyPattern
+
 __all__ = ["TimeRange", "time_hint", "without_time"]
 
 
@@ -374,50 +376,51 @@ def _this_year(m: re.Match[str], today: date) -> _Days | None:
 
 #: Every kind of expression: its pattern and its reader, the more specific first (when two
 #: match at the same place, the one listed first wins).
-_PATTERNS: list[tuple[re.Pattern[str], _Reader]] = [
-    (re.compile(r"\b(\d{4})[-/.](\d{1,2})[-/.](\d{1,2})\b"), _iso),
-    (re.compile(rf"({_ZH_NUM})年({_ZH_NUM})月({_ZH_NUM})[日号]"), _zh_ymd),
-    (re.compile(rf"({_ZH_NUM})月({_ZH_NUM})[日号]"), _zh_md),
-    (re.compile(rf"({_ZH_NUM})年({_ZH_NUM})月(?!份?[\d零〇一二两三四五六七八九十])"), _zh_ym),
-    (re.compile(rf"(?<![\d年])({_ZH_NUM})月份?(?![\d零〇一二两三四五六七八九十]+[日号])"), _zh_m),
-    (re.compile(
+_PATTERNS: list[tuple[LazyPattern, _Reader]] = [
+    (LazyPattern(r"\b(\d{4})[-/.](\d{1,2})[-/.](\d{1,2})\b"), _iso),
+    (LazyPattern(rf"({_ZH_NUM})年({_ZH_NUM})月({_ZH_NUM})[日号]"), _zh_ymd),
+    (LazyPattern(rf"({_ZH_NUM})月({_ZH_NUM})[日号]"), _zh_md),
+    (LazyPattern(rf"({_ZH_NUM})年({_ZH_NUM})月(?!份?[\d零〇一二两三四五六七八九十])"), _zh_ym),
+    (LazyPattern(rf"(?<![\d年])({_ZH_NUM})月份?(?![\d零〇一二两三四五六七八九十]+[日号])"), _zh_m),
+    (LazyPattern(
         rf"\b({_MONTH_NAMES})\.?\s+(\d{{1,2}})(?:st|nd|rd|th)?(?:,?\s+(\d{{4}}))?\b", re.I),
      _en_mdy),
-    (re.compile(
+    (LazyPattern(
         rf"\b(\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?({_MONTH_NAMES})\.?(?:,?\s+(\d{{4}}))?\b",
         re.I), _en_dmy),
-    (re.compile(r"(?<![\d/])(\d{1,2})/(\d{1,2})(?![\d/])"), _en_slash),
-    (re.compile(rf"\b(?:in|during|of|since)\s+({_MONTH_NAMES})(?:\s+(\d{{4}}))?\b", re.I),
+    (LazyPattern(r"(?<![\d/])(\d{1,2})/(\d{1,2})(?![\d/])"), _en_slash),
+    (LazyPattern(rf"\b(?:in|during|of|since)\s+({_MONTH_NAMES})(?:\s+(\d{{4}}))?\b", re.I),
      _en_month),
-    (re.compile(r"\b(?:the\s+)?(week|weekend|month|year)\s+before\s+last\b", re.I),
+    (LazyPattern(r"\b(?:the\s+)?(week|weekend|month|year)\s+before\s+last\b", re.I),
      _before_last),
-    (re.compile(r"\b(?:the|this)\s+past\s+(week|month|year)\b", re.I), _rolling),
-    (re.compile(r"\b(?:(last|this)\s+|(?:in|during)?\s*the\s+)?(spring|summer|fall|autumn|winter)"
+    (LazyPattern(r"\b(?:the|this)\s+past\s+(week|month|year)\b", re.I), _rolling),
+    (LazyPattern(r"\b(?:(last|this)\s+|(?:in|during)?\s*the\s+)?(spring|summer|fall|autumn|winter)"
                 r"(?:\s+(?:of\s+)?((?:19|20)\d{2}))?\b", re.I), _season),
-    (re.compile(rf"\b(early|mid|middle of|late|end of|beginning of|start of)[\s-]*"
+    (LazyPattern(rf"\b(early|mid|middle of|late|end of|beginning of|start of)[\s-]*"
                 rf"(?:the\s+month\s+of\s+)?({_MONTH_NAMES})(?:,?\s+(\d{{4}}))?\b", re.I),
      _part_of_month),
-    (re.compile(r"\bday before yesterday\b|大前天|前天", re.I), _day_before_yesterday),
-    (re.compile(r"\byesterday\b|\blast night\b|昨天|昨日|昨晚|昨夜", re.I), _yesterday),
-    (re.compile(r"\btoday\b|\bthis (?:morning|afternoon|evening)\b|\btonight\b"
+    (LazyPattern(r"\bday before yesterday\b|大前天|前天", re.I), _day_before_yesterday),
+    (LazyPattern(r"\byesterday\b|\blast night\b|昨天|昨日|昨晚|昨夜", re.I), _yesterday),
+    (LazyPattern(r"\btoday\b|\bthis (?:morning|afternoon|evening)\b|\btonight\b"
                 r"|今天|今日|今早|今晚", re.I), _today),
-    (re.compile(rf"\b({_NUM})\s+(day|week|month|year)s?\s+ago\b", re.I), _ago),
-    (re.compile(rf"({_ZH_NUM})\s*(?:个)?(天|日|周|星期|礼拜|月|年)(?:以|之)?前"), _zh_ago),
-    (re.compile(rf"\b(?:past|last|previous)\s+({_NUM})\s+(day|week|month)s\b", re.I), _past),
-    (re.compile(rf"(?:最近|过去|近)({_ZH_NUM})\s*(?:个)?(天|日|周|星期|礼拜|月)"), _zh_past),
-    (re.compile(rf"\b(last|this|on|past)?\s*({_WEEKDAY_NAMES})\b", re.I), _en_weekday),
-    (re.compile(r"(上上|上|这|本|这个|上个)?(?:周|星期|礼拜)([一二三四五六日天1-7])"), _zh_weekday),
-    (re.compile(r"\blast weekend\b|上周末|上个周末", re.I), _last_weekend),
-    (re.compile(r"\b(?:this|the|at the|on the) weekend\b|周末", re.I), _weekend),
-    (re.compile(r"\b(?:in|during|since)\s+((?:19|20)\d{2})\b"
+    (LazyPattern(rf"\b({_NUM})\s+(day|week|month|year)s?\s+ago\b", re.I), _ago),
+    (LazyPattern(rf"({_ZH_NUM})\s*(?:个)?(天|日|周|星期|礼拜|月|年)(?:以|之)?前"), _zh_ago),
+    (LazyPattern(rf"\b(?:past|last|previous)\s+({_NUM})\s+(day|week|month)s\b", re.I), _past),
+    (LazyPattern(rf"(?:最近|过去|近)({_ZH_NUM})\s*(?:个)?(天|日|周|星期|礼拜|月)"), _zh_past),
+    (LazyPattern(rf"\b(last|this|on|past)?\s*({_WEEKDAY_NAMES})\b", re.I), _en_weekday),
+    (LazyPattern(r"(上上|上|这|本|这个|上个)?(?:周|星期|礼拜)([一二三四五六日天1-7])"),
+     _zh_weekday),
+    (LazyPattern(r"\blast weekend\b|上周末|上个周末", re.I), _last_weekend),
+    (LazyPattern(r"\b(?:this|the|at the|on the) weekend\b|周末", re.I), _weekend),
+    (LazyPattern(r"\b(?:in|during|since)\s+((?:19|20)\d{2})\b"
                 r"|((?:19|20)\d{2})年(?!\s*[\d零〇一二两三四五六七八九十]+月)", re.I), _year),
-    (re.compile(r"\b(?:last|previous|past) week\b|\ba week ago\b"
+    (LazyPattern(r"\b(?:last|previous|past) week\b|\ba week ago\b"
                 r"|上周|上个?星期|上个?礼拜|上一周", re.I), _last_week),
-    (re.compile(r"\bthis week\b|这周|本周|这个?星期|这个?礼拜", re.I), _this_week),
-    (re.compile(r"\b(?:last|previous|past) month\b|上个?月", re.I), _last_month),
-    (re.compile(r"\bthis month\b|这个月|本月", re.I), _this_month),
-    (re.compile(r"\b(?:last|previous|past) year\b|去年", re.I), _last_year),
-    (re.compile(r"\bthis year\b|今年", re.I), _this_year),
+    (LazyPattern(r"\bthis week\b|这周|本周|这个?星期|这个?礼拜", re.I), _this_week),
+    (LazyPattern(r"\b(?:last|previous|past) month\b|上个?月", re.I), _last_month),
+    (LazyPattern(r"\bthis month\b|这个月|本月", re.I), _this_month),
+    (LazyPattern(r"\b(?:last|previous|past) year\b|去年", re.I), _last_year),
+    (LazyPattern(r"\bthis year\b|今年", re.I), _this_year),
 ]
 
 

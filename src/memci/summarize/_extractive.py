@@ -25,6 +25,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from memci._lazy import LazyPattern
 from memci.messages import ImagePart, Message, ToolCallPart
 from memci.summarize._budget import fit_sections, fit_tokens, water_fill
 from memci.summarize._protocol import ENTRY_WIDTH, TITLE_WIDTH, TokenCounter
@@ -66,12 +67,12 @@ _TAIL_CHARS = 400
 _LINE_SENTENCES = 32
 _SUMMARY_HEAD_CHARS = 24000
 
-_TALLY_RE = re.compile(
+_TALLY_RE = LazyPattern(
     r"\b\d+ (?:passed|failed|errors?|skipped|xfailed|xpassed|warnings?|tests?|files? changed|"
     r"insertions?|deletions?|matches|results?|items?|rows?)\b",
     re.IGNORECASE,
 )
-_FILLER_PREFIX_RE = re.compile(
+_FILLER_PREFIX_RE = LazyPattern(
     r"^(?:(?:now|next|first|then|okay|ok|great|perfect|good|excellent|alright)[,!.]?\s+)*"
     r"(?:let me|let's|i'll|i will|i'm going to|i am going to|i need to|we need to)\s+",
     re.IGNORECASE,

@@ -21,6 +21,7 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import TypeVar
 
+from memci._lazy import LazyPattern
 from memci.errors import LLMError, LLMResponseError
 from memci.llm import LLMClient, clean_answer
 from memci.messages import Message
@@ -85,7 +86,7 @@ _HANDOFF = {
 }
 _ROLES_ZH = {"user": "用户", "assistant": "助手", "tool": "工具结果", "system": "系统"}
 
-_PREFIX_RE = re.compile(
+_PREFIX_RE = LazyPattern(
     r"^\s*(?:[-*•>#]+\s*|\d{1,2}[.)、]\s+|[*_]*(?:summary|line|title|摘要|标题)[*_]*\s*[:：]\s*)+",
     re.IGNORECASE,
 )

@@ -24,20 +24,21 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from memci._lazy import LazyPattern
 from memci.llm import clean_answer
 from memci.text import split_sentences
 
 __all__ = ["PageAnswer", "pack_lines", "read_page"]
 
-_TITLE_RE = re.compile(r"^\s*[*_]*(?:title|标题|题目)[*_]*\s*[:：]\s*(.+)$", re.IGNORECASE)
-_HEADING_RE = re.compile(r"^\s*(?:#{1,6}\s+(.+)|\*\*([^*]+)\*\*|__([^_]+)__)\s*$")
-_NUMBERED_RE = re.compile(
+_TITLE_RE = LazyPattern(r"^\s*[*_]*(?:title|标题|题目)[*_]*\s*[:：]\s*(.+)$", re.IGNORECASE)
+_HEADING_RE = LazyPattern(r"^\s*(?:#{1,6}\s+(.+)|\*\*([^*]+)\*\*|__([^_]+)__)\s*$")
+_NUMBERED_RE = LazyPattern(
     r"^\s*[*_]*(?:\[(\d{1,3})\]|[(（](\d{1,3})[)）]|(\d{1,3})(?:[.)\]、:：]|\s-))[*_]*\s*(.+)$")
-_BULLET_RE = re.compile(r"^\s*[-*•+·–—]\s+(.+)$")
-_LABEL_RE = re.compile(
+_BULLET_RE = LazyPattern(r"^\s*[-*•+·–—]\s+(.+)$")
+_LABEL_RE = LazyPattern(
     r"^\s*[*_]*(?:user|assistant|tool(?: result)?|system|summary|用户|助手|工具(?:结果)?|系统|"
     r"摘要|总结)[*_]*\s*[:：]\s*", re.IGNORECASE)
-_EMPHASIS_RE = re.compile(r"\*\*|__|`")
+_EMPHASIS_RE = LazyPattern(r"\*\*|__|`")
 
 
 @dataclass(frozen=True, slots=True)

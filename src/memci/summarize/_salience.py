@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Literal
 
+from memci._lazy import LazyPattern
 from memci.errors import ConfigError, MissingExtraError
 from memci.text import CJK_CLASS, IDENT_RE, MAYBE_IDENT_RE, MAYBE_PATH_RE, PATH_RE
 
@@ -61,23 +62,23 @@ _STOP_ZH_PAIRS = frozenset(
     不是 不会 不能 可能 应该 非常 真的 好的 对的 是的 吗？ 呢？""".split()
 )
 
-_WORD_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_'.-]*[A-Za-z0-9_]|[A-Za-z]")
-_CJK_RUN_RE = re.compile(f"[{CJK_CLASS}]+")
-NUMBER_RE = re.compile(r"(?<![A-Za-z_])[-+]?\d+(?:[.,:/-]\d+)*%?")
-ENTITY_RE = re.compile(
+_WORD_RE = LazyPattern(r"[A-Za-z_][A-Za-z0-9_'.-]*[A-Za-z0-9_]|[A-Za-z]")
+_CJK_RUN_RE = LazyPattern(f"[{CJK_CLASS}]+")
+NUMBER_RE = LazyPattern(r"(?<![A-Za-z_])[-+]?\d+(?:[.,:/-]\d+)*%?")
+ENTITY_RE = LazyPattern(
     r"(?<=[\w,;:)] )[A-Z][\w&'-]*[A-Za-z0-9](?: [A-Z][\w&'-]*[A-Za-z0-9])*"  # mid-sentence Caps
     r"|\b[A-Z]{2,}[0-9]*s?\b"  # acronyms
     r"|《[^》]{1,30}》|「[^」]{1,30}」|“[^”]{1,20}”"  # quoted names (Chinese)
 )
 _NOT_ENTITY = frozenset({"I", "OK", "ID", "A", "THE", "TODO", "NOTE", "AND", "OR"})
-_FILLER_RE = re.compile(
+_FILLER_RE = LazyPattern(
     r"^(?:ok(?:ay)?|sure|great|thanks?(?: you)?|alright|got it|perfect|excellent|good|hi|"
     r"hello|hey|yes|no|yeah|right|cool|nice|wow|oh|ah|你好|您好|对|是的|没错|哈哈|"
     r"now,? let me|let me|let's|i'll|i will|i'm going to|first,? let me|next,? let me|"
     r"好的|好|嗯|哦|谢谢|明白|收到|让我|我来|我先|接下来我)\b",
     re.IGNORECASE,
 )
-_QUESTION_RE = re.compile(r"(?:[?？]|[吗呢么][。.!！]?)\s*[\"'”’」』)）]*\s*$")
+_QUESTION_RE = LazyPattern(r"(?:[?？]|[吗呢么][。.!！]?)\s*[\"'”’」』)）]*\s*$")
 
 
 @dataclass(frozen=True, slots=True)

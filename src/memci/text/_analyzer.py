@@ -35,6 +35,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from memci._lazy import LazyPattern
 from memci.errors import ConfigError, MissingExtraError
 from memci.text._script import HAN_KANA_CLASS, has_han_or_kana
 
@@ -52,10 +53,14 @@ __all__ = [
 # Han (incl. extension A and compatibility), kana. Hangul is left to unicode61: Korean
 # separates words by spaces.
 _CJK = HAN_KANA_CLASS
-_CJK_RUN = re.compile(f"[{_CJK}]+")
+# The CJK class takes milliseconds to compile: the two expressions that hold it compile
+# for the first text that is not all ASCII; an ASCII text has no CJK run, and its words
+# are what _ASCII_WORD finds (the same expression without the class it cannot hold).
+_CJK_RUN = LazyPattern(f"[{_CJK}]+")
 # A word of the non-CJK part: letters and digits with inner apostrophes, or an identifier
 # joined by ``_ . - / :`` ("get_weather", "memci.store", "v1.2"), searched as a phrase.
-_WORD = re.compile(rf"[^\W{_CJK}_]+(?:(?:['’]|[_./:-]+)[^\W{_CJK}_]+)*")
+_WORD = LazyPattern(rf"[^\W{_CJK}_]+(?:(?:['’]|[_./:-]+)[^\W{_CJK}_]+)*")
+_ASCII_WORD = re.compile(r"[^\W_]+(?:(?:'|[_./:-]+)[^\W_]+)*")
 
 ENGLISH_STOPWORDS = frozenset("""
 a about above after again against all am an and any are aren't as at be because been before
@@ -133,7 +138,7 @@ class Analyzer(Protocol):
 
 
 def _english_terms(text: str) -> Iterator[str]:
-    for match in _WORD.finditer(text):
+    for match in (_ASCII_WORD if text.isascii() else _WORD).finditer(text):
         word = match.group(0).casefold().replace("’", "'")
         if word in ENGLISH_STOPWORDS:
             continue
@@ -146,7 +151,11 @@ def _english_terms(text: str) -> Iterator[str]:
 
 
 def _non_cjk(text: str) -> str:
-    return _CJK_RUN.sub(" ", text)
+    return text if text.isascii() else _CJK_RUN.sub(" ", text)
+
+
+def _cjk_runs(text: str) -> list[str]:
+    return [] if text.isascii() else _CJK_RUN.findall(text)
 
 
 def _unique(terms: Iterable[str]) -> tuple[str, ...]:
@@ -196,12 +205,14 @@ class BigramAnalyzer:
 
     def document(self, text: str) -> str:
         """Each CJK run is replaced by its bigrams separated by spaces."""
+        if text.isascii():
+            return text
         return _CJK_RUN.sub(lambda m: " " + " ".join(_bigrams(m.group(0))) + " ", text)
 
     def query(self, text: str) -> MatchQuery:
         """English words minus stopwords; CJK bigrams of the content segments."""
         terms: list[str] = list(_english_terms(_non_cjk(text)))
-        for run in _CJK_RUN.findall(text):
+        for run in _cjk_runs(text):
             for segment in _cjk_segments(run):
                 grams = _bigrams(segment)
                 terms.extend(grams)
@@ -243,6 +254,8 @@ class JiebaAnalyzer:
 
     def document(self, text: str) -> str:
         """Each CJK run is replaced by jieba's search-mode words separated by spaces."""
+        if text.isascii():
+            return text
         return _CJK_RUN.sub(
             lambda m: " " + " ".join(self._words(m.group(0), search=True)) + " ", text
         )
@@ -250,7 +263,7 @@ class JiebaAnalyzer:
     def query(self, text: str) -> MatchQuery:
         """English words minus stopwords; jieba words of CJK runs minus stopwords."""
         terms: list[str] = list(_english_terms(_non_cjk(text)))
-        for run in _CJK_RUN.findall(text):
+        for run in _cjk_runs(text):
             for word in self._words(run, search=True):
                 if word not in CHINESE_STOPWORDS and not (
                     len(word) == 1 and word in _CJK_PARTICLES
@@ -282,7 +295,7 @@ class TrigramAnalyzer:
         short: list[str] = []
         for word in _english_terms(_non_cjk(text)):
             (terms if len(word) >= 3 else short).append(word)
-        for run in _CJK_RUN.findall(text):
+        for run in _cjk_runs(text):
             for segment in _cjk_segments(run):
                 if len(segment) < 3:
                     short.append(segment)

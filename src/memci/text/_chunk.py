@@ -20,6 +20,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from memci._lazy import LazyPattern
 from memci.text._script import HAN_KANA_CLASS
 
 __all__ = [
@@ -44,7 +45,7 @@ CODE_SUFFIXES = frozenset({
 })
 
 
-_HAN_KANA = re.compile(f"[{HAN_KANA_CLASS}]")
+_HAN_KANA = LazyPattern(f"[{HAN_KANA_CLASS}]")
 
 
 def rough_tokens(text: str) -> int:
@@ -160,7 +161,7 @@ def _pack(
     return out
 
 
-_HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
+_HEADING = LazyPattern(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
 
 
 def chunk_markdown(text: str, *, name: str = "", min_tokens: int = 300,
@@ -274,7 +275,7 @@ def chunk_python(text: str, *, name: str = "", min_tokens: int = 300,
     return [c for c in chunks if c.text.strip()]
 
 
-_SYMBOL = re.compile(
+_SYMBOL = LazyPattern(
     r"\b(?:func|function|fn|def|class|struct|interface|enum|trait|impl|type|module|"
     r"object|package)\s+([A-Za-z_$][\w$]*)"
 )

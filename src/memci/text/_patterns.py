@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import re
 
+from memci._lazy import LazyPattern
+
 __all__ = ["IDENT_RE", "MAYBE_IDENT_RE", "MAYBE_PATH_RE", "PATH_RE"]
 
 _EXTENSIONS = (
@@ -18,7 +20,7 @@ _EXTENSIONS = (
     "gif|svg|zip|tar|gz|whl|db|sqlite"
 )
 # Possessive quantifiers and look-behinds keep these linear: they run on every sentence.
-PATH_RE = re.compile(
+PATH_RE = LazyPattern(
     r"https?://[^\s<>\"'）)】」]++"
     r"|[A-Za-z]:\\[^\s<>\"']++"
     r"|(?<![\w/.~])(?:~|\.{1,2})?+/[\w.@%+~-]++(?:/[\w.@%+~-]*+)*+"
@@ -26,7 +28,7 @@ PATH_RE = re.compile(
     rf"|(?<![\w.-])[\w-]++(?:\.[\w-]+)*?\.(?:{_EXTENSIONS})\b",
     re.IGNORECASE,
 )
-IDENT_RE = re.compile(
+IDENT_RE = LazyPattern(
     r"`[^`\n]{1,80}`"
     r"|(?<![\w.])[A-Za-z_][A-Za-z0-9_]*+(?:\.[A-Za-z_][A-Za-z0-9_]*+)++\(?"  # dotted, calls
     r"|(?<![\w.])[A-Za-z0-9]*+_[A-Za-z0-9_]*[A-Za-z][A-Za-z0-9_]*+"  # snake_case
@@ -36,5 +38,5 @@ IDENT_RE = re.compile(
 )
 #: Cheap tests that let most texts skip :data:`PATH_RE` and :data:`IDENT_RE`: a text without
 #: a match holds no path (no identifier).
-MAYBE_PATH_RE = re.compile(r"[/\\]|\.[A-Za-z]")
-MAYBE_IDENT_RE = re.compile(r"[_(`]|\.[A-Za-z]|[a-z][A-Z]|[A-Z][a-z0-9]+[A-Z]")
+MAYBE_PATH_RE = LazyPattern(r"[/\\]|\.[A-Za-z]")
+MAYBE_IDENT_RE = LazyPattern(r"[_(`]|\.[A-Za-z]|[a-z][A-Z]|[A-Z][a-z0-9]+[A-Z]")

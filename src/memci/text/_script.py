@@ -12,8 +12,9 @@ is left to the word tokenizer; :func:`has_han_or_kana` asks about that set.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
+
+from memci._lazy import LazyPattern
 
 __all__ = ["CJK_CLASS", "HAN_KANA_CLASS", "cjk_share", "has_cjk", "has_han_or_kana", "is_cjk",
            "is_cjk_text", "language_of"]
@@ -29,24 +30,26 @@ CJK_CLASS = (
     + "\uac00-\ud7af"  # hangul
     + "\U00020000-\U0002ebef"  # ideographs of the supplementary planes
 )
-_CJK_RE = re.compile(f"[{CJK_CLASS}]")
-_HAN_KANA_RE = re.compile(f"[{HAN_KANA_CLASS}]")
-_LATIN_WORD_RE = re.compile(r"[A-Za-z][A-Za-z'-]*")
+# Large Unicode classes take milliseconds to compile: they compile for the first text that
+# is not all ASCII (none of their characters is ASCII, so such a text has no match).
+_CJK_RE = LazyPattern(f"[{CJK_CLASS}]")
+_HAN_KANA_RE = LazyPattern(f"[{HAN_KANA_CLASS}]")
+_LATIN_WORD_RE = LazyPattern(r"[A-Za-z][A-Za-z'-]*")
 
 
 def is_cjk(char: str) -> bool:
     """Whether ``char`` (one character) is a CJK ideograph, kana or hangul."""
-    return bool(_CJK_RE.match(char))
+    return not char.isascii() and _CJK_RE.match(char) is not None
 
 
 def has_cjk(text: str) -> bool:
     """Whether ``text`` holds any CJK character."""
-    return _CJK_RE.search(text) is not None
+    return not text.isascii() and _CJK_RE.search(text) is not None
 
 
 def has_han_or_kana(text: str) -> bool:
     """Whether ``text`` holds any character of :data:`HAN_KANA_CLASS` (Chinese or Japanese)."""
-    return _HAN_KANA_RE.search(text) is not None
+    return not text.isascii() and _HAN_KANA_RE.search(text) is not None
 
 
 def cjk_share(text: str) -> float:
@@ -55,7 +58,7 @@ def cjk_share(text: str) -> float:
     Latin words count as one unit each, so a Chinese sentence with a few English terms
     still reads as Chinese, and an English one with a Chinese name still as English.
     """
-    cjk = len(_CJK_RE.findall(text))
+    cjk = 0 if text.isascii() else len(_CJK_RE.findall(text))
     if not cjk:
         return 0.0
     words = len(_LATIN_WORD_RE.findall(text))
@@ -70,5 +73,5 @@ def is_cjk_text(text: str, threshold: float = 0.4) -> bool:
 def language_of(texts: Iterable[str]) -> str:
     """``zh`` when more than 15% of the first 2,000 characters are CJK, else ``en``."""
     sample = "".join(texts)[:2000]
-    cjk = len(_CJK_RE.findall(sample))
+    cjk = 0 if sample.isascii() else len(_CJK_RE.findall(sample))
     return "zh" if sample and cjk / len(sample) > 0.15 else "en"

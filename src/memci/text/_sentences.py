@@ -18,6 +18,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
+from memci._lazy import LazyPattern
 from memci.text._script import has_cjk, is_cjk
 
 __all__ = [
@@ -30,7 +31,7 @@ __all__ = [
 
 # Sentence ends: Chinese ends (always), ellipses, and ASCII runs of . ! ?, each with the
 # closing quotes and brackets that follow it.
-_END_RE = re.compile(r"[。！？；….!?]++[”’」』》）)\]\"']*+")
+_END_RE = LazyPattern(r"[。！？；….!?]++[”’」』》）)\]\"']*+")
 _CJK_ENDS = frozenset("。！？；…")
 
 _ABBREVIATIONS = frozenset(
@@ -40,12 +41,12 @@ _ABBREVIATIONS = frozenset(
     u.s u.k a.m p.m ph.d e.v i.v op pp ed eds gen gov rev hon""".split()
 )
 
-_LIST_MARKER_RE = re.compile(r"^\s*(?:[-*+•·>|#]|\d{1,3}[.)、]|[a-zA-Z][.)]\s|[（(]\d+[)）])")
-_FENCE_RE = re.compile(r"^\s*(```|~~~)")
-_TAG_RE = re.compile(r"</?[A-Za-z_][\w:-]*(?:\s[^<>]{0,200})?/?>")
-_SPACES_RE = re.compile(r"[ \t\f\v\u00a0\u3000]+")
-_MARKDOWN_RE = re.compile(r"\*\*|(?<!\w)__|__(?!\w)|`+|^#{1,6}\s+|^\s*>\s?", re.MULTILINE)
-_MAYBE_MARKDOWN_RE = re.compile(r"[*`>#]|__")
+_LIST_MARKER_RE = LazyPattern(r"^\s*(?:[-*+•·>|#]|\d{1,3}[.)、]|[a-zA-Z][.)]\s|[（(]\d+[)）])")
+_FENCE_RE = LazyPattern(r"^\s*(```|~~~)")
+_TAG_RE = LazyPattern(r"</?[A-Za-z_][\w:-]*(?:\s[^<>]{0,200})?/?>")
+_SPACES_RE = LazyPattern(r"[ \t\f\v\u00a0\u3000]+")
+_MARKDOWN_RE = LazyPattern(r"\*\*|(?<!\w)__|__(?!\w)|`+|^#{1,6}\s+|^\s*>\s?", re.MULTILINE)
+_MAYBE_MARKDOWN_RE = LazyPattern(r"[*`>#]|__")
 _JOINING_WORDS = frozenset(
     "a an the of to in on at for with and or but by from as that which is are was were".split()
 )
@@ -196,7 +197,7 @@ def _word_before(unit: str, s: int, sentence_start: int) -> str:
 
 # -- clauses -----------------------------------------------------------------------------
 
-_CLAUSE_RE = re.compile(r"(?<=[,，、;；:：])\s*|\s+(?:—|–|-{2})\s+|\s+-\s+")
+_CLAUSE_RE = LazyPattern(r"(?<=[,，、;；:：])\s*|\s+(?:—|–|-{2})\s+|\s+-\s+")
 
 
 def split_clauses(sentence: str) -> list[str]:

@@ -21,11 +21,11 @@ Importing this package never imports tiktoken.
 
 from __future__ import annotations
 
-import re
 import threading
 from collections.abc import Iterable, Sequence
 from typing import Final
 
+from memci._lazy import LazyPattern
 from memci.errors import ConfigError, MissingExtraError, TokenizerUnavailableError
 from memci.messages import Message
 from memci.tokens._base import Tokenizer
@@ -119,8 +119,8 @@ def available(name: str) -> bool:
     return True
 
 
-_O200K: Final = re.compile(r"(gpt-4o|chatgpt-4o|gpt-4\.1|gpt-4\.5|gpt-5|gpt-oss|o[134])\b")
-_CL100K: Final = re.compile(r"(gpt-4|gpt-3\.5|gpt-35|text-embedding-3|text-embedding-ada-002)")
+_O200K: Final = LazyPattern(r"(gpt-4o|chatgpt-4o|gpt-4\.1|gpt-4\.5|gpt-5|gpt-oss|o[134])\b")
+_CL100K: Final = LazyPattern(r"(gpt-4|gpt-3\.5|gpt-35|text-embedding-3|text-embedding-ada-002)")
 
 
 def tokenizer_for_model(model: str) -> str:

@@ -29,11 +29,11 @@ raises :class:`~memci.errors.ToolNameClashError` naming both. Nothing here does 
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Iterable, Mapping
 from typing import Any, cast
 
 from memci import _jsonvalues
+from memci._lazy import LazyPattern
 from memci.errors import InvalidToolError, ToolNameClashError
 from memci.messages import ToolSpec
 
@@ -46,7 +46,7 @@ _EXPECTED_CALL = (
     "expected a tool call: an OpenAI tool call ({'function': {'name': ...}}), an Anthropic "
     "tool_use block or a Responses function_call item ({'name': ...}), a memci ToolCallPart "
     "or a tool name")
-_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
+_NAME = LazyPattern(r"[A-Za-z0-9_-]{1,64}")
 _EMPTY_OBJECT: Mapping[str, Any] = {"type": "object", "properties": {}}
 
 

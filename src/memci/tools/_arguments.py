@@ -33,11 +33,12 @@ from collections.abc import Mapping
 from typing import Any, cast
 
 from memci import _jsonvalues
+from memci._lazy import LazyPattern
 
 __all__ = ["MAX_INT", "ToolArgumentError", "check_arguments"]
 
 MAX_INT = 2**63 - 1  # SQLite's integers are 64-bit
-_QUOTED_INT = re.compile(r"[+-]?[0-9]{1,18}", re.ASCII)
+_QUOTED_INT = LazyPattern(r"[+-]?[0-9]{1,18}", re.ASCII)
 _JSON_TYPES = {"integer": "a whole number", "number": "a number", "string": "text",
                "boolean": "true or false", "array": "a list", "object": "an object"}
 

@@ -25,10 +25,11 @@ Invariants:
 
 from __future__ import annotations
 
-import re
 import time
 from collections.abc import Iterator
 from typing import Any
+
+from memci._lazy import LazyPattern
 
 __all__ = ["OVERLAP_BYTES", "WINDOW_BUDGET", "LineMatcher", "LineScan", "PatternRefused"]
 
@@ -49,8 +50,8 @@ class PatternRefused(Exception):
 # A construct counts only where its first character is not escaped by a backslash.
 _UNESCAPED = r"(?<!\\)(?:\\\\)*"
 # (what RE2 lacks, where it shows in a pattern, what to write instead); checked in order.
-_LACKING: tuple[tuple[str, re.Pattern[str], str], ...] = tuple(
-    (name, re.compile(_UNESCAPED + where), instead) for name, where, instead in (
+_LACKING: tuple[tuple[str, LazyPattern, str], ...] = tuple(
+    (name, LazyPattern(_UNESCAPED + where), instead) for name, where, instead in (
         ("lookbehind (?<=…) / (?<!…)", r"\(\?<[=!]",
          "match what comes before as part of the pattern: (?<=foo)bar → foobar"),
         ("lookahead (?=…) / (?!…)", r"\(\?[=!]",
@@ -77,7 +78,7 @@ _LACKING: tuple[tuple[str, re.Pattern[str], str], ...] = tuple(
          "write the character itself, or \\x{e9}"),
     )
 )
-_NEWLINE = re.compile(_UNESCAPED + r"\\(?:n|x0[aA]|x\{0*[aA]\}|0?12(?![0-7]))")
+_NEWLINE = LazyPattern(_UNESCAPED + r"\\(?:n|x0[aA]|x\{0*[aA]\}|0?12(?![0-7]))")
 
 
 def _explain(pattern: str, problem: str) -> str:

@@ -41,7 +41,6 @@ from __future__ import annotations
 import codecs
 import hashlib
 import json
-import re
 import threading
 from collections import OrderedDict
 from collections.abc import Collection, Iterator, Mapping, Sequence
@@ -51,6 +50,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
+from memci._lazy import LazyPattern
 from memci.errors import ArtifactNotFoundError, InvalidTextError, StoreError, WorkspaceError
 from memci.store import Artifact, ArtifactRows, Blob, OutputContents, SessionRecord, Store
 from memci.workspace._folder import ArtifactFolder
@@ -77,7 +77,7 @@ __all__ = [
 ARTIFACT_ID_LENGTH = 12
 """Hex digits of an artifact id (a prefix of the SHA-256 of the content)."""
 
-_ID = re.compile(r"[0-9a-f]{12,64}")
+_ID = LazyPattern(r"[0-9a-f]{12,64}")
 _CACHE_CHARS = 32 * 1024 * 1024
 _CHUNK = 1 << 18  # characters (or bytes) per step when hashing, writing or reading a file
 _SWEEP_AGE = 3600.0

@@ -12,12 +12,12 @@ as ``actor:<name>``.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from memci._lazy import LazyPattern
 from memci.errors import WorkspaceError, WorkspaceLimitError
 from memci.store._work import WorkEvent
 from memci.workspace._limits import TTL
@@ -34,11 +34,11 @@ __all__ = [
     "check_source",
 ]
 
-_PIN_SOURCE = re.compile(
+_PIN_SOURCE = LazyPattern(
     r"(?:chat|tool):[^\s]{1,200}|file:[^\s#][^#\n]{0,1000}#L\d+(?:-L?\d+)?"
     r"|artifact:[0-9a-f]{12,64}"
 )
-_ARTIFACT_REF = re.compile(r"(?:artifact:)?([0-9a-f]{12,64})")
+_ARTIFACT_REF = LazyPattern(r"(?:artifact:)?([0-9a-f]{12,64})")
 _SOURCE_MAX = 300
 
 

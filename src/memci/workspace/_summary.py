@@ -26,6 +26,7 @@ import re
 from collections.abc import Iterator, Mapping
 from typing import Any, Protocol
 
+from memci._lazy import LazyPattern
 from memci.workspace._text import count_lines, shorten
 
 __all__ = [
@@ -47,7 +48,7 @@ _PATHS_SHOWN = 4
 _ERRORS_SHOWN = 2
 _BLOCK = 1 << 16  # characters a whole-text pass looks at in one go
 _PATHS_COUNTED = 100_000  # distinct paths counted at most ("+N+ more" past it)
-_WHITESPACE = re.compile(r"\s")
+_WHITESPACE = LazyPattern(r"\s")
 
 
 def _blocks(content: str, *, lines: bool) -> Iterator[tuple[int, str]]:
@@ -85,8 +86,8 @@ class ToolOutputSummarizer(Protocol):
 
 # -- exit codes --------------------------------------------------------------------------
 
-_EXIT_TAG = re.compile(r"<returncode>\s*(-?\d+)\s*</returncode>")
-_EXIT_TEXT = re.compile(
+_EXIT_TAG = LazyPattern(r"<returncode>\s*(-?\d+)\s*</returncode>")
+_EXIT_TEXT = LazyPattern(
     r"(?:\bexit(?:ed)?(?:\s+with)?[\s_]+(?:code|status)|\breturn[\s_]?code|\bexit_?code"
     r"|退出码|退出代码|返回码|退出状态)\s*(?:[:=：]\s*)?\(?(-?\d+)\b",
     re.IGNORECASE,
@@ -125,8 +126,8 @@ def _edge_lines(content: str) -> list[str]:
 
 # -- meaningful lines --------------------------------------------------------------------
 
-_SEPARATOR = re.compile(r"[\s=\-_*#~+.·•─━═—–＝－＿…|<>^`'\"]*")
-_WRAPPER = re.compile(r"\s*(?:<[A-Za-z_]+>[^<\n]{0,40}</[A-Za-z_]+>|</?[A-Za-z_]+>)\s*")
+_SEPARATOR = LazyPattern(r"[\s=\-_*#~+.·•─━═—–＝－＿…|<>^`'\"]*")
+_WRAPPER = LazyPattern(r"\s*(?:<[A-Za-z_]+>[^<\n]{0,40}</[A-Za-z_]+>|</?[A-Za-z_]+>)\s*")
 
 
 def is_meaningful_line(line: str) -> bool:
@@ -170,7 +171,7 @@ def _last_meaningful(content: str) -> tuple[int, str] | None:
 
 _TRACEBACK = "Traceback (most recent call last)"
 # A module path and a CamelCase class name, then ": message" or nothing.
-_EXCEPTION_LINE = re.compile(r"(?:[a-z_]\w*\.)*[A-Z]\w*(?:[:：].*)?")
+_EXCEPTION_LINE = LazyPattern(r"(?:[a-z_]\w*\.)*[A-Z]\w*(?:[:：].*)?")
 # Words that may start or mark an error line; only lines holding one are matched against
 # _ERROR_LINE, so the scan costs a few substring searches, not a regex at every offset.
 _ERROR_WORDS = (
@@ -179,7 +180,7 @@ _ERROR_WORDS = (
     "Permission denied", "Segmentation fault", "core dumped", "No module named",
     "错误", "失败", "异常", "报错", "出错",
 )
-_ERROR_LINE = re.compile(
+_ERROR_LINE = LazyPattern(
     # an exception class at the start of a line (optionally after pytest's "E   " or a
     # "file:line:" prefix), followed by a colon or the end of the line
     r"(?:E\s{2,}|[^\s:]+:\d+(?::\d+)?:\s*)?[A-Za-z_][\w.]*(?:Error|Exception|Failure)"
@@ -266,14 +267,14 @@ def _error_lines(content: str, *, grep_like: bool) -> tuple[list[str], int]:
 # -- counts ------------------------------------------------------------------------------
 
 _TEST_WORDS = (" passed", " failed", " error")
-_TEST_LINE = re.compile(
+_TEST_LINE = LazyPattern(
     r".*\b\d+ (?:passed|failed)\b.*|.*\b\d+ errors?\b.* in [\d.]+s\b.*"
 )
-_TEST_COUNT = re.compile(
+_TEST_COUNT = LazyPattern(
     r"\b(\d+) (passed|failed|errors?|skipped|xfailed|xpassed|deselected|todo|total)\b"
 )
-_UNITTEST_RAN = re.compile(r"^Ran (\d+) tests? in [\d.]+s", re.MULTILINE)
-_UNITTEST_END = re.compile(r"^(OK|FAILED)\b(?: \(([^)\n]*)\))?", re.MULTILINE)
+_UNITTEST_RAN = LazyPattern(r"^Ran (\d+) tests? in [\d.]+s", re.MULTILINE)
+_UNITTEST_END = LazyPattern(r"^(OK|FAILED)\b(?: \(([^)\n]*)\))?", re.MULTILINE)
 
 
 def _test_counts(content: str) -> str | None:
@@ -308,8 +309,8 @@ def _test_counts(content: str) -> str | None:
 
 
 _GREP_TOOLS = frozenset({"grep", "rg", "ripgrep", "ag", "ack", "search", "search_files"})
-_GREP_COMMAND = re.compile(r"(?:^|[|;&(]\s*|\s)(?:grep|egrep|fgrep|rg|ag|ack|git\s+grep)\s")
-_GREP_HIT = re.compile(r"^([^\s:][^:\n]*?):(\d+)[:-]", re.MULTILINE)
+_GREP_COMMAND = LazyPattern(r"(?:^|[|;&(]\s*|\s)(?:grep|egrep|fgrep|rg|ag|ack|git\s+grep)\s")
+_GREP_HIT = LazyPattern(r"^([^\s:][^:\n]*?):(\d+)[:-]", re.MULTILINE)
 
 
 def arguments_line(arguments: str | None, limit: int = 140) -> str:
@@ -373,13 +374,13 @@ def _grep_counts(content: str) -> str:
 
 # -- paths -------------------------------------------------------------------------------
 
-_TOKEN_SPLIT = re.compile(r"[\s\"'`(),;:<>\[\]{}=|*!?，。：；（）「」【】]+")
+_TOKEN_SPLIT = LazyPattern(r"[\s\"'`(),;:<>\[\]{}=|*!?，。：；（）「」【】]+")
 _FILE_EXT = frozenset((
     "py pyi ipynb js mjs cjs ts tsx jsx json yaml yml toml ini cfg md rst txt csv go rs java"
     " kt c h cc cpp hpp cs rb php sh bash zsh sql html css scss vue swift lua pl lock log"
     " xml gradle diff patch"
 ).split())
-_PATH_TOKEN = re.compile(r"(?:~|\.{1,2})?/?(?:[\w.@+-]+/)*[\w@+-][\w.@+-]*")
+_PATH_TOKEN = LazyPattern(r"(?:~|\.{1,2})?/?(?:[\w.@+-]+/)*[\w@+-][\w.@+-]*")
 
 
 def _is_path(token: str) -> bool:
@@ -397,7 +398,7 @@ def _is_path(token: str) -> bool:
     return has_ext and ext.lower() in _FILE_EXT
 
 
-_IMPORT = re.compile(r"\b(?:from|import) +[\w.]+")
+_IMPORT = LazyPattern(r"\b(?:from|import) +[\w.]+")
 
 
 def _paths(content: str) -> tuple[list[str], int, bool]:

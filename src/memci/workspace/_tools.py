@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any, cast
 
 from memci import _jsonvalues
+from memci._lazy import LazyPattern
 from memci.errors import InvalidInputError
 from memci.messages import ToolSpec
 from memci.workspace._state import WorkState
@@ -46,7 +47,7 @@ class ToolResult:
 
 
 # A quoted whole number: ASCII digits only ("²" or "٣" are not numbers to int()).
-_INT = re.compile(r"-?[0-9]{1,18}", re.ASCII)
+_INT = LazyPattern(r"-?[0-9]{1,18}", re.ASCII)
 _MAX_INT = 2**63 - 1  # SQLite's integers are 64-bit
 
 
