@@ -36,6 +36,17 @@ HEAVY = (
     "memci.llm._aclient", "memci.memory._embed_openai",
 )
 
+#: memci's own modules that only some engines, sessions or builds use: ``import memci``
+#: leaves them to their first use (summary jobs and the model summarizer: an engine with
+#: a model; the docs index and its chunkers: indexing files or a question about them; the
+#: query analyzer and the eligibility judge: a build with retrieval that gathers or
+#: archives; the LLM answers' readers: a model's reply).
+ON_FIRST_USE = (
+    "memci.summarize._jobs", "memci.summarize._llm", "memci.memory._docs",
+    "memci.text._chunk", "memci.memory._query", "memci.memory._judge",
+    "memci.llm._answers", "secrets",
+)
+
 _BUILD = """
 import json, sys
 import memci
@@ -74,6 +85,12 @@ def test_import_memci_loads_nothing_heavy() -> None:
     loaded = _modules("import json, sys, memci; print(json.dumps(sorted(sys.modules)))")
     assert "memci.engine" in loaded  # the check reads the real import
     assert _heavy(loaded) == []
+
+
+def test_import_memci_leaves_what_some_sessions_use_to_their_first_use() -> None:
+    loaded = _modules("import json, sys, memci; print(json.dumps(sorted(sys.modules)))")
+    assert "memci.context._builder" in loaded
+    assert sorted(set(ON_FIRST_USE) & (loaded - _bare())) == []
 
 
 def test_open_add_and_build_load_nothing_heavy(tmp_path: Path) -> None:
@@ -138,7 +155,8 @@ def test_a_lazy_public_name_imports_its_module(package: str, name: str, module: 
         assert where == module
 
 
-@pytest.mark.parametrize("package", ["memci", "memci.llm", "memci.memory"])
+@pytest.mark.parametrize("package", ["memci", "memci.llm", "memci.memory", "memci.summarize",
+                                     "memci.text", "memci.workspace"])
 def test_every_public_name_resolves_in_a_fresh_process(package: str) -> None:
     code = (f"import {package} as p\nfrom {package} import *\n"
             "missing = [n for n in p.__all__ if getattr(p, n, None) is None]\n"

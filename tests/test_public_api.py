@@ -158,8 +158,9 @@ def _classes_in(annotation: object) -> Iterator[type]:
 
 def _namespace() -> dict[str, object]:
     # Names a module imports only for type checking resolve when memci exports them; one
-    # that it does not export fails to resolve, and the test names it.
-    return {k: v for home in PUBLIC_HOMES for k, v in vars(home).items()}
+    # that it does not export fails to resolve, and the test names it. A name that loads
+    # on first use (memci._lazy) is read, so it resolves whether or not it was read before.
+    return {k: getattr(home, k) for home in PUBLIC_HOMES for k in dir(home)}
 
 
 def _returned(cls: type) -> Iterator[tuple[str, object]]:

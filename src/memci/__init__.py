@@ -24,9 +24,10 @@ server, the CLI, the adapters) is imported on first use (``__getattr__``, PEP 56
 CLI call or a fresh worker does not pay for it (``tests/test_coldstart.py``).
 """
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from memci import messages, tokens
+from memci._lazy import lazy_names
 from memci._session import Session, SessionStats
 from memci._version import __version__
 from memci.context import Context, ContextStats, PageInfo, Segment, ToolSpec
@@ -71,7 +72,6 @@ from memci.errors import (
 from memci.memory import (
     Gatherer,
     Hit,
-    IndexReport,
     Memory,
     MemoryItem,
     RetrievalResult,
@@ -99,17 +99,14 @@ from memci.workspace import (
 
 if TYPE_CHECKING:
     from memci._async import AsyncEngine, AsyncSession
-
-
-def __getattr__(name: str) -> Any:
-    """The asyncio faces, imported when first asked for (asyncio costs a sync process)."""
-    if name in ("AsyncEngine", "AsyncSession"):
-        from memci import _async
-
-        value = getattr(_async, name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module 'memci' has no attribute {name!r}")
+    from memci.memory import IndexReport
+else:
+    # Imported when first asked for: the asyncio faces (asyncio costs a sync process) and
+    # what indexing files returns (the docs index and its chunkers).
+    __getattr__, __dir__ = lazy_names(__name__, {
+        "memci._async": ("AsyncEngine", "AsyncSession"),
+        "memci.memory._docs": ("IndexReport",),
+    })
 
 
 __all__ = [

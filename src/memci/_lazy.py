@@ -82,14 +82,15 @@ class LazyPattern:
         return f"LazyPattern({self._source!r}, {self._flags!r})"
 
 
-def lazy_names(package: str, homes: Mapping[str, str]
+def lazy_names(package: str, modules: Mapping[str, tuple[str, ...]]
                ) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
     """``__getattr__`` and ``__dir__`` of PEP 562 for ``package``.
 
-    Each name of ``homes`` is read from the module ``homes[name]`` names, imported when
-    the name is first asked for.
+    ``modules`` maps a module to the names ``package`` reads from it; the module is
+    imported when one of its names is first asked for.
     """
     namespace = sys.modules[package].__dict__
+    homes = {name: module for module, names in modules.items() for name in names}
 
     def __getattr__(name: str) -> Any:
         home = homes.get(name)

@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from memci import _trace
 from memci.context import Context, PageInfo, ToolSpec
@@ -29,10 +29,9 @@ from memci.context._session_log import SessionLog
 from memci.context._settings import SessionSettings, resolve_settings
 from memci.context._tool_views import SessionArtifacts, ToolViews, count_tool_result
 from memci.errors import ConfigError, InvalidInputError, InvalidMessageError, UnknownMessageError
-from memci.memory import DocIndex, Hit, IndexReport
+from memci.memory import Hit
 from memci.messages import Message, coerce_many, to_wire
 from memci.store import SessionRecord
-from memci.summarize import job_counts
 from memci.tokens import Tokenizer, get_tokenizer
 from memci.tools._agent import check_no_clash, read_agent_tools, tool_call_name
 from memci.tools._builtin import (
@@ -45,6 +44,9 @@ from memci.tools._builtin import (
 from memci.tools._host import ToolHost
 from memci.tools._registry import Tool, run_tool
 from memci.workspace import InvalidStateFileError, WorkState
+
+if TYPE_CHECKING:
+    from memci.memory import IndexReport
 
 __all__ = ["EXPORT_FORMAT", "Session", "SessionStats", "every_tool"]
 
@@ -516,12 +518,16 @@ class Session:
         self, path: str | Path, *, progress: Callable[[int, int, str], None] | None = None
     ) -> IndexReport:
         """Index text, Markdown and code files under ``path`` for search (incremental)."""
+        from memci.memory import DocIndex  # with the chunkers: only a session that indexes
+
         return DocIndex(self.engine.store).index_path(path, progress=progress)
 
     # -- stats and pages -----------------------------------------------------------------
 
     def stats(self) -> SessionStats:
         """Builds, build time, tokens saved, and archive / recall / evict counts."""
+        from memci.summarize import job_counts  # the job queue's reader: for stats only
+
         with self._lock:
             builder = self._builder
             builder.current()

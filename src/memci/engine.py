@@ -15,7 +15,7 @@ import weakref
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memci._session import EXPORT_FORMAT, Session, SessionStats, every_tool
 from memci._sessioncache import SessionCache
@@ -30,13 +30,16 @@ from memci.errors import (
     StoreError,
 )
 from memci.llm import LLMClient, client_from_env
-from memci.memory import Gatherer, Memory
+from memci.memory import Memory
 from memci.messages import Message, from_wire
 from memci.store import Erasure, SessionRecord, Store, open_store
-from memci.summarize import JobQueue, default_summarizer, register_summary_handlers
 from memci.tokens import get_tokenizer
 from memci.tools._agent import check_no_clash, read_agent_tools
 from memci.workspace import Workspace, contents_for
+
+if TYPE_CHECKING:
+    from memci.memory import Gatherer
+    from memci.summarize import JobQueue
 
 __all__ = ["EXPORT_FORMAT", "Engine", "Session", "SessionStats"]
 
@@ -141,6 +144,9 @@ class Engine:
         self._memory: Memory | None = Memory(store)
         self._gatherer: Gatherer | None = None
         if client is not None:
+            # The queue and the model summarizer load only for an engine with a model.
+            from memci.summarize import JobQueue, default_summarizer, register_summary_handlers
+
             # The page just archived is the one a request shows: its summary first.
             self.jobs = JobQueue(store, newest_first=True)
             register_summary_handlers(self.jobs, default_summarizer(client))
@@ -174,6 +180,8 @@ class Engine:
         made = self._gatherer
         if made is not None:
             return made
+        from memci.memory import Gatherer  # what only a build with retrieval loads
+
         memory = self.memory
         with self._lock:
             if self._gatherer is None:

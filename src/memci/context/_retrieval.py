@@ -26,9 +26,7 @@ from memci.context._model import ContentsEntry
 from memci.context._recipes import TITLES
 from memci.context._services import SessionServices
 from memci.context._session_log import SessionLog
-from memci.memory import DocIndex, Memory, Retrieved, Scope
-from memci.memory._judge import judge
-from memci.memory._query import analyze_query
+from memci.memory import Memory, Retrieved, Scope
 from memci.messages import Message
 from memci.store import SessionRecord
 from memci.tokens import EstimateTokenizer, Tokenizer
@@ -119,6 +117,10 @@ class RetrievalSource:
                 kept = self._kept(known, turned)
                 return Gathered(kept, {**turned, "share": bool(kept)}, gathered=True)
             return Gathered(self._kept(known, saved), saved)
+        # The query's analysis and the docs index load with the first page that gathers.
+        from memci.memory import DocIndex
+        from memci.memory._query import analyze_query
+
         first = self.log.load_seqs(opener, opener)[0]
         found: tuple[Retrieved, ...] = ()
         earlier = False
@@ -239,6 +241,8 @@ class RetrievalSource:
         """
         if not pages:
             return
+        from memci.memory._judge import judge  # with the LLM answers: once pages archive
+
         scope = Scope.of(self.record, "user")
         kept: list[tuple[int, str, str | None]] = []
         said_at: dict[int, datetime] = {}

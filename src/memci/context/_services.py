@@ -8,15 +8,17 @@ deletions (:class:`~memci.context._deleting.Deleter`) and the operator's host li
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
-from memci.context._deleting import Deleter
-from memci.context._settings import HostLimits
-from memci.memory import Gatherer, Memory
-from memci.store import Store
-from memci.summarize import JobQueue
-from memci.workspace import Workspace
+if TYPE_CHECKING:  # a protocol's annotations only: a session loads none of these for it
+    from collections.abc import Callable
+
+    from memci.context._deleting import Deleter
+    from memci.context._settings import HostLimits
+    from memci.memory import Gatherer, Memory
+    from memci.store import Store
+    from memci.summarize import JobQueue
+    from memci.workspace import Workspace
 
 __all__ = ["SessionServices"]
 

@@ -25,22 +25,13 @@ fences, preamble or closing offer; a refusal or error report raises) and
 same habits of real models.
 """
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from memci.llm._answers import answer_bool, answer_json, clean_answer, is_refusal
-from memci.llm._env import (
-    ENV_API_KEY,
-    ENV_BASE_URL,
-    ENV_MODEL,
-    ENV_PROVIDER,
-    async_client_from_env,
-    client_from_env,
-)
-from memci.llm._formats import ANTHROPIC_VERSION
-from memci.llm._types import Completion, LLMClient
+from memci._lazy import lazy_names
 
 if TYPE_CHECKING:
     from memci.llm._aclient import AsyncAnthropicClient, AsyncLLMClient, AsyncOpenAIChatClient
+    from memci.llm._answers import answer_bool, answer_json, clean_answer, is_refusal
     from memci.llm._base import (
         DEFAULT_CONNECT_TIMEOUT,
         DEFAULT_MAX_RETRIES,
@@ -50,34 +41,33 @@ if TYPE_CHECKING:
         parse_retry_after,
     )
     from memci.llm._client import PROVIDERS, AnthropicClient, OpenAIChatClient, SyncLLMClient
-
-# The clients' modules import httpx (and asyncio): they load when one of their names is
-# first asked for, so an engine without an LLM never pays for them.
-_SYNC = frozenset({"PROVIDERS", "AnthropicClient", "OpenAIChatClient", "SyncLLMClient"})
-_ASYNC = frozenset({"AsyncAnthropicClient", "AsyncLLMClient", "AsyncOpenAIChatClient"})
-_BASE = frozenset({"DEFAULT_CONNECT_TIMEOUT", "DEFAULT_MAX_RETRIES", "DEFAULT_READ_TIMEOUT",
-                   "RETRY_STATUSES", "BaseLLMClient", "parse_retry_after"})
-
-
-def __getattr__(name: str) -> Any:
-    """A client's name, imported with its module on first use."""
-    if name in _SYNC:
-        from memci.llm import _client
-
-        value = getattr(_client, name)
-    elif name in _ASYNC:
-        from memci.llm import _aclient
-
-        value = getattr(_aclient, name)
-    elif name in _BASE:
-        from memci.llm import _base
-
-        value = getattr(_base, name)
-    else:
-        raise AttributeError(f"module 'memci.llm' has no attribute {name!r}")
-    globals()[name] = value
-    return value
-
+    from memci.llm._env import (
+        ENV_API_KEY,
+        ENV_BASE_URL,
+        ENV_MODEL,
+        ENV_PROVIDER,
+        async_client_from_env,
+        client_from_env,
+    )
+    from memci.llm._formats import ANTHROPIC_VERSION
+    from memci.llm._types import Completion, LLMClient
+else:
+    # Each name loads with its module when first read (memci._lazy).
+    __getattr__, __dir__ = lazy_names(__name__, {
+        "memci.llm._answers": ("answer_bool", "answer_json", "clean_answer", "is_refusal"),
+        "memci.llm._env": (
+            "ENV_API_KEY", "ENV_BASE_URL", "ENV_MODEL", "ENV_PROVIDER", "async_client_from_env",
+            "client_from_env",
+        ),
+        "memci.llm._formats": ("ANTHROPIC_VERSION",),
+        "memci.llm._types": ("Completion", "LLMClient"),
+        "memci.llm._aclient": ("AsyncAnthropicClient", "AsyncLLMClient", "AsyncOpenAIChatClient"),
+        "memci.llm._base": (
+            "DEFAULT_CONNECT_TIMEOUT", "DEFAULT_MAX_RETRIES", "DEFAULT_READ_TIMEOUT",
+            "RETRY_STATUSES", "BaseLLMClient", "parse_retry_after",
+        ),
+        "memci.llm._client": ("PROVIDERS", "AnthropicClient", "OpenAIChatClient", "SyncLLMClient"),
+    })
 
 __all__ = [
     "ANTHROPIC_VERSION",

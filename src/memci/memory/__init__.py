@@ -13,38 +13,46 @@ Nothing here loads a model or reads the environment at import, and the OpenAI em
 (with httpx) load when first named.
 """
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from memci.memory._docs import DocHit, DocIndex, IndexReport, Progress
-from memci.memory._embed import Embedder, SentenceTransformerEmbedder, embedder_from_env
-from memci.memory._gather import (
-    DEFAULT_CACHE_TTL,
-    DEFAULT_MAX_EPISODES,
-    Gatherer,
-    RetrievalResult,
-    Retrieved,
-)
-from memci.memory._hit import RRF_K, Hit, fuse, rrf
-from memci.memory._index import DEFAULT_ANALYZER, IndexStats, MessageIndex, message_text
-from memci.memory._items import Level, MemoryItem, MemoryItems, Scope
-from memci.memory._memory import Memory, memory_for, search
-from memci.memory._time import TimeRange, time_hint
-from memci.text import ANALYZERS, Chunk, chunk_file, chunk_markdown, chunk_python, get_analyzer
+from memci._lazy import lazy_names
 
 if TYPE_CHECKING:
+    from memci.memory._docs import DocHit, DocIndex, IndexReport, Progress
+    from memci.memory._embed import Embedder, SentenceTransformerEmbedder, embedder_from_env
     from memci.memory._embed_openai import AsyncOpenAIEmbedder, OpenAIEmbedder
-
-
-def __getattr__(name: str) -> Any:
-    """The OpenAI embedders, imported (with httpx) when first asked for."""
-    if name in ("AsyncOpenAIEmbedder", "OpenAIEmbedder"):
-        from memci.memory import _embed_openai
-
-        value = getattr(_embed_openai, name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module 'memci.memory' has no attribute {name!r}")
-
+    from memci.memory._gather import (
+        DEFAULT_CACHE_TTL,
+        DEFAULT_MAX_EPISODES,
+        Gatherer,
+        RetrievalResult,
+        Retrieved,
+    )
+    from memci.memory._hit import RRF_K, Hit, fuse, rrf
+    from memci.memory._index import DEFAULT_ANALYZER, IndexStats, MessageIndex, message_text
+    from memci.memory._items import Level, MemoryItem, MemoryItems, Scope
+    from memci.memory._memory import Memory, memory_for, search
+    from memci.memory._time import TimeRange, time_hint
+    from memci.text import ANALYZERS, Chunk, chunk_file, chunk_markdown, chunk_python, get_analyzer
+else:
+    # Each name loads with its module when first read (memci._lazy).
+    __getattr__, __dir__ = lazy_names(__name__, {
+        "memci.memory._docs": ("DocHit", "DocIndex", "IndexReport", "Progress"),
+        "memci.memory._embed": ("Embedder", "SentenceTransformerEmbedder", "embedder_from_env"),
+        "memci.memory._gather": (
+            "DEFAULT_CACHE_TTL", "DEFAULT_MAX_EPISODES", "Gatherer", "RetrievalResult",
+            "Retrieved",
+        ),
+        "memci.memory._hit": ("RRF_K", "Hit", "fuse", "rrf"),
+        "memci.memory._index": ("DEFAULT_ANALYZER", "IndexStats", "MessageIndex", "message_text"),
+        "memci.memory._items": ("Level", "MemoryItem", "MemoryItems", "Scope"),
+        "memci.memory._memory": ("Memory", "memory_for", "search"),
+        "memci.memory._time": ("TimeRange", "time_hint"),
+        "memci.text": (
+            "ANALYZERS", "Chunk", "chunk_file", "chunk_markdown", "chunk_python", "get_analyzer",
+        ),
+        "memci.memory._embed_openai": ("AsyncOpenAIEmbedder", "OpenAIEmbedder"),
+    })
 
 __all__ = [
     "ANALYZERS",

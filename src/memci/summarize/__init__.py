@@ -17,40 +17,67 @@
   extractive stand-in until then, never waiting.
 """
 
-from memci.summarize._budget import fit_sections, fit_tokens, water_fill
-from memci.summarize._default import (
-    handoff,
-    page_title,
-    summarize_entry,
-    summarize_page,
-    summarize_text,
-)
-from memci.summarize._extractive import ExtractiveSummarizer
-from memci.summarize._jobs import (
-    JOB_STATES,
-    Effect,
-    Handler,
-    Job,
-    JobCounts,
-    JobQueue,
-    RunReport,
-    job_counts,
-)
-from memci.summarize._llm import LLMSummarizer, conversation_language
-from memci.summarize._pageanswer import pack_lines, read_page
-from memci.summarize._protocol import ENTRY_WIDTH, TITLE_WIDTH, Summarizer, TokenCounter
-from memci.summarize._tasks import (
-    HANDOFF,
-    SUMMARIZE_PAGE,
-    SUMMARIZE_TEXT,
-    PageSummary,
-    SummaryJobs,
-    default_summarizer,
-    page_key,
-    register_summary_handlers,
-)
-from memci.summarize._worker import run_worker
-from memci.text import cjk_share, is_cjk_text, split_sentences
+from typing import TYPE_CHECKING
+
+from memci._lazy import lazy_names
+
+if TYPE_CHECKING:
+    from memci.summarize._budget import fit_sections, fit_tokens, water_fill
+    from memci.summarize._default import (
+        handoff,
+        page_title,
+        summarize_entry,
+        summarize_page,
+        summarize_text,
+    )
+    from memci.summarize._extractive import ExtractiveSummarizer
+    from memci.summarize._jobs import (
+        JOB_STATES,
+        Effect,
+        Handler,
+        Job,
+        JobCounts,
+        JobQueue,
+        RunReport,
+        job_counts,
+    )
+    from memci.summarize._llm import LLMSummarizer, conversation_language
+    from memci.summarize._pageanswer import pack_lines, read_page
+    from memci.summarize._protocol import ENTRY_WIDTH, TITLE_WIDTH, Summarizer, TokenCounter
+    from memci.summarize._tasks import (
+        HANDOFF,
+        SUMMARIZE_PAGE,
+        SUMMARIZE_TEXT,
+        PageSummary,
+        SummaryJobs,
+        default_summarizer,
+        page_key,
+        register_summary_handlers,
+    )
+    from memci.summarize._worker import run_worker
+    from memci.text import cjk_share, is_cjk_text, split_sentences
+else:
+    # Each name loads with its module when first read (memci._lazy).
+    __getattr__, __dir__ = lazy_names(__name__, {
+        "memci.summarize._budget": ("fit_sections", "fit_tokens", "water_fill"),
+        "memci.summarize._default": (
+            "handoff", "page_title", "summarize_entry", "summarize_page", "summarize_text",
+        ),
+        "memci.summarize._extractive": ("ExtractiveSummarizer",),
+        "memci.summarize._jobs": (
+            "JOB_STATES", "Effect", "Handler", "Job", "JobCounts", "JobQueue", "RunReport",
+            "job_counts",
+        ),
+        "memci.summarize._llm": ("LLMSummarizer", "conversation_language"),
+        "memci.summarize._pageanswer": ("pack_lines", "read_page"),
+        "memci.summarize._protocol": ("ENTRY_WIDTH", "TITLE_WIDTH", "Summarizer", "TokenCounter"),
+        "memci.summarize._tasks": (
+            "HANDOFF", "SUMMARIZE_PAGE", "SUMMARIZE_TEXT", "PageSummary", "SummaryJobs",
+            "default_summarizer", "page_key", "register_summary_handlers",
+        ),
+        "memci.summarize._worker": ("run_worker",),
+        "memci.text": ("cjk_share", "is_cjk_text", "split_sentences"),
+    })
 
 __all__ = [
     "ENTRY_WIDTH",

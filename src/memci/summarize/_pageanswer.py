@@ -25,7 +25,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from memci._lazy import LazyPattern
-from memci.llm import clean_answer
 from memci.text import split_sentences
 
 __all__ = ["PageAnswer", "pack_lines", "read_page"]
@@ -62,6 +61,8 @@ class _Item:
 
 def read_page(answer: str, entries: int) -> PageAnswer:
     """Read a model's summary of a page of ``entries`` messages (see the module notes)."""
+    from memci.llm import clean_answer  # the LLM answers' readers: a model's page only
+
     title, items = _items(clean_answer(answer))
     if not items:  # a title alone still says what the page was about
         return PageAnswer(title, (title,), "page")

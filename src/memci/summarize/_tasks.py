@@ -21,15 +21,16 @@ import threading
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memci.errors import InvalidInputError
-from memci.llm import LLMClient, client_from_env
 from memci.messages import Message, from_wire, to_wire
 from memci.summarize._extractive import ExtractiveSummarizer
-from memci.summarize._jobs import Effect, Job, JobQueue
-from memci.summarize._llm import LLMSummarizer
 from memci.summarize._protocol import Summarizer
+
+if TYPE_CHECKING:
+    from memci.llm import LLMClient
+    from memci.summarize._jobs import Effect, Job, JobQueue
 
 __all__ = [
     "HANDOFF",
@@ -123,6 +124,8 @@ def register_summary_handlers(
     ``effect`` (optional) runs in the transaction that marks each job done, e.g. to copy
     a page summary into the caller's own table exactly once.
     """
+    from memci.summarize._llm import LLMSummarizer  # with the LLM answers: queues only
+
     source = str(getattr(summarizer, "name", type(summarizer).__name__))
 
     def page(job: Job) -> dict[str, Any]:
@@ -155,6 +158,9 @@ def default_summarizer(client: LLMClient | None = None, *, from_env: bool = True
     The model summarizer is strict (errors raise, so the job is retried and its failure
     recorded) because the extractive stand-in already serves until a job is done.
     """
+    from memci.llm import client_from_env
+    from memci.summarize._llm import LLMSummarizer
+
     chosen = client if client is not None else (client_from_env() if from_env else None)
     if chosen is None:
         return ExtractiveSummarizer()

@@ -16,40 +16,64 @@ Nothing here imports another part of memci (only :mod:`memci.errors`), reads the
 environment or loads a model at import; jieba is imported when its analyzer is made.
 """
 
-from memci.text._analyzer import (
-    ANALYZERS,
-    Analyzer,
-    BigramAnalyzer,
-    JiebaAnalyzer,
-    MatchQuery,
-    TrigramAnalyzer,
-    get_analyzer,
-    normalize,
-)
-from memci.text._chunk import (
-    CODE_SUFFIXES,
-    TEXT_SUFFIXES,
-    Chunk,
-    chunk_blocks,
-    chunk_file,
-    chunk_markdown,
-    chunk_python,
-    chunk_text,
-    rough_tokens,
-)
-from memci.text._patterns import IDENT_RE, MAYBE_IDENT_RE, MAYBE_PATH_RE, PATH_RE
-from memci.text._script import (
-    CJK_CLASS,
-    HAN_KANA_CLASS,
-    cjk_share,
-    has_cjk,
-    has_han_or_kana,
-    is_cjk,
-    is_cjk_text,
-    language_of,
-)
-from memci.text._sentences import clean_text, split_clauses, split_lines, split_sentences
-from memci.text._width import CJK_WIDTH, fit_line, is_wide, line_width, width
+from typing import TYPE_CHECKING
+
+from memci._lazy import lazy_names
+
+if TYPE_CHECKING:
+    from memci.text._analyzer import (
+        ANALYZERS,
+        Analyzer,
+        BigramAnalyzer,
+        JiebaAnalyzer,
+        MatchQuery,
+        TrigramAnalyzer,
+        get_analyzer,
+        normalize,
+    )
+    from memci.text._chunk import (
+        CODE_SUFFIXES,
+        TEXT_SUFFIXES,
+        Chunk,
+        chunk_blocks,
+        chunk_file,
+        chunk_markdown,
+        chunk_python,
+        chunk_text,
+        rough_tokens,
+    )
+    from memci.text._patterns import IDENT_RE, MAYBE_IDENT_RE, MAYBE_PATH_RE, PATH_RE
+    from memci.text._script import (
+        CJK_CLASS,
+        HAN_KANA_CLASS,
+        cjk_share,
+        has_cjk,
+        has_han_or_kana,
+        is_cjk,
+        is_cjk_text,
+        language_of,
+    )
+    from memci.text._sentences import clean_text, split_clauses, split_lines, split_sentences
+    from memci.text._width import CJK_WIDTH, fit_line, is_wide, line_width, width
+else:
+    # Each name loads with its module when first read (memci._lazy).
+    __getattr__, __dir__ = lazy_names(__name__, {
+        "memci.text._analyzer": (
+            "ANALYZERS", "Analyzer", "BigramAnalyzer", "JiebaAnalyzer", "MatchQuery",
+            "TrigramAnalyzer", "get_analyzer", "normalize",
+        ),
+        "memci.text._chunk": (
+            "CODE_SUFFIXES", "TEXT_SUFFIXES", "Chunk", "chunk_blocks", "chunk_file",
+            "chunk_markdown", "chunk_python", "chunk_text", "rough_tokens",
+        ),
+        "memci.text._patterns": ("IDENT_RE", "MAYBE_IDENT_RE", "MAYBE_PATH_RE", "PATH_RE"),
+        "memci.text._script": (
+            "CJK_CLASS", "HAN_KANA_CLASS", "cjk_share", "has_cjk", "has_han_or_kana", "is_cjk",
+            "is_cjk_text", "language_of",
+        ),
+        "memci.text._sentences": ("clean_text", "split_clauses", "split_lines", "split_sentences"),
+        "memci.text._width": ("CJK_WIDTH", "fit_line", "is_wide", "line_width", "width"),
+    })
 
 __all__ = [
     "ANALYZERS",

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import tempfile
 import threading
 from pathlib import Path
 from typing import Any, Final
@@ -58,6 +57,8 @@ def _cache_dir() -> str:
         return os.environ["TIKTOKEN_CACHE_DIR"]
     if "DATA_GYM_CACHE_DIR" in os.environ:
         return os.environ["DATA_GYM_CACHE_DIR"]
+    import tempfile  # with shutil, random and the archives: only for an exact count
+
     return os.path.join(tempfile.gettempdir(), "data-gym-cache")
 
 

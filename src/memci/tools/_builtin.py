@@ -21,7 +21,7 @@ from memci.messages import ToolSpec, parse_timestamp
 from memci.tools._files import FILE_TOOL_SPECS, call_file_tool
 from memci.tools._host import ToolHost
 from memci.tools._registry import Tool, ToolArgumentError, check_arguments, int_arg
-from memci.workspace import WORKING_STATE_SPEC, WORKSPACE_TOOL_SPECS, call_workspace_tool
+from memci.workspace._tools import WORKING_STATE_SPEC, WORKSPACE_TOOL_SPECS, call_workspace_tool
 
 __all__ = ["FILE_TOOLS", "RECALL_PAGE", "SEARCH_MEMORY", "WORKING_STATE", "WORKSPACE_TOOLS"]
 

@@ -27,7 +27,6 @@ from __future__ import annotations
 import errno
 import hashlib
 import os
-import tempfile
 import threading
 import time
 from collections.abc import Callable, Collection, Iterable
@@ -157,6 +156,8 @@ class ArtifactFolder:
     @staticmethod
     def _write_new(path: Path, chunks: Iterable[bytes]) -> int:
         """Write ``chunks`` to a temporary file, hold it, rename it to ``path``."""
+        import tempfile  # with shutil, random and the archives: only once an output is written
+
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=f".{path.stem}.", suffix=".tmp", dir=path.parent)
         try:

@@ -41,7 +41,6 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-import secrets
 import sqlite3
 import threading
 from collections.abc import Callable, Iterator, Sequence
@@ -121,7 +120,7 @@ def _create(path: Path) -> None:
     """
     if path.exists():
         return
-    temp = path.with_name(f".{path.name}.{os.getpid()}-{secrets.token_hex(4)}.new")
+    temp = path.with_name(f".{path.name}.{os.getpid()}-{os.urandom(4).hex()}.new")
     try:
         made = connect(temp, isolation_level=None)
         try:
