@@ -40,11 +40,14 @@ HEAVY = (
 #: leaves them to their first use (summary jobs and the model summarizer: an engine with
 #: a model; the docs index and its chunkers: indexing files or a question about them; the
 #: query analyzer and the eligibility judge: a build with retrieval that gathers or
-#: archives; the LLM answers' readers: a model's reply).
+#: archives; the LLM answers' readers: a model's reply; the file tools' code: a call of
+#: one; the state file: its import or export; copying a store: ``memci migrate``; temporary
+#: files: a large output written, a state file saved).
 ON_FIRST_USE = (
     "memci.summarize._jobs", "memci.summarize._llm", "memci.memory._docs",
     "memci.text._chunk", "memci.memory._query", "memci.memory._judge",
-    "memci.llm._answers", "secrets",
+    "memci.llm._answers", "memci.tools._files", "memci.workspace._statefile",
+    "memci.store._copy", "secrets", "tempfile",
 )
 
 _BUILD = """

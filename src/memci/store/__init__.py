@@ -16,8 +16,10 @@ package keeps what only it does (connections, keyword search, vectors, DDL). SQL
 derived from what the store holds and can be rebuilt from it.
 """
 
+from typing import TYPE_CHECKING
+
+from memci._lazy import lazy_names
 from memci.store._artifacts import Artifact, ArtifactRows, Blob, OutputContents
-from memci.store._copy import TABLES, TableCount, copy_store
 from memci.store._docs import DocChunk, DocFile, DocStore
 from memci.store._erase import ERASE_COUNTS, Eraser, Erasure, Removed
 from memci.store._items import LEVELS, ItemFilter, ItemStore, Level, MemoryItem, NewItem, Scope
@@ -55,6 +57,14 @@ from memci.store.sqlite import (
     message_from_row,
     row_head,
 )
+
+if TYPE_CHECKING:
+    from memci.store._copy import TABLES, TableCount, copy_store
+else:
+    # Copying a store (``memci migrate``) loads when first asked for.
+    __getattr__, __dir__ = lazy_names(__name__, {
+        "memci.store._copy": ("TABLES", "TableCount", "copy_store"),
+    })
 
 __all__ = [
     "CORE_MIGRATIONS",

@@ -18,7 +18,7 @@ from typing import Any
 
 from memci.errors import MemciError
 from memci.messages import ToolSpec, parse_timestamp
-from memci.tools._files import FILE_TOOL_SPECS, call_file_tool
+from memci.tools._file_specs import FILE_TOOL_SPECS
 from memci.tools._host import ToolHost
 from memci.tools._registry import Tool, ToolArgumentError, check_arguments, int_arg
 from memci.workspace._tools import WORKING_STATE_SPEC, WORKSPACE_TOOL_SPECS, call_workspace_tool
@@ -97,6 +97,8 @@ RECALL_PAGE: Tool[ToolHost] = Tool(
 
 
 def _file_tool(session: ToolHost, name: str, args: Mapping[str, Any]) -> str:
+    from memci.tools._files import call_file_tool  # with its confinement: when first called
+
     return call_file_tool(name, dict(args), roots=session.file_roots,
                           artifacts=session.artifacts).text
 

@@ -69,7 +69,6 @@ from memci.workspace._render import (
     render_pins,
     render_plan,
 )
-from memci.workspace._statefile import build_state, parse_state
 from memci.workspace._text import clip
 
 __all__ = ["WorkState"]
@@ -752,6 +751,8 @@ class WorkState:
 
     def export_state(self) -> dict[str, Any]:
         """Return the working state as a ``context_state.json`` object (see :func:`build_state`)."""
+        from memci.workspace._statefile import build_state  # the state file's: when asked
+
         lim = self._limits_in()
         return build_state(
             session=self.session.name, exported_at=self._now(), limits=lim,
@@ -768,6 +769,8 @@ class WorkState:
         changes nothing. The import is one event, so it can be rolled back. Ids in the file
         are kept; ids are never reused, so the counters only move forward.
         """
+        from memci.workspace._statefile import parse_state
+
         parsed = parse_state(data, now=self._now(), actor=self.actor)
         with self.writing():
             changes: dict[str, Any] = {}

@@ -18,7 +18,6 @@ from memci.workspace._compress import Compressor, extractive_compress
 from memci.workspace._items import WorkEvent
 from memci.workspace._limits import ENGLISH_TITLES, SectionTitles, WorkspaceLimits
 from memci.workspace._state import WorkState
-from memci.workspace._statefile import read_state_file, write_state_file
 from memci.workspace._summary import ToolOutputSummarizer, summarize_tool_output
 
 __all__ = ["Workspace"]
@@ -68,10 +67,14 @@ class Workspace:
 
     def save_state_file(self, session: SessionRecord, path: str | Path) -> Path:
         """Write the session's ``context_state.json`` to ``path`` (atomically)."""
+        from memci.workspace._statefile import write_state_file  # with tempfile: when asked
+
         write_state_file(path, self.export_state(session))
         return Path(path)
 
     def load_state_file(self, session: SessionRecord, path: str | Path, *,
                         actor: str = "import") -> WorkEvent:
         """Import a ``context_state.json`` file into the session (all or nothing)."""
+        from memci.workspace._statefile import read_state_file
+
         return self.import_state(session, read_state_file(path), actor=actor)
