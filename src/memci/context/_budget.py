@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
+from typing import NamedTuple
 
 from memci.errors import ConfigError
 
@@ -26,8 +27,7 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True, slots=True)
-class Profile:
+class Profile(NamedTuple):
     """Shares of the budget (after the system segment) per segment; they sum to 1."""
 
     name: str
@@ -91,8 +91,7 @@ class BudgetAllocator:
         return replace(self, profiles=MappingProxyType(profiles))
 
 
-@dataclass(frozen=True, slots=True)
-class Section:
+class Section(NamedTuple):
     """A trimmable piece of the context: its priority, its tokens, and whether it may shrink."""
 
     name: str

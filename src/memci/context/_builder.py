@@ -40,7 +40,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from itertools import takewhile
-from typing import Any
+from typing import Any, NamedTuple
 
 from memci.context._branches import pages_on
 from memci.context._budget import BudgetAllocator, PriorityRanker, Section
@@ -95,8 +95,7 @@ class _Peeked(Exception):
         self.context = context
 
 
-@dataclass(frozen=True, slots=True)
-class _Whole:
+class _Whole(NamedTuple):
     """The history as stored, when a request can carry all of it, and what comes with it.
 
     ``window``: every message whole (tool outputs raw), calls paired; ``specs``: memci's
@@ -522,7 +521,7 @@ class ContextBuilder:
             return replace(snap, room=room, caps=caps, memory=again, shown=again, state=state,
                            reserve=reserve, heads=self.history.load_heads(reserve))
         saved["share"] = snap.memory.share
-        return replace(snap, shown=replace(again, saved=saved))
+        return replace(snap, shown=again._replace(saved=saved))
 
     def _check_fits(self, limit: int, head: Sequence[Message], index: LogIndex,
                     agent_tokens: int = 0) -> None:

@@ -37,9 +37,9 @@ import time
 from bisect import bisect_right
 from collections.abc import Callable, Collection, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 from memci.context._session_log import SessionLog
 from memci.errors import MemciError, StoreError, UnknownMessageError, UnknownSessionError
@@ -75,8 +75,7 @@ def _pointer_ids(item: Mapping[str, Any]) -> set[str]:
     return found
 
 
-@dataclass(frozen=True, slots=True)
-class _Retraction:
+class _Retraction(NamedTuple):
     """What one retract removes and what it must drop with it."""
 
     seqs: list[int]

@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from itertools import takewhile
-from typing import Any
+from typing import Any, NamedTuple
 
 from memci.context._branches import cut_fits, pages_on, seq_at
 from memci.context._fit import CUT_FLOOR, floor_tokens
@@ -65,8 +65,7 @@ def _summarize_texts(texts: Sequence[str], max_tokens: int) -> str:
     return summarize_text(texts, max_tokens)
 
 
-@dataclass(frozen=True, slots=True)
-class ToolHead:
+class ToolHead(NamedTuple):
     """A newest tool output as loaded for its head: the stored result, its artifact, text.
 
     ``text``: the output's first characters (one more than the most a head may show), or

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from memci.messages import Message
 
@@ -107,8 +108,7 @@ class MessageList:
         return self.size
 
 
-@dataclass(frozen=True, slots=True)
-class Entry:
+class Entry(NamedTuple):
     """The smallest unit of the context: a reference to one node."""
 
     node: MessageNode

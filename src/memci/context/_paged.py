@@ -39,6 +39,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from typing import NamedTuple
 
 from memci.context._contents import CONTENTS_OVERHEAD, ContentsPage, capped_lines
 from memci.context._fit import fit_messages, floor_tokens, newest_that_fit
@@ -62,8 +63,7 @@ __all__ = ["ContextEvent", "PageRow", "PagedConfig", "PagedContext", "PagedPlan"
 Loader = Callable[[int, int], list[Message]]  # (first_seq, last_seq) -> messages
 
 
-@dataclass(frozen=True, slots=True)
-class PagedConfig:
+class PagedConfig(NamedTuple):
     """Tunables of the paged strategy (all configurable per session)."""
 
     low_watermark: float = 0.6

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Literal
+from typing import Literal, NamedTuple
 
 from memci.errors import ConfigError
 
@@ -24,8 +24,7 @@ __all__ = ["CHAT", "RECIPES", "TITLES", "TOOL_LOOP", "Recipe", "RecipeTitles", "
 Section = Literal["fastmemo", "context_pool", "pins", "plan", "notebook"]
 
 
-@dataclass(frozen=True, slots=True)
-class Recipe:
+class Recipe(NamedTuple):
     """Which working-state sections a turn shows, in order, and how it shows tool output."""
 
     name: str

@@ -18,9 +18,9 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 from memci.context._model import ContentsEntry
 from memci.context._recipes import TITLES
@@ -41,8 +41,7 @@ LINE_CHARS = 600  # characters of one memory line at most
 _SEQ = operator.attrgetter("seq")
 
 
-@dataclass(frozen=True, slots=True)
-class Gathered:
+class Gathered(NamedTuple):
     """A page's memory: the candidates, their saved form, whether this load gathered them.
 
     ``share``: whether memory takes its share of the page's requests (decided by the

@@ -22,7 +22,7 @@ import math
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field, fields
-from typing import Any, cast
+from typing import Any, NamedTuple, cast
 
 from memci._models import model_info
 from memci.errors import ConfigError
@@ -241,8 +241,7 @@ def within(path: str, root: str) -> bool:
     return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
 
 
-@dataclass(frozen=True, slots=True)
-class HostLimits:
+class HostLimits(NamedTuple):
     """The most a session may reach on the host: set by the operator, never by a client.
 
     ``file_roots`` are the directories file tools may read (none: no file access);

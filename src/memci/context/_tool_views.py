@@ -22,7 +22,8 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
+from typing import NamedTuple
 
 from memci.messages import Message, ToolCallPart, ToolResultPart
 from memci.store import ROW_HEAD_CHARS, SessionRecord, Store, orphan_result, row_head
@@ -59,8 +60,7 @@ def count_tool_result(tokenizer: Tokenizer, message: Message) -> int:
     return empty + round((counted - empty) * len(text) / len(sample))
 
 
-@dataclass(frozen=True, slots=True)
-class PendingResult:
+class PendingResult(NamedTuple):
     """A tool result of a batch being added, with its artifact prepared (rows not written)."""
 
     position: int

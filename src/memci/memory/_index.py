@@ -28,10 +28,9 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Collection, Iterable, Sequence
-from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from types import MappingProxyType
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from memci import _trace
 from memci.memory._embed import Embedder, embedder_from_env, speaks
@@ -203,8 +202,7 @@ def _epoch(moment: datetime | None) -> float:
     return moment.timestamp()
 
 
-@dataclass(frozen=True, slots=True)
-class IndexStats:
+class IndexStats(NamedTuple):
     """What the index holds and how it searches."""
 
     analyzer: str

@@ -45,10 +45,10 @@ Pure: no SDK import, no I/O.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from datetime import datetime
 from types import MappingProxyType
-from typing import Any, cast
+from typing import Any, NamedTuple, cast
 
 from memci.errors import InvalidMessageError
 from memci.messages._model import (
@@ -76,8 +76,7 @@ _SUPPORTED = ("message, function_call, function_call_output and reasoning items 
 # -- reading -----------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
-class TurnItem:
+class TurnItem(NamedTuple):
     """What one item of the assistant's turn adds to it: parts, or an item kept aside."""
 
     parts: tuple[Part, ...] = ()

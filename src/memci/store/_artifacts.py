@@ -21,15 +21,13 @@ Invariants every backend keeps:
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Iterable, Sequence
-from dataclasses import dataclass
 from datetime import datetime
-from typing import BinaryIO, Literal, Protocol
+from typing import BinaryIO, Literal, NamedTuple, Protocol
 
 __all__ = ["Artifact", "ArtifactRows", "Blob", "OutputContents"]
 
 
-@dataclass(frozen=True, slots=True)
-class Artifact:
+class Artifact(NamedTuple):
     """One stored tool output as linked to one tool call.
 
     ``size`` is in UTF-8 bytes, ``chars`` in characters; ``lines`` counts lines (split
@@ -60,8 +58,7 @@ class Artifact:
         return f"artifact:{self.id}"
 
 
-@dataclass(frozen=True, slots=True)
-class Blob:
+class Blob(NamedTuple):
     """One distinct tool output: its id, address and size; ``content`` None: in a file."""
 
     id: str

@@ -16,8 +16,7 @@ Invariants every backend keeps:
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, NamedTuple, Protocol
 
 if TYPE_CHECKING:
     from memci.text import Analyzer, Chunk, MatchQuery
@@ -25,8 +24,7 @@ if TYPE_CHECKING:
 __all__ = ["DocChunk", "DocFile", "DocStore"]
 
 
-@dataclass(frozen=True, slots=True)
-class DocFile:
+class DocFile(NamedTuple):
     """An indexed file as it was when indexed."""
 
     id: int
@@ -37,8 +35,7 @@ class DocFile:
     sha256: str
 
 
-@dataclass(frozen=True, slots=True)
-class DocChunk:
+class DocChunk(NamedTuple):
     """A stored chunk with its file's path; lines are 1-based and inclusive."""
 
     id: int

@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, Literal, Protocol
+from typing import TYPE_CHECKING, Literal, NamedTuple, Protocol
 
 from memci.errors import InvalidInputError
 from memci.store._records import SessionRecord
@@ -116,8 +116,7 @@ class MemoryItem:
         return self.superseded_by is None and self.valid_to is None
 
 
-@dataclass(frozen=True, slots=True)
-class NewItem:
+class NewItem(NamedTuple):
     """An item to store, owned by ``scope``; times are Unix seconds."""
 
     scope: Scope
@@ -132,8 +131,7 @@ class NewItem:
     created: float
 
 
-@dataclass(frozen=True, slots=True)
-class ItemFilter:
+class ItemFilter(NamedTuple):
     """Which items a read returns: those ``scope`` may see.
 
     Of ``kinds`` (None: all) but not ``exclude_kinds``; ``current`` keeps only items

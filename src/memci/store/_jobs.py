@@ -26,7 +26,7 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, NamedTuple, Protocol
 
 __all__ = ["JOB_STATES", "Job", "JobCounts", "JobState", "JobStore", "JobTally", "NewJob"]
 
@@ -34,8 +34,7 @@ JobState = Literal["pending", "running", "done", "failed"]
 JOB_STATES: tuple[JobState, ...] = ("pending", "running", "done", "failed")
 
 
-@dataclass(frozen=True, slots=True)
-class Job:
+class Job(NamedTuple):
     """One job as stored. ``payload`` and ``result`` are decoded JSON."""
 
     id: int
@@ -54,8 +53,7 @@ class Job:
     updated_at: datetime
 
 
-@dataclass(frozen=True, slots=True)
-class NewJob:
+class NewJob(NamedTuple):
     """A job to submit: ``payload`` is a JSON object's text; ready from ``run_after``."""
 
     kind: str
@@ -65,8 +63,7 @@ class NewJob:
     run_after: float
 
 
-@dataclass(frozen=True, slots=True)
-class JobCounts:
+class JobCounts(NamedTuple):
     """Jobs of one scope by how they stand.
 
     ``pending``: waiting or running. ``failed``: not done, and their latest attempt

@@ -14,14 +14,12 @@ Invariants every backend keeps:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 __all__ = ["KeyRecord", "KeyRows"]
 
 
-@dataclass(frozen=True, slots=True)
-class KeyRecord:
+class KeyRecord(NamedTuple):
     """One key's row. Times are ISO 8601 text; ``policy`` is JSON text or None."""
 
     key_id: str

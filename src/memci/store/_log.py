@@ -46,8 +46,7 @@ class LogRow(NamedTuple):
     shown: int | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class LogColumns:
+class LogColumns(NamedTuple):
     """The planning rows of a run of messages as columns (see :class:`LogRow`), in order.
 
     What a process reads when it opens a session: one list a field, made from the
@@ -60,8 +59,7 @@ class LogColumns:
     shown: list[int | None]
 
 
-@dataclass(frozen=True, slots=True)
-class PageRow:
+class PageRow(NamedTuple):
     """The saved state of a page that is not plainly active (archived, recalled, evicted)."""
 
     page: int
@@ -75,8 +73,7 @@ class PageRow:
     source: str = "extractive"
 
 
-@dataclass(frozen=True, slots=True)
-class ContextEvent:
+class ContextEvent(NamedTuple):
     """An archive, recall or eviction: which pages, in which round, and why.
 
     ``last_page`` is the last page of a range (a backlog archived and evicted at once is one

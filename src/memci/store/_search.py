@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, NamedTuple, Protocol
 
 from memci.messages import Message
 
@@ -59,8 +59,7 @@ TERMS_MAX = 12
 COMMON_MAX = 4
 
 
-@dataclass(frozen=True, slots=True)
-class Candidate:
+class Candidate(NamedTuple):
     """A ranked message before it is loaded: its doc number, session id and seq."""
 
     doc: int
@@ -68,8 +67,7 @@ class Candidate:
     seq: int
 
 
-@dataclass(frozen=True, slots=True)
-class SearchDoc:
+class SearchDoc(NamedTuple):
     """One message as the index takes it: where it is, when, and its keyword text.
 
     ``created`` is Unix seconds; ``text`` is the message's searchable text and
@@ -101,8 +99,7 @@ class SearchFilter:
     below: int | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class IndexedMessage:
+class IndexedMessage(NamedTuple):
     """A stored message with its entry's doc number and its session id."""
 
     doc: int

@@ -23,6 +23,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from memci._lazy import LazyPattern
 from memci.text import split_sentences
@@ -40,8 +41,7 @@ _LABEL_RE = LazyPattern(
 _EMPHASIS_RE = LazyPattern(r"\*\*|__|`")
 
 
-@dataclass(frozen=True, slots=True)
-class PageAnswer:
+class PageAnswer(NamedTuple):
     """What a model wrote about a page: its title ("" if none) and its lines.
 
     ``form`` is ``"entries"`` (``lines`` has one item per message, ``None`` where the

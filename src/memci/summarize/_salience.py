@@ -14,9 +14,8 @@ import math
 import re
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from functools import lru_cache
-from typing import Literal
+from typing import Literal, NamedTuple
 
 from memci._lazy import LazyPattern
 from memci.errors import ConfigError, MissingExtraError
@@ -81,8 +80,7 @@ _FILLER_RE = LazyPattern(
 _QUESTION_RE = LazyPattern(r"(?:[?？]|[吗呢么][。.!！]?)\s*[\"'”’」』)）]*\s*$")
 
 
-@dataclass(frozen=True, slots=True)
-class Features:
+class Features(NamedTuple):
     """What one sentence holds: content terms and counts of key content."""
 
     terms: tuple[str, ...]

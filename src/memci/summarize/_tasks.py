@@ -20,8 +20,7 @@ import hashlib
 import threading
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from memci.errors import InvalidInputError
 from memci.messages import Message, from_wire, to_wire
@@ -48,8 +47,7 @@ SUMMARIZE_TEXT = "summarize_text"
 HANDOFF = "handoff"
 
 
-@dataclass(frozen=True, slots=True)
-class PageSummary:
+class PageSummary(NamedTuple):
     """A page's title and lines; ``source`` says who wrote them, ``form`` what they are.
 
     ``form`` ``"entries"``: one line per message, in order; ``"page"``: 1 to len(page)

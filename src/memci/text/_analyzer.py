@@ -32,8 +32,7 @@ import re
 import threading
 import unicodedata
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from memci._lazy import LazyPattern
 from memci.errors import ConfigError, MissingExtraError
@@ -104,8 +103,7 @@ def _quote(term: str) -> str:
     return '"' + term.replace('"', '""') + '"'
 
 
-@dataclass(frozen=True, slots=True)
-class MatchQuery:
+class MatchQuery(NamedTuple):
     """A query ready for FTS5: the ``MATCH`` expression and terms only ``LIKE`` can match.
 
     ``match`` is None when no term can go through the index; ``short_terms`` are the terms

@@ -16,8 +16,7 @@ prompt), meant to be right within a few tokens, never zero.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Final
+from typing import Final, NamedTuple
 
 from memci.errors import ConfigError
 from memci.messages import ImagePart, Message, TextPart, ToolCallPart, ToolResultPart
@@ -25,8 +24,7 @@ from memci.messages import ImagePart, Message, TextPart, ToolCallPart, ToolResul
 __all__ = ["OVERHEADS", "PROVIDERS", "Overhead", "count_message", "overhead_for"]
 
 
-@dataclass(frozen=True, slots=True)
-class Overhead:
+class Overhead(NamedTuple):
     """Token costs of one provider's chat format, beyond the counted text."""
 
     provider: str

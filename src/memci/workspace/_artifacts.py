@@ -45,10 +45,9 @@ import threading
 from collections import OrderedDict
 from collections.abc import Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from memci._lazy import LazyPattern
 from memci.errors import ArtifactNotFoundError, InvalidTextError, StoreError, WorkspaceError
@@ -123,8 +122,7 @@ def _clean_summary(
     return tuple(out[:6])
 
 
-@dataclass(frozen=True, slots=True)
-class PreparedOutput:
+class PreparedOutput(NamedTuple):
     """A tool output made ready by :meth:`ArtifactStore.prepare`, before its rows exist.
 
     ``stored`` says where it will live; ``file_written`` whether its file was written
@@ -306,7 +304,7 @@ class ArtifactStore:
         summary = _clean_summary(lines, "", fallback=f"{artifact.lines:,} lines, "
                                                      f"{artifact.chars:,} chars")
         self.rows.set_summary(artifact.seq, summary)
-        return replace(artifact, summary=summary)
+        return artifact._replace(summary=summary)
 
     def sweep(self, *, older_than: float = _SWEEP_AGE) -> int:
         """Remove the artifact files no row names and no writer holds; how many went.

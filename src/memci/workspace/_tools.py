@@ -13,8 +13,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any, NamedTuple, cast
 
 from memci import _jsonvalues
 from memci._lazy import LazyPattern
@@ -27,8 +26,7 @@ __all__ = ["WORKING_STATE_SPEC", "WORKSPACE_TOOL_SPECS", "ToolResult", "call_wor
            "parse_tool_arguments"]
 
 
-@dataclass(frozen=True, slots=True)
-class ToolResult:
+class ToolResult(NamedTuple):
     """What one of memci's tools answers: ``ok`` and the text the model reads.
 
     A refusal has ``ok=False`` and a text starting with ``error:``; ``str()`` is the text.
