@@ -1,9 +1,10 @@
 """An all-ASCII text reads as the Unicode expressions would read it, without compiling them.
 
 The CJK classes take milliseconds to compile, so :mod:`memci.text` compiles them for the
-first text that is not all ASCII (``tests/test_coldstart.py``). These checks hold the
-short cut to the full expressions: the words an analyzer finds, its documents and
-queries, and the script tests give what the compiled Unicode expressions give.
+first text that is not all ASCII (``tests/test_coldstart.py``), and one character is
+looked up among the class's bounds. These checks hold the short cuts to the full
+expressions: the words an analyzer finds, its documents and queries, and the script
+tests give what the compiled Unicode expressions give.
 """
 
 from __future__ import annotations
@@ -55,3 +56,17 @@ def test_cjk_text_still_reads_as_cjk() -> None:
     assert _script.language_of(["今天天气很好，我们去公园吧"]) == "zh"
     assert "天气" in BigramAnalyzer().document("weather 天气")
     assert BigramAnalyzer().query("weather 天气").terms == ("weather", "天气")
+
+
+def test_is_cjk_is_the_class_for_every_character() -> None:
+    # One character is looked up among the class's bounds (no expression to compile).
+    cjk = re.compile(f"[{_script.CJK_CLASS}]")
+    assert [c for c in range(0x30000) if _script.is_cjk(chr(c)) != bool(cjk.match(chr(c)))] == []
+
+
+@given(st.text(st.characters(max_codepoint=0x2FFFF), max_size=60))
+def test_language_of_counts_the_class(text: str) -> None:
+    cjk = re.compile(f"[{_script.CJK_CLASS}]")
+    sample = text[:2000]
+    share = len(cjk.findall(sample)) / len(sample) if sample else 0.0
+    assert _script.language_of([text]) == ("zh" if share > 0.15 else "en")

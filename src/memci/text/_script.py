@@ -12,6 +12,7 @@ is left to the word tokenizer; :func:`has_han_or_kana` asks about that set.
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections.abc import Iterable
 
 from memci._lazy import LazyPattern
@@ -35,11 +36,15 @@ CJK_CLASS = (
 _CJK_RE = LazyPattern(f"[{CJK_CLASS}]")
 _HAN_KANA_RE = LazyPattern(f"[{HAN_KANA_CLASS}]")
 _LATIN_WORD_RE = LazyPattern(r"[A-Za-z][A-Za-z'-]*")
+# The same class as sorted code point bounds ("a-b" triples), for one character at a time:
+# a character is CJK when it falls after an odd number of bounds (first inclusive).
+_CJK_BOUNDS = sorted(b for i in range(0, len(CJK_CLASS), 3)
+                     for b in (ord(CJK_CLASS[i]), ord(CJK_CLASS[i + 2]) + 1))
 
 
 def is_cjk(char: str) -> bool:
     """Whether ``char`` (one character) is a CJK ideograph, kana or hangul."""
-    return not char.isascii() and _CJK_RE.match(char) is not None
+    return not char.isascii() and bisect_right(_CJK_BOUNDS, ord(char)) % 2 == 1
 
 
 def has_cjk(text: str) -> bool:
@@ -73,5 +78,5 @@ def is_cjk_text(text: str, threshold: float = 0.4) -> bool:
 def language_of(texts: Iterable[str]) -> str:
     """``zh`` when more than 15% of the first 2,000 characters are CJK, else ``en``."""
     sample = "".join(texts)[:2000]
-    cjk = 0 if sample.isascii() else len(_CJK_RE.findall(sample))
+    cjk = 0 if sample.isascii() else sum(map(is_cjk, sample))
     return "zh" if sample and cjk / len(sample) > 0.15 else "en"
