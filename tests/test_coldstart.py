@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import functools
 import json
+import logging
 import subprocess
 import sys
 from pathlib import Path
@@ -42,12 +43,13 @@ HEAVY = (
 #: query analyzer and the eligibility judge: a build with retrieval that gathers or
 #: archives; the LLM answers' readers: a model's reply; the file tools' code: a call of
 #: one; the state file: its import or export; copying a store: ``memci migrate``; temporary
-#: files: a large output written, a state file saved).
+#: files: a large output written, a state file saved; hashes (with OpenSSL's): a tool output
+#: stored, a page keyed, an erasure; logging: the first message logged).
 ON_FIRST_USE = (
     "memci.summarize._jobs", "memci.summarize._llm", "memci.memory._docs",
     "memci.text._chunk", "memci.memory._query", "memci.memory._judge",
     "memci.llm._answers", "memci.tools._files", "memci.workspace._statefile",
-    "memci.store._copy", "secrets", "tempfile",
+    "memci.store._copy", "secrets", "tempfile", "hashlib", "logging",
 )
 
 _BUILD = """
@@ -258,3 +260,16 @@ def test_opening_a_long_session_reads_no_message_body(tmp_path: Path) -> None:
     # What is left to read: the schema, the session's rows, an index entry a message.
     assert read["open"] < size / 10, (read, size)
     assert read["session"] < size / 10, (read, size)
+
+
+def test_a_lazy_logger_logs_as_its_named_logger(caplog: pytest.LogCaptureFixture) -> None:
+    from memci._lazy import LazyLogger
+
+    with caplog.at_level(logging.INFO, logger="memci.cold"):
+        LazyLogger("memci.cold").warning("disk %s is full", "/tmp")
+        LazyLogger("memci.cold").info("lease of %s expired", "job 7")
+    assert [(r.name, r.levelname, r.getMessage(), r.funcName) for r in caplog.records] == [
+        ("memci.cold", "WARNING", "disk /tmp is full",
+         "test_a_lazy_logger_logs_as_its_named_logger"),
+        ("memci.cold", "INFO", "lease of job 7 expired",
+         "test_a_lazy_logger_logs_as_its_named_logger")]

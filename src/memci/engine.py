@@ -8,7 +8,6 @@ only the most recently used idle ones are kept, see :mod:`memci._sessioncache`).
 from __future__ import annotations
 
 import json
-import logging
 import os
 import threading
 import weakref
@@ -17,6 +16,7 @@ from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from memci._lazy import LazyLogger
 from memci._session import EXPORT_FORMAT, Session, SessionStats, every_tool
 from memci._sessioncache import SessionCache
 from memci.context import ToolSpec
@@ -43,7 +43,7 @@ if TYPE_CHECKING:
 
 __all__ = ["EXPORT_FORMAT", "Engine", "Session", "SessionStats"]
 
-logger = logging.getLogger("memci")
+logger = LazyLogger("memci")
 
 
 

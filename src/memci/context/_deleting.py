@@ -32,7 +32,6 @@ Invariants:
 
 from __future__ import annotations
 
-import logging
 import time
 from bisect import bisect_right
 from collections.abc import Callable, Collection, Iterator, Mapping
@@ -41,6 +40,7 @@ from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any, NamedTuple
 
+from memci._lazy import LazyLogger
 from memci.context._session_log import SessionLog
 from memci.errors import MemciError, StoreError, UnknownMessageError, UnknownSessionError
 from memci.memory import Memory
@@ -50,7 +50,7 @@ from memci.workspace import ArtifactStore, WorkState
 
 __all__ = ["Deleter"]
 
-logger = logging.getLogger("memci")
+logger = LazyLogger("memci")
 
 # The working state's kinds, and the keys of context values that hold derived text.
 _WORK_KINDS = ("pin", "plan", "note", "memo")

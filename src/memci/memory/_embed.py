@@ -26,7 +26,6 @@ construction, so a misconfiguration shows when the engine starts.
 from __future__ import annotations
 
 import importlib
-import importlib.util
 import math
 import os
 import threading
@@ -131,7 +130,9 @@ class SentenceTransformerEmbedder:
         languages: frozenset[str] | None = None,
     ) -> None:
         # Optional extras are reached through importlib, so the type checker passes with
-        # or without them installed.
+        # or without them installed (importlib.util only for a local model: not at import).
+        import importlib.util
+
         if importlib.util.find_spec("sentence_transformers") is None:
             raise MissingExtraError("embeddings", "sentence-transformers", "dense retrieval")
         self.model = model

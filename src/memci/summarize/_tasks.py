@@ -16,7 +16,6 @@ extractive stand-in, computed once per page and cached.
 
 from __future__ import annotations
 
-import hashlib
 import threading
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
@@ -86,6 +85,8 @@ class PageSummary(NamedTuple):
 
 def page_key(messages: Sequence[Message], *, session: str | None = None) -> str:
     """Return the idempotency key of a page's summary job: session, seq range, content."""
+    import hashlib  # with OpenSSL's: loaded by the first page keyed, not by an import
+
     digest = hashlib.blake2b(digest_size=8)
     for m in messages:
         digest.update(m.role.encode())

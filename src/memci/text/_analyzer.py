@@ -27,7 +27,6 @@ Analyzers (chosen by measurement, see ``docs/benchmarks-retrieval.md``):
 
 from __future__ import annotations
 
-import logging
 import re
 import threading
 import unicodedata
@@ -238,6 +237,8 @@ class JiebaAnalyzer:
         with cls._lock:
             if cls._jieba is None:
                 try:
+                    import logging
+
                     import jieba
                 except ImportError as exc:
                     raise MissingExtraError("jieba", "jieba", "the jieba analyzer") from exc

@@ -20,7 +20,6 @@ is counted as ordinary text, never as the special token nor as an error.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import threading
 from pathlib import Path
@@ -68,6 +67,8 @@ def _cached_file_ok(name: str) -> tuple[bool, str]:
     cache = _cache_dir()
     if not cache:
         return False, "the tiktoken cache is disabled (TIKTOKEN_CACHE_DIR is empty)"
+    import hashlib  # with OpenSSL's: only for an exact count
+
     path = Path(cache) / hashlib.sha1(url.encode()).hexdigest()
     how = (
         f"download {url} and save it as {path} (or point TIKTOKEN_CACHE_DIR at a directory "

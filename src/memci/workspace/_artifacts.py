@@ -39,7 +39,6 @@ the output cut at a line boundary with a note of what was cut and how to get mor
 from __future__ import annotations
 
 import codecs
-import hashlib
 import json
 import threading
 from collections import OrderedDict
@@ -199,6 +198,8 @@ class ArtifactStore:
         held until the block ends. ``arguments`` is the call's arguments as JSON
         text (or a mapping, stored as JSON); they and ``tool_name`` help the summary.
         """
+        import hashlib  # with OpenSSL's: loaded by the first output stored, not by an import
+
         if not isinstance(content, str):
             raise WorkspaceError(f"tool output must be text, not {type(content).__name__}")
         args_text = (

@@ -25,7 +25,6 @@ files only once they are older than the age given.
 from __future__ import annotations
 
 import errno
-import hashlib
 import os
 import threading
 import time
@@ -49,6 +48,8 @@ _CHUNK = 1 << 18  # bytes per step when hashing a file
 
 
 def _file_sha(handle: BinaryIO) -> str:
+    import hashlib  # with OpenSSL's: loaded by the first file hashed, not by an import
+
     digest = hashlib.sha256()
     while block := handle.read(_CHUNK):
         digest.update(block)

@@ -25,7 +25,6 @@ Invariants (besides the protocol's, see :mod:`memci.store._erase`):
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 from abc import ABC, abstractmethod
@@ -54,6 +53,8 @@ _WORK_TABLES = ("workspace_items", "workspace_events")
 
 def user_digest(user: str) -> str:
     """How the audit log names a user: the SHA-256 of the id, never the id itself."""
+    import hashlib  # with OpenSSL's: loaded by the first erasure, not by an import
+
     return hashlib.sha256(user.encode("utf-8")).hexdigest()
 
 

@@ -12,18 +12,18 @@ when any process submits one (:class:`~memci.store.postgres.PostgresJobStore`).
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
+from memci._lazy import LazyLogger
 from memci.store._jobs import Job, JobCounts, JobState, JobTally, NewJob
 from memci.store._rows import JOB_COLUMNS, job_from_row, stored_json
 from memci.store._sql._conn import Sql, Transactions
 
 __all__ = ["SqlJobStore"]
 
-logger = logging.getLogger("memci.jobs")
+logger = LazyLogger("memci.jobs")
 
 _SELECT = f"SELECT {JOB_COLUMNS} FROM memci_jobs"
 

@@ -39,7 +39,6 @@ installed (:attr:`SQLiteStore.sqlite_vec`).
 from __future__ import annotations
 
 import contextlib
-import logging
 import os
 import sqlite3
 import threading
@@ -49,6 +48,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from memci._lazy import LazyLogger
 from memci.errors import StoreCorruptError, StoreError
 from memci.store._sql import Migration, SqlContextStore, SqlLog, Transactions
 from memci.store.sqlite._dialect import SQLITE, require_sqlite
@@ -81,7 +81,7 @@ _SERIES: dict[str, Sequence[Migration]] = {
     "server": SERVER_MIGRATIONS,
 }
 
-logger = logging.getLogger("memci.store")
+logger = LazyLogger("memci.store")
 
 # The table that makes a SQLite file a memci store: it records the migrations applied.
 _MIGRATIONS_TABLE = "memci_migrations"
