@@ -30,7 +30,7 @@ from memci.errors import (
     StoreError,
 )
 from memci.llm import LLMClient, client_from_env
-from memci.memory import Memory
+from memci.memory import Gatherer, Memory
 from memci.messages import Message, from_wire
 from memci.store import Erasure, SessionRecord, Store, open_store
 from memci.tokens import get_tokenizer
@@ -38,7 +38,6 @@ from memci.tools._agent import check_no_clash, read_agent_tools
 from memci.workspace import Workspace, contents_for
 
 if TYPE_CHECKING:
-    from memci.memory import Gatherer
     from memci.summarize import JobQueue
 
 __all__ = ["EXPORT_FORMAT", "Engine", "Session", "SessionStats"]
@@ -180,8 +179,6 @@ class Engine:
         made = self._gatherer
         if made is not None:
             return made
-        from memci.memory import Gatherer  # what only a build with retrieval loads
-
         memory = self.memory
         with self._lock:
             if self._gatherer is None:
