@@ -18,10 +18,12 @@ Everything a public method of these classes returns is importable from here (wha
 build, a search, the working state and long-term memory give back), and so is every
 error memci raises (the tree is drawn in :mod:`memci.errors`).
 
-``import memci`` loads what a build needs and nothing more: what only some processes
-use (asyncio for :class:`AsyncEngine` and :class:`AsyncSession`, the HTTP clients, the
-server, the CLI, the adapters) is imported on first use (``__getattr__``, PEP 562), so a
-CLI call or a fresh worker does not pay for it (``tests/test_coldstart.py``).
+``import memci`` loads what a build needs and nothing more: what only some processes,
+engines or sessions use (asyncio for :class:`AsyncEngine` and :class:`AsyncSession`, the
+HTTP clients, the summary jobs, the docs index behind :class:`IndexReport`, the server,
+the CLI, the adapters) is imported on first use (``__getattr__``, PEP 562, through
+:func:`memci._lazy.lazy_names`), so a CLI call or a fresh worker does not pay for it
+(``tests/test_coldstart.py``).
 """
 
 from typing import TYPE_CHECKING
