@@ -119,3 +119,35 @@ def test_a_page_block_leaves_with_its_page(engine: memci.Engine) -> None:
             placed = now
         s.add(message)
     assert gone > 0  # pages with blocks were archived, and their blocks went with them
+
+
+def _kayak_chat(s: memci.Session, pages: int, budget: int) -> None:
+    for i in range(pages):
+        s.add({"role": "user", "content": f"Day {i}: we paddled the red kayak to cove{i}."})
+        s.build(budget=budget)
+        s.add({"role": "assistant", "content": "Noted. " + "Trains run late. " * 12})
+
+
+def test_a_block_stays_with_its_opener_through_a_tool_loop_and_not_past_a_retract(
+    engine: memci.Engine,
+) -> None:
+    s = engine.session("kayak")
+    _kayak_chat(s, 60, 3000)
+    question = s.add({"role": "user", "content": "Where did we paddle the red kayak?"})
+    asked = s.build(budget=3000)
+    block = _blocks(asked).get(question.seq)
+    assert block is not None and "cove" in block
+    # A tool loop on the page: its block stays right after the question, unchanged.
+    s.add({"role": "assistant", "content": None, "tool_calls": [
+        {"id": "t1", "type": "function", "function": {"name": "map", "arguments": "{}"}}]})
+    s.add({"role": "tool", "tool_call_id": "t1", "content": "map: cove12 is north"})
+    step = s.build(budget=3000)
+    assert _blocks(step)[question.seq] == block
+    body = step.to_anthropic()
+    check_anthropic_rules(body.get("system"), body["messages"])
+    # Retracted, the question takes its block with it: a remark in its place shows none.
+    for seq in sorted((m.seq for m in s.messages() if m.seq >= question.seq), reverse=True):
+        s.retract(seq)
+    s.add({"role": "user", "content": "Thanks, that was a lovely day out."})
+    remark = s.build(budget=3000)
+    assert not [m for m in remark.messages if _is_memory(m)]

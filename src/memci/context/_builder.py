@@ -704,7 +704,8 @@ class ContextBuilder:
         ``left``: the room the window leaves (its pages' blocks not counted yet). Blocks of
         pages still in the window stay as placed; the current page, at its first build,
         gets its block (its best lines that no block in the window shows, within
-        :data:`KEPT_TOKENS`) when its opener asks something. Such a page's request then
+        :data:`KEPT_TOKENS`: none when even the shortest is longer) when its opener asks
+        something. Such a page's request then
         ends with the rest of its lines, within what the window leaves: this tail is the
         only memory a later request does not repeat. Returns the blocks placed, the tail,
         the items the current page shows, the tail's room.
