@@ -11,7 +11,7 @@ import pytest
 from memci.llm import OpenAIChatClient
 from memci.memory import time_hint
 from memci.memory._judge import EligibilityJudge, Judgement, judge
-from memci.memory._query import SOURCES, QueryAnalyzer, analyze_query
+from memci.memory._query import SOURCES, QueryAnalyzer, analyze_query, asks
 from memci.messages import Message
 from tests.fakellm import FakeLLM
 
@@ -233,3 +233,19 @@ def test_model_plan_falls_back_to_rules(fake: FakeLLM, client: OpenAIChatClient)
     fake.reply("not json at all")
     plan = QueryAnalyzer(client).analyze("hello", now=NOW)
     assert plan.source == "rules" and plan.sources == ("recent",)
+
+
+@pytest.mark.parametrize(("text", "asked"), [
+    ("When did Caroline go to the LGBTQ support group?", True),
+    ("Remind me what we decided about the lease.", True),
+    ("Thanks. Tell me about the trip again.", True),
+    ("那家餐厅的门票多少钱？", True),
+    ("你还记得那家餐厅吗", True),
+    ("告诉我上次的价格", True),
+    ("Thanks, Maria! It means a lot.", False),
+    ("Moments like these remind me why I do it.", False),
+    ("我今天去了西湖，很开心。", False),
+])
+def test_asks_tells_a_question_or_a_request_from_a_remark(text: str, asked: bool) -> None:
+    # A build shows memory for a page that asks; a remark's words need none.
+    assert asks(text) is asked

@@ -7,8 +7,10 @@ A request is made of segments, each from a source of its own:
 - **state** (:mod:`~memci.context._working`): the working state under the recipe's titles;
 - **contents** and **recent** (:mod:`~memci.context._history`): the contents page and the
   pages in the window, planned together (archiving moves a page from one to the other);
-- **retrieval** (:mod:`~memci.context._retrieval`): long-term memory for the page's
-  question, last, so everything before it stays a cacheable prefix.
+- **retrieval** (:mod:`~memci.context._retrieval`): long-term memory for a page that asks:
+  its block, placed after the page's opener and kept there while the page is in the
+  window, and the rest of its lines, last, in that page's requests only; so each request
+  but that rest is a prefix of the next, which a provider can cache.
 
 The phases:
 
@@ -37,7 +39,7 @@ from __future__ import annotations
 import json
 import operator
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from itertools import takewhile
 from typing import Any, NamedTuple
@@ -55,7 +57,17 @@ from memci.context._history import (
 from memci.context._log import LogIndex
 from memci.context._model import ContentsEntry, PageInfo
 from memci.context._recipes import Recipe, choose_recipe
-from memci.context._retrieval import Gathered, RetrievalSource
+from memci.context._retrieval import (
+    BLOCKS,
+    HELD_TOKENS,
+    KEPT_TOKENS,
+    Block,
+    Gathered,
+    RetrievalSource,
+    blocks_form,
+    line_key,
+    saved_blocks,
+)
 from memci.context._services import SessionServices
 from memci.context._session_log import SessionLog
 from memci.context._settings import SessionSettings
@@ -134,6 +146,7 @@ class _Snapshot:
     reserve: int  # tokens for the newest tool outputs' heads
     heads: dict[int, ToolHead]
     whole: _Whole | None = None  # the history as stored, when it fits (see _plan)
+    blocks: dict[int, Block] = field(default_factory=dict[int, Block])  # saved, by page
 
 
 @dataclass(slots=True)
@@ -152,6 +165,7 @@ class _Plan:
     memory_room: int = 0  # tokens the retrieval segment may take
     cache: dict[str, Any] = field(default_factory=dict)  # derived values, saved unguarded
     whole: _Whole | None = None  # the request carries the history as stored
+    blocks: dict[int, Block] = field(default_factory=dict[int, Block])  # placed, by page
 
     @property
     def hidden(self) -> list[int]:
@@ -402,7 +416,13 @@ class ContextBuilder:
         return _Snapshot(chosen, limit, specs, tuple(s for s in specs if s.name in all_in),
                          tools_tokens, agent, agent_tokens, head, room, caps, memory, memory,
                          state, reserve, self.history.load_heads(reserve),
-                         self._whole(limit, agent, agent_tokens, state, language))
+                         self._whole(limit, agent, agent_tokens, state, language),
+                         saved_blocks(self.history.values.get(BLOCKS), self._opener))
+
+    def _opener(self, page: int) -> int | None:
+        """The seq of the message that opens page ``page`` (None: no such page)."""
+        index = self.log.index
+        return index.page_seqs(page)[0] if 0 < page <= index.pages else None
 
     def _whole(self, limit: int, agent: tuple[ToolSpec, ...], agent_tokens: int,
                state: Message | None, language: str) -> _Whole | None:
@@ -600,9 +620,11 @@ class ContextBuilder:
         retrieval, memory = self.retrieval.message(found, whole.window, room, self.language())
         if not whole.window or whole.window[-1].role == "assistant":
             retrieval, memory = None, ()
+        # The shaped plan's blocks were never sent: none is saved.
+        cache = {k: v for k, v in shaped.cache.items() if k != BLOCKS}
         return _Plan(self.history.draft(), whole.window, whole.window_tokens, retrieval,
                      memory, state, ContextChanges(), planned_tokens=whole.window_tokens,
-                     memory_room=room, cache=shaped.cache, whole=whole)
+                     memory_room=room, cache=cache, whole=whole)
 
     def _specs(self, snap: _Snapshot, plan: _Plan) -> tuple[tuple[ToolSpec, ...], int]:
         """memci's tools a plan's request carries, and their tokens."""
@@ -617,8 +639,10 @@ class ContextBuilder:
     def _shaped(self, snap: _Snapshot) -> _Plan:
         """The plan of a request memci shapes: views, archive, its tools and state."""
         language = self.language()
-        reserved = self.retrieval.reserve(snap.memory.candidates, snap.caps["retrieval"],
-                                          language)
+        # The window leaves memory its room whatever the page asks, so that the window's
+        # watermarks, hence its archive events, do not move from page to page.
+        reserved = min(HELD_TOKENS, self.retrieval.reserve(snap.memory.candidates,
+                                                           snap.caps["retrieval"], language))
         state, state_tokens = snap.state, (snap.state.tokens or 0) if snap.state else 0
         # The newest message is never cut for memory: at a small budget the reserve for
         # retrieved lines, then the working state, give way first.
@@ -631,6 +655,8 @@ class ContextBuilder:
         limit_bytes = self.settings.max_request_bytes
         payload = 0
         draft = self.history.draft()
+        if draft.paged is not None:
+            draft.paged.kept = {p: b.message.tokens or 0 for p, b in snap.blocks.items()}
         for _ in range(8):
             window, window_tokens = self.history.plan(draft, room, snap.caps["contents"],
                                                       snap.recipe)
@@ -650,25 +676,56 @@ class ContextBuilder:
                 window, window_tokens = self.history.plan(
                     draft, room - (grown - state_tokens), snap.caps["contents"], snap.recipe)
                 state_tokens = grown
-        # Memory takes what the window leaves: at least what was reserved for it, and the
-        # rest of the budget when the window sits below its high watermark.
-        left = snap.room - state_tokens - snap.reserve - window_tokens
-        memory_room = max(reserved, left)
-        retrieval, memory = self.retrieval.message(snap.shown.candidates, window, memory_room,
-                                                   language)
+        placed, retrieval, memory, memory_room = self._memory(
+            snap, draft, window, snap.room - state_tokens - snap.reserve - window_tokens,
+            language)
         planned_tokens = window_tokens
         if snap.reserve:
             window = self.history.with_heads(window, snap.reserve, snap.heads)
-            window_tokens = messages_tokens(window)
-        if not window or window[-1].role == "assistant":
-            retrieval, memory = None, ()
+        window, placed = _with_blocks(window, placed)
+        window_tokens = messages_tokens(window)
         rows, events = draft.paged.changes() if draft.paged is not None else ([], [])
         draft.values = self.history.saved_values(draft)
         cache = {"retrieval": snap.shown.saved} if snap.shown.gathered else {}
+        form = blocks_form(placed)
+        if form != blocks_form(snap.blocks):
+            cache[BLOCKS] = form
         plan = _Plan(draft, window, window_tokens, retrieval, memory, state,
                      ContextChanges(rows, events, draft.values), planned_tokens=planned_tokens,
-                     payload_bytes=payload, memory_room=memory_room, cache=cache)
+                     payload_bytes=payload, memory_room=memory_room, cache=cache, blocks=placed)
         return plan
+
+    def _memory(self, snap: _Snapshot, draft: HistoryPlan, window: list[Message], left: int,
+                language: str
+                ) -> tuple[dict[int, Block], Message | None, tuple[Retrieved, ...], int]:
+        """The memory a plan shows: each page's block, and the tail of a page that asks.
+
+        ``left``: the room the window leaves (its pages' blocks not counted yet). Blocks of
+        pages still in the window stay as placed; the current page, at its first build,
+        gets its block (its best lines that no block in the window shows, within
+        :data:`KEPT_TOKENS`: none when even the shortest is longer) when its opener asks
+        something. Such a page's request then
+        ends with the rest of its lines, within what the window leaves: this tail is the
+        only memory a later request does not repeat. Returns the blocks placed, the tail,
+        the items the current page shows, the tail's room.
+        """
+        placed = {p: b for p, b in snap.blocks.items()
+                  if draft.paged is not None and draft.paged.place_of(p) == "window"}
+        left -= sum(b.message.tokens or 0 for b in placed.values())
+        page, found = self.log.index.pages, snap.shown.candidates
+        if not window or window[-1].role == "assistant" or not snap.shown.asks:
+            return placed, None, (), 0
+        opener = self._opener(page)
+        if page not in placed and opener is not None:
+            message, items = self.retrieval.message(
+                found, window, min(KEPT_TOKENS, left), language, placed=_keys(placed))
+            if message is not None:
+                placed[page] = Block.made(message, items, opener)
+                left -= message.tokens or 0
+        tail, more = self.retrieval.message(found, window, left, language,
+                                            placed=_keys(placed))
+        own = placed[page].keys if page in placed else frozenset()
+        return placed, tail, (*(r for r in found if line_key(r) in own), *more), max(left, 0)
 
     def _commit(self, snap: _Snapshot, plan: _Plan) -> None:
         """Write what the plan changed, once, if the context version is still ours."""
@@ -717,9 +774,16 @@ class ContextBuilder:
 
         ``counted``: a build (its request is the one the next compares with), not a peek.
         """
-        window, window_tokens, retrieval, state = (plan.window, plan.window_tokens,
-                                                   plan.retrieval, plan.state)
-        retrieval_tokens = (retrieval.tokens or 0) if retrieval else 0
+        window, window_tokens, state = plan.window, plan.window_tokens, plan.state
+        # The newest page's block closes the window when nothing follows its opener: it is
+        # labelled with the memory after it, which the next request no longer carries.
+        tail = list(reversed(list(takewhile(_memory_of(plan), reversed(window)))))
+        if tail:
+            window = window[:len(window) - len(tail)]
+            window_tokens -= messages_tokens(tail)
+        if plan.retrieval is not None:
+            tail.append(plan.retrieval)
+        retrieval_tokens = messages_tokens(tail)
         specs, tools_tokens = self._specs(snap, plan)
         head = plan.whole.head if plan.whole is not None else snap.head
         head_tokens = messages_tokens(head)
@@ -737,9 +801,10 @@ class ContextBuilder:
         segments.append(Segment("recent", len(body) + len(contents), len(body) + len(window),
                                 window_tokens - contents_tokens))
         body.extend(window)
-        if retrieval is not None:
-            segments.append(Segment("retrieval", len(body), len(body) + 1, retrieval_tokens))
-            body.append(retrieval)
+        if tail:
+            segments.append(Segment("retrieval", len(body), len(body) + len(tail),
+                                    retrieval_tokens))
+            body.extend(tail)
         tools = (*snap.agent, *specs)  # the agent's first, then memci's
         total = (head_tokens + state_tokens + snap.agent_tokens + tools_tokens + window_tokens
                  + retrieval_tokens + REPLY_PRIMING)
@@ -875,6 +940,35 @@ class ContextBuilder:
                 break
             shared += 1
         return tools_tokens + messages_tokens(body[:shared])
+
+
+def _with_blocks(window: Sequence[Message], blocks: Mapping[int, Block]
+                 ) -> tuple[list[Message], dict[int, Block]]:
+    """``window`` with each page's memory block right after the message that opened it.
+
+    With the blocks placed (a page whose opener the window does not show keeps none).
+    """
+    after = {b.opener: (page, b) for page, b in blocks.items()}
+    out: list[Message] = []
+    placed: dict[int, Block] = {}
+    for message in window:
+        out.append(message)
+        hit = after.get(message.seq) if message.seq is not None else None
+        if hit is not None and message.role == "user":
+            out.append(hit[1].message)
+            placed[hit[0]] = hit[1]
+    return out, placed
+
+
+def _keys(blocks: Mapping[int, Block]) -> frozenset[str]:
+    """The keys of every line ``blocks`` show."""
+    return frozenset().union(*(b.keys for b in blocks.values()))
+
+
+def _memory_of(plan: _Plan) -> Callable[[Message], bool]:
+    """Whether a message is one of the memory blocks ``plan`` placed."""
+    blocks = {id(b.message) for b in plan.blocks.values()}
+    return lambda message: id(message) in blocks
 
 
 def _nowhere(page: int) -> str:

@@ -347,6 +347,9 @@ class PagedPlan:
         self._backlog = state._backlog
         self._dirty = _Dirty()
         self._just_archived: set[int] = set()  # pages this plan archived (never evicted)
+        # tokens of the memory block each page carries while it is in the window (see
+        # memci.context._retrieval): a page's block comes and goes with it
+        self.kept: Mapping[int, int] = {}
 
     @property
     def cut(self) -> tuple[int, int]:
@@ -451,7 +454,12 @@ class PagedPlan:
     def _active_tokens(self) -> int:
         start = self.log.page_starts[self.first_active - 1]
         total = self.log.span_tokens(start, len(self.log))
-        return total + sum(self.log.page_tokens(p) for p in self.recalled)
+        kept = sum(t for p, t in self.kept.items() if p >= self.first_active or p in self.recalled)
+        return total + kept + sum(self.log.page_tokens(p) for p in self.recalled)
+
+    def _page_tokens(self, page: int) -> int:
+        """Tokens of a page in the window: its messages and its memory block."""
+        return self.log.page_tokens(page) + self.kept.get(page, 0)
 
     def _archive_backlog(self) -> None:
         """Archive and evict, as one range, the active pages the load did not read."""
@@ -487,7 +495,7 @@ class PagedPlan:
         batch: list[int] = []
         while self.first_active <= last and tokens > target:
             batch.append(self.first_active)
-            tokens -= self.log.page_tokens(self.first_active)
+            tokens -= self._page_tokens(self.first_active)
             self.first_active += 1
         listed_budget = cap
         listed: set[int] = set()
@@ -531,7 +539,7 @@ class PagedPlan:
         self.contents[page] = self.recalled.pop(page)
         self.detached.add(page)
         self._event("archive", page, "aged out after recall")
-        return self.log.page_tokens(page)
+        return self._page_tokens(page)
 
     def _swap_due(self, high: int) -> bool:
         """Whether the model summaries ready now go onto the contents page in this build.
@@ -688,7 +696,7 @@ class PagedPlan:
                  if p.number not in self.detached and p is not current]
         if self.restored:  # the budget brings them back in this request
             pages = sorted([*pages, *self.restored], key=lambda p: p.number)
-        others = sum(p.tokens for p in pages)
+        others = sum(p.tokens + self.kept.get(p.number, 0) for p in pages)
         for page in pages:
             yield from page.messages()
         if current is None or current.head is None:

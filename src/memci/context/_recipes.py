@@ -45,7 +45,7 @@ class RecipeTitles:
 
     state: str = "## Working state"
     retrieval: str = ("## Retrieved memory\n(found by memci in earlier conversations for the "
-                      "user's latest message; not written by the user)")
+                      "user's message above; not written by the user)")
     contract_title: str = "## Tool contract"
     contract: str = (
         "Tool outputs are stored whole as artifacts. The context shows each as a short "
@@ -59,7 +59,7 @@ TITLES = MappingProxyType({
     "en": RecipeTitles(),
     "zh": RecipeTitles(
         state="## 工作状态",
-        retrieval="## 检索到的记忆\n（memci 为用户最新的消息从以往对话中找到的内容，不是用户所写）",
+        retrieval="## 检索到的记忆\n（memci 为上面的用户消息从以往对话中找到的内容，不是用户所写）",
         contract_title="## 工具约定",
         contract=(
             "工具输出完整保存在证据库（artifact）中。上下文里每个输出只显示简短摘要和指针 "

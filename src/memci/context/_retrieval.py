@@ -8,10 +8,16 @@ pages the gather left out, the load phase gathers again without them left out (t
 builder runs a draft plan to learn which pages leave), so retrieval is decided after what
 is archived, and the plan reads nothing.
 
-The segment is a titled user-role block of whole lines, best first, leaving out what the
-window shows. It is the last part of a request: everything before it stays a prefix a
-provider can cache. Archived pages become long-term memory when a build commits
-(episodes, and the user's facts that pass the eligibility judge).
+Memory is shown only for a page whose opener asks something (a question, a request to be
+told or reminded, a tool loop's task: :func:`memci.memory._query.asks`), as titled
+user-role messages of whole lines, best first, leaving out what the window shows. Its best
+lines (:data:`KEPT_TOKENS` at most) are the page's :class:`Block`: placed right after the
+opener and saved (:data:`BLOCKS`), it stays there, unchanged, while the page is in the
+window, and leaves with it; the next turn appends its page after it, so the request before
+it is an exact prefix a provider can cache. The rest of the page's lines close its request
+only. No line shows twice: a page's lines leave out what the blocks in the window show.
+Archived pages become long-term memory when a build commits (episodes, and the user's
+facts that pass the eligibility judge).
 """
 
 from __future__ import annotations
@@ -31,12 +37,26 @@ from memci.messages import Message
 from memci.store import SessionRecord
 from memci.tokens import EstimateTokenizer, Tokenizer
 
-__all__ = ["LINE_CHARS", "Gathered", "RetrievalSource"]
+__all__ = [
+    "BLOCKS",
+    "HELD_TOKENS",
+    "KEPT_TOKENS",
+    "LINE_CHARS",
+    "Block",
+    "Gathered",
+    "RetrievalSource",
+    "blocks_form",
+    "line_key",
+    "saved_blocks",
+]
 
 EPISODES_GATHERED = 40  # episodes gathered per page at least ...
 EPISODES_PER_1K = 10  # ... and this many per 1,000 tokens of budget (a large one shows many)
 EPISODES_MAX = 80  # ... at most (each one costs a page's first build: 200 doubled it at 100k)
 LINE_CHARS = 600  # characters of one memory line at most
+BLOCKS = "retrieval.blocks"  # the context value that keeps each page's block
+KEPT_TOKENS = 100  # tokens of the block a page keeps while it is in the window, at most
+HELD_TOKENS = 2000  # tokens the window leaves for memory at most (its share, when smaller)
 
 _SEQ = operator.attrgetter("seq")
 
@@ -61,11 +81,67 @@ class Gathered(NamedTuple):
         return bool(self.candidates)
 
     @property
+    def asks(self) -> bool:
+        """Whether the page's opener asks something (then memory shows all that fits).
+
+        Decided by the page's first gather and saved with it; a page gathered before this
+        was saved shows its memory as it did.
+        """
+        return self.saved is None or bool(self.saved.get("asks", True))
+
+    @property
     def left_out_from(self) -> int:
         """The seq from which the gather left the window out."""
         if self.saved is None:
             return 0
         return int(self.saved.get("from", self.saved["opener"]))
+
+
+class Block(NamedTuple):
+    """A page's memory block as placed: its message, the keys of the lines it shows.
+
+    ``opener``: the seq of the user message that opened its page (the block sits right
+    after it).
+    """
+
+    message: Message
+    keys: frozenset[str]
+    opener: int
+
+    @classmethod
+    def made(cls, message: Message, items: Sequence[Retrieved], opener: int) -> Block:
+        """The block of ``message``, which shows ``items``, after message ``opener``."""
+        return cls(message, frozenset(map(line_key, items)), opener)
+
+
+def line_key(item: Retrieved) -> str:
+    """What a memory line shows, as a short key (a block saves these, not its items)."""
+    import hashlib  # on first use: a build that shows no block never needs it
+
+    return hashlib.blake2b(item.text.casefold().encode(), digest_size=8).hexdigest()
+
+
+def saved_blocks(saved: object, opener_of: Callable[[int], int | None]) -> dict[int, Block]:
+    """The blocks saved with their pages (the session's ``retrieval.blocks`` value).
+
+    A block whose page no longer opens with the message it was placed after (a message
+    retracted, a branch followed) is left out. ``opener_of``: a page's opener seq.
+    """
+    if not isinstance(saved, Mapping):
+        return {}
+    out: dict[int, Block] = {}
+    for page, b in saved.items():
+        if opener_of(int(page)) == b["opener"]:
+            message = replace(Message.user(b["text"]), tokens=int(b["tokens"]))
+            out[int(page)] = Block(message, frozenset(b["keys"]), int(b["opener"]))
+    return out
+
+
+def blocks_form(blocks: Mapping[int, Block]) -> dict[str, Any]:
+    """The saved form of pages' blocks (read back by :func:`saved_blocks`)."""
+    return {str(page): {"text": b.message.content, "tokens": b.message.tokens,
+                        "keys": sorted(b.keys), "opener": b.opener}
+            for page, b in sorted(blocks.items())}
 
 
 class RetrievalSource:
@@ -112,17 +188,18 @@ class RetrievalSource:
             known = tuple(_retrieved_from(t) for t in saved["texts"])
             if task and not saved.get("task"):
                 # The page turned out a task's: from now on it keeps to its own past.
-                turned = {**saved, "task": True}
+                turned = {**saved, "task": True, "asks": True}
                 kept = self._kept(known, turned)
                 return Gathered(kept, {**turned, "share": bool(kept)}, gathered=True)
             return Gathered(self._kept(known, saved), saved)
         # The query's analysis and the docs index load with the first page that gathers.
         from memci.memory import DocIndex
-        from memci.memory._query import analyze_query
+        from memci.memory._query import analyze_query, asks
 
         first = self.log.load_seqs(opener, opener)[0]
         found: tuple[Retrieved, ...] = ()
         earlier = False
+        wants = task
         if first.role == "user" and first.content.strip():
             query = first.content[:500]
             # "Yesterday" counts from when the question was asked (a replayed or imported
@@ -137,12 +214,15 @@ class RetrievalSource:
             # sources this input needs: earlier work, documents, code (seed 003).
             analysis = analyze_query(query, now=first.created_at)
             earlier = analysis.consults("history")
+            wants = (wants or asks(query) or analysis.consults("documents")
+                     or analysis.consults("code"))
             if analysis.consults("documents") or analysis.consults("code"):
                 docs = DocIndex(self.services.store).search_docs(query, k=3)
                 found += tuple(
                     Retrieved(h.text[:600], f"{h.path}#L{h.start_line}-{h.end_line}",
                               "document", h.score) for h in docs)
-        form = {**_saved(found, opener, window_seq), "task": task, "earlier": earlier}
+        form = {**_saved(found, opener, window_seq), "task": task, "earlier": earlier,
+                "asks": wants}
         kept = self._kept(found, form)
         return Gathered(kept, {**form, "share": bool(kept)}, gathered=True)
 
@@ -174,11 +254,13 @@ class RetrievalSource:
         return used
 
     def message(self, found: Sequence[Retrieved], window: Sequence[Message], room: int,
-                language: str) -> tuple[Message | None, tuple[Retrieved, ...]]:
-        """The segment: a titled user-role block of the best lines that fit ``room``.
+                language: str, *, placed: frozenset[str] = frozenset()
+                ) -> tuple[Message | None, tuple[Retrieved, ...]]:
+        """A titled user-role block of the best lines that fit ``room``.
 
         With the items its lines show. Lines go in rank order, leaving out what the window
-        shows; each line is whole or left out, never cut.
+        shows and what a block ``placed`` in it shows (the keys of its lines, see
+        :func:`line_key`); each line is whole or left out, never cut.
         """
         if not found or room <= 0:
             return None, ()
@@ -189,7 +271,8 @@ class RetrievalSource:
         lines = [title]
         items: list[Retrieved] = []
         for item in found:
-            if item.session == self.record.name and item.seq in shown:
+            if ((item.session == self.record.name and item.seq in shown)
+                    or line_key(item) in placed):
                 continue
             line, tokens = self._line(item)
             if used + tokens > room:

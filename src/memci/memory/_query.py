@@ -12,6 +12,10 @@ code file names, stack traces and words like "function", "class", "报错" → c
 "according to the doc", "README", "manual", "文档", "手册" → documents. With an LLM client
 the model picks the sources (JSON), falling back to the rules on any error; the time
 range is always read by the rules (a model is not trusted with calendar arithmetic).
+
+:func:`asks` says whether an input asks something (a question: "?", "？", a closing "吗"
+or "呢"; or "tell me", "remind me", "告诉我", "提醒我"): a build gives memory's share to a
+page that asks.
 """
 
 from __future__ import annotations
@@ -31,7 +35,7 @@ from memci.memory._time import TimeRange, time_hint
 from memci.messages import Message
 from memci.text import IDENT_RE, PATH_RE, is_cjk_text
 
-__all__ = ["SOURCES", "QueryAnalysis", "QueryAnalyzer", "analyze_query"]
+__all__ = ["SOURCES", "QueryAnalysis", "QueryAnalyzer", "analyze_query", "asks"]
 
 logger = logging.getLogger("memci.memory")
 
@@ -59,6 +63,22 @@ class QueryAnalysis:
         """Every reason in one line."""
         return "; ".join(f"{name}: {self.reasons[name]}" for name in self.sources
                          if name in self.reasons)
+
+
+# A question (a question mark, a Chinese question particle closing a clause) or a request
+# to be told or reminded.
+_ASKS = LazyPattern(r"[?？]|[吗呢](?:[。！!，,.…~～\s]|$)"
+                    r"|(?:^|[.!;:]\s*)(?:please\s+|can\s+you\s+)?(?:remind|tell)\s+(?:me|us)\b"
+                    r"|提醒我|告诉我", re.IGNORECASE | re.MULTILINE)
+
+
+def asks(text: str) -> bool:
+    """Whether ``text`` asks something: a question, or a request to be told or reminded.
+
+    A remark ("Thanks, that means a lot!") asks nothing: what memory finds for its words
+    is not needed to answer it.
+    """
+    return bool(_ASKS.search(text))
 
 
 def _rx(pattern: str) -> LazyPattern:
