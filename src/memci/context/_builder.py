@@ -355,12 +355,17 @@ class ContextBuilder:
 
     def _snapshot_and_plan(self, budget: int | None, recipe: str, agent: tuple[ToolSpec, ...]
                            ) -> tuple[_Snapshot, _Plan]:
-        """Load and plan (again when memory must be gathered without what the plan archives)."""
-        snap = self._load(budget, recipe, agent)
-        plan = self._plan(snap)
-        if self._memory_left_behind(snap, plan):
-            snap = self._gather_again(snap, plan)
+        """Load and plan (again when memory must be gathered without what the plan archives).
+
+        Both gathers read memory as of one moment (its version, the sessions searched and
+        the items' rankings, read once).
+        """
+        with self.retrieval.reading():
+            snap = self._load(budget, recipe, agent)
             plan = self._plan(snap)
+            if self._memory_left_behind(snap, plan):
+                snap = self._gather_again(snap, plan)
+                plan = self._plan(snap)
         self._check_window(snap, plan)
         return snap, plan
 

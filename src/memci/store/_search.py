@@ -192,12 +192,26 @@ class MessageSearch(Protocol):
         """Ids of the sessions of ``tenant`` (of ``user`` when given), oldest first."""
         ...
 
+    def sessions_behind(
+        self, tenant: str, user: str | None = None
+    ) -> tuple[list[int], list[tuple[int, int]]]:
+        """:meth:`sessions_of` and :meth:`behind` of those sessions, in one read."""
+        ...
+
     def count(self) -> int:
         """How many entries of non-system messages there are."""
         ...
 
     def version(self) -> int:
         """The newest doc number (0 when empty): grows whenever a message is indexed."""
+        ...
+
+    def memory_version(self) -> tuple[int, int, int]:
+        """The newest doc number, item revision and erasure (0: none), in one read.
+
+        What a cache of long-term memory is keyed by: it grows whenever a message is
+        indexed, an item changes or anything is deleted.
+        """
         ...
 
 

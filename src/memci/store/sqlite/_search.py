@@ -34,6 +34,7 @@ from memci.store._sql import LOAD_COLUMNS, Sql, SqlMessageSearch, search_filter
 from memci.store.sqlite._common import CommonTerms, SearchScope
 from memci.store.sqlite._db import Database
 from memci.store.sqlite._dialect import SQLITE
+from memci.store.sqlite._erase import EPOCH
 from memci.store.sqlite._fts import ensure_fts, fts_name
 
 if TYPE_CHECKING:
@@ -58,6 +59,8 @@ def _filters(where: SearchFilter) -> tuple[str, list[object]]:
 
 class SQLiteMessageSearch(SqlMessageSearch):
     """The message index of one analyzer in one SQLite store."""
+
+    EPOCH = EPOCH
 
     def __init__(self, store: Database, analyzer: Analyzer) -> None:
         super().__init__(store.sql, analyzer)
