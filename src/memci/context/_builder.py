@@ -686,8 +686,10 @@ class ContextBuilder:
                 store.context.put(self.record, key, value)
             return
         language = self.language()
+        # The cached values go with the guarded ones: one batch of values, not two.
+        changes = replace(plan.changes, values={**plan.changes.values, **plan.cache})
         with store.atomic():
-            if not store.context.commit(self.record, self._version, plan.changes):
+            if not store.context.commit(self.record, self._version, changes):
                 raise _Conflict
             self.working.note_hidden(self.log.tool_results_of(plan.hidden), self.views,
                                      language)
@@ -698,8 +700,6 @@ class ContextBuilder:
             if self.summaries is not None and plan.archived:
                 self.summaries.submit_keyed([(self.history.summary_key(page), messages)
                                              for page, messages in plan.archived])
-            for key, value in plan.cache.items():
-                store.context.put(self.record, key, value)
         if plan.evicted or plan.hidden:
             # What this build moved out went into the working state: show it in this very
             # request, the one whose prefix changes anyway, within what is left.
