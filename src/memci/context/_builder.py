@@ -688,25 +688,32 @@ class ContextBuilder:
         language = self.language()
         # The cached values go with the guarded ones: one batch of values, not two.
         changes = replace(plan.changes, values={**plan.changes.values, **plan.cache})
+        shown: tuple[tuple[Any, ...], Message | None] | None = None
         with store.atomic():
             if not store.context.commit(self.record, self._version, changes):
                 raise _Conflict
-            self.working.note_hidden(self.log.tool_results_of(plan.hidden), self.views,
-                                     language)
-            self.working.pool_evicted(plan.evicted, language)
+            with self.working.committing(language) as state:
+                self.working.note_hidden(state, self.log.tool_results_of(plan.hidden),
+                                         self.views)
+                self.working.pool_evicted(state, plan.evicted)
+                if plan.evicted or plan.hidden:
+                    # What this build moved out went into the working state: show it in
+                    # this very request, the one whose prefix changes anyway, within what
+                    # is left (rendered from what the writes read, kept once committed).
+                    retrieval_tokens = (plan.retrieval.tokens or 0) if plan.retrieval else 0
+                    left = snap.room - plan.window_tokens - retrieval_tokens
+                    shown = self.working.rendered(state, snap.recipe,
+                                                  min(snap.caps["state"], max(left, 0)),
+                                                  language)
             paged = plan.history.paged
             self.retrieval.remember(memory, plan.archived,
                                     paged.contents if paged is not None else {})
             if self.summaries is not None and plan.archived:
                 self.summaries.submit_keyed([(self.history.summary_key(page), messages)
                                              for page, messages in plan.archived])
-        if plan.evicted or plan.hidden:
-            # What this build moved out went into the working state: show it in this very
-            # request, the one whose prefix changes anyway, within what is left.
-            retrieval_tokens = (plan.retrieval.tokens or 0) if plan.retrieval else 0
-            left = snap.room - plan.window_tokens - retrieval_tokens
-            plan.state = self.working.render(snap.recipe, min(snap.caps["state"],
-                                                              max(left, 0)), language)
+        if shown is not None:
+            self.working.keep(*shown)
+            plan.state = shown[1]
 
     def _adopt(self, plan: _Plan) -> None:
         """The committed plan becomes the strategy state."""
