@@ -245,7 +245,8 @@ class SQLiteMessageSearch(SqlMessageSearch):
         ranking the rare terms' postings. So the best matches in the whole index are
         ranked (BM25 counts over the whole index either way), and those of ``sessions``
         kept: the same ``k`` best, or None when too few of them were among the ``depth``
-        ranked.
+        ranked. One statement: the ranked entries, each with its session and seq when it
+        is one of ``sessions``'.
         """
         if _filters(replace(where, below=None))[0]:
             return None
@@ -253,15 +254,13 @@ class SQLiteMessageSearch(SqlMessageSearch):
         expr = f"{{body context}} : ({' OR '.join(parts)})"
         bound, below = _bound(where)
         ranked = db.execute(
-            f"SELECT rowid, bm25({t}, 1.0, ?, 0.0) AS s FROM {t} WHERE {t} MATCH ?{bound}"
-            " ORDER BY s, rowid LIMIT ?", (context_weight, expr, *below, depth)).fetchall()
-        rows = db.execute(
-            "SELECT id, session_id, seq FROM memory_docs WHERE id IN"
-            " (SELECT value FROM json_each(?)) AND session_id IN (SELECT value FROM"
-            " json_each(?))", (json.dumps([r[0] for r in ranked]),
-                               json.dumps(list(sessions)))).fetchall()
-        inside = {int(r[0]): Candidate(int(r[0]), int(r[1]), int(r[2])) for r in rows}
-        found = [(-float(s), inside[int(doc)]) for doc, s in ranked if int(doc) in inside]
+            f"SELECT r.id, r.s, d.session_id, d.seq FROM (SELECT rowid AS id,"
+            f" bm25({t}, 1.0, ?, 0.0) AS s FROM {t} WHERE {t} MATCH ?{bound}"
+            " ORDER BY s, rowid LIMIT ?) r LEFT JOIN memory_docs d ON d.id = r.id"
+            " AND d.session_id IN (SELECT value FROM json_each(?)) ORDER BY r.s, r.id",
+            (context_weight, expr, *below, depth, json.dumps(list(sessions)))).fetchall()
+        found = [(-float(s), Candidate(int(doc), int(sid), int(seq)))
+                 for doc, s, sid, seq in ranked if sid is not None]
         if len(found) < k and len(ranked) == depth:
             return None  # more matches of these sessions may rank below the ones read
         return found[:k]
