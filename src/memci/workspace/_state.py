@@ -23,7 +23,10 @@ transaction, calling the compressor outside any transaction so an LLM compressor
 holds the database's write lock.
 
 What is stored goes through the store's working-state part (``store.work``, a
-:class:`~memci.store.WorkStore`); a change is one ``store.atomic()`` block.
+:class:`~memci.store.WorkStore`); a change is one ``store.atomic()`` block. Inside
+:meth:`WorkState.writing`, the values and the items (once read) are written when the
+block ends, each key once, in the same transaction as its events: several adds and a
+compaction in one block write ``next_memo`` once, not at each step.
 """
 
 from __future__ import annotations
@@ -94,6 +97,9 @@ class _Read:
     writing: bool = False  # inside one write transaction (its writes applied here)
     items: dict[str, dict[int, Json]] | None = None
     meta: dict[str, Any] = field(default_factory=dict)
+    # writing: what the block changed, written when it ends (None deletes)
+    unsaved_meta: dict[str, Any] = field(default_factory=dict)
+    unsaved_items: dict[tuple[str, int], Any] = field(default_factory=dict)
 
 
 def _ordered(rows: list[Json]) -> list[Json]:
@@ -156,21 +162,30 @@ class WorkState:
     def writing(self) -> Iterator[WorkState]:
         """One transaction in which each kind of item and each value is read once.
 
-        What the writes inside change is applied to what was read (the writes still go to
-        the store as they are made), so several adds in a row read nothing again: the
-        transaction holds the store's writer, nothing else changes it meanwhile.
+        What the writes inside change is applied to what was read, so several adds in a
+        row read nothing again: the transaction holds the store's writer, nothing else
+        changes it meanwhile. The values, and the items once every item was read, are
+        written when the block ends (each key once); the events as they are made.
         """
         with self.store.atomic():
             outer = self._read
             if outer is not None and outer.writing:  # the same transaction: the same reads
                 yield self
                 return
-            self._read = _Read(writing=True)
+            self._read = read = _Read(writing=True)
             try:
                 yield self
+                self._save(read)
             finally:
                 # A reading() around this block read before these writes: read again.
                 self._read = None if outer is None else _Read()
+
+    def _save(self, read: _Read) -> None:
+        """Write what a writing block changed: each value once, the items in one batch."""
+        for name, value in read.unsaved_meta.items():
+            self.rows.put_meta(self.session.id, name, value)
+        if read.unsaved_items:
+            self.rows.put_items(self.session.id, read.unsaved_items)
 
     # -- storage primitives --------------------------------------------------------------
 
@@ -192,14 +207,21 @@ class WorkState:
     def _put(self, key: str, value: Any) -> None:
         kind, _, ident = key.partition(":")
         if kind == "meta":
-            self.rows.put_meta(self.session.id, ident, value)
+            if self._read is not None and self._read.writing:
+                self._read.unsaved_meta[ident] = value  # written when the block ends
+            else:
+                self.rows.put_meta(self.session.id, ident, value)
             if self._read is not None:
                 self._read.meta[ident] = value
         else:
             self._put_items({(kind, int(ident)): value})
 
     def _put_items(self, values: Mapping[tuple[str, int], Any]) -> None:
-        self.rows.put_items(self.session.id, values)
+        if self._read is not None and self._read.writing and self._read.items is not None:
+            # Every item is read in this block, and reads come from it: written at its end.
+            self._read.unsaved_items.update(values)
+        else:
+            self.rows.put_items(self.session.id, values)
         if self._read is not None and self._read.items is not None:
             for (kind, item_id), value in values.items():
                 held = self._read.items.setdefault(kind, {})
