@@ -128,6 +128,40 @@ def test_a_build_runs_few_statements(engine: memci.Engine) -> None:
     assert max(archiving) <= 40, archiving
 
 
+def _topical_chat(n: int, words: int = 12) -> list[dict[str, Any]]:
+    """A chat whose questions come back to the places talked of before."""
+    places = ("harbour", "museum", "lake", "painting", "castle", "market", "garden", "bridge")
+    out: list[dict[str, Any]] = []
+    for i in range(n // 2):
+        a, b = places[i % len(places)], places[(i * 3 + 1) % len(places)]
+        out.append({"role": "user", "content": f"question {i}: what about the {a} near the "
+                                               f"{b}? " + f"tell me about the {a} " * words})
+        out.append({"role": "assistant", "content": f"answer {i}: the {a} is lovely "
+                                                    + f"visit the {b} and the {a} " * words})
+    return out
+
+
+def test_a_chat_build_that_archives_with_memory_runs_at_most_40_statements(
+    engine: memci.Engine,
+) -> None:
+    """Memory gathered for the page, then again without what the plan archives, and the
+    commit (pages, pool, episodes), in 40 statements at most (issue 24)."""
+    chat = engine.session("chat", user="u")
+    archiving: list[int] = []
+    for turn in _topical_chat(240):
+        chat.add(turn)
+        if turn["role"] == "user":
+            with _statements(engine) as ran:
+                ctx = chat.build(budget=2000)
+            if ctx.stats.events:
+                archiving.append(len(ran))
+                assert ctx.memory  # the build showed memory: it gathered
+    # Before: 50 to 60 (memory's version in three reads and the user's sessions in two,
+    # both gathered twice; a commit's values, pool batches and item revisions one by one).
+    assert len(archiving) >= 20
+    assert max(archiving) <= 40, archiving
+
+
 def _rows_read_by_first_build(tmp_path: Path, n: int, monkeypatch: pytest.MonkeyPatch) -> int:
     with memci.Engine.open(tmp_path / f"b{n}.db", synchronous="NORMAL") as engine:
         s = engine.session("s", retrieval=False)
