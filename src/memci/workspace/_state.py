@@ -95,8 +95,9 @@ class _Read:
     """What a :meth:`WorkState.reading` block read: items by kind and id, values by name."""
 
     writing: bool = False  # inside one write transaction (its writes applied here)
-    items: dict[str, dict[int, Json]] | None = None
+    items: dict[str, dict[int, Json]] | None = None  # read with every value (meta whole)
     meta: dict[str, Any] = field(default_factory=dict)
+    latest_event: int | None = None  # writing: the id of the last event it wrote
     # writing: what the block changed, written when it ends (None deletes)
     unsaved_meta: dict[str, Any] = field(default_factory=dict)
     unsaved_items: dict[tuple[str, int], Any] = field(default_factory=dict)
@@ -197,9 +198,7 @@ class WorkState:
         if kind == "meta":
             if self._read is None:
                 return self.rows.meta(self.session.id, ident)
-            if ident not in self._read.meta:
-                self._read.meta[ident] = self.rows.meta(self.session.id, ident)
-            return self._read.meta[ident]
+            return self._read_all().meta.get(ident)
         if self._read is not None and self._read.items is not None:
             return self._read.items.get(kind, {}).get(int(ident))
         return self.rows.item(self.session.id, kind, int(ident))
@@ -236,9 +235,21 @@ class WorkState:
         """Every item of ``kind`` by id, in id order (read once inside reading())."""
         if self._read is None:
             return {int(d["id"]): d for d in self.rows.items(self.session.id, kind)}
-        if self._read.items is None:  # every kind in one read
-            self._read.items = self.rows.every_item(self.session.id)
-        return self._read.items.get(kind, {})
+        items = self._read_all().items
+        assert items is not None
+        return items.get(kind, {})
+
+    def _read_all(self) -> _Read:
+        """What the open block read: every item and every value, in one read at first use.
+
+        A value the block wrote before that read is kept as written.
+        """
+        read = self._read
+        assert read is not None
+        if read.items is None:
+            read.items, meta = self.rows.every_value(self.session.id)
+            read.meta = {**meta, **read.meta}
+        return read
 
     def _rows(self, kind: str) -> list[Json]:
         stored = (self.rows.items(self.session.id, kind) if self._read is None
@@ -307,10 +318,13 @@ class WorkState:
                 items[kind, int(ident)] = value
         if items:
             self._put_items(items)
-        return self.rows.add_event(
+        event = self.rows.add_event(
             self.session.id, at=self._now(), actor=self.actor, action=action,
             target=",".join(changes), before=before, after=dict(changes), reverts=reverts,
         )
+        if self._read is not None and self._read.writing:
+            self._read.latest_event = event.id
+        return event
 
     def _check_artifact(self, ref: str | None, what: str) -> None:
         if ref is None or not ref.startswith("artifact:"):
@@ -332,7 +346,13 @@ class WorkState:
         return self._round_in()
 
     def version(self) -> int:
-        """A number that grows with every change of this working state (for caches)."""
+        """A number that grows with every change of this working state (for caches).
+
+        Inside a writing block that wrote an event: that event's id (the newest, read
+        with nothing else changing the state until the block's transaction ends).
+        """
+        if self._read is not None and self._read.latest_event is not None:
+            return self._read.latest_event
         return self.store.work.latest_event(self.session.id)
 
     # -- pins ----------------------------------------------------------------------------
