@@ -346,3 +346,34 @@ def test_a_budget_that_grows_brings_back_what_left_the_window(engine: memci.Engi
     # Smaller again: the pages leave as before, the request fits.
     assert s.build(budget=900).stats.total_tokens <= 900
     assert stored > 900
+
+
+def test_a_new_page_reads_the_working_state_once_and_still_expires_a_pin_added_since(
+    engine: memci.Engine, tmp_path: Path,
+) -> None:
+    """Pins are read only when the state changed since it held none (every change is an
+    event): a chat's new page reads the state's version once, and a pin another process
+    adds is expired by the builds after it all the same."""
+    chat = engine.session("chat", user="u")
+    touched: list[int] = []
+    for i, turn in enumerate(_topical_chat(40)):
+        chat.add(turn)
+        if turn["role"] == "user":
+            with _statements(engine) as ran:
+                events = chat.build(budget=2000).stats.events
+            if i > 2 and not events:  # (a build that archives writes the state)
+                touched.append(sum("workspace_" in s for s in ran))
+    # Until a build archives (and writes the state), each new page reads the version only;
+    # after one, the pins once more. Before: the pins and the version at every page (and
+    # 5 after an archive: the limits and the items, twice).
+    assert len(touched) > 9 and touched[:9] == [1] * 9 and max(touched) <= 3, repr(touched)
+    with memci.Engine.open(engine.store.location) as other:  # type: ignore[attr-defined]
+        other.session("chat", user="u").work_state().pin_add(
+            "constraint", "use py3.11", "the repo pins 3.11", "file:pyproject.toml#L5",
+            ttl={"rounds": 1})
+    for turn in _topical_chat(8):
+        chat.add(turn)
+        if turn["role"] == "user":
+            chat.build(budget=2000)
+    assert chat.work_state().pin_list() == []
+    assert any("use py3.11" in n.summary for n in chat.work_state().notebook_list())

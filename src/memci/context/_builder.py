@@ -375,7 +375,7 @@ class ContextBuilder:
         chosen = choose_recipe(recipe, newest_role=index.roles[-1] if len(index) else None,
                                call_pending=self.log.call_pending())
         language = self.language()
-        self.working.expire_pins(index.pages, language)
+        known = self.working.expire_pins(index.pages, language)  # the state's version
         limit = budget if budget is not None else self.settings.budget
         agent_tokens = self.system.agent_tokens(agent)
         prompt = self.system.head(self.log.system, (), language)
@@ -397,7 +397,7 @@ class ContextBuilder:
                                   if self.history.paged is not None else _nowhere),
             task=bool(agent) or chosen.name == "tool_loop", budget=limit)
         room, caps, state, reserve = self._sized(chosen, limit, agent_tokens, tools_tokens,
-                                                 head, memory)
+                                                 head, memory, known)
         ready: dict[int, PageSummary] = {}
         paged = self.history.paged
         if self.summaries is not None and paged is not None and paged.archive.contents:
@@ -444,15 +444,16 @@ class ContextBuilder:
         return whole
 
     def _sized(self, chosen: Recipe, limit: int, agent_tokens: int, tools_tokens: int,
-               head: Sequence[Message], memory: Gathered
+               head: Sequence[Message], memory: Gathered, version: int | None = None,
                ) -> tuple[int, dict[str, int], Message | None, int]:
         """The room, the caps, the working state rendered to its cap, the tool heads' reserve.
 
-        ``memory``: the gather that sizes the retrieval share.
+        ``memory``: the gather that sizes the retrieval share; ``version``: the working
+        state's, when this load read it already.
         """
         language = self.language()
         room, caps = self._allot(limit, agent_tokens, tools_tokens, head, memory)
-        state = self.working.render(chosen, caps["state"], language)
+        state = self.working.render(chosen, caps["state"], language, version=version)
         state_tokens = (state.tokens or 0) if state else 0
         reserved = self.retrieval.reserve(memory.candidates, caps["retrieval"], language)
         reserve = self.history.head_reserve(chosen, room - state_tokens - reserved)

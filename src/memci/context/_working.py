@@ -45,32 +45,49 @@ class WorkingStateSource:
         self.work = WorkState(store, record)
         self._cache: tuple[tuple[Any, ...], Message | None] = ((), None)
         self._expired_round = 0
+        self._pinless = -1  # a version of the state at which it held no pin
 
     def forget(self) -> None:
         """Forget what was rendered and expired (read again: a transaction was rolled back)."""
         self._cache = ((), None)
         self._expired_round = 0
+        self._pinless = -1
 
     def state(self, language: str) -> WorkState:
         """The working state, with titles in ``language``."""
         self.work.titles = CHINESE_TITLES if language == "zh" else ENGLISH_TITLES
         return self.work
 
-    def expire_pins(self, round: int, language: str) -> None:
+    def expire_pins(self, round: int, language: str) -> int | None:
         """Expire pins once per round (by time and by rounds): they move to the notebook.
 
         Only when there are pins: a chat without pins pays no write per round (the round
-        a new pin starts from is recorded before a state tool runs).
+        a new pin starts from is recorded before a state tool runs), and no read of its
+        pins while the state is at a version that held none (every change is an event).
+        Returns the state's version when it was read and nothing was written since (for
+        :meth:`render`), else None.
         """
-        if round != self._expired_round:
-            self._expired_round = round
-            state = self.state(language)
-            if state.pin_list():
-                state.expire(round=round)
+        if round == self._expired_round:
+            return None
+        self._expired_round = round
+        state = self.state(language)
+        version = state.version()
+        if version == self._pinless:
+            return version
+        if state.pin_list():
+            state.expire(round=round)
+            return None
+        self._pinless = version
+        return version
 
-    def render(self, recipe: Recipe, cap: int, language: str) -> Message | None:
-        """The segment for ``recipe``: titled sections within ``cap`` tokens (None: empty)."""
-        key, message = self.rendered(self.state(language), recipe, cap, language)
+    def render(self, recipe: Recipe, cap: int, language: str, *,
+               version: int | None = None) -> Message | None:
+        """The segment for ``recipe``: titled sections within ``cap`` tokens (None: empty).
+
+        ``version``: the state's version, when the caller read it and nothing changed since.
+        """
+        key, message = self.rendered(self.state(language), recipe, cap, language,
+                                     version=version)
         self.keep(key, message)
         return message
 
@@ -78,14 +95,15 @@ class WorkingStateSource:
         """Keep a render (of :meth:`rendered`) for the builds after, while its key holds."""
         self._cache = (key, message)
 
-    def rendered(self, state: WorkState, recipe: Recipe, cap: int, language: str
-                 ) -> tuple[tuple[Any, ...], Message | None]:
+    def rendered(self, state: WorkState, recipe: Recipe, cap: int, language: str, *,
+                 version: int | None = None) -> tuple[tuple[Any, ...], Message | None]:
         """The segment of ``state`` for ``recipe``, and its key (not kept: see :meth:`keep`).
 
         Inside a transaction, what it renders is kept only once the transaction commits
-        (its events' ids may be given again if it rolls back).
+        (its events' ids may be given again if it rolls back). ``version``: as in
+        :meth:`render`.
         """
-        key = (recipe.name, state.version(), cap, language)
+        key = (recipe.name, state.version() if version is None else version, cap, language)
         if self._cache[0] == key:
             return key, self._cache[1]
         render = {"fastmemo": state.render_fastmemo, "context_pool": state.render_context_pool,
