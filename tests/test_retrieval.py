@@ -816,3 +816,27 @@ def test_a_search_counts_its_new_terms_in_one_statement(store: SQLiteStore) -> N
     assert len(found) == 5 and {c.session_id for c in found} == {one.id}
     counts = [s for s in ran if "COUNT(*)" in s]
     assert 1 <= len(counts) <= 2, counts  # in the whole index, then in the scope
+
+
+def test_a_load_reads_new_hits_and_the_change_count_at_once_and_drops_what_was_deleted(
+    store: SQLiteStore,
+) -> None:
+    rec = store.ensure_session("t", "s", None, {})
+    index = MessageIndex(store, embedder=None)
+    index.index(rec, store.append(rec, [Message.user(f"puffin number {i}") for i in range(6)]))
+    found = index.keyword("puffin", k=6)
+    assert len(found) == 6
+    rows = index.rows
+    assert len(rows.load(found[:3])) == 3  # kept
+    ran: list[str] = []
+    store._conn.set_trace_callback(ran.append)
+    try:
+        assert len(rows.load(found)) == 6
+    finally:
+        store._conn.set_trace_callback(None)
+    # Before: the index's size and change count, then the three new hits' rows.
+    assert len([s for s in ran if not s.startswith("--")]) == 1, ran
+    gone = found[0]
+    store.eraser.retract(rec, [gone.seq])
+    loaded = rows.load(found)
+    assert gone.doc not in loaded and len(loaded) == 5

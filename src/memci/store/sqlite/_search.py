@@ -15,7 +15,7 @@ import math
 import sqlite3
 from collections.abc import Collection, Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from memci.messages import Message
 from memci.store._rows import message_from_row, stored_instant, stored_parts
@@ -340,28 +340,40 @@ class SQLiteMessageSearch(SqlMessageSearch):
 
     # -- loading -------------------------------------------------------------------------
 
+    def _changes_and_rows(self, db: sqlite3.Connection, docs: Sequence[int]
+                          ) -> tuple[int, list[Any]]:
+        """The count of changed entries, and the load rows of ``docs``, in one statement."""
+        if not docs:
+            return int(db.execute("SELECT n FROM memory_docs_changes").fetchone()[0]), []
+        rows = db.execute(
+            "SELECT c.n, l.* FROM (SELECT n FROM memory_docs_changes) c LEFT JOIN"
+            f" (SELECT {LOAD_COLUMNS} WHERE d.id IN (SELECT value FROM json_each(?))) l"
+            " ON 1", (json.dumps(list(docs)),)).fetchall()
+        return int(rows[0][0]), [row[1:] for row in rows if row[1] is not None]
+
     def load(self, candidates: Sequence[Candidate]) -> dict[int, tuple[Message, int]]:
         """``{doc: (message, page)}`` of the candidates still stored (named sessions).
 
-        One statement for all of them; in the candidates' order. What was loaded is kept
-        until an entry is deleted or changed (counted in ``memory_docs_changes``; a stored
-        message never changes): successive questions of a conversation find many of the
-        same messages.
+        One statement for all of them, with the count of changes that says whether what
+        was kept still holds; in the candidates' order. What was loaded is kept until an
+        entry is deleted or changed (counted in ``memory_docs_changes``; a stored message
+        never changes): successive questions of a conversation find many of the same
+        messages.
         """
         if not candidates:
             return {}
         with self._store.read() as db:
-            changes = self._stamp(db)[1]
             at, loaded = self._loaded  # one read: the messages go with their count
+            missing = [c.doc for c in candidates if c.doc not in loaded]
+            changes, rows = self._changes_and_rows(db, missing)
             if at != changes or len(loaded) > _LOADED_MAX:
+                # What was kept is stale: the rest is read again (after a deletion only).
                 loaded = {}
                 self._loaded = (changes, loaded)
+                rest = [c.doc for c in candidates if c.doc not in set(missing)]
+                rows += self._changes_and_rows(db, rest)[1] if rest else []
             if db.in_transaction:  # inside a write: what is read may be rolled back
                 loaded = dict(loaded)
-            missing = [c.doc for c in candidates if c.doc not in loaded]
-            rows = db.execute(
-                f"SELECT {LOAD_COLUMNS} WHERE d.id IN (SELECT value FROM json_each(?))",
-                (json.dumps(missing),)).fetchall() if missing else []
         for row in rows:
             session_id = int(row[1])
             loaded[int(row[0])] = (session_id, int(row[2]), message_from_row(
