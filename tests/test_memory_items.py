@@ -318,5 +318,24 @@ def test_the_gathers_of_one_reading_read_memory_once_and_find_what_separate_ones
     later = [s for s in ran[read_first:] if not s.startswith("--")]  # FTS5's own aside
     assert any(name in s for s in ran[:read_first] for name in memory_reads)
     # Before: the second gather read the version (three statements) and the sessions
-    # (two) again, and ranked and read the items again.
+    # (two) again, and ranked and read the items again; and each ranked list and load
+    # read the index's size and change count.
     assert not [s for s in later if any(name in s for name in memory_reads)], later
+    assert sum("memory_docs_changes" in s for s in ran) == 1, ran
+
+
+def test_a_reading_block_reads_the_index_again_once_its_connection_wrote(
+        memory: Memory, store: SQLiteStore) -> None:
+    rec = store.ensure_session("t", "now", "u", {})
+    memory.index(rec, store.append(rec, [Message.user("the puffin colony")]))
+    ran: list[str] = []
+    with memory.reading():
+        assert memory.search("puffin", session=rec)
+        memory.index(rec, store.append(rec, [Message.user("a new puffin burrow")]))
+        store._conn.set_trace_callback(ran.append)
+        try:
+            found = memory.search("puffin burrow", session=rec)
+        finally:
+            store._conn.set_trace_callback(None)
+    assert found[0].text == "a new puffin burrow"
+    assert any("memory_docs_changes" in s for s in ran), ran  # not the stale one

@@ -81,7 +81,7 @@ class Memory:
 
     @contextmanager
     def reading(self) -> Iterator[None]:
-        """Within the block, read memory's version, sessions and item rankings once.
+        """Within the block, read memory's version, sessions, item rankings and index once.
 
         The searches of the block after the first reuse what it read (a build's gathers:
         the page's, then again without what the plan archives). Nested blocks are the
@@ -92,7 +92,8 @@ class Memory:
             return
         self._local.reads = _Reads()
         try:
-            yield
+            with self.messages.rows.reading():  # and the index's size and changes, once
+                yield
         finally:
             self._local.reads = None
 
@@ -202,6 +203,17 @@ class Memory:
         if k <= 0:
             return []
         sessions = self._covered(session, scope)
+        # One look at the index for the ranked lists and the load of the hits.
+        with self.messages.rows.reading():
+            return self._search(query, session, sessions, k, scope, items, item_kinds,
+                                exclude_item_kinds, now, time_range, exclude_from_seq)
+
+    def _search(
+        self, query: str, session: SessionRecord, sessions: list[int], k: int, scope: Level,
+        items: bool, item_kinds: Collection[str] | None, exclude_item_kinds: Collection[str],
+        now: datetime | None, time_range: TimeRange | None, exclude_from_seq: int | None,
+    ) -> list[Hit]:
+        """:meth:`search` over ``sessions``, their index caught up."""
         index = self.messages
         if time_range is None and index.time_mode != "off":
             time_range = time_hint(query, now=now)

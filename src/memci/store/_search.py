@@ -23,6 +23,7 @@ Invariants every backend keeps:
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
@@ -204,6 +205,14 @@ class MessageSearch(Protocol):
 
     def version(self) -> int:
         """The newest doc number (0 when empty): grows whenever a message is indexed."""
+        ...
+
+    def reading(self) -> AbstractContextManager[None]:
+        """A block (on this thread) whose searches and loads see the index as of one read.
+
+        What a search keeps between searches is checked against the index's size and
+        change count once in the block, not at each ranked list and load.
+        """
         ...
 
     def memory_version(self) -> tuple[int, int, int]:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Collection, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from memci.messages import Message
@@ -303,6 +304,10 @@ class SqlMessageSearch(ABC):
         """The newest doc number (0 when empty)."""
         with self._db.read() as sql:
             return int(sql.value("SELECT COALESCE(MAX(id), 0) FROM memory_docs") or 0)
+
+    def reading(self) -> AbstractContextManager[None]:
+        """A block whose searches see the index as of one read (a backend may keep none)."""
+        return nullcontext()
 
     def memory_version(self) -> tuple[int, int, int]:
         """The newest doc number, item revision and erasure, in one statement (0: none)."""

@@ -13,7 +13,9 @@ from __future__ import annotations
 import json
 import math
 import sqlite3
-from collections.abc import Collection, Sequence
+import threading
+from collections.abc import Collection, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
@@ -73,6 +75,26 @@ class SQLiteMessageSearch(SqlMessageSearch):
         self._common = CommonTerms(self.table, rare=RARE, recent=RECENT)
         # (changes then, doc -> (session id, seq, message, page))
         self._loaded: tuple[int, dict[int, tuple[int, int, Message, int]]] = (-1, {})
+        # this thread's reading() block: the stamp its first search read (None: not yet)
+        self._reading = threading.local()
+
+    @contextmanager
+    def reading(self) -> Iterator[None]:
+        """Within the block, on this thread, the index's size and change count are read once.
+
+        The searches and loads of the block see the index as of that read (one search:
+        its ranked lists and the load of its hits; a build: its gathers), read again once
+        this connection wrote (an index caught up meanwhile). Not inside a write
+        transaction: what it reads may be rolled back.
+        """
+        if getattr(self._reading, "on", False):
+            yield
+            return
+        self._reading.on, self._reading.stamp = True, None
+        try:
+            yield
+        finally:
+            self._reading.on, self._reading.stamp = False, None
 
     # -- keyword text ---------------------------------------------------------------------
 
@@ -285,10 +307,25 @@ class SQLiteMessageSearch(SqlMessageSearch):
         (The second is counted by triggers.) What a search keeps between searches stays
         right while the changes stay: entries are then only added, each with a higher id.
         """
+        pinned = self._pinned(db)
+        if pinned is not None:
+            return pinned
         size, changes = db.execute(
             f"SELECT (SELECT COALESCE(MAX(rowid), 0) FROM {self.table}),"
             " (SELECT n FROM memory_docs_changes)").fetchone()
-        return int(size), int(changes)
+        stamp = int(size), int(changes)
+        if getattr(self._reading, "on", False) and not db.in_transaction:
+            self._reading.stamp = (stamp, db.total_changes)
+        return stamp
+
+    def _pinned(self, db: sqlite3.Connection) -> tuple[int, int] | None:
+        """The stamp this thread's reading() block read already (None: none, or in a write)."""
+        if db.in_transaction or not getattr(self._reading, "on", False):
+            return None
+        pinned: tuple[tuple[int, int], int] | None = self._reading.stamp
+        if pinned is None or pinned[1] != db.total_changes:  # this connection wrote since
+            return None
+        return pinned[0]
 
     def _scope_in_fts(self, db: sqlite3.Connection, sessions: Collection[int]) -> bool:
         """Whether to filter by ``sessions`` inside FTS5 (scope terms) rather than by a join.
@@ -351,6 +388,13 @@ class SQLiteMessageSearch(SqlMessageSearch):
             " ON 1", (json.dumps(list(docs)),)).fetchall()
         return int(rows[0][0]), [row[1:] for row in rows if row[1] is not None]
 
+    def _rows(self, db: sqlite3.Connection, docs: Sequence[int]) -> list[Any]:
+        """The load rows of ``docs`` (no statement when there is none)."""
+        if not docs:
+            return []
+        return db.execute(f"SELECT {LOAD_COLUMNS} WHERE d.id IN (SELECT value FROM"
+                          " json_each(?))", (json.dumps(list(docs)),)).fetchall()
+
     def load(self, candidates: Sequence[Candidate]) -> dict[int, tuple[Message, int]]:
         """``{doc: (message, page)}`` of the candidates still stored (named sessions).
 
@@ -365,13 +409,17 @@ class SQLiteMessageSearch(SqlMessageSearch):
         with self._store.read() as db:
             at, loaded = self._loaded  # one read: the messages go with their count
             missing = [c.doc for c in candidates if c.doc not in loaded]
-            changes, rows = self._changes_and_rows(db, missing)
+            pinned = self._pinned(db)
+            if pinned is not None:  # the block's count: nothing to read when all is kept
+                changes, rows = pinned[1], self._rows(db, missing)
+            else:
+                changes, rows = self._changes_and_rows(db, missing)
             if at != changes or len(loaded) > _LOADED_MAX:
                 # What was kept is stale: the rest is read again (after a deletion only).
                 loaded = {}
                 self._loaded = (changes, loaded)
                 rest = [c.doc for c in candidates if c.doc not in set(missing)]
-                rows += self._changes_and_rows(db, rest)[1] if rest else []
+                rows += self._rows(db, rest)
             if db.in_transaction:  # inside a write: what is read may be rolled back
                 loaded = dict(loaded)
         for row in rows:
