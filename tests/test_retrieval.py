@@ -840,3 +840,32 @@ def test_a_load_reads_new_hits_and_the_change_count_at_once_and_drops_what_was_d
     store.eraser.retract(rec, [gone.seq])
     loaded = rows.load(found)
     assert gone.doc not in loaded and len(loaded) == 5
+
+
+def test_the_newest_entries_a_search_ranks_common_terms_among_are_read_once_each(
+    store: SQLiteStore,
+) -> None:
+    # A question of many words: the rarest go to BM25, the rest are ranked among the
+    # newest entries, whose sessions and seqs are read once while nothing is deleted.
+    words = [f"word{chr(97 + i)}{chr(97 + i)}" for i in range(16)]
+    rec = store.ensure_session("t", "s", None, {})
+    index = MessageIndex(store, embedder=None)
+    index.index(rec, store.append(rec, [Message.user(f"{words[i % 16]} and {words[(i * 5) % 16]}")
+                                        for i in range(40)]))
+    query = " ".join(words)
+    other = SQLiteStore(store.path)  # another handle: nothing kept between its searches
+    try:
+        alone = MessageIndex(other, embedder=None).keyword(query, k=60, below=41)
+    finally:
+        other.close()
+    ran: list[str] = []
+    assert len(index.keyword(query, k=60, below=30)) == 29
+    store._conn.set_trace_callback(ran.append)
+    try:
+        assert index.keyword(query, k=60, below=41) == alone
+    finally:
+        store._conn.set_trace_callback(None)
+    read = [s for s in ran if s.startswith("SELECT id, session_id, seq FROM memory_docs")]
+    # Before: every ranked entry's session and seq again; now only those above 29.
+    assert len(read) == 1, read
+    assert min(map(int, re.findall(r"\d+", read[0].split("json_each")[1]))) >= 30, read

@@ -42,6 +42,7 @@ _KEPT_COUNTS = 16_384  # (term, scope) counts kept between searches
 _KEPT_RANKINGS = 256  # rankings of common terms kept between searches
 _KEPT_WINDOWS = 256  # scopes whose newest entries' bound is kept
 _COUNTS_PER_STATEMENT = 64  # terms counted by one statement at most
+_KEPT_ENTRIES = 16_384  # entries whose session and seq are kept between searches
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,6 +113,8 @@ class CommonTerms:
         self._recent: dict[tuple[str, tuple[Any, ...]], tuple[int, int, int, list[int]]] = {}
         # what newest() ranked, by its terms, scope, entries, changes and depth
         self._rankings: dict[tuple[object, ...], tuple[tuple[float, Candidate], ...]] = {}
+        # (changes then, entry -> its session and seq): what newest() read of its entries
+        self._entries: tuple[int, dict[int, Candidate]] = (-1, {})
 
     # -- how many entries of a scope hold a term -----------------------------------------
 
@@ -294,11 +297,7 @@ class CommonTerms:
             if docs:
                 terms.append((math.log(1 + n / len(docs)), set(docs)))
         best = best_by_terms(terms, k)
-        rows = db.execute(
-            "SELECT id, session_id, seq FROM memory_docs WHERE id IN"
-            " (SELECT value FROM json_each(?))", (json.dumps([d for _, d in best]),)
-        ).fetchall()
-        found = {int(r[0]): Candidate(int(r[0]), int(r[1]), int(r[2])) for r in rows}
+        found = self._candidates(db, [d for _, d in best], changes)
         ranked = [(score, found[d]) for score, d in best if d in found]
         # Inside a write (``atomic``) what is read may be rolled back, its ids given again:
         # it is used, not kept.
@@ -307,6 +306,27 @@ class CommonTerms:
                 self._rankings.clear()
             self._rankings[key] = tuple(ranked)
         return ranked
+
+    def _candidates(self, db: sqlite3.Connection, docs: Sequence[int],
+                    changes: int) -> dict[int, Candidate]:
+        """``docs`` with their sessions and seqs (those still stored): read once each.
+
+        Kept while the changes stay (an entry's session and seq never change; a deletion
+        counts as a change), and never from inside a write (it may roll back).
+        """
+        at, known = self._entries
+        if at != changes or len(known) > _KEPT_ENTRIES:
+            known = {}
+        missing = [d for d in docs if d not in known]
+        found = {d: known[d] for d in docs if d in known}
+        if missing:
+            rows = db.execute(
+                "SELECT id, session_id, seq FROM memory_docs WHERE id IN"
+                " (SELECT value FROM json_each(?))", (json.dumps(missing),)).fetchall()
+            found.update((int(r[0]), Candidate(int(r[0]), int(r[1]), int(r[2]))) for r in rows)
+        if not db.in_transaction:
+            self._entries = (changes, {**known, **found})
+        return found
 
     def _recent_docs(
         self, db: sqlite3.Connection, parts: Sequence[str], scope: SearchScope, low: int,
