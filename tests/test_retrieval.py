@@ -869,3 +869,7 @@ def test_the_newest_entries_a_search_ranks_common_terms_among_are_read_once_each
     # Before: every ranked entry's session and seq again; now only those above 29.
     assert len(read) == 1, read
     assert min(map(int, re.findall(r"\d+", read[0].split("json_each")[1]))) >= 30, read
+    # The entries added to the newest ones are counted in the statement that reads the
+    # terms' entries among them (before: a statement each): the index's size and change
+    # count, the rank, the newest entries, their sessions and seqs.
+    assert len([s for s in ran if not s.startswith("--")]) == 4, ran
