@@ -128,6 +128,40 @@ def test_a_build_runs_few_statements(engine: memci.Engine) -> None:
     assert max(archiving) <= 40, archiving
 
 
+def _topical_chat(n: int, words: int = 12) -> list[dict[str, Any]]:
+    """A chat whose questions come back to the places talked of before."""
+    places = ("harbour", "museum", "lake", "painting", "castle", "market", "garden", "bridge")
+    out: list[dict[str, Any]] = []
+    for i in range(n // 2):
+        a, b = places[i % len(places)], places[(i * 3 + 1) % len(places)]
+        out.append({"role": "user", "content": f"question {i}: what about the {a} near the "
+                                               f"{b}? " + f"tell me about the {a} " * words})
+        out.append({"role": "assistant", "content": f"answer {i}: the {a} is lovely "
+                                                    + f"visit the {b} and the {a} " * words})
+    return out
+
+
+def test_a_chat_build_that_archives_with_memory_runs_at_most_40_statements(
+    engine: memci.Engine,
+) -> None:
+    """Memory gathered for the page, then again without what the plan archives, and the
+    commit (pages, pool, episodes), in 40 statements at most (issue 24)."""
+    chat = engine.session("chat", user="u")
+    archiving: list[int] = []
+    for turn in _topical_chat(240):
+        chat.add(turn)
+        if turn["role"] == "user":
+            with _statements(engine) as ran:
+                ctx = chat.build(budget=2000)
+            if ctx.stats.events:
+                archiving.append(len(ran))
+                assert ctx.memory  # the build showed memory: it gathered
+    # Before: 50 to 60 (memory's version in three reads and the user's sessions in two,
+    # both gathered twice; a commit's values, pool batches and item revisions one by one).
+    assert len(archiving) >= 20
+    assert max(archiving) <= 40, archiving
+
+
 def _rows_read_by_first_build(tmp_path: Path, n: int, monkeypatch: pytest.MonkeyPatch) -> int:
     with memci.Engine.open(tmp_path / f"b{n}.db", synchronous="NORMAL") as engine:
         s = engine.session("s", retrieval=False)
@@ -312,3 +346,34 @@ def test_a_budget_that_grows_brings_back_what_left_the_window(engine: memci.Engi
     # Smaller again: the pages leave as before, the request fits.
     assert s.build(budget=900).stats.total_tokens <= 900
     assert stored > 900
+
+
+def test_a_new_page_reads_the_working_state_once_and_still_expires_a_pin_added_since(
+    engine: memci.Engine, tmp_path: Path,
+) -> None:
+    """Pins are read only when the state changed since it held none (every change is an
+    event): a chat's new page reads the state's version once, and a pin another process
+    adds is expired by the builds after it all the same."""
+    chat = engine.session("chat", user="u")
+    touched: list[int] = []
+    for i, turn in enumerate(_topical_chat(40)):
+        chat.add(turn)
+        if turn["role"] == "user":
+            with _statements(engine) as ran:
+                events = chat.build(budget=2000).stats.events
+            if i > 2 and not events:  # (a build that archives writes the state)
+                touched.append(sum("workspace_" in s for s in ran))
+    # Until a build archives (and writes the state), each new page reads the version only;
+    # after one, the pins once more. Before: the pins and the version at every page (and
+    # 5 after an archive: the limits and the items, twice).
+    assert len(touched) > 9 and touched[:9] == [1] * 9 and max(touched) <= 3, repr(touched)
+    with memci.Engine.open(engine.store.location) as other:  # type: ignore[attr-defined]
+        other.session("chat", user="u").work_state().pin_add(
+            "constraint", "use py3.11", "the repo pins 3.11", "file:pyproject.toml#L5",
+            ttl={"rounds": 1})
+    for turn in _topical_chat(8):
+        chat.add(turn)
+        if turn["role"] == "user":
+            chat.build(budget=2000)
+    assert chat.work_state().pin_list() == []
+    assert any("use py3.11" in n.summary for n in chat.work_state().notebook_list())

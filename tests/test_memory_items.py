@@ -286,3 +286,56 @@ def test_an_archived_page_holds_from_when_it_was_said(tmp_path: Path) -> None:
         hits = engine.memory.recall("crane number 3 paint", scope=Scope.of(s.record), k=3)
         assert hits and all(h.message.created_at is not None
                             and h.message.created_at.year == 2023 for h in hits)
+
+
+def test_the_gathers_of_one_reading_read_memory_once_and_find_what_separate_ones_find(
+        memory: Memory, store: SQLiteStore) -> None:
+    # A build gathers for its page, then again with the window starting later: inside
+    # reading() the second reads memory's version, the user's sessions and the items'
+    # ranking no more, and finds what it finds alone.
+    rec = store.ensure_session("t", "now", "u", {})
+    old = store.ensure_session("t", "old", "u", {})
+    memory.index(old, store.append(old, [Message.user("the puffin colony on the cliffs"),
+                                         Message.assistant("puffins nest there")]))
+    memory.index(rec, store.append(rec, [
+        Message.user(f"puffin question {i}") if i % 2 == 0 else Message.assistant("ok")
+        for i in range(12)]))
+    memory.items.remember(Scope.of(rec, "user"), "saw puffins in Iceland", "fact")
+    alone = [Gatherer(memory).gather("puffin cliffs", session=rec, exclude_from_seq=seq)
+             for seq in (9, 5)]
+    gatherer = Gatherer(memory)
+    ran: list[str] = []
+    store._conn.set_trace_callback(ran.append)
+    try:
+        with memory.reading():
+            first = gatherer.gather("puffin cliffs", session=rec, exclude_from_seq=9)
+            read_first = len(ran)
+            again = gatherer.gather("puffin cliffs", session=rec, exclude_from_seq=5)
+    finally:
+        store._conn.set_trace_callback(None)
+    assert [first.texts, again.texts] == [a.texts for a in alone]
+    memory_reads = ("memory_items", "memci_erasures", "FROM sessions")
+    later = [s for s in ran[read_first:] if not s.startswith("--")]  # FTS5's own aside
+    assert any(name in s for s in ran[:read_first] for name in memory_reads)
+    # Before: the second gather read the version (three statements) and the sessions
+    # (two) again, and ranked and read the items again; and each ranked list and load
+    # read the index's size and change count.
+    assert not [s for s in later if any(name in s for name in memory_reads)], later
+    assert sum("memory_docs_changes" in s for s in ran) == 1, ran
+
+
+def test_a_reading_block_reads_the_index_again_once_its_connection_wrote(
+        memory: Memory, store: SQLiteStore) -> None:
+    rec = store.ensure_session("t", "now", "u", {})
+    memory.index(rec, store.append(rec, [Message.user("the puffin colony")]))
+    ran: list[str] = []
+    with memory.reading():
+        assert memory.search("puffin", session=rec)
+        memory.index(rec, store.append(rec, [Message.user("a new puffin burrow")]))
+        store._conn.set_trace_callback(ran.append)
+        try:
+            found = memory.search("puffin burrow", session=rec)
+        finally:
+            store._conn.set_trace_callback(None)
+    assert found[0].text == "a new puffin burrow"
+    assert any("memory_docs_changes" in s for s in ran), ran  # not the stale one

@@ -130,6 +130,30 @@ def test_a_search_and_a_steady_build_take_a_bounded_number_of_round_trips(
     assert build.statements <= 20 and build.count <= 22, (build.statements, build.count)
 
 
+def test_a_chat_build_that_archives_with_memory_takes_a_bounded_number_of_statements(
+    url: str, trips: Any,
+) -> None:
+    # As on SQLite (tests/test_builder.py::
+    # test_a_chat_build_that_archives_with_memory_runs_at_most_40_statements): memory
+    # gathered for the page and again without what the plan archives, then the commit.
+    from tests.test_builder import _topical_chat
+
+    counted: list[tuple[int, int]] = []
+    with memci.Engine.open(url, workers=0) as engine:
+        chat = engine.session("chat", user="u")
+        for turn in _topical_chat(120):
+            chat.add(turn)
+            if turn["role"] == "user":
+                with trips() as build:
+                    events = chat.build(budget=2000).stats.events
+                if events:
+                    counted.append((build.statements, build.count))
+    later = counted[1:]  # the first archive also makes the memory items' tables
+    assert len(later) >= 10
+    # Before: 54 to 61 statements (63 round trips).
+    assert max(s for s, _ in later) <= 46 and max(n for _, n in later) <= 48, counted
+
+
 def test_a_steady_tool_loop_build_reads_three_heads(url: str, trips: Any) -> None:
     # As on SQLite (tests/test_builder.py::test_a_build_runs_few_statements): a build
     # with nothing new to gather reads the log's head, the context's version and the

@@ -816,3 +816,60 @@ def test_a_search_counts_its_new_terms_in_one_statement(store: SQLiteStore) -> N
     assert len(found) == 5 and {c.session_id for c in found} == {one.id}
     counts = [s for s in ran if "COUNT(*)" in s]
     assert 1 <= len(counts) <= 2, counts  # in the whole index, then in the scope
+
+
+def test_a_load_reads_new_hits_and_the_change_count_at_once_and_drops_what_was_deleted(
+    store: SQLiteStore,
+) -> None:
+    rec = store.ensure_session("t", "s", None, {})
+    index = MessageIndex(store, embedder=None)
+    index.index(rec, store.append(rec, [Message.user(f"puffin number {i}") for i in range(6)]))
+    found = index.keyword("puffin", k=6)
+    assert len(found) == 6
+    rows = index.rows
+    assert len(rows.load(found[:3])) == 3  # kept
+    ran: list[str] = []
+    store._conn.set_trace_callback(ran.append)
+    try:
+        assert len(rows.load(found)) == 6
+    finally:
+        store._conn.set_trace_callback(None)
+    # Before: the index's size and change count, then the three new hits' rows.
+    assert len([s for s in ran if not s.startswith("--")]) == 1, ran
+    gone = found[0]
+    store.eraser.retract(rec, [gone.seq])
+    loaded = rows.load(found)
+    assert gone.doc not in loaded and len(loaded) == 5
+
+
+def test_the_newest_entries_a_search_ranks_common_terms_among_are_read_once_each(
+    store: SQLiteStore,
+) -> None:
+    # A question of many words: the rarest go to BM25, the rest are ranked among the
+    # newest entries, whose sessions and seqs are read once while nothing is deleted.
+    words = [f"word{chr(97 + i)}{chr(97 + i)}" for i in range(16)]
+    rec = store.ensure_session("t", "s", None, {})
+    index = MessageIndex(store, embedder=None)
+    index.index(rec, store.append(rec, [Message.user(f"{words[i % 16]} and {words[(i * 5) % 16]}")
+                                        for i in range(40)]))
+    query = " ".join(words)
+    other = SQLiteStore(store.path)  # another handle: nothing kept between its searches
+    try:
+        alone = MessageIndex(other, embedder=None).keyword(query, k=60, below=41)
+    finally:
+        other.close()
+    ran: list[str] = []
+    assert len(index.keyword(query, k=60, below=30)) == 29
+    store._conn.set_trace_callback(ran.append)
+    try:
+        assert index.keyword(query, k=60, below=41) == alone
+    finally:
+        store._conn.set_trace_callback(None)
+    read = [s for s in ran if s.startswith("SELECT id, session_id, seq FROM memory_docs")]
+    # Before: every ranked entry's session and seq again; now only those above 29.
+    assert len(read) == 1, read
+    assert min(map(int, re.findall(r"\d+", read[0].split("json_each")[1]))) >= 30, read
+    # The entries added to the newest ones are counted in the statement that reads the
+    # terms' entries among them (before: a statement each): the index's size and change
+    # count, the rank, the newest entries, their sessions and seqs.
+    assert len([s for s in ran if not s.startswith("--")]) == 4, ran

@@ -732,8 +732,35 @@ def test_writing_reads_each_value_once_and_sees_its_own_writes(
     assert [e.action for e in states[0].events()] == [e.action for e in states[1].events()]
     assert any(e.action == "fastmemo_compact" for e in states[0].events())
     reads = [s for s in ran if s.lstrip().startswith("SELECT")]
-    assert sum("'limits'" in s for s in reads) == 1, reads
-    assert sum("FROM workspace_items" in s for s in reads) == 1, reads
+    # Every item and value (the limits, next_memo …) in one read.
+    assert len(reads) == 1 and "workspace_meta" in reads[0], reads
     # A writer after the block reads again (nothing is kept past its transaction).
     states[0].plan_add("and test it")
     assert [p.text for p in states[0].plan_list()] == ["ship it", "and test it"]
+
+
+def test_writing_writes_each_value_once_and_the_items_in_one_batch(
+    store: SQLiteStore, clock: Clock, tmp_path: Path
+) -> None:
+    """A block of adds and compactions (one event each) writes ``next_memo`` and the
+    items when it ends, once: the same state and events as the same calls one by one."""
+    other = SQLiteStore(tmp_path / "other.db")
+    states = [WorkState(s, s.ensure_session("default", "s1", "u1", {}), clock=clock)
+              for s in (store, other)]
+    ran: list[str] = []
+    store._conn.set_trace_callback(ran.append)  # type: ignore[attr-defined]
+    with states[0].writing():
+        for i in range(12):  # past the pool section's limit: it compacts in between
+            states[0].fastmemo_add_many("pool", [(f"page {i} line", None), (f"more {i}", None)])
+    store._conn.set_trace_callback(None)  # type: ignore[attr-defined]
+    for i in range(12):
+        states[1].fastmemo_add_many("pool", [(f"page {i} line", None), (f"more {i}", None)])
+    assert snapshot(states[0]) == snapshot(states[1])
+    assert [e.action for e in states[0].events()] == [e.action for e in states[1].events()]
+    assert sum(e.action == "fastmemo_compact" for e in states[0].events()) >= 2
+    # Before: next_memo written at every add and compaction, the items at each of them.
+    assert sum(s.startswith("INSERT INTO workspace_meta") for s in ran) == 1, ran
+    assert sum(s.startswith("INSERT INTO workspace_items") for s in ran) == 1, ran
+    assert sum(s.startswith("DELETE FROM workspace_items") for s in ran) <= 1, ran
+    # Another writer after the block reads what it wrote.
+    assert WorkState(store, states[0].session).fastmemo_list() == states[0].fastmemo_list()

@@ -368,12 +368,17 @@ class ContextBuilder:
 
     def _snapshot_and_plan(self, budget: int | None, recipe: str, agent: tuple[ToolSpec, ...]
                            ) -> tuple[_Snapshot, _Plan]:
-        """Load and plan (again when memory must be gathered without what the plan archives)."""
-        snap = self._load(budget, recipe, agent)
-        plan = self._plan(snap)
-        if self._memory_left_behind(snap, plan):
-            snap = self._gather_again(snap, plan)
+        """Load and plan (again when memory must be gathered without what the plan archives).
+
+        Both gathers read memory as of one moment (its version, the sessions searched and
+        the items' rankings, read once).
+        """
+        with self.retrieval.reading():
+            snap = self._load(budget, recipe, agent)
             plan = self._plan(snap)
+            if self._memory_left_behind(snap, plan):
+                snap = self._gather_again(snap, plan)
+                plan = self._plan(snap)
         self._check_window(snap, plan)
         return snap, plan
 
@@ -383,7 +388,7 @@ class ContextBuilder:
         chosen = choose_recipe(recipe, newest_role=index.roles[-1] if len(index) else None,
                                call_pending=self.log.call_pending())
         language = self.language()
-        self.working.expire_pins(index.pages, language)
+        known = self.working.expire_pins(index.pages, language)  # the state's version
         limit = budget if budget is not None else self.settings.budget
         agent_tokens = self.system.agent_tokens(agent)
         prompt = self.system.head(self.log.system, (), language)
@@ -405,7 +410,7 @@ class ContextBuilder:
                                   if self.history.paged is not None else _nowhere),
             task=bool(agent) or chosen.name == "tool_loop", budget=limit)
         room, caps, state, reserve = self._sized(chosen, limit, agent_tokens, tools_tokens,
-                                                 head, memory)
+                                                 head, memory, known)
         ready: dict[int, PageSummary] = {}
         paged = self.history.paged
         if self.summaries is not None and paged is not None and paged.archive.contents:
@@ -458,15 +463,16 @@ class ContextBuilder:
         return whole
 
     def _sized(self, chosen: Recipe, limit: int, agent_tokens: int, tools_tokens: int,
-               head: Sequence[Message], memory: Gathered
+               head: Sequence[Message], memory: Gathered, version: int | None = None,
                ) -> tuple[int, dict[str, int], Message | None, int]:
         """The room, the caps, the working state rendered to its cap, the tool heads' reserve.
 
-        ``memory``: the gather that sizes the retrieval share.
+        ``memory``: the gather that sizes the retrieval share; ``version``: the working
+        state's, when this load read it already.
         """
         language = self.language()
         room, caps = self._allot(limit, agent_tokens, tools_tokens, head, memory)
-        state = self.working.render(chosen, caps["state"], language)
+        state = self.working.render(chosen, caps["state"], language, version=version)
         state_tokens = (state.tokens or 0) if state else 0
         reserved = self.retrieval.reserve(memory.candidates, caps["retrieval"], language)
         reserve = self.history.head_reserve(chosen, room - state_tokens - reserved)
@@ -737,27 +743,34 @@ class ContextBuilder:
                 store.context.put(self.record, key, value)
             return
         language = self.language()
+        # The cached values go with the guarded ones: one batch of values, not two.
+        changes = replace(plan.changes, values={**plan.changes.values, **plan.cache})
+        shown: tuple[tuple[Any, ...], Message | None] | None = None
         with store.atomic():
-            if not store.context.commit(self.record, self._version, plan.changes):
+            if not store.context.commit(self.record, self._version, changes):
                 raise _Conflict
-            self.working.note_hidden(self.log.tool_results_of(plan.hidden), self.views,
-                                     language)
-            self.working.pool_evicted(plan.evicted, language)
+            with self.working.committing(language) as state:
+                self.working.note_hidden(state, self.log.tool_results_of(plan.hidden),
+                                         self.views)
+                self.working.pool_evicted(state, plan.evicted)
+                if plan.evicted or plan.hidden:
+                    # What this build moved out went into the working state: show it in
+                    # this very request, the one whose prefix changes anyway, within what
+                    # is left (rendered from what the writes read, kept once committed).
+                    retrieval_tokens = (plan.retrieval.tokens or 0) if plan.retrieval else 0
+                    left = snap.room - plan.window_tokens - retrieval_tokens
+                    shown = self.working.rendered(state, snap.recipe,
+                                                  min(snap.caps["state"], max(left, 0)),
+                                                  language)
             paged = plan.history.paged
             self.retrieval.remember(memory, plan.archived,
                                     paged.contents if paged is not None else {})
             if self.summaries is not None and plan.archived:
                 self.summaries.submit_keyed([(self.history.summary_key(page), messages)
                                              for page, messages in plan.archived])
-            for key, value in plan.cache.items():
-                store.context.put(self.record, key, value)
-        if plan.evicted or plan.hidden:
-            # What this build moved out went into the working state: show it in this very
-            # request, the one whose prefix changes anyway, within what is left.
-            retrieval_tokens = (plan.retrieval.tokens or 0) if plan.retrieval else 0
-            left = snap.room - plan.window_tokens - retrieval_tokens
-            plan.state = self.working.render(snap.recipe, min(snap.caps["state"],
-                                                              max(left, 0)), language)
+        if shown is not None:
+            self.working.keep(*shown)
+            plan.state = shown[1]
 
     def _adopt(self, plan: _Plan) -> None:
         """The committed plan becomes the strategy state."""

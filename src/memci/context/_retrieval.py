@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import replace
 from datetime import datetime
 from typing import Any, NamedTuple
@@ -160,6 +161,10 @@ class RetrievalSource:
         self._lines: dict[tuple[str, str, str, datetime | None], tuple[str, int]] = {}
 
     # -- load ----------------------------------------------------------------------------
+
+    def reading(self) -> AbstractContextManager[None]:
+        """A build's load phase: its gathers read memory once (see :meth:`Memory.reading`)."""
+        return self.services.memory.reading() if self.enabled else nullcontext()
 
     def gather(self, saved: object, window_seq: int,
                archived: Callable[[int], bool], *, task: bool = False,

@@ -10,12 +10,16 @@ of its share): between two changes every request carries the same text, byte for
 
 What a build commits into the working state also comes through here: one notebook line
 per tool result that left the window (seed 004, phase 1), and the lines of evicted pages
-folded into the context pool. Pins expire once per round, in the load phase.
+folded into the context pool, in one :meth:`WorkingStateSource.committing` block whose
+render (the segment as the commit leaves it) reads nothing the writes read already. What
+is rendered inside a transaction is kept only once it commits (:meth:`keep`). Pins expire
+once per round, in the load phase.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import replace
 from typing import Any
 
@@ -41,35 +45,67 @@ class WorkingStateSource:
         self.work = WorkState(store, record)
         self._cache: tuple[tuple[Any, ...], Message | None] = ((), None)
         self._expired_round = 0
+        self._pinless = -1  # a version of the state at which it held no pin
 
     def forget(self) -> None:
         """Forget what was rendered and expired (read again: a transaction was rolled back)."""
         self._cache = ((), None)
         self._expired_round = 0
+        self._pinless = -1
 
     def state(self, language: str) -> WorkState:
         """The working state, with titles in ``language``."""
         self.work.titles = CHINESE_TITLES if language == "zh" else ENGLISH_TITLES
         return self.work
 
-    def expire_pins(self, round: int, language: str) -> None:
+    def expire_pins(self, round: int, language: str) -> int | None:
         """Expire pins once per round (by time and by rounds): they move to the notebook.
 
         Only when there are pins: a chat without pins pays no write per round (the round
-        a new pin starts from is recorded before a state tool runs).
+        a new pin starts from is recorded before a state tool runs), and no read of its
+        pins while the state is at a version that held none (every change is an event).
+        Returns the state's version when it was read and nothing was written since (for
+        :meth:`render`), else None.
         """
-        if round != self._expired_round:
-            self._expired_round = round
-            state = self.state(language)
-            if state.pin_list():
-                state.expire(round=round)
-
-    def render(self, recipe: Recipe, cap: int, language: str) -> Message | None:
-        """The segment for ``recipe``: titled sections within ``cap`` tokens (None: empty)."""
+        if round == self._expired_round:
+            return None
+        self._expired_round = round
         state = self.state(language)
-        key = (recipe.name, state.version(), cap, language)
+        version = state.version()
+        if version == self._pinless:
+            return version
+        if state.pin_list():
+            state.expire(round=round)
+            return None
+        self._pinless = version
+        return version
+
+    def render(self, recipe: Recipe, cap: int, language: str, *,
+               version: int | None = None) -> Message | None:
+        """The segment for ``recipe``: titled sections within ``cap`` tokens (None: empty).
+
+        ``version``: the state's version, when the caller read it and nothing changed since.
+        """
+        key, message = self.rendered(self.state(language), recipe, cap, language,
+                                     version=version)
+        self.keep(key, message)
+        return message
+
+    def keep(self, key: tuple[Any, ...], message: Message | None) -> None:
+        """Keep a render (of :meth:`rendered`) for the builds after, while its key holds."""
+        self._cache = (key, message)
+
+    def rendered(self, state: WorkState, recipe: Recipe, cap: int, language: str, *,
+                 version: int | None = None) -> tuple[tuple[Any, ...], Message | None]:
+        """The segment of ``state`` for ``recipe``, and its key (not kept: see :meth:`keep`).
+
+        Inside a transaction, what it renders is kept only once the transaction commits
+        (its events' ids may be given again if it rolls back). ``version``: as in
+        :meth:`render`.
+        """
+        key = (recipe.name, state.version() if version is None else version, cap, language)
         if self._cache[0] == key:
-            return self._cache[1]
+            return key, self._cache[1]
         render = {"fastmemo": state.render_fastmemo, "context_pool": state.render_context_pool,
                   "pins": state.render_pins, "plan": state.render_plan,
                   "notebook": state.render_notebook}
@@ -92,8 +128,7 @@ class WorkingStateSource:
                 tokens = self.tokenizer.count_message(built)
                 # Too small a share for even a line: nothing, rather than over the budget.
                 message = replace(built, tokens=tokens) if tokens <= cap else None
-        self._cache = (key, message)
-        return message
+        return key, message
 
     def _fitted(self, bodies: Mapping[Section, str], room: int) -> dict[Section, str]:
         """The sections' bodies within ``room``: over its share, a section is summarized."""
@@ -104,7 +139,19 @@ class WorkingStateSource:
 
     # -- what a build commits ------------------------------------------------------------
 
-    def note_hidden(self, results: Iterable[Message], views: ToolViews, language: str) -> None:
+    @contextmanager
+    def committing(self, language: str) -> Iterator[WorkState]:
+        """The state a build's commit writes, in one writing block (each value read once).
+
+        Inside the build's transaction: its adds, and the render after them, share what
+        the block read.
+        """
+        state = self.state(language).with_actor("memci")
+        with state.writing():
+            yield state
+
+    def note_hidden(self, state: WorkState, results: Iterable[Message],
+                    views: ToolViews) -> None:
         """One short notebook line per tool result that left the window (seed 004, phase 1).
 
         Steps of a tool loop leave the window in batches; the notebook keeps a sourced line
@@ -123,19 +170,13 @@ class WorkingStateSource:
                             else f"{what}: {line}"[:300],
                             f"tool:{result.call_id}"[:_SOURCE_CHARS], artifact.pointer))
         if entries:
-            # One event for the batch: the window moved once. Inside the build's commit:
-            # what the adds and any compaction read is read once (writing()).
-            state = self.state(language).with_actor("memci")
-            with state.writing():
-                state.notebook_add_many(entries)
+            # One event for the batch: the window moved once.
+            state.notebook_add_many(entries)
 
-    def pool_evicted(self, evicted: Mapping[int, ContentsEntry], language: str) -> None:
+    def pool_evicted(self, state: WorkState, evicted: Mapping[int, ContentsEntry]) -> None:
         """Fold evicted pages into the context pool (seed 004's compressed chat history)."""
         listed = [(p, e.lines) for p, e in sorted(evicted.items()) if e.lines]
-        if not listed:
-            return
-        state = self.state(language).with_actor("memci")
-        with state.writing():  # inside the build's commit: each value read once
+        if listed:
             state.fastmemo_add_many(state.limits.pool_section, [
                 ((f"Page {page}: " + " / ".join(lines[:3]))[:380], f"chat:page-{page}")
                 for page, lines in listed])

@@ -348,8 +348,12 @@ class MessageIndex:
 
         Cheap when nothing is missing: one statement, two indexed lookups per session.
         """
+        return self.catch_up(self.rows.behind(sessions))
+
+    def catch_up(self, behind: Iterable[tuple[int, int]]) -> int:
+        """Index the messages of each ``(session id, last indexed seq)`` after that seq."""
         added = 0
-        for sid, after in self.rows.behind(sessions):
+        for sid, after in behind:
             with self.store.atomic():
                 record = SessionRecord(sid, "", self.rows.session_name(sid), None,
                                        MappingProxyType({}), datetime.now(UTC))

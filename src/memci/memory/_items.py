@@ -278,9 +278,17 @@ class MemoryItems:
         fused = fuse(lists)[:k]
         return self.hits([(i, score, names) for i, score, names in fused])
 
-    def hits(self, ranked: Sequence[tuple[int, float, tuple[str, ...]]]) -> list[Hit]:
-        """Hits for ranked item ids."""
-        items = {i.id: i for i in self.rows.get_many([item_id for item_id, _, _ in ranked])}
+    def hits(self, ranked: Sequence[tuple[int, float, tuple[str, ...]]],
+             known: dict[int, MemoryItem] | None = None) -> list[Hit]:
+        """Hits for ranked item ids.
+
+        ``known``: items already read (by id); the others are read and added to it.
+        """
+        kept = known if known is not None else {}
+        missing = [item_id for item_id, _, _ in ranked if item_id not in kept]
+        if missing:
+            kept.update((i.id, i) for i in self.rows.get_many(missing))
+        items = {item_id: kept[item_id] for item_id, _, _ in ranked if item_id in kept}
         names = self.rows.session_names({i.session_id for i in items.values()
                                          if i.session_id is not None})
         out: list[Hit] = []

@@ -10,13 +10,20 @@ Scopes of :meth:`Memory.search`: ``"session"`` searches the session's messages, 
 items the session may see; ``"user"`` searches the messages of every session of the same
 user and tenant (a session without a user falls back to itself), and the user's items;
 ``"tenant"`` searches every session of the tenant. Nothing crosses a tenant.
+
+Inside :meth:`Memory.reading` (a build's load phase: the page's gather, then the gather
+again after archiving) memory is read as of one moment: its version, the sessions a
+search covers (their index caught up) and the items' rankings and rows are read once,
+and the searches after the first reuse them.
 """
 
 from __future__ import annotations
 
 import threading
 import weakref
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Literal
 
@@ -34,6 +41,17 @@ __all__ = ["Memory", "memory_for", "search"]
 
 _SCOPES: tuple[Level, ...] = ("session", "user", "tenant")
 _Fused = tuple[tuple[str, int], float, tuple[str, ...]]
+_ItemsKey = tuple[object, ...]
+
+
+@dataclass(slots=True)
+class _Reads:
+    """What one :meth:`Memory.reading` block has read: reused by its later searches."""
+
+    version: tuple[int, int, int] | None = None
+    sessions: dict[tuple[str, str, str | None, int], list[int]] = field(default_factory=dict)
+    item_lists: dict[_ItemsKey, dict[str, list[int]]] = field(default_factory=dict)
+    items: dict[int, MemoryItem] = field(default_factory=dict)
 
 
 class Memory:
@@ -59,6 +77,29 @@ class Memory:
                                      time_mode=time_mode, page_of=page_of)
         self.items = MemoryItems(store, analyzer=self.messages.analyzer, embedder=chosen)
         self.embedder = chosen
+        self._local = threading.local()  # the thread's open reading() block, if any
+
+    @contextmanager
+    def reading(self) -> Iterator[None]:
+        """Within the block, read memory's version, sessions, item rankings and index once.
+
+        The searches of the block after the first reuse what it read (a build's gathers:
+        the page's, then again without what the plan archives). Nested blocks are the
+        outer one. Per thread: another thread's searches read for themselves.
+        """
+        if getattr(self._local, "reads", None) is not None:
+            yield
+            return
+        self._local.reads = _Reads()
+        try:
+            with self.messages.rows.reading():  # and the index's size and changes, once
+                yield
+        finally:
+            self._local.reads = None
+
+    def _reads(self) -> _Reads | None:
+        reads: _Reads | None = getattr(self._local, "reads", None)
+        return reads
 
     # -- writing -------------------------------------------------------------------------
 
@@ -98,14 +139,45 @@ class Memory:
 
     # -- searching -----------------------------------------------------------------------
 
-    def sessions_in(self, session: SessionRecord, scope: Level = "session") -> list[int]:
-        """Ids of the sessions ``scope`` covers, seen from ``session``."""
+    def _covered(self, session: SessionRecord, scope: Level) -> list[int]:
+        """Ids of the sessions ``scope`` covers, seen from ``session``, their index caught up.
+
+        One read when none lags; inside :meth:`reading`, once per scope.
+        """
         if scope not in _SCOPES:
             raise InvalidInputError(f"scope must be one of {', '.join(_SCOPES)}, not {scope!r}")
-        if scope == "session" or (scope == "user" and not session.user):
-            return [session.id]
-        return self.messages.rows.sessions_of(session.tenant,
-                                              session.user if scope == "user" else None)
+        reads = self._reads()
+        own = scope == "session" or (scope == "user" and not session.user)
+        key = (scope, session.tenant, None if own or scope == "tenant" else session.user,
+               session.id if own else 0)
+        if reads is not None and key in reads.sessions:
+            return reads.sessions[key]
+        if own:
+            sessions = [session.id]
+            added = self.messages.sync(sessions)
+        else:
+            sessions, behind = self.messages.rows.sessions_behind(session.tenant, key[2])
+            added = self.messages.catch_up(behind)
+        if reads is not None:
+            reads.sessions[key] = sessions
+            if added:
+                reads.version = None  # what was read before the catch-up is behind it
+        return sessions
+
+    def _item_lists(self, query: str, owner: Scope, depth: int,
+                    kinds: Collection[str] | None, exclude_kinds: Collection[str],
+                    time_range: TimeRange | None) -> dict[str, list[int]]:
+        """:meth:`MemoryItems.ranked` (inside :meth:`reading`, ranked once per question)."""
+        reads = self._reads()
+        key: _ItemsKey = (query, owner, depth, None if kinds is None else tuple(kinds),
+                          tuple(exclude_kinds), time_range)
+        if reads is not None and key in reads.item_lists:
+            return reads.item_lists[key]
+        lists = self.items.ranked(query, owner, depth=depth, kinds=kinds,
+                                  exclude_kinds=exclude_kinds, time_range=time_range)
+        if reads is not None:
+            reads.item_lists[key] = lists
+        return lists
 
     def search(
         self,
@@ -130,7 +202,18 @@ class Memory:
             raise InvalidInputError("a search query must be a string")
         if k <= 0:
             return []
-        sessions = self.sessions_in(session, scope)
+        sessions = self._covered(session, scope)
+        # One look at the index for the ranked lists and the load of the hits.
+        with self.messages.rows.reading():
+            return self._search(query, session, sessions, k, scope, items, item_kinds,
+                                exclude_item_kinds, now, time_range, exclude_from_seq)
+
+    def _search(
+        self, query: str, session: SessionRecord, sessions: list[int], k: int, scope: Level,
+        items: bool, item_kinds: Collection[str] | None, exclude_item_kinds: Collection[str],
+        now: datetime | None, time_range: TimeRange | None, exclude_from_seq: int | None,
+    ) -> list[Hit]:
+        """:meth:`search` over ``sessions``, their index caught up."""
         index = self.messages
         if time_range is None and index.time_mode != "off":
             time_range = time_hint(query, now=now)
@@ -140,7 +223,6 @@ class Memory:
         # rather than all at once at the first search that runs.
         everything_excluded = (sessions == [session.id] and exclude_from_seq is not None
                                and exclude_from_seq <= 1)
-        index.sync(sessions)
         message_lists: dict[str, list[Candidate]] = {}
         if not everything_excluded:
             index.embed_pending()
@@ -160,16 +242,17 @@ class Memory:
             lists[name] = [("m", c.doc) for c in keep]
             candidates.update({c.doc: c for c in keep})
         if items:
-            for name, ids in self.items.ranked(query, Scope.of(session, scope), depth=depth,
-                                               kinds=item_kinds, exclude_kinds=exclude_item_kinds,
-                                               time_range=time_range).items():
+            for name, ids in self._item_lists(query, Scope.of(session, scope), depth,
+                                              item_kinds, exclude_item_kinds,
+                                              time_range).items():
                 lists[f"items:{name}"] = [("i", i) for i in ids]
         weights = index.fusion_weights()
         weights["items:time"] = index.time_weight
         fused = fuse(lists, weights=weights, after=ADDS)
+        reads = self._reads()
         item_hits = {h.item.id: h for h in self.items.hits(
-            [(key[1], score, _base(names)) for key, score, names in fused[:k] if key[0] == "i"])
-            if h.item is not None}
+            [(key[1], score, _base(names)) for key, score, names in fused[:k] if key[0] == "i"],
+            reads.items if reads is not None else None) if h.item is not None}
         fused = _episodes_after(fused, k, item_hits)
         message_hits = index.load_docs([(candidates[key[1]], score, _base(names))
                                         for key, score, names in fused if key[0] == "m"])
@@ -184,9 +267,15 @@ class Memory:
         """Changes whenever a message is indexed, an item changes or anything is deleted.
 
         For caches: a deletion may leave the newest message and item as they were, so
-        the store's erasure epoch is part of it.
+        the store's erasure epoch is part of it. One read (inside :meth:`reading`, once).
         """
-        return (self.messages.version(), self.items.version(), self.store.eraser.epoch())
+        reads = self._reads()
+        if reads is not None and reads.version is not None:
+            return reads.version
+        version = self.messages.rows.memory_version()
+        if reads is not None:
+            reads.version = version
+        return version
 
 
 def _episodes_after(fused: Sequence[_Fused], k: int, items: dict[int, Hit]) -> list[_Fused]:

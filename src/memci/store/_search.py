@@ -23,6 +23,7 @@ Invariants every backend keeps:
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, NamedTuple, Protocol
 
@@ -189,12 +190,34 @@ class MessageSearch(Protocol):
         """Ids of the sessions of ``tenant`` (of ``user`` when given), oldest first."""
         ...
 
+    def sessions_behind(
+        self, tenant: str, user: str | None = None
+    ) -> tuple[list[int], list[tuple[int, int]]]:
+        """:meth:`sessions_of` and :meth:`behind` of those sessions, in one read."""
+        ...
+
     def count(self) -> int:
         """How many entries of non-system messages there are."""
         ...
 
     def version(self) -> int:
         """The newest doc number (0 when empty): grows whenever a message is indexed."""
+        ...
+
+    def reading(self) -> AbstractContextManager[None]:
+        """A block (on this thread) whose searches and loads see the index as of one read.
+
+        What a search keeps between searches is checked against the index's size and
+        change count once in the block, not at each ranked list and load.
+        """
+        ...
+
+    def memory_version(self) -> tuple[int, int, int]:
+        """The newest doc number, item revision and erasure (0: none), in one read.
+
+        What a cache of long-term memory is keyed by: it grows whenever a message is
+        indexed, an item changes or anything is deleted.
+        """
         ...
 
 

@@ -74,6 +74,12 @@ class WorkStore(Protocol):
         """Every item of the session by kind, each kind by id, in id order (one read)."""
         ...
 
+    def every_value(
+        self, session_id: int
+    ) -> tuple[dict[str, dict[int, Any]], dict[str, Any]]:
+        """:meth:`every_item`, and every per-session value by name, in one read."""
+        ...
+
     def put_items(self, session_id: int, values: Mapping[tuple[str, int], Any]) -> None:
         """Store several items' values by ``(kind, id)`` (None removes one), in few statements."""
         ...

@@ -23,7 +23,10 @@ transaction, calling the compressor outside any transaction so an LLM compressor
 holds the database's write lock.
 
 What is stored goes through the store's working-state part (``store.work``, a
-:class:`~memci.store.WorkStore`); a change is one ``store.atomic()`` block.
+:class:`~memci.store.WorkStore`); a change is one ``store.atomic()`` block. Inside
+:meth:`WorkState.writing`, the values and the items (once read) are written when the
+block ends, each key once, in the same transaction as its events: several adds and a
+compaction in one block write ``next_memo`` once, not at each step.
 """
 
 from __future__ import annotations
@@ -91,8 +94,12 @@ class _Read:
     """What a :meth:`WorkState.reading` block read: items by kind and id, values by name."""
 
     writing: bool = False  # inside one write transaction (its writes applied here)
-    items: dict[str, dict[int, Json]] | None = None
+    items: dict[str, dict[int, Json]] | None = None  # read with every value (meta whole)
     meta: dict[str, Any] = field(default_factory=dict)
+    latest_event: int | None = None  # writing: the id of the last event it wrote
+    # writing: what the block changed, written when it ends (None deletes)
+    unsaved_meta: dict[str, Any] = field(default_factory=dict)
+    unsaved_items: dict[tuple[str, int], Any] = field(default_factory=dict)
 
 
 def _ordered(rows: list[Json]) -> list[Json]:
@@ -155,21 +162,30 @@ class WorkState:
     def writing(self) -> Iterator[WorkState]:
         """One transaction in which each kind of item and each value is read once.
 
-        What the writes inside change is applied to what was read (the writes still go to
-        the store as they are made), so several adds in a row read nothing again: the
-        transaction holds the store's writer, nothing else changes it meanwhile.
+        What the writes inside change is applied to what was read, so several adds in a
+        row read nothing again: the transaction holds the store's writer, nothing else
+        changes it meanwhile. The values, and the items once every item was read, are
+        written when the block ends (each key once); the events as they are made.
         """
         with self.store.atomic():
             outer = self._read
             if outer is not None and outer.writing:  # the same transaction: the same reads
                 yield self
                 return
-            self._read = _Read(writing=True)
+            self._read = read = _Read(writing=True)
             try:
                 yield self
+                self._save(read)
             finally:
                 # A reading() around this block read before these writes: read again.
                 self._read = None if outer is None else _Read()
+
+    def _save(self, read: _Read) -> None:
+        """Write what a writing block changed: each value once, the items in one batch."""
+        for name, value in read.unsaved_meta.items():
+            self.rows.put_meta(self.session.id, name, value)
+        if read.unsaved_items:
+            self.rows.put_items(self.session.id, read.unsaved_items)
 
     # -- storage primitives --------------------------------------------------------------
 
@@ -181,9 +197,7 @@ class WorkState:
         if kind == "meta":
             if self._read is None:
                 return self.rows.meta(self.session.id, ident)
-            if ident not in self._read.meta:
-                self._read.meta[ident] = self.rows.meta(self.session.id, ident)
-            return self._read.meta[ident]
+            return self._read_all().meta.get(ident)
         if self._read is not None and self._read.items is not None:
             return self._read.items.get(kind, {}).get(int(ident))
         return self.rows.item(self.session.id, kind, int(ident))
@@ -191,14 +205,21 @@ class WorkState:
     def _put(self, key: str, value: Any) -> None:
         kind, _, ident = key.partition(":")
         if kind == "meta":
-            self.rows.put_meta(self.session.id, ident, value)
+            if self._read is not None and self._read.writing:
+                self._read.unsaved_meta[ident] = value  # written when the block ends
+            else:
+                self.rows.put_meta(self.session.id, ident, value)
             if self._read is not None:
                 self._read.meta[ident] = value
         else:
             self._put_items({(kind, int(ident)): value})
 
     def _put_items(self, values: Mapping[tuple[str, int], Any]) -> None:
-        self.rows.put_items(self.session.id, values)
+        if self._read is not None and self._read.writing and self._read.items is not None:
+            # Every item is read in this block, and reads come from it: written at its end.
+            self._read.unsaved_items.update(values)
+        else:
+            self.rows.put_items(self.session.id, values)
         if self._read is not None and self._read.items is not None:
             for (kind, item_id), value in values.items():
                 held = self._read.items.setdefault(kind, {})
@@ -213,9 +234,21 @@ class WorkState:
         """Every item of ``kind`` by id, in id order (read once inside reading())."""
         if self._read is None:
             return {int(d["id"]): d for d in self.rows.items(self.session.id, kind)}
-        if self._read.items is None:  # every kind in one read
-            self._read.items = self.rows.every_item(self.session.id)
-        return self._read.items.get(kind, {})
+        items = self._read_all().items
+        assert items is not None
+        return items.get(kind, {})
+
+    def _read_all(self) -> _Read:
+        """What the open block read: every item and every value, in one read at first use.
+
+        A value the block wrote before that read is kept as written.
+        """
+        read = self._read
+        assert read is not None
+        if read.items is None:
+            read.items, meta = self.rows.every_value(self.session.id)
+            read.meta = {**meta, **read.meta}
+        return read
 
     def _rows(self, kind: str) -> list[Json]:
         stored = (self.rows.items(self.session.id, kind) if self._read is None
@@ -284,10 +317,13 @@ class WorkState:
                 items[kind, int(ident)] = value
         if items:
             self._put_items(items)
-        return self.rows.add_event(
+        event = self.rows.add_event(
             self.session.id, at=self._now(), actor=self.actor, action=action,
             target=",".join(changes), before=before, after=dict(changes), reverts=reverts,
         )
+        if self._read is not None and self._read.writing:
+            self._read.latest_event = event.id
+        return event
 
     def _check_artifact(self, ref: str | None, what: str) -> None:
         if ref is None or not ref.startswith("artifact:"):
@@ -309,7 +345,13 @@ class WorkState:
         return self._round_in()
 
     def version(self) -> int:
-        """A number that grows with every change of this working state (for caches)."""
+        """A number that grows with every change of this working state (for caches).
+
+        Inside a writing block that wrote an event: that event's id (the newest, read
+        with nothing else changing the state until the block's transaction ends).
+        """
+        if self._read is not None and self._read.latest_event is not None:
+            return self._read.latest_event
         return self.store.work.latest_event(self.session.id)
 
     # -- pins ----------------------------------------------------------------------------

@@ -94,12 +94,14 @@ class SqlContextStore:
                 " last_page) VALUES (?, ?, ?, ?, ?, ?, ?)",
                 [(session.id, e.round, e.kind, e.page, e.reason, now,
                   e.last_page if e.last_page > e.page else None) for e in changes.events])
-            for key, value in changes.values.items():
-                if value is None:
-                    sql.run("DELETE FROM session_state WHERE session_id = ? AND key = ?",
-                            (session.id, key))
-                else:
-                    _put(sql, session.id, key, value)
+            # The values in two statements at most, whatever their number.
+            gone = [key for key, value in changes.values.items() if value is None]
+            if gone:
+                sql.run("DELETE FROM session_state WHERE session_id = ?"
+                        f" AND {sql.dialect.in_array('key')}",
+                        (session.id, sql.dialect.array(gone)))
+            sql.many(_PUT_VALUE, [(session.id, key, json.dumps(value, ensure_ascii=False))
+                                  for key, value in changes.values.items() if value is not None])
         return True
 
     def put(self, session: SessionRecord, key: str, value: Any) -> None:

@@ -1,7 +1,7 @@
 """Long-term memory items (:class:`~memci.store.ItemStore`): the row statements, both backends.
 
 ``memory_items`` (migration series ``memory``) holds every item, current or not; ``rev``
-grows at each change (SQLite: ``MAX(rev) + 1``, read in the write transaction;
+grows at each change (SQLite: ``MAX(rev) + 1``, in the statement that writes it;
 PostgreSQL: the sequence ``memory_item_revisions``, so revisions grow whichever server
 writes). Each backend keeps the items' keyword text its own way, and ranks it its own
 way: :class:`SqlItemStore` leaves :meth:`SqlItemStore._index` and

@@ -15,7 +15,8 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Collection, Sequence
-from typing import TYPE_CHECKING, Any
+from contextlib import AbstractContextManager, nullcontext
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from memci.messages import Message
 from memci.store._rows import message_from_row, stored_instant, stored_parts
@@ -78,7 +79,12 @@ def as_candidates(rows: Sequence[Sequence[Any]]) -> list[Candidate]:
 
 
 class SqlMessageSearch(ABC):
-    """The message index of one analyzer in one store: what both backends share."""
+    """The message index of one analyzer in one store: what both backends share.
+
+    ``EPOCH``: the backend's erasure epoch as a scalar subquery (its eraser's).
+    """
+
+    EPOCH: ClassVar[str]
 
     def __init__(self, db: Transactions, analyzer: Analyzer) -> None:
         db.ready("memory")
@@ -176,13 +182,25 @@ class SqlMessageSearch(ABC):
         source, args = "SELECT id AS sid FROM sessions", list[Any]()
         if sessions is not None:
             source, args = d.array_rows("sid"), [d.array(int(s) for s in sessions)]
+        return _ahead(self._tops(f"({source}) s", args))
+
+    def sessions_behind(
+        self, tenant: str, user: str | None = None
+    ) -> tuple[list[int], list[tuple[int, int]]]:
+        """:meth:`sessions_of` and :meth:`behind` of those sessions, in one statement."""
+        text, args = "sessions WHERE tenant = ?", [tenant]
+        if user is not None:
+            text, args = text + " AND user_id = ?", [tenant, user]
+        tops = self._tops(f"(SELECT id AS sid FROM {text}) s ORDER BY s.sid", args)
+        return [int(sid) for sid, _, _ in tops], _ahead(tops)
+
+    def _tops(self, source: str, args: Sequence[Any]) -> list[tuple[Any, ...]]:
+        """``(session id, newest seq, newest indexed seq)`` of each session of ``source``."""
         with self._db.read() as sql:
-            tops = sql.all(
+            return [tuple(r) for r in sql.all(
                 "SELECT s.sid, (SELECT MAX(seq) FROM messages WHERE session_id = s.sid),"
                 " (SELECT MAX(seq) FROM memory_docs WHERE session_id = s.sid)"
-                f" FROM ({source}) s", args)
-        return [(int(sid), int(done or 0)) for sid, top, done in tops
-                if top is not None and int(done or 0) < int(top)]
+                f" FROM {source}", args)]
 
     def unindexed(self, session_id: int, after: int) -> list[Message]:
         """The session's stored messages with seq > ``after``, in order."""
@@ -286,3 +304,24 @@ class SqlMessageSearch(ABC):
         """The newest doc number (0 when empty)."""
         with self._db.read() as sql:
             return int(sql.value("SELECT COALESCE(MAX(id), 0) FROM memory_docs") or 0)
+
+    def reading(self) -> AbstractContextManager[None]:
+        """A block whose searches see the index as of one read (a backend may keep none)."""
+        return nullcontext()
+
+    def memory_version(self) -> tuple[int, int, int]:
+        """The newest doc number, item revision and erasure, in one statement (0: none)."""
+        with self._db.read() as sql:
+            row = sql.one("SELECT (SELECT COALESCE(MAX(id), 0) FROM memory_docs),"
+                          f" (SELECT COALESCE(MAX(rev), 0) FROM memory_items), {self.EPOCH}")
+        assert row is not None
+        return int(row[0]), int(row[1]), int(row[2])
+
+
+def _ahead(tops: Sequence[Sequence[Any]]) -> list[tuple[int, int]]:
+    """``(session id, last indexed seq)`` of the sessions of ``tops`` whose log is ahead.
+
+    ``tops``: rows of :meth:`SqlMessageSearch._tops`.
+    """
+    return [(int(sid), int(done or 0)) for sid, top, done in tops
+            if top is not None and int(done or 0) < int(top)]

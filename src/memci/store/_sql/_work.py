@@ -80,6 +80,25 @@ class SqlWorkStore:
                                                                       "working-state value")
         return out
 
+    def every_value(
+        self, session_id: int
+    ) -> tuple[dict[str, dict[int, Any]], dict[str, Any]]:
+        """:meth:`every_item`, and every per-session value by name, in one statement."""
+        with self._db.read() as sql:
+            rows = sql.all("SELECT 0, kind, item_id, data FROM workspace_items"
+                           " WHERE session_id = ? UNION ALL SELECT 1, name, 0, value"
+                           " FROM workspace_meta WHERE session_id = ? ORDER BY 1, 2, 3",
+                           (session_id, session_id))
+        items: dict[str, dict[int, Any]] = {}
+        meta: dict[str, Any] = {}
+        for is_meta, key, item_id, data in rows:
+            value = stored_json(data, "working-state value")
+            if is_meta:
+                meta[str(key)] = value
+            else:
+                items.setdefault(str(key), {})[int(item_id)] = value
+        return items, meta
+
     def top_item_id(self, session_id: int, kind: str) -> int:
         """The largest id of an item of ``kind`` stored now (0 when none is)."""
         with self._db.read() as sql:

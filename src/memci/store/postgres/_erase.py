@@ -33,7 +33,7 @@ from memci.store.postgres._keyword import forget_keywords, keyword_tables
 from memci.store.postgres._migrations import SERIES
 from memci.store.postgres._vectors import forget_vectors
 
-__all__ = ["DERIVED_PREFIXES", "PostgresEraser", "memci_tables"]
+__all__ = ["DERIVED_PREFIXES", "EPOCH", "PostgresEraser", "memci_tables"]
 
 #: The tables memci makes on first use, by name prefix: each analyzer's keyword tables
 #: (``memory_fts_bigram`` …) and each embedder's vector tables.
@@ -41,6 +41,9 @@ DERIVED_PREFIXES: tuple[str, ...] = (
     "memory_fts_", "memory_items_fts_", "doc_chunks_fts_", "memory_vec_",
 )
 # A table a migration makes, in the migration's text.
+# The erasure epoch (see PostgresEraser.epoch) as a scalar subquery: the rows counted
+# (a sequence's ids may commit out of order, so the largest may not grow).
+EPOCH = "(SELECT COUNT(*) FROM memci_erasures)"
 _CREATED = re.compile(r"CREATE\s+TABLE\s+(?:IF\s+NOT\s+EXISTS\s+)?(\w+)", re.IGNORECASE)
 
 
@@ -83,7 +86,7 @@ class PostgresEraser(SqlEraser):
     def epoch(self) -> int:
         """Grows with every deletion in the store (0 before the first): the rows counted."""
         with self._db.read() as sql:
-            return int(sql.value("SELECT COUNT(*) FROM memci_erasures") or 0)
+            return int(sql.value(f"SELECT {EPOCH}") or 0)
 
     # -- leaving no trace ----------------------------------------------------------------
 

@@ -23,6 +23,7 @@ from memci.store._search import Candidate, IndexedMessage, SearchDoc, SearchFilt
 from memci.store._sql import Sql, SqlMessageSearch, search_filter
 from memci.store.postgres._db import Connection, Database
 from memci.store.postgres._dialect import POSTGRES
+from memci.store.postgres._erase import EPOCH
 from memci.store.postgres._keyword import KeywordTable
 from memci.store.postgres._scoped import Commons, PostingScope, newest, split
 
@@ -34,6 +35,8 @@ __all__ = ["PostgresMessageSearch"]
 
 class PostgresMessageSearch(SqlMessageSearch):
     """The message index of one analyzer in one PostgreSQL store."""
+
+    EPOCH = EPOCH
 
     def __init__(self, store: Database, analyzer: Analyzer) -> None:
         super().__init__(store.sql, analyzer)

@@ -42,6 +42,7 @@ _KEPT_COUNTS = 16_384  # (term, scope) counts kept between searches
 _KEPT_RANKINGS = 256  # rankings of common terms kept between searches
 _KEPT_WINDOWS = 256  # scopes whose newest entries' bound is kept
 _COUNTS_PER_STATEMENT = 64  # terms counted by one statement at most
+_KEPT_ENTRIES = 16_384  # entries whose session and seq are kept between searches
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,6 +113,8 @@ class CommonTerms:
         self._recent: dict[tuple[str, tuple[Any, ...]], tuple[int, int, int, list[int]]] = {}
         # what newest() ranked, by its terms, scope, entries, changes and depth
         self._rankings: dict[tuple[object, ...], tuple[tuple[float, Candidate], ...]] = {}
+        # (changes then, entry -> its session and seq): what newest() read of its entries
+        self._entries: tuple[int, dict[int, Candidate]] = (-1, {})
 
     # -- how many entries of a scope hold a term -----------------------------------------
 
@@ -225,19 +228,21 @@ class CommonTerms:
     # -- the newest entries of a scope ---------------------------------------------------
 
     def window(self, db: sqlite3.Connection, scope: SearchScope, top: int,
-               changes: int) -> tuple[int, int]:
+               changes: int, *, added: int | None = None) -> tuple[int, int]:
         """``(low, n)``: the scope's newest ``recent`` entries up to ``top`` are (low, top].
 
         ``n`` is how many they are (fewer than ``recent`` when the scope holds fewer).
         Kept per scope: as entries are added, the bound moves up past as many of the
         scope's oldest ones as were added (both read in the index, a few rows each).
+        ``added``: the entries added since the kept window, counted by the caller.
         """
         kept = self._windows.get(scope.key)
         if kept is not None and kept[0] == changes and kept[1] == top:
             return kept[2], kept[3]
-        added = self.recent + 1
-        if kept is not None and kept[0] == changes and kept[1] < top:
-            added = self._count_range(db, None, scope, kept[1], top, self.recent + 1)
+        if added is None:
+            added = self.recent + 1
+            if kept is not None and kept[0] == changes and kept[1] < top:
+                added = self._count_range(db, None, scope, kept[1], top, self.recent + 1)
         if kept is not None and added <= self.recent:
             low, n = kept[2], kept[3] + added
             if n > self.recent:
@@ -282,7 +287,7 @@ class CommonTerms:
         only, and an entry scores the sum of its terms' weights there (``ln(1 + n /
         entries holding it)``, ``n`` the newest entries); newer first at a tie.
         """
-        low, n = self.window(db, scope, top, changes)
+        low, n, read = self._window_reading(db, parts, scope, top, changes)
         # The same terms over the same entries rank the same (entries are only added, and
         # above ``top``, while the changes stay): a tool loop's, or a window's, next page.
         key = (tuple(parts), scope.key, low, top, changes, k)
@@ -290,15 +295,11 @@ class CommonTerms:
         if kept is not None:
             return list(kept)
         terms: list[tuple[float, set[int]]] = []
-        for docs in self._recent_docs(db, parts, scope, low, top, changes):
+        for docs in self._recent_docs(db, parts, scope, low, top, changes, read):
             if docs:
                 terms.append((math.log(1 + n / len(docs)), set(docs)))
         best = best_by_terms(terms, k)
-        rows = db.execute(
-            "SELECT id, session_id, seq FROM memory_docs WHERE id IN"
-            " (SELECT value FROM json_each(?))", (json.dumps([d for _, d in best]),)
-        ).fetchall()
-        found = {int(r[0]): Candidate(int(r[0]), int(r[1]), int(r[2])) for r in rows}
+        found = self._candidates(db, [d for _, d in best], changes)
         ranked = [(score, found[d]) for score, d in best if d in found]
         # Inside a write (``atomic``) what is read may be rolled back, its ids given again:
         # it is used, not kept.
@@ -308,16 +309,57 @@ class CommonTerms:
             self._rankings[key] = tuple(ranked)
         return ranked
 
-    def _recent_docs(
-        self, db: sqlite3.Connection, parts: Sequence[str], scope: SearchScope, low: int,
-        top: int, changes: int,
-    ) -> list[list[int]]:
-        """The entries of ``scope`` in ``(low, top]`` holding each of ``parts``, ascending.
+    def _candidates(self, db: sqlite3.Connection, docs: Sequence[int],
+                    changes: int) -> dict[int, Candidate]:
+        """``docs`` with their sessions and seqs (those still stored): read once each.
 
-        Kept between searches: a common term is asked again and again, and the newest
-        entries move by a few a build, so only the entries added since are read (for
-        every term in one statement).
+        Kept while the changes stay (an entry's session and seq never change; a deletion
+        counts as a change), and never from inside a write (it may roll back).
         """
+        at, known = self._entries
+        if at != changes or len(known) > _KEPT_ENTRIES:
+            known = {}
+        missing = [d for d in docs if d not in known]
+        found = {d: known[d] for d in docs if d in known}
+        if missing:
+            rows = db.execute(
+                "SELECT id, session_id, seq FROM memory_docs WHERE id IN"
+                " (SELECT value FROM json_each(?))", (json.dumps(missing),)).fetchall()
+            found.update((int(r[0]), Candidate(int(r[0]), int(r[1]), int(r[2]))) for r in rows)
+        if not db.in_transaction:
+            self._entries = (changes, {**known, **found})
+        return found
+
+    def _window_reading(
+        self, db: sqlite3.Connection, parts: Sequence[str], scope: SearchScope, top: int,
+        changes: int,
+    ) -> tuple[int, int, dict[str, list[int]] | None]:
+        """:meth:`window`, and what :meth:`_recent_docs` reads, in one statement if it can.
+
+        When the kept window only needs the entries added since counted, the terms'
+        entries are read in the same statement, from where that window starts: they are
+        the reads :meth:`_recent_docs` makes unless the count moves the window (a scope
+        past ``recent`` entries), which then reads them itself (None).
+        """
+        kept = self._windows.get(scope.key)
+        if kept is None or kept[0] != changes or kept[1] >= top:
+            low, n = self.window(db, scope, top, changes)
+            return low, n, None
+        reads = self._plan_reads(parts, scope, kept[2], top, changes)[1]
+        count, count_args = self._count_sql(None, scope, kept[1], top, self.recent + 1)
+        columns, params = self._read_columns(reads, scope, top)
+        row = db.execute(f"SELECT {', '.join([count, *columns])}",
+                         (*count_args, *params)).fetchone()
+        low, n = self.window(db, scope, top, changes, added=int(row[0]))
+        if low != kept[2]:
+            return low, n, None
+        return low, n, {part: sorted(json.loads(docs))
+                        for (part, _), docs in zip(reads, row[1:], strict=True)}
+
+    def _plan_reads(
+        self, parts: Sequence[str], scope: SearchScope, low: int, top: int, changes: int,
+    ) -> tuple[list[tuple[int, int, list[int]] | None], list[tuple[str, int]]]:
+        """What is kept of each of ``parts``' entries in ``(low, top]``, and what to read."""
         kept: list[tuple[int, int, list[int]] | None] = []
         reads: list[tuple[str, int]] = []
         for part in parts:
@@ -330,8 +372,22 @@ class CommonTerms:
                 kept.append(None)
                 if top > low:
                     reads.append((part, low))
-        read = dict(zip((part for part, _ in reads),
-                        self._read(db, reads, scope, top), strict=True))
+        return kept, reads
+
+    def _recent_docs(
+        self, db: sqlite3.Connection, parts: Sequence[str], scope: SearchScope, low: int,
+        top: int, changes: int, read: dict[str, list[int]] | None = None,
+    ) -> list[list[int]]:
+        """The entries of ``scope`` in ``(low, top]`` holding each of ``parts``, ascending.
+
+        Kept between searches: a common term is asked again and again, and the newest
+        entries move by a few a build, so only the entries added since are read (for
+        every term in one statement; ``read``: read already, see :meth:`_window_reading`).
+        """
+        kept, reads = self._plan_reads(parts, scope, low, top, changes)
+        if read is None:
+            read = dict(zip((part for part, _ in reads),
+                            self._read(db, reads, scope, top), strict=True))
         found: list[list[int]] = []
         for part, was in zip(parts, kept, strict=True):
             if was is None:
@@ -362,6 +418,13 @@ class CommonTerms:
         """
         if not reads:
             return []
+        columns, params = self._read_columns(reads, scope, top)
+        row = db.execute(f"SELECT {', '.join(columns)}", params).fetchone()
+        return [sorted(json.loads(docs)) for docs in row]
+
+    def _read_columns(self, reads: Sequence[tuple[str, int]], scope: SearchScope,
+                      top: int) -> tuple[list[str], list[Any]]:
+        """The scalar subqueries of :meth:`_read` (a JSON array a read), and their params."""
         t = self.table
         columns: list[str] = []
         params: list[Any] = []
@@ -370,5 +433,4 @@ class CommonTerms:
             columns.append(f"(SELECT json_group_array(r) FROM ({head} WHERE {t}.rowid > ?"
                            f" AND {t}.rowid <= ?{where}))")
             params.extend((low, top, *scope.params(part)))
-        row = db.execute(f"SELECT {', '.join(columns)}", params).fetchone()
-        return [sorted(json.loads(docs)) for docs in row]
+        return columns, params

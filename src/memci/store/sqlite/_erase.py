@@ -35,11 +35,13 @@ from memci.store.sqlite._failures import store_error
 from memci.store.sqlite._fts import fts_secure, fts_tables, secure_delete_supported
 from memci.store.sqlite._vectors import forget_vectors
 
-__all__ = ["ZEROED", "SQLiteEraser", "mark_zeroed"]
+__all__ = ["EPOCH", "ZEROED", "SQLiteEraser", "mark_zeroed"]
 
 #: The file header's ``user_version`` when every byte a write freed was zeroed since the
 #: file was made or last rewritten, so a deleted row leaves nothing behind in it.
 ZEROED = 1
+# The erasure epoch (see SQLiteEraser.epoch) as a scalar subquery: ids only grow here.
+EPOCH = "(SELECT COALESCE(MAX(id), 0) FROM memci_erasures)"
 # How long the checkpoint that empties the write-ahead log waits for readers (ms).
 _CHECKPOINT_WAIT_MS = 250
 
@@ -73,7 +75,7 @@ class SQLiteEraser(SqlEraser):
     def epoch(self) -> int:
         """Grows with every deletion in the store (0 before the first)."""
         with self._db.read() as sql:
-            return int(sql.value("SELECT COALESCE(MAX(id), 0) FROM memci_erasures") or 0)
+            return int(sql.value(f"SELECT {EPOCH}") or 0)
 
     # -- leaving no trace ----------------------------------------------------------------
 

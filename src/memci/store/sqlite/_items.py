@@ -58,7 +58,10 @@ class SQLiteItemStore(SqlItemStore):
                     + ", ".join(["(?, ?, ?)"] * len(batch)), args)
 
     def _revision(self, sql: Sql) -> tuple[str, tuple[Any, ...]]:
-        return "?", (int(sql.value("SELECT COALESCE(MAX(rev), 0) + 1 FROM memory_items")),)
+        # Inside the statement that writes it (SQLite runs a subquery that names no outer
+        # column once per statement): no read of its own. The write transaction holds the
+        # only writer, so no other change takes the same number.
+        return "(SELECT COALESCE(MAX(rev), 0) + 1 FROM memory_items)", ()
 
     def keyword(self, plan: MatchQuery, where: ItemFilter, depth: int) -> list[int]:
         """Up to ``depth`` ids passing ``where`` that match ``plan`` (BM25), best first.

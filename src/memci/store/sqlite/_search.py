@@ -13,9 +13,11 @@ from __future__ import annotations
 import json
 import math
 import sqlite3
-from collections.abc import Collection, Sequence
+import threading
+from collections.abc import Collection, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from memci.messages import Message
 from memci.store._rows import message_from_row, stored_instant, stored_parts
@@ -34,6 +36,7 @@ from memci.store._sql import LOAD_COLUMNS, Sql, SqlMessageSearch, search_filter
 from memci.store.sqlite._common import CommonTerms, SearchScope
 from memci.store.sqlite._db import Database
 from memci.store.sqlite._dialect import SQLITE
+from memci.store.sqlite._erase import EPOCH
 from memci.store.sqlite._fts import ensure_fts, fts_name
 
 if TYPE_CHECKING:
@@ -59,6 +62,8 @@ def _filters(where: SearchFilter) -> tuple[str, list[object]]:
 class SQLiteMessageSearch(SqlMessageSearch):
     """The message index of one analyzer in one SQLite store."""
 
+    EPOCH = EPOCH
+
     def __init__(self, store: Database, analyzer: Analyzer) -> None:
         super().__init__(store.sql, analyzer)
         self._store = store
@@ -70,6 +75,26 @@ class SQLiteMessageSearch(SqlMessageSearch):
         self._common = CommonTerms(self.table, rare=RARE, recent=RECENT)
         # (changes then, doc -> (session id, seq, message, page))
         self._loaded: tuple[int, dict[int, tuple[int, int, Message, int]]] = (-1, {})
+        # this thread's reading() block: the stamp its first search read (None: not yet)
+        self._reading = threading.local()
+
+    @contextmanager
+    def reading(self) -> Iterator[None]:
+        """Within the block, on this thread, the index's size and change count are read once.
+
+        The searches and loads of the block see the index as of that read (one search:
+        its ranked lists and the load of its hits; a build: its gathers), read again once
+        this connection wrote (an index caught up meanwhile). Not inside a write
+        transaction: what it reads may be rolled back.
+        """
+        if getattr(self._reading, "on", False):
+            yield
+            return
+        self._reading.on, self._reading.stamp = True, None
+        try:
+            yield
+        finally:
+            self._reading.on, self._reading.stamp = False, None
 
     # -- keyword text ---------------------------------------------------------------------
 
@@ -242,7 +267,8 @@ class SQLiteMessageSearch(SqlMessageSearch):
         ranking the rare terms' postings. So the best matches in the whole index are
         ranked (BM25 counts over the whole index either way), and those of ``sessions``
         kept: the same ``k`` best, or None when too few of them were among the ``depth``
-        ranked.
+        ranked. One statement: the ranked entries, each with its session and seq when it
+        is one of ``sessions``'.
         """
         if _filters(replace(where, below=None))[0]:
             return None
@@ -250,15 +276,13 @@ class SQLiteMessageSearch(SqlMessageSearch):
         expr = f"{{body context}} : ({' OR '.join(parts)})"
         bound, below = _bound(where)
         ranked = db.execute(
-            f"SELECT rowid, bm25({t}, 1.0, ?, 0.0) AS s FROM {t} WHERE {t} MATCH ?{bound}"
-            " ORDER BY s, rowid LIMIT ?", (context_weight, expr, *below, depth)).fetchall()
-        rows = db.execute(
-            "SELECT id, session_id, seq FROM memory_docs WHERE id IN"
-            " (SELECT value FROM json_each(?)) AND session_id IN (SELECT value FROM"
-            " json_each(?))", (json.dumps([r[0] for r in ranked]),
-                               json.dumps(list(sessions)))).fetchall()
-        inside = {int(r[0]): Candidate(int(r[0]), int(r[1]), int(r[2])) for r in rows}
-        found = [(-float(s), inside[int(doc)]) for doc, s in ranked if int(doc) in inside]
+            f"SELECT r.id, r.s, d.session_id, d.seq FROM (SELECT rowid AS id,"
+            f" bm25({t}, 1.0, ?, 0.0) AS s FROM {t} WHERE {t} MATCH ?{bound}"
+            " ORDER BY s, rowid LIMIT ?) r LEFT JOIN memory_docs d ON d.id = r.id"
+            " AND d.session_id IN (SELECT value FROM json_each(?)) ORDER BY r.s, r.id",
+            (context_weight, expr, *below, depth, json.dumps(list(sessions)))).fetchall()
+        found = [(-float(s), Candidate(int(doc), int(sid), int(seq)))
+                 for doc, s, sid, seq in ranked if sid is not None]
         if len(found) < k and len(ranked) == depth:
             return None  # more matches of these sessions may rank below the ones read
         return found[:k]
@@ -283,10 +307,25 @@ class SQLiteMessageSearch(SqlMessageSearch):
         (The second is counted by triggers.) What a search keeps between searches stays
         right while the changes stay: entries are then only added, each with a higher id.
         """
+        pinned = self._pinned(db)
+        if pinned is not None:
+            return pinned
         size, changes = db.execute(
             f"SELECT (SELECT COALESCE(MAX(rowid), 0) FROM {self.table}),"
             " (SELECT n FROM memory_docs_changes)").fetchone()
-        return int(size), int(changes)
+        stamp = int(size), int(changes)
+        if getattr(self._reading, "on", False) and not db.in_transaction:
+            self._reading.stamp = (stamp, db.total_changes)
+        return stamp
+
+    def _pinned(self, db: sqlite3.Connection) -> tuple[int, int] | None:
+        """The stamp this thread's reading() block read already (None: none, or in a write)."""
+        if db.in_transaction or not getattr(self._reading, "on", False):
+            return None
+        pinned: tuple[tuple[int, int], int] | None = self._reading.stamp
+        if pinned is None or pinned[1] != db.total_changes:  # this connection wrote since
+            return None
+        return pinned[0]
 
     def _scope_in_fts(self, db: sqlite3.Connection, sessions: Collection[int]) -> bool:
         """Whether to filter by ``sessions`` inside FTS5 (scope terms) rather than by a join.
@@ -338,28 +377,51 @@ class SQLiteMessageSearch(SqlMessageSearch):
 
     # -- loading -------------------------------------------------------------------------
 
+    def _changes_and_rows(self, db: sqlite3.Connection, docs: Sequence[int]
+                          ) -> tuple[int, list[Any]]:
+        """The count of changed entries, and the load rows of ``docs``, in one statement."""
+        if not docs:
+            return int(db.execute("SELECT n FROM memory_docs_changes").fetchone()[0]), []
+        rows = db.execute(
+            "SELECT c.n, l.* FROM (SELECT n FROM memory_docs_changes) c LEFT JOIN"
+            f" (SELECT {LOAD_COLUMNS} WHERE d.id IN (SELECT value FROM json_each(?))) l"
+            " ON 1", (json.dumps(list(docs)),)).fetchall()
+        return int(rows[0][0]), [row[1:] for row in rows if row[1] is not None]
+
+    def _rows(self, db: sqlite3.Connection, docs: Sequence[int]) -> list[Any]:
+        """The load rows of ``docs`` (no statement when there is none)."""
+        if not docs:
+            return []
+        return db.execute(f"SELECT {LOAD_COLUMNS} WHERE d.id IN (SELECT value FROM"
+                          " json_each(?))", (json.dumps(list(docs)),)).fetchall()
+
     def load(self, candidates: Sequence[Candidate]) -> dict[int, tuple[Message, int]]:
         """``{doc: (message, page)}`` of the candidates still stored (named sessions).
 
-        One statement for all of them; in the candidates' order. What was loaded is kept
-        until an entry is deleted or changed (counted in ``memory_docs_changes``; a stored
-        message never changes): successive questions of a conversation find many of the
-        same messages.
+        One statement for all of them, with the count of changes that says whether what
+        was kept still holds; in the candidates' order. What was loaded is kept until an
+        entry is deleted or changed (counted in ``memory_docs_changes``; a stored message
+        never changes): successive questions of a conversation find many of the same
+        messages.
         """
         if not candidates:
             return {}
         with self._store.read() as db:
-            changes = self._stamp(db)[1]
             at, loaded = self._loaded  # one read: the messages go with their count
+            missing = [c.doc for c in candidates if c.doc not in loaded]
+            pinned = self._pinned(db)
+            if pinned is not None:  # the block's count: nothing to read when all is kept
+                changes, rows = pinned[1], self._rows(db, missing)
+            else:
+                changes, rows = self._changes_and_rows(db, missing)
             if at != changes or len(loaded) > _LOADED_MAX:
+                # What was kept is stale: the rest is read again (after a deletion only).
                 loaded = {}
                 self._loaded = (changes, loaded)
+                rest = [c.doc for c in candidates if c.doc not in set(missing)]
+                rows += self._rows(db, rest)
             if db.in_transaction:  # inside a write: what is read may be rolled back
                 loaded = dict(loaded)
-            missing = [c.doc for c in candidates if c.doc not in loaded]
-            rows = db.execute(
-                f"SELECT {LOAD_COLUMNS} WHERE d.id IN (SELECT value FROM json_each(?))",
-                (json.dumps(missing),)).fetchall() if missing else []
         for row in rows:
             session_id = int(row[1])
             loaded[int(row[0])] = (session_id, int(row[2]), message_from_row(
