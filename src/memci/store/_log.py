@@ -22,6 +22,7 @@ from memci.messages import Message
 from memci.store._records import SessionRecord
 
 __all__ = [
+    "LOG_INDEX_KEY",
     "ContextChanges",
     "ContextEvent",
     "ContextState",
@@ -30,6 +31,12 @@ __all__ = [
     "MessageLog",
     "PageRow",
 ]
+
+
+#: The keyed value that copies a session's planning rows (see
+#: :mod:`memci.context._log_copy`): large, so :meth:`ContextStore.load` leaves it out and
+#: :meth:`ContextStore.get` reads it, once, when a process opens the session.
+LOG_INDEX_KEY = "log.index"
 
 
 class LogRow(NamedTuple):
@@ -255,6 +262,10 @@ class ContextStore(Protocol):
 
     def put(self, session: SessionRecord, key: str, value: Any) -> None:
         """Save a keyed value that only caches what is derived (no version check or bump)."""
+        ...
+
+    def get(self, session: SessionRecord, key: str) -> Any:
+        """One keyed value (None when none is saved); :data:`LOG_INDEX_KEY` is read so only."""
         ...
 
     def page(self, session: SessionRecord, page: int) -> PageRow | None:

@@ -15,7 +15,13 @@ import json
 from datetime import UTC, datetime
 from typing import Any
 
-from memci.store._log import ContextChanges, ContextEvent, ContextState, PageRow
+from memci.store._log import (
+    LOG_INDEX_KEY,
+    ContextChanges,
+    ContextEvent,
+    ContextState,
+    PageRow,
+)
 from memci.store._records import SessionRecord
 from memci.store._rows import damaged, stored_json
 from memci.store._sql._conn import Sql, Transactions
@@ -56,14 +62,21 @@ class SqlContextStore:
             counts = sql.all(
                 "SELECT kind, SUM(COALESCE(last_page, page) - page + 1) FROM context_events"
                 " WHERE session_id = ? GROUP BY kind", (session.id,))
-            values = sql.all("SELECT key, value FROM session_state WHERE session_id = ?",
-                             (session.id,))
+            values = sql.all("SELECT key, value FROM session_state WHERE session_id = ?"
+                             " AND key <> ?", (session.id, LOG_INDEX_KEY))
         return ContextState(
             version=int(version or 0),
             pages=tuple(_page_row(r) for r in rows),
             counts={str(k): int(v) for k, v in counts},
             values={str(k): stored_json(v, "session state value") for k, v in values},
         )
+
+    def get(self, session: SessionRecord, key: str) -> Any:
+        """One keyed value, None when none is saved."""
+        with self._db.read() as sql:
+            text = sql.value("SELECT value FROM session_state WHERE session_id = ? AND key = ?",
+                             (session.id, key))
+        return None if text is None else stored_json(text, "session state value")
 
     def page_rows(self, session: SessionRecord, *, state: str) -> list[PageRow]:
         """The saved rows of every page in ``state`` (``evicted``: for inspection)."""
