@@ -78,6 +78,11 @@ class PageRow(NamedTuple):
     last_recall_round: int | None
     lines: tuple[str, ...]
     source: str = "extractive"
+    #: Tokens of the page's contents entry as counted when the row was saved, and what
+    #: they were counted for (the tokenizer's name and the language, ``"estimate/en"``;
+    #: empty: not counted): a process that counts alike takes them, not counting again.
+    tokens: int = 0
+    counted: str = ""
 
 
 class ContextEvent(NamedTuple):
@@ -235,6 +240,11 @@ class MessageLog(Protocol):
 
     def views(self, session: SessionRecord, first: int, last: int) -> dict[int, str]:
         """The artifact id of every tool result with ``first <= seq <= last`` that has one."""
+        ...
+
+    def saved_views(self, session: SessionRecord, first: int,
+                    last: int) -> dict[int, tuple[str, int]]:
+        """:meth:`views` with the tokens each view was saved with: ``{seq: (id, tokens)}``."""
         ...
 
     def save_views(self, session: SessionRecord, views: Sequence[tuple[int, str, int]]) -> None:

@@ -100,7 +100,7 @@ class SqlContextStore:
             sql.many(_PUT_PAGE, [
                 (session.id, r.page, r.first_seq, r.last_seq, r.state, r.archived_round,
                  r.recall_count, r.last_recall_round,
-                 json.dumps({"lines": r.lines, "source": r.source}, ensure_ascii=False))
+                 json.dumps(_saved_lines(r), ensure_ascii=False))
                 for r in changes.pages])
             sql.many(
                 "INSERT INTO context_events (session_id, round, kind, page, reason, created_at,"
@@ -148,4 +148,13 @@ def _page_row(r: Any) -> PageRow:
     saved = json.loads(r[7])
     return PageRow(int(r[0]), int(r[1]), int(r[2]), str(r[3]), int(r[4]), int(r[5]),
                    None if r[6] is None else int(r[6]), tuple(saved["lines"]),
-                   str(saved["source"]))
+                   str(saved["source"]), int(saved.get("tokens", 0)),
+                   str(saved.get("counted", "")))
+
+
+def _saved_lines(row: PageRow) -> dict[str, Any]:
+    """The ``lines`` column of a page row: its lines, their source, their count if made."""
+    saved: dict[str, Any] = {"lines": row.lines, "source": row.source}
+    if row.counted:
+        saved.update(tokens=row.tokens, counted=row.counted)
+    return saved
