@@ -124,6 +124,9 @@ def test_a_copy_is_ignored_after_a_deletion(location: str) -> None:
         record = session._log.record
         before = engine.store.context.get(record, LOG_INDEX_KEY)
         session.retract(10)  # the log's epoch grows: the copy made before no longer holds
+        # No copy holds the message's seq, role and tokens any more.
+        after = decode(engine.store.context.get(record, LOG_INDEX_KEY))
+        assert after is None or 10 not in after.seqs
         engine.store.context.put(record, LOG_INDEX_KEY, before)
     engine, session, reads = _opened(location)
     with engine:
