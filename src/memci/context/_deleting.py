@@ -45,7 +45,7 @@ from memci.context._session_log import SessionLog
 from memci.errors import MemciError, StoreError, UnknownMessageError, UnknownSessionError
 from memci.memory import Memory
 from memci.messages import Message
-from memci.store import Erasure, Removed, SessionRecord, Store
+from memci.store import LOG_INDEX_KEY, Erasure, Removed, SessionRecord, Store
 from memci.workspace import ArtifactStore, WorkState
 
 __all__ = ["Deleter"]
@@ -113,7 +113,8 @@ class Deleter:
         store, eraser = self.store, self.store.eraser
         state = store.context.load(record)
         values: dict[str, Any] = {}
-        forget = ["retrieval"]
+        # The copy of the log's index holds the deleted messages' seqs, roles and tokens.
+        forget = ["retrieval", LOG_INDEX_KEY]
         cut = state.values.get("paged.cut")
         if isinstance(cut, Mapping) and int(cut.get("page", 0)) >= plan.first_page:
             forget.append("paged.cut")

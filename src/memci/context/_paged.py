@@ -148,6 +148,17 @@ class PagedContext:
         """Tokens an entry adds to the contents page."""
         return self.contents_page.entry_tokens(entry, self.language)
 
+    @property
+    def counted(self) -> str:
+        """What an entry's tokens are counted for: the tokenizer and the language."""
+        return f"{self.tokenizer.name}/{self.language}"
+
+    def _restored_tokens(self, row: PageRow, entry: ContentsEntry) -> int:
+        """The entry's tokens: as saved with its row when counted alike, else counted."""
+        if row.counted and row.counted == self.counted:
+            return row.tokens
+        return self.entry_tokens(entry)
+
     # -- save / load ---------------------------------------------------------------------
 
     def restore(
@@ -163,7 +174,7 @@ class PagedContext:
             entry = ContentsEntry(row.page, row.first_seq, row.last_seq, row.lines,
                                   row.archived_round, row.recall_count,
                                   row.last_recall_round, source=row.source)
-            entry.tokens = self.entry_tokens(entry)
+            entry.tokens = self._restored_tokens(row, entry)
             if row.state == "archived":
                 self.archive.contents[row.page] = entry
             elif row.state == "recalled":
@@ -382,8 +393,10 @@ class PagedPlan:
                              ("recalled", self.recalled)):
             if page in table:
                 e = table[page]
+                # Counted for the row as it is saved (a count is kept: it costs little).
                 return PageRow(page, e.first_seq, e.last_seq, state, e.archived_round,
-                               e.recall_count, e.last_recall_round, e.lines, e.source)
+                               e.recall_count, e.last_recall_round, e.lines, e.source,
+                               self.state.entry_tokens(e), self.state.counted)
         raise AssertionError(f"page {page} has no saved state")
 
     def _in_window(self, number: int) -> bool:

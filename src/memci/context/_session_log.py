@@ -14,7 +14,9 @@ hold them: a large output's head): a stored message never changes, so the builds
 the newest messages again and again (the newest unit, the current page, a tool output's
 head) read them once.
 
-Everything in it is derived from the store and rebuilt from it when a session is opened.
+Everything in it is derived from the store and rebuilt from it when a session is opened:
+from the copy of the index the store keeps (:mod:`memci.context._log_copy`, saved by a
+process that indexed many messages since the last copy) and the rows after it.
 """
 
 from __future__ import annotations
@@ -35,16 +37,20 @@ from memci.context._branches import (
     seqs_between,
 )
 from memci.context._log import LogIndex
+from memci.context._log_copy import LogCopy, decode, encode
 from memci.context._tool_views import ToolViews
 from memci.errors import ConfigError
 from memci.memory import Hit
 from memci.messages import Message, ToolCallPart
-from memci.store import ROW_HEAD_CHARS, LogColumns, SessionRecord, Store
+from memci.store import LOG_INDEX_KEY, ROW_HEAD_CHARS, LogColumns, SessionRecord, Store
 from memci.text import language_of
 
 __all__ = ["SessionLog"]
 
 _KEPT_MESSAGES = 256  # the newest messages kept as loaded (their seqs consecutive)
+# A copy of the index is saved once this many messages were indexed since the last one
+# (a copy of 100k messages is ~0.7 MB: saved every few thousand, its cost is spread thin).
+_COPY_AFTER = 4096
 
 
 class SessionLog:
@@ -80,6 +86,7 @@ class SessionLog:
         self._kept_from, self._kept_to = 1, 0
         # the followed branch's messages as stored, whole, by seq (see whole())
         self._whole: dict[int, Message] = {}
+        self._copied = 0  # messages in the index when its copy was last saved or read
 
     # -- keeping in step -----------------------------------------------------------------
 
@@ -97,6 +104,8 @@ class SessionLog:
                 return True
         elif last <= self.last_seq:
             return False
+        if not self.last_seq and self._restore(epoch, last) and last <= self.last_seq:
+            return True
         rows = self.store.log_columns(self.record, after=self.last_seq)
         if not rows.seqs:
             return True
@@ -108,7 +117,40 @@ class SessionLog:
         self._index(rows)
         self.last_seq = newest
         self._follow(self.store.branch_links(self.record, after=first - 1))
+        self._save_copy()
         return True
+
+    def _restore(self, epoch: int, last: int) -> bool:
+        """Index the copy the store keeps, when it holds for this epoch; whether it did."""
+        copy = decode(self.store.context.get(self.record, LOG_INDEX_KEY))
+        if copy is None or copy.epoch != epoch or not 0 < copy.last_seq <= last:
+            return False
+        self.held, self.raw_total = copy.held, copy.raw_total
+        self.has_tool_results, self.hides_output = copy.has_tool_results, copy.hides_output
+        self.index.extend(copy.seqs, copy.roles, copy.tokens)
+        self.last_seq = copy.last_seq
+        self._keep_from_scratch(copy.last_seq + 1)
+        if copy.system_seq:
+            self.system = self.load_seqs(copy.system_seq, copy.system_seq)[0]
+        self._follow({})
+        self._copied = len(self.index)
+        return True
+
+    def _save_copy(self) -> None:
+        """Save a copy of the index when many messages were indexed since the last one.
+
+        Only a log with no branch links is copied (the index is then the whole log).
+        """
+        if (len(self.index) - self._copied < _COPY_AFTER or self.branches.linked
+                or self.off_branch or self.at is not None):
+            return
+        log = self.index
+        copy = LogCopy(self.epoch, self.last_seq, self.held,
+                       self.system.seq or 0 if self.system is not None else 0,
+                       self.raw_total, self.has_tool_results, self.hides_output,
+                       log.seqs, log.roles, log.tokens)
+        self.store.context.put(self.record, LOG_INDEX_KEY, encode(copy))
+        self._copied = len(log)
 
     def _without_systems(self, rows: LogColumns) -> LogColumns:
         """``rows`` less system messages (not part of pages); the newest is the prompt."""
@@ -171,6 +213,7 @@ class SessionLog:
         self.last_seq = stored[-1].seq or self.last_seq
         self._follow({m.seq: after for m in stored
                       if m.seq is not None and (after := link_of(m.metadata)) is not None})
+        self._save_copy()
 
     # -- branches ------------------------------------------------------------------------
 

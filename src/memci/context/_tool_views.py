@@ -128,9 +128,12 @@ class ToolViews:
             self._made.move_to_end(seq)
         return made
 
-    def _keep(self, message: Message, artifact: Artifact) -> Message:
-        """The view of a stored result, made and kept with its artifact."""
-        view = self.view(message, artifact)
+    def _keep(self, message: Message, artifact: Artifact, tokens: int = 0) -> Message:
+        """The view of a stored result, made and kept with its artifact.
+
+        ``tokens``: the view's tokens as saved with it (0: counted here).
+        """
+        view = self.view(message, artifact, tokens=tokens)
         self._made[message.seq or 0] = (artifact, view)
         self._made.move_to_end(message.seq or 0)
         while len(self._made) > _KEPT_VIEWS:
@@ -259,12 +262,14 @@ class ToolViews:
         return next((c for c in owner.tool_calls if c.id == call_id), None)
 
     def view(self, message: Message, artifact: Artifact, *, head_chars: int = 0,
-             head: str | None = None) -> Message:
+             head: str | None = None, tokens: int = 0) -> Message:
         """The tool message as shown: summary and pointer (and the head, if asked).
 
         Reads from the artifact only what it shows: a large output's message (as loaded
         for planning) holds only the head of it. ``head``: the output's text as
-        :meth:`head_text` read it (then nothing is read here).
+        :meth:`head_text` read it (then nothing is read here). ``tokens``: the view's
+        tokens as saved when it was made (the view without a head is the same text in
+        every process), so a fresh process does not count it again; 0: counted here.
         """
         result = message.tool_result
         assert result is not None
@@ -292,7 +297,9 @@ class ToolViews:
                 text = all_of  # a tiny output is shorter than any summary of it
         shown_message = replace(
             message, parts=(ToolResultPart(result.call_id, text, result.is_error),))
-        return replace(shown_message, tokens=self.tokenizer.count_message(shown_message))
+        if not tokens or head_chars:
+            tokens = self.tokenizer.count_message(shown_message)
+        return replace(shown_message, tokens=tokens)
 
     def head_text(self, message: Message, artifact: Artifact, chars: int) -> str:
         """The first ``chars + 1`` characters of a tool output, or all of it when shorter.
@@ -314,7 +321,7 @@ class ToolViews:
             return messages
         kept = {seq: done[1] for seq in seqs if (done := self._kept(seq)) is not None}
         if len(kept) < len(seqs):
-            saved = self.store.views(self.session, seqs[0], seqs[-1])
+            saved = self.store.saved_views(self.session, seqs[0], seqs[-1])
             missing = [m for m in messages if m.role == "tool" and (m.seq or 0) not in saved]
             new = {m.seq: a for m, a in self.store_results(missing, {})}
             links = self._links([m for m in messages if m.role == "tool"
@@ -323,14 +330,27 @@ class ToolViews:
                 seq = message.seq or 0
                 if message.role != "tool" or seq in kept:
                     continue
-                artifact = new.get(message.seq)
+                artifact, tokens = new.get(message.seq), 0
                 if artifact is None:
                     try:
-                        artifact = self._own(message, saved[seq], links)
+                        artifact = self._own(message, saved[seq][0], links)
+                        tokens = self._saved_tokens(message, artifact, saved[seq], links)
                     except ArtifactNotFoundError:
                         artifact = self.store_results([message], {})[0][1]
-                kept[seq] = self._keep(message, artifact)
+                kept[seq] = self._keep(message, artifact, tokens)
         return [kept[m.seq or 0] if m.role == "tool" else m for m in messages]
+
+    @staticmethod
+    def _saved_tokens(message: Message, artifact: Artifact, saved: tuple[str, int],
+                      links: Mapping[str, Artifact]) -> int:
+        """The saved view's tokens when its view is made from the artifact it was saved with.
+
+        A view was saved with its call's own link (see :meth:`store_results`); a result
+        whose link is another (stored by an older version) is counted again (0).
+        """
+        result = message.tool_result
+        own = links.get(result.call_id) if result is not None else None
+        return saved[1] if own is artifact and artifact.id == saved[0] else 0
 
     def _links(self, messages: Sequence[Message]) -> dict[str, Artifact]:
         """The links of the calls ``messages`` answer, by call id: one read for them all."""

@@ -26,6 +26,7 @@ from memci.store._items import LEVELS, ItemFilter, ItemStore, Level, MemoryItem,
 from memci.store._jobs import JOB_STATES, Job, JobCounts, JobState, JobStore, JobTally, NewJob
 from memci.store._keys import KeyRecord, KeyRows
 from memci.store._log import (
+    LOG_INDEX_KEY,
     ContextChanges,
     ContextEvent,
     ContextState,
@@ -72,6 +73,7 @@ __all__ = [
     "ERASE_COUNTS",
     "JOB_STATES",
     "LEVELS",
+    "LOG_INDEX_KEY",
     "ROW_HEAD_CHARS",
     "TABLES",
     "Artifact",

@@ -22,6 +22,7 @@ from memci.messages import Message
 from memci.store._records import SessionRecord
 
 __all__ = [
+    "LOG_INDEX_KEY",
     "ContextChanges",
     "ContextEvent",
     "ContextState",
@@ -30,6 +31,12 @@ __all__ = [
     "MessageLog",
     "PageRow",
 ]
+
+
+#: The keyed value that copies a session's planning rows (see
+#: :mod:`memci.context._log_copy`): large, so :meth:`ContextStore.load` leaves it out and
+#: :meth:`ContextStore.get` reads it, once, when a process opens the session.
+LOG_INDEX_KEY = "log.index"
 
 
 class LogRow(NamedTuple):
@@ -71,6 +78,11 @@ class PageRow(NamedTuple):
     last_recall_round: int | None
     lines: tuple[str, ...]
     source: str = "extractive"
+    #: Tokens of the page's contents entry as counted when the row was saved, and what
+    #: they were counted for (the tokenizer's name and the language, ``"estimate/en"``;
+    #: empty: not counted): a process that counts alike takes them, not counting again.
+    tokens: int = 0
+    counted: str = ""
 
 
 class ContextEvent(NamedTuple):
@@ -230,6 +242,11 @@ class MessageLog(Protocol):
         """The artifact id of every tool result with ``first <= seq <= last`` that has one."""
         ...
 
+    def saved_views(self, session: SessionRecord, first: int,
+                    last: int) -> dict[int, tuple[str, int]]:
+        """:meth:`views` with the tokens each view was saved with: ``{seq: (id, tokens)}``."""
+        ...
+
     def save_views(self, session: SessionRecord, views: Sequence[tuple[int, str, int]]) -> None:
         """Save ``(seq, artifact, tokens as shown)`` views of tool results."""
         ...
@@ -255,6 +272,10 @@ class ContextStore(Protocol):
 
     def put(self, session: SessionRecord, key: str, value: Any) -> None:
         """Save a keyed value that only caches what is derived (no version check or bump)."""
+        ...
+
+    def get(self, session: SessionRecord, key: str) -> Any:
+        """One keyed value (None when none is saved); :data:`LOG_INDEX_KEY` is read so only."""
         ...
 
     def page(self, session: SessionRecord, page: int) -> PageRow | None:

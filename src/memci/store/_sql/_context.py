@@ -15,7 +15,13 @@ import json
 from datetime import UTC, datetime
 from typing import Any
 
-from memci.store._log import ContextChanges, ContextEvent, ContextState, PageRow
+from memci.store._log import (
+    LOG_INDEX_KEY,
+    ContextChanges,
+    ContextEvent,
+    ContextState,
+    PageRow,
+)
 from memci.store._records import SessionRecord
 from memci.store._rows import damaged, stored_json
 from memci.store._sql._conn import Sql, Transactions
@@ -56,14 +62,21 @@ class SqlContextStore:
             counts = sql.all(
                 "SELECT kind, SUM(COALESCE(last_page, page) - page + 1) FROM context_events"
                 " WHERE session_id = ? GROUP BY kind", (session.id,))
-            values = sql.all("SELECT key, value FROM session_state WHERE session_id = ?",
-                             (session.id,))
+            values = sql.all("SELECT key, value FROM session_state WHERE session_id = ?"
+                             " AND key <> ?", (session.id, LOG_INDEX_KEY))
         return ContextState(
             version=int(version or 0),
             pages=tuple(_page_row(r) for r in rows),
             counts={str(k): int(v) for k, v in counts},
             values={str(k): stored_json(v, "session state value") for k, v in values},
         )
+
+    def get(self, session: SessionRecord, key: str) -> Any:
+        """One keyed value, None when none is saved."""
+        with self._db.read() as sql:
+            text = sql.value("SELECT value FROM session_state WHERE session_id = ? AND key = ?",
+                             (session.id, key))
+        return None if text is None else stored_json(text, "session state value")
 
     def page_rows(self, session: SessionRecord, *, state: str) -> list[PageRow]:
         """The saved rows of every page in ``state`` (``evicted``: for inspection)."""
@@ -87,7 +100,7 @@ class SqlContextStore:
             sql.many(_PUT_PAGE, [
                 (session.id, r.page, r.first_seq, r.last_seq, r.state, r.archived_round,
                  r.recall_count, r.last_recall_round,
-                 json.dumps({"lines": r.lines, "source": r.source}, ensure_ascii=False))
+                 json.dumps(_saved_lines(r), ensure_ascii=False))
                 for r in changes.pages])
             sql.many(
                 "INSERT INTO context_events (session_id, round, kind, page, reason, created_at,"
@@ -137,4 +150,13 @@ def _page_row(r: Any) -> PageRow:
     saved = json.loads(r[7])
     return PageRow(int(r[0]), int(r[1]), int(r[2]), str(r[3]), int(r[4]), int(r[5]),
                    None if r[6] is None else int(r[6]), tuple(saved["lines"]),
-                   str(saved["source"]))
+                   str(saved["source"]), int(saved.get("tokens", 0)),
+                   str(saved.get("counted", "")))
+
+
+def _saved_lines(row: PageRow) -> dict[str, Any]:
+    """The ``lines`` column of a page row: its lines, their source, their count if made."""
+    saved: dict[str, Any] = {"lines": row.lines, "source": row.source}
+    if row.counted:
+        saved.update(tokens=row.tokens, counted=row.counted)
+    return saved

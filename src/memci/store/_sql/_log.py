@@ -344,6 +344,14 @@ class SqlLog:
                            " AND seq BETWEEN ? AND ?", (session.id, first, last))
         return {int(r[0]): str(r[1]) for r in rows}
 
+    def saved_views(self, session: SessionRecord, first: int,
+                    last: int) -> dict[int, tuple[str, int]]:
+        """:meth:`views` with the tokens each view was saved with: ``{seq: (id, tokens)}``."""
+        with self.sql.read() as sql:
+            rows = sql.all("SELECT seq, artifact, tokens FROM message_views WHERE session_id = ?"
+                           " AND seq BETWEEN ? AND ?", (session.id, first, last))
+        return {int(r[0]): (str(r[1]), int(r[2] or 0)) for r in rows}
+
     def save_views(self, session: SessionRecord, views: Sequence[tuple[int, str, int]]) -> None:
         """Save ``(seq, artifact, tokens as shown)`` views of tool results."""
         if not views:

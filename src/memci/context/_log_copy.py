@@ -1,0 +1,100 @@
+"""A copy of a session's planning index kept in the store: opening a session reads one value.
+
+A process that opens a session indexes its log (seq, role and tokens as shown of every
+non-system message, see :class:`~memci.context._session_log.SessionLog`). Read as rows,
+that is one row a message (100k messages: ~140 ms CPU). :class:`LogCopy` is what the index
+holds after the rows up to ``last_seq``, saved under :data:`~memci.store.LOG_INDEX_KEY` as
+one JSON value made to decode in C: seqs as runs of consecutive seqs, roles one character
+each, tokens as little-endian 32-bit integers in base64.
+
+Invariants: a copy is a cache, derived from the log alone and never the only record of
+anything. It holds for the log's ``epoch`` it was made at (any deletion grows the epoch,
+and the copy is then ignored), for the messages up to its ``last_seq`` (later ones are read
+as rows), and only for a log whose every message continues the one before it (no branch
+links): the index is then the whole log, in seq order. A value of another format, or one
+that does not decode, is ignored like a stale one: the rows are read instead.
+"""
+
+from __future__ import annotations
+
+import sys
+from array import array
+from base64 import b64decode, b64encode
+from binascii import Error as Base64Error
+from collections.abc import Sequence
+from itertools import chain
+from typing import Any, NamedTuple
+
+__all__ = ["LogCopy", "decode", "encode"]
+
+# Grows when what a copy holds, or how an index counts a message, changes: an older copy
+# is then ignored and made again.
+_FORMAT = 1
+
+
+class LogCopy(NamedTuple):
+    """A session's planning index as of ``last_seq``, with the sums kept beside it."""
+
+    epoch: int
+    last_seq: int
+    held: int  # messages stored up to last_seq, system ones too
+    system_seq: int  # the newest system message (the prompt), 0 for none
+    raw_total: int  # tokens of the indexed messages as stored
+    has_tool_results: bool
+    hides_output: bool
+    seqs: list[int]
+    roles: list[str]
+    tokens: list[int]  # as shown: a tool result's view's
+
+
+def encode(copy: LogCopy) -> dict[str, Any]:
+    """The JSON value that stores ``copy``."""
+    names = sorted(set(copy.roles))
+    code = {name: chr(ord("a") + i) for i, name in enumerate(names)}
+    return {"format": _FORMAT, "epoch": copy.epoch, "last_seq": copy.last_seq,
+            "held": copy.held, "system_seq": copy.system_seq, "raw_total": copy.raw_total,
+            "has_tool_results": copy.has_tool_results, "hides_output": copy.hides_output,
+            "runs": _runs(copy.seqs), "role_names": names,
+            "roles": "".join(map(code.__getitem__, copy.roles)),
+            "tokens": b64encode(_little_endian(array("i", copy.tokens))).decode("ascii")}
+
+
+def decode(value: Any) -> LogCopy | None:
+    """The copy ``value`` stores; None when there is none or it is not of this format."""
+    if not isinstance(value, dict) or value.get("format") != _FORMAT:
+        return None
+    try:
+        names = {chr(ord("a") + i): str(name) for i, name in enumerate(value["role_names"])}
+        tokens = array("i")
+        tokens.frombytes(b64decode(value["tokens"], validate=True))
+        runs = value["runs"]
+        seqs = list(chain.from_iterable(
+            range(first, first + n) for first, n in zip(runs[::2], runs[1::2], strict=True)))
+        copy = LogCopy(int(value["epoch"]), int(value["last_seq"]), int(value["held"]),
+                       int(value["system_seq"]), int(value["raw_total"]),
+                       bool(value["has_tool_results"]), bool(value["hides_output"]),
+                       seqs, list(map(names.__getitem__, value["roles"])),
+                       _little_endian(tokens).tolist())
+    except (KeyError, TypeError, ValueError, Base64Error):
+        return None
+    if not len(copy.seqs) == len(copy.roles) == len(copy.tokens):
+        return None
+    return copy
+
+
+def _runs(seqs: Sequence[int]) -> list[int]:
+    """``seqs`` (increasing) as ``[first, count, first, count, …]`` of consecutive runs."""
+    out: list[int] = []
+    for seq in seqs:
+        if out and out[-2] + out[-1] == seq:
+            out[-1] += 1
+        else:
+            out += (seq, 1)
+    return out
+
+
+def _little_endian(values: array[int]) -> array[int]:
+    """``values`` in little-endian order (a copy may be read on another machine)."""
+    if sys.byteorder == "big":
+        values.byteswap()
+    return values
