@@ -18,6 +18,8 @@ import psycopg
 import pytest
 
 import memci
+from memci.memory import get_analyzer
+from memci.store import ItemFilter, NewItem, Scope, open_store
 from tests import pg
 
 WORDS = ("harbor lighthouse deploy build parser cache config painting lake museum "
@@ -104,6 +106,36 @@ def test_a_batch_of_messages_goes_in_a_few_round_trips_whatever_its_size(
     assert hundred.count <= ten.count + 4, (ten.count, hundred.count)
     assert hundred.count <= 20, hundred.count
     assert one.count <= 16, one.count
+
+
+def _items(n: int, start: int) -> list[NewItem]:
+    scope = Scope.user_scope("u", "t")
+    return [NewItem(scope, "episodic", f"page {i}", _text(i), f"{i} {_text(i)}", None, None,
+                    i, float(i), float(i)) for i in range(start, start + n)]
+
+
+def test_a_batch_of_memory_items_goes_in_a_few_round_trips_whatever_its_size(
+    url: str, trips: Any,
+) -> None:
+    # An archive event keeps hundreds of pages as items at once (add_many): their keyword
+    # text went in three statements an item (row, postings, statistics), 1,700 round
+    # trips for one batch of an import. (More rows take a few more: rows per INSERT, COPY.)
+    store = open_store(url)
+    try:
+        items = store.items(get_analyzer("bigram"))
+        items.add_many(_items(5, 0))
+        with trips() as ten:
+            items.add_many(_items(10, 5))
+        with trips() as hundreds:
+            ids = items.add_many(_items(300, 15))
+        found = items.keyword(get_analyzer("bigram").query("zeppelin"),
+                              ItemFilter(Scope.user_scope("u", "t")), 50)
+        pages = sorted(int(item.page or 0) for item in items.get_many(found))
+    finally:
+        store.close()
+    assert hundreds.count <= ten.count + 8, (ten.count, hundreds.count)
+    assert len(ids) == 300
+    assert pages == [i for i in range(315) if i % 97 == 5]  # every item's text searched
 
 
 def test_a_search_and_a_steady_build_take_a_bounded_number_of_round_trips(
