@@ -216,7 +216,8 @@ def _searches(engine: memci.Engine, queries: list[str]) -> list[list[int | None]
 
 
 QUERIES = ["zeppelin", "harbor lighthouse", "message 42", "杭州 旅游", "西湖", "湖",
-           "parser cache config", "deploy the build", "博物馆 zeppelin lake"]
+           "parser cache config", "deploy the build", "博物馆 zeppelin lake",
+           "message-42 harbor", "message-4 lake"]  # phrases: message then 42 (then 4)
 
 
 def test_keyword_search_in_the_database_finds_what_sqlite_finds(
@@ -230,16 +231,75 @@ def test_keyword_search_in_the_database_finds_what_sqlite_finds(
     assert post == lite
 
 
+def _posting_tables(conn: psycopg.Connection[Any]) -> list[str]:
+    made = [str(r[0]) for r in conn.execute(
+        "SELECT tablename FROM pg_tables WHERE schemaname = current_schema()"
+        " AND tablename LIKE '%\\_fts\\_%\\_postings'").fetchall()]
+    assert "memory_fts_bigram_postings" in made
+    return made
+
+
+def _tsvector(spots: list[tuple[str, list[int]]]) -> str:
+    """The ``tsvector`` text memci before the positions wrote for a row's postings."""
+    def quoted(term: str) -> str:
+        return "'" + term.replace("\\", "\\\\").replace("'", "''") + "'"
+
+    return " ".join(quoted(term) + ":" + ",".join(f"{p // 4}{'ABCD'[p % 4]}" for p in pos)
+                    for term, pos in spots)
+
+
+def _as_before_positions(conn: psycopg.Connection[Any]) -> None:
+    """Make a store's keyword tables what the postgres migration 2 left (memci before 3):
+    each row's terms and positions in a ``tsvector`` (GIN-indexed), none in its postings."""
+    for postings in _posting_tables(conn):
+        table = postings.removesuffix("_postings")
+        rows: dict[int, list[tuple[str, list[int]]]] = {}
+        for ref, term, pos in conn.execute(f"SELECT ref, term, pos FROM {postings}"):
+            rows.setdefault(int(ref), []).append((str(term), list(pos)))
+        conn.execute(f"ALTER TABLE {table} ADD COLUMN terms tsvector NOT NULL DEFAULT ''")
+        with conn.cursor() as cursor:
+            cursor.executemany(f"UPDATE {table} SET terms = %s::tsvector WHERE ref = %s",
+                               [(_tsvector(spots), ref) for ref, spots in rows.items()])
+        conn.execute(f"ALTER TABLE {table} ALTER COLUMN terms DROP DEFAULT")
+        conn.execute(f"CREATE INDEX {table}_terms ON {table} USING gin (terms)")
+        conn.execute(f"ALTER TABLE {postings} DROP COLUMN pos")
+    conn.execute("DELETE FROM memci_migrations WHERE component = 'postgres' AND version = 3")
+
+
+def _columns(url: str, table: str) -> list[str]:
+    with psycopg.connect(url, autocommit=True) as conn:
+        return [str(r[0]) for r in conn.execute(
+            "SELECT column_name FROM information_schema.columns WHERE table_name = %s"
+            " ORDER BY ordinal_position", (table,)).fetchall()]
+
+
+def test_a_store_made_before_the_positions_gets_them_when_opened(url: str) -> None:
+    # Phrases were found in a tsvector per keyword row (and its GIN index): every term
+    # written twice. The postgres migration 3 moves its positions into the postings.
+    with memci.Engine.open(url, workers=0) as engine:
+        before = _searches(engine, QUERIES)
+    with psycopg.connect(url, autocommit=True) as conn:
+        _as_before_positions(conn)
+    assert "terms" in _columns(url, "memory_fts_bigram")
+    with memci.Engine.open(url, workers=0) as engine:
+        session = engine.session("s")
+        after = [[h.message.seq for h in session.search(q, k=8)] for q in QUERIES]
+        session.add({"role": "user", "content": "a dirigible this time, message 42"})
+        newest = session.search("dirigible message-42", k=1)
+    assert after == before
+    assert before[-2] and before[-1]  # the phrases found something
+    assert newest and newest[0].message.content == "a dirigible this time, message 42"
+    assert "terms" not in _columns(url, "memory_fts_bigram")
+    assert "pos" in _columns(url, "memory_fts_bigram_postings")
+
+
 def test_a_store_made_before_the_postings_gets_them_when_opened(url: str) -> None:
     with memci.Engine.open(url, workers=0) as engine:
         before = _searches(engine, QUERIES)
     # What memci before the postings left: keyword tables of tsvectors, no postings.
     with psycopg.connect(url, autocommit=True) as conn:
-        made = [str(r[0]) for r in conn.execute(
-            "SELECT tablename FROM pg_tables WHERE schemaname = current_schema()"
-            " AND tablename LIKE '%\\_postings'").fetchall()]
-        assert "memory_fts_bigram_postings" in made
-        for table in made:
+        _as_before_positions(conn)
+        for table in _posting_tables(conn):
             conn.execute(f"DROP TABLE {table}")
     with memci.Engine.open(url, workers=0) as engine:
         session = engine.session("s")
@@ -288,11 +348,8 @@ def test_a_search_of_common_terms_finds_what_sqlite_finds(url: str, tmp_path: Pa
 
 def _as_before_shards(conn: psycopg.Connection[Any]) -> None:
     """Make a store's keyword tables what the postgres migration 1 left (memci before 2)."""
-    made = [str(r[0]) for r in conn.execute(
-        "SELECT tablename FROM pg_tables WHERE schemaname = current_schema()"
-        " AND tablename LIKE '%\\_fts\\_%\\_postings'").fetchall()]
-    assert "memory_fts_bigram_postings" in made
-    for postings in made:
+    _as_before_positions(conn)
+    for postings in _posting_tables(conn):
         table = postings.removesuffix("_postings")
         conn.execute(f"DROP TABLE {postings}")
         conn.execute(f"DROP INDEX {table}_shard")
