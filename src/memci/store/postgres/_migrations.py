@@ -367,12 +367,14 @@ POSTGRES: tuple[Migration, ...] = (
         END
         $$;
     """),
-    Migration(3, "a term's positions in its postings; the keyword rows' tsvector goes", r"""
+    Migration(3, "a term's positions in its postings; keyword rows list their terms", r"""
         -- Phrases were found by a GIN index of each keyword row's tsvector and counted
         -- from its positions: the postings now hold each term's positions (pos: the
         -- tsvector's position times 4, plus the column, A = 0), so a row's terms are
         -- written once. A keyword table whose postings migration 2 dropped gets them
         -- here, positions included (before, the next open made them from the tsvector).
+        -- A row's terms stay as a list (which postings go with it): the postings'
+        -- index by row goes (it cost a batch's writes 40 % more).
         DO $$
         DECLARE
             t text;
@@ -389,7 +391,6 @@ POSTGRES: tuple[Migration, ...] = (
                         ' a integer NOT NULL, b integer NOT NULL, c integer NOT NULL,'
                         ' d integer NOT NULL, pos integer[] NOT NULL, PRIMARY KEY (term, ref)'
                         ' INCLUDE (shard, tokens, a, b, c, d))', p);
-                    EXECUTE format('CREATE INDEX %I ON %I (ref)', p || '_ref', p);
                     EXECUTE format('INSERT INTO %I (term, ref, shard, tokens, a, b, c, d, pos)'
                         ' SELECT u.lexeme, k.ref, k.shard, k.tokens,'
                         ' cardinality(array_positions(u.weights, ''A'')),'
@@ -405,7 +406,10 @@ POSTGRES: tuple[Migration, ...] = (
                     EXECUTE format('UPDATE %I SET pos = ''{}'' WHERE pos IS NULL', p);
                     EXECUTE format('ALTER TABLE %I ALTER COLUMN pos SET NOT NULL', p);
                 END IF;
-                EXECUTE format('ALTER TABLE %I DROP COLUMN terms', t);
+                EXECUTE format('DROP INDEX IF EXISTS %I', p || '_ref');
+                EXECUTE format('DROP INDEX IF EXISTS %I', t || '_terms');
+                EXECUTE format('ALTER TABLE %I ALTER COLUMN terms TYPE text[]'
+                               ' USING tsvector_to_array(terms)', t);
             END LOOP;
         END
         $$;
