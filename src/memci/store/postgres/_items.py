@@ -35,7 +35,7 @@ class PostgresItemStore(SqlItemStore):
     def __init__(self, store: Database, analyzer: Analyzer) -> None:
         super().__init__(store.sql, analyzer)
         self.table = KeywordTable(store, f"memory_items_fts_{analyzer.name}",
-                                  analyzer.tokenize)
+                                  analyzer.tokenize, indexes="memory_items")
 
         def fill(db: Connection) -> None:
             rows = db.execute("SELECT id, text, summary, subject FROM memory_items").fetchall()
