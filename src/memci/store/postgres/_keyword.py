@@ -54,7 +54,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from memci.store.postgres._db import Connection, Database
-from memci.store.postgres._terms import TRIGRAM, tokenizer
+from memci.store.postgres._terms import PORTER, TRIGRAM, tokenizer
 
 __all__ = ["KeywordTable", "Phrase", "forget_keywords", "keyword_tables", "phrases"]
 
@@ -263,10 +263,12 @@ def _positions(entry: list[int]) -> str:
 _ARRAY_ESCAPES = str.maketrans({"\\": "\\\\", '"': '\\"'})
 
 
-def _text_array(terms: Collection[str]) -> str:
-    """The ``text[]`` text of ``terms`` (each element quoted)."""
+def _text_array(terms: Collection[str], plain: bool) -> str:
+    """The ``text[]`` text of ``terms``, each quoted (``plain``: with nothing to escape)."""
     if not terms:
         return "{}"
+    if plain:
+        return '{"' + '","'.join(terms) + '"}'
     return '{"' + '","'.join(t.translate(_ARRAY_ESCAPES) for t in terms) + '"}'
 
 
@@ -277,11 +279,12 @@ _COPY_ESCAPES = str.maketrans({"\\": "\\\\", "\t": "\\t", "\n": "\\n", "\r": "\\
 _Made = list[tuple[int, int, int, _Found]]
 
 
-def _write_postings(db: Connection, table: str, made: _Made) -> None:
+def _write_postings(db: Connection, table: str, made: _Made, plain: bool) -> None:
     """Insert the postings of the rows ``made``, by term (see :meth:`KeywordTable.put_many`).
 
     Many go by ``COPY`` as text formatted here (psycopg's ``write_row`` spent more on
-    each of a batch's 18,000 Chinese postings than cutting their terms did).
+    each of a batch's 18,000 Chinese postings than cutting their terms did); ``plain``:
+    no term has a character to escape.
     """
     count = sum(len(found) for *_, found in made)
     if count < _COPY_FROM:
@@ -289,8 +292,8 @@ def _write_postings(db: Connection, table: str, made: _Made) -> None:
                       for ref, shard, tokens, found in made for term, entry in found.items())
         _insert(db, table, _POSTING_COLUMNS, rows)
         return
-    lines = [f"{term.translate(_COPY_ESCAPES)}\t{ref}\t{shard}\t{tokens}\t{entry[0]}\t"
-             f"{entry[1]}\t{entry[2]}\t{entry[3]}\t{_positions(entry)}\n"
+    lines = [f"{term if plain else term.translate(_COPY_ESCAPES)}\t{ref}\t{shard}\t{tokens}"
+             f"\t{entry[0]}\t{entry[1]}\t{entry[2]}\t{entry[3]}\t{_positions(entry)}\n"
              for ref, shard, tokens, found in made for term, entry in found.items()]
     lines.sort()  # by term ("\t" sorts before any character of a term)
     names = ", ".join(name for name, _ in _POSTING_COLUMNS)
@@ -313,6 +316,8 @@ class KeywordTable:
         #: Terms FTS5 counts in every row beyond the ones stored (a scope column).
         self.extra_tokens = extra_tokens
         self.keeps_body = spec == TRIGRAM
+        # unicode61's terms are letters and digits: nothing in them to escape as text.
+        self._plain = spec == PORTER
         # Rows the table has (None: not read yet) and had when last analyzed, as this
         # process knows them (see _analyze_if_grown).
         self._rows: int | None = None
@@ -385,7 +390,7 @@ class KeywordTable:
             # Text cannot hold U+0000; FTS5's trigram tokenizer stops there too.
             body = (columns[0].split("\x00", 1)[0].lower()
                     if self.keeps_body and columns else None)
-            values.append((ref, shard, tokens, _text_array(found), body))
+            values.append((ref, shard, tokens, _text_array(found, self._plain), body))
             made.append((ref, shard, tokens, found))
             docs, total = counted.get(shard, (0, 0))
             counted[shard] = (docs + 1, total + tokens)
@@ -394,7 +399,7 @@ class KeywordTable:
         _insert(db, self.name, _ROW_COLUMNS, values)
         # By term: a term's postings of the batch share table pages, so reading a term
         # (its rows holding it, a count) visits a page per batch, not one per posting.
-        _write_postings(db, self.postings, made)
+        _write_postings(db, self.postings, made, self._plain)
         for shard, (docs, total) in sorted(counted.items()):
             self._count(db, shard, docs, total)
         self._analyze_if_grown(db, len(values))
