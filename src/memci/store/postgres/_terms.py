@@ -1,7 +1,7 @@
 """Keyword terms cut the way FTS5 cuts them, for a backend that has no FTS5.
 
 memci's analyzers (:mod:`memci.text._analyzer`) prepare text for an FTS5 tokenizer named by
-their ``tokenize`` option; PostgreSQL stores the resulting terms in a ``tsvector``. This
+their ``tokenize`` option; PostgreSQL stores the resulting terms in postings. This
 module is that tokenizer in Python, so both backends index (and query) the same terms:
 
 - ``porter unicode61 remove_diacritics 2``: a token is a run of letters, digits and
