@@ -53,6 +53,8 @@ from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import psycopg
+
 from memci.store.postgres._db import Connection, Database
 from memci.store.postgres._terms import PORTER, TRIGRAM, tokenizer
 
@@ -405,16 +407,18 @@ class KeywordTable:
         self._analyze_if_grown(db, len(values))
 
     def _analyze_if_grown(self, db: Connection, added: int) -> None:
-        """``ANALYZE`` the table, its postings and the table it indexes, as they double.
+        """Settle the table, its postings and the table it indexes as they double.
 
-        A table just filled has no statistics until autovacuum analyzes it, a minute or
-        so later: until then the planner guessed, and a search right after an import
-        read every posting of its terms (0.8 s at 10,000 English messages, 30 ms once
-        analyzed); with the postings analyzed and not the items they index, an item
-        search joined them in a loop (7 s at 3,000 items). Doubling bounds the cost: an
-        import analyzes a table about log2 of its size over ``_ANALYZE_FROM`` times, a
-        steady writer never. ``SKIP_LOCKED``: never wait (nor deadlock) on another
-        transaction analyzing or vacuuming one of them.
+        Once the writing transaction has committed (:meth:`Database.after_commit`):
+        ``VACUUM (ANALYZE)``, what autovacuum does a minute or so after an import. A table
+        just filled has no statistics: the planner guessed, and a search right after an
+        import read every posting of its terms (0.8 s at 10,000 English messages, 30 ms
+        once analyzed); with the postings analyzed and not the items they index, an
+        item search joined them in a loop (7 s at 3,000 items). The vacuum marks the new
+        pages all-visible, so a term's postings are read from their index alone, and
+        sets their rows' hint bits once (the first searches after an import did, writing
+        the pages again). Doubling bounds the cost: an import settles a table about log2
+        of its size over ``_ANALYZE_FROM`` times, a steady writer never.
         """
         if self._rows is None:
             row = db.execute(
@@ -426,8 +430,21 @@ class KeywordTable:
         else:
             self._rows += added
         if self._rows >= _ANALYZE_FROM and self._rows >= 2 * self._analyzed:
-            db.execute(f"ANALYZE (SKIP_LOCKED) {self.name}, {self.postings}, {self.indexes}")
             self._analyzed = self._rows
+            self._store.after_commit(self._settle)
+
+    def _settle(self, db: Connection) -> None:
+        """``VACUUM (ANALYZE)`` the tables (``db``: a connection outside a transaction).
+
+        ``SKIP_LOCKED``: never wait on another vacuum or analysis of them. A table this
+        user may not vacuum is skipped with a warning. What was written has committed:
+        a failure here loses nothing, and autovacuum does it later.
+        """
+        try:
+            db.execute(f"VACUUM (ANALYZE, SKIP_LOCKED) {self.name}, {self.postings},"
+                       f" {self.indexes}")
+        except psycopg.Error:
+            return
 
     def delete(self, db: Connection, refs: Sequence[int]) -> None:
         """Forget the rows ``refs``."""
