@@ -66,7 +66,11 @@ _MAX_LEXEME_BYTES = 2000
 _WEIGHTS = "ABCD"
 _STEP = len(_WEIGHTS)  # a position is its place times this, plus its column
 _COPY_FROM = 200  # rows from which a batch goes by COPY (two round trips, far less work)
-_ANALYZE_FROM = 1_000  # rows from which a keyword table is analyzed as it grows
+# A keyword table is settled (vacuumed and analyzed) as it doubles from _ANALYZE_FROM
+# rows until it has had _ANALYZE_UNTIL: past that, what a batch adds is a small share that
+# autovacuum soon covers, and a vacuum in the writer's request would take seconds.
+_ANALYZE_FROM = 1_000
+_ANALYZE_UNTIL = 32_000
 _ROW_COLUMNS = (("ref", "bigint"), ("shard", "bigint"), ("tokens", "bigint"),
                 ("terms", "text[]"), ("body", "text"))
 _POSTING_COLUMNS = (("term", "text"), ("ref", "bigint"), ("shard", "bigint"),
@@ -418,7 +422,8 @@ class KeywordTable:
         pages all-visible, so a term's postings are read from their index alone, and
         sets their rows' hint bits once (the first searches after an import did, writing
         the pages again). Doubling bounds the cost: an import settles a table about log2
-        of its size over ``_ANALYZE_FROM`` times, a steady writer never.
+        of its size over ``_ANALYZE_FROM`` times (none past ``_ANALYZE_UNTIL`` rows), a
+        steady writer never.
         """
         if self._rows is None:
             row = db.execute(
@@ -429,7 +434,8 @@ class KeywordTable:
             self._rows = int(row[1]) if row else added
         else:
             self._rows += added
-        if self._rows >= _ANALYZE_FROM and self._rows >= 2 * self._analyzed:
+        if (_ANALYZE_FROM <= self._rows and self._rows >= 2 * self._analyzed
+                and self._analyzed < _ANALYZE_UNTIL):
             self._analyzed = self._rows
             self._store.after_commit(self._settle)
 
