@@ -38,6 +38,9 @@ TEXTS = [
     "inference airliner gyroscopic adjustable defensible irritant replacement adjustment "
     "dependent adoption homologou communism activate angulariti homologous effective "
     "bowdlerize probate rate cease controll roll generously",
+    # Combining marks inside, before and between tokens; separators that are not spaces.
+    "cafe\u0301 \u0301abc x\u0301\u0301y \u0301 a\u0301-b \u00e9\u0301t\u00c9 tab\there"
+    "\u00a0nbsp\u2028ls \u3000ideo emoji\U0001f600word \ue000pua\ue001 \U000e0001tag",
 ]
 
 

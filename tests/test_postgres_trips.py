@@ -18,6 +18,8 @@ import psycopg
 import pytest
 
 import memci
+from memci.memory import get_analyzer
+from memci.store import ItemFilter, NewItem, Scope, open_store
 from tests import pg
 
 WORDS = ("harbor lighthouse deploy build parser cache config painting lake museum "
@@ -104,6 +106,64 @@ def test_a_batch_of_messages_goes_in_a_few_round_trips_whatever_its_size(
     assert hundred.count <= ten.count + 4, (ten.count, hundred.count)
     assert hundred.count <= 20, hundred.count
     assert one.count <= 16, one.count
+
+
+def _settled(url: str, table: str) -> tuple[int, int, bool]:
+    """``(vacuums by a client, pages all-visible, analyzed)`` of ``table``."""
+    with psycopg.connect(url, autocommit=True) as conn:
+        row = conn.execute(
+            "SELECT s.vacuum_count, c.relallvisible, s.last_analyze IS NOT NULL"
+            " FROM pg_stat_user_tables s JOIN pg_class c ON c.oid = s.relid"
+            " WHERE s.relname = %s", (table,)).fetchone()
+    assert row is not None
+    return int(row[0]), int(row[1]), bool(row[2])
+
+
+def test_an_import_leaves_its_keyword_tables_analyzed_and_all_visible(url: str) -> None:
+    # Right after an import the planner had no statistics of the tables just filled
+    # (a search read every posting of its terms: 0.8 s at 10,000 messages) and no page
+    # was all-visible (each posting checked in the table, its hint bits set by the first
+    # searches); autovacuum settles them a minute or so later. Now the import does, as
+    # the tables double.
+    with memci.Engine.open(url, workers=0) as engine:
+        session = engine.session("s")
+        for start in range(0, 2_400, 400):
+            session.add_many(_history(400, start))
+        found = [h.message.seq for h in session.search("zeppelin harbor", k=5)]
+    for table in ("memory_fts_bigram", "memory_fts_bigram_postings", "memory_docs"):
+        vacuums, visible, analyzed = _settled(url, table)
+        assert vacuums >= 1 and visible > 0 and analyzed, (table, vacuums, visible, analyzed)
+    assert found and all("zeppelin" in _text(seq - 1) for seq in found[:1])
+
+
+def _items(n: int, start: int) -> list[NewItem]:
+    scope = Scope.user_scope("u", "t")
+    return [NewItem(scope, "episodic", f"page {i}", _text(i), f"{i} {_text(i)}", None, None,
+                    i, float(i), float(i)) for i in range(start, start + n)]
+
+
+def test_a_batch_of_memory_items_goes_in_a_few_round_trips_whatever_its_size(
+    url: str, trips: Any,
+) -> None:
+    # An archive event keeps hundreds of pages as items at once (add_many): their keyword
+    # text went in three statements an item (row, postings, statistics), 1,700 round
+    # trips for one batch of an import. (More rows take a few more: rows per INSERT, COPY.)
+    store = open_store(url)
+    try:
+        items = store.items(get_analyzer("bigram"))
+        items.add_many(_items(5, 0))
+        with trips() as ten:
+            items.add_many(_items(10, 5))
+        with trips() as hundreds:
+            ids = items.add_many(_items(300, 15))
+        found = items.keyword(get_analyzer("bigram").query("zeppelin"),
+                              ItemFilter(Scope.user_scope("u", "t")), 50)
+        pages = sorted(int(item.page or 0) for item in items.get_many(found))
+    finally:
+        store.close()
+    assert hundreds.count <= ten.count + 8, (ten.count, hundreds.count)
+    assert len(ids) == 300
+    assert pages == [i for i in range(315) if i % 97 == 5]  # every item's text searched
 
 
 def test_a_search_and_a_steady_build_take_a_bounded_number_of_round_trips(
@@ -208,7 +268,8 @@ def _searches(engine: memci.Engine, queries: list[str]) -> list[list[int | None]
 
 
 QUERIES = ["zeppelin", "harbor lighthouse", "message 42", "杭州 旅游", "西湖", "湖",
-           "parser cache config", "deploy the build", "博物馆 zeppelin lake"]
+           "parser cache config", "deploy the build", "博物馆 zeppelin lake",
+           "message-42 harbor", "message-4 lake"]  # phrases: message then 42 (then 4)
 
 
 def test_keyword_search_in_the_database_finds_what_sqlite_finds(
@@ -222,16 +283,83 @@ def test_keyword_search_in_the_database_finds_what_sqlite_finds(
     assert post == lite
 
 
+def _posting_tables(conn: psycopg.Connection[Any]) -> list[str]:
+    made = [str(r[0]) for r in conn.execute(
+        "SELECT tablename FROM pg_tables WHERE schemaname = current_schema()"
+        " AND tablename LIKE '%\\_fts\\_%\\_postings'").fetchall()]
+    assert "memory_fts_bigram_postings" in made
+    return made
+
+
+def _tsvector(spots: list[tuple[str, list[int]]]) -> str:
+    """The ``tsvector`` text memci before the positions wrote for a row's postings."""
+    def quoted(term: str) -> str:
+        return "'" + term.replace("\\", "\\\\").replace("'", "''") + "'"
+
+    return " ".join(quoted(term) + ":" + ",".join(f"{p // 4}{'ABCD'[p % 4]}" for p in pos)
+                    for term, pos in spots)
+
+
+def _as_before_positions(conn: psycopg.Connection[Any]) -> None:
+    """Make a store's keyword tables what the postgres migration 2 left (memci before 3):
+    each row's terms and positions in a ``tsvector`` (GIN-indexed), none in its postings."""
+    for postings in _posting_tables(conn):
+        table = postings.removesuffix("_postings")
+        rows: dict[int, list[tuple[str, list[int]]]] = {}
+        for ref, term, pos in conn.execute(f"SELECT ref, term, pos FROM {postings}"):
+            rows.setdefault(int(ref), []).append((str(term), list(pos)))
+        conn.execute(f"ALTER TABLE {table} DROP COLUMN terms")
+        conn.execute(f"ALTER TABLE {table} ADD COLUMN terms tsvector NOT NULL DEFAULT ''")
+        with conn.cursor() as cursor:
+            cursor.executemany(f"UPDATE {table} SET terms = %s::tsvector WHERE ref = %s",
+                               [(_tsvector(spots), ref) for ref, spots in rows.items()])
+        conn.execute(f"ALTER TABLE {table} ALTER COLUMN terms DROP DEFAULT")
+        conn.execute(f"CREATE INDEX {table}_terms ON {table} USING gin (terms)")
+        conn.execute(f"ALTER TABLE {postings} DROP COLUMN pos")
+        conn.execute(f"CREATE INDEX {postings}_ref ON {postings} (ref)")
+    conn.execute("DELETE FROM memci_migrations WHERE component = 'postgres' AND version = 3")
+
+
+def _columns(url: str, table: str) -> list[str]:
+    with psycopg.connect(url, autocommit=True) as conn:
+        return [str(r[0]) for r in conn.execute(
+            "SELECT column_name FROM information_schema.columns WHERE table_name = %s"
+            " ORDER BY ordinal_position", (table,)).fetchall()]
+
+
+def test_a_store_made_before_the_positions_gets_them_when_opened(url: str) -> None:
+    # Phrases were found in a tsvector per keyword row (and its GIN index): every term
+    # written twice. The postgres migration 3 moves its positions into the postings.
+    with memci.Engine.open(url, workers=0) as engine:
+        before = _searches(engine, QUERIES)
+    with psycopg.connect(url, autocommit=True) as conn:
+        _as_before_positions(conn)
+    with memci.Engine.open(url, workers=0) as engine:
+        session = engine.session("s")
+        after = [[h.message.seq for h in session.search(q, k=8)] for q in QUERIES]
+        session.add({"role": "user", "content": "a dirigible this time, message 42"})
+        newest = session.search("dirigible message-42", k=1)
+        session.clear()  # a deletion finds its postings by the rows' lists of terms
+        assert not session.search("zeppelin", k=1)
+    assert after == before
+    assert before[-2] and before[-1]  # the phrases found something
+    assert newest and newest[0].message.content == "a dirigible this time, message 42"
+    assert "pos" in _columns(url, "memory_fts_bigram_postings")
+    with psycopg.connect(url, autocommit=True) as conn:
+        assert conn.execute("SELECT count(*) FROM memory_fts_bigram_postings").fetchone() == (0,)
+        kinds = conn.execute("SELECT format_type(atttypid, atttypmod) FROM pg_attribute"
+                             " WHERE attrelid = 'memory_fts_bigram'::regclass"
+                             " AND attname = 'terms'").fetchall()
+    assert kinds == [("text[]",)]
+
+
 def test_a_store_made_before_the_postings_gets_them_when_opened(url: str) -> None:
     with memci.Engine.open(url, workers=0) as engine:
         before = _searches(engine, QUERIES)
     # What memci before the postings left: keyword tables of tsvectors, no postings.
     with psycopg.connect(url, autocommit=True) as conn:
-        made = [str(r[0]) for r in conn.execute(
-            "SELECT tablename FROM pg_tables WHERE schemaname = current_schema()"
-            " AND tablename LIKE '%\\_postings'").fetchall()]
-        assert "memory_fts_bigram_postings" in made
-        for table in made:
+        _as_before_positions(conn)
+        for table in _posting_tables(conn):
             conn.execute(f"DROP TABLE {table}")
     with memci.Engine.open(url, workers=0) as engine:
         session = engine.session("s")
@@ -280,11 +408,8 @@ def test_a_search_of_common_terms_finds_what_sqlite_finds(url: str, tmp_path: Pa
 
 def _as_before_shards(conn: psycopg.Connection[Any]) -> None:
     """Make a store's keyword tables what the postgres migration 1 left (memci before 2)."""
-    made = [str(r[0]) for r in conn.execute(
-        "SELECT tablename FROM pg_tables WHERE schemaname = current_schema()"
-        " AND tablename LIKE '%\\_fts\\_%\\_postings'").fetchall()]
-    assert "memory_fts_bigram_postings" in made
-    for postings in made:
+    _as_before_positions(conn)
+    for postings in _posting_tables(conn):
         table = postings.removesuffix("_postings")
         conn.execute(f"DROP TABLE {postings}")
         conn.execute(f"DROP INDEX {table}_shard")

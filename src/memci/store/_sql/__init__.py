@@ -9,7 +9,7 @@ deletions with their audit log.
 
 A backend package (:mod:`memci.store.sqlite`, :mod:`memci.store.postgres`) keeps only
 what truly differs: its connections and transactions (SQLite's driver, WAL and busy
-handling; psycopg's pool), keyword search (FTS5; a ``tsvector`` table with memci's
+handling; psycopg's pool), keyword search (FTS5; a postings table with memci's
 analyzer and FTS5's BM25), vectors (sqlite-vec; pgvector), migration DDL, and how it
 scrubs deleted bytes from its files. Where a part differs only there, the shared class
 leaves abstract methods (:class:`SqlItemStore`, :class:`SqlDocStore`,

@@ -5,7 +5,7 @@ grows at each change (SQLite: ``MAX(rev) + 1``, in the statement that writes it;
 PostgreSQL: the sequence ``memory_item_revisions``, so revisions grow whichever server
 writes). Each backend keeps the items' keyword text its own way, and ranks it its own
 way: :class:`SqlItemStore` leaves :meth:`SqlItemStore._index` and
-:meth:`SqlItemStore.keyword` to it (FTS5; a ``tsvector`` table with FTS5's BM25).
+:meth:`SqlItemStore.keyword` to it (FTS5; a postings table with FTS5's BM25).
 """
 
 from __future__ import annotations

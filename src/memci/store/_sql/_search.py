@@ -8,7 +8,7 @@ and loading what a search found are the same statements on both backends.
 
 Keyword text and ranking are each backend's own (:meth:`SqlMessageSearch._index`,
 :meth:`SqlMessageSearch.keyword`, :meth:`SqlMessageSearch.keyword_backlog`): FTS5 and its
-BM25 in SQLite, a ``tsvector`` table ranked by FTS5's BM25 in PostgreSQL.
+BM25 in SQLite, a postings table ranked by FTS5's BM25 in PostgreSQL.
 """
 
 from __future__ import annotations

@@ -41,6 +41,13 @@ class Database(Protocol):
         """A write transaction (joined by writes inside it, on this thread)."""
         ...
 
+    def after_commit(self, work: Callable[[Connection], object]) -> None:
+        """Run ``work`` on the connection of this thread's open write once it commits.
+
+        Outside any transaction then; dropped if it rolls back or none is open.
+        """
+        ...
+
     def locked(self, doing: str, work: Callable[[Connection], object]) -> None:
         """Run ``work`` in a transaction of its own under the migration lock."""
         ...

@@ -26,7 +26,8 @@ class PostgresDocStore(SqlDocStore):
 
     def __init__(self, store: Database, analyzer: Analyzer) -> None:
         super().__init__(store.sql, analyzer)
-        self.table = KeywordTable(store, f"doc_chunks_fts_{analyzer.name}", analyzer.tokenize)
+        self.table = KeywordTable(store, f"doc_chunks_fts_{analyzer.name}", analyzer.tokenize,
+                                  indexes="doc_chunks")
 
         def fill(db: Connection) -> None:
             for cid, file_id, title, text in db.execute(

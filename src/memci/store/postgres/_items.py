@@ -9,6 +9,7 @@ server writes; the derived keyword table ``memory_items_fts_<analyzer>`` (ref = 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from memci.store._items import ItemFilter
@@ -34,25 +35,35 @@ class PostgresItemStore(SqlItemStore):
     def __init__(self, store: Database, analyzer: Analyzer) -> None:
         super().__init__(store.sql, analyzer)
         self.table = KeywordTable(store, f"memory_items_fts_{analyzer.name}",
-                                  analyzer.tokenize)
+                                  analyzer.tokenize, indexes="memory_items")
 
         def fill(db: Connection) -> None:
-            for row in db.execute("SELECT id, text, summary, subject FROM memory_items"
-                                  ).fetchall():
-                self._put(db, int(row[0]), row[1], row[2], row[3])
+            rows = db.execute("SELECT id, text, summary, subject FROM memory_items").fetchall()
+            self.table.put_many(db, [(int(r[0]), (id(db) >> 4) % _SHARDS,
+                                      self._columns(r[1], r[2], r[3])) for r in rows])
 
         self.table.make(fill)
 
+    def _columns(self, text: str, summary: str | None, subject: str | None) -> tuple[str, str]:
+        """The item's keyword columns: text and summary (weight A), subject (B)."""
+        body = text if not summary else f"{text}\n{summary}"
+        return self.analyzer.document(body), self.analyzer.document(subject or "")
+
     def _put(self, db: Connection, item_id: int, text: str, summary: str | None,
              subject: str | None, *, replace: bool = False) -> None:
-        body = text if not summary else f"{text}\n{summary}"
-        a = self.analyzer
         self.table.put(db, item_id, (id(db) >> 4) % _SHARDS,
-                       (a.document(body), a.document(subject or "")), replace=replace)
+                       self._columns(text, summary, subject), replace=replace)
 
     def _index(self, sql: Sql, item_id: int, text: str, summary: str | None,
                subject: str | None, *, replace: bool = False) -> None:
         self._put(sql.conn, item_id, text, summary, subject, replace=replace)
+
+    def _index_many(self, sql: Sql,
+                    items: Sequence[tuple[int, str, str | None, str | None]]) -> None:
+        """The new items' keyword text in one batch (an archive event keeps hundreds)."""
+        shard = (id(sql.conn) >> 4) % _SHARDS
+        self.table.put_many(sql.conn, [(item_id, shard, self._columns(text, summary, subject))
+                                       for item_id, text, summary, subject in items])
 
     def _revision(self, sql: Sql) -> tuple[str, tuple[Any, ...]]:
         return "nextval('memory_item_revisions')", ()

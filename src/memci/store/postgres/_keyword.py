@@ -6,36 +6,42 @@ searched base table and analyzer (``<base>_<analyzer>``, made on first use like 
 FTS5 tables, see :meth:`~memci.store.postgres.PostgresStore.derive`):
 
 - ``ref`` (the row it indexes), ``shard`` (what its statistics are counted under),
-  ``terms`` (a ``tsvector``: every term of every column with its positions, the column
-  as the position's weight, A, B, C…), ``tokens`` (how many terms the row has, as FTS5
-  counts them) and, for the trigram analyzer, ``body`` (the first column's text, which
-  terms too short for trigrams are matched in, as SQLite does with ``instr``);
+  ``tokens`` (how many terms the row has, as FTS5 counts them), ``terms`` (its distinct
+  terms: which postings to delete with it, with no index of the postings by row, which
+  cost a batch's writes 40 % more) and, for the trigram
+  analyzer, ``body`` (the first column's text, which terms too short for trigrams are
+  matched in, as SQLite does with ``instr``);
 - its postings, ``<table>_postings``: one row per term and row holding it (the term's
-  hits in each column, the row's ``shard`` and ``tokens``), keyed by ``(term, ref)`` with
-  every column in the key's index, so a term's rows (or a prefix's) are one range of the
-  key, read without visiting the table once its pages are all-visible;
+  hits in each column, the row's ``shard`` and ``tokens``, and ``pos``, the term's
+  positions), keyed by ``(term, ref)`` with every column but ``pos`` in the key's index,
+  so a term's rows (or a prefix's) are one range of the key, read without visiting the
+  table once its pages are all-visible;
 - ``keyword_stats`` keeps rows and terms per table and shard (a shard per session for
   messages), so writers of different sessions never wait on one counter, and the
   average length BM25 needs is one small sum.
 
 Terms are cut by :mod:`memci.store.postgres._terms` exactly as SQLite's FTS5 tokenizer
-cuts them, once per row: the same cut makes its ``tsvector`` and its postings, written
-as one batch (``COPY`` for many rows). :meth:`KeywordTable.rank` computes FTS5's BM25
-(k1 = 1.2, b = 0.75, IDF ``ln((N - n + 0.5) / (n + 0.5))`` floored at 1e-6, column
-weights applied to the hits) in the database from the postings, in one statement (how
-many rows hold each phrase, their IDF, the scores); or, pruned (documents), first the
-counts, then the most common terms looked up only for the rows the rarer ones found,
-unless that could miss a better row. A phrase of
-several terms (``"get_weather"``) is counted where its terms stand next to each other in
-one column: from the ``tsvector`` positions (a GIN index finds the rows), in Python. Both
-backends rank alike. What PostgreSQL bounds: a term of more than 2,000 bytes is kept as
-its hash; a ``tsvector``'s positions of a term are cut at 256, and positions past 16,383
-fold into one (phrase hits of such rows may count a little lower; BM25 saturates long
-before). Scores are rounded to 12 decimals, so rows that tie rank by ref whatever order
-PostgreSQL summed their terms in.
+cuts them, once per row, into its postings, written as one batch (``COPY`` for many
+rows). A position is the term's place in the row counted across its columns (a gap of
+one between two columns, so no phrase spans two), times 4, plus its column (0 for the
+first …): the next term of a phrase stands 4 further on.
 
-A store made before the postings gets them from its ``tsvector`` rows when a memci with
-them first opens that keyword table (:meth:`KeywordTable.make`).
+:meth:`KeywordTable.rank` computes FTS5's BM25 (k1 = 1.2, b = 0.75, IDF
+``ln((N - n + 0.5) / (n + 0.5))`` floored at 1e-6, column weights applied to the hits)
+in the database from the postings, in one statement (how many rows hold each phrase,
+their IDF, the scores); or, pruned (documents), first the counts, then the most common
+terms looked up only for the rows the rarer ones found, unless that could miss a better
+row. A phrase of several terms (``"get_weather"``) is counted where its terms stand next
+to each other in one column: the rows holding it are found in SQL
+(:meth:`KeywordTable.holding`: each position of its first term's posting, the next
+terms' postings of the row at the following positions), its hits counted from the
+positions, in Python. Both backends rank alike. A term of more than 2,000 bytes is kept
+as its hash (a key of the postings' index has a size limit). Scores are rounded to 12
+decimals, so rows that tie rank by ref whatever order PostgreSQL summed their terms in.
+
+A store made before the positions (a ``tsvector`` per row, for phrases) gets them from
+its ``tsvector`` rows in the ``postgres`` migration 3 (the ``tsvector`` and its GIN
+index go): a store made before the postings, in the same migration.
 """
 
 from __future__ import annotations
@@ -43,37 +49,33 @@ from __future__ import annotations
 import hashlib
 import math
 import re
-from collections import defaultdict
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
-from operator import itemgetter
 from typing import Any
 
+import psycopg
+
 from memci.store.postgres._db import Connection, Database
-from memci.store.postgres._terms import TRIGRAM, tokenizer
+from memci.store.postgres._terms import PORTER, TRIGRAM, tokenizer
 
 __all__ = ["KeywordTable", "Phrase", "forget_keywords", "keyword_tables", "phrases"]
 
 _K1 = 1.2
 _B = 0.75
 _MAX_LEXEME_BYTES = 2000
-_MAX_POSITIONS = 256
-_MAX_POSITION = 16383
-_MAX_VECTOR_BYTES = 900_000  # PostgreSQL's bound is 1 MiB
 _WEIGHTS = "ABCD"
+_STEP = len(_WEIGHTS)  # a position is its place times this, plus its column
 _COPY_FROM = 200  # rows from which a batch goes by COPY (two round trips, far less work)
-_ROW_COLUMNS = (("ref", "bigint"), ("shard", "bigint"), ("terms", "tsvector"),
-                ("tokens", "bigint"), ("body", "text"))
+# A keyword table is settled (vacuumed and analyzed) as it doubles from _ANALYZE_FROM
+# rows until it has had _ANALYZE_UNTIL: past that, what a batch adds is a small share that
+# autovacuum soon covers, and a vacuum in the writer's request would take seconds.
+_ANALYZE_FROM = 1_000
+_ANALYZE_UNTIL = 32_000
+_ROW_COLUMNS = (("ref", "bigint"), ("shard", "bigint"), ("tokens", "bigint"),
+                ("terms", "text[]"), ("body", "text"))
 _POSTING_COLUMNS = (("term", "text"), ("ref", "bigint"), ("shard", "bigint"),
-                    ("tokens", "bigint"), *((w.lower(), "integer") for w in _WEIGHTS))
-# The postings of a store whose keyword table was made before them, from its tsvectors
-# (each term's positions counted per weight: A is the first column, B the second …).
-_FILL_POSTINGS = (
-    "INSERT INTO {postings} (term, ref, shard, tokens, a, b, c, d)"
-    " SELECT u.lexeme, k.ref, k.shard, k.tokens, cardinality(array_positions(u.weights, 'A')),"
-    " cardinality(array_positions(u.weights, 'B')), cardinality(array_positions(u.weights,"
-    " 'C')), cardinality(array_positions(u.weights, 'D')) FROM {table} k"
-    " CROSS JOIN LATERAL unnest(k.terms) u")
+                    ("tokens", "bigint"), *((w.lower(), "integer") for w in _WEIGHTS),
+                    ("pos", "integer[]"))
 _QUOTED = re.compile(r'"((?:[^"]|"")*)"(\*?)')
 
 
@@ -84,23 +86,12 @@ def _lexeme(term: str) -> str:
     return term
 
 
-def _quote(lexeme: str) -> str:
-    return "'" + lexeme.replace("\\", "\\\\").replace("'", "''") + "'"
-
-
 @dataclass(frozen=True, slots=True)
 class Phrase:
     """One quoted term of a query: its terms in order, the last one a prefix or not."""
 
     terms: tuple[str, ...]
     prefix: bool = False
-
-    def tsquery(self) -> str:
-        """The phrase as a ``tsquery`` (terms next to each other)."""
-        parts = [_quote(t) for t in self.terms]
-        if self.prefix:
-            parts[-1] += ":*"
-        return " <-> ".join(parts)
 
 
 def phrases(match: str, spec: str) -> list[Phrase]:
@@ -243,47 +234,103 @@ def _given(terms: Sequence[_Term], weights: Sequence[float], avg: float) -> list
             [t[2] for t in terms], [t[3] for t in terms]]
 
 
-def tsvector_text(columns: Sequence[Sequence[str]]) -> tuple[str, int]:
-    """The ``tsvector`` literal of the columns' terms (weights A, B, …) and how many terms."""
-    positions: dict[str, list[str]] = defaultdict(list)
+# A row's terms: term -> its hits in each column (a, b, c, d), then its positions.
+_Found = dict[str, list[int]]
+
+
+def _postings_of(columns: Sequence[Sequence[str]]) -> tuple[_Found, int]:
+    """A row's terms and how many it has (FTS5's count).
+
+    Each term as stored (:func:`_lexeme`), with its hits in each column and its positions.
+    """
+    found: _Found = {}
     position = 0
     total = 0
-    for weight, terms in zip(_WEIGHTS, columns, strict=False):
+    for column, terms in enumerate(columns[:_STEP]):
         total += len(terms)
         for term in terms:
             position += 1
-            kept = positions[_lexeme(term)]
-            if len(kept) < _MAX_POSITIONS:
-                kept.append(f"{min(position, _MAX_POSITION)}{weight}")
+            stored = term if len(term) * 4 <= _MAX_LEXEME_BYTES else _lexeme(term)
+            entry = found.get(stored)
+            if entry is None:
+                found[stored] = entry = [0, 0, 0, 0]
+            entry[column] += 1
+            entry.append(position * _STEP + column)
         position += 1  # a gap: a phrase never spans two columns
-    cap = _MAX_POSITIONS
-    while True:
-        size = sum(len(k.encode("utf-8")) + 8 + 3 * min(len(v), cap)
-                   for k, v in positions.items())
-        if size <= _MAX_VECTOR_BYTES or cap == 1:
-            break
-        cap = max(1, cap // 4)
-    items = [f"{_quote(k)}:{','.join(v[:cap])}" for k, v in positions.items()]
-    text = " ".join(items)
-    while len(text.encode("utf-8")) > _MAX_VECTOR_BYTES and items:
-        items = items[: len(items) * 3 // 4]
-        text = " ".join(items)
-    return text, total
+    return found, total
+
+
+def _positions(entry: list[int]) -> str:
+    """The ``integer[]`` text of a term's positions (its entry in :data:`_Found`)."""
+    return "{" + ",".join(map(str, entry[_STEP:])) + "}"
+
+
+# What an array's text escapes in a quoted element.
+_ARRAY_ESCAPES = str.maketrans({"\\": "\\\\", '"': '\\"'})
+
+
+def _text_array(terms: Collection[str], plain: bool) -> str:
+    """The ``text[]`` text of ``terms``, each quoted (``plain``: with nothing to escape)."""
+    if not terms:
+        return "{}"
+    if plain:
+        return '{"' + '","'.join(terms) + '"}'
+    return '{"' + '","'.join(t.translate(_ARRAY_ESCAPES) for t in terms) + '"}'
+
+
+# What COPY's text format escapes in a value.
+_COPY_ESCAPES = str.maketrans({"\\": "\\\\", "\t": "\\t", "\n": "\\n", "\r": "\\r"})
+
+# A row's postings: (ref, shard, tokens, its terms).
+_Made = list[tuple[int, int, int, _Found]]
+
+
+def _write_postings(db: Connection, table: str, made: _Made, plain: bool) -> None:
+    """Insert the postings of the rows ``made``, by term (see :meth:`KeywordTable.put_many`).
+
+    Many go by ``COPY`` as text formatted here (psycopg's ``write_row`` spent more on
+    each of a batch's 18,000 Chinese postings than cutting their terms did); ``plain``:
+    no term has a character to escape.
+    """
+    count = sum(len(found) for *_, found in made)
+    if count < _COPY_FROM:
+        rows = sorted((term, ref, shard, tokens, *entry[:_STEP], _positions(entry))
+                      for ref, shard, tokens, found in made for term, entry in found.items())
+        _insert(db, table, _POSTING_COLUMNS, rows)
+        return
+    # A term's positions as :func:`_positions` gives them, spelled out here: most terms
+    # stand once in a row, and a call per posting was half of this list's time.
+    lines = [f"{term if plain else term.translate(_COPY_ESCAPES)}\t{ref}\t{shard}\t{tokens}"
+             f"\t{entry[0]}\t{entry[1]}\t{entry[2]}\t{entry[3]}\t{{"
+             f"{entry[_STEP] if len(entry) == _STEP + 1 else ','.join(map(str, entry[_STEP:]))}"
+             "}\n" for ref, shard, tokens, found in made for term, entry in found.items()]
+    lines.sort()  # by term ("\t" sorts before any character of a term)
+    names = ", ".join(name for name, _ in _POSTING_COLUMNS)
+    with db.cursor() as cursor, cursor.copy(f"COPY {table} ({names}) FROM STDIN") as copy:
+        copy.write("".join(lines))
 
 
 class KeywordTable:
     """One derived keyword table: write rows, rank them for a query by FTS5's BM25."""
 
     def __init__(
-        self, store: Database, name: str, spec: str, *, extra_tokens: int = 0,
+        self, store: Database, name: str, spec: str, *, indexes: str, extra_tokens: int = 0,
     ) -> None:
         self._store = store
         self.name = name
+        #: The table whose rows it indexes (``ref`` is their id): rankings join it.
+        self.indexes = indexes
         self.spec = spec
         self._cut = tokenizer(spec)
         #: Terms FTS5 counts in every row beyond the ones stored (a scope column).
         self.extra_tokens = extra_tokens
         self.keeps_body = spec == TRIGRAM
+        # unicode61's terms are letters and digits: nothing in them to escape as text.
+        self._plain = spec == PORTER
+        # Rows the table has (None: not read yet) and had when last analyzed, as this
+        # process knows them (see _analyze_if_grown).
+        self._rows: int | None = None
+        self._analyzed = 0
 
     @property
     def postings(self) -> str:
@@ -294,10 +341,12 @@ class KeywordTable:
         """What makes the table and its index."""
         return [
             f"CREATE TABLE {self.name} (ref bigint PRIMARY KEY, shard bigint NOT NULL,"
-            f" terms tsvector NOT NULL, tokens bigint NOT NULL, body text)",
-            f"CREATE INDEX {self.name}_terms ON {self.name} USING gin (terms)",
+            f" tokens bigint NOT NULL, terms text[] NOT NULL, body text)",
             # A scope's newest rows (see memci.store.postgres._scoped).
             f"CREATE INDEX {self.name}_shard ON {self.name} (shard, ref)",
+            # No plan reads them: ANALYZE need not sample them (arrays cost it most).
+            f"ALTER TABLE {self.name} ALTER COLUMN terms SET STATISTICS 0,"
+            " ALTER COLUMN body SET STATISTICS 0",
         ]
 
     def posting_statements(self) -> list[str]:
@@ -305,29 +354,24 @@ class KeywordTable:
 
         The key's index holds every column (``INCLUDE``): a search reads a term's
         postings from the index alone, a few pages, not one table page per posting
-        (once autovacuum has marked the pages all-visible, as it does after inserts).
+        (once autovacuum has marked the pages all-visible, as it does after inserts);
+        only a phrase of several terms reads the positions, in the table.
         """
         hits = ", ".join(f"{w.lower()} integer NOT NULL" for w in _WEIGHTS)
         covered = ", ".join(["shard", "tokens", *(w.lower() for w in _WEIGHTS)])
         return [
             f'CREATE TABLE {self.postings} (term text COLLATE "C" NOT NULL,'
             f" ref bigint NOT NULL, shard bigint NOT NULL, tokens bigint NOT NULL, {hits},"
-            f" PRIMARY KEY (term, ref) INCLUDE ({covered}))",
-            f"CREATE INDEX {self.postings}_ref ON {self.postings} (ref)",
+            f" pos integer[] NOT NULL, PRIMARY KEY (term, ref) INCLUDE ({covered}))",
+            f"ALTER TABLE {self.postings} ALTER COLUMN pos SET STATISTICS 0",
         ]
 
     def make(self, fill: Callable[[Connection], None] | None = None) -> None:
         """Make the tables once (``fill``: index what the store holds already).
 
-        The postings go first: a store made before them (its keyword table filled, no
-        postings) gets them from its ``tsvector`` rows, in SQL.
+        The postings go first: a keyword table never exists without them.
         """
-        def postings_of_old_rows(db: Connection) -> None:
-            exists = db.execute("SELECT to_regclass(%s) IS NOT NULL", (self.name,)).fetchone()
-            if exists and exists[0]:
-                db.execute(_FILL_POSTINGS.format(postings=self.postings, table=self.name))
-
-        self._store.derive(self.postings, self.posting_statements(), postings_of_old_rows)
+        self._store.derive(self.postings, self.posting_statements())
         self._store.derive(self.name, self.statements(), fill)
 
     # -- writing -------------------------------------------------------------------------
@@ -344,21 +388,19 @@ class KeywordTable:
     def put_many(self, db: Connection, rows: Sequence[tuple[int, int, Sequence[str]]]) -> None:
         """Index each ``(ref, shard, columns)``: two inserts (:func:`_insert`), a count per shard.
 
-        Each row's terms are cut once; they make both its ``tsvector`` and its postings.
+        Each row's terms are cut once, into its postings.
         """
-        values: list[tuple[int, int, str, int, str | None]] = []
-        postings: list[tuple[Any, ...]] = []
+        values: list[tuple[int, int, int, str, str | None]] = []
+        made: _Made = []
         counted: dict[int, tuple[int, int]] = {}
         for ref, shard, columns in rows:
-            cut = [self._cut(c) for c in columns]
-            text, count = tsvector_text(cut)
+            found, count = _postings_of([self._cut(c) for c in columns])
             tokens = count + self.extra_tokens
             # Text cannot hold U+0000; FTS5's trigram tokenizer stops there too.
             body = (columns[0].split("\x00", 1)[0].lower()
                     if self.keeps_body and columns else None)
-            values.append((ref, shard, text, tokens, body))
-            postings += [(term, ref, shard, tokens, *hits)
-                         for term, hits in _hits_per_column(cut)]
+            values.append((ref, shard, tokens, _text_array(found, self._plain), body))
+            made.append((ref, shard, tokens, found))
             docs, total = counted.get(shard, (0, 0))
             counted[shard] = (docs + 1, total + tokens)
         if not values:
@@ -366,10 +408,52 @@ class KeywordTable:
         _insert(db, self.name, _ROW_COLUMNS, values)
         # By term: a term's postings of the batch share table pages, so reading a term
         # (its rows holding it, a count) visits a page per batch, not one per posting.
-        postings.sort(key=itemgetter(0))
-        _insert(db, self.postings, _POSTING_COLUMNS, postings)
+        _write_postings(db, self.postings, made, self._plain)
         for shard, (docs, total) in sorted(counted.items()):
             self._count(db, shard, docs, total)
+        self._analyze_if_grown(db, len(values))
+
+    def _analyze_if_grown(self, db: Connection, added: int) -> None:
+        """Settle the table, its postings and the table it indexes as they double.
+
+        Once the writing transaction has committed (:meth:`Database.after_commit`):
+        ``VACUUM (ANALYZE)``, what autovacuum does a minute or so after an import. A table
+        just filled has no statistics: the planner guessed, and a search right after an
+        import read every posting of its terms (0.8 s at 10,000 English messages, 30 ms
+        once analyzed); with the postings analyzed and not the items they index, an
+        item search joined them in a loop (7 s at 3,000 items). The vacuum marks the new
+        pages all-visible, so a term's postings are read from their index alone, and
+        sets their rows' hint bits once (the first searches after an import did, writing
+        the pages again). Doubling bounds the cost: an import settles a table about log2
+        of its size over ``_ANALYZE_FROM`` times (none past ``_ANALYZE_UNTIL`` rows), a
+        steady writer never.
+        """
+        if self._rows is None:
+            row = db.execute(
+                "SELECT c.reltuples, (SELECT COALESCE(SUM(docs), 0) FROM keyword_stats"
+                " WHERE tab = %s) FROM pg_class c WHERE c.oid = %s::regclass",
+                (self.name, self.name)).fetchone()
+            self._analyzed = max(0, int(row[0])) if row else 0
+            self._rows = int(row[1]) if row else added
+        else:
+            self._rows += added
+        if (_ANALYZE_FROM <= self._rows and self._rows >= 2 * self._analyzed
+                and self._analyzed < _ANALYZE_UNTIL):
+            self._analyzed = self._rows
+            self._store.after_commit(self._settle)
+
+    def _settle(self, db: Connection) -> None:
+        """``VACUUM (ANALYZE)`` the tables (``db``: a connection outside a transaction).
+
+        ``SKIP_LOCKED``: never wait on another vacuum or analysis of them. A table this
+        user may not vacuum is skipped with a warning. What was written has committed:
+        a failure here loses nothing, and autovacuum does it later.
+        """
+        try:
+            db.execute(f"VACUUM (ANALYZE, SKIP_LOCKED) {self.name}, {self.postings},"
+                       f" {self.indexes}")
+        except psycopg.Error:
+            return
 
     def delete(self, db: Connection, refs: Sequence[int]) -> None:
         """Forget the rows ``refs``."""
@@ -468,8 +552,8 @@ class KeywordTable:
     ) -> list[tuple[float, int]]:
         """:meth:`rank` of ``found`` when a phrase has several terms (their positions).
 
-        The rows holding such a phrase (the GIN index finds them) are scored in Python
-        from their ``tsvector`` positions, every phrase counted; the other rows from the
+        The rows holding such a phrase (:meth:`holding`) are scored in Python from
+        their postings' positions, every phrase counted; the other rows from the
         postings of the one-term phrases, in the database (:meth:`_score`), deep enough
         that the rows scored in Python cannot keep a better one out. Three statements:
         the rows holding each phrase, the positions, the scores.
@@ -492,15 +576,16 @@ class KeywordTable:
     def _phrase_rows(self, db: Connection, found: Sequence[Phrase]) -> tuple[int, int, list[int]]:
         """The table's rows and terms, and how many rows hold each phrase: one statement.
 
-        A term (or prefix) counted in the postings' key, a phrase of several terms by the
-        GIN index of the rows' ``tsvector``.
+        A term (or prefix) counted in the postings' key, a phrase of several terms by
+        :meth:`holding`.
         """
         counts: list[str] = []
         args: list[Any] = []
         for phrase in found:
             if len(phrase.terms) > 1:
-                counts.append(f"(SELECT count(*) FROM {self.name} WHERE terms @@ %s::tsquery)")
-                args.append(phrase.tsquery())
+                holds, more = self.holding(phrase, "k")
+                counts.append(f"(SELECT count(*) FROM {self.postings} k WHERE {holds})")
+                args += more
             elif phrase.prefix:
                 counts.append(f"(SELECT count(DISTINCT ref) FROM {self.postings}"
                               " WHERE term BETWEEN %s AND %s)")
@@ -521,24 +606,32 @@ class KeywordTable:
     ) -> list[tuple[float, int]]:
         """``(score, ref)`` of the rows holding a phrase of several terms.
 
-        Every phrase is counted, from the rows' ``tsvector`` positions.
+        Every phrase is counted, from the positions in the rows' postings of its terms.
         """
-        query = " | ".join(f"({p.tsquery()})" for p in found if len(p.terms) > 1)
         where, args = filters.where, list(filters.args)
         if filters.shards is not None:
             where, args = " AND k.shard = ANY(%s)" + where, [list(filters.shards), *args]
-        exact = sorted({t for p in found for t in (p.terms[:-1] if p.prefix else p.terms)})
-        prefixes = sorted({p.terms[-1] for p in found if p.prefix})
+        holding: list[str] = []
+        holding_args: list[Any] = []
+        for phrase in found:
+            if len(phrase.terms) > 1:
+                holds, more = self.holding(phrase, "k")
+                holding.append(f"SELECT k.ref FROM {self.postings} k{filters.join}"
+                               f" WHERE {holds}{where}")
+                holding_args += [*more, *args]
+        exact = {t for p in found for t in (p.terms[:-1] if p.prefix else p.terms)}
+        ranges = sorted({(t, t) for t in exact}
+                        | {(p.terms[-1], p.terms[-1] + _LAST_CHAR) for p in found if p.prefix})
+        # Each term (or prefix's range) of each row found, read in the postings' key.
         rows = db.execute(
-            f"SELECT k.ref, k.tokens, u.lexeme, u.positions, u.weights FROM {self.name} k"
-            f"{filters.join} CROSS JOIN LATERAL unnest(k.terms) u"
-            f" WHERE k.terms @@ %s::tsquery{where}"
-            " AND (u.lexeme = ANY(%s) OR u.lexeme LIKE ANY(%s))",
-            (query, *args, exact, [_like_prefix(p) for p in prefixes])).fetchall()
+            f"WITH h AS ({' UNION '.join(holding)}) SELECT DISTINCT p.ref, p.tokens, p.term,"
+            f" p.pos FROM h CROSS JOIN unnest(%s::text[], %s::text[]) AS r(lo, hi)"
+            f" JOIN {self.postings} p ON p.term BETWEEN r.lo AND r.hi AND p.ref = h.ref",
+            (*holding_args, [r[0] for r in ranges], [r[1] for r in ranges])).fetchall()
         docs: dict[int, tuple[int, dict[str, list[tuple[int, str]]]]] = {}
-        for ref, tokens, lexeme, spots, marks in rows:
+        for ref, tokens, term, spots in rows:
             entry = docs.setdefault(int(ref), (int(tokens), {}))
-            entry[1][str(lexeme)] = list(zip(spots, marks, strict=True))
+            entry[1][str(term)] = [(p // _STEP, _WEIGHTS[p % _STEP]) for p in spots]
         scored: list[tuple[float, int]] = []
         for ref, (tokens, terms) in docs.items():
             norm = _K1 * (1 - _B + _B * tokens / avg)
@@ -551,6 +644,26 @@ class KeywordTable:
             if matched:  # a match in a column weighed 0 is found, with no score, as in FTS5
                 scored.append((score, ref))
         return scored
+
+    def holding(self, phrase: Phrase, alias: str) -> tuple[str, list[Any]]:
+        """A condition on the posting ``alias``: of a row holding ``phrase``, and its args.
+
+        ``phrase`` has several terms: ``alias`` is a posting of its first one, and at
+        one of its positions the row's postings of the next terms follow, each a
+        position further on (the last term's, any term with its prefix).
+        """
+        follows: list[str] = []
+        args: list[Any] = [phrase.terms[0]]
+        for index, term in enumerate(phrase.terms[1:], start=1):
+            last = index == len(phrase.terms) - 1
+            if last and phrase.prefix:
+                which, args = "n.term BETWEEN %s AND %s", [*args, term, term + _LAST_CHAR]
+            else:
+                which, args = "n.term = %s", [*args, term]
+            follows.append(f"EXISTS (SELECT 1 FROM {self.postings} n WHERE {which}"
+                           f" AND n.ref = {alias}.ref AND s.at + {index * _STEP} = ANY(n.pos))")
+        return (f"{alias}.term = %s AND EXISTS (SELECT 1 FROM unnest({alias}.pos) AS s(at)"
+                f" WHERE {' AND '.join(follows)})", args)
 
     def containing(
         self, db: Connection, term: str, *, join: str = "", where: str = "",
@@ -571,13 +684,16 @@ def _insert(db: Connection, table: str, columns: Sequence[tuple[str, str]],
             rows: Sequence[Sequence[Any]]) -> None:
     """Insert ``rows`` in one round trip: a few as one statement of arrays, many by ``COPY``.
 
-    ``columns`` are ``(name, type)``; a ``tsvector`` travels as its text.
+    ``columns`` are ``(name, type)``; an array travels as its text (``{1,2}``): an array
+    of arrays would be unnested to its elements.
     """
     if not rows:
         return
     names = ", ".join(name for name, _ in columns)
     if len(rows) < _COPY_FROM:
-        arrays = ", ".join(f"%s::{'text' if kind == 'tsvector' else kind}[]"
+        # Binary (%b): as text, each array's text would be escaped again inside the
+        # outer array's (a quote per term of a row's terms: a million a batch).
+        arrays = ", ".join(f"%b::{'text' if kind.endswith('[]') else kind}[]"
                            for _, kind in columns)
         values = ", ".join(f"u.{name}::{kind}" for name, kind in columns)
         db.execute(f"INSERT INTO {table} ({names}) SELECT {values} FROM unnest({arrays})"
@@ -586,16 +702,6 @@ def _insert(db: Connection, table: str, columns: Sequence[tuple[str, str]],
     with db.cursor() as cursor, cursor.copy(f"COPY {table} ({names}) FROM STDIN") as copy:
         for row in rows:
             copy.write_row(row)
-
-
-def _hits_per_column(columns: Sequence[Sequence[str]]) -> list[tuple[str, list[int]]]:
-    """Each term of a row (as stored: :func:`_lexeme`) and its hits in each column."""
-    hits: dict[str, list[int]] = {}
-    for index, terms in enumerate(columns[:len(_WEIGHTS)]):
-        for term in terms:
-            counts = hits.setdefault(_lexeme(term), [0] * len(_WEIGHTS))
-            counts[index] += 1
-    return list(hits.items())
 
 
 def _count(db: Connection, table: str, shard: int, docs: int, tokens: int) -> None:
@@ -613,12 +719,11 @@ def forget_keywords(db: Connection, table: str, refs: Collection[int]) -> int:
     if not refs:
         return 0
     wanted = sorted({int(r) for r in refs})
-    rows = db.execute(f"DELETE FROM {table} WHERE ref = ANY(%s) RETURNING shard, tokens",
-                      (wanted,)).fetchall()
-    postings = f"{table}_postings"
-    made = db.execute("SELECT to_regclass(%s) IS NOT NULL", (postings,)).fetchone()
-    if made and made[0]:  # made when the table is first used by a memci with postings
-        db.execute(f"DELETE FROM {postings} WHERE ref = ANY(%s)", (wanted,))
+    # A row's postings by its terms (their key), in the same statement.
+    rows = db.execute(
+        f"WITH gone AS (DELETE FROM {table} WHERE ref = ANY(%s) RETURNING ref, shard, tokens,"
+        f" terms), p AS (DELETE FROM {table}_postings x USING gone g WHERE x.ref = g.ref"
+        " AND x.term = ANY(g.terms)) SELECT shard, tokens FROM gone", (wanted,)).fetchall()
     shards: dict[int, tuple[int, int]] = {}
     for shard, tokens in rows:
         docs, total = shards.get(int(shard), (0, 0))
@@ -638,11 +743,6 @@ def keyword_tables(db: Connection, base: str) -> list[str]:
         "SELECT tablename FROM pg_tables WHERE schemaname = current_schema()"
         " AND tablename LIKE %s AND tablename NOT LIKE '%%\\_postings'"
         " ORDER BY tablename", (pattern,)).fetchall()]
-
-
-def _like_prefix(text: str) -> str:
-    """A ``LIKE`` pattern for what starts with ``text``."""
-    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
 
 
 def _hits(

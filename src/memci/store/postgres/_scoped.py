@@ -111,14 +111,15 @@ def _holding(
     """``SELECT x.ref`` of the scope's rows holding ``phrase``, and its arguments.
 
     ``bounds``: more conditions on ``x.ref`` (with ``bound_args``). A term (or a
-    prefix's terms) is read in the postings' key, a phrase of several terms in the rows'
-    ``tsvector`` (its GIN index).
+    prefix's terms) is read in the postings' key, a phrase of several terms from its
+    first term's postings and their positions (:meth:`KeywordTable.holding`).
     """
     join, where, args = scope.conditions()
     rest = [*bound_args, *args]
     if len(phrase.terms) > 1:
-        return (f"SELECT x.ref FROM {table.name} x{join} WHERE x.terms @@ %s::tsquery"
-                f"{bounds}{where}", [phrase.tsquery(), *rest])
+        holds, more = table.holding(phrase, "x")
+        return (f"SELECT x.ref FROM {table.postings} x{join} WHERE {holds}{bounds}{where}",
+                [*more, *rest])
     term = phrase.terms[0]
     if phrase.prefix:
         return (f"SELECT DISTINCT x.ref FROM {table.postings} x{join} WHERE x.term BETWEEN"

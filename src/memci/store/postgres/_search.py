@@ -43,7 +43,7 @@ class PostgresMessageSearch(SqlMessageSearch):
         self._store = store
         # FTS5 counts the scope column's one term in every row: so does BM25 here.
         self.table = KeywordTable(store, f"memory_fts_{analyzer.name}", analyzer.tokenize,
-                                  extra_tokens=1)
+                                  indexes="memory_docs", extra_tokens=1)
         self.table.make()
         self._commons = Commons()  # terms found common, per scope (see _scoped)
 

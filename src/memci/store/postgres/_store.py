@@ -129,6 +129,7 @@ class _Idle:
 class _Local(threading.local):
     conn: Connection | None = None
     depth: int = 0
+    after: tuple[Callable[[Connection], object], ...] = ()
 
 
 class PostgresStore(PostgresParts, SqlLog):
@@ -194,14 +195,26 @@ class PostgresStore(PostgresParts, SqlLog):
             return
         try:
             with self._pool.connection() as conn:
-                local.conn, local.depth = conn, 1
+                local.conn, local.depth, local.after = conn, 1, ()
                 try:
                     with conn.transaction():
                         yield conn
+                    committed: tuple[Callable[[Connection], object], ...] = local.after
                 finally:
-                    local.conn, local.depth = None, 0
+                    local.conn, local.depth, local.after = None, 0, ()
+                for done in committed:
+                    done(conn)
         except _PG_ERRORS as exc:
             raise store_error(exc, self.location, "write to") from exc
+
+    def after_commit(self, work: Callable[[Connection], object]) -> None:
+        """Run ``work`` on the connection of this thread's open write once it commits.
+
+        Outside any transaction then; dropped if it rolls back or none is open (a
+        derived table's fill runs in a transaction of its own).
+        """
+        if self._local.conn is not None and work not in self._local.after:
+            self._local.after = (*self._local.after, work)
 
     @contextmanager
     def atomic(self) -> Iterator[None]:

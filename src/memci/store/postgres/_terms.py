@@ -1,7 +1,7 @@
 """Keyword terms cut the way FTS5 cuts them, for a backend that has no FTS5.
 
 memci's analyzers (:mod:`memci.text._analyzer`) prepare text for an FTS5 tokenizer named by
-their ``tokenize`` option; PostgreSQL stores the resulting terms in a ``tsvector``. This
+their ``tokenize`` option; PostgreSQL stores the resulting terms in postings. This
 module is that tokenizer in Python, so both backends index (and query) the same terms:
 
 - ``porter unicode61 remove_diacritics 2``: a token is a run of letters, digits and
@@ -32,7 +32,6 @@ TRIGRAM = "trigram"
 _PORTER_MAX_BYTES = 64
 
 
-@functools.lru_cache(maxsize=65536)
 def _kind(char: str) -> int:
     """2: a token character; 1: a combining mark (kept inside a token); 0: a separator."""
     if char < "\x80":
@@ -43,7 +42,6 @@ def _kind(char: str) -> int:
     return 1 if "\u0300" <= char <= "\u036f" else 0
 
 
-@functools.lru_cache(maxsize=65536)
 def _fold(char: str, remove_diacritics: bool) -> str:
     """``char`` in lower case and, when asked, without its Latin diacritic."""
     if char < "\x80":
@@ -64,19 +62,28 @@ def _fold(char: str, remove_diacritics: bool) -> str:
     return folded
 
 
-def _unicode61(text: str) -> list[str]:
-    tokens: list[str] = []
-    current: list[str] = []
-    for char in text:
+class _Folding(dict[int, str]):
+    """``str.translate``'s table for unicode61, filled as characters are first met.
+
+    A token character maps to its fold, a separator to a space, a combining mark to
+    nothing: a mark inside a token is kept there and then dropped (diacritics removed),
+    and a mark outside one separates nothing, so the text's tokens are the translated
+    text's ``split()``, cut in C rather than one Python step per character.
+    """
+
+    def __missing__(self, code: int) -> str:
+        char = chr(code)
         kind = _kind(char)
-        if kind == 2 or (kind == 1 and current):
-            current.append(_fold(char, True))
-        elif current:
-            tokens.append("".join(current))
-            current = []
-    if current:
-        tokens.append("".join(current))
-    return [t for t in tokens if t]
+        folded = _fold(char, True) if kind == 2 else "" if kind == 1 else " "
+        self[code] = folded
+        return folded
+
+
+_FOLDING = _Folding()
+
+
+def _unicode61(text: str) -> list[str]:
+    return text.translate(_FOLDING).split()
 
 
 # -- the Porter stemmer, on bytes, as FTS5's porter tokenizer applies it ----------------
@@ -213,10 +220,25 @@ def _porter_unicode61(text: str) -> list[str]:
     return [_porter(t) for t in _unicode61(text)]
 
 
+class _Lowering(dict[int, str]):
+    """``str.translate``'s table for the trigram tokenizer, filled as characters are met.
+
+    Each character maps to its fold: one character, diacritics kept.
+    """
+
+    def __missing__(self, code: int) -> str:
+        folded = _fold(chr(code), False)
+        self[code] = folded
+        return folded
+
+
+_LOWERING = _Lowering()
+
+
 def _trigram(text: str) -> list[str]:
     text = text.split("\x00", 1)[0]  # FTS5's trigram tokenizer stops at a NUL
-    folded = [_fold(c, False) if c >= "\x80" else c.lower() for c in text]
-    return ["".join(folded[i:i + 3]) for i in range(len(folded) - 2)]
+    folded = text.translate(_LOWERING)  # as long as ``text``: a fold is one character
+    return [folded[i:i + 3] for i in range(len(folded) - 2)]
 
 
 _TOKENIZERS: dict[str, Callable[[str], list[str]]] = {
