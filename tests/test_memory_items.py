@@ -9,7 +9,7 @@ import pytest
 
 import memci
 from memci.errors import InvalidInputError
-from memci.memory import Gatherer, Memory, MemoryItems, Scope
+from memci.memory import Gatherer, Kept, Memory, MemoryItems, Scope
 from memci.messages import Message
 from memci.store import SQLiteStore
 
@@ -261,6 +261,46 @@ def test_remembering_pages_at_once_is_remembering_them_one_by_one(
     with pytest.raises(InvalidInputError):
         memory.remember_pages(many, [(5, "fine", None), (6, "  ", None)])
     assert len(_episodes(memory, many)) == len(_episodes(memory, one))  # nothing stored
+
+
+def _facts(items: MemoryItems, scope: Scope) -> list[tuple[object, ...]]:
+    return sorted((i.kind, i.text, i.subject, i.source, i.seen, i.current, i.valid_from,
+                   i.valid_to) for i in items.items(scope, current=False))
+
+
+def test_remembering_facts_at_once_is_remembering_them_one_by_one(
+        store: SQLiteStore) -> None:
+    """The user's facts an archive event keeps: one batch a kind, whatever their number,
+    with what remembering them one after another gives (merged, superseded, dated)."""
+    now = datetime(2026, 3, 1, tzinfo=UTC).timestamp()
+    items = MemoryItems(store, embedder=None, clock=lambda: now)
+    one, many = Scope.user_scope("one"), Scope.user_scope("many")
+    said = datetime(2024, 6, 1, tzinfo=UTC)
+    rounds = [
+        [Kept("Lives in Denver", "home city", "s#p1"), Kept("Has two cats", source="s#p1"),
+         Kept("has two  cats", source="s#p2")],  # met twice in the batch: merged
+        [Kept("Moved to Austin", "Home city", "s#p3"),  # supersedes Denver
+         Kept("Has two cats", source="s#p4"), Kept("Runs on Sundays", source="s#p4", at=said)],
+    ]
+    for entries in rounds:
+        for e in entries:
+            items.remember(one, e.text, "fact", e.subject, e.source, at=e.at)
+        items.remember_many(many, "fact", entries)
+    assert _facts(items, many) == _facts(items, one)
+    assert ("fact", "Has two cats", None, "s#p4", 3, True) in [f[:6] for f in _facts(items, many)]
+    ran: list[str] = []
+    store._conn.set_trace_callback(ran.append)
+    try:
+        items.remember_many(many, "fact", [Kept(f"likes colour {n}", source="s#p9")
+                                           for n in range(12)])
+    finally:
+        store._conn.set_trace_callback(None)
+    # Before: four statements a fact (find, add, its keyword row, read back): 48 here.
+    written = [q for q in ran if not q.lstrip().startswith("--")]
+    assert len(written) <= 8, written
+    with pytest.raises(InvalidInputError):
+        items.remember_many(many, "fact", [Kept("fine"), Kept("  ")])
+    assert not any(i.text == "fine" for i in items.items(many))  # nothing stored
 
 
 def test_an_archived_page_holds_from_when_it_was_said(tmp_path: Path) -> None:

@@ -33,7 +33,7 @@ from memci.context._model import ContentsEntry
 from memci.context._recipes import TITLES
 from memci.context._services import SessionServices
 from memci.context._session_log import SessionLog
-from memci.memory import Memory, Retrieved, Scope
+from memci.memory import Kept, Memory, Retrieved, Scope
 from memci.messages import Message
 from memci.store import SessionRecord
 from memci.tokens import EstimateTokenizer, Tokenizer
@@ -344,14 +344,17 @@ class RetrievalSource:
                 if when is not None:
                     said_at[page] = when
         memory.remember_pages(self.record, kept, said_at=said_at)  # one batch an event
+        facts: dict[str, list[Kept]] = {}  # by kind: one batch each
         for page, messages in pages:
             users = "\n".join(m.content for m in messages if m.role == "user")
             verdict = judge(users)
             if not verdict.eligible:
                 continue
             source = f"{self.record.name}#p{page} · {verdict.source}: {verdict.reason}"
-            for fact in verdict.facts[:5]:
-                memory.remember(scope, fact, verdict.kind, source=source[:300])
+            facts.setdefault(verdict.kind, []).extend(
+                Kept(fact, source=source[:300]) for fact in verdict.facts[:5])
+        for kind, entries in facts.items():
+            memory.remember_many(scope, kind, entries)
 
 
 def episodes_gathered(budget: int) -> int:

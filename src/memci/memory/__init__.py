@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     )
     from memci.memory._hit import RRF_K, Hit, fuse, rrf
     from memci.memory._index import DEFAULT_ANALYZER, IndexStats, MessageIndex, message_text
-    from memci.memory._items import Level, MemoryItem, MemoryItems, Scope
+    from memci.memory._items import Kept, Level, MemoryItem, MemoryItems, Scope
     from memci.memory._memory import Memory, memory_for, search
     from memci.memory._time import TimeRange, time_hint
     from memci.text import ANALYZERS, Chunk, chunk_file, chunk_markdown, chunk_python, get_analyzer
@@ -45,7 +45,7 @@ else:
         ),
         "memci.memory._hit": ("RRF_K", "Hit", "fuse", "rrf"),
         "memci.memory._index": ("DEFAULT_ANALYZER", "IndexStats", "MessageIndex", "message_text"),
-        "memci.memory._items": ("Level", "MemoryItem", "MemoryItems", "Scope"),
+        "memci.memory._items": ("Kept", "Level", "MemoryItem", "MemoryItems", "Scope"),
         "memci.memory._memory": ("Memory", "memory_for", "search"),
         "memci.memory._time": ("TimeRange", "time_hint"),
         "memci.text": (
@@ -69,6 +69,7 @@ __all__ = [
     "Hit",
     "IndexReport",
     "IndexStats",
+    "Kept",
     "Level",
     "Memory",
     "MemoryItem",

@@ -25,7 +25,7 @@ import time
 from collections.abc import Collection, Mapping, Sequence
 from datetime import datetime
 from types import MappingProxyType
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from memci import _trace
 from memci.errors import InvalidInputError
@@ -46,9 +46,20 @@ from memci.store import (
 )
 from memci.text import Analyzer, get_analyzer, normalize
 
-__all__ = ["Level", "MemoryItem", "MemoryItems", "Scope"]
+__all__ = ["Kept", "Level", "MemoryItem", "MemoryItems", "Scope"]
 
 _EMBED_LIMIT = 2_000
+
+
+class Kept(NamedTuple):
+    """One item :meth:`MemoryItems.remember_many` keeps (see :meth:`MemoryItems.remember`)."""
+
+    text: str
+    subject: str | None = None
+    source: str | None = None
+    summary: str | None = None
+    page: int | None = None
+    at: datetime | None = None  # when it became true (None: now)
 
 
 class MemoryItems:
@@ -133,31 +144,42 @@ class MemoryItems:
     ) -> None:
         """:meth:`remember_page` for each ``(page, text, summary)``, in a few statements.
 
-        An archive event keeps many pages at once: their items are found, added and
-        superseded as one batch each, with what adding them one after another gives (a
-        text met twice in the batch is merged as it would be then). ``said_at``: when each
-        page was said (its first message's time), which is when its item holds from (a
-        replayed or imported chat keeps its own dates); now for a page not in it. An older
-        item of the same page still ends now.
+        ``said_at``: when each page was said (its first message's time), which is when its
+        item holds from (a replayed or imported chat keeps its own dates); now for a page
+        not in it. An older item of the same page still ends now.
         """
-        scope = Scope.of(session)
+        said = said_at or {}
+        self.remember_many(Scope.of(session), "episodic", [
+            Kept(text, f"page {page_no}", f"{session.name}#p{page_no}", summary, page_no,
+                 said.get(page_no)) for page_no, text, summary in pages])
+
+    def remember_many(self, scope: Scope, kind: str, entries: Sequence[Kept]) -> None:
+        """:meth:`remember` for each of ``entries`` (items of ``scope`` and ``kind``) at once.
+
+        An archive event keeps many pages, and the user's facts, at once: their items are
+        found, added and superseded as one batch each, with what remembering them one
+        after another gives (a text met twice in the batch is merged as it would be then).
+        A superseded item ends now, not at the new item's ``at``.
+        """
+        if not isinstance(kind, str) or not kind.strip():
+            raise InvalidInputError("a memory item needs a kind (e.g. 'fact', 'preference')")
         now = self._clock()
-        said = {page: at.timestamp() for page, at in (said_at or {}).items()}
         batch: dict[str, NewItem] = {}  # norm -> the item to add
-        again: list[tuple[int, str, str | None]] = []  # texts met twice: merged after
-        for page_no, text, summary in pages:
-            if not isinstance(text, str) or not text.strip():
+        again: list[Kept] = []  # texts met twice: merged after
+        for entry in entries:
+            if not isinstance(entry.text, str) or not entry.text.strip():
                 raise InvalidInputError("a memory item needs non-empty text")
-            norm = normalize(text)
+            norm = normalize(entry.text)
             if norm in batch:
-                again.append((page_no, text, summary))
+                again.append(entry)
                 continue
-            batch[norm] = NewItem(scope, "episodic", normalize(f"page {page_no}"), text, norm,
-                                  summary, f"{session.name}#p{page_no}", page_no,
-                                  said.get(page_no, now), now)
+            batch[norm] = NewItem(
+                scope, kind, normalize(entry.subject) if entry.subject else None, entry.text,
+                norm, entry.summary, entry.source, entry.page,
+                entry.at.timestamp() if entry.at is not None else now, now)
         rows = self.rows
         with self.store.atomic():
-            found = rows.find_many(scope, "episodic", list(batch))
+            found = rows.find_many(scope, kind, list(batch))
             for norm, same in found.items():
                 item = batch.pop(norm)
                 rows.merge(same, now=now, summary=item.summary, source=item.source,
@@ -166,12 +188,12 @@ class MemoryItems:
                     self.vectors.delete("item", [same])  # its text changed: embed again
             new = list(batch.values())
             ids = rows.add_many(new)
-            rows.supersede_many(scope, "episodic", {
+            rows.supersede_many(scope, kind, {
                 item.subject: item_id for item, item_id in zip(new, ids, strict=True)
                 if item.subject is not None}, since=now, now=now)
-            for page_no, text, summary in again:
-                self.remember_page(session, page_no, text, summary,
-                                   at=(said_at or {}).get(page_no))
+            for entry in again:
+                self.remember(scope, entry.text, kind, entry.subject, entry.source,
+                              summary=entry.summary, page=entry.page, at=entry.at)
 
     def remember_preference(
         self, scope: Scope, text: str, subject: str | None = None, source: str | None = None

@@ -31,7 +31,7 @@ from memci.errors import InvalidInputError
 from memci.memory._embed import Embedder, embedder_from_env
 from memci.memory._hit import Hit, fuse
 from memci.memory._index import ADDS, Candidate, MessageIndex, TimeMode
-from memci.memory._items import Level, MemoryItem, MemoryItems, Scope
+from memci.memory._items import Kept, Level, MemoryItem, MemoryItems, Scope
 from memci.memory._time import TimeRange, time_hint
 from memci.messages import Message
 from memci.store import SessionRecord, Store
@@ -132,6 +132,10 @@ class Memory:
         ``said_at``: when each page was said (see :meth:`MemoryItems.remember_pages`).
         """
         self.items.remember_pages(session, pages, said_at=said_at)
+
+    def remember_many(self, scope: Scope, kind: str, entries: Sequence[Kept]) -> None:
+        """Store many items of ``scope`` and ``kind`` at once: :meth:`MemoryItems.remember_many`."""
+        self.items.remember_many(scope, kind, entries)
 
     def recall(self, query: str, *, scope: Scope, k: int = 10) -> list[Hit]:
         """Items visible in ``scope`` that best match ``query``."""
