@@ -100,9 +100,18 @@ def _at(data: Any, path: str) -> Any:
 
 
 def _number(value: Any, digits: Sequence[str]) -> str:
+    """``value`` with ``digits`` decimals (0 by default); negative: rounded to tens, ...
+
+    The LoCoMo prefix bench's mean request (about 4,940 tokens over 718 requests) came
+    out half a token lower in 2 of about 10 runs on a loaded machine (cause not found
+    yet): ``-1`` quotes it to ten.
+    """
     if isinstance(value, int):
         return f"{value:,}"
-    return f"{value:,.{int(digits[0]) if digits else 0}f}"
+    places = int(digits[0]) if digits else 0
+    if places < 0:
+        return f"{round(value, places):,.0f}"
+    return f"{value:,.{places}f}"
 
 
 def _percent(share: float, digits: Sequence[str]) -> str:
