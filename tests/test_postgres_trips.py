@@ -214,6 +214,22 @@ def test_a_chat_build_that_archives_with_memory_takes_a_bounded_number_of_statem
     assert max(s for s, _ in later) <= 46 and max(n for _, n in later) <= 48, counted
 
 
+def test_a_connection_the_pool_has_just_made_is_not_pinged(url: str, trips: Any) -> None:
+    # A pool grows under load (a connection still on its way back makes it open
+    # another): the request handed the new one pays no ping, as the steady build's
+    # three statements assume.
+    store = open_store(url)
+    try:
+        pool = store._pool  # type: ignore[attr-defined]
+        with pool.connection():  # held: the next request makes the pool open another
+            with trips() as fresh, pool.connection() as conn:
+                assert not conn.closed
+        assert pool.get_stats()["connections_num"] >= 2
+        assert fresh.statements == 0
+    finally:
+        store.close()
+
+
 def test_a_steady_tool_loop_build_reads_three_heads(url: str, trips: Any) -> None:
     # As on SQLite (tests/test_builder.py::test_a_build_runs_few_statements): a build
     # with nothing new to gather reads the log's head, the context's version and the

@@ -116,7 +116,12 @@ class _Idle:
             weakref.WeakKeyDictionary())
 
     def returned(self, conn: Connection) -> None:
-        """The pool's ``reset``: ``conn`` is idle from now."""
+        """The pool's ``reset`` and ``configure``: ``conn`` is idle from now.
+
+        A connection the pool has just made was just seen working: the first request
+        handed it does not ping it (a pool that grows under load made a build's first
+        read of a new connection one statement more).
+        """
         self._returned[conn] = time.monotonic()
 
     def check(self, conn: Connection) -> None:
@@ -158,7 +163,8 @@ class PostgresStore(PostgresParts, SqlLog):
         idle = _Idle()
         self._pool: psycopg_pool.ConnectionPool[Connection] = psycopg_pool.ConnectionPool(
             url, min_size=1, max_size=size, kwargs={"autocommit": True},
-            check=idle.check, reset=idle.returned, timeout=_POOL_TIMEOUT,
+            configure=idle.returned, check=idle.check, reset=idle.returned,
+            timeout=_POOL_TIMEOUT,
             name="memci", open=False)
         try:
             self._pool.open(wait=False)
