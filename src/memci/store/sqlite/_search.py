@@ -47,11 +47,19 @@ __all__ = ["SQLiteMessageSearch"]
 _SCOPE_TERMS_MAX = 20  # up to this many sessions are always filtered inside FTS5
 # The split of a query's terms, shared with PostgreSQL (see memci.store._search).
 _LOADED_MAX = 4_096  # loaded messages kept between searches at most
+# A time window holding at most this many entries of the search's sessions bounds the
+# full-text query by their ids (counting them stops there: the count costs what they do).
+_WINDOW_MAX = 2_000
 
 
 def _bound(where: SearchFilter) -> tuple[str, tuple[int, ...]]:
     """``where.below`` as a rowid bound inside a full-text query (FTS5 skips the rest)."""
     return ("", ()) if where.below is None else (" AND rowid < ?", (where.below,))
+
+
+def _within(ids: tuple[int, int] | None) -> tuple[str, tuple[int, ...]]:
+    """``ids`` (first and last entry a filter keeps) as a rowid range of a full-text query."""
+    return ("", ()) if ids is None else (" AND rowid BETWEEN ? AND ?", ids)
 
 
 def _filters(where: SearchFilter) -> tuple[str, list[object]]:
@@ -170,6 +178,9 @@ class SQLiteMessageSearch(SqlMessageSearch):
         if sessions is not None and not sessions:
             return []
         size, changes = self._stamp(db)  # read once: every count below is kept against them
+        ids = self._window(db, where)
+        if ids is not None and ids[0] > ids[1]:
+            return []  # no entry of these sessions in the window
         terms = ""
         if sessions is not None and self._scope_in_fts(db, sessions):
             terms = " OR ".join(f'"s{int(s)}x"' for s in sessions)
@@ -187,7 +198,7 @@ class SQLiteMessageSearch(SqlMessageSearch):
                 near = self._ranked_within(db, rare, sessions, where, context_weight, k,
                                            depth=math.ceil(k / share * 1.25))
             found = near if near is not None else self._ranked(
-                db, rare, terms, where, context_weight, k)
+                db, rare, terms, where, context_weight, k, ids)
         if len(rare) < len(parts) and len(found) < k:
             # The rest only among the scope's newest entries: bounded, and ranked below.
             seen = {c.doc for _, c in found}
@@ -226,25 +237,45 @@ class SQLiteMessageSearch(SqlMessageSearch):
         # Common terms count alike (counts stop at RARE + 1): their text orders them.
         return rare, left + sorted(part for part in parts if part not in eligible)
 
+    def _window(self, db: sqlite3.Connection, where: SearchFilter) -> tuple[int, int] | None:
+        """The first and last entry within ``where`` when a time window keeps few of them.
+
+        None when there is no window of given sessions or it holds more than
+        :data:`_WINDOW_MAX` entries; ``(1, 0)`` when it holds none. Counted on the index of
+        sessions and times, so the count costs at most what the bound saves: the scope's
+        every match (a session's whole history) walked to keep a day of it.
+        """
+        if where.sessions is None or (where.start is None and where.end is None):
+            return None
+        sql, args = _filters(where)
+        n, first, last = db.execute(
+            "SELECT COUNT(*), MIN(id), MAX(id) FROM (SELECT d.id FROM memory_docs d"
+            f" WHERE 1{sql} LIMIT ?)", (*args, _WINDOW_MAX + 1)).fetchone()
+        if n > _WINDOW_MAX:
+            return None
+        return (1, 0) if n == 0 else (int(first), int(last))
+
     def _ranked(
         self, db: sqlite3.Connection, parts: Sequence[str], scope: str, where: SearchFilter,
-        context_weight: float, k: int,
+        context_weight: float, k: int, ids: tuple[int, int] | None = None,
     ) -> list[tuple[float, Candidate]]:
-        """FTS5's BM25 over ``parts`` (rare terms: few postings to score)."""
+        """FTS5's BM25 over ``parts`` (rare terms: few postings to score) within ``ids``."""
         expr = f"{{body context}} : ({' OR '.join(parts)})"
         if scope:
             expr = f"({expr}) AND (scope : ({scope}))"
         sql, args = _filters(replace(where, below=None))
         bound, below = _bound(where)
+        span, within = _within(ids)
         t = self.table
         if sql:
             # The match first, then the filters: a plain join may walk the filtered rows
             # and run the full-text query once per row.
             rows = db.execute(
                 f"WITH r AS MATERIALIZED (SELECT rowid AS id, bm25({t}, 1.0, ?, 0.0) AS s"
-                f" FROM {t} WHERE {t} MATCH ?{bound}) SELECT d.id, d.session_id, d.seq, r.s"
-                f" FROM r JOIN memory_docs d ON d.id = r.id WHERE 1{sql}"
-                " ORDER BY r.s, d.id LIMIT ?", (context_weight, expr, *below, *args, k),
+                f" FROM {t} WHERE {t} MATCH ?{bound}{span}) SELECT d.id, d.session_id,"
+                f" d.seq, r.s FROM r JOIN memory_docs d ON d.id = r.id WHERE 1{sql}"
+                " ORDER BY r.s, d.id LIMIT ?",
+                (context_weight, expr, *below, *within, *args, k),
             ).fetchall()
         else:
             # Rank inside FTS5 first and join only the k best: the join no longer runs
