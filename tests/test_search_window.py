@@ -56,13 +56,16 @@ def _counted(store: SQLiteStore) -> Iterator[list[int]]:
         store._conn.set_progress_handler(None, _STEP)
 
 
-def _search_day(store: SQLiteStore, session: SessionRecord, day: datetime
-                ) -> tuple[list[Candidate], int]:
+def _search_day(store: SQLiteStore, session: SessionRecord, day: datetime, *,
+                warm: bool = True) -> tuple[list[Candidate], int]:
+    """The hits of "lantern" on ``day``, and the steps the search ran (``warm``: the second
+    search: what the first counted is kept)."""
     search = store.search(get_analyzer("bigram"))
     where = SearchFilter(sessions=[session.id], start=day.timestamp(),
                          end=(day + timedelta(days=1)).timestamp())
-    search.keyword(get_analyzer("bigram").query("lantern"), k=10, where=where,
-                   context_weight=0.5)  # once first: what is counted once is kept
+    if warm:
+        search.keyword(get_analyzer("bigram").query("lantern"), k=10, where=where,
+                       context_weight=0.5)
     with _counted(store) as steps:
         found = search.keyword(get_analyzer("bigram").query("lantern"), k=10, where=where,
                                context_weight=0.5)
@@ -97,3 +100,18 @@ def test_an_empty_day_reads_no_match(tmp_path: Path) -> None:
     assert found == []
     # no more than a day with matches in a history a tenth as long
     assert steps <= day_steps, (steps, day_steps)
+
+
+def test_the_first_search_of_a_day_counts_its_terms_in_the_day(tmp_path: Path) -> None:
+    short, s1 = _store(tmp_path / "short.db", 200)
+    long, s2 = _store(tmp_path / "long.db", 2_000)
+    try:
+        few, few_steps = _search_day(short, s1, DAY, warm=False)
+        many, many_steps = _search_day(long, s2, DAY, warm=False)
+    finally:
+        short.close()
+        long.close()
+    assert sorted(c.seq for c in few) == [201, 203]
+    assert sorted(c.seq for c in many) == [2_001, 2_003]
+    # Whether a term is rare in a day is known without counting it in the whole history.
+    assert many_steps < few_steps * 2 + 20, (few_steps, many_steps)
