@@ -31,7 +31,7 @@ import tempfile
 import time
 from collections import defaultdict
 from collections.abc import Callable, Sequence
-from datetime import date, timedelta
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -145,12 +145,17 @@ def timing(row: tuple[str, str, dict[str, dict[int, float]]], messages: int) -> 
             f" ms (k=20, over the {messages} messages of the benchmark, one user's sessions)")
 
 
-def latency(folder: Path, n: int = 10_000, queries: int = 200) -> dict[str, float]:
+def latency(folder: Path, n: int = 10_000, queries: int = 200, *,
+            dated: bool = False) -> dict[str, float]:
+    """Query time of one long session; ``dated``: its messages 5 minutes apart up to now
+    (so a question naming a day finds that day's messages), else all stored now."""
     store = bench_store(folder, "latency")
     record = store.ensure_session("bench", "long", "u", {})
     turns = data.latency_corpus(n)
-    messages = [Message(t.role, Message.user(t.text).parts, tokens=len(t.text))  # type: ignore[arg-type]
-                for t in turns]
+    first = datetime.now(UTC) - timedelta(minutes=5 * n)
+    messages = [Message(t.role, Message.user(t.text).parts, tokens=len(t.text),  # type: ignore[arg-type]
+                        created_at=first + timedelta(minutes=5 * i) if dated else None)
+                for i, t in enumerate(turns)]
     started = time.perf_counter()
     stored = store.append(record, messages)
     append_s = time.perf_counter() - started
@@ -196,6 +201,13 @@ def main() -> None:
                         help="time modes and context sizes of the default")
     parser.add_argument("--write", type=Path, help="write the Markdown report here")
     parser.add_argument("--no-latency", action="store_true")
+    parser.add_argument("--latency-only", action="store_true",
+                        help="only the query latency of one long session (no recall runs)")
+    parser.add_argument("--latency-messages", type=int, default=10_000,
+                        help="messages of the latency run's session (default 10,000)")
+    parser.add_argument("--latency-dated", action="store_true",
+                        help="the latency session's messages 5 minutes apart up to now, "
+                             "not all stored now (questions naming a day find messages)")
     parser.add_argument("--data", nargs="+", choices=["en", "zh", "locomo"],
                         default=["en", "zh", "locomo"],
                         help="datasets to run (default all: generated English, KdConv "
@@ -214,7 +226,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         makers = {"en": data.english, "zh": data.chinese, "locomo": data.locomo}
-        for dataset in (makers[name]() for name in args.data):
+        for dataset in (makers[name]() for name in ([] if args.latency_only else args.data)):
             built = Built(dataset, folder)
             lang = dataset.language
             notes.append(f"{lang}: {len(dataset.sessions)} sessions, {built.messages} messages,"
@@ -273,7 +285,8 @@ def main() -> None:
                                  evaluate(built, searcher(index))))
                     print(table(rows[-1:], ("all",)).splitlines()[-1], flush=True)
             built.store.close()
-        lat = None if args.no_latency else latency(folder)
+        lat = None if args.no_latency else latency(folder, args.latency_messages,
+                                                   dated=args.latency_dated)
     types = ["all", "hit", "single", "multi", "temporal", "update"]
     types += sorted({t for _, _, scores in rows for t in scores} - {*types, "ms"})
     report = table(rows, types)

@@ -47,11 +47,19 @@ __all__ = ["SQLiteMessageSearch"]
 _SCOPE_TERMS_MAX = 20  # up to this many sessions are always filtered inside FTS5
 # The split of a query's terms, shared with PostgreSQL (see memci.store._search).
 _LOADED_MAX = 4_096  # loaded messages kept between searches at most
+# A time window holding at most this many entries of the search's sessions bounds the
+# full-text query by their ids (counting them stops there: the count costs what they do).
+_WINDOW_MAX = 2_000
 
 
 def _bound(where: SearchFilter) -> tuple[str, tuple[int, ...]]:
     """``where.below`` as a rowid bound inside a full-text query (FTS5 skips the rest)."""
     return ("", ()) if where.below is None else (" AND rowid < ?", (where.below,))
+
+
+def _within(window: tuple[int, int, int] | None) -> tuple[str, tuple[int, ...]]:
+    """A :meth:`~SQLiteMessageSearch._window` as a rowid range of a full-text query."""
+    return ("", ()) if window is None else (" AND rowid BETWEEN ? AND ?", window[1:])
 
 
 def _filters(where: SearchFilter) -> tuple[str, list[object]]:
@@ -170,14 +178,19 @@ class SQLiteMessageSearch(SqlMessageSearch):
         if sessions is not None and not sessions:
             return []
         size, changes = self._stamp(db)  # read once: every count below is kept against them
+        window = self._window(db, where)
+        if window is not None and window[0] == 0:
+            return []  # no entry of these sessions in the window
         terms = ""
-        if sessions is not None and self._scope_in_fts(db, sessions):
+        # In a short window the ids bound the match: a scope term would walk the session.
+        if sessions is not None and window is None and self._scope_in_fts(db, sessions):
             terms = " OR ".join(f'"s{int(s)}x"' for s in sessions)
             where = replace(where, sessions=None)
         sql, args = _filters(replace(where, below=None))
         scope = SearchScope(terms, sql, tuple(args))
         parts = match.split(" OR ")
-        rare, common = self._split(db, parts, scope, size, changes)
+        rare, common = self._split(db, parts, scope, size, changes,
+                                   None if window is None else window[0])
         found: list[tuple[float, Candidate]] = []
         if rare:
             near = None
@@ -187,7 +200,7 @@ class SQLiteMessageSearch(SqlMessageSearch):
                 near = self._ranked_within(db, rare, sessions, where, context_weight, k,
                                            depth=math.ceil(k / share * 1.25))
             found = near if near is not None else self._ranked(
-                db, rare, terms, where, context_weight, k)
+                db, rare, terms, where, context_weight, k, window)
         if len(rare) < len(parts) and len(found) < k:
             # The rest only among the scope's newest entries: bounded, and ranked below.
             seen = {c.doc for _, c in found}
@@ -201,7 +214,7 @@ class SQLiteMessageSearch(SqlMessageSearch):
 
     def _split(
         self, db: sqlite3.Connection, parts: Sequence[str], scope: SearchScope, size: int,
-        changes: int,
+        changes: int, entries: int | None = None,
     ) -> tuple[list[str], list[str]]:
         """``(rare, common)``: the terms searched by BM25, and the rest (the rarest first).
 
@@ -212,10 +225,14 @@ class SQLiteMessageSearch(SqlMessageSearch):
         counted a few entries ago is still rare if every entry added since could hold it
         and it would be (see :meth:`CommonTerms.bounds`), and a term rare in the whole
         index is rare in the scope; only an undecided term, or a choice the limits make,
-        is counted in the scope. The split is the one exact counts give.
+        is counted in the scope. ``entries``: how many entries the scope holds, when known
+        (a short time window): no term is in more. The split is the one exact counts give.
         """
         terms = self._common
         known = {part: terms.bounds(part, scope, size, changes) for part in parts}
+        if entries is not None:
+            known = {part: (min(low, entries), min(high, entries))
+                     for part, (low, high) in known.items()}
         known.update(terms.narrow(db, [part for part, (low, high) in known.items()
                                        if low <= RARE < high], scope, size, changes))
         eligible = sorted(part for part, (low, _) in known.items() if low <= RARE)
@@ -226,25 +243,47 @@ class SQLiteMessageSearch(SqlMessageSearch):
         # Common terms count alike (counts stop at RARE + 1): their text orders them.
         return rare, left + sorted(part for part in parts if part not in eligible)
 
+    def _window(self, db: sqlite3.Connection, where: SearchFilter
+                ) -> tuple[int, int, int] | None:
+        """How many entries ``where`` keeps, the first and the last, for a short time window.
+
+        None when there is no window of given sessions or it holds more than
+        :data:`_WINDOW_MAX` entries; ``(0, 0, 0)`` when it holds none. Without ``below``
+        (the split counts the scope without it; the full-text query keeps its own bound).
+        Counted on the index of sessions and times, so the count costs at most what it
+        saves: every match of the scope (a session's whole history) walked to keep a day.
+        """
+        if where.sessions is None or (where.start is None and where.end is None):
+            return None
+        sql, args = _filters(replace(where, below=None))
+        n, first, last = db.execute(
+            "SELECT COUNT(*), MIN(id), MAX(id) FROM (SELECT d.id FROM memory_docs d"
+            f" WHERE 1{sql} LIMIT ?)", (*args, _WINDOW_MAX + 1)).fetchone()
+        if n > _WINDOW_MAX:
+            return None
+        return (0, 0, 0) if n == 0 else (int(n), int(first), int(last))
+
     def _ranked(
         self, db: sqlite3.Connection, parts: Sequence[str], scope: str, where: SearchFilter,
-        context_weight: float, k: int,
+        context_weight: float, k: int, window: tuple[int, int, int] | None = None,
     ) -> list[tuple[float, Candidate]]:
-        """FTS5's BM25 over ``parts`` (rare terms: few postings to score)."""
+        """FTS5's BM25 over ``parts`` (rare terms: few postings to score) in ``window``."""
         expr = f"{{body context}} : ({' OR '.join(parts)})"
         if scope:
             expr = f"({expr}) AND (scope : ({scope}))"
         sql, args = _filters(replace(where, below=None))
         bound, below = _bound(where)
+        span, within = _within(window)
         t = self.table
         if sql:
             # The match first, then the filters: a plain join may walk the filtered rows
             # and run the full-text query once per row.
             rows = db.execute(
                 f"WITH r AS MATERIALIZED (SELECT rowid AS id, bm25({t}, 1.0, ?, 0.0) AS s"
-                f" FROM {t} WHERE {t} MATCH ?{bound}) SELECT d.id, d.session_id, d.seq, r.s"
-                f" FROM r JOIN memory_docs d ON d.id = r.id WHERE 1{sql}"
-                " ORDER BY r.s, d.id LIMIT ?", (context_weight, expr, *below, *args, k),
+                f" FROM {t} WHERE {t} MATCH ?{bound}{span}) SELECT d.id, d.session_id,"
+                f" d.seq, r.s FROM r JOIN memory_docs d ON d.id = r.id WHERE 1{sql}"
+                " ORDER BY r.s, d.id LIMIT ?",
+                (context_weight, expr, *below, *within, *args, k),
             ).fetchall()
         else:
             # Rank inside FTS5 first and join only the k best: the join no longer runs

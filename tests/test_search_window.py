@@ -1,0 +1,117 @@
+"""A search of a time window in SQLite reads the window, not the session's whole history.
+
+The work is counted in SQLite's virtual machine steps (a progress handler), never timed:
+a day of a session searched in a history ten times longer costs about the same.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+from memci.memory import get_analyzer
+from memci.messages import Message
+from memci.store import SearchDoc, SearchFilter, SessionRecord, SQLiteStore
+from memci.store._search import Candidate
+
+DAY = datetime(2026, 6, 1, tzinfo=UTC)
+_STEP = 100  # the progress handler runs every this many steps
+
+
+def _store(path: Path, old: int) -> tuple[SQLiteStore, SessionRecord]:
+    """``old`` messages a year before :data:`DAY` (each naming the lantern), then a day's."""
+    store = SQLiteStore(path)
+    session = store.ensure_session("agent", "s", "u", {})
+    start = DAY - timedelta(days=365)
+    turns = [(start + timedelta(minutes=i), f"the lantern by the harbor, note {i}")
+             for i in range(old)]
+    turns += [(DAY + timedelta(hours=i), text) for i, text in enumerate(
+        ("the lantern is lit tonight", "groceries: milk and bread",
+         "a harbor lantern, brass and glass", "nothing here"))]
+    stored = store.append(session, [Message("user", Message.user(text).parts, tokens=1,
+                                            created_at=at) for at, text in turns])
+    search = store.search(get_analyzer("bigram"))
+    for page, message in enumerate(stored, 1):
+        assert message.seq is not None and message.created_at is not None
+        search.add(SearchDoc(session.id, message.seq, "user", page,
+                             message.created_at.timestamp(), message.content, ""))
+    return store, session
+
+
+@contextmanager
+def _counted(store: SQLiteStore) -> Iterator[list[int]]:
+    """Counts (in units of :data:`_STEP`) the steps SQLite runs within the block."""
+    steps = [0]
+
+    def tick() -> int:
+        steps[0] += 1
+        return 0
+
+    store._conn.set_progress_handler(tick, _STEP)
+    try:
+        yield steps
+    finally:
+        store._conn.set_progress_handler(None, _STEP)
+
+
+def _search_day(store: SQLiteStore, session: SessionRecord, day: datetime, *,
+                warm: bool = True) -> tuple[list[Candidate], int]:
+    """The hits of "lantern" on ``day``, and the steps the search ran (``warm``: the second
+    search: what the first counted is kept)."""
+    search = store.search(get_analyzer("bigram"))
+    where = SearchFilter(sessions=[session.id], start=day.timestamp(),
+                         end=(day + timedelta(days=1)).timestamp())
+    if warm:
+        search.keyword(get_analyzer("bigram").query("lantern"), k=10, where=where,
+                       context_weight=0.5)
+    with _counted(store) as steps:
+        found = search.keyword(get_analyzer("bigram").query("lantern"), k=10, where=where,
+                               context_weight=0.5)
+    return found, steps[0]
+
+
+def test_a_day_costs_the_same_in_a_history_ten_times_longer(tmp_path: Path) -> None:
+    short, s1 = _store(tmp_path / "short.db", 200)
+    long, s2 = _store(tmp_path / "long.db", 2_000)
+    try:
+        few, few_steps = _search_day(short, s1, DAY)
+        many, many_steps = _search_day(long, s2, DAY)
+    finally:
+        short.close()
+        long.close()
+    # the same hits: the day's two lantern messages
+    assert sorted(c.seq for c in few) == [201, 203]
+    assert sorted(c.seq for c in many) == [2_001, 2_003]
+    # Ten times the history outside the day: before, every lantern of it was ranked.
+    assert many_steps < few_steps * 2 + 20, (few_steps, many_steps)
+
+
+def test_an_empty_day_reads_no_match(tmp_path: Path) -> None:
+    short, s1 = _store(tmp_path / "short.db", 200)
+    long, s2 = _store(tmp_path / "long.db", 2_000)
+    try:
+        _, day_steps = _search_day(short, s1, DAY)
+        found, steps = _search_day(long, s2, DAY + timedelta(days=3))
+    finally:
+        short.close()
+        long.close()
+    assert found == []
+    # no more than a day with matches in a history a tenth as long
+    assert steps <= day_steps, (steps, day_steps)
+
+
+def test_the_first_search_of_a_day_counts_its_terms_in_the_day(tmp_path: Path) -> None:
+    short, s1 = _store(tmp_path / "short.db", 200)
+    long, s2 = _store(tmp_path / "long.db", 2_000)
+    try:
+        few, few_steps = _search_day(short, s1, DAY, warm=False)
+        many, many_steps = _search_day(long, s2, DAY, warm=False)
+    finally:
+        short.close()
+        long.close()
+    assert sorted(c.seq for c in few) == [201, 203]
+    assert sorted(c.seq for c in many) == [2_001, 2_003]
+    # Whether a term is rare in a day is known without counting it in the whole history.
+    assert many_steps < few_steps * 2 + 20, (few_steps, many_steps)
