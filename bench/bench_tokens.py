@@ -352,7 +352,7 @@ command: `python bench/bench_tokens.py --markdown docs/benchmarks-tokens.md`
 `memci.tokens.get_tokenizer("estimate")` gives cl100k_base's count with no dependency and no
 network: it cuts text with the encoding's pre-tokenizer (its regular expression, for
 Python's `re`) and merges each piece's bytes by the encoding's merge ranks, bundled as
-package data (`src/memci/tokens/cl100k_base.bpe`, 0.4 MB, written by
+package data (`src/memci/tokens/cl100k_base.bpe`, 2.5 MB, read in parts, written by
 `python bench/bench_tokens.py --table`). A piece is first cut where no token can join the
 bytes on either side (between about half the characters of Chinese text), so parts recur
 and their counts are kept; a part longer than 256 bytes (a run with no space or
