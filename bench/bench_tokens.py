@@ -431,7 +431,7 @@ def _table(tokens: list[bytes], numbers: str, joins: bytes) -> bytes:
     buckets: list[dict[bytes, int]] = [{} for _ in range(_BUCKETS)]
     for rank, token in enumerate(tokens):
         if len(token) > 2:
-            buckets[_bucket(token, 0, _BUCKETS)][token] = rank
+            buckets[_bucket(token, _BUCKETS)][token] = rank
     area, ends = bytearray(), bytearray()
     for bucket in buckets:
         if bucket:
@@ -439,7 +439,9 @@ def _table(tokens: list[bytes], numbers: str, joins: bytes) -> bytes:
         ends += len(area).to_bytes(4, "little")
     short_raw = marshal.dumps(short, 4)
     full = zlib.compress(marshal.dumps(tokens, 4), 9)
-    head = f"memci-bpe 5 cl100k_base {len(tokens)} {_BUCKETS} {len(short_raw)} {len(full)}"
+    longest = max(map(len, tokens))
+    head = (f"memci-bpe 5 cl100k_base {len(tokens)} {_BUCKETS} {longest} {len(short_raw)} "
+            f"{len(full)}")
     return (f"{head}\n{numbers}\n".encode() + joins + bytes(ends) + short_raw + full
             + bytes(area))
 

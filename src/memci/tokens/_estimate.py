@@ -44,6 +44,7 @@ import threading
 import zlib
 from collections.abc import Sequence
 from typing import Final
+from zlib import crc32
 
 __all__ = ["CHUNK", "LONG", "estimate_lines", "estimate_tokens", "load_ranks"]
 
@@ -54,8 +55,7 @@ CHUNK: Final = 128
 
 _TABLE: Final = "cl100k_base.bpe"
 _HEADER: Final = [b"memci-bpe", b"5", b"cl100k_base"]
-_BUCKETS: Final = 65_521  # a prime: three bytes spread evenly
-_MIX: Final = 0x9E3779B1  # an odd constant (see _bucket)
+_BUCKETS: Final = 65_521
 _NO_RANK: Final = 1 << 30
 _MAX_KEPT: Final = 100_000  # pieces (and parts) whose count is kept, at most LONG long
 _MAX_LINES: Final = 20_000  # lines whose counts estimate_lines keeps
@@ -94,19 +94,20 @@ class _Encoding:
     """The merge ranks, where merges can join bytes, and the expression: read once.
 
     The table (format 5, uncompressed: it is read in place) holds a header line naming the
-    format, how many tokens and how many buckets (:data:`_BUCKETS` at most); a line of
+    format, how many tokens, how many buckets (:data:`_BUCKETS`), the longest token's
+    bytes and the sizes of the two sections below; a line of
     Unicode's Nl and No categories (numbers that are not digits, as the Python that wrote
     it knows them) as the ranges of a ``re`` class; 65,536 bytes, one per byte pair, 1 where
     some token holds the pair side by side; the end of every bucket (little-endian uint32);
     the tokens of one or two bytes as a ``marshal`` dict (token → rank); every token in
     rank order as a ``marshal`` list, zlib; then the buckets, each a ``marshal`` dict of the
-    longer tokens whose first three bytes :func:`_bucket` sends to it.
+    longer tokens :func:`_bucket` sends to it.
 
     :attr:`ranks` starts with the short tokens only, and takes a bucket when a text needs
-    it (:meth:`need`): a fresh process that counts a few kilobytes builds a few thousand
-    entries, not 100,256 (~28 ms CPU). Once a quarter of the buckets are in, the rest come
-    in at once from the list (one C call for the tokens, one for the dict), and :meth:`need`
-    costs nothing any more.
+    it (:meth:`need`, :meth:`need_token`), before any lookup in it: a fresh process that
+    counts a few kilobytes builds a few thousand entries, not 100,256 (~28 ms CPU). Once a
+    quarter of the buckets are in, the rest come in at once from the list (one C call for
+    the tokens, one for the dict), and :meth:`need` costs nothing any more.
     """
 
     def __init__(self, raw: bytes) -> None:
@@ -114,9 +115,9 @@ class _Encoding:
         first = raw.find(b"\n")
         second = raw.find(b"\n", first + 1)
         fields = raw[:first].split()
-        if fields[:3] != _HEADER or len(fields) != 7 or second < 0:
+        if fields[:3] != _HEADER or len(fields) != 8 or second < 0:
             raise RuntimeError(f"memci's {_TABLE} is not a table it can read: reinstall memci")
-        self._size, self._buckets, short, full = map(int, fields[3:])
+        self._size, self._buckets, self._longest, short, full = map(int, fields[3:])
         self._numbers = raw[first + 1:second].decode("utf-8")
         view = memoryview(raw)[second + 1:]
         self.joins = bytes(view[:1 << 16])
@@ -131,17 +132,17 @@ class _Encoding:
         self._lock = threading.Lock()
 
     def need(self, data: bytes) -> None:
-        """Make :attr:`ranks` hold every token that is a part of ``data``.
+        """Make :attr:`ranks` hold every token that is a part of ``data`` (bytes in a row).
 
-        A part of three bytes or more starts with three bytes of ``data``: their buckets
-        are enough (the short tokens are always in).
+        Such a token is ``data`` itself or a slice of it, of at most the longest token's
+        length: the buckets of those slices are enough (the short tokens are always in).
         """
         if self.complete:
             return
-        buckets = self._buckets
-        # _bucket inlined: this runs for every piece not seen before.
-        wanted = {((data[i] << 16 | data[i + 1] << 8 | data[i + 2]) * _MIX >> 16) % buckets
-                  for i in range(len(data) - 2)}
+        buckets, longest, size = self._buckets, self._longest, len(data)
+        # _bucket inlined: this runs for every part of text not seen before.
+        wanted = {crc32(data[i:j]) % buckets
+                  for i in range(size - 2) for j in range(i + 3, min(size, i + longest) + 1)}
         missing = [b for b in wanted if not self._in[b]]
         if not missing:
             return
@@ -150,6 +151,19 @@ class _Encoding:
             return
         with self._lock:
             self._take(missing)
+
+    @property
+    def longest(self) -> int:
+        """Bytes of the longest token."""
+        return self._longest
+
+    def need_token(self, data: bytes) -> None:
+        """Make :attr:`ranks` hold ``data`` if it is a token."""
+        if not self.complete:
+            bucket = crc32(data) % self._buckets
+            if not self._in[bucket]:
+                with self._lock:
+                    self._take([bucket])
 
     def take_all(self) -> None:
         """Put every token in :attr:`ranks` (the rest of the table, at once)."""
@@ -188,11 +202,9 @@ class _Encoding:
         return _expression(self._numbers)
 
 
-def _bucket(data: bytes, i: int, buckets: int) -> int:
-    """The bucket of the tokens that start with ``data[i:i + 3]`` (the table's own hash)."""
-    # Multiplied by an odd constant first: the three bytes alone, taken modulo, would
-    # leave the first byte almost no weight (2**16 is 15 modulo 65,521).
-    return ((data[i] << 16 | data[i + 1] << 8 | data[i + 2]) * _MIX >> 16) % buckets
+def _bucket(token: bytes, buckets: int) -> int:
+    """The bucket of ``token`` (the table's own hash: CRC-32, the same in every process)."""
+    return crc32(token) % buckets
 
 
 _loaded: _Encoding | None = None
@@ -294,7 +306,9 @@ def _part_tokens(part: bytes) -> int:
         return sum(map(_part_tokens, _chunks(part)))
     found = _PARTS.get(part)
     if found is None:
-        found = _merged(part, _encoding().ranks)
+        encoding = _encoding()
+        encoding.need(part)  # every token a merge of part can look up
+        found = _merged(part, encoding.ranks)
         if len(_PARTS) > _MAX_KEPT:
             _PARTS.clear()
         _PARTS[part] = found
@@ -311,7 +325,8 @@ class _Counts(dict[str, int]):
     def __missing__(self, piece: str) -> int:
         data = piece.encode("utf-8", "surrogatepass")
         encoding = _encoding()
-        encoding.need(data)  # the tokens of every part of data, before any lookup
+        if 2 < len(data) <= encoding.longest:
+            encoding.need_token(data)  # before asking whether data is a token
         if len(data) < 2 or data in encoding.ranks:
             count = len(data) and 1
         else:
