@@ -56,6 +56,11 @@ CHUNK: Final = 128
 _TABLE: Final = "cl100k_base.bpe"
 _HEADER: Final = [b"memci-bpe", b"5", b"cl100k_base"]
 _BUCKETS: Final = 65_521
+# Past these, the whole table is cheaper than its parts. Buckets taken: 4,096 cost ~10 ms
+# CPU, a third of the whole table (a first build after an import takes ~2,000). Slices
+# hashed (see _Encoding.need): 100,000 are ~15 ms.
+_TAKEN: Final = 4_096
+_SLICES: Final = 100_000
 _NO_RANK: Final = 1 << 30
 _MAX_KEPT: Final = 100_000  # pieces (and parts) whose count is kept, at most LONG long
 _MAX_LINES: Final = 20_000  # lines whose counts estimate_lines keeps
@@ -105,9 +110,10 @@ class _Encoding:
 
     :attr:`ranks` starts with the short tokens only, and takes a bucket when a text needs
     it (:meth:`need`, :meth:`need_token`), before any lookup in it: a fresh process that
-    counts a few kilobytes builds a few thousand entries, not 100,256 (~28 ms CPU). Once a
-    quarter of the buckets are in, the rest come in at once from the list (one C call for
-    the tokens, one for the dict), and :meth:`need` costs nothing any more.
+    counts a few kilobytes builds a few thousand entries, not 100,256 (~28 ms CPU). Once
+    :data:`_TAKEN` buckets are in (or :meth:`need` hashed :data:`_SLICES` slices), the
+    whole table comes in at once from the list (one C call for the tokens, one for the
+    dict), and :meth:`need` costs nothing any more.
     """
 
     def __init__(self, raw: bytes) -> None:
@@ -128,6 +134,7 @@ class _Encoding:
         self._area = view[start + short + full:]
         self._in = bytearray(self._buckets)  # 1: that bucket's tokens are in ranks
         self._taken = 0
+        self._slices = 0  # about how many slices need() hashed: its work so far
         self.complete = False
         self._lock = threading.Lock()
 
@@ -143,10 +150,11 @@ class _Encoding:
         # _bucket inlined: this runs for every part of text not seen before.
         wanted = {crc32(data[i:j]) % buckets
                   for i in range(size - 2) for j in range(i + 3, min(size, i + longest) + 1)}
+        self._slices += size * min(size, longest)
         missing = [b for b in wanted if not self._in[b]]
         if not missing:
             return
-        if self._taken + len(missing) > buckets // 4:
+        if self._taken + len(missing) > _TAKEN or self._slices > _SLICES:
             self.take_all()
             return
         with self._lock:
@@ -174,7 +182,9 @@ class _Encoding:
             if not isinstance(tokens, list) or len(tokens) != self._size:
                 raise RuntimeError(
                     f"memci's {_TABLE} is not a table it can read: reinstall memci")
-            self.ranks.update(zip(tokens, range(self._size), strict=True))
+            # A new dict (the old one stays whole for a merge that holds it): one
+            # made from scratch is faster to build than the old one grown.
+            self.ranks = dict(zip(tokens, range(self._size), strict=True))
             self.complete = True
 
     def _take(self, missing: list[int]) -> None:
