@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 import memci
-from memci.context._log_copy import LogCopy, decode, encode
+from memci.context._log_copy import LogCopy, decode_copy, encode_copy
 from memci.store import LOG_INDEX_KEY
 
 PAGES = 1100  # four messages a page: past the 4,096 indexed messages that make a copy
@@ -125,7 +125,7 @@ def test_a_copy_is_ignored_after_a_deletion(location: str) -> None:
         before = engine.store.context.get(record, LOG_INDEX_KEY)
         session.retract(10)  # the log's epoch grows: the copy made before no longer holds
         # No copy holds the message's seq, role and tokens any more.
-        after = decode(engine.store.context.get(record, LOG_INDEX_KEY))
+        after = decode_copy(engine.store.context.get(record, LOG_INDEX_KEY))
         assert after is None or 10 not in after.seqs
         engine.store.context.put(record, LOG_INDEX_KEY, before)
     engine, session, reads = _opened(location)
@@ -168,7 +168,7 @@ def test_a_damaged_copy_is_read_as_rows(tmp_path: Path, damage: Any) -> None:
         record = engine.store.session("default", "long")
         assert record is not None
         value = engine.store.context.get(record, LOG_INDEX_KEY)
-        assert decode(value) is not None
+        assert decode_copy(value) is not None
         engine.store.context.put(record, LOG_INDEX_KEY, damage(value))
     engine, session, reads = _opened(db)
     with engine:
@@ -183,5 +183,5 @@ def test_a_copy_decodes_to_what_was_encoded() -> None:
     copy = LogCopy(3, 12, 12, 1, 900, True, True, [2, 3, 4, 6, 7, 9, 10, 11, 12],
                    ["user", "assistant", "tool", "assistant", "user", "assistant", "tool",
                     "tool", "assistant"], [5, 7, 300, 1, 2, 3, 70_000, 4, 5])
-    value = json.loads(json.dumps(encode(copy)))
-    assert decode(value) == copy
+    value = json.loads(json.dumps(encode_copy(copy)))
+    assert decode_copy(value) == copy

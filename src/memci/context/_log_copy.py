@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from itertools import chain
 from typing import Any, NamedTuple
 
-__all__ = ["LogCopy", "decode", "encode"]
+__all__ = ["LogCopy", "decode_copy", "encode_copy"]
 
 # Grows when what a copy holds, or how an index counts a message, changes: an older copy
 # is then ignored and made again.
@@ -47,7 +47,7 @@ class LogCopy(NamedTuple):
     tokens: list[int]  # as shown: a tool result's view's
 
 
-def encode(copy: LogCopy) -> dict[str, Any]:
+def encode_copy(copy: LogCopy) -> dict[str, Any]:
     """The JSON value that stores ``copy``."""
     names = sorted(set(copy.roles))
     code = {name: chr(ord("a") + i) for i, name in enumerate(names)}
@@ -59,7 +59,7 @@ def encode(copy: LogCopy) -> dict[str, Any]:
             "tokens": b64encode(_little_endian(array("i", copy.tokens))).decode("ascii")}
 
 
-def decode(value: Any) -> LogCopy | None:
+def decode_copy(value: Any) -> LogCopy | None:
     """The copy ``value`` stores; None when there is none or it is not of this format."""
     if not isinstance(value, dict) or value.get("format") != _FORMAT:
         return None

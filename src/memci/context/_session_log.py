@@ -37,7 +37,7 @@ from memci.context._branches import (
     seqs_between,
 )
 from memci.context._log import LogIndex
-from memci.context._log_copy import LogCopy, decode, encode
+from memci.context._log_copy import LogCopy, decode_copy, encode_copy
 from memci.context._tool_views import ToolViews
 from memci.errors import ConfigError
 from memci.memory import Hit
@@ -122,7 +122,7 @@ class SessionLog:
 
     def _restore(self, epoch: int, last: int) -> bool:
         """Index the copy the store keeps, when it holds for this epoch; whether it did."""
-        copy = decode(self.store.context.get(self.record, LOG_INDEX_KEY))
+        copy = decode_copy(self.store.context.get(self.record, LOG_INDEX_KEY))
         if copy is None or copy.epoch != epoch or not 0 < copy.last_seq <= last:
             return False
         self.held, self.raw_total = copy.held, copy.raw_total
@@ -149,7 +149,7 @@ class SessionLog:
                        self.system.seq or 0 if self.system is not None else 0,
                        self.raw_total, self.has_tool_results, self.hides_output,
                        log.seqs, log.roles, log.tokens)
-        self.store.context.put(self.record, LOG_INDEX_KEY, encode(copy))
+        self.store.context.put(self.record, LOG_INDEX_KEY, encode_copy(copy))
         self._copied = len(log)
 
     def _without_systems(self, rows: LogColumns) -> LogColumns:
