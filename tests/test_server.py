@@ -98,6 +98,8 @@ class ServeProcess:
         resource.setrlimit(resource.RLIMIT_NOFILE, (self.open_files, self.open_files))
 
     def start(self) -> ServeProcess:
+        # Started twice, the first process would outlive the test (nothing stops it).
+        assert self.proc is None, "this server is already started"
         self.proc = subprocess.Popen(
             [*MEMCI, "serve", "--port", "0", "--db", str(self.db), *self.args],
             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=subprocess_env(),

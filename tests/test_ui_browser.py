@@ -119,7 +119,7 @@ def _fill(db: Path) -> tuple[str, str]:
 def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
     db = tmp_path_factory.mktemp("ui") / "m.db"
     key_a, key_b = _fill(db)
-    with ServeProcess(db).start() as server:
+    with ServeProcess(db) as server:
         yield Site(server.url, key_a, key_b)
 
 
