@@ -11,6 +11,8 @@ from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import pytest
+
 from memci.memory import get_analyzer
 from memci.messages import Message
 from memci.store import SearchDoc, SearchFilter, SessionRecord, SQLiteStore
@@ -72,15 +74,25 @@ def _search_day(store: SQLiteStore, session: SessionRecord, day: datetime, *,
     return found, steps[0]
 
 
-def test_a_day_costs_the_same_in_a_history_ten_times_longer(tmp_path: Path) -> None:
-    short, s1 = _store(tmp_path / "short.db", 200)
-    long, s2 = _store(tmp_path / "long.db", 2_000)
+_Stored = tuple[SQLiteStore, SessionRecord]
+_Histories = tuple[_Stored, _Stored]
+
+
+@pytest.fixture
+def histories(tmp_path: Path) -> Iterator[_Histories]:
+    """A history of 200 messages before :data:`DAY` and one ten times longer."""
+    short, long = _store(tmp_path / "short.db", 200), _store(tmp_path / "long.db", 2_000)
     try:
-        few, few_steps = _search_day(short, s1, DAY)
-        many, many_steps = _search_day(long, s2, DAY)
+        yield short, long
     finally:
-        short.close()
-        long.close()
+        short[0].close()
+        long[0].close()
+
+
+def test_a_day_costs_the_same_in_a_history_ten_times_longer(histories: _Histories) -> None:
+    (short, s1), (long, s2) = histories
+    few, few_steps = _search_day(short, s1, DAY)
+    many, many_steps = _search_day(long, s2, DAY)
     # the same hits: the day's two lantern messages
     assert sorted(c.seq for c in few) == [201, 203]
     assert sorted(c.seq for c in many) == [2_001, 2_003]
@@ -88,29 +100,19 @@ def test_a_day_costs_the_same_in_a_history_ten_times_longer(tmp_path: Path) -> N
     assert many_steps < few_steps * 2 + 20, (few_steps, many_steps)
 
 
-def test_an_empty_day_reads_no_match(tmp_path: Path) -> None:
-    short, s1 = _store(tmp_path / "short.db", 200)
-    long, s2 = _store(tmp_path / "long.db", 2_000)
-    try:
-        _, day_steps = _search_day(short, s1, DAY)
-        found, steps = _search_day(long, s2, DAY + timedelta(days=3))
-    finally:
-        short.close()
-        long.close()
+def test_an_empty_day_reads_no_match(histories: _Histories) -> None:
+    (short, s1), (long, s2) = histories
+    _, day_steps = _search_day(short, s1, DAY)
+    found, steps = _search_day(long, s2, DAY + timedelta(days=3))
     assert found == []
     # no more than a day with matches in a history a tenth as long
     assert steps <= day_steps, (steps, day_steps)
 
 
-def test_the_first_search_of_a_day_counts_its_terms_in_the_day(tmp_path: Path) -> None:
-    short, s1 = _store(tmp_path / "short.db", 200)
-    long, s2 = _store(tmp_path / "long.db", 2_000)
-    try:
-        few, few_steps = _search_day(short, s1, DAY, warm=False)
-        many, many_steps = _search_day(long, s2, DAY, warm=False)
-    finally:
-        short.close()
-        long.close()
+def test_the_first_search_of_a_day_counts_its_terms_in_the_day(histories: _Histories) -> None:
+    (short, s1), (long, s2) = histories
+    few, few_steps = _search_day(short, s1, DAY, warm=False)
+    many, many_steps = _search_day(long, s2, DAY, warm=False)
     assert sorted(c.seq for c in few) == [201, 203]
     assert sorted(c.seq for c in many) == [2_001, 2_003]
     # Whether a term is rare in a day is known without counting it in the whole history.
