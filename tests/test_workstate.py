@@ -708,14 +708,20 @@ def test_one_bad_entry_in_a_batch_stores_none(ws: WorkState) -> None:
     assert snapshot(ws) == before
 
 
+def _twins(store: SQLiteStore, clock: Clock, tmp_path: Path) -> list[WorkState]:
+    """The same session's working state in ``store`` and in a second store: one written
+    in a block, the other call by call, to compare."""
+    other = SQLiteStore(tmp_path / "other.db")
+    return [WorkState(s, s.ensure_session("default", "s1", "u1", {}), clock=clock)
+            for s in (store, other)]
+
+
 def test_writing_reads_each_value_once_and_sees_its_own_writes(
     store: SQLiteStore, clock: Clock, tmp_path: Path
 ) -> None:
     """Inside writing(), adds and compactions read limits and items once, and what they
     write is what later reads inside see: the same state as the same calls one by one."""
-    other = SQLiteStore(tmp_path / "other.db")
-    states = [WorkState(s, s.ensure_session("default", "s1", "u1", {}), clock=clock)
-              for s in (store, other)]
+    states = _twins(store, clock, tmp_path)
     ran: list[str] = []
     store._conn.set_trace_callback(ran.append)  # type: ignore[attr-defined]
     with states[0].writing():
@@ -744,9 +750,7 @@ def test_writing_writes_each_value_once_and_the_items_in_one_batch(
 ) -> None:
     """A block of adds and compactions (one event each) writes ``next_memo`` and the
     items when it ends, once: the same state and events as the same calls one by one."""
-    other = SQLiteStore(tmp_path / "other.db")
-    states = [WorkState(s, s.ensure_session("default", "s1", "u1", {}), clock=clock)
-              for s in (store, other)]
+    states = _twins(store, clock, tmp_path)
     ran: list[str] = []
     store._conn.set_trace_callback(ran.append)  # type: ignore[attr-defined]
     with states[0].writing():
