@@ -223,6 +223,47 @@ def test_the_context_of_a_message_stops_at_a_pause(store: SQLiteStore, how: str)
     assert found == ["we booked the Lisbon flights", "great, which airline?"]
 
 
+def _short_chat(store: SQLiteStore, name: str, how: str, index: MessageIndex) -> SessionRecord:
+    """Fourteen short turns a minute apart (well under a context's tail), indexed ``how``.
+
+    The blank assistant turn (a call of memci's own tool: nothing to search) is skipped by
+    a context.
+    """
+    rec = store.ensure_session("t", name, "u", {})
+    lines = ["shall we visit Zanzibar", "sure", "when", "in May", "how long", "a week",
+             "", "ok", "flights", "from Paris", "hotel", "by the beach", "price", "fine"]
+    messages = []
+    for i, line in enumerate(lines):
+        at = NOW - timedelta(hours=1) + timedelta(minutes=i)
+        if line:
+            messages.append(Message(("user", "assistant")[i % 2], Message.user(line).parts,
+                                    created_at=at, tokens=1))
+        else:
+            messages.append(Message("assistant", (ToolCallPart("c1", "recall_page", "{}"),),
+                                    created_at=at, tokens=1))
+    if how == "one by one":
+        for message in messages:
+            index.index(rec, store.append(rec, [message]))
+    else:
+        index.index(rec, store.append(rec, messages))
+    return rec
+
+
+def test_a_message_added_alone_gets_the_context_it_gets_imported(store: SQLiteStore) -> None:
+    # A turn added on its own reads back the messages before it for its context. It read
+    # back eight at most, so after short turns (a chat of a few words each, common in
+    # Chinese) its context was shorter than the same turn's imported with the rest, and
+    # a chat built turn by turn found less than the same chat imported.
+    index = MessageIndex(store, embedder=None)
+    hits = {}
+    for how in ("at once", "one by one"):
+        rec = _short_chat(store, how, how, index)
+        hits[how] = [(h.text, h.message.seq, round(h.score, 9))
+                     for h in index.search("Zanzibar", k=20, sessions=[rec.id], now=NOW)]
+    assert len(hits["at once"]) == 13  # every turn but the blank one holds it in its context
+    assert hits["one by one"] == hits["at once"]
+
+
 
 
 @pytest.mark.parametrize(("text", "start", "days"), [

@@ -305,27 +305,48 @@ class MessageIndex:
     def _context_before(self, session_id: int, seq: int, said: datetime | None) -> str:
         """Return the context of message ``seq``, said at ``said``.
 
-        It is the tail of the messages before it, back to a pause (see ``_CONTEXT_GAP``).
+        It is the tail of the messages before it, back to a pause (see ``_CONTEXT_GAP``),
+        the same text :meth:`index` rolls through a batch: a message indexed on its own
+        (an ``add``) gets the context it would get imported with the ones before it.
+        Messages are read back ``_CONTEXT_MESSAGES`` at first, more while short ones
+        leave the tail unfilled.
         """
         if self.context_chars <= 0:
             return ""
-        texts: list[str] = []
-        size = 0
-        recent = self.rows.recent(session_id, seq, _CONTEXT_MESSAGES)
-        own = {p.id for m in recent for p in m.parts
-               if isinstance(p, ToolCallPart) and p.name in OWN_TOOL_NAMES}
-        for message in recent:
-            if _paused(message.created_at, said):
+        limit = _CONTEXT_MESSAGES
+        while True:
+            recent = self.rows.recent(session_id, seq, limit)
+            texts, filled = self._tail(recent, said)
+            if filled or len(recent) < limit:
                 break
-            said = message.created_at
-            texts.append(message_text(message, own))
-            size += len(texts[-1])
-            if size >= self.context_chars:
-                break
+            limit *= 4
         context = ""
         for text in reversed(texts):
             context = self._roll(context, text)
         return context
+
+    def _tail(self, recent: Sequence[Message], said: datetime | None) -> tuple[list[str], bool]:
+        """The texts of ``recent`` (newest first) that a context holds; whether it is full.
+
+        Full: the texts fill ``context_chars`` or reach a pause, so older messages add
+        nothing. Blank texts are skipped, as :meth:`index` skips them.
+        """
+        own = {p.id for m in recent for p in m.parts
+               if isinstance(p, ToolCallPart) and p.name in OWN_TOOL_NAMES}
+        texts: list[str] = []
+        size = 0
+        for message in recent:
+            if _paused(message.created_at, said):
+                return texts, True
+            said = message.created_at
+            text = message_text(message, own)
+            if not text.strip():
+                continue
+            texts.append(text)
+            size += len(text) + 1
+            if size >= self.context_chars:
+                return texts, True
+        return texts, False
 
     def _catch_up_keyword(self) -> None:
         """Give keyword text to entries without it (a new analyzer's table, or a stale one)."""
