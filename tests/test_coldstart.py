@@ -104,6 +104,13 @@ def test_open_add_and_build_load_nothing_heavy(tmp_path: Path) -> None:
     assert _heavy(loaded) == []
 
 
+def test_a_build_that_logs_nothing_loads_no_logging(tmp_path: Path) -> None:
+    # The query analyzer and the eligibility judge log only when a model fails them.
+    loaded = _modules(_BUILD, str(tmp_path / "m.db"))
+    assert "memci.memory._query" in loaded
+    assert sorted({"logging", "string"} & (loaded - _bare())) == []
+
+
 #: The modules that compile regular expressions when imported: each compiles what every
 #: open, add or build runs (JSON values checked, tokens estimated, the connection's and
 #: the search index's SQL, the working state's limits, the words of an ASCII text).

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Iterator
 from datetime import datetime, timedelta, timezone
 
@@ -113,7 +114,7 @@ def test_model_prompt_is_chinese_for_chinese(fake: FakeLLM, client: OpenAIChatCl
 
 @pytest.mark.parametrize("failure", ["status", "prose", "bad_json"])
 def test_model_failures_fall_back_to_rules(
-    fake: FakeLLM, client: OpenAIChatClient, failure: str
+    fake: FakeLLM, client: OpenAIChatClient, failure: str, caplog: pytest.LogCaptureFixture
 ) -> None:
     if failure == "status":
         fake.server_error(500)
@@ -121,9 +122,12 @@ def test_model_failures_fall_back_to_rules(
         fake.reply("I think this should be remembered.")
     else:
         fake.reply('{"eligible": "maybe"}')
-    verdict = EligibilityJudge(client).judge("我们决定就用 Redis 做缓存。")
+    with caplog.at_level(logging.WARNING, logger="memci.memory"):
+        verdict = EligibilityJudge(client).judge("我们决定就用 Redis 做缓存。")
     assert verdict.eligible and verdict.kind == "decision" and verdict.source == "rules"
     assert "model failed" in verdict.reason
+    assert [r.getMessage().split(":")[0] for r in caplog.records] == [
+        "judge by model failed, using rules"]
 
 
 # -- the query analyzer ----------------------------------------------------------------------
@@ -226,9 +230,14 @@ def test_model_plan_keeps_recent_and_rule_time(fake: FakeLLM, client: OpenAIChat
     assert plan.time_range is not None and plan.time_range.label.lower() == "yesterday"
 
 
-def test_model_plan_falls_back_to_rules(fake: FakeLLM, client: OpenAIChatClient) -> None:
+def test_model_plan_falls_back_to_rules(
+    fake: FakeLLM, client: OpenAIChatClient, caplog: pytest.LogCaptureFixture
+) -> None:
     fake.server_error(503)
-    plan = QueryAnalyzer(client).analyze("上次你说的那个方案是什么？", now=NOW)
+    with caplog.at_level(logging.WARNING, logger="memci.memory"):
+        plan = QueryAnalyzer(client).analyze("上次你说的那个方案是什么？", now=NOW)
+    assert [r.name for r in caplog.records] == ["memci.memory"]
+    assert caplog.records[0].getMessage().startswith("query analysis by model failed")
     assert plan.source == "rules" and plan.sources == ("recent", "history")
     fake.reply("not json at all")
     plan = QueryAnalyzer(client).analyze("hello", now=NOW)

@@ -19,13 +19,12 @@ the model's words) and the facts (the sentences that made it eligible).
 
 from __future__ import annotations
 
-import logging
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from memci._lazy import LazyPattern
+from memci._lazy import LazyLogger, LazyPattern
 from memci.errors import LLMError
 from memci.llm import LLMClient, answer_bool, answer_json
 from memci.messages import Message
@@ -33,7 +32,7 @@ from memci.text import clean_text, fit_line, is_cjk_text, split_sentences
 
 __all__ = ["KINDS", "EligibilityJudge", "Judgement", "judge", "judge_by_rules"]
 
-logger = logging.getLogger("memci.memory")
+logger = LazyLogger("memci.memory")
 
 #: Kinds a judgement can name, strongest first; ``none`` means not eligible.
 KINDS = ("correction", "decision", "constraint", "preference", "user_fact", "none")

@@ -20,7 +20,6 @@ page that asks.
 
 from __future__ import annotations
 
-import logging
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -28,7 +27,7 @@ from datetime import datetime
 from types import MappingProxyType
 from typing import Any
 
-from memci._lazy import LazyPattern
+from memci._lazy import LazyLogger, LazyPattern
 from memci.errors import LLMError
 from memci.llm import LLMClient, answer_json
 from memci.memory._time import TimeRange, time_hint
@@ -37,7 +36,7 @@ from memci.text import IDENT_RE, PATH_RE, is_cjk_text
 
 __all__ = ["SOURCES", "QueryAnalysis", "QueryAnalyzer", "analyze_query", "asks"]
 
-logger = logging.getLogger("memci.memory")
+logger = LazyLogger("memci.memory")
 
 #: Every source an analysis can name, in the order a builder consults them.
 SOURCES = ("recent", "history", "documents", "code")

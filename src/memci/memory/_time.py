@@ -8,8 +8,9 @@
 It is rules only and never fails: a query without a recognisable expression gives None.
 A date without a year is the latest such date not after ``now``.
 
-Each kind of expression is one row of ``_PATTERNS``: its pattern and a small reader that
-turns a match into the days ``[first, end)`` it covers (None: it names no day after all).
+Each kind of expression is one row of ``_ROWS``: its pattern, a small reader that turns
+a match into the days ``[first, end)`` it covers (None: it names no day after all), and
+what any match of it holds (a text without it is not searched with the pattern).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta, tzinfo
 from functools import lru_cache
+from typing import NamedTuple
 
 from memci._lazy import LazyPattern
 
@@ -374,54 +376,107 @@ def _this_year(m: re.Match[str], today: date) -> _Days | None:
     return date(today.year, 1, 1), date(today.year + 1, 1, 1)
 
 
-#: Every kind of expression: its pattern and its reader, the more specific first (when two
-#: match at the same place, the one listed first wins).
-_PATTERNS: list[tuple[LazyPattern, _Reader]] = [
-    (LazyPattern(r"\b(\d{4})[-/.](\d{1,2})[-/.](\d{1,2})\b"), _iso),
-    (LazyPattern(rf"({_ZH_NUM})年({_ZH_NUM})月({_ZH_NUM})[日号]"), _zh_ymd),
-    (LazyPattern(rf"({_ZH_NUM})月({_ZH_NUM})[日号]"), _zh_md),
-    (LazyPattern(rf"({_ZH_NUM})年({_ZH_NUM})月(?!份?[\d零〇一二两三四五六七八九十])"), _zh_ym),
-    (LazyPattern(rf"(?<![\d年])({_ZH_NUM})月份?(?![\d零〇一二两三四五六七八九十]+[日号])"), _zh_m),
+class _Row(NamedTuple):
+    """One kind of expression: its pattern, its reader, what any match of it holds.
+
+    ``needs``: strings of which a match holds at least one, casefolded (:data:`_DIGIT`:
+    a decimal digit). A text that holds none is not searched with the pattern, so a
+    process whose questions name no time never compiles it (~5 ms for all of them, in a
+    fresh process's first build). ``tests/test_time_gates.py`` checks every row's needs
+    against what its pattern matches.
+    """
+
+    pattern: LazyPattern
+    read: _Reader
+    needs: tuple[str, ...]
+
+
+_DIGIT = r"\d"  # in a row's needs: any decimal digit, as ``\d`` matches it
+_ANY_DIGIT = LazyPattern(r"\d")
+_DIGITS = (_DIGIT,)
+_MONTH_STEMS = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov",
+                "dec")  # every name in _MONTHS starts with one
+_WEEKDAY_STEMS = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")  # and in _WEEKDAYS
+
+#: Every kind of expression, the more specific first (when two match at the same place,
+#: the one listed first wins).
+_ROWS: list[_Row] = [_Row(*row) for row in (
+    (LazyPattern(r"\b(\d{4})[-/.](\d{1,2})[-/.](\d{1,2})\b"), _iso,
+     _DIGITS),
+    (LazyPattern(rf"({_ZH_NUM})年({_ZH_NUM})月({_ZH_NUM})[日号]"), _zh_ymd,
+     ("年",)),
+    (LazyPattern(rf"({_ZH_NUM})月({_ZH_NUM})[日号]"), _zh_md,
+     ("月",)),
+    (LazyPattern(rf"({_ZH_NUM})年({_ZH_NUM})月(?!份?[\d零〇一二两三四五六七八九十])"), _zh_ym,
+     ("年",)),
+    (LazyPattern(rf"(?<![\d年])({_ZH_NUM})月份?(?![\d零〇一二两三四五六七八九十]+[日号])"), _zh_m,
+     ("月",)),
     (LazyPattern(
         rf"\b({_MONTH_NAMES})\.?\s+(\d{{1,2}})(?:st|nd|rd|th)?(?:,?\s+(\d{{4}}))?\b", re.I),
-     _en_mdy),
+     _en_mdy,
+     _MONTH_STEMS),
     (LazyPattern(
         rf"\b(\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?({_MONTH_NAMES})\.?(?:,?\s+(\d{{4}}))?\b",
-        re.I), _en_dmy),
-    (LazyPattern(r"(?<![\d/])(\d{1,2})/(\d{1,2})(?![\d/])"), _en_slash),
+        re.I), _en_dmy,
+     _MONTH_STEMS),
+    (LazyPattern(r"(?<![\d/])(\d{1,2})/(\d{1,2})(?![\d/])"), _en_slash,
+     ("/",)),
     (LazyPattern(rf"\b(?:in|during|of|since)\s+({_MONTH_NAMES})(?:\s+(\d{{4}}))?\b", re.I),
-     _en_month),
+     _en_month,
+     _MONTH_STEMS),
     (LazyPattern(r"\b(?:the\s+)?(week|weekend|month|year)\s+before\s+last\b", re.I),
-     _before_last),
-    (LazyPattern(r"\b(?:the|this)\s+past\s+(week|month|year)\b", re.I), _rolling),
+     _before_last,
+     ("before",)),
+    (LazyPattern(r"\b(?:the|this)\s+past\s+(week|month|year)\b", re.I), _rolling,
+     ("past",)),
     (LazyPattern(r"\b(?:(last|this)\s+|(?:in|during)?\s*the\s+)?(spring|summer|fall|autumn|winter)"
-                r"(?:\s+(?:of\s+)?((?:19|20)\d{2}))?\b", re.I), _season),
+                r"(?:\s+(?:of\s+)?((?:19|20)\d{2}))?\b", re.I), _season,
+     ("spring", "summer", "fall", "autumn", "winter")),
     (LazyPattern(rf"\b(early|mid|middle of|late|end of|beginning of|start of)[\s-]*"
                 rf"(?:the\s+month\s+of\s+)?({_MONTH_NAMES})(?:,?\s+(\d{{4}}))?\b", re.I),
-     _part_of_month),
-    (LazyPattern(r"\bday before yesterday\b|大前天|前天", re.I), _day_before_yesterday),
-    (LazyPattern(r"\byesterday\b|\blast night\b|昨天|昨日|昨晚|昨夜", re.I), _yesterday),
+     _part_of_month,
+     _MONTH_STEMS),
+    (LazyPattern(r"\bday before yesterday\b|大前天|前天", re.I), _day_before_yesterday,
+     ("yesterday", "前天")),
+    (LazyPattern(r"\byesterday\b|\blast night\b|昨天|昨日|昨晚|昨夜", re.I), _yesterday,
+     ("yesterday", "last night", "昨")),
     (LazyPattern(r"\btoday\b|\bthis (?:morning|afternoon|evening)\b|\btonight\b"
-                r"|今天|今日|今早|今晚", re.I), _today),
-    (LazyPattern(rf"\b({_NUM})\s+(day|week|month|year)s?\s+ago\b", re.I), _ago),
-    (LazyPattern(rf"({_ZH_NUM})\s*(?:个)?(天|日|周|星期|礼拜|月|年)(?:以|之)?前"), _zh_ago),
-    (LazyPattern(rf"\b(?:past|last|previous)\s+({_NUM})\s+(day|week|month)s\b", re.I), _past),
-    (LazyPattern(rf"(?:最近|过去|近)({_ZH_NUM})\s*(?:个)?(天|日|周|星期|礼拜|月)"), _zh_past),
-    (LazyPattern(rf"\b(last|this|on|past)?\s*({_WEEKDAY_NAMES})\b", re.I), _en_weekday),
+                r"|今天|今日|今早|今晚", re.I), _today,
+     ("today", "morning", "afternoon", "evening", "tonight", "今")),
+    (LazyPattern(rf"\b({_NUM})\s+(day|week|month|year)s?\s+ago\b", re.I), _ago,
+     ("ago",)),
+    (LazyPattern(rf"({_ZH_NUM})\s*(?:个)?(天|日|周|星期|礼拜|月|年)(?:以|之)?前"), _zh_ago,
+     ("前",)),
+    (LazyPattern(rf"\b(?:past|last|previous)\s+({_NUM})\s+(day|week|month)s\b", re.I), _past,
+     ("past", "last", "previous")),
+    (LazyPattern(rf"(?:最近|过去|近)({_ZH_NUM})\s*(?:个)?(天|日|周|星期|礼拜|月)"), _zh_past,
+     ("近", "过去")),
+    (LazyPattern(rf"\b(last|this|on|past)?\s*({_WEEKDAY_NAMES})\b", re.I), _en_weekday,
+     _WEEKDAY_STEMS),
     (LazyPattern(r"(上上|上|这|本|这个|上个)?(?:周|星期|礼拜)([一二三四五六日天1-7])"),
-     _zh_weekday),
-    (LazyPattern(r"\blast weekend\b|上周末|上个周末", re.I), _last_weekend),
-    (LazyPattern(r"\b(?:this|the|at the|on the) weekend\b|周末", re.I), _weekend),
+     _zh_weekday,
+     ("周", "星期", "礼拜")),
+    (LazyPattern(r"\blast weekend\b|上周末|上个周末", re.I), _last_weekend,
+     ("weekend", "周末")),
+    (LazyPattern(r"\b(?:this|the|at the|on the) weekend\b|周末", re.I), _weekend,
+     ("weekend", "周末")),
     (LazyPattern(r"\b(?:in|during|since)\s+((?:19|20)\d{2})\b"
-                r"|((?:19|20)\d{2})年(?!\s*[\d零〇一二两三四五六七八九十]+月)", re.I), _year),
+                r"|((?:19|20)\d{2})年(?!\s*[\d零〇一二两三四五六七八九十]+月)", re.I), _year,
+     ("19", "20")),
     (LazyPattern(r"\b(?:last|previous|past) week\b|\ba week ago\b"
-                r"|上周|上个?星期|上个?礼拜|上一周", re.I), _last_week),
-    (LazyPattern(r"\bthis week\b|这周|本周|这个?星期|这个?礼拜", re.I), _this_week),
-    (LazyPattern(r"\b(?:last|previous|past) month\b|上个?月", re.I), _last_month),
-    (LazyPattern(r"\bthis month\b|这个月|本月", re.I), _this_month),
-    (LazyPattern(r"\b(?:last|previous|past) year\b|去年", re.I), _last_year),
-    (LazyPattern(r"\bthis year\b|今年", re.I), _this_year),
-]
+                r"|上周|上个?星期|上个?礼拜|上一周", re.I), _last_week,
+     ("week", "周", "星期", "礼拜")),
+    (LazyPattern(r"\bthis week\b|这周|本周|这个?星期|这个?礼拜", re.I), _this_week,
+     ("week", "周", "星期", "礼拜")),
+    (LazyPattern(r"\b(?:last|previous|past) month\b|上个?月", re.I), _last_month,
+     ("month", "月")),
+    (LazyPattern(r"\bthis month\b|这个月|本月", re.I), _this_month,
+     ("month", "月")),
+    (LazyPattern(r"\b(?:last|previous|past) year\b|去年", re.I), _last_year,
+     ("year", "去年")),
+    (LazyPattern(r"\bthis year\b|今年", re.I), _this_year,
+     ("year", "今年")),
+)]
 
 
 def _calendar_span(read: _Reader, m: re.Match[str], today: date) -> _Days | None:
@@ -434,6 +489,16 @@ def _calendar_span(read: _Reader, m: re.Match[str], today: date) -> _Days | None
         return read(m, today)
     except (OverflowError, ValueError):
         return None
+
+
+def _folded(text: str) -> str:
+    """``text`` as case-insensitive patterns see it (``ı`` matches ``i`` there too)."""
+    return text.casefold().replace("ı", "i")
+
+
+def _may_match(needs: tuple[str, ...], folded: str, digits: bool) -> bool:
+    """Whether a row with ``needs`` can match a text (``folded``, with ``digits`` or not)."""
+    return any(digits if need == _DIGIT else need in folded for need in needs)
 
 
 def time_hint(query: str, *, now: datetime | None = None) -> TimeRange | None:
@@ -452,7 +517,10 @@ def _time_hint(query: str, moment: datetime) -> TimeRange | None:
     moment = moment.replace(tzinfo=zone)
     today = moment.date()
     best: tuple[int, int, re.Match[str], _Reader] | None = None
-    for order, (pattern, read) in enumerate(_PATTERNS):
+    folded, digits = _folded(query), _ANY_DIGIT.search(query) is not None
+    for order, (pattern, read, needs) in enumerate(_ROWS):
+        if not _may_match(needs, folded, digits):
+            continue
         for match in pattern.finditer(query):
             if best is not None and (match.start(), order) >= best[:2]:
                 break
