@@ -13,8 +13,8 @@ user and tenant (a session without a user falls back to itself), and the user's 
 
 Inside :meth:`Memory.reading` (a build's load phase: the page's gather, then the gather
 again after archiving) memory is read as of one moment: its version, the sessions a
-search covers (their index caught up) and the items' rankings and rows are read once,
-and the searches after the first reuse them.
+search covers (their index caught up), the items' rankings and rows and the session's
+entries from its window on are read once, and the searches after the first reuse them.
 """
 
 from __future__ import annotations
@@ -52,6 +52,8 @@ class _Reads:
     sessions: dict[tuple[str, str, str | None, int], list[int]] = field(default_factory=dict)
     item_lists: dict[_ItemsKey, dict[str, list[int]]] = field(default_factory=dict)
     items: dict[int, MemoryItem] = field(default_factory=dict)
+    # session id -> (a seq, its entries from that seq on): the window's first entries
+    docs_from: dict[int, tuple[int, list[tuple[int, int]]]] = field(default_factory=dict)
 
 
 class Memory:
@@ -168,6 +170,21 @@ class Memory:
                 reads.version = None  # what was read before the catch-up is behind it
         return sessions
 
+    def _first_doc(self, session_id: int, seq: int) -> int | None:
+        """:meth:`MessageSearch.first_doc` (inside :meth:`reading`, read once per session).
+
+        The block's first search reads the session's entries from its window on; a later
+        one (after archiving, the window starts later) finds its bound among them.
+        """
+        reads = self._reads()
+        if reads is None:
+            return self.messages.rows.first_doc(session_id, seq)
+        kept = reads.docs_from.get(session_id)
+        if kept is None or seq < kept[0]:
+            kept = reads.docs_from[session_id] = (
+                seq, self.messages.rows.docs_from(session_id, seq))
+        return next((doc for at, doc in kept[1] if at >= seq), None)
+
     def _item_lists(self, query: str, owner: Scope, depth: int,
                     kinds: Collection[str] | None, exclude_kinds: Collection[str],
                     time_range: TimeRange | None) -> dict[str, list[int]]:
@@ -233,7 +250,7 @@ class Memory:
             # Searching only this session, its excluded messages are left out inside the
             # search (they are its newest entries), so the depth holds others; searching
             # several, they are left out below.
-            below = (index.rows.first_doc(session.id, exclude_from_seq)
+            below = (self._first_doc(session.id, exclude_from_seq)
                      if exclude_from_seq is not None and sessions == [session.id] else None)
             message_lists = index.ranked_lists(query, depth=depth, sessions=sessions,
                                                time_range=time_range, below=below)

@@ -259,6 +259,13 @@ class ContextStore(Protocol):
         """``(version, last seq)``: what tells a cached snapshot whether it is current."""
         ...
 
+    def heads(self, session: SessionRecord) -> tuple[int, int, int] | None:
+        """``(version, epoch, last seq)`` in one read: :meth:`head` with the log's epoch.
+
+        None when the session was deleted (its log's :meth:`LogStore.log_head` raises).
+        """
+        ...
+
     def load(self, session: SessionRecord) -> ContextState:
         """The state a build starts from."""
         ...

@@ -170,6 +170,13 @@ class MessageSearch(Protocol):
         """
         ...
 
+    def docs_from(self, session_id: int, seq: int) -> list[tuple[int, int]]:
+        """``(seq, doc number)`` of the session's entries from ``seq`` on, by seq.
+
+        :meth:`first_doc` of ``seq`` and of any later seq, from one read.
+        """
+        ...
+
     def matching(self, where: SearchFilter) -> list[Candidate]:
         """Every entry of a non-system message that passes ``where``."""
         ...

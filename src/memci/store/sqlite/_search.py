@@ -98,11 +98,11 @@ class SQLiteMessageSearch(SqlMessageSearch):
         if getattr(self._reading, "on", False):
             yield
             return
-        self._reading.on, self._reading.stamp = True, None
+        self._reading.on, self._reading.stamp, self._reading.windows = True, None, {}
         try:
             yield
         finally:
-            self._reading.on, self._reading.stamp = False, None
+            self._reading.on, self._reading.stamp, self._reading.windows = False, None, {}
 
     # -- keyword text ---------------------------------------------------------------------
 
@@ -252,16 +252,25 @@ class SQLiteMessageSearch(SqlMessageSearch):
         (the split counts the scope without it; the full-text query keeps its own bound).
         Counted on the index of sessions and times, so the count costs at most what it
         saves: every match of the scope (a session's whole history) walked to keep a day.
+        Inside :meth:`reading`, counted once per window.
         """
         if where.sessions is None or (where.start is None and where.end is None):
             return None
         sql, args = _filters(replace(where, below=None))
+        # Inside reading(), as of its stamp: a build's gathers ask for the same window.
+        kept = self._reading.windows if self._pinned(db) is not None else None
+        key = (sql, tuple(args))
+        if kept is not None and key in kept:
+            found: tuple[int, int, int] | None = kept[key]
+            return found
         n, first, last = db.execute(
             "SELECT COUNT(*), MIN(id), MAX(id) FROM (SELECT d.id FROM memory_docs d"
             f" WHERE 1{sql} LIMIT ?)", (*args, _WINDOW_MAX + 1)).fetchone()
-        if n > _WINDOW_MAX:
-            return None
-        return (0, 0, 0) if n == 0 else (int(n), int(first), int(last))
+        found = None if n > _WINDOW_MAX else (0, 0, 0) if n == 0 else (
+            int(n), int(first), int(last))
+        if kept is not None:
+            kept[key] = found
+        return found
 
     def _ranked(
         self, db: sqlite3.Connection, parts: Sequence[str], scope: str, where: SearchFilter,
@@ -354,7 +363,7 @@ class SQLiteMessageSearch(SqlMessageSearch):
             " (SELECT n FROM memory_docs_changes)").fetchone()
         stamp = int(size), int(changes)
         if getattr(self._reading, "on", False) and not db.in_transaction:
-            self._reading.stamp = (stamp, db.total_changes)
+            self._reading.stamp, self._reading.windows = (stamp, db.total_changes), {}
         return stamp
 
     def _pinned(self, db: sqlite3.Connection) -> tuple[int, int] | None:
