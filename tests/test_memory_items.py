@@ -379,3 +379,39 @@ def test_a_reading_block_reads_the_index_again_once_its_connection_wrote(
             store._conn.set_trace_callback(None)
     assert found[0].text == "a new puffin burrow"
     assert any("memory_docs_changes" in s for s in ran), ran  # not the stale one
+
+
+def test_the_gathers_of_one_reading_read_the_window_bounds_once(
+        memory: Memory, store: SQLiteStore) -> None:
+    # A dated question gathered for the page, then with the window starting later (a
+    # build that archives): the second finds the window's first entry among what the
+    # first read, and the day's entries counted once.
+    rec = store.ensure_session("t", "solo", "u", {})
+    day = datetime(2026, 6, 1, 9, tzinfo=UTC)
+    turns = [(day - timedelta(days=3, minutes=i), f"the lantern by the harbor, note {i}")
+             for i in range(20, 0, -1)]
+    turns += [(day + timedelta(hours=i), text) for i, text in enumerate(
+        ("the lantern is lit", "a brass harbor lantern", "milk and bread", "the tide"))]
+    memory.index(rec, store.append(rec, [Message("user", Message.user(text).parts,
+                                                 created_at=at) for at, text in turns]))
+    now = day + timedelta(days=1)
+    question = "what did we say about the harbor lantern yesterday?"
+    alone = [Gatherer(memory).gather(question, session=rec, exclude_from_seq=seq, now=now)
+             for seq in (23, 24)]
+    gatherer = Gatherer(memory)
+    ran: list[str] = []
+    store._conn.set_trace_callback(ran.append)
+    try:
+        with memory.reading():
+            first = gatherer.gather(question, session=rec, exclude_from_seq=23, now=now)
+            read_first = len(ran)
+            again = gatherer.gather(question, session=rec, exclude_from_seq=24, now=now)
+    finally:
+        store._conn.set_trace_callback(None)
+    assert [first.texts, again.texts] == [a.texts for a in alone]
+    assert any(t.text == "a brass harbor lantern" for t in first.texts)
+    bounds = ("AND seq >= ", "SELECT COUNT(*), MIN(id), MAX(id)")  # window's first, the day
+    assert all(any(b in s for s in ran[:read_first]) for b in bounds), ran[:read_first]
+    # Before: each gather read the window's first entry and counted the day's entries.
+    later = ran[read_first:]
+    assert not [s for s in later if any(b in s for b in bounds)], later
