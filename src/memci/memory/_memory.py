@@ -42,6 +42,7 @@ __all__ = ["Memory", "memory_for", "search"]
 _SCOPES: tuple[Level, ...] = ("session", "user", "tenant")
 _Fused = tuple[tuple[str, int], float, tuple[str, ...]]
 _ItemsKey = tuple[object, ...]
+_ScopeKey = tuple[str, str, str | None, int]
 
 
 @dataclass(slots=True)
@@ -49,7 +50,10 @@ class _Reads:
     """What one :meth:`Memory.reading` block has read: reused by its later searches."""
 
     version: tuple[int, int, int] | None = None
-    sessions: dict[tuple[str, str, str | None, int], list[int]] = field(default_factory=dict)
+    sessions: dict[_ScopeKey, list[int]] = field(default_factory=dict)
+    # read with the version (see Memory.version), caught up at the first search
+    behind: dict[_ScopeKey, tuple[list[int], list[tuple[int, int]]]] = field(
+        default_factory=dict)
     item_lists: dict[_ItemsKey, dict[str, list[int]]] = field(default_factory=dict)
     items: dict[int, MemoryItem] = field(default_factory=dict)
     # session id -> (a seq, its entries from that seq on): the window's first entries
@@ -153,16 +157,16 @@ class Memory:
         if scope not in _SCOPES:
             raise InvalidInputError(f"scope must be one of {', '.join(_SCOPES)}, not {scope!r}")
         reads = self._reads()
-        own = scope == "session" or (scope == "user" and not session.user)
-        key = (scope, session.tenant, None if own or scope == "tenant" else session.user,
-               session.id if own else 0)
+        key = _scope_key(session, scope)
         if reads is not None and key in reads.sessions:
             return reads.sessions[key]
-        if own:
+        if key[3]:  # the session's own
             sessions = [session.id]
             added = self.messages.sync(sessions)
         else:
-            sessions, behind = self.messages.rows.sessions_behind(session.tenant, key[2])
+            found = reads.behind.pop(key, None) if reads is not None else None
+            sessions, behind = (found if found is not None
+                                else self.messages.rows.sessions_behind(session.tenant, key[2]))
             added = self.messages.catch_up(behind)
         if reads is not None:
             reads.sessions[key] = sessions
@@ -284,19 +288,53 @@ class Memory:
                 out.append(hit)
         return out
 
-    def version(self) -> tuple[int, int, int]:
+    def version(self, session: SessionRecord | None = None,
+                scope: Level = "session") -> tuple[int, int, int]:
         """Changes whenever a message is indexed, an item changes or anything is deleted.
 
         For caches: a deletion may leave the newest message and item as they were, so
         the store's erasure epoch is part of it. One read (inside :meth:`reading`, once).
+        ``session`` and ``scope``: the search that follows, inside :meth:`reading`: the
+        sessions it covers of a user or tenant are read in the same statement (it catches
+        them up when it runs, as it would have read them).
         """
         reads = self._reads()
         if reads is not None and reads.version is not None:
             return reads.version
-        version = self.messages.rows.memory_version()
+        version = (self._with_sessions(reads, session, scope)
+                   if reads is not None and session is not None else None)
+        if version is None:
+            version = self.messages.rows.memory_version()
         if reads is not None:
             reads.version = version
         return version
+
+    def _with_sessions(self, reads: _Reads, session: SessionRecord,
+                       scope: Level) -> tuple[int, int, int] | None:
+        """The version, and into ``reads`` the sessions ``scope`` covers, in one statement.
+
+        None (nothing read) when the search of ``scope`` covers only ``session``, or its
+        sessions are read already.
+        """
+        if scope not in _SCOPES:
+            return None  # the search refuses it
+        key = _scope_key(session, scope)
+        if key[3] or key in reads.sessions:
+            return None
+        version, sessions, behind = self.messages.rows.version_and_sessions(
+            session.tenant, key[2])
+        reads.behind[key] = (sessions, behind)
+        return version
+
+
+def _scope_key(session: SessionRecord, scope: Level) -> _ScopeKey:
+    """What identifies the sessions ``scope`` covers seen from ``session``.
+
+    ``(scope, tenant, user or None, the session's id when only its own, else 0)``.
+    """
+    own = scope == "session" or (scope == "user" and not session.user)
+    return (scope, session.tenant, None if own or scope == "tenant" else session.user,
+            session.id if own else 0)
 
 
 def _episodes_after(fused: Sequence[_Fused], k: int, items: dict[int, Hit]) -> list[_Fused]:

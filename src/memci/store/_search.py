@@ -227,6 +227,12 @@ class MessageSearch(Protocol):
         """
         ...
 
+    def version_and_sessions(
+        self, tenant: str, user: str | None = None
+    ) -> tuple[tuple[int, int, int], list[int], list[tuple[int, int]]]:
+        """:meth:`memory_version` and :meth:`sessions_behind`, in one read."""
+        ...
+
 
 class VectorStore(Protocol):
     """The vectors of one embedder: per ``kind`` (``message``, ``item``, ``chunk``) and ref.
