@@ -96,7 +96,8 @@ def _statements(engine: memci.Engine) -> Iterator[list[str]]:
 
 
 def test_a_build_runs_few_statements(engine: memci.Engine) -> None:
-    """Steady builds read three heads; an archive event writes its pages in batches."""
+    """Steady builds read the session's heads in one statement (and the messages added
+    since, when some were); an archive event writes its pages in batches."""
     loop = engine.session("loop")
     loop.add({"role": "user", "content": "fix the failing test in the parser"})
     loop.build(budget=3000)  # the first build reads the session's state once
@@ -124,8 +125,10 @@ def test_a_build_runs_few_statements(engine: memci.Engine) -> None:
             if 0 < len(events) <= 3:  # a page or a few leave the window
                 archiving.append(len(ran))
     assert steady and archiving
-    assert max(steady) <= 6, steady
-    assert max(archiving) <= 40, archiving
+    # Before: 4 and 17 (the log's head, the context's version and the working state's
+    # in three reads; one INSERT per working-state event).
+    assert max(steady) <= 2, steady
+    assert max(archiving) <= 15, archiving
 
 
 def _topical_chat(n: int, words: int = 12) -> list[dict[str, Any]]:
