@@ -171,6 +171,57 @@ def test_a_chat_build_that_archives_with_memory_runs_at_most_40_statements(
     assert max(logged) == 1, logged
 
 
+def _asks_the_docs(session: memci.Session, engine: memci.Engine, i: int) -> tuple[
+        memci.Context, list[str]]:
+    """A question that consults documents, built; the context and its statements."""
+    session.add({"role": "user", "content": f"what does the documentation say about how to "
+                                            f"install the lantern service? ({i})"})
+    with _statements(engine) as ran:
+        ctx = session.build(budget=2000)
+    session.add({"role": "assistant", "content": "let me look"})
+    return ctx, ran
+
+
+def test_a_question_consulting_documents_in_a_store_without_any_makes_no_index(
+        db_path: Path) -> None:
+    # Before: the first such build made the documents' keyword table in a write of its
+    # own (BEGIN, the table's lookup, CREATE, its settings, COMMIT …), then searched it.
+    with memci.Engine.open(db_path) as engine:
+        chat = engine.session("chat", user="u")
+        for i in range(2):
+            _, ran = _asks_the_docs(chat, engine, i)
+            assert not [s for s in ran if s.startswith(("CREATE", "DROP"))], ran
+            assert sum("doc_chunks" in s for s in ran) == 1, ran  # one read: no chunk
+            assert sum(s.startswith("BEGIN") for s in ran) <= 1, ran  # the commit's only
+    with memci.Engine.open(db_path) as other:
+        assert not other.store._conn.execute(  # type: ignore[attr-defined]
+            "SELECT name FROM sqlite_master WHERE name LIKE 'doc_chunks_fts%'").fetchall()
+
+
+def test_documents_indexed_by_another_engine_are_found_by_the_next_question(
+        db_path: Path, tmp_path: Path) -> None:
+    from memci.memory import DocIndex
+
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "install.md").write_text("# Install\n\nThe lantern service installs with"
+                                       " `lantern setup --install`.\n")
+    with memci.Engine.open(db_path) as engine:
+        chat = engine.session("chat", user="u")
+        ctx, _ = _asks_the_docs(chat, engine, 0)
+        assert not [r for r in ctx.memory if r.kind == "document"]
+        with memci.Engine.open(db_path) as writer:  # another engine: its own store object
+            assert DocIndex(writer.store).index_path(folder).chunks_written == 1
+        ctx, ran = _asks_the_docs(chat, engine, 1)
+        assert [r.source for r in ctx.memory if r.kind == "document"] == [
+            f"{folder / 'install.md'}#L1-3"], ctx.memory
+    with memci.Engine.open(db_path) as engine:  # a store with documents, opened again
+        chat = engine.session("chat", user="u")
+        ctx, ran = _asks_the_docs(chat, engine, 2)
+        assert [r for r in ctx.memory if r.kind == "document"]
+        assert sum(s.startswith("BEGIN") for s in ran) <= 1, ran  # before: a write to look
+
+
 def _rows_read_by_first_build(tmp_path: Path, n: int, monkeypatch: pytest.MonkeyPatch) -> int:
     with memci.Engine.open(tmp_path / f"b{n}.db", synchronous="NORMAL") as engine:
         s = engine.session("s", retrieval=False)
