@@ -170,8 +170,9 @@ class Memory:
             added = self.messages.catch_up(behind)
         if reads is not None:
             reads.sessions[key] = sessions
-            if added:
-                reads.version = None  # what was read before the catch-up is behind it
+            if added:  # what was read before the catch-up is behind it
+                reads.version = None
+                reads.docs_from.clear()
         return sessions
 
     def _first_doc(self, session_id: int, seq: int) -> int | None:
