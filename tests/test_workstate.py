@@ -808,3 +808,15 @@ def test_a_compaction_inside_a_block_returns_its_event_with_its_id(
         assert ws.event(event.id).action == "fastmemo_compact"  # written when asked for
         after = ws.plan_add("later")
     assert ws.events()[-1].id > event.id and after.id == 1
+
+
+def test_the_log_read_inside_a_writing_block_holds_the_block_s_events(ws: WorkState) -> None:
+    # The block's events wait to be written together: reading the log writes them first.
+    with ws.writing():
+        ws.plan_add("first")
+        listed = [e.action for e in ws.events()]
+        ws.plan_add("second")
+        newest = ws.event(ws.version())
+    assert listed == ["plan_add"]
+    assert newest.after == {"plan:2": newest.after["plan:2"]}
+    assert [e.target for e in ws.events()] == ["plan:1", "plan:2"]

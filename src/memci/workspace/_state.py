@@ -209,6 +209,11 @@ class WorkState:
             entry.event = event
         read.latest_event = written[-1].id
 
+    def _logged_now(self) -> None:
+        """Inside a writing block: write its waiting events (the log is read next)."""
+        if self._read is not None and self._read.writing:
+            self._write_events(self._read)
+
     def _event(self, logged: _Logged) -> WorkEvent:
         """``logged`` as written, with its id (written now with the others waiting, if not)."""
         if logged.event is None:
@@ -381,8 +386,7 @@ class WorkState:
         Inside a writing block that wrote an event: that event's id (the newest, read
         with nothing else changing the state until the block's transaction ends).
         """
-        if self._read is not None and self._read.writing:
-            self._write_events(self._read)
+        self._logged_now()
         if self._read is not None and self._read.latest_event is not None:
             return self._read.latest_event
         return self.store.work.latest_event(self.session.id)
@@ -796,11 +800,13 @@ class WorkState:
 
     def events(self, *, after: int = 0, limit: int | None = None) -> list[WorkEvent]:
         """Return the audit log of the session (events with id > ``after``), oldest first."""
+        self._logged_now()
         found = self.rows.events(self.session.id, after=after)
         return found if limit is None else found[:limit]
 
     def event(self, event_id: int) -> WorkEvent:
         """One event of the session's audit log."""
+        self._logged_now()
         found = self.rows.event(self.session.id, event_id)
         if found is None:
             raise UnknownItemError(f"no event {event_id} in session {self.session.name!r}")
