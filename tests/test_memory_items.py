@@ -379,3 +379,46 @@ def test_a_reading_block_reads_the_index_again_once_its_connection_wrote(
             store._conn.set_trace_callback(None)
     assert found[0].text == "a new puffin burrow"
     assert any("memory_docs_changes" in s for s in ran), ran  # not the stale one
+
+
+@pytest.mark.parametrize(("question", "again"), [
+    # the day's entries reach past the first gather's bound: only the count is shared
+    ("what did we say about the harbor lantern yesterday?", ()),
+    # all of that day's entries are below both bounds: ranked and counted once
+    ("what did we say about the harbor lantern on May 29?", ("BETWEEN",)),
+])
+def test_the_gathers_of_one_reading_read_the_window_bounds_once(
+        memory: Memory, store: SQLiteStore, question: str, again: tuple[str, ...]) -> None:
+    # A dated question gathered for the page, then with the window starting later (a
+    # build that archives): the second finds the window's first entry among what the
+    # first read, and the day's entries counted once.
+    rec = store.ensure_session("t", "solo", "u", {})
+    day = datetime(2026, 6, 1, 9, tzinfo=UTC)
+    turns = [(day - timedelta(days=3, minutes=i), f"the lantern by the harbor, note {i}")
+             for i in range(20, 0, -1)]
+    turns += [(day + timedelta(hours=i), text) for i, text in enumerate(
+        ("the lantern is lit", "a brass harbor lantern", "milk and bread", "the tide"))]
+    memory.index(rec, store.append(rec, [Message("user", Message.user(text).parts,
+                                                 created_at=at) for at, text in turns]))
+    now = day + timedelta(days=1)
+    alone = [Gatherer(memory).gather(question, session=rec, exclude_from_seq=seq, now=now)
+             for seq in (23, 24)]
+    gatherer = Gatherer(memory)
+    ran: list[str] = []
+    store._conn.set_trace_callback(ran.append)
+    try:
+        with memory.reading():
+            first = gatherer.gather(question, session=rec, exclude_from_seq=23, now=now)
+            read_first = len(ran)
+            second = gatherer.gather(question, session=rec, exclude_from_seq=24, now=now)
+    finally:
+        store._conn.set_trace_callback(None)
+    assert [first.texts, second.texts] == [a.texts for a in alone]
+    assert any("lantern" in t.text for t in first.texts)
+    # the window's first entry, the day's entries counted, and what the day may repeat
+    bounds = ("AND seq >= ", "SELECT COUNT(*), MIN(id), MAX(id)", *again)
+    assert all(any(b in s for s in ran[:read_first]) for b in bounds), ran[:read_first]
+    # Before: each gather read the window's first entry and counted the day's entries,
+    # and ranked and counted a day wholly below both bounds again.
+    later = ran[read_first:]
+    assert not [s for s in later if any(b in s for b in bounds)], later

@@ -768,3 +768,55 @@ def test_writing_writes_each_value_once_and_the_items_in_one_batch(
     assert sum(s.startswith("DELETE FROM workspace_items") for s in ran) <= 1, ran
     # Another writer after the block reads what it wrote.
     assert WorkState(store, states[0].session).fastmemo_list() == states[0].fastmemo_list()
+
+
+def test_a_writing_block_writes_its_events_in_one_statement(
+        store: SQLiteStore, session: SessionRecord) -> None:
+    # Adds past the section's limit compact in the same block: every event of the block
+    # goes in one INSERT, each with the id the log gives it, in order.
+    ws = WorkState(store, session, compress=lambda texts: " / ".join(texts))
+    ws.pin_add(type="fact", title="first", summary="before the block", source="chat:1")
+    ran: list[str] = []
+    store._conn.set_trace_callback(ran.append)
+    try:
+        with ws.writing():
+            ws.fastmemo_add_many("user", [(f"user fact {i}", None) for i in range(12)])
+            ws.plan_add("ship it")
+            inside = ws.version()
+    finally:
+        store._conn.set_trace_callback(None)
+    inserts = [s for s in ran if s.startswith("INSERT INTO workspace_events")]
+    assert len(inserts) == 1, inserts  # before: one per event
+    events = ws.events()
+    assert [e.action for e in events] == ["pin_add", "fastmemo_add", "fastmemo_compact",
+                                          "fastmemo_add", "plan_add"]
+    ids = [e.id for e in events]
+    assert ids == sorted(set(ids)) and inside == ids[-1] == ws.version()
+    assert ws.event(ids[2]).after == events[2].after  # each stored as recorded
+
+
+def test_a_compaction_inside_a_block_returns_its_event_with_its_id(
+        store: SQLiteStore, session: SessionRecord) -> None:
+    ws = WorkState(store, session, compress=lambda texts: " / ".join(texts),
+                   auto_compact=False)
+    for i in range(10):
+        ws.fastmemo_add("user", f"user fact {i}")
+    with ws.writing():
+        ws.fastmemo_add("user", "one more")
+        event = ws.compact_fastmemo()
+        assert event is not None
+        assert ws.event(event.id).action == "fastmemo_compact"  # written when asked for
+        after = ws.plan_add("later")
+    assert ws.events()[-1].id > event.id and after.id == 1
+
+
+def test_the_log_read_inside_a_writing_block_holds_the_block_s_events(ws: WorkState) -> None:
+    # The block's events wait to be written together: reading the log writes them first.
+    with ws.writing():
+        ws.plan_add("first")
+        listed = [e.action for e in ws.events()]
+        ws.plan_add("second")
+        newest = ws.event(ws.version())
+    assert listed == ["plan_add"]
+    assert newest.after == {"plan:2": newest.after["plan:2"]}
+    assert [e.target for e in ws.events()] == ["plan:1", "plan:2"]

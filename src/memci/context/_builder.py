@@ -248,8 +248,14 @@ class ContextBuilder:
 
     def current(self) -> None:
         """Catch up with the log, and with the context state when another writer changed it."""
-        self.log.sync()
-        version, _ = self.services.store.context.head(self.record)
+        # The log's head, the state's version and the working state's in one read.
+        heads = self.services.store.context.heads(self.record)
+        if heads is None:
+            self.log.sync()  # raises: the session was deleted
+        else:
+            self.log.sync((heads.epoch, heads.last_seq))
+            self.working.saw(heads.work_event)
+        version = -1 if heads is None else heads.version
         if version != self._version or self.log.generation != self._generation:
             state = self.services.store.context.load(self.record)
             self.counts = {"archive": 0, "recall": 0, "evict": 0, **state.counts}

@@ -90,13 +90,14 @@ class SessionLog:
 
     # -- keeping in step -----------------------------------------------------------------
 
-    def sync(self) -> bool:
+    def sync(self, head: tuple[int, int] | None = None) -> bool:
         """Catch up with the store (other processes may have appended); True if it changed.
 
         When messages were deleted since it was read (another epoch), the copy is read
         again from the start. Raises UnknownSessionError when the session was deleted.
+        ``head``: the log's ``(epoch, last seq)`` when the caller has just read it.
         """
-        epoch, last = self.store.log_head(self.record)
+        epoch, last = self.store.log_head(self.record) if head is None else head
         if epoch != self.epoch:
             self._empty(epoch)
             self.generation += 1

@@ -46,12 +46,18 @@ class WorkingStateSource:
         self._cache: tuple[tuple[Any, ...], Message | None] = ((), None)
         self._expired_round = 0
         self._pinless = -1  # a version of the state at which it held no pin
+        self._seen: int | None = None  # the state's version the build read (saw)
+
+    def saw(self, version: int) -> None:
+        """The state's version, read with the session's heads at the build's start."""
+        self._seen = version
 
     def forget(self) -> None:
         """Forget what was rendered and expired (read again: a transaction was rolled back)."""
         self._cache = ((), None)
         self._expired_round = 0
         self._pinless = -1
+        self._seen = None
 
     def state(self, language: str) -> WorkState:
         """The working state, with titles in ``language``."""
@@ -64,14 +70,17 @@ class WorkingStateSource:
         Only when there are pins: a chat without pins pays no write per round (the round
         a new pin starts from is recorded before a state tool runs), and no read of its
         pins while the state is at a version that held none (every change is an event).
+        The version is the one :meth:`saw` gave, when given since the last call (then
+        returned in a round already expired too: nothing was written since it was read).
         Returns the state's version when it was read and nothing was written since (for
         :meth:`render`), else None.
         """
+        seen, self._seen = self._seen, None
         if round == self._expired_round:
-            return None
+            return seen
         self._expired_round = round
         state = self.state(language)
-        version = state.version()
+        version = state.version() if seen is None else seen
         if version == self._pinless:
             return version
         if state.pin_list():

@@ -127,7 +127,7 @@ class Gatherer:
         started = time.perf_counter()
         count = self.max_episodes if max_episodes is None else max_episodes
         key: _Key = (query.strip(), scope, session.id, count, exclude_from_seq,
-                     self.max_preferences, self.memory.version(), now)
+                     self.max_preferences, self.memory.version(session, scope), now)
         moment = self._clock()
         with self._lock:
             entry = self._cache.get(key)

@@ -13,8 +13,8 @@ user and tenant (a session without a user falls back to itself), and the user's 
 
 Inside :meth:`Memory.reading` (a build's load phase: the page's gather, then the gather
 again after archiving) memory is read as of one moment: its version, the sessions a
-search covers (their index caught up) and the items' rankings and rows are read once,
-and the searches after the first reuse them.
+search covers (their index caught up), the items' rankings and rows and the session's
+entries from its window on are read once, and the searches after the first reuse them.
 """
 
 from __future__ import annotations
@@ -42,6 +42,7 @@ __all__ = ["Memory", "memory_for", "search"]
 _SCOPES: tuple[Level, ...] = ("session", "user", "tenant")
 _Fused = tuple[tuple[str, int], float, tuple[str, ...]]
 _ItemsKey = tuple[object, ...]
+_ScopeKey = tuple[str, str, str | None, int]
 
 
 @dataclass(slots=True)
@@ -49,9 +50,14 @@ class _Reads:
     """What one :meth:`Memory.reading` block has read: reused by its later searches."""
 
     version: tuple[int, int, int] | None = None
-    sessions: dict[tuple[str, str, str | None, int], list[int]] = field(default_factory=dict)
+    sessions: dict[_ScopeKey, list[int]] = field(default_factory=dict)
+    # read with the version (see Memory.version), caught up at the first search
+    behind: dict[_ScopeKey, tuple[list[int], list[tuple[int, int]]]] = field(
+        default_factory=dict)
     item_lists: dict[_ItemsKey, dict[str, list[int]]] = field(default_factory=dict)
     items: dict[int, MemoryItem] = field(default_factory=dict)
+    # session id -> (a seq, its entries from that seq on): the window's first entries
+    docs_from: dict[int, tuple[int, list[tuple[int, int]]]] = field(default_factory=dict)
 
 
 class Memory:
@@ -151,22 +157,38 @@ class Memory:
         if scope not in _SCOPES:
             raise InvalidInputError(f"scope must be one of {', '.join(_SCOPES)}, not {scope!r}")
         reads = self._reads()
-        own = scope == "session" or (scope == "user" and not session.user)
-        key = (scope, session.tenant, None if own or scope == "tenant" else session.user,
-               session.id if own else 0)
+        key = _scope_key(session, scope)
         if reads is not None and key in reads.sessions:
             return reads.sessions[key]
-        if own:
+        if key[3]:  # the session's own
             sessions = [session.id]
             added = self.messages.sync(sessions)
         else:
-            sessions, behind = self.messages.rows.sessions_behind(session.tenant, key[2])
+            found = reads.behind.pop(key, None) if reads is not None else None
+            sessions, behind = (found if found is not None
+                                else self.messages.rows.sessions_behind(session.tenant, key[2]))
             added = self.messages.catch_up(behind)
         if reads is not None:
             reads.sessions[key] = sessions
-            if added:
-                reads.version = None  # what was read before the catch-up is behind it
+            if added:  # what was read before the catch-up is behind it
+                reads.version = None
+                reads.docs_from.clear()
         return sessions
+
+    def _first_doc(self, session_id: int, seq: int) -> int | None:
+        """:meth:`MessageSearch.first_doc` (inside :meth:`reading`, read once per session).
+
+        The block's first search reads the session's entries from its window on; a later
+        one (after archiving, the window starts later) finds its bound among them.
+        """
+        reads = self._reads()
+        if reads is None:
+            return self.messages.rows.first_doc(session_id, seq)
+        kept = reads.docs_from.get(session_id)
+        if kept is None or seq < kept[0]:
+            kept = reads.docs_from[session_id] = (
+                seq, self.messages.rows.docs_from(session_id, seq))
+        return next((doc for at, doc in kept[1] if at >= seq), None)
 
     def _item_lists(self, query: str, owner: Scope, depth: int,
                     kinds: Collection[str] | None, exclude_kinds: Collection[str],
@@ -233,7 +255,7 @@ class Memory:
             # Searching only this session, its excluded messages are left out inside the
             # search (they are its newest entries), so the depth holds others; searching
             # several, they are left out below.
-            below = (index.rows.first_doc(session.id, exclude_from_seq)
+            below = (self._first_doc(session.id, exclude_from_seq)
                      if exclude_from_seq is not None and sessions == [session.id] else None)
             message_lists = index.ranked_lists(query, depth=depth, sessions=sessions,
                                                time_range=time_range, below=below)
@@ -267,19 +289,53 @@ class Memory:
                 out.append(hit)
         return out
 
-    def version(self) -> tuple[int, int, int]:
+    def version(self, session: SessionRecord | None = None,
+                scope: Level = "session") -> tuple[int, int, int]:
         """Changes whenever a message is indexed, an item changes or anything is deleted.
 
         For caches: a deletion may leave the newest message and item as they were, so
         the store's erasure epoch is part of it. One read (inside :meth:`reading`, once).
+        ``session`` and ``scope``: the search that follows, inside :meth:`reading`: the
+        sessions it covers of a user or tenant are read in the same statement (it catches
+        them up when it runs, as it would have read them).
         """
         reads = self._reads()
         if reads is not None and reads.version is not None:
             return reads.version
-        version = self.messages.rows.memory_version()
+        version = (self._with_sessions(reads, session, scope)
+                   if reads is not None and session is not None else None)
+        if version is None:
+            version = self.messages.rows.memory_version()
         if reads is not None:
             reads.version = version
         return version
+
+    def _with_sessions(self, reads: _Reads, session: SessionRecord,
+                       scope: Level) -> tuple[int, int, int] | None:
+        """The version, and into ``reads`` the sessions ``scope`` covers, in one statement.
+
+        None (nothing read) when the search of ``scope`` covers only ``session``, or its
+        sessions are read already.
+        """
+        if scope not in _SCOPES:
+            return None  # the search refuses it
+        key = _scope_key(session, scope)
+        if key[3] or key in reads.sessions:
+            return None
+        version, sessions, behind = self.messages.rows.version_and_sessions(
+            session.tenant, key[2])
+        reads.behind[key] = (sessions, behind)
+        return version
+
+
+def _scope_key(session: SessionRecord, scope: Level) -> _ScopeKey:
+    """What identifies the sessions ``scope`` covers seen from ``session``.
+
+    ``(scope, tenant, user or None, the session's id when only its own, else 0)``.
+    """
+    own = scope == "session" or (scope == "user" and not session.user)
+    return (scope, session.tenant, None if own or scope == "tenant" else session.user,
+            session.id if own else 0)
 
 
 def _episodes_after(fused: Sequence[_Fused], k: int, items: dict[int, Hit]) -> list[_Fused]:

@@ -35,6 +35,7 @@ from memci.store._log import (
     LogRow,
     MessageLog,
     PageRow,
+    SessionHeads,
 )
 from memci.store._open import ENV_DB, default_location, is_postgres_url, open_store
 from memci.store._protocols import Store
@@ -115,6 +116,7 @@ __all__ = [
     "Scope",
     "SearchDoc",
     "SearchFilter",
+    "SessionHeads",
     "SessionRecord",
     "Store",
     "TableCount",

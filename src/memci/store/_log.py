@@ -30,6 +30,7 @@ __all__ = [
     "LogRow",
     "MessageLog",
     "PageRow",
+    "SessionHeads",
 ]
 
 
@@ -103,6 +104,15 @@ class ContextEvent(NamedTuple):
     def pages(self) -> int:
         """How many pages the event is about."""
         return max(self.last_page, self.page) - self.page + 1
+
+
+class SessionHeads(NamedTuple):
+    """What tells a build whether what it holds of a session is current (one read)."""
+
+    version: int  # the context state's (see ContextStore.head)
+    epoch: int  # the log's: grows whenever messages are deleted
+    last_seq: int  # the newest message's (0: none)
+    work_event: int  # the working state's newest event's id (0: none)
 
 
 @dataclass(frozen=True, slots=True)
@@ -257,6 +267,14 @@ class ContextStore(Protocol):
 
     def head(self, session: SessionRecord) -> tuple[int, int]:
         """``(version, last seq)``: what tells a cached snapshot whether it is current."""
+        ...
+
+    def heads(self, session: SessionRecord) -> SessionHeads | None:
+        """:meth:`head`, the log's epoch and the working state's newest event, in one read.
+
+        None when the session was deleted (its log's ``log_head`` raises). Makes the
+        working state's tables when they are not made yet.
+        """
         ...
 
     def load(self, session: SessionRecord) -> ContextState:

@@ -170,6 +170,13 @@ class MessageSearch(Protocol):
         """
         ...
 
+    def docs_from(self, session_id: int, seq: int) -> list[tuple[int, int]]:
+        """``(seq, doc number)`` of the session's entries from ``seq`` on, by seq.
+
+        :meth:`first_doc` of ``seq`` and of any later seq, from one read.
+        """
+        ...
+
     def matching(self, where: SearchFilter) -> list[Candidate]:
         """Every entry of a non-system message that passes ``where``."""
         ...
@@ -218,6 +225,12 @@ class MessageSearch(Protocol):
         What a cache of long-term memory is keyed by: it grows whenever a message is
         indexed, an item changes or anything is deleted.
         """
+        ...
+
+    def version_and_sessions(
+        self, tenant: str, user: str | None = None
+    ) -> tuple[tuple[int, int, int], list[int], list[tuple[int, int]]]:
+        """:meth:`memory_version` and :meth:`sessions_behind`, in one read."""
         ...
 
 

@@ -19,7 +19,7 @@ Invariants every backend keeps:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol
@@ -97,6 +97,13 @@ class WorkStore(Protocol):
         before: Mapping[str, Any], after: Mapping[str, Any], reverts: int | None = None,
     ) -> WorkEvent:
         """Append an event to the session's audit log; return it with its id."""
+        ...
+
+    def add_events(self, events: Sequence[WorkEvent]) -> list[WorkEvent]:
+        """Append events in order (their ``id`` ignored); return them with their ids.
+
+        One statement for them all: the events of a change made of several steps.
+        """
         ...
 
     def events(self, session_id: int, *, after: int = 0) -> list[WorkEvent]:

@@ -26,7 +26,9 @@ What is stored goes through the store's working-state part (``store.work``, a
 :class:`~memci.store.WorkStore`); a change is one ``store.atomic()`` block. Inside
 :meth:`WorkState.writing`, the values and the items (once read) are written when the
 block ends, each key once, in the same transaction as its events: several adds and a
-compaction in one block write ``next_memo`` once, not at each step.
+compaction in one block write ``next_memo`` once, not at each step. The block's events
+are written together too (one statement), when it ends or when one's id is wanted first
+(:meth:`WorkState.version`, a method that returns its event).
 """
 
 from __future__ import annotations
@@ -90,6 +92,14 @@ def _utcnow() -> datetime:
 
 
 @dataclass(slots=True)
+class _Logged:
+    """An event a writing block recorded: ``draft`` (id 0) until written, then ``event``."""
+
+    draft: WorkEvent
+    event: WorkEvent | None = None
+
+
+@dataclass(slots=True)
 class _Read:
     """What a :meth:`WorkState.reading` block read: items by kind and id, values by name."""
 
@@ -97,6 +107,7 @@ class _Read:
     items: dict[str, dict[int, Json]] | None = None  # read with every value (meta whole)
     meta: dict[str, Any] = field(default_factory=dict)
     latest_event: int | None = None  # writing: the id of the last event it wrote
+    unsaved_events: list[_Logged] = field(default_factory=list)  # writing: in order
     # writing: what the block changed, written when it ends (None deletes)
     unsaved_meta: dict[str, Any] = field(default_factory=dict)
     unsaved_items: dict[tuple[str, int], Any] = field(default_factory=dict)
@@ -186,6 +197,30 @@ class WorkState:
             self.rows.put_meta(self.session.id, name, value)
         if read.unsaved_items:
             self.rows.put_items(self.session.id, read.unsaved_items)
+        self._write_events(read)
+
+    def _write_events(self, read: _Read) -> None:
+        """Write the events ``read``'s block recorded and has not written, in one statement."""
+        if not read.unsaved_events:
+            return
+        logged, read.unsaved_events = read.unsaved_events, []
+        written = self.rows.add_events([entry.draft for entry in logged])
+        for entry, event in zip(logged, written, strict=True):
+            entry.event = event
+        read.latest_event = written[-1].id
+
+    def _logged_now(self) -> None:
+        """Inside a writing block: write its waiting events (the log is read next)."""
+        if self._read is not None and self._read.writing:
+            self._write_events(self._read)
+
+    def _event(self, logged: _Logged) -> WorkEvent:
+        """``logged`` as written, with its id (written now with the others waiting, if not)."""
+        if logged.event is None:
+            assert self._read is not None  # recorded in the writing block still open
+            self._write_events(self._read)
+        assert logged.event is not None
+        return logged.event
 
     # -- storage primitives --------------------------------------------------------------
 
@@ -300,12 +335,15 @@ class WorkState:
     def _record(
         self, action: str, changes: Mapping[str, Any], *, reverts: int | None = None,
         before: Mapping[str, Any] | None = None,
-    ) -> WorkEvent:
+    ) -> _Logged:
         """Apply ``changes`` (key → new JSON value, None to delete) and log the event.
 
-        Called inside ``store.atomic()``: the changes and their event commit together.
+        Called inside :meth:`writing`: the changes and their event commit together; the
+        event is written with the block's others (see :meth:`_event` for its id).
         ``before`` holds the keys' values the caller read in this transaction (else read).
         """
+        read = self._read
+        assert read is not None and read.writing
         before = {k: before[k] if before is not None and k in before else self._get(k)
                   for k in changes}
         items: dict[tuple[str, int], Any] = {}
@@ -317,13 +355,11 @@ class WorkState:
                 items[kind, int(ident)] = value
         if items:
             self._put_items(items)
-        event = self.rows.add_event(
-            self.session.id, at=self._now(), actor=self.actor, action=action,
-            target=",".join(changes), before=before, after=dict(changes), reverts=reverts,
-        )
-        if self._read is not None and self._read.writing:
-            self._read.latest_event = event.id
-        return event
+        logged = _Logged(WorkEvent(
+            id=0, session_id=self.session.id, at=self._now(), actor=self.actor, action=action,
+            target=",".join(changes), before=before, after=dict(changes), reverts=reverts))
+        read.unsaved_events.append(logged)
+        return logged
 
     def _check_artifact(self, ref: str | None, what: str) -> None:
         if ref is None or not ref.startswith("artifact:"):
@@ -350,6 +386,7 @@ class WorkState:
         Inside a writing block that wrote an event: that event's id (the newest, read
         with nothing else changing the state until the block's transaction ends).
         """
+        self._logged_now()
         if self._read is not None and self._read.latest_event is not None:
             return self._read.latest_event
         return self.store.work.latest_event(self.session.id)
@@ -467,7 +504,7 @@ class WorkState:
         count against it, and pins added later start from it.
         """
         moment = (now or self._clock()).astimezone(UTC)
-        events = []
+        logged: list[_Logged] = []
         with self.writing():
             if round is not None:
                 if isinstance(round, bool) or not isinstance(round, int) or round < 0:
@@ -489,11 +526,11 @@ class WorkState:
                     "milestone": False, "covers": [], "pos": note_id,
                     "created_at": moment.isoformat(), "actor": self.actor,
                 }
-                events.append(self._record(
+                logged.append(self._record(
                     "pin_expire", {f"pin:{pin['id']}": None, f"note:{note_id}": note}))
-        if events and self.auto_compact:
-            self.compact_notebook()
-        return events
+        if logged and self.auto_compact:
+            self._compact_notebook()
+        return [self._event(entry) for entry in logged]
 
     # -- plan ----------------------------------------------------------------------------
 
@@ -569,7 +606,7 @@ class WorkState:
             added += batch
             rest = rest[len(batch):]
             if self.auto_compact and over:
-                self.compact_notebook()
+                self._compact_notebook()
         return added
 
     def _note_batch(
@@ -606,6 +643,11 @@ class WorkState:
 
     def compact_notebook(self) -> WorkEvent | None:
         """Fold the oldest entries into one milestone while the notebook is over its limit."""
+        logged = self._compact_notebook()
+        return None if logged is None else self._event(logged)
+
+    def _compact_notebook(self) -> _Logged | None:
+        """:meth:`compact_notebook`, its event written with the block's others."""
         for _ in range(_RETRIES):
             lim = self._limits_in()
             notes = self._rows("note")
@@ -667,7 +709,7 @@ class WorkState:
             added += batch
             rest = rest[len(batch):]
             if self.auto_compact and full:
-                self.compact_fastmemo()
+                self._compact_fastmemo()
         return added
 
     def _memo_batch(
@@ -718,6 +760,11 @@ class WorkState:
 
     def compact_fastmemo(self) -> WorkEvent | None:
         """Compact the whole fastmemo: in each section, all but the newest few become one."""
+        logged = self._compact_fastmemo()
+        return None if logged is None else self._event(logged)
+
+    def _compact_fastmemo(self) -> _Logged | None:
+        """:meth:`compact_fastmemo`, its event written with the block's others."""
         for _ in range(_RETRIES):
             lim = self._limits_in()
             rows = self._rows("memo")
@@ -753,11 +800,13 @@ class WorkState:
 
     def events(self, *, after: int = 0, limit: int | None = None) -> list[WorkEvent]:
         """Return the audit log of the session (events with id > ``after``), oldest first."""
+        self._logged_now()
         found = self.rows.events(self.session.id, after=after)
         return found if limit is None else found[:limit]
 
     def event(self, event_id: int) -> WorkEvent:
         """One event of the session's audit log."""
+        self._logged_now()
         found = self.rows.event(self.session.id, event_id)
         if found is None:
             raise UnknownItemError(f"no event {event_id} in session {self.session.name!r}")
@@ -778,7 +827,7 @@ class WorkState:
                     f"{', '.join(changed[:5])} changed since, by event {blame}; "
                     "roll back the later event(s) first"
                 )
-            result = self._record("rollback", dict(event.before), reverts=event_id)
+            logged = self._record("rollback", dict(event.before), reverts=event_id)
             lim = self._limits_in()
             for kind, most in (("pin", lim.pins_max), ("plan", lim.plan_max)):
                 count = len(self._rows(kind))
@@ -787,7 +836,7 @@ class WorkState:
                         f"rolling back event {event_id} would make {count} {kind}s, over the "
                         f"limit of {most}: remove one first"
                     )
-        return result
+        return self._event(logged)
 
     # -- context_state.json --------------------------------------------------------------
 
@@ -827,7 +876,8 @@ class WorkState:
                 self._set_meta(f"next_{kind}",
                                max(self._next_free(kind), parsed.next_ids[kind]))
             self._set_meta("round", parsed.round)
-            return self._record("import", changes)
+            logged = self._record("import", changes)
+        return self._event(logged)
 
     # -- rendering -----------------------------------------------------------------------
 

@@ -13,7 +13,8 @@ Invariants:
   statement through it joins that transaction, and a write inside another write on the
   same thread joins the outer one (the backends' rule), so several parts' writes inside
   ``store.atomic()`` commit together;
-- every statement passes :meth:`Sql._execute` and every batch :meth:`Sql.many`, so
+- every statement passes :meth:`Sql._execute` and every batch :meth:`Sql.many` (or
+  :meth:`Sql.inserted`, when the rows' ids are wanted), so
   counting statements, or sending a batch as one (multi-row ``VALUES``, ``COPY``), is a
   change in one place;
 - a driver's exception raised by a statement leaves the ``with`` block of the backend's
@@ -92,6 +93,26 @@ class Sql:
             batch = rows[at:at + per]
             self._execute(head + ", ".join([marks] * len(batch)) + tail,
                           [value for row in batch for value in row])
+
+    def inserted(self, text: str, rows: Sequence[Sequence[Any]]) -> list[int]:
+        """Insert ``rows`` with a plain ``INSERT … VALUES``; the ``id`` each got, in order.
+
+        One multi-row statement per batch, ``RETURNING id``. The ids a statement returns
+        come in no promised order, but the rows take them in the order they are written
+        (an ``AUTOINCREMENT`` key under the writer's lock, an identity column's sequence),
+        so sorted they are the rows' ids in order.
+        """
+        shape = _INSERT.fullmatch(text)
+        assert shape is not None and not shape.group(4), text  # the callers' statements
+        head, _, marks, _ = shape.groups()
+        per = max(1, _PARAMS // max(1, len(rows[0]))) if rows else 1
+        ids: list[int] = []
+        for at in range(0, len(rows), per):
+            batch = rows[at:at + per]
+            made = self._execute(head + ", ".join([marks] * len(batch)) + " RETURNING id",
+                                 [value for row in batch for value in row]).fetchall()
+            ids += sorted(int(row[0]) for row in made)
+        return ids
 
 
 def _distinct_keys(shape: re.Match[str], rows: Sequence[Sequence[Any]]) -> bool:

@@ -21,6 +21,7 @@ from memci.store._log import (
     ContextEvent,
     ContextState,
     PageRow,
+    SessionHeads,
 )
 from memci.store._records import SessionRecord
 from memci.store._rows import damaged, stored_json
@@ -49,6 +50,17 @@ class SqlContextStore:
             row = sql.one("SELECT version, (SELECT MAX(seq) FROM messages WHERE session_id = ?)"
                           " FROM sessions WHERE id = ?", (session.id, session.id))
         return (int(row[0]), int(row[1] or 0)) if row else (0, 0)
+
+    def heads(self, session: SessionRecord) -> SessionHeads | None:
+        """The session's heads in one statement (None: the session was deleted)."""
+        self._db.ready("workspace")
+        with self._db.read() as sql:
+            row = sql.one("SELECT version, epoch, (SELECT MAX(seq) FROM messages"
+                          " WHERE session_id = ?), (SELECT MAX(id) FROM workspace_events"
+                          " WHERE session_id = ?) FROM sessions WHERE id = ? AND tenant <> ''",
+                          (session.id, session.id, session.id))
+        return None if row is None else SessionHeads(int(row[0]), int(row[1]),
+                                                     int(row[2] or 0), int(row[3] or 0))
 
     def load(self, session: SessionRecord) -> ContextState:
         """Page rows of pages that are not plainly active, event counts, keyed values.

@@ -62,6 +62,9 @@ class SqlDocStore(ABC):
                 ) -> list[int]:
         """Up to ``depth`` chunk ids matching the ``MATCH`` text, best first (BM25)."""
 
+    def _prepare_write(self) -> None:  # noqa: B027 (a hook: most backends need nothing)
+        """Before a write of chunks: make what their keyword text goes in, if not made."""
+
     def _delete_chunks(self, sql: Sql, file_id: int) -> None:
         ids = [int(r[0]) for r in sql.all("SELECT id FROM doc_chunks WHERE file_id = ?",
                                           (file_id,))]
@@ -87,6 +90,7 @@ class SqlDocStore(ABC):
         chunks: Sequence[Chunk], indexed: float,
     ) -> int:
         """Store the file at ``path`` with ``chunks`` in place of what it had; its id."""
+        self._prepare_write()
         with self._db.write() as sql:
             file_id = int(sql.value(
                 "INSERT INTO doc_files (path, kind, mtime_ns, size, sha256, indexed)"
@@ -114,6 +118,7 @@ class SqlDocStore(ABC):
 
     def remove(self, file_ids: Collection[int]) -> None:
         """Forget the files, their chunks, keyword text and vectors."""
+        self._prepare_write()
         with self._db.write() as sql:
             for file_id in file_ids:
                 self._delete_chunks(sql, file_id)

@@ -188,18 +188,34 @@ class SqlMessageSearch(ABC):
         self, tenant: str, user: str | None = None
     ) -> tuple[list[int], list[tuple[int, int]]]:
         """:meth:`sessions_of` and :meth:`behind` of those sessions, in one statement."""
-        text, args = "sessions WHERE tenant = ?", [tenant]
-        if user is not None:
-            text, args = text + " AND user_id = ?", [tenant, user]
-        tops = self._tops(f"(SELECT id AS sid FROM {text}) s ORDER BY s.sid", args)
+        tops = self._tops(*_of_user(tenant, user))
         return [int(sid) for sid, _, _ in tops], _ahead(tops)
 
-    def _tops(self, source: str, args: Sequence[Any]) -> list[tuple[Any, ...]]:
-        """``(session id, newest seq, newest indexed seq)`` of each session of ``source``."""
+    def version_and_sessions(
+        self, tenant: str, user: str | None = None
+    ) -> tuple[tuple[int, int, int], list[int], list[tuple[int, int]]]:
+        """:meth:`memory_version` and :meth:`sessions_behind`, in one statement.
+
+        The version's columns go with every session's row (each computed once: they
+        depend on no row); a user without sessions reads the version alone.
+        """
+        rows = self._tops(*_of_user(tenant, user), more=f", {self._version_columns()}")
+        if not rows:
+            return self.memory_version(), [], []
+        tops = [tuple(r[:3]) for r in rows]
+        version = (int(rows[0][3]), int(rows[0][4]), int(rows[0][5]))
+        return version, [int(sid) for sid, _, _ in tops], _ahead(tops)
+
+    def _tops(self, source: str, args: Sequence[Any], *,
+              more: str = "") -> list[tuple[Any, ...]]:
+        """``(session id, newest seq, newest indexed seq)`` of each session of ``source``.
+
+        ``more``: columns after those (``", …"``).
+        """
         with self._db.read() as sql:
             return [tuple(r) for r in sql.all(
                 "SELECT s.sid, (SELECT MAX(seq) FROM messages WHERE session_id = s.sid),"
-                " (SELECT MAX(seq) FROM memory_docs WHERE session_id = s.sid)"
+                f" (SELECT MAX(seq) FROM memory_docs WHERE session_id = s.sid){more}"
                 f" FROM {source}", args)]
 
     def unindexed(self, session_id: int, after: int) -> list[Message]:
@@ -230,6 +246,13 @@ class SqlMessageSearch(ABC):
             found = sql.value("SELECT MIN(id) FROM memory_docs WHERE session_id = ?"
                               " AND seq >= ?", (session_id, seq))
         return None if found is None else int(found)
+
+    def docs_from(self, session_id: int, seq: int) -> list[tuple[int, int]]:
+        """``(seq, doc number)`` of the session's entries from ``seq`` on, by seq."""
+        with self._db.read() as sql:
+            rows = sql.all("SELECT seq, id FROM memory_docs WHERE session_id = ? AND seq >= ?"
+                           " ORDER BY seq", (session_id, seq))
+        return [(int(s), int(doc)) for s, doc in rows]
 
     def among(self, docs: Collection[int], where: SearchFilter) -> list[Candidate]:
         """The entries ``docs`` that pass ``where``."""
@@ -309,13 +332,25 @@ class SqlMessageSearch(ABC):
         """A block whose searches see the index as of one read (a backend may keep none)."""
         return nullcontext()
 
+    def _version_columns(self) -> str:
+        """:meth:`memory_version`'s three columns: newest doc, item revision, erasure."""
+        return ("(SELECT COALESCE(MAX(id), 0) FROM memory_docs),"
+                f" (SELECT COALESCE(MAX(rev), 0) FROM memory_items), {self.EPOCH}")
+
     def memory_version(self) -> tuple[int, int, int]:
         """The newest doc number, item revision and erasure, in one statement (0: none)."""
         with self._db.read() as sql:
-            row = sql.one("SELECT (SELECT COALESCE(MAX(id), 0) FROM memory_docs),"
-                          f" (SELECT COALESCE(MAX(rev), 0) FROM memory_items), {self.EPOCH}")
+            row = sql.one(f"SELECT {self._version_columns()}")
         assert row is not None
         return int(row[0]), int(row[1]), int(row[2])
+
+
+def _of_user(tenant: str, user: str | None) -> tuple[str, list[Any]]:
+    """The sessions of ``tenant`` (of ``user`` when given) as a source ``s`` of ``sid``."""
+    text, args = "sessions WHERE tenant = ?", [tenant]
+    if user is not None:
+        text, args = text + " AND user_id = ?", [tenant, user]
+    return f"(SELECT id AS sid FROM {text}) s ORDER BY s.sid", args
 
 
 def _ahead(tops: Sequence[Sequence[Any]]) -> list[tuple[int, int]]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from datetime import datetime
 from types import MappingProxyType
 from typing import Any
@@ -24,6 +25,8 @@ __all__ = ["SqlWorkStore"]
 
 _EVENT = ("SELECT id, session_id, at, actor, action, target, before, after, reverts"
           " FROM workspace_events WHERE session_id = ?")
+_ADD_EVENT = ("INSERT INTO workspace_events (session_id, at, actor, action, target, before,"
+              " after, reverts) VALUES (?, ?, ?, ?, ?, ?, ?, ?)")
 _PUT_ITEM = upsert("workspace_items", ("session_id", "kind", "item_id", "data"),
                    ("session_id", "kind", "item_id"))
 _PUT_META = upsert("workspace_meta", ("session_id", "name", "value"), ("session_id", "name"))
@@ -151,15 +154,19 @@ class SqlWorkStore:
         before: Mapping[str, Any], after: Mapping[str, Any], reverts: int | None = None,
     ) -> WorkEvent:
         """Append an event to the session's audit log; return it with its id."""
+        return self.add_events([WorkEvent(
+            id=0, session_id=session_id, at=at, actor=actor, action=action, target=target,
+            before=dict(before), after=dict(after), reverts=reverts)])[0]
+
+    def add_events(self, events: Sequence[WorkEvent]) -> list[WorkEvent]:
+        """Append events (their ids ignored) in one statement; return them with their ids."""
+        if not events:
+            return []
         with self._db.write() as sql:
-            made = sql.value(
-                "INSERT INTO workspace_events (session_id, at, actor, action, target, before,"
-                " after, reverts) VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
-                (session_id, at.isoformat(), actor, action, target, _dumps(dict(before)),
-                 _dumps(dict(after)), reverts))
-        return WorkEvent(id=int(made), session_id=session_id, at=at, actor=actor,
-                         action=action, target=target, before=dict(before), after=dict(after),
-                         reverts=reverts)
+            ids = sql.inserted(_ADD_EVENT, [
+                (e.session_id, e.at.isoformat(), e.actor, e.action, e.target,
+                 _dumps(dict(e.before)), _dumps(dict(e.after)), e.reverts) for e in events])
+        return [replace(e, id=made) for e, made in zip(events, ids, strict=True)]
 
     def events(self, session_id: int, *, after: int = 0) -> list[WorkEvent]:
         """The session's events with id > ``after``, oldest first."""

@@ -31,6 +31,7 @@ __all__ = [
     "fts_name",
     "fts_secure",
     "fts_tables",
+    "needs_remaking",
     "secure_delete_supported",
 ]
 
@@ -65,7 +66,7 @@ def ensure_fts(db: sqlite3.Connection, base: str, analyzer: Analyzer) -> bool:
     row = db.execute("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = ?",
                      (name,)).fetchone()
     if row is not None:
-        if not _CONTENTLESS.search(str(row[0] or "")):
+        if not needs_remaking(str(row[0] or "")):
             return False
         db.execute(f"DROP TABLE {name}")
     columns = ", ".join(FTS_COLUMNS[base])
@@ -74,6 +75,11 @@ def ensure_fts(db: sqlite3.Connection, base: str, analyzer: Analyzer) -> bool:
     if secure_delete_supported(db):
         db.execute(f"INSERT INTO {name} ({name}, rank) VALUES ('secure-delete', 1)")
     return True
+
+
+def needs_remaking(sql: str) -> bool:
+    """Whether the FTS5 table made by ``sql`` is made again (no copy of its text)."""
+    return _CONTENTLESS.search(sql) is not None
 
 
 def secure_delete_supported(db: sqlite3.Connection) -> bool:

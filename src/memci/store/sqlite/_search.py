@@ -98,11 +98,11 @@ class SQLiteMessageSearch(SqlMessageSearch):
         if getattr(self._reading, "on", False):
             yield
             return
-        self._reading.on, self._reading.stamp = True, None
+        self._reading.on, self._reading.stamp, self._reading.kept = True, None, {}
         try:
             yield
         finally:
-            self._reading.on, self._reading.stamp = False, None
+            self._reading.on, self._reading.stamp, self._reading.kept = False, None, {}
 
     # -- keyword text ---------------------------------------------------------------------
 
@@ -181,6 +181,10 @@ class SQLiteMessageSearch(SqlMessageSearch):
         window = self._window(db, where)
         if window is not None and window[0] == 0:
             return []  # no entry of these sessions in the window
+        if window is not None and where.below is not None and where.below > window[2]:
+            # Every entry of the window is below the bound: it bounds nothing, so a
+            # build's gathers (the window starting later after archiving) rank alike.
+            where = replace(where, below=None)
         terms = ""
         # In a short window the ids bound the match: a scope term would walk the session.
         if sessions is not None and window is None and self._scope_in_fts(db, sessions):
@@ -206,6 +210,8 @@ class SQLiteMessageSearch(SqlMessageSearch):
             seen = {c.doc for _, c in found}
             top = min((score for score, _ in found), default=0.0)
             newest = size if where.below is None else min(size, where.below - 1)
+            if window is not None:  # no entry of the scope is newer than the window's last
+                newest = min(newest, window[2])
             extra = self._common.newest(db, common[:COMMON_MAX], scope, k + len(seen), newest,
                                         changes)
             found += [(min(score, top) - 1e-9 * (i + 1), cand)
@@ -252,16 +258,35 @@ class SQLiteMessageSearch(SqlMessageSearch):
         (the split counts the scope without it; the full-text query keeps its own bound).
         Counted on the index of sessions and times, so the count costs at most what it
         saves: every match of the scope (a session's whole history) walked to keep a day.
+        Inside :meth:`reading`, counted once per window.
         """
         if where.sessions is None or (where.start is None and where.end is None):
             return None
         sql, args = _filters(replace(where, below=None))
+        # Inside reading(), as of its stamp: a build's gathers ask for the same window.
+        kept = self._kept(db)
+        key = ("window", sql, tuple(args))
+        if kept is not None and key in kept:
+            found: tuple[int, int, int] | None = kept[key]
+            return found
         n, first, last = db.execute(
             "SELECT COUNT(*), MIN(id), MAX(id) FROM (SELECT d.id FROM memory_docs d"
             f" WHERE 1{sql} LIMIT ?)", (*args, _WINDOW_MAX + 1)).fetchone()
-        if n > _WINDOW_MAX:
-            return None
-        return (0, 0, 0) if n == 0 else (int(n), int(first), int(last))
+        found = None if n > _WINDOW_MAX else (0, 0, 0) if n == 0 else (
+            int(n), int(first), int(last))
+        if kept is not None:
+            kept[key] = found
+        return found
+
+    def _kept(self, db: sqlite3.Connection) -> dict[tuple[Any, ...], Any] | None:
+        """What this thread's reading() block read as of its stamp, by statement.
+
+        Time windows and their rankings; None outside the block, or once this connection
+        wrote.
+        """
+        kept: dict[tuple[Any, ...], Any] | None = (
+            self._reading.kept if self._pinned(db) is not None else None)
+        return kept
 
     def _ranked(
         self, db: sqlite3.Connection, parts: Sequence[str], scope: str, where: SearchFilter,
@@ -278,13 +303,18 @@ class SQLiteMessageSearch(SqlMessageSearch):
         if sql:
             # The match first, then the filters: a plain join may walk the filtered rows
             # and run the full-text query once per row.
-            rows = db.execute(
-                f"WITH r AS MATERIALIZED (SELECT rowid AS id, bm25({t}, 1.0, ?, 0.0) AS s"
-                f" FROM {t} WHERE {t} MATCH ?{bound}{span}) SELECT d.id, d.session_id,"
-                f" d.seq, r.s FROM r JOIN memory_docs d ON d.id = r.id WHERE 1{sql}"
-                " ORDER BY r.s, d.id LIMIT ?",
-                (context_weight, expr, *below, *within, *args, k),
-            ).fetchall()
+            text = (f"WITH r AS MATERIALIZED (SELECT rowid AS id, bm25({t}, 1.0, ?, 0.0) AS s"
+                    f" FROM {t} WHERE {t} MATCH ?{bound}{span}) SELECT d.id, d.session_id,"
+                    f" d.seq, r.s FROM r JOIN memory_docs d ON d.id = r.id WHERE 1{sql}"
+                    " ORDER BY r.s, d.id LIMIT ?")
+            params = (context_weight, expr, *below, *within, *args, k)
+            # Inside reading(), a time window's ranking is read once for a build's gathers.
+            kept = self._kept(db) if window is not None else None
+            rows = None if kept is None else kept.get(("ranked", text, params))
+            if rows is None:
+                rows = db.execute(text, params).fetchall()
+                if kept is not None:
+                    kept["ranked", text, params] = rows
         else:
             # Rank inside FTS5 first and join only the k best: the join no longer runs
             # for every matching row, which is what made a search grow with the history.
@@ -354,7 +384,7 @@ class SQLiteMessageSearch(SqlMessageSearch):
             " (SELECT n FROM memory_docs_changes)").fetchone()
         stamp = int(size), int(changes)
         if getattr(self._reading, "on", False) and not db.in_transaction:
-            self._reading.stamp = (stamp, db.total_changes)
+            self._reading.stamp, self._reading.kept = (stamp, db.total_changes), {}
         return stamp
 
     def _pinned(self, db: sqlite3.Connection) -> tuple[int, int] | None:
