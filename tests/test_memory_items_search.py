@@ -119,20 +119,41 @@ def test_a_rare_word_costs_the_same_however_many_items_its_owner_has(
     assert steps[1] <= 1.2 * steps[0] + 20, steps
 
 
+def _bm25(store: SQLiteStore, query: str, user: str, depth: int) -> list[int]:
+    """FTS5's BM25 over every term of ``query`` among the items ``user`` sees (the oracle)."""
+    plan = get_analyzer("bigram").query(query)
+    t = _items(store).table
+    return [int(r[0]) for r in store._conn.execute(
+        f"SELECT i.id FROM {t} JOIN memory_items i ON i.id = {t}.rowid WHERE {t} MATCH ?"
+        " AND i.tenant = 'default' AND (i.scope = 'tenant' OR i.user_id = ?)"
+        f" ORDER BY bm25({t}, 1.0, 0.5), i.id LIMIT ?",
+        (f"{{body subject}} : ({plan.match})", user, depth))]
+
+
+def _varied(n: int) -> list[str]:
+    """``n`` texts saying "harbor" once to four times, a few "lantern": BM25 orders them."""
+    return [f"{'harbor ' * (1 + i % 4)}crane {i} {'lantern' if i % 7 == 0 else ''}"
+            for i in range(n)]
+
+
 def test_a_store_of_few_items_ranks_as_bm25_over_every_term(store: SQLiteStore) -> None:
     items = _items(store)
     alice = Scope.user_scope("alice")
-    _add(items, alice, [f"{'harbor ' * (1 + i % 4)}crane {i} {'lantern' if i % 7 == 0 else ''}"
-                        for i in range(300)])
+    _add(items, alice, _varied(300))
     _add(items, Scope.user_scope("bob"), ["harbor lantern crane"] * 20, start=1_000)
-    query = "harbor lantern crane"
-    plan = get_analyzer("bigram").query(query)
-    t = items.table
-    expected = [int(r[0]) for r in store._conn.execute(
-        f"SELECT i.id FROM {t} JOIN memory_items i ON i.id = {t}.rowid WHERE {t} MATCH ?"
-        " AND i.tenant = 'default' AND (i.scope = 'tenant' OR i.user_id = 'alice')"
-        f" ORDER BY bm25({t}, 1.0, 0.5), i.id LIMIT 40",
-        (f"{{body subject}} : ({plan.match})",))]
+    plan = get_analyzer("bigram").query("harbor lantern crane")
+    expected = _bm25(store, "harbor lantern crane", "alice", 40)
     assert len(expected) == 40
     assert items.keyword(plan, ItemFilter(alice), 40) == expected
     assert items.keyword(plan, ItemFilter(alice), 40) == expected  # with what was kept
+
+
+def test_an_erasure_makes_a_common_word_rare_again(store: SQLiteStore) -> None:
+    items = _items(store)
+    alice = Scope.user_scope("alice")
+    ids = _add(items, alice, _varied(RARE + 200))
+    plan = get_analyzer("bigram").query("harbor")
+    # common: the newest items holding it, not BM25's order
+    assert items.keyword(plan, ItemFilter(alice), 20) == ids[::-1][:20]
+    store.eraser.erase_items(ids[-400:])  # 2,800 items hold it now: rare
+    assert items.keyword(plan, ItemFilter(alice), 20) == _bm25(store, "harbor", "alice", 20)

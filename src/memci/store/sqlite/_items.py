@@ -116,19 +116,27 @@ class SQLiteItemStore(SqlItemStore):
 
     def _matched(self, sql: Sql, parts: Sequence[str], sql_where: str, args: Sequence[Any],
                  depth: int) -> list[int]:
-        """The rare terms of ``parts`` by BM25, then the scope's newest holding a common one."""
+        """The rare terms of ``parts`` by BM25, then the scope's newest holding a common one.
+
+        The split is made with the stamp the last search read; when the stamp this
+        ranking reads splits otherwise (an erasure, a store grown past a count's bound),
+        the terms are counted and ranked again.
+        """
         stamp, counts = self._kept
-        rare = list(parts)
-        if stamp[0] > RARE:  # a store of at most RARE items has no common term
-            for _ in range(2):  # again when an erasure dropped what was kept meanwhile
-                undecided = [p for p in dict.fromkeys(parts)
-                             if not _decided(counts.get(p), stamp[0])]
-                if not undecided:
-                    break
-                stamp, counts = self._count(sql, undecided, stamp, counts)
-            rare = [p for p in parts if counts.get(p, (0, 0))[1] <= RARE]
-        now, found = self._ranked(sql, rare, sql_where, args, depth)
-        self._keep(sql, now, counts if now[1] == stamp[1] else {})
+        for again in (False, True):
+            split = _split(parts, stamp, counts)
+            if split is None:
+                stamp, counts = self._count(sql, _undecided(parts, stamp, counts), stamp,
+                                            counts)
+                split = _split(parts, stamp, counts)
+            rare = list(parts) if split is None else split  # None: an erasure meanwhile
+            now, found = self._ranked(sql, rare, sql_where, args, depth)
+            if now[1] != stamp[1]:
+                counts = {}  # an erasure since: what was counted may hold fewer now
+            if again or _split(parts, now, counts) == rare:
+                break
+            stamp = now
+        self._keep(sql, now, counts)
         common = [p for p in parts if p not in rare][:COMMON_MAX]
         if common and len(found) < depth:
             seen = set(found)
@@ -234,3 +242,17 @@ def _decided(kept: tuple[int, int] | None, top: int) -> bool:
         return False
     at, n = kept
     return n > RARE or n + max(0, top - at) <= RARE
+
+
+def _undecided(parts: Sequence[str], stamp: Stamp, counts: Counts) -> list[str]:
+    """The terms of ``parts`` whose count ``counts`` no longer decides at ``stamp``."""
+    return [p for p in dict.fromkeys(parts) if not _decided(counts.get(p), stamp[0])]
+
+
+def _split(parts: Sequence[str], stamp: Stamp, counts: Counts) -> list[str] | None:
+    """The terms of ``parts`` ranked by BM25 at ``stamp`` (None: some must be counted)."""
+    if stamp[0] <= RARE:  # a store of at most RARE items has no common term
+        return list(parts)
+    if _undecided(parts, stamp, counts):
+        return None
+    return [p for p in parts if counts[p][1] <= RARE]
