@@ -6,25 +6,26 @@ searched base table and analyzer (``<base>_<analyzer>``, made on first use like 
 FTS5 tables, see :meth:`~memci.store.postgres.PostgresStore.derive`):
 
 - ``ref`` (the row it indexes), ``shard`` (what its statistics are counted under),
-  ``tokens`` (how many terms the row has, as FTS5 counts them), ``terms`` (its distinct
-  terms: which postings to delete with it, with no index of the postings by row, which
-  cost a batch's writes 40 % more) and, for the trigram
+  ``tokens`` (how many terms the row has, as FTS5 counts them), ``batch`` (the key of
+  its doclists), ``seq`` (its terms in order, a NULL between two columns: a term's
+  place is its position, so a phrase never spans two columns; phrases are found there,
+  and a deletion reads which doclists to rewrite from it) and, for the trigram
   analyzer, ``body`` (the first column's text, which terms too short for trigrams are
   matched in, as SQLite does with ``instr``);
-- its postings, ``<table>_postings``: one row per term and row holding it (the term's
-  hits in each column, the row's ``shard`` and ``tokens``, and ``pos``, the term's
-  positions), keyed by ``(term, ref)`` with every column but ``pos`` in the key's index,
-  so a term's rows (or a prefix's) are one range of the key, read without visiting the
-  table once its pages are all-visible;
+- its doclists, ``<table>_postings``: one row per term and batch (the rows one
+  :meth:`KeywordTable.put_many` indexes, up to ``_DOCLIST_ROWS``; ``batch`` is the
+  first one's ref), the rows holding the term as arrays (``refs``, their ``shards`` and
+  ``tokens``, the hits in each column ``a`` … ``d``), keyed by ``(term, batch)``, like
+  FTS5's segment doclists: a batch writes a row per term, not one per term and row.
+  Read as postings (:attr:`KeywordTable.postings`: the arrays unnested), a term's (or a
+  prefix's) are one range of the key;
 - ``keyword_stats`` keeps rows and terms per table and shard (a shard per session for
   messages), so writers of different sessions never wait on one counter, and the
   average length BM25 needs is one small sum.
 
 Terms are cut by :mod:`memci.store.postgres._terms` exactly as SQLite's FTS5 tokenizer
-cuts them, once per row, into its postings, written as one batch (``COPY`` for many
-rows). A position is the term's place in the row counted across its columns (a gap of
-one between two columns, so no phrase spans two), times 4, plus its column (0 for the
-first …): the next term of a phrase stands 4 further on.
+cuts them, once per row, counted per row (``collections.Counter``) into the batch's
+doclists, written as one ``COPY``.
 
 :meth:`KeywordTable.rank` computes FTS5's BM25 (k1 = 1.2, b = 0.75, IDF
 ``ln((N - n + 0.5) / (n + 0.5))`` floored at 1e-6, column weights applied to the hits)
@@ -33,15 +34,16 @@ their IDF, the scores); or, pruned (documents), first the counts, then the most 
 terms looked up only for the rows the rarer ones found, unless that could miss a better
 row. A phrase of several terms (``"get_weather"``) is counted where its terms stand next
 to each other in one column: the rows holding it are found in SQL
-(:meth:`KeywordTable.holding`: each position of its first term's posting, the next
-terms' postings of the row at the following positions), its hits counted from the
-positions, in Python. Both backends rank alike. A term of more than 2,000 bytes is kept
-as its hash (a key of the postings' index has a size limit). Scores are rounded to 12
-decimals, so rows that tie rank by ref whatever order PostgreSQL summed their terms in.
+(:meth:`KeywordTable.holding`: its first term's postings, then the next terms at the
+following places of the row's ``seq``), its hits counted from ``seq``, in Python. Both
+backends rank alike. A term of more than 2,000 bytes is kept as its hash (a key of the
+doclists' index has a size limit). Scores are rounded to 12 decimals, so rows that tie
+rank by ref whatever order PostgreSQL summed their terms in.
 
-A store made before the positions (a ``tsvector`` per row, for phrases) gets them from
-its ``tsvector`` rows in the ``postgres`` migration 3 (the ``tsvector`` and its GIN
-index go): a store made before the postings, in the same migration.
+A store made before the doclists (a posting per term and row, with its positions) gets
+them in the ``postgres`` migration 4: each posting a doclist of its own row, each row's
+``seq`` from its postings' positions; a store made before the positions gets those in
+migration 3 first.
 """
 
 from __future__ import annotations
@@ -65,7 +67,7 @@ _K1 = 1.2
 _B = 0.75
 _MAX_LEXEME_BYTES = 2000
 _WEIGHTS = "ABCD"
-_STEP = len(_WEIGHTS)  # a position is its place times this, plus its column
+_MAX_COLUMNS = len(_WEIGHTS)  # columns a keyword row may have (a hit count each)
 _COPY_FROM = 200  # rows from which a batch goes by COPY (two round trips, far less work)
 # A keyword table is settled (vacuumed and analyzed) as it doubles from _ANALYZE_FROM
 # rows until it has had _ANALYZE_UNTIL: past that, what a batch adds is a small share that
@@ -337,7 +339,7 @@ def _doclist_lines(
     lines = []
     for term, (at, *columns) in lists.items():
         hits = "\t".join(["{" + ",".join(map(str, hits)) + "}" for hits in columns]
-                         + ["{}"] * (_STEP - len(columns)))
+                         + ["{}"] * (_MAX_COLUMNS - len(columns)))
         lines.append(
             f"{term if plain else term.translate(_COPY_ESCAPES)}\t{batch}"
             f"\t{{{','.join([refs[i] for i in at])}}}\t{{{','.join([shards[i] for i in at])}}}"
@@ -454,7 +456,7 @@ class KeywordTable:
             batch = min(ref for ref, _, _ in chunk)
             terms: list[list[list[str]]] = []
             for ref, shard, columns in chunk:
-                cut = [_stored(self._cut(c)) for c in columns[:_STEP]]
+                cut = [_stored(self._cut(c)) for c in columns[:_MAX_COLUMNS]]
                 tokens = sum(map(len, cut)) + self.extra_tokens
                 # Text cannot hold U+0000; FTS5's trigram tokenizer stops there too.
                 body = (columns[0].split("\x00", 1)[0].lower()
