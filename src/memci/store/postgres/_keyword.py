@@ -86,13 +86,21 @@ _POSTING_COLUMNS = (("term", "text"), ("batch", "bigint"), ("refs", "bigint[]"),
 # no row of the doclist has the term there: its hits are 0). Read as a table of
 # postings: a condition on ``term`` (and ``batch``) is one range of the doclists' key.
 # The arrays are unnested side by side in the select list (a ProjectSet; a LATERAL
-# unnest filled a tuplestore per doclist: a search's hits took 60 % longer).
-_EXPANDED = (
-    "(SELECT u.term, u.batch, u.ref, u.shard, u.tokens, COALESCE(u.a, 0) AS a,"
-    " COALESCE(u.b, 0) AS b, COALESCE(u.c, 0) AS c, COALESCE(u.d, 0) AS d"
-    " FROM (SELECT p.term, p.batch, unnest(p.refs) AS ref, unnest(p.shards) AS shard,"
-    " unnest(p.tokens) AS tokens, unnest(p.a) AS a, unnest(p.b) AS b, unnest(p.c) AS c,"
-    " unnest(p.d) AS d FROM {postings} p) u)")
+# unnest filled a tuplestore per doclist: a search's hits took 60 % longer), only the
+# ones a statement reads (an unused one is unnested all the same: counting a term's
+# rows of a session unnested nine arrays for two).
+_ARRAYS = {"ref": "refs", "shard": "shards", "tokens": "tokens",
+           **{w.lower(): w.lower() for w in _WEIGHTS}}
+
+
+def _expanded(doclists: str, columns: Sequence[str]) -> str:
+    """The doclists as postings (``term``, ``batch``, ``ref`` and ``columns``), for a FROM."""
+    wanted = ["ref", *(c for c in columns if c != "ref")]
+    inner = ", ".join(f"unnest(p.{_ARRAYS[c]}) AS {c}" for c in wanted)
+    outer = ", ".join(f"u.{c}" if c in ("ref", "shard", "tokens") else f"COALESCE(u.{c}, 0) AS {c}"
+                      for c in wanted)
+    return (f"(SELECT u.term, u.batch, {outer} FROM (SELECT p.term, p.batch, {inner}"
+            f" FROM {doclists} p) u)")
 _QUOTED = re.compile(r'"((?:[^"]|"")*)"(\*?)')
 
 
@@ -139,7 +147,7 @@ _LAST_CHAR = "\U0010ffff"
 _PHRASE_ROWS = (
     "SELECT s.docs, s.tokens, ARRAY(SELECT CASE WHEN q.lo = q.hi"
     " THEN (SELECT COALESCE(sum(cardinality(p.refs)), 0) FROM {doclists} p WHERE p.term = q.lo)"
-    " ELSE (SELECT count(DISTINCT p.ref) FROM {postings} p WHERE p.term BETWEEN q.lo AND q.hi)"
+    " ELSE (SELECT count(DISTINCT p.ref) FROM {refs} p WHERE p.term BETWEEN q.lo AND q.hi)"
     " END FROM unnest(%s::text[], %s::text[]) WITH ORDINALITY AS q(lo, hi, i) ORDER BY q.i)"
     " FROM (SELECT COALESCE(SUM(docs), 0) AS docs, COALESCE(SUM(tokens), 0) AS tokens"
     " FROM keyword_stats WHERE tab = %s) s")
@@ -210,7 +218,7 @@ _COUNTED_TERMS = (
     " q AS (SELECT * FROM unnest(%s::int[], %s::text[], %s::text[]) AS q(i, lo, hi)),"
     " h AS MATERIALIZED (SELECT q.*, least(s.n, CASE WHEN q.lo = q.hi"
     " THEN (SELECT COALESCE(sum(cardinality(p.refs)), 0) FROM {doclists} p WHERE p.term = q.lo)"
-    " ELSE (SELECT count(DISTINCT p.ref) FROM {postings} p WHERE p.term BETWEEN q.lo AND q.hi)"
+    " ELSE (SELECT count(DISTINCT p.ref) FROM {refs} p WHERE p.term BETWEEN q.lo AND q.hi)"
     " END) AS having, s.n FROM q CROSS JOIN s),"
     " f AS (SELECT h.i, h.lo, h.hi, CASE WHEN h.n > 0"
     " THEN ln((h.n - h.having + 0.5) / (h.having + 0.5)) ELSE 0 END AS idf FROM h),"
@@ -395,7 +403,11 @@ class KeywordTable:
 
         ``term, batch, ref, shard, tokens, a`` … ``d``: one row per term and row holding it.
         """
-        return _EXPANDED.format(postings=self.doclists)
+        return _expanded(self.doclists, list(_ARRAYS))
+
+    def postings_of(self, *columns: str) -> str:
+        """:attr:`postings` with only ``ref`` and ``columns`` of each posting."""
+        return _expanded(self.doclists, columns)
 
     def statements(self) -> list[str]:
         """What makes the table and its index."""
@@ -566,7 +578,7 @@ class KeywordTable:
             return self._score(db, _COUNTED_TERMS, [
                 self.name, *_weights(weights), _K1, _B, list(range(len(bounds))),
                 [b[0] for b in bounds], [b[1] for b in bounds]], bounds, [], filters, limit)
-        row = db.execute(_PHRASE_ROWS.format(postings=self.postings, doclists=self.doclists),
+        row = db.execute(_PHRASE_ROWS.format(refs=self.postings_of(), doclists=self.doclists),
                          ([b[0] for b in bounds], [b[1] for b in bounds], self.name)
                          ).fetchone()
         assert row is not None
@@ -602,7 +614,7 @@ class KeywordTable:
         hits = " UNION ALL ".join(kinds).format(postings=self.postings, shards=scoped)
         shards = [] if filters.shards is None else [list(filters.shards)] * len(kinds)
         rows = db.execute(
-            _SCORE.format(terms=terms.format(postings=self.postings, doclists=self.doclists),
+            _SCORE.format(terms=terms.format(refs=self.postings_of(), doclists=self.doclists),
                           common=_COMMON.format(doclists=self.doclists) if common else "",
                           join=filters.join, where=filters.where, hits=hits),
             (*terms_args, [t[0] for t in common], [t[1] for t in common],
@@ -647,10 +659,10 @@ class KeywordTable:
         for phrase in found:
             if len(phrase.terms) > 1:
                 holds, more = self.holding(phrase, "k")
-                counts.append(f"(SELECT count(*) FROM {self.postings} k WHERE {holds})")
+                counts.append(f"(SELECT count(*) FROM {self.postings_of()} k WHERE {holds})")
                 args += more
             elif phrase.prefix:
-                counts.append(f"(SELECT count(DISTINCT ref) FROM {self.postings}"
+                counts.append(f"(SELECT count(DISTINCT ref) FROM {self.postings_of()}"
                               " WHERE term BETWEEN %s AND %s)")
                 args += list(_bounds(phrase))
             else:
@@ -680,7 +692,7 @@ class KeywordTable:
         for phrase in found:
             if len(phrase.terms) > 1:
                 holds, more = self.holding(phrase, "k")
-                holding.append(f"SELECT k.ref FROM {self.postings} k{filters.join}"
+                holding.append(f"SELECT k.ref FROM {self.postings_of('shard')} k{filters.join}"
                                f" WHERE {holds}{where}")
                 holding_args += [*more, *args]
         rows = db.execute(
