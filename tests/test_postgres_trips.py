@@ -318,9 +318,45 @@ def _tsvector(spots: list[tuple[str, list[int]]]) -> str:
                     for term, pos in spots)
 
 
+# Each posting of the doclists (a row's term, in the row's batch) with its hits in each
+# column and its positions (place times 4, plus the column), from the rows' ``seq``.
+_POSTINGS_OF_SEQ = (
+    "WITH s AS (SELECT k.ref, k.shard, k.tokens, x.term, x.i, count(*) FILTER"
+    " (WHERE x.term IS NULL) OVER (PARTITION BY k.ref ORDER BY x.i) AS col FROM {table} k"
+    " CROSS JOIN LATERAL unnest(k.seq) WITH ORDINALITY AS x(term, i))"
+    " SELECT term, ref, shard, tokens, count(*) FILTER (WHERE col = 0),"
+    " count(*) FILTER (WHERE col = 1), count(*) FILTER (WHERE col = 2),"
+    " count(*) FILTER (WHERE col = 3), array_agg((i * 4 + col)::int ORDER BY i)"
+    " FROM s WHERE term IS NOT NULL GROUP BY term, ref, shard, tokens")
+
+
+def _as_before_doclists(conn: psycopg.Connection[Any]) -> None:
+    """Make a store's keyword tables what the postgres migration 3 left (memci before 4):
+    a posting per term and row holding it, with its positions; each row lists its terms."""
+    for postings in _posting_tables(conn):
+        table = postings.removesuffix("_postings")
+        rows = conn.execute(_POSTINGS_OF_SEQ.format(table=table)).fetchall()
+        conn.execute(f"DROP TABLE {postings}")
+        conn.execute(f'CREATE TABLE {postings} (term text COLLATE "C" NOT NULL,'
+                     " ref bigint NOT NULL, shard bigint NOT NULL, tokens bigint NOT NULL,"
+                     " a integer NOT NULL, b integer NOT NULL, c integer NOT NULL,"
+                     " d integer NOT NULL, pos integer[] NOT NULL, PRIMARY KEY (term, ref)"
+                     " INCLUDE (shard, tokens, a, b, c, d))")
+        with conn.cursor() as cursor:
+            cursor.executemany(f"INSERT INTO {postings} VALUES (%s, %s, %s, %s, %s, %s, %s,"
+                               " %s, %s)", rows)
+        conn.execute(f"ALTER TABLE {table} ADD COLUMN terms text[]")
+        conn.execute(f"UPDATE {table} SET terms = ARRAY(SELECT DISTINCT x FROM unnest(seq) x"
+                     " WHERE x IS NOT NULL)")
+        conn.execute(f"ALTER TABLE {table} ALTER COLUMN terms SET NOT NULL,"
+                     " DROP COLUMN batch, DROP COLUMN seq")
+    conn.execute("DELETE FROM memci_migrations WHERE component = 'postgres' AND version = 4")
+
+
 def _as_before_positions(conn: psycopg.Connection[Any]) -> None:
     """Make a store's keyword tables what the postgres migration 2 left (memci before 3):
     each row's terms and positions in a ``tsvector`` (GIN-indexed), none in its postings."""
+    _as_before_doclists(conn)
     for postings in _posting_tables(conn):
         table = postings.removesuffix("_postings")
         rows: dict[int, list[tuple[str, list[int]]]] = {}
@@ -336,6 +372,29 @@ def _as_before_positions(conn: psycopg.Connection[Any]) -> None:
         conn.execute(f"ALTER TABLE {postings} DROP COLUMN pos")
         conn.execute(f"CREATE INDEX {postings}_ref ON {postings} (ref)")
     conn.execute("DELETE FROM memci_migrations WHERE component = 'postgres' AND version = 3")
+
+
+def _doclist_rows(url: str) -> tuple[int, int, int]:
+    """``(rows, terms, postings)`` of the message index's doclists table."""
+    with psycopg.connect(url, autocommit=True) as conn:
+        row = conn.execute("SELECT count(*), count(DISTINCT term), sum(cardinality(refs))"
+                           " FROM memory_fts_bigram_postings").fetchone()
+    assert row is not None
+    return int(row[0]), int(row[1]), int(row[2])
+
+
+def test_a_batch_writes_a_row_per_term_not_per_term_and_message(url: str) -> None:
+    # A posting per term and message was 18,000 rows for 100 Chinese messages, most of
+    # a batch's database time: a batch now writes one doclist per term.
+    with memci.Engine.open(url, workers=0) as engine:
+        session = engine.session("s")
+        session.add_many(_history(100))
+        assert _doclist_rows(url)[0] == _doclist_rows(url)[1]
+        session.add_many(_history(100, 100))
+        rows, terms, postings = _doclist_rows(url)
+        assert rows <= 2 * terms and postings > 4 * rows, (rows, terms, postings)
+        found = [h.message.seq for h in session.search("zeppelin message-42", k=3)]
+    assert found
 
 
 def _columns(url: str, table: str) -> list[str]:
@@ -362,13 +421,37 @@ def test_a_store_made_before_the_positions_gets_them_when_opened(url: str) -> No
     assert after == before
     assert before[-2] and before[-1]  # the phrases found something
     assert newest and newest[0].message.content == "a dirigible this time, message 42"
-    assert "pos" in _columns(url, "memory_fts_bigram_postings")
+    assert "refs" in _columns(url, "memory_fts_bigram_postings")
     with psycopg.connect(url, autocommit=True) as conn:
         assert conn.execute("SELECT count(*) FROM memory_fts_bigram_postings").fetchone() == (0,)
         kinds = conn.execute("SELECT format_type(atttypid, atttypmod) FROM pg_attribute"
                              " WHERE attrelid = 'memory_fts_bigram'::regclass"
-                             " AND attname = 'terms'").fetchall()
+                             " AND attname = 'seq'").fetchall()
     assert kinds == [("text[]",)]
+
+
+def test_a_store_made_before_the_doclists_gets_them_when_opened(url: str) -> None:
+    # A posting per term and row (and its positions) was most of a batch's cost: the
+    # postgres migration 4 makes each posting a doclist of its own, and each row's
+    # terms in order (seq) from their positions, for phrases and deletions.
+    with memci.Engine.open(url, workers=0) as engine:
+        before = _searches(engine, QUERIES)
+    with psycopg.connect(url, autocommit=True) as conn:
+        _as_before_doclists(conn)
+    with memci.Engine.open(url, workers=0) as engine:
+        session = engine.session("s")
+        after = [[h.message.seq for h in session.search(q, k=8)] for q in QUERIES]
+        session.add({"role": "user", "content": "a dirigible this time, message 42"})
+        newest = session.search("dirigible message-42", k=1)
+        session.clear()  # a deletion rewrites the doclists of its rows' terms
+        assert not session.search("zeppelin", k=1)
+    assert after == before
+    assert before[-2] and before[-1]  # the phrases found something
+    assert newest and newest[0].message.content == "a dirigible this time, message 42"
+    with psycopg.connect(url, autocommit=True) as conn:
+        assert conn.execute("SELECT count(*) FROM memory_fts_bigram_postings").fetchone() == (0,)
+        assert conn.execute("SELECT count(*) FROM memory_fts_bigram").fetchone() == (0,)
+    assert "terms" not in _columns(url, "memory_fts_bigram")
 
 
 def test_a_store_made_before_the_postings_gets_them_when_opened(url: str) -> None:
@@ -462,9 +545,9 @@ def test_a_store_made_before_the_postings_held_shards_is_upgraded_when_opened(
     with psycopg.connect(url, autocommit=True) as conn:
         key = conn.execute("SELECT pg_get_indexdef('memory_fts_bigram_postings_pkey'::regclass)"
                            ).fetchone()
-        shards = conn.execute("SELECT count(DISTINCT shard) FROM memory_fts_bigram_postings"
-                              ).fetchone()
-    assert key is not None and "INCLUDE (shard, tokens, a, b, c, d)" in str(key[0])
+        shards = conn.execute("SELECT count(DISTINCT s) FROM memory_fts_bigram_postings"
+                              " CROSS JOIN LATERAL unnest(shards) AS s").fetchone()
+    assert key is not None and "(term, batch)" in str(key[0])
     assert shards == (1,)
 
 

@@ -6,25 +6,26 @@ searched base table and analyzer (``<base>_<analyzer>``, made on first use like 
 FTS5 tables, see :meth:`~memci.store.postgres.PostgresStore.derive`):
 
 - ``ref`` (the row it indexes), ``shard`` (what its statistics are counted under),
-  ``tokens`` (how many terms the row has, as FTS5 counts them), ``terms`` (its distinct
-  terms: which postings to delete with it, with no index of the postings by row, which
-  cost a batch's writes 40 % more) and, for the trigram
+  ``tokens`` (how many terms the row has, as FTS5 counts them), ``batch`` (the key of
+  its doclists), ``seq`` (its terms in order, a NULL between two columns: a term's
+  place is its position, so a phrase never spans two columns; phrases are found there,
+  and a deletion reads which doclists to rewrite from it) and, for the trigram
   analyzer, ``body`` (the first column's text, which terms too short for trigrams are
   matched in, as SQLite does with ``instr``);
-- its postings, ``<table>_postings``: one row per term and row holding it (the term's
-  hits in each column, the row's ``shard`` and ``tokens``, and ``pos``, the term's
-  positions), keyed by ``(term, ref)`` with every column but ``pos`` in the key's index,
-  so a term's rows (or a prefix's) are one range of the key, read without visiting the
-  table once its pages are all-visible;
+- its doclists, ``<table>_postings``: one row per term and batch (the rows one
+  :meth:`KeywordTable.put_many` indexes, up to ``_DOCLIST_ROWS``; ``batch`` is the
+  first one's ref), the rows holding the term as arrays (``refs``, their ``shards`` and
+  ``tokens``, the hits in each column ``a`` … ``d``), keyed by ``(term, batch)``, like
+  FTS5's segment doclists: a batch writes a row per term, not one per term and row.
+  Read as postings (:attr:`KeywordTable.postings`: the arrays unnested), a term's (or a
+  prefix's) are one range of the key;
 - ``keyword_stats`` keeps rows and terms per table and shard (a shard per session for
   messages), so writers of different sessions never wait on one counter, and the
   average length BM25 needs is one small sum.
 
 Terms are cut by :mod:`memci.store.postgres._terms` exactly as SQLite's FTS5 tokenizer
-cuts them, once per row, into its postings, written as one batch (``COPY`` for many
-rows). A position is the term's place in the row counted across its columns (a gap of
-one between two columns, so no phrase spans two), times 4, plus its column (0 for the
-first …): the next term of a phrase stands 4 further on.
+cuts them, once per row, counted per row (``collections.Counter``) into the batch's
+doclists, written as one ``COPY``.
 
 :meth:`KeywordTable.rank` computes FTS5's BM25 (k1 = 1.2, b = 0.75, IDF
 ``ln((N - n + 0.5) / (n + 0.5))`` floored at 1e-6, column weights applied to the hits)
@@ -33,15 +34,16 @@ their IDF, the scores); or, pruned (documents), first the counts, then the most 
 terms looked up only for the rows the rarer ones found, unless that could miss a better
 row. A phrase of several terms (``"get_weather"``) is counted where its terms stand next
 to each other in one column: the rows holding it are found in SQL
-(:meth:`KeywordTable.holding`: each position of its first term's posting, the next
-terms' postings of the row at the following positions), its hits counted from the
-positions, in Python. Both backends rank alike. A term of more than 2,000 bytes is kept
-as its hash (a key of the postings' index has a size limit). Scores are rounded to 12
-decimals, so rows that tie rank by ref whatever order PostgreSQL summed their terms in.
+(:meth:`KeywordTable.holding`: its first term's postings, then the next terms at the
+following places of the row's ``seq``), its hits counted from ``seq``, in Python. Both
+backends rank alike. A term of more than 2,000 bytes is kept as its hash (a key of the
+doclists' index has a size limit). Scores are rounded to 12 decimals, so rows that tie
+rank by ref whatever order PostgreSQL summed their terms in.
 
-A store made before the positions (a ``tsvector`` per row, for phrases) gets them from
-its ``tsvector`` rows in the ``postgres`` migration 3 (the ``tsvector`` and its GIN
-index go): a store made before the postings, in the same migration.
+A store made before the doclists (a posting per term and row, with its positions) gets
+them in the ``postgres`` migration 4: each posting a doclist of its own row, each row's
+``seq`` from its postings' positions; a store made before the positions gets those in
+migration 3 first.
 """
 
 from __future__ import annotations
@@ -49,6 +51,7 @@ from __future__ import annotations
 import hashlib
 import math
 import re
+from collections import Counter
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -64,18 +67,40 @@ _K1 = 1.2
 _B = 0.75
 _MAX_LEXEME_BYTES = 2000
 _WEIGHTS = "ABCD"
-_STEP = len(_WEIGHTS)  # a position is its place times this, plus its column
+_MAX_COLUMNS = len(_WEIGHTS)  # columns a keyword row may have (a hit count each)
 _COPY_FROM = 200  # rows from which a batch goes by COPY (two round trips, far less work)
 # A keyword table is settled (vacuumed and analyzed) as it doubles from _ANALYZE_FROM
 # rows until it has had _ANALYZE_UNTIL: past that, what a batch adds is a small share that
 # autovacuum soon covers, and a vacuum in the writer's request would take seconds.
 _ANALYZE_FROM = 1_000
 _ANALYZE_UNTIL = 32_000
+# Rows a batch's doclists cover at most (a larger batch writes several): a deletion
+# rewrites the doclists of its row's batch, so they stay small.
+_DOCLIST_ROWS = 256
 _ROW_COLUMNS = (("ref", "bigint"), ("shard", "bigint"), ("tokens", "bigint"),
-                ("terms", "text[]"), ("body", "text"))
-_POSTING_COLUMNS = (("term", "text"), ("ref", "bigint"), ("shard", "bigint"),
-                    ("tokens", "bigint"), *((w.lower(), "integer") for w in _WEIGHTS),
-                    ("pos", "integer[]"))
+                ("batch", "bigint"), ("seq", "text[]"), ("body", "text"))
+_POSTING_COLUMNS = (("term", "text"), ("batch", "bigint"), ("refs", "bigint[]"),
+                    ("shards", "bigint[]"), ("tokens", "bigint[]"),
+                    *((w.lower(), "integer[]") for w in _WEIGHTS))
+# A doclist's postings, one row per row holding its term (a column's array is empty when
+# no row of the doclist has the term there: its hits are 0). Read as a table of
+# postings: a condition on ``term`` (and ``batch``) is one range of the doclists' key.
+# The arrays are unnested side by side in the select list (a ProjectSet; a LATERAL
+# unnest filled a tuplestore per doclist: a search's hits took 60 % longer), only the
+# ones a statement reads (an unused one is unnested all the same: counting a term's
+# rows of a session unnested nine arrays for two).
+_ARRAYS = {"ref": "refs", "shard": "shards", "tokens": "tokens",
+           **{w.lower(): w.lower() for w in _WEIGHTS}}
+
+
+def _expanded(doclists: str, columns: Sequence[str]) -> str:
+    """The doclists as postings (``term``, ``batch``, ``ref`` and ``columns``), for a FROM."""
+    wanted = ["ref", *(c for c in columns if c != "ref")]
+    inner = ", ".join(f"unnest(p.{_ARRAYS[c]}) AS {c}" for c in wanted)
+    outer = ", ".join(f"u.{c}" if c in ("ref", "shard", "tokens") else f"COALESCE(u.{c}, 0) AS {c}"
+                      for c in wanted)
+    return (f"(SELECT u.term, u.batch, {outer} FROM (SELECT p.term, p.batch, {inner}"
+            f" FROM {doclists} p) u)")
 _QUOTED = re.compile(r'"((?:[^"]|"")*)"(\*?)')
 
 
@@ -121,27 +146,25 @@ _LAST_CHAR = "\U0010ffff"
 # of the postings' primary key: one term, or every term with a prefix).
 _PHRASE_ROWS = (
     "SELECT s.docs, s.tokens, ARRAY(SELECT CASE WHEN q.lo = q.hi"
-    " THEN (SELECT count(*) FROM {postings} p WHERE p.term = q.lo)"
-    " ELSE (SELECT count(DISTINCT p.ref) FROM {postings} p WHERE p.term BETWEEN q.lo AND q.hi)"
+    " THEN (SELECT COALESCE(sum(cardinality(p.refs)), 0) FROM {doclists} p WHERE p.term = q.lo)"
+    " ELSE (SELECT count(DISTINCT p.ref) FROM {refs} p WHERE p.term BETWEEN q.lo AND q.hi)"
     " END FROM unnest(%s::text[], %s::text[]) WITH ORDINALITY AS q(lo, hi, i) ORDER BY q.i)"
     " FROM (SELECT COALESCE(SUM(docs), 0) AS docs, COALESCE(SUM(tokens), 0) AS tokens"
     " FROM keyword_stats WHERE tab = %s) s")
 
 # FTS5's BM25 of the rows holding an essential term (e), within the caller's shards
 # ({shards}) and filter ({join}, {where}; the found rows are named k), plus what the
-# common terms (c) add to those rows (looked up by term and row); the best first, ties to
-# the smaller row.
+# common terms (c) add to those rows ({common}: _COMMON, when there are some); the best
+# first, ties to the smaller row.
 _SCORE = (
     "WITH {terms},"
     " c AS (SELECT * FROM unnest(%s::int[], %s::text[], %s::float8[]) AS c(i, term, idf)),"
     " hits AS ({hits}),"
-    " found AS (SELECT h.ref, max(h.tokens) AS tokens, sum(CASE WHEN h.w > 0 THEN"
+    " found AS (SELECT h.ref, max(h.batch) AS batch, max(h.tokens) AS tokens,"
+    " sum(CASE WHEN h.w > 0 THEN"
     " h.idf * h.w * (v.k1 + 1) / (h.w + v.k1 * (1 - v.b + v.b * h.tokens / v.avg))"
     " ELSE 0 END) AS score FROM hits h CROSS JOIN v GROUP BY h.ref),"
-    " scored AS (SELECT k.ref, k.score + COALESCE((SELECT sum(CASE WHEN x.w > 0 THEN"
-    " x.idf * x.w * (v.k1 + 1) / (x.w + v.k1 * (1 - v.b + v.b * k.tokens / v.avg))"
-    " ELSE 0 END) FROM (SELECT c.idf, p.a * v.wa + p.b * v.wb + p.c * v.wc + p.d * v.wd"
-    " AS w FROM c JOIN {postings} p ON p.term = c.term AND p.ref = k.ref) x), 0) AS score"
+    " scored AS (SELECT k.ref, k.score{common} AS score"
     " FROM found k{join} CROSS JOIN v WHERE TRUE{where})"
     # Rounded: the order PostgreSQL sums a row's terms in may change with its plan, and
     # the last bits of a sum with it; scores equal to 12 digits are ties (smaller row).
@@ -149,16 +172,29 @@ _SCORE = (
     " SELECT round(score * 1e12) / 1e12 AS score, ref FROM scored"
     " ORDER BY round(score * 1e12) DESC, ref LIMIT %s")
 
+# What the common terms (c) add to a found row k: each term's doclist of the row's batch
+# (one lookup in the key: LATERAL, OFFSET 0, or the planner read every doclist of the
+# batch for each row, 7 ms a row), the row's place in it.
+_COMMON = (
+    " + COALESCE((SELECT sum(CASE WHEN x.w > 0 THEN"
+    " x.idf * x.w * (v.k1 + 1) / (x.w + v.k1 * (1 - v.b + v.b * k.tokens / v.avg))"
+    " ELSE 0 END) FROM (SELECT c.idf, COALESCE(p.a[p.at], 0) * v.wa"
+    " + COALESCE(p.b[p.at], 0) * v.wb + COALESCE(p.c[p.at], 0) * v.wc"
+    " + COALESCE(p.d[p.at], 0) * v.wd AS w FROM c CROSS JOIN LATERAL (SELECT p.a, p.b, p.c,"
+    " p.d, array_position(p.refs, k.ref) AS at FROM {doclists} p WHERE p.term = c.term"
+    " AND p.batch = k.batch OFFSET 0) p WHERE p.at IS NOT NULL) x), 0)")
+
 # The hits of each term in each row holding it (one posting; a prefix's, the sum of its
 # terms' in the row), read per term from the postings' key (LATERAL, and OFFSET 0 so the
 # planner keeps it a lookup per term: flattened into a join, a prefix's range was planned
 # as a scan of every posting, 1 s at 10,000 messages); only the kinds the query has.
 _EXACT_HITS = (
-    "SELECT e.i, e.idf, p.ref, p.tokens, p.a * v.wa + p.b * v.wb + p.c * v.wc + p.d * v.wd"
+    "SELECT e.i, e.idf, p.ref, p.batch, p.tokens, p.a * v.wa + p.b * v.wb + p.c * v.wc + p.d * v.wd"
     " AS w FROM e CROSS JOIN v CROSS JOIN LATERAL (SELECT * FROM {postings} p"
     " WHERE p.term = e.lo{shards} OFFSET 0) p WHERE e.lo = e.hi")
 _PREFIX_HITS = (
-    "SELECT e.i, e.idf, p.ref, max(p.tokens) AS tokens, sum(p.a * v.wa + p.b * v.wb"
+    "SELECT e.i, e.idf, p.ref, max(p.batch) AS batch, max(p.tokens) AS tokens,"
+    " sum(p.a * v.wa + p.b * v.wb"
     " + p.c * v.wc + p.d * v.wd) AS w FROM e CROSS JOIN v CROSS JOIN LATERAL"
     " (SELECT * FROM {postings} p WHERE p.term BETWEEN e.lo AND e.hi{shards} OFFSET 0) p"
     " WHERE e.lo < e.hi"
@@ -181,8 +217,8 @@ _COUNTED_TERMS = (
     " FROM s),"
     " q AS (SELECT * FROM unnest(%s::int[], %s::text[], %s::text[]) AS q(i, lo, hi)),"
     " h AS MATERIALIZED (SELECT q.*, least(s.n, CASE WHEN q.lo = q.hi"
-    " THEN (SELECT count(*) FROM {postings} p WHERE p.term = q.lo)"
-    " ELSE (SELECT count(DISTINCT p.ref) FROM {postings} p WHERE p.term BETWEEN q.lo AND q.hi)"
+    " THEN (SELECT COALESCE(sum(cardinality(p.refs)), 0) FROM {doclists} p WHERE p.term = q.lo)"
+    " ELSE (SELECT count(DISTINCT p.ref) FROM {refs} p WHERE p.term BETWEEN q.lo AND q.hi)"
     " END) AS having, s.n FROM q CROSS JOIN s),"
     " f AS (SELECT h.i, h.lo, h.hi, CASE WHEN h.n > 0"
     " THEN ln((h.n - h.having + 0.5) / (h.having + 0.5)) ELSE 0 END AS idf FROM h),"
@@ -234,77 +270,101 @@ def _given(terms: Sequence[_Term], weights: Sequence[float], avg: float) -> list
             [t[2] for t in terms], [t[3] for t in terms]]
 
 
-# A row's terms: term -> its hits in each column (a, b, c, d), then its positions.
-_Found = dict[str, list[int]]
-
-
-def _postings_of(columns: Sequence[Sequence[str]]) -> tuple[_Found, int]:
-    """A row's terms and how many it has (FTS5's count).
-
-    Each term as stored (:func:`_lexeme`), with its hits in each column and its positions.
-    """
-    found: _Found = {}
-    position = 0
-    total = 0
-    for column, terms in enumerate(columns[:_STEP]):
-        total += len(terms)
-        for term in terms:
-            position += 1
-            stored = term if len(term) * 4 <= _MAX_LEXEME_BYTES else _lexeme(term)
-            entry = found.get(stored)
-            if entry is None:
-                found[stored] = entry = [0, 0, 0, 0]
-            entry[column] += 1
-            entry.append(position * _STEP + column)
-        position += 1  # a gap: a phrase never spans two columns
-    return found, total
-
-
-def _positions(entry: list[int]) -> str:
-    """The ``integer[]`` text of a term's positions (its entry in :data:`_Found`)."""
-    return "{" + ",".join(map(str, entry[_STEP:])) + "}"
+def _stored(terms: list[str]) -> list[str]:
+    """``terms`` as stored (:func:`_lexeme`): most rows have none too long to keep."""
+    if max(map(len, terms), default=0) * 4 <= _MAX_LEXEME_BYTES:
+        return terms
+    return [_lexeme(t) for t in terms]
 
 
 # What an array's text escapes in a quoted element.
 _ARRAY_ESCAPES = str.maketrans({"\\": "\\\\", '"': '\\"'})
 
 
-def _text_array(terms: Collection[str], plain: bool) -> str:
-    """The ``text[]`` text of ``terms``, each quoted (``plain``: with nothing to escape)."""
-    if not terms:
-        return "{}"
-    if plain:
-        return '{"' + '","'.join(terms) + '"}'
-    return '{"' + '","'.join(t.translate(_ARRAY_ESCAPES) for t in terms) + '"}'
+def _sequence(columns: Sequence[list[str]], plain: bool) -> str:
+    """The ``text[]`` text of a row's terms in order, a NULL between two columns.
+
+    A term's place in it (from 1) is its position: a phrase never spans two columns.
+    ``plain``: no term has a character to escape.
+    """
+    parts: list[str] = []
+    for column, terms in enumerate(columns):
+        if column:
+            parts.append("NULL")
+        if terms:
+            quoted = terms if plain else [t.translate(_ARRAY_ESCAPES) for t in terms]
+            parts.append('"' + '","'.join(quoted) + '"')
+    return "{" + ",".join(parts) + "}"
 
 
 # What COPY's text format escapes in a value.
 _COPY_ESCAPES = str.maketrans({"\\": "\\\\", "\t": "\\t", "\n": "\\n", "\r": "\\r"})
 
-# A row's postings: (ref, shard, tokens, its terms).
-_Made = list[tuple[int, int, int, _Found]]
+
+# A term's postings in one batch: the rows holding it (their indexes in the batch), then
+# their hits in each column.
+_Doclist = list[list[int]]
 
 
-def _write_postings(db: Connection, table: str, made: _Made, plain: bool) -> None:
-    """Insert the postings of the rows ``made``, by term (see :meth:`KeywordTable.put_many`).
+def _doclists(batch: Sequence[Sequence[list[str]]], width: int) -> dict[str, _Doclist]:
+    """A batch's doclists from its rows' terms (``width`` columns at most).
 
-    Many go by ``COPY`` as text formatted here (psycopg's ``write_row`` spent more on
-    each of a batch's 18,000 Chinese postings than cutting their terms did); ``plain``:
-    no term has a character to escape.
+    One step per term of a row, its hits in every column taken at once (a term of a
+    later column that an earlier one had is counted there already): most of an import's
+    time in Python, so nothing is done twice.
     """
-    count = sum(len(found) for *_, found in made)
-    if count < _COPY_FROM:
-        rows = sorted((term, ref, shard, tokens, *entry[:_STEP], _positions(entry))
-                      for ref, shard, tokens, found in made for term, entry in found.items())
-        _insert(db, table, _POSTING_COLUMNS, rows)
+    lists: dict[str, _Doclist] = {}
+    for row, columns in enumerate(batch):
+        # A row with fewer columns than the batch's widest has no hits in the others.
+        counters = [Counter(terms) for terms in columns] + [Counter()] * (width - len(columns))
+        for column, counter in enumerate(counters):
+            later = counters[column + 1:]
+            for term, hits in counter.items():
+                entry = lists.get(term)
+                if entry is None:
+                    lists[term] = entry = [[] for _ in range(width + 1)]
+                entry[0].append(row)
+                for before in range(1, column + 1):
+                    entry[before].append(0)
+                entry[column + 1].append(hits)
+                after = column + 2
+                for other in later:
+                    entry[after].append(other.pop(term, 0))
+                    after += 1
+    return lists
+
+
+def _doclist_lines(
+    lists: dict[str, _Doclist], batch: int, rows: Sequence[tuple[int, int, int]], plain: bool,
+) -> list[str]:
+    """The ``COPY`` text lines of a batch's doclists (``rows``: ref, shard, tokens).
+
+    A column past the batch's widest row is empty (its hits are 0).
+    """
+    refs = [str(r[0]) for r in rows]
+    shards = [str(r[1]) for r in rows]
+    tokens = [str(r[2]) for r in rows]
+    lines = []
+    for term, (at, *columns) in lists.items():
+        hits = "\t".join(["{" + ",".join(map(str, hits)) + "}" for hits in columns]
+                         + ["{}"] * (_MAX_COLUMNS - len(columns)))
+        lines.append(
+            f"{term if plain else term.translate(_COPY_ESCAPES)}\t{batch}"
+            f"\t{{{','.join([refs[i] for i in at])}}}\t{{{','.join([shards[i] for i in at])}}}"
+            f"\t{{{','.join([tokens[i] for i in at])}}}\t{hits}\n")
+    return lines
+
+
+def _write_doclists(db: Connection, table: str, lines: list[str]) -> None:
+    """Insert doclists (their ``COPY`` lines) by term, in one round trip.
+
+    ``COPY`` as text formatted here: psycopg's ``write_row`` spent more on a row than
+    cutting its terms did. By term (a tab sorts before any character of a term): a
+    term's doclists share the key's pages.
+    """
+    if not lines:
         return
-    # A term's positions as :func:`_positions` gives them, spelled out here: most terms
-    # stand once in a row, and a call per posting was half of this list's time.
-    lines = [f"{term if plain else term.translate(_COPY_ESCAPES)}\t{ref}\t{shard}\t{tokens}"
-             f"\t{entry[0]}\t{entry[1]}\t{entry[2]}\t{entry[3]}\t{{"
-             f"{entry[_STEP] if len(entry) == _STEP + 1 else ','.join(map(str, entry[_STEP:]))}"
-             "}\n" for ref, shard, tokens, found in made for term, entry in found.items()]
-    lines.sort()  # by term ("\t" sorts before any character of a term)
+    lines.sort()
     names = ", ".join(name for name, _ in _POSTING_COLUMNS)
     with db.cursor() as cursor, cursor.copy(f"COPY {table} ({names}) FROM STDIN") as copy:
         copy.write("".join(lines))
@@ -333,45 +393,54 @@ class KeywordTable:
         self._analyzed = 0
 
     @property
-    def postings(self) -> str:
-        """The table of the keyword table's postings: one row per term and row holding it."""
+    def doclists(self) -> str:
+        """The table of the keyword table's doclists: one row per term and batch."""
         return f"{self.name}_postings"
+
+    @property
+    def postings(self) -> str:
+        """The doclists as a table of postings, for a ``FROM``.
+
+        ``term, batch, ref, shard, tokens, a`` … ``d``: one row per term and row holding it.
+        """
+        return _expanded(self.doclists, list(_ARRAYS))
+
+    def postings_of(self, *columns: str) -> str:
+        """:attr:`postings` with only ``ref`` and ``columns`` of each posting."""
+        return _expanded(self.doclists, columns)
 
     def statements(self) -> list[str]:
         """What makes the table and its index."""
         return [
             f"CREATE TABLE {self.name} (ref bigint PRIMARY KEY, shard bigint NOT NULL,"
-            f" tokens bigint NOT NULL, terms text[] NOT NULL, body text)",
+            f" tokens bigint NOT NULL, batch bigint NOT NULL, seq text[] NOT NULL, body text)",
             # A scope's newest rows (see memci.store.postgres._scoped).
             f"CREATE INDEX {self.name}_shard ON {self.name} (shard, ref)",
             # No plan reads them: ANALYZE need not sample them (arrays cost it most).
-            f"ALTER TABLE {self.name} ALTER COLUMN terms SET STATISTICS 0,"
+            f"ALTER TABLE {self.name} ALTER COLUMN seq SET STATISTICS 0,"
             " ALTER COLUMN body SET STATISTICS 0",
         ]
 
     def posting_statements(self) -> list[str]:
-        """What makes the postings table: a term's rows are one range of its primary key.
+        """What makes the doclists table: a term's doclists are one range of its key.
 
-        The key's index holds every column (``INCLUDE``): a search reads a term's
-        postings from the index alone, a few pages, not one table page per posting
-        (once autovacuum has marked the pages all-visible, as it does after inserts);
-        only a phrase of several terms reads the positions, in the table.
+        A doclist is a term's postings in one batch of rows, as arrays (``refs``, their
+        ``shards`` and ``tokens``, the hits in each column ``a`` … ``d``), ``batch``
+        its first row's ref: a batch writes a row per term, not one per term and row.
         """
-        hits = ", ".join(f"{w.lower()} integer NOT NULL" for w in _WEIGHTS)
-        covered = ", ".join(["shard", "tokens", *(w.lower() for w in _WEIGHTS)])
+        hits = ", ".join(f"{w.lower()} integer[] NOT NULL" for w in _WEIGHTS)
         return [
-            f'CREATE TABLE {self.postings} (term text COLLATE "C" NOT NULL,'
-            f" ref bigint NOT NULL, shard bigint NOT NULL, tokens bigint NOT NULL, {hits},"
-            f" pos integer[] NOT NULL, PRIMARY KEY (term, ref) INCLUDE ({covered}))",
-            f"ALTER TABLE {self.postings} ALTER COLUMN pos SET STATISTICS 0",
+            f'CREATE TABLE {self.doclists} (term text COLLATE "C" NOT NULL,'
+            f" batch bigint NOT NULL, refs bigint[] NOT NULL, shards bigint[] NOT NULL,"
+            f" tokens bigint[] NOT NULL, {hits}, PRIMARY KEY (term, batch))",
         ]
 
     def make(self, fill: Callable[[Connection], None] | None = None) -> None:
         """Make the tables once (``fill``: index what the store holds already).
 
-        The postings go first: a keyword table never exists without them.
+        The doclists go first: a keyword table never exists without them.
         """
-        self._store.derive(self.postings, self.posting_statements())
+        self._store.derive(self.doclists, self.posting_statements())
         self._store.derive(self.name, self.statements(), fill)
 
     # -- writing -------------------------------------------------------------------------
@@ -386,29 +455,34 @@ class KeywordTable:
         self.put_many(db, [(ref, shard, columns)])
 
     def put_many(self, db: Connection, rows: Sequence[tuple[int, int, Sequence[str]]]) -> None:
-        """Index each ``(ref, shard, columns)``: two inserts (:func:`_insert`), a count per shard.
+        """Index each ``(ref, shard, columns)``: two inserts, a count per shard.
 
-        Each row's terms are cut once, into its postings.
+        Each row's terms are cut once, kept in order in its row (``seq``, for phrases)
+        and counted into the batch's doclists (up to ``_DOCLIST_ROWS`` rows a batch).
         """
-        values: list[tuple[int, int, int, str, str | None]] = []
-        made: _Made = []
+        values: list[tuple[int, int, int, int, str, str | None]] = []
+        lines: list[str] = []
         counted: dict[int, tuple[int, int]] = {}
-        for ref, shard, columns in rows:
-            found, count = _postings_of([self._cut(c) for c in columns])
-            tokens = count + self.extra_tokens
-            # Text cannot hold U+0000; FTS5's trigram tokenizer stops there too.
-            body = (columns[0].split("\x00", 1)[0].lower()
-                    if self.keeps_body and columns else None)
-            values.append((ref, shard, tokens, _text_array(found, self._plain), body))
-            made.append((ref, shard, tokens, found))
-            docs, total = counted.get(shard, (0, 0))
-            counted[shard] = (docs + 1, total + tokens)
+        for start in range(0, len(rows), _DOCLIST_ROWS):
+            chunk = rows[start:start + _DOCLIST_ROWS]
+            batch = min(ref for ref, _, _ in chunk)
+            terms: list[list[list[str]]] = []
+            for ref, shard, columns in chunk:
+                cut = [_stored(self._cut(c)) for c in columns[:_MAX_COLUMNS]]
+                tokens = sum(map(len, cut)) + self.extra_tokens
+                # Text cannot hold U+0000; FTS5's trigram tokenizer stops there too.
+                body = (columns[0].split("\x00", 1)[0].lower()
+                        if self.keeps_body and columns else None)
+                values.append((ref, shard, tokens, batch, _sequence(cut, self._plain), body))
+                terms.append(cut)
+                docs, total = counted.get(shard, (0, 0))
+                counted[shard] = (docs + 1, total + tokens)
+            lists = _doclists(terms, max(map(len, terms)))
+            lines += _doclist_lines(lists, batch, [v[:3] for v in values[start:]], self._plain)
         if not values:
             return
         _insert(db, self.name, _ROW_COLUMNS, values)
-        # By term: a term's postings of the batch share table pages, so reading a term
-        # (its rows holding it, a count) visits a page per batch, not one per posting.
-        _write_postings(db, self.postings, made, self._plain)
+        _write_doclists(db, self.doclists, lines)
         for shard, (docs, total) in sorted(counted.items()):
             self._count(db, shard, docs, total)
         self._analyze_if_grown(db, len(values))
@@ -450,7 +524,7 @@ class KeywordTable:
         a failure here loses nothing, and autovacuum does it later.
         """
         try:
-            db.execute(f"VACUUM (ANALYZE, SKIP_LOCKED) {self.name}, {self.postings},"
+            db.execute(f"VACUUM (ANALYZE, SKIP_LOCKED) {self.name}, {self.doclists},"
                        f" {self.indexes}")
         except psycopg.Error:
             return
@@ -504,7 +578,7 @@ class KeywordTable:
             return self._score(db, _COUNTED_TERMS, [
                 self.name, *_weights(weights), _K1, _B, list(range(len(bounds))),
                 [b[0] for b in bounds], [b[1] for b in bounds]], bounds, [], filters, limit)
-        row = db.execute(_PHRASE_ROWS.format(postings=self.postings),
+        row = db.execute(_PHRASE_ROWS.format(refs=self.postings_of(), doclists=self.doclists),
                          ([b[0] for b in bounds], [b[1] for b in bounds], self.name)
                          ).fetchone()
         assert row is not None
@@ -540,7 +614,8 @@ class KeywordTable:
         hits = " UNION ALL ".join(kinds).format(postings=self.postings, shards=scoped)
         shards = [] if filters.shards is None else [list(filters.shards)] * len(kinds)
         rows = db.execute(
-            _SCORE.format(terms=terms.format(postings=self.postings), postings=self.postings,
+            _SCORE.format(terms=terms.format(refs=self.postings_of(), doclists=self.doclists),
+                          common=_COMMON.format(doclists=self.doclists) if common else "",
                           join=filters.join, where=filters.where, hits=hits),
             (*terms_args, [t[0] for t in common], [t[1] for t in common],
              [t[3] for t in common], *shards, *filters.args, limit)).fetchall()
@@ -584,14 +659,15 @@ class KeywordTable:
         for phrase in found:
             if len(phrase.terms) > 1:
                 holds, more = self.holding(phrase, "k")
-                counts.append(f"(SELECT count(*) FROM {self.postings} k WHERE {holds})")
+                counts.append(f"(SELECT count(*) FROM {self.postings_of()} k WHERE {holds})")
                 args += more
             elif phrase.prefix:
-                counts.append(f"(SELECT count(DISTINCT ref) FROM {self.postings}"
+                counts.append(f"(SELECT count(DISTINCT ref) FROM {self.postings_of()}"
                               " WHERE term BETWEEN %s AND %s)")
                 args += list(_bounds(phrase))
             else:
-                counts.append(f"(SELECT count(*) FROM {self.postings} WHERE term = %s)")
+                counts.append(f"(SELECT COALESCE(sum(cardinality(refs)), 0)"
+                              f" FROM {self.doclists} WHERE term = %s)")
                 args.append(phrase.terms[0])
         row = db.execute(
             "SELECT COALESCE(SUM(docs), 0), COALESCE(SUM(tokens), 0),"
@@ -606,7 +682,7 @@ class KeywordTable:
     ) -> list[tuple[float, int]]:
         """``(score, ref)`` of the rows holding a phrase of several terms.
 
-        Every phrase is counted, from the positions in the rows' postings of its terms.
+        Every phrase is counted, from the rows' terms in order (their ``seq``).
         """
         where, args = filters.where, list(filters.args)
         if filters.shards is not None:
@@ -616,24 +692,15 @@ class KeywordTable:
         for phrase in found:
             if len(phrase.terms) > 1:
                 holds, more = self.holding(phrase, "k")
-                holding.append(f"SELECT k.ref FROM {self.postings} k{filters.join}"
+                holding.append(f"SELECT k.ref FROM {self.postings_of('shard')} k{filters.join}"
                                f" WHERE {holds}{where}")
                 holding_args += [*more, *args]
-        exact = {t for p in found for t in (p.terms[:-1] if p.prefix else p.terms)}
-        ranges = sorted({(t, t) for t in exact}
-                        | {(p.terms[-1], p.terms[-1] + _LAST_CHAR) for p in found if p.prefix})
-        # Each term (or prefix's range) of each row found, read in the postings' key.
         rows = db.execute(
-            f"WITH h AS ({' UNION '.join(holding)}) SELECT DISTINCT p.ref, p.tokens, p.term,"
-            f" p.pos FROM h CROSS JOIN unnest(%s::text[], %s::text[]) AS r(lo, hi)"
-            f" JOIN {self.postings} p ON p.term BETWEEN r.lo AND r.hi AND p.ref = h.ref",
-            (*holding_args, [r[0] for r in ranges], [r[1] for r in ranges])).fetchall()
-        docs: dict[int, tuple[int, dict[str, list[tuple[int, str]]]]] = {}
-        for ref, tokens, term, spots in rows:
-            entry = docs.setdefault(int(ref), (int(tokens), {}))
-            entry[1][str(term)] = [(p // _STEP, _WEIGHTS[p % _STEP]) for p in spots]
+            f"WITH h AS ({' UNION '.join(holding)}) SELECT r.ref, r.tokens, r.seq FROM h"
+            f" JOIN {self.name} r ON r.ref = h.ref", holding_args).fetchall()
         scored: list[tuple[float, int]] = []
-        for ref, (tokens, terms) in docs.items():
+        for ref, tokens, seq in rows:
+            terms = _places(seq)
             norm = _K1 * (1 - _B + _B * tokens / avg)
             score, matched = 0.0, False
             for phrase, idf in zip(found, idfs, strict=True):
@@ -642,28 +709,27 @@ class KeywordTable:
                 if hits:
                     score += idf * hits * (_K1 + 1) / (hits + norm)
             if matched:  # a match in a column weighed 0 is found, with no score, as in FTS5
-                scored.append((score, ref))
+                scored.append((score, int(ref)))
         return scored
 
     def holding(self, phrase: Phrase, alias: str) -> tuple[str, list[Any]]:
         """A condition on the posting ``alias``: of a row holding ``phrase``, and its args.
 
         ``phrase`` has several terms: ``alias`` is a posting of its first one, and at
-        one of its positions the row's postings of the next terms follow, each a
-        position further on (the last term's, any term with its prefix).
+        one of its places in the row's terms (``seq``) the next terms follow (the last
+        one, any term with its prefix).
         """
         follows: list[str] = []
-        args: list[Any] = [phrase.terms[0]]
+        args: list[Any] = [phrase.terms[0], phrase.terms[0]]
         for index, term in enumerate(phrase.terms[1:], start=1):
-            last = index == len(phrase.terms) - 1
-            if last and phrase.prefix:
-                which, args = "n.term BETWEEN %s AND %s", [*args, term, term + _LAST_CHAR]
+            if index == len(phrase.terms) - 1 and phrase.prefix:
+                follows.append(f"starts_with(r.seq[s.at + {index}], %s)")
             else:
-                which, args = "n.term = %s", [*args, term]
-            follows.append(f"EXISTS (SELECT 1 FROM {self.postings} n WHERE {which}"
-                           f" AND n.ref = {alias}.ref AND s.at + {index * _STEP} = ANY(n.pos))")
-        return (f"{alias}.term = %s AND EXISTS (SELECT 1 FROM unnest({alias}.pos) AS s(at)"
-                f" WHERE {' AND '.join(follows)})", args)
+                follows.append(f"r.seq[s.at + {index}] = %s")
+            args.append(term)
+        return (f"{alias}.term = %s AND EXISTS (SELECT 1 FROM {self.name} r CROSS JOIN"
+                " LATERAL unnest(array_positions(r.seq, %s::text)) AS s(at)"
+                f" WHERE r.ref = {alias}.ref AND {' AND '.join(follows)})", args)
 
     def containing(
         self, db: Connection, term: str, *, join: str = "", where: str = "",
@@ -711,6 +777,32 @@ def _count(db: Connection, table: str, shard: int, docs: int, tokens: int) -> No
                (table, shard, docs, tokens))
 
 
+# A deletion's rows ({table}) and their postings, in one statement: the doclists of
+# each row's terms (its ``seq``) in its batch are written again without the rows gone
+# (hit: those doclists; kept: what stays of them), or deleted when none stays.
+_FORGET = (
+    "WITH gone AS (DELETE FROM {table} WHERE ref = ANY(%s) RETURNING shard, tokens, batch,"
+    " seq),"
+    " hit AS (SELECT DISTINCT s.term, g.batch FROM gone g CROSS JOIN LATERAL unnest(g.seq)"
+    " AS s(term) WHERE s.term IS NOT NULL),"
+    " kept AS (SELECT p.term, p.batch, array_agg(u.ref ORDER BY u.o) AS refs,"
+    " array_agg(u.shard ORDER BY u.o) AS shards, array_agg(u.tokens ORDER BY u.o) AS tokens,"
+    " array_agg(COALESCE(u.a, 0) ORDER BY u.o) AS a, array_agg(COALESCE(u.b, 0) ORDER BY u.o)"
+    " AS b, array_agg(COALESCE(u.c, 0) ORDER BY u.o) AS c,"
+    " array_agg(COALESCE(u.d, 0) ORDER BY u.o) AS d"
+    " FROM {doclists} p JOIN hit h ON p.term = h.term AND p.batch = h.batch"
+    " CROSS JOIN LATERAL unnest(p.refs, p.shards, p.tokens, p.a, p.b, p.c, p.d)"
+    " WITH ORDINALITY AS u(ref, shard, tokens, a, b, c, d, o)"
+    " WHERE u.ref <> ALL(%s) GROUP BY p.term, p.batch),"
+    " changed AS (UPDATE {doclists} p SET refs = k.refs, shards = k.shards,"
+    " tokens = k.tokens, a = k.a, b = k.b, c = k.c, d = k.d FROM kept k"
+    " WHERE p.term = k.term AND p.batch = k.batch),"
+    " emptied AS (DELETE FROM {doclists} p USING hit h WHERE p.term = h.term"
+    " AND p.batch = h.batch AND NOT EXISTS (SELECT 1 FROM kept k WHERE k.term = h.term"
+    " AND k.batch = h.batch))"
+    " SELECT shard, tokens FROM gone")
+
+
 def forget_keywords(db: Connection, table: str, refs: Collection[int]) -> int:
     """Delete the rows ``refs`` of the keyword table ``table`` (inside a write); how many.
 
@@ -719,11 +811,8 @@ def forget_keywords(db: Connection, table: str, refs: Collection[int]) -> int:
     if not refs:
         return 0
     wanted = sorted({int(r) for r in refs})
-    # A row's postings by its terms (their key), in the same statement.
-    rows = db.execute(
-        f"WITH gone AS (DELETE FROM {table} WHERE ref = ANY(%s) RETURNING ref, shard, tokens,"
-        f" terms), p AS (DELETE FROM {table}_postings x USING gone g WHERE x.ref = g.ref"
-        " AND x.term = ANY(g.terms)) SELECT shard, tokens FROM gone", (wanted,)).fetchall()
+    rows = db.execute(_FORGET.format(table=table, doclists=f"{table}_postings"),
+                      (wanted, wanted)).fetchall()
     shards: dict[int, tuple[int, int]] = {}
     for shard, tokens in rows:
         docs, total = shards.get(int(shard), (0, 0))
@@ -743,6 +832,18 @@ def keyword_tables(db: Connection, base: str) -> list[str]:
         "SELECT tablename FROM pg_tables WHERE schemaname = current_schema()"
         " AND tablename LIKE %s AND tablename NOT LIKE '%%\\_postings'"
         " ORDER BY tablename", (pattern,)).fetchall()]
+
+
+def _places(seq: Sequence[str | None]) -> dict[str, list[tuple[int, str]]]:
+    """A row's terms (its ``seq``), each with its places and their columns' letters."""
+    places: dict[str, list[tuple[int, str]]] = {}
+    column = 0
+    for place, term in enumerate(seq, start=1):
+        if term is None:
+            column += 1
+        else:
+            places.setdefault(term, []).append((place, _WEIGHTS[column]))
+    return places
 
 
 def _hits(

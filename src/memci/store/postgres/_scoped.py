@@ -112,19 +112,20 @@ def _holding(
 
     ``bounds``: more conditions on ``x.ref`` (with ``bound_args``). A term (or a
     prefix's terms) is read in the postings' key, a phrase of several terms from its
-    first term's postings and their positions (:meth:`KeywordTable.holding`).
+    first term's postings and the rows' terms in order (:meth:`KeywordTable.holding`).
     """
     join, where, args = scope.conditions()
     rest = [*bound_args, *args]
+    postings = table.postings_of("shard")  # a scope reads each posting's session only
     if len(phrase.terms) > 1:
         holds, more = table.holding(phrase, "x")
-        return (f"SELECT x.ref FROM {table.postings} x{join} WHERE {holds}{bounds}{where}",
+        return (f"SELECT x.ref FROM {postings} x{join} WHERE {holds}{bounds}{where}",
                 [*more, *rest])
     term = phrase.terms[0]
     if phrase.prefix:
-        return (f"SELECT DISTINCT x.ref FROM {table.postings} x{join} WHERE x.term BETWEEN"
+        return (f"SELECT DISTINCT x.ref FROM {postings} x{join} WHERE x.term BETWEEN"
                 f" %s AND %s{bounds}{where}", [term, term + _LAST_CHAR, *rest])
-    return (f"SELECT x.ref FROM {table.postings} x{join} WHERE x.term = %s{bounds}{where}",
+    return (f"SELECT x.ref FROM {postings} x{join} WHERE x.term = %s{bounds}{where}",
             [term, *rest])
 
 
