@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -23,6 +24,26 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 ROOT = Path(__file__).resolve().parents[1]
 SHARED_DATA = ROOT.parent / "shared" / "data"
 EXAMPLE_TRACE = ROOT / "examples" / "agent_trace.json"
+SQLITE_STEP = 100  # SQLite's progress handler runs every this many steps
+
+
+@contextmanager
+def sqlite_steps(store: SQLiteStore) -> Iterator[list[int]]:
+    """Counts (in units of :data:`SQLITE_STEP`) the steps SQLite runs within the block.
+
+    Work measured this way, not timed, holds on a busy machine.
+    """
+    steps = [0]
+
+    def tick() -> int:
+        steps[0] += 1
+        return 0
+
+    store._conn.set_progress_handler(tick, SQLITE_STEP)
+    try:
+        yield steps
+    finally:
+        store._conn.set_progress_handler(None, SQLITE_STEP)
 
 
 @pytest.fixture

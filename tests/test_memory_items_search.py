@@ -8,8 +8,7 @@ its owner has. A store of at most ``RARE`` items ranks exactly as BM25 over ever
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from pathlib import Path
 
 from memci.store import SQLiteStore
@@ -18,7 +17,8 @@ from memci.store._search import RARE
 from memci.store.sqlite._items import SQLiteItemStore
 from memci.text import get_analyzer
 
-_STEP = 100  # the progress handler runs every this many steps
+from .conftest import sqlite_steps
+
 _BATCH = 500
 
 
@@ -38,22 +38,6 @@ def _add(items: SQLiteItemStore, scope: Scope, texts: Sequence[str], start: floa
     return ids
 
 
-@contextmanager
-def _steps(store: SQLiteStore) -> Iterator[list[int]]:
-    """Hundreds of virtual machine steps run inside the block (in ``[0]``)."""
-    steps = [0]
-
-    def tick() -> int:
-        steps[0] += 1
-        return 0
-
-    store._conn.set_progress_handler(tick, _STEP)
-    try:
-        yield steps
-    finally:
-        store._conn.set_progress_handler(None, _STEP)
-
-
 def _search(store: SQLiteStore, query: str, scope: Scope, depth: int = 50
             ) -> tuple[list[int], int]:
     """The ids ``query`` finds in ``scope``, and the steps of a second search (warm)."""
@@ -61,7 +45,7 @@ def _search(store: SQLiteStore, query: str, scope: Scope, depth: int = 50
     where = ItemFilter(scope)
     plan = get_analyzer("bigram").query(query)
     items.keyword(plan, where, depth)
-    with _steps(store) as steps:
+    with sqlite_steps(store) as steps:
         found = items.keyword(plan, where, depth)
     return found, steps[0]
 

@@ -404,40 +404,17 @@ def _columns(url: str, table: str) -> list[str]:
             " ORDER BY ordinal_position", (table,)).fetchall()]
 
 
-def test_a_store_made_before_the_positions_gets_them_when_opened(url: str) -> None:
-    # Phrases were found in a tsvector per keyword row (and its GIN index): every term
-    # written twice. The postgres migration 3 moves its positions into the postings.
+@pytest.mark.parametrize("layout", ["positions", "doclists"])
+def test_a_store_made_before_gets_the_new_layout_when_opened(url: str, layout: str) -> None:
+    # positions: phrases were found in a tsvector per keyword row (and its GIN index),
+    # every term written twice; the postgres migration 3 moved its positions into the
+    # postings. doclists: a posting per term and row (and its positions) was most of a
+    # batch's cost; the postgres migration 4 makes each posting a doclist of its own, and
+    # each row's terms in order (seq) from their positions, for phrases and deletions.
     with memci.Engine.open(url, workers=0) as engine:
         before = _searches(engine, QUERIES)
     with psycopg.connect(url, autocommit=True) as conn:
-        _as_before_positions(conn)
-    with memci.Engine.open(url, workers=0) as engine:
-        session = engine.session("s")
-        after = [[h.message.seq for h in session.search(q, k=8)] for q in QUERIES]
-        session.add({"role": "user", "content": "a dirigible this time, message 42"})
-        newest = session.search("dirigible message-42", k=1)
-        session.clear()  # a deletion finds its postings by the rows' lists of terms
-        assert not session.search("zeppelin", k=1)
-    assert after == before
-    assert before[-2] and before[-1]  # the phrases found something
-    assert newest and newest[0].message.content == "a dirigible this time, message 42"
-    assert "refs" in _columns(url, "memory_fts_bigram_postings")
-    with psycopg.connect(url, autocommit=True) as conn:
-        assert conn.execute("SELECT count(*) FROM memory_fts_bigram_postings").fetchone() == (0,)
-        kinds = conn.execute("SELECT format_type(atttypid, atttypmod) FROM pg_attribute"
-                             " WHERE attrelid = 'memory_fts_bigram'::regclass"
-                             " AND attname = 'seq'").fetchall()
-    assert kinds == [("text[]",)]
-
-
-def test_a_store_made_before_the_doclists_gets_them_when_opened(url: str) -> None:
-    # A posting per term and row (and its positions) was most of a batch's cost: the
-    # postgres migration 4 makes each posting a doclist of its own, and each row's
-    # terms in order (seq) from their positions, for phrases and deletions.
-    with memci.Engine.open(url, workers=0) as engine:
-        before = _searches(engine, QUERIES)
-    with psycopg.connect(url, autocommit=True) as conn:
-        _as_before_doclists(conn)
+        (_as_before_positions if layout == "positions" else _as_before_doclists)(conn)
     with memci.Engine.open(url, workers=0) as engine:
         session = engine.session("s")
         after = [[h.message.seq for h in session.search(q, k=8)] for q in QUERIES]
@@ -448,10 +425,15 @@ def test_a_store_made_before_the_doclists_gets_them_when_opened(url: str) -> Non
     assert after == before
     assert before[-2] and before[-1]  # the phrases found something
     assert newest and newest[0].message.content == "a dirigible this time, message 42"
+    assert "refs" in _columns(url, "memory_fts_bigram_postings")
+    assert "terms" not in _columns(url, "memory_fts_bigram")
     with psycopg.connect(url, autocommit=True) as conn:
         assert conn.execute("SELECT count(*) FROM memory_fts_bigram_postings").fetchone() == (0,)
         assert conn.execute("SELECT count(*) FROM memory_fts_bigram").fetchone() == (0,)
-    assert "terms" not in _columns(url, "memory_fts_bigram")
+        kinds = conn.execute("SELECT format_type(atttypid, atttypmod) FROM pg_attribute"
+                             " WHERE attrelid = 'memory_fts_bigram'::regclass"
+                             " AND attname = 'seq'").fetchall()
+    assert kinds == [("text[]",)]
 
 
 def test_a_store_made_before_the_postings_gets_them_when_opened(url: str) -> None:

@@ -7,7 +7,6 @@ a day of a session searched in a history ten times longer costs about the same.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -18,8 +17,9 @@ from memci.messages import Message
 from memci.store import SearchDoc, SearchFilter, SessionRecord, SQLiteStore
 from memci.store._search import Candidate
 
+from .conftest import sqlite_steps
+
 DAY = datetime(2026, 6, 1, tzinfo=UTC)
-_STEP = 100  # the progress handler runs every this many steps
 
 
 def _store(path: Path, old: int) -> tuple[SQLiteStore, SessionRecord]:
@@ -42,22 +42,6 @@ def _store(path: Path, old: int) -> tuple[SQLiteStore, SessionRecord]:
     return store, session
 
 
-@contextmanager
-def _counted(store: SQLiteStore) -> Iterator[list[int]]:
-    """Counts (in units of :data:`_STEP`) the steps SQLite runs within the block."""
-    steps = [0]
-
-    def tick() -> int:
-        steps[0] += 1
-        return 0
-
-    store._conn.set_progress_handler(tick, _STEP)
-    try:
-        yield steps
-    finally:
-        store._conn.set_progress_handler(None, _STEP)
-
-
 def _search_day(store: SQLiteStore, session: SessionRecord, day: datetime, *,
                 warm: bool = True) -> tuple[list[Candidate], int]:
     """The hits of "lantern" on ``day``, and the steps the search ran (``warm``: the second
@@ -68,7 +52,7 @@ def _search_day(store: SQLiteStore, session: SessionRecord, day: datetime, *,
     if warm:
         search.keyword(get_analyzer("bigram").query("lantern"), k=10, where=where,
                        context_weight=0.5)
-    with _counted(store) as steps:
+    with sqlite_steps(store) as steps:
         found = search.keyword(get_analyzer("bigram").query("lantern"), k=10, where=where,
                                context_weight=0.5)
     return found, steps[0]
