@@ -716,6 +716,12 @@ def _twins(store: SQLiteStore, clock: Clock, tmp_path: Path) -> list[WorkState]:
             for s in (store, other)]
 
 
+def _fill_pool(state: WorkState) -> None:
+    """Add pages' lines to the context pool past its section's limit (it compacts)."""
+    for i in range(12):
+        state.fastmemo_add_many("pool", [(f"page {i} line", None), (f"more {i}", None)])
+
+
 def test_writing_reads_each_value_once_and_sees_its_own_writes(
     store: SQLiteStore, clock: Clock, tmp_path: Path
 ) -> None:
@@ -725,13 +731,11 @@ def test_writing_reads_each_value_once_and_sees_its_own_writes(
     ran: list[str] = []
     store._conn.set_trace_callback(ran.append)  # type: ignore[attr-defined]
     with states[0].writing():
-        for i in range(12):  # past the pool section's limit: it compacts in between
-            states[0].fastmemo_add_many("pool", [(f"page {i} line", None), (f"more {i}", None)])
+        _fill_pool(states[0])  # it compacts in between
         states[0].notebook_add_many([(f"note {i}", None, None) for i in range(30)])
         states[0].plan_add("ship it")
     store._conn.set_trace_callback(None)  # type: ignore[attr-defined]
-    for i in range(12):
-        states[1].fastmemo_add_many("pool", [(f"page {i} line", None), (f"more {i}", None)])
+    _fill_pool(states[1])
     states[1].notebook_add_many([(f"note {i}", None, None) for i in range(30)])
     states[1].plan_add("ship it")
     assert snapshot(states[0]) == snapshot(states[1])
@@ -754,11 +758,9 @@ def test_writing_writes_each_value_once_and_the_items_in_one_batch(
     ran: list[str] = []
     store._conn.set_trace_callback(ran.append)  # type: ignore[attr-defined]
     with states[0].writing():
-        for i in range(12):  # past the pool section's limit: it compacts in between
-            states[0].fastmemo_add_many("pool", [(f"page {i} line", None), (f"more {i}", None)])
+        _fill_pool(states[0])  # it compacts in between
     store._conn.set_trace_callback(None)  # type: ignore[attr-defined]
-    for i in range(12):
-        states[1].fastmemo_add_many("pool", [(f"page {i} line", None), (f"more {i}", None)])
+    _fill_pool(states[1])
     assert snapshot(states[0]) == snapshot(states[1])
     assert [e.action for e in states[0].events()] == [e.action for e in states[1].events()]
     assert sum(e.action == "fastmemo_compact" for e in states[0].events()) >= 2
