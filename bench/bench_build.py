@@ -1,6 +1,6 @@
 """Ingest throughput, build() time against history length, and prefix reuse.
 
-Run: python bench/bench_build.py [--quick]
+Run: python bench/bench_build.py [--quick] [--sizes N [N ...]]
      python bench/bench_build.py --prefix-json   (only the prefix reuse, as JSON: the docs quote it)
 
 - ingest: ``add`` one at a time (synchronous=FULL: durable on return) and ``add_many``;
@@ -23,10 +23,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import sqlite3
 import statistics
 import sys
 import tempfile
 import time
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
@@ -78,9 +80,13 @@ def build_times(tmp: Path, n: int, rounds: int, *, retrieval: bool, text: str,
             s.add({"role": "user", "content": f"next question {r} about the parser cache"})
             s.add({"role": "assistant", "content": f"answer {r}: clear the cache first"})
             times.append(s.build().stats.build_ms)
-        return {"messages": len(history), "first_build_ms": first,
-                "p50_ms": statistics.median(times), "p95_ms": _percentile(times, 0.95),
-                "p99_ms": _percentile(times, 0.99), "budget": budget}
+    items = 0
+    if retrieval:  # the memory items the searches of the steady builds ranked
+        with closing(sqlite3.connect(tmp / f"build-{n}-{retrieval}-{text}.db")) as db:
+            items = db.execute("SELECT COUNT(*) FROM memory_items").fetchone()[0]
+    return {"messages": len(history), "first_build_ms": first, "items": items,
+            "p50_ms": statistics.median(times), "p95_ms": _percentile(times, 0.95),
+            "p99_ms": _percentile(times, 0.99), "budget": budget}
 
 
 def trim_times(n: int, rounds: int, *, text: str, budget: int = 96_000) -> dict[str, float]:
@@ -155,13 +161,16 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="smaller sizes, for a smoke run")
     parser.add_argument("--prefix-json", action="store_true",
                         help="only the prefix reuse, as JSON (the figures the docs quote)")
+    parser.add_argument("--sizes", type=int, nargs="+", metavar="N",
+                        help="history lengths of the build table (default 1000 10000 100000;"
+                             " --quick: 1000 10000)")
     args = parser.parse_args()
     if args.prefix_json:
         with tempfile.TemporaryDirectory() as d:
             figures = {s: prefix_share(Path(d), s) for s in ("paged", "oldest")}
             print(json.dumps({**figures, "locomo": locomo_prefix(Path(d))}))
         return
-    sizes = (1_000, 10_000) if args.quick else (1_000, 10_000, 100_000)
+    sizes = args.sizes or ((1_000, 10_000) if args.quick else (1_000, 10_000, 100_000))
     with tempfile.TemporaryDirectory() as d:
         tmp = Path(d)
         rates = ingest(tmp, 500 if args.quick else 3000)
@@ -170,9 +179,9 @@ def main() -> None:
         rounds = 50 if args.quick else 200
         print("build() after importing N messages, 128k window (96k budget); steady builds "
               "add a user and an assistant message first")
-        print("| text | retrieval | messages | first build ms | p50 ms | p95 ms | p99 ms | "
-              "langchain trim_messages p50 / p99 ms | p50 vs 1k |")
-        print("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+        print("| text | retrieval | messages | memory items | first build ms | p50 ms | p95 ms |"
+              " p99 ms | langchain trim_messages p50 / p99 ms | p50 vs the first size |")
+        print("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
         for text in ("synthetic", "real"):
             for retrieval in (False, True):
                 base = 0.0
@@ -181,7 +190,8 @@ def main() -> None:
                     t = trim_times(n, min(rounds, 50), text=text)
                     base = base or r["p50_ms"]
                     print(f"| {text} | {'on' if retrieval else 'off'} | {r['messages']:,} | "
-                          f"{r['first_build_ms']:.0f} | {r['p50_ms']:.2f} | {r['p95_ms']:.2f} | "
+                          f"{r['items']:,} | {r['first_build_ms']:.0f} | {r['p50_ms']:.2f} | "
+                          f"{r['p95_ms']:.2f} | "
                           f"{r['p99_ms']:.2f} | {t['p50_ms']:.1f} / {t['p99_ms']:.1f} | "
                           f"{r['p50_ms'] / base:.2f}x |", flush=True)
         for strategy in ("paged", "oldest"):

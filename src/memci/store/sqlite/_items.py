@@ -8,19 +8,21 @@ turns, so no two changes read the same).
 
 A keyword search splits its terms as the message search does (the limits of
 :mod:`memci.store._search`): FTS5's BM25 scores every row that matches, so a word most
-archived pages hold (6,000 episodic items at 100k messages) made every search rank all
-of them. A term held by more than :data:`~memci.store._search.RARE` items of the store is
-common: the others are ranked by BM25, and the scope's items holding a common term only
-follow, newest first, read until the depth is filled. Invariants:
+archived pages hold (6,000 episodic items at 100k messages, 2,200 of 2,400 in another
+store) made every search rank all of them. A term is common when more items of the store
+hold it than :func:`common_above` allows: more than :data:`~memci.store._search.RARE`, or
+at least half of them (FTS5 then floors its weight to 1e-6: it changes no score by more
+than a few millionths). The others are ranked by BM25, and the scope's items holding a
+common term only follow, newest first, read until the depth is filled. Invariants:
 
-- a store of at most ``RARE`` items has no common term: its searches rank as BM25 over
-  every term does (the same ids, in the same order), and count nothing;
+- a store of at most :data:`SMALL` items has no common term: its searches rank as BM25
+  over every term does (the same ids, in the same order), and count nothing;
 - a term's count is capped at ``RARE + 1``, so a search costs no more in a larger store;
 - counts are kept between searches with the store's stamp (its newest item and last
-  erasure, read by the ranking's own statement): a common term stays common until an
-  erasure, a rare one rare while every item added since could hold it and it would still
-  be; only the others are counted again. Nothing read inside a write is kept (it may
-  roll back).
+  erasure, read by the ranking's own statement): a common term stays common while the
+  items it held still pass the bound, a rare one rare while every item added since could
+  hold it and it would still be; only the others are counted again. Nothing read inside
+  a write is kept (it may roll back).
 """
 
 from __future__ import annotations
@@ -44,6 +46,8 @@ _ROWS_PER_INSERT = 300  # keyword rows one INSERT writes at most (3 parameters e
 _COUNTS_PER_STATEMENT = 64  # terms counted by one statement at most
 _KEPT_COUNTS = 4_096  # term counts kept between searches at most
 _BEST_OF = 2  # a search ranks this many times its depth inside FTS5 before the filter
+# A store of at most SMALL items ranks every match (cheap at this size): no term is common.
+SMALL = 1_000
 # The store's stamp: its newest item and its last erasure (each read at an index's edge).
 _STAMP = f"SELECT (SELECT COALESCE(MAX(id), 0) FROM memory_items), {EPOCH}"
 
@@ -95,8 +99,9 @@ class SQLiteItemStore(SqlItemStore):
     def keyword(self, plan: MatchQuery, where: ItemFilter, depth: int) -> list[int]:
         """Up to ``depth`` ids passing ``where`` that match ``plan`` (BM25), best first.
 
-        Terms held by more than ``RARE`` items of the store only add the scope's newest
-        items holding them, after every match of the others (see the module). A plan with
+        Terms held by more items of the store than :func:`common_above` allows only add
+        the scope's newest items holding them, after every match of the others (see the
+        module). A plan with
         only terms too short for the index matches them by scanning (``instr``), newest
         first.
         """
@@ -232,16 +237,29 @@ class SQLiteItemStore(SqlItemStore):
             self._kept = (stamp, counts if len(counts) <= _KEPT_COUNTS else {})
 
 
+def common_above(top: int) -> int:
+    """The items a term may be held by and be rare, in a store whose newest item is ``top``.
+
+    ``top`` bounds the store's items from above (ids only grow), so a term held by more
+    than half of ``top`` is held by at least half the items: FTS5's BM25 gives it the floor
+    weight (its IDF, log((N - n + 0.5) / (n + 0.5)), is at most 0 and taken as 1e-6).
+    """
+    return min(RARE, max(SMALL, top // 2))
+
+
 def _decided(kept: tuple[int, int] | None, top: int) -> bool:
     """Whether a term's count ``kept`` (the newest item then, its count) still decides it.
 
-    Common stays common (items are only added, until an erasure drops the counts); rare
-    stays rare while every item added since could hold it and it would still be.
+    Counts only grow (items are only added, until an erasure drops the counts) and the
+    bound only rises with ``top``: common stays common while the count kept passes the
+    bound now; rare stays rare while every item added since could hold it and it would
+    still be. A newest item older than the count's means items were deleted: counted again.
     """
-    if kept is None:
+    if kept is None or top < kept[0]:
         return False
     at, n = kept
-    return n > RARE or n + max(0, top - at) <= RARE
+    bound = common_above(top)
+    return n > bound or n + max(0, top - at) <= bound
 
 
 def _undecided(parts: Sequence[str], stamp: Stamp, counts: Counts) -> list[str]:
@@ -251,8 +269,9 @@ def _undecided(parts: Sequence[str], stamp: Stamp, counts: Counts) -> list[str]:
 
 def _split(parts: Sequence[str], stamp: Stamp, counts: Counts) -> list[str] | None:
     """The terms of ``parts`` ranked by BM25 at ``stamp`` (None: some must be counted)."""
-    if stamp[0] <= RARE:  # a store of at most RARE items has no common term
+    if stamp[0] <= SMALL:  # a store of at most SMALL items has no common term
         return list(parts)
     if _undecided(parts, stamp, counts):
         return None
-    return [p for p in parts if counts[p][1] <= RARE]
+    bound = common_above(stamp[0])
+    return [p for p in parts if counts[p][1] <= bound]
