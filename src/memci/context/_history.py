@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from itertools import takewhile
+from operator import attrgetter
 from typing import Any, NamedTuple
 
 from memci.context._branches import cut_fits, pages_on, seq_at
@@ -45,8 +46,11 @@ requests that follow keep one form and a provider's cache keeps hitting."""
 
 
 def messages_tokens(messages: Sequence[Message]) -> int:
-    """The tokens of ``messages``."""
-    return sum(filter(None, (m.tokens for m in messages)))
+    """The tokens of ``messages`` (read in C: a build sums its window's several times)."""
+    return sum(filter(None, map(_TOKENS, messages)))
+
+
+_TOKENS = attrgetter("tokens")
 
 
 def _is_system(message: Message) -> bool:

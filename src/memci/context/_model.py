@@ -167,8 +167,19 @@ class Page:
             node = node.next
 
     def messages(self) -> list[Message]:
-        """The page's messages, in order."""
-        return [e.message for e in self.entries()]
+        """The page's messages, in order.
+
+        Its nodes are walked directly: a build lists every page of its window (~230 at
+        100k messages), several times.
+        """
+        out: list[Message] = []
+        node = self.head
+        while node is not None:
+            out.append(node.message)
+            if node is self.tail:
+                break
+            node = node.next
+        return out
 
     def append(self, message: Message) -> None:
         """Add the page's next message (the page must be the last of its chapter)."""
