@@ -1,0 +1,91 @@
+"""PostgreSQL ingest: what a batch of messages costs the database and memci's process.
+
+Work is counted, never timed: the columns ``ANALYZE`` samples when an import settles its
+keyword tables, and the statements and round trips of one ``add_many``. A store made
+before these changes gets them when opened, and finds what it found.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import psycopg
+import pytest
+
+import memci
+from tests import pg
+
+WORDS = ("harbor lighthouse deploy build parser cache config painting lake museum "
+         "杭州 西湖 旅游 明天 看看 博物馆 故宫 长城").split()
+QUERIES = ["zeppelin", "harbor lighthouse", "杭州 旅游", "西湖", "message-42 harbor"]
+
+
+@pytest.fixture
+def url() -> str:
+    return pg.fresh_database()
+
+
+def _history(n: int, start: int = 0) -> list[dict[str, str]]:
+    """``n`` messages of a few words each, different for every index."""
+    return [{"role": "user" if i % 2 == 0 else "assistant",
+             "content": f"message {i}: " + " ".join(WORDS[(i * 7 + j * 3) % len(WORDS)]
+                                                    for j in range(1 + i % 5))
+             + (" zeppelin" if i % 97 == 5 else "")}
+            for i in range(start, start + n)]
+
+
+def _sampled(url: str, table: str) -> list[str]:
+    """The columns of ``table`` that hold statistics, in order."""
+    with psycopg.connect(url, autocommit=True) as conn:
+        return [str(r[0]) for r in conn.execute(
+            "SELECT attname FROM pg_stats WHERE tablename = %s ORDER BY attname",
+            (table,)).fetchall()]
+
+
+def _searches(session: memci.Session) -> list[list[int | None]]:
+    return [[h.message.seq for h in session.search(q, k=8)] for q in QUERIES]
+
+
+def test_an_import_settles_its_doclists_by_their_key_only(url: str) -> None:
+    # A doclist is read by its term and batch; ANALYZE also sampled its seven arrays
+    # (each element's frequency), which made the import's settling 10x slower.
+    with memci.Engine.open(url, workers=0) as engine:
+        session = engine.session("s")
+        for start in range(0, 1_200, 400):
+            session.add_many(_history(400, start))
+        found = _searches(session)
+    assert _sampled(url, "memory_fts_bigram_postings") == ["batch", "term"]
+    assert "ref" in _sampled(url, "memory_fts_bigram")  # the keyword rows were analyzed
+    assert found[0] and found[-1]
+
+
+def _unsampled(conn: psycopg.Connection[Any], table: str) -> list[str]:
+    return [str(r[0]) for r in conn.execute(
+        "SELECT attname FROM pg_attribute WHERE attrelid = %s::regclass AND attnum > 0"
+        " AND attstattarget = 0 ORDER BY attnum", (table,)).fetchall()]
+
+
+def test_a_store_made_before_gets_its_doclists_sampled_by_key_when_opened(url: str) -> None:
+    with memci.Engine.open(url, workers=0) as engine:
+        session = engine.session("s")
+        session.add_many(_history(600))
+        before = _searches(session)
+    # What memci before the postgres migration 5 left: every column sampled.
+    with psycopg.connect(url, autocommit=True) as conn:
+        arrays = _unsampled(conn, "memory_fts_bigram_postings")
+        conn.execute("ALTER TABLE memory_fts_bigram_postings "
+                     + ", ".join(f"ALTER COLUMN {c} SET STATISTICS -1" for c in arrays))
+        conn.execute("DELETE FROM memci_migrations WHERE component = 'postgres'"
+                     " AND version = 5")
+        assert _unsampled(conn, "memory_fts_bigram_postings") == []
+    with memci.Engine.open(url, workers=0) as engine:
+        session = engine.session("s")
+        after = _searches(session)
+        session.add({"role": "user", "content": "a dirigible this time"})
+        newest = session.search("dirigible", k=1)
+    with psycopg.connect(url, autocommit=True) as conn:
+        upgraded = _unsampled(conn, "memory_fts_bigram_postings")
+    assert arrays == ["refs", "shards", "tokens", "a", "b", "c", "d"]
+    assert upgraded == arrays
+    assert after == before and before[0]
+    assert newest and newest[0].message.content == "a dirigible this time"
