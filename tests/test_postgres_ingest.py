@@ -59,6 +59,37 @@ def test_an_import_settles_its_doclists_by_their_key_only(url: str) -> None:
     assert found[0] and found[-1]
 
 
+def _long_chinese(n: int, start: int = 0) -> list[dict[str, str]]:
+    """``n`` Chinese messages of about 150 characters (a keyword row of 2 to 8 kB)."""
+    text = "".join(WORDS[10:]) * 8
+    return [{"role": "user", "content": f"{i} {text[i % 7:]} {i}"}
+            for i in range(start, start + n)]
+
+
+def _compressed(url: str, refs_after: int = 0) -> list[str | None]:
+    """How each keyword row's terms (``seq``) past ``refs_after`` are stored, distinct."""
+    with psycopg.connect(url, autocommit=True) as conn:
+        return [r[0] for r in conn.execute(
+            "SELECT DISTINCT pg_column_compression(seq) FROM memory_fts_bigram"
+            " WHERE ref > %s", (refs_after,)).fetchall()]
+
+
+def test_a_long_keyword_row_goes_in_uncompressed(url: str) -> None:
+    # A Chinese message's terms with its context's (past 2 kB) were compressed as they
+    # went in: half of the keyword rows' insert, and a decompression for every read.
+    with memci.Engine.open(url, workers=0) as engine:
+        session = engine.session("s")
+        session.add_many(_long_chinese(40))
+        found = session.search("杭州西湖", k=3)
+    with psycopg.connect(url, autocommit=True) as conn:
+        row = conn.execute("SELECT max(octet_length(seq::text))"
+                           " FROM memory_fts_bigram").fetchone()
+    # Rows past the size from which PostgreSQL compresses (2 kB), within a page.
+    assert row is not None and 2_100 < int(row[0]) < 8_000, row
+    assert _compressed(url) == [None]
+    assert len(found) == 3
+
+
 def _unsampled(conn: psycopg.Connection[Any], table: str) -> list[str]:
     return [str(r[0]) for r in conn.execute(
         "SELECT attname FROM pg_attribute WHERE attrelid = %s::regclass AND attnum > 0"
@@ -70,11 +101,14 @@ def test_a_store_made_before_gets_its_doclists_sampled_by_key_when_opened(url: s
         session = engine.session("s")
         session.add_many(_history(600))
         before = _searches(session)
-    # What memci before the postgres migration 5 left: every column sampled.
+    # What memci before the postgres migration 5 left: every column sampled, long rows
+    # compressed.
     with psycopg.connect(url, autocommit=True) as conn:
         arrays = _unsampled(conn, "memory_fts_bigram_postings")
         conn.execute("ALTER TABLE memory_fts_bigram_postings "
                      + ", ".join(f"ALTER COLUMN {c} SET STATISTICS -1" for c in arrays))
+        conn.execute("ALTER TABLE memory_fts_bigram RESET (toast_tuple_target)")
+        last = conn.execute("SELECT max(ref) FROM memory_fts_bigram").fetchone()
         conn.execute("DELETE FROM memci_migrations WHERE component = 'postgres'"
                      " AND version = 5")
         assert _unsampled(conn, "memory_fts_bigram_postings") == []
@@ -83,9 +117,11 @@ def test_a_store_made_before_gets_its_doclists_sampled_by_key_when_opened(url: s
         after = _searches(session)
         session.add({"role": "user", "content": "a dirigible this time"})
         newest = session.search("dirigible", k=1)
+        session.add_many(_long_chinese(10))
     with psycopg.connect(url, autocommit=True) as conn:
         upgraded = _unsampled(conn, "memory_fts_bigram_postings")
     assert arrays == ["refs", "shards", "tokens", "a", "b", "c", "d"]
     assert upgraded == arrays
+    assert last is not None and _compressed(url, int(last[0])) == [None]
     assert after == before and before[0]
     assert newest and newest[0].message.content == "a dirigible this time"

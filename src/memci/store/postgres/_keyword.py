@@ -77,6 +77,8 @@ _ANALYZE_UNTIL = 32_000
 # Rows a batch's doclists cover at most (a larger batch writes several): a deletion
 # rewrites the doclists of its row's batch, so they stay small.
 _DOCLIST_ROWS = 256
+# The longest keyword row kept uncompressed in its page (the most PostgreSQL allows).
+_WHOLE_ROW_BYTES = 8160
 _ROW_COLUMNS = (("ref", "bigint"), ("shard", "bigint"), ("tokens", "bigint"),
                 ("batch", "bigint"), ("seq", "text[]"), ("body", "text"))
 _POSTING_COLUMNS = (("term", "text"), ("batch", "bigint"), ("refs", "bigint[]"),
@@ -419,6 +421,10 @@ class KeywordTable:
             # No plan reads them: ANALYZE need not sample them (arrays cost it most).
             f"ALTER TABLE {self.name} ALTER COLUMN seq SET STATISTICS 0,"
             " ALTER COLUMN body SET STATISTICS 0",
+            # A row up to a page is kept whole: a Chinese message's terms with its
+            # context's (about 2.5 kB) were compressed as they went in (pglz: half of the
+            # batch's insert) and again read through a decompression.
+            f"ALTER TABLE {self.name} SET (toast_tuple_target = {_WHOLE_ROW_BYTES})",
         ]
 
     def posting_statements(self) -> list[str]:
