@@ -54,6 +54,7 @@ import re
 from collections import Counter
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
+from itertools import count, repeat
 from typing import Any
 
 import psycopg
@@ -303,57 +304,86 @@ def _sequence(columns: Sequence[list[str]], plain: bool) -> str:
 _COPY_ESCAPES = str.maketrans({"\\": "\\\\", "\t": "\\t", "\n": "\\n", "\r": "\\r"})
 
 
-# A term's postings in one batch: the rows holding it (their indexes in the batch), then
-# their hits in each column.
-_Doclist = list[list[int]]
+class _Numerals(dict[int, str]):
+    """Each number's decimal text, made once.
 
-
-def _doclists(batch: Sequence[Sequence[list[str]]], width: int) -> dict[str, _Doclist]:
-    """A batch's doclists from its rows' terms (``width`` columns at most).
-
-    One step per term of a row, its hits in every column taken at once (a term of a
-    later column that an earlier one had is counted there already): most of an import's
-    time in Python, so nothing is done twice.
+    Hit counts are a few small numbers met thousands of times a batch: ``str`` of each
+    cost more than a dictionary lookup.
     """
-    lists: dict[str, _Doclist] = {}
+
+    def __missing__(self, number: int) -> str:
+        text = self[number] = str(number)
+        return text
+
+
+_NUMERALS = _Numerals()
+
+
+@dataclass(frozen=True, slots=True)
+class _Postings:
+    """A batch's postings, one per term and row holding it, as columns.
+
+    ``terms[i]`` is posting i's term, ``rows[i]`` its row (index in the batch), and
+    ``hits[c][i]`` its hits in the row's column c; rows in order.
+    """
+
+    terms: list[str]
+    rows: list[int]
+    hits: list[list[int]]
+
+
+def _postings(batch: Sequence[Sequence[list[str]]], width: int) -> _Postings:
+    """A batch's postings from its rows' terms (``width`` columns at most).
+
+    One Python step per row: a row's distinct terms and their hits in each column are
+    taken in C (``Counter``, ``dict.update``, ``map``); a step per term and row was most
+    of an import's time in Python.
+    """
+    terms: list[str] = []
+    rows: list[int] = []
+    hits: list[list[int]] = [[] for _ in range(width)]
     for row, columns in enumerate(batch):
-        # A row with fewer columns than the batch's widest has no hits in the others.
-        counters = [Counter(terms) for terms in columns] + [Counter()] * (width - len(columns))
-        for column, counter in enumerate(counters):
-            later = counters[column + 1:]
-            for term, hits in counter.items():
-                entry = lists.get(term)
-                if entry is None:
-                    lists[term] = entry = [[] for _ in range(width + 1)]
-                entry[0].append(row)
-                for before in range(1, column + 1):
-                    entry[before].append(0)
-                entry[column + 1].append(hits)
-                after = column + 2
-                for other in later:
-                    entry[after].append(other.pop(term, 0))
-                    after += 1
-    return lists
+        counters = [Counter(column) for column in columns]
+        held: dict[str, int] = {}
+        for counter in counters:
+            held.update(counter)
+        terms += held
+        rows += repeat(row, len(held))
+        for column, into in enumerate(hits):
+            # A row with fewer columns than the batch's widest has no hits in the others.
+            into += (map(counters[column].get, held, repeat(0)) if column < len(counters)
+                     else repeat(0, len(held)))
+    return _Postings(terms, rows, hits)
 
 
 def _doclist_lines(
-    lists: dict[str, _Doclist], batch: int, rows: Sequence[tuple[int, int, int]], plain: bool,
+    postings: _Postings, batch: int, rows: Sequence[tuple[int, int, int]], plain: bool,
 ) -> list[str]:
     """The ``COPY`` text lines of a batch's doclists (``rows``: ref, shard, tokens).
 
-    A column past the batch's widest row is empty (its hits are 0).
+    The postings are ordered by term (a number per term, in C), rows in order within a
+    term, and every column's values turned to text at once; then a line per term is
+    joined from slices. A column past the batch's widest row is empty (its hits are 0).
     """
-    refs = [str(r[0]) for r in rows]
-    shards = [str(r[1]) for r in rows]
-    tokens = [str(r[2]) for r in rows]
+    numbers = dict(zip(dict.fromkeys(postings.terms), count()))
+    keys = list(map(numbers.__getitem__, postings.terms))
+    order = sorted(range(len(keys)), key=keys.__getitem__)  # stable: rows stay in order
+    owners = list(map(postings.rows.__getitem__, order))
+    refs, shards, tokens = (list(map([str(row[at]) for row in rows].__getitem__, owners))
+                            for at in range(3))
+    columns = [list(map(_NUMERALS.__getitem__, map(hits.__getitem__, order)))
+               for hits in postings.hits]
+    empty = "\t{}" * (_MAX_COLUMNS - len(columns))
     lines = []
-    for term, (at, *columns) in lists.items():
-        hits = "\t".join(["{" + ",".join(map(str, hits)) + "}" for hits in columns]
-                         + ["{}"] * (_MAX_COLUMNS - len(columns)))
+    start = 0
+    for term, held_by in zip(numbers, Counter(keys).values(), strict=True):
+        end = start + held_by
+        hits = "\t".join(["{" + ",".join(column[start:end]) + "}" for column in columns])
         lines.append(
             f"{term if plain else term.translate(_COPY_ESCAPES)}\t{batch}"
-            f"\t{{{','.join([refs[i] for i in at])}}}\t{{{','.join([shards[i] for i in at])}}}"
-            f"\t{{{','.join([tokens[i] for i in at])}}}\t{hits}\n")
+            f"\t{{{','.join(refs[start:end])}}}\t{{{','.join(shards[start:end])}}}"
+            f"\t{{{','.join(tokens[start:end])}}}\t{hits}{empty}\n")
+        start = end
     return lines
 
 
@@ -489,8 +519,8 @@ class KeywordTable:
                 terms.append(cut)
                 docs, total = counted.get(shard, (0, 0))
                 counted[shard] = (docs + 1, total + tokens)
-            lists = _doclists(terms, max(map(len, terms)))
-            lines += _doclist_lines(lists, batch, [v[:3] for v in values[start:]], self._plain)
+            lines += _doclist_lines(_postings(terms, max(map(len, terms))), batch,
+                                    [v[:3] for v in values[start:]], self._plain)
         if not values:
             return
         _insert(db, self.name, _ROW_COLUMNS, values)
