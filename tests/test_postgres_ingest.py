@@ -7,6 +7,7 @@ before these changes gets them when opened, and finds what it found.
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 import psycopg
@@ -125,3 +126,38 @@ def test_a_store_made_before_gets_its_doclists_sampled_by_key_when_opened(url: s
     assert last is not None and _compressed(url, int(last[0])) == [None]
     assert after == before and before[0]
     assert newest and newest[0].message.content == "a dirigible this time"
+
+
+@pytest.fixture
+def sent(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The text of every statement psycopg sends on this thread from now on."""
+    texts: list[str] = []
+    thread = threading.get_ident()
+    execute = psycopg.Cursor.execute
+
+    def recorded(self: Any, query: Any, *args: Any, **kwargs: Any) -> Any:
+        if threading.get_ident() == thread:
+            texts.append(query.decode() if isinstance(query, bytes) else str(query))
+        return execute(self, query, *args, **kwargs)
+
+    monkeypatch.setattr(psycopg.Cursor, "execute", recorded)
+    return texts
+
+
+def test_a_batch_of_any_size_is_sent_as_the_same_statements(url: str, sent: list[str]) -> None:
+    # A multi-row VALUES of 100 messages (900 parameters) was a new statement text for
+    # each batch size: psycopg split it anew each time (more of memci's time than the
+    # rows' insert) and the server parsed and planned it again.
+    with memci.Engine.open(url, workers=0) as engine:
+        session = engine.session("s")
+        session.add_many(_history(30))
+        sizes = {}
+        for start, n in ((30, 40), (70, 100), (170, 7)):
+            sent.clear()
+            session.add_many(_history(n, start))
+            sizes[n] = {t for t in sent if t.startswith("INSERT")}
+        found = session.search("zeppelin", k=3)
+    assert sizes[40] == sizes[100] == sizes[7], sizes
+    assert {t.split(" (")[0] for t in sizes[100]} >= {"INSERT INTO messages",
+                                                      "INSERT INTO memory_docs"}
+    assert sorted(h.message.seq for h in found[:2]) == [6, 103]  # the two with zeppelin
