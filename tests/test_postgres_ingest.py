@@ -161,3 +161,26 @@ def test_a_batch_of_any_size_is_sent_as_the_same_statements(url: str, sent: list
     assert {t.split(" (")[0] for t in sizes[100]} >= {"INSERT INTO messages",
                                                       "INSERT INTO memory_docs"}
     assert sorted(h.message.seq for h in found[:2]) == [6, 103]  # the two with zeppelin
+
+
+def test_a_batch_of_messages_counts_its_keyword_rows_as_it_writes_them(
+    url: str, sent: list[str],
+) -> None:
+    # The keyword rows' insert and their statistics (rows and terms per session) were
+    # two statements, two round trips: now one, whatever the batch's sessions.
+    with memci.Engine.open(url, workers=0) as engine:
+        session = engine.session("s")
+        session.add_many(_history(100))
+        sent.clear()
+        session.add_many(_history(100, 100))
+        statements = list(sent)
+        other = engine.session("other")
+        other.add_many(_history(10, 500))
+        found = session.search("zeppelin", k=5)
+    assert len(statements) <= 9, statements
+    assert not [t for t in statements if t.startswith("INSERT INTO keyword_stats")]
+    with psycopg.connect(url, autocommit=True) as conn:
+        counts = conn.execute("SELECT shard, docs FROM keyword_stats"
+                              " WHERE tab = 'memory_fts_bigram' ORDER BY shard").fetchall()
+    assert [docs for _, docs in counts] == [200, 10]  # each session's rows counted
+    assert sorted(h.message.seq for h in found[:2]) == [6, 103]

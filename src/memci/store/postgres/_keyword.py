@@ -497,7 +497,7 @@ class KeywordTable:
         self.put_many(db, [(ref, shard, columns)])
 
     def put_many(self, db: Connection, rows: Sequence[tuple[int, int, Sequence[str]]]) -> None:
-        """Index each ``(ref, shard, columns)``: two inserts, a count per shard.
+        """Index each ``(ref, shard, columns)``: the rows with their count, the doclists.
 
         Each row's terms are cut once, kept in order in its row (``seq``, for phrases)
         and counted into the batch's doclists (up to ``_DOCLIST_ROWS`` rows a batch).
@@ -523,10 +523,8 @@ class KeywordTable:
                                     [v[:3] for v in values[start:]], self._plain)
         if not values:
             return
-        _insert(db, self.name, _ROW_COLUMNS, values)
+        _insert_counted(db, self.name, _ROW_COLUMNS, values, counted)
         _write_doclists(db, self.doclists, lines)
-        for shard, (docs, total) in sorted(counted.items()):
-            self._count(db, shard, docs, total)
         self._analyze_if_grown(db, len(values))
 
     def _analyze_if_grown(self, db: Connection, added: int) -> None:
@@ -574,9 +572,6 @@ class KeywordTable:
     def delete(self, db: Connection, refs: Sequence[int]) -> None:
         """Forget the rows ``refs``."""
         forget_keywords(db, self.name, refs)
-
-    def _count(self, db: Connection, shard: int, docs: int, tokens: int) -> None:
-        _count(db, self.name, shard, docs, tokens)
 
     # -- reading -------------------------------------------------------------------------
 
@@ -788,28 +783,41 @@ class KeywordTable:
         return self.stats(db)[0]
 
 
-def _insert(db: Connection, table: str, columns: Sequence[tuple[str, str]],
-            rows: Sequence[Sequence[Any]]) -> None:
-    """Insert ``rows`` in one round trip: a few as one statement of arrays, many by ``COPY``.
+# The rows and tokens a batch adds to each shard of a keyword table, in shard order (two
+# writers of the same shards lock their counters in one order).
+_COUNT_MANY = (
+    "INSERT INTO keyword_stats (tab, shard, docs, tokens) SELECT %s, s.shard, s.docs,"
+    " s.tokens FROM unnest(%s::bigint[], %s::bigint[], %s::bigint[]) AS s(shard, docs, tokens)"
+    " ORDER BY s.shard ON CONFLICT (tab, shard) DO UPDATE SET docs = keyword_stats.docs"
+    " + EXCLUDED.docs, tokens = keyword_stats.tokens + EXCLUDED.tokens")
 
-    ``columns`` are ``(name, type)``; an array travels as its text (``{1,2}``): an array
-    of arrays would be unnested to its elements.
+
+def _insert_counted(db: Connection, table: str, columns: Sequence[tuple[str, str]],
+                    rows: Sequence[Sequence[Any]], counted: dict[int, tuple[int, int]]) -> None:
+    """Insert ``rows`` and add ``counted`` (shard: rows, tokens) to the table's statistics.
+
+    A few rows go as arrays in the statement that counts them (one round trip), many by
+    ``COPY`` first (two, far less work). ``columns`` are ``(name, type)``; an array
+    travels as its text (``{1,2}``): an array of arrays would be unnested to its elements.
     """
-    if not rows:
-        return
     names = ", ".join(name for name, _ in columns)
+    shards = sorted(counted)
+    count_args = [table, shards, [counted[s][0] for s in shards],
+                  [counted[s][1] for s in shards]]
     if len(rows) < _COPY_FROM:
         # Binary (%b): as text, each array's text would be escaped again inside the
         # outer array's (a quote per term of a row's terms: a million a batch).
         arrays = ", ".join(f"%b::{'text' if kind.endswith('[]') else kind}[]"
                            for _, kind in columns)
         values = ", ".join(f"u.{name}::{kind}" for name, kind in columns)
-        db.execute(f"INSERT INTO {table} ({names}) SELECT {values} FROM unnest({arrays})"
-                   f" AS u({names})", [list(column) for column in zip(*rows, strict=True)])
+        db.execute(f"WITH r AS (INSERT INTO {table} ({names}) SELECT {values}"
+                   f" FROM unnest({arrays}) AS u({names})) {_COUNT_MANY}",
+                   [*(list(column) for column in zip(*rows, strict=True)), *count_args])
         return
     with db.cursor() as cursor, cursor.copy(f"COPY {table} ({names}) FROM STDIN") as copy:
         for row in rows:
             copy.write_row(row)
+    db.execute(_COUNT_MANY, count_args)
 
 
 def _count(db: Connection, table: str, shard: int, docs: int, tokens: int) -> None:
