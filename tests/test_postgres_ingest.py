@@ -184,3 +184,23 @@ def test_a_batch_of_messages_counts_its_keyword_rows_as_it_writes_them(
                               " WHERE tab = 'memory_fts_bigram' ORDER BY shard").fetchall()
     assert [docs for _, docs in counts] == [200, 10]  # each session's rows counted
     assert sorted(h.message.seq for h in found[:2]) == [6, 103]
+
+
+def test_a_batch_sent_as_one_parameter_keeps_every_value_and_refuses_nul(url: str) -> None:
+    # The batch travels as JSON read into the table's row type: text with quotes,
+    # backslashes, control characters and any script comes back as written; a NUL (which
+    # PostgreSQL's text refuses) is the typed error it was, and nothing is stored.
+    odd = 'café "quoted" \\ back\\slash\n\ttab 杭州 \u2028 {"a": 1} ?? %s'
+    with memci.Engine.open(url, workers=0) as engine:
+        session = engine.session("s")
+        with pytest.raises(memci.InvalidTextError):
+            session.add_many([{"role": "user", "content": "a", "name": "x\x00y"},
+                              {"role": "user", "content": "b"}])
+        assert session.messages() == []
+        session.add_many([{"role": "user", "content": odd, "name": "né"},
+                          {"role": "assistant", "content": odd[::-1],
+                           "metadata": {"k": [1, 2.5, None]}}])
+        stored = [(m.content, m.name, dict(m.metadata)) for m in session.messages()]
+        found = session.search("quoted tab", k=1)
+    assert stored == [(odd, "né", {}), (odd[::-1], None, {"k": [1, 2.5, None]})]
+    assert found and found[0].message.seq == 1
