@@ -36,7 +36,7 @@ __all__ = ["Connections", "Row", "Sql", "Transactions"]
 Row = tuple[Any, ...]
 
 #: ``INSERT INTO t (a, b) VALUES (?, ?)`` and what follows (an ``ON CONFLICT`` clause).
-_INSERT = re.compile(r"(INSERT INTO \w+ \(([\w, ]+)\) VALUES )(\([?, ]+\))(.*)", re.S)
+_INSERT = re.compile(r"INSERT INTO (\w+) \(([\w, ]+)\) VALUES (\([?, ]+\))(.*)", re.S)
 _CONFLICT = re.compile(r"\s*ON CONFLICT \(([\w, ]+)\) DO UPDATE\b")
 #: Parameters in one statement: under both backends' limits (SQLite 32,766; PostgreSQL 65,535).
 _PARAMS = 30_000
@@ -78,8 +78,9 @@ class Sql:
         """Run the statement once per row of ``rows`` (nothing when there is none).
 
         An ``INSERT … VALUES`` goes as one multi-row statement per batch (one statement
-        and round trip, not one per row), unless an upsert's batch names a key twice
-        (PostgreSQL refuses to update a row twice in one statement).
+        and round trip, not one per row, its rows as the dialect spells a batch), unless
+        an upsert's batch names a key twice (PostgreSQL refuses to update a row twice in
+        one statement).
         """
         if not rows:
             return
@@ -87,12 +88,10 @@ class Sql:
         if shape is None or len(rows) == 1 or not _distinct_keys(shape, rows):
             self.dialect.executemany(self.conn, self.dialect.statement(text), rows)
             return
-        head, _, marks, tail = shape.groups()
+        table, columns, _, tail = shape.groups()
         per = max(1, _PARAMS // len(rows[0]))
         for at in range(0, len(rows), per):
-            batch = rows[at:at + per]
-            self._execute(head + ", ".join([marks] * len(batch)) + tail,
-                          [value for row in batch for value in row])
+            self._insert(table, columns, rows[at:at + per], tail)
 
     def inserted(self, text: str, rows: Sequence[Sequence[Any]]) -> list[int]:
         """Insert ``rows`` with a plain ``INSERT … VALUES``; the ``id`` each got, in order.
@@ -104,15 +103,22 @@ class Sql:
         """
         shape = _INSERT.fullmatch(text)
         assert shape is not None and not shape.group(4), text  # the callers' statements
-        head, _, marks, _ = shape.groups()
+        table, columns, _, _ = shape.groups()
         per = max(1, _PARAMS // max(1, len(rows[0]))) if rows else 1
         ids: list[int] = []
         for at in range(0, len(rows), per):
-            batch = rows[at:at + per]
-            made = self._execute(head + ", ".join([marks] * len(batch)) + " RETURNING id",
-                                 [value for row in batch for value in row]).fetchall()
+            made = self._insert(table, columns, rows[at:at + per], " RETURNING id").fetchall()
             ids += sorted(int(row[0]) for row in made)
         return ids
+
+    def _insert(self, table: str, columns: str, rows: Sequence[Sequence[Any]],
+                tail: str) -> Any:
+        """One ``INSERT`` of ``rows`` into ``table`` (``columns`` as written), ``tail`` after.
+
+        The rows as the dialect spells a batch (:meth:`Dialect.rows`).
+        """
+        batch, args = self.dialect.rows(table, [c.strip() for c in columns.split(",")], rows)
+        return self._execute(f"INSERT INTO {table} ({columns}) {batch}{tail}", args)
 
 
 def _distinct_keys(shape: re.Match[str], rows: Sequence[Sequence[Any]]) -> bool:

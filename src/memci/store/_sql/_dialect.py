@@ -22,7 +22,8 @@ supported PostgreSQL. What is spelled differently comes from the backend's
   whose write transactions are serialized);
 - column types: text kept where U+0000 must fit (:meth:`Dialect.utf8_in`,
   :meth:`Dialect.utf8_out`: PostgreSQL ``bytea``);
-- batches: :meth:`Dialect.executemany`, the one place a batch reaches the driver.
+- batches: :meth:`Dialect.executemany`, the one place a batch reaches the driver, and
+  :meth:`Dialect.rows`, a batch's rows in one ``INSERT``.
 
 Invariant: a statement never holds ``?`` but as a placeholder (a literal question mark
 is a parameter's value), so the translation needs no parser. Errors are not the
@@ -101,6 +102,17 @@ class Dialect(ABC):
     @abstractmethod
     def executemany(self, conn: Any, text: str, rows: Sequence[Sequence[Any]]) -> None:
         """Run the translated statement ``text`` once per row of ``rows`` on ``conn``."""
+
+    def rows(
+        self, table: str, columns: Sequence[str], rows: Sequence[Sequence[Any]],
+    ) -> tuple[str, list[Any]]:
+        """A batch of ``rows`` (values of ``columns`` of ``table``) for one ``INSERT``.
+
+        What follows ``INSERT INTO table (columns)``, and its args: ``VALUES (?, ?), …``
+        (a backend whose driver sends the rows better spells them its way).
+        """
+        marks = "(" + ", ".join("?" * len(columns)) + ")"
+        return "VALUES " + ", ".join([marks] * len(rows)), [v for row in rows for v in row]
 
 
 def upsert(table: str, columns: Sequence[str], key: Sequence[str]) -> str:

@@ -31,6 +31,7 @@ __all__ = ["LOAD_COLUMNS", "SqlMessageSearch", "as_candidates", "search_filter",
 
 #: Entries per multi-row ``INSERT`` (5 parameters each: far below SQLite's 32,766).
 _ROWS_PER_INSERT = 500
+_DOC_COLUMNS = ("session_id", "seq", "role", "page", "created")
 
 #: What :meth:`SqlMessageSearch.load` reads of a found entry (``memory_docs d`` joined with
 #: its message ``m``): doc, session id, the message row, page.
@@ -132,11 +133,12 @@ class SqlMessageSearch(ABC):
         with self._db.write() as sql:
             for start in range(0, len(docs), _ROWS_PER_INSERT):
                 chunk = docs[start:start + _ROWS_PER_INSERT]
+                batch, args = sql.dialect.rows("memory_docs", _DOC_COLUMNS, [
+                    (d.session_id, d.seq, d.role, d.page, d.created) for d in chunk])
                 rows = sql.all(
-                    "INSERT INTO memory_docs (session_id, seq, role, page, created) VALUES "
-                    + ", ".join(["(?, ?, ?, ?, ?)"] * len(chunk))
-                    + " ON CONFLICT (session_id, seq) DO NOTHING RETURNING id, session_id, seq",
-                    [v for d in chunk for v in (d.session_id, d.seq, d.role, d.page, d.created)])
+                    f"INSERT INTO memory_docs ({', '.join(_DOC_COLUMNS)}) {batch}"
+                    " ON CONFLICT (session_id, seq) DO NOTHING RETURNING id, session_id, seq",
+                    args)
                 ids = {(int(r[1]), int(r[2])): int(r[0]) for r in rows}
                 made += [(ids[(d.session_id, d.seq)], d) for d in chunk
                          if (d.session_id, d.seq) in ids]

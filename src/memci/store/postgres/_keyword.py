@@ -54,6 +54,7 @@ import re
 from collections import Counter
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
+from itertools import count, repeat
 from typing import Any
 
 import psycopg
@@ -77,6 +78,8 @@ _ANALYZE_UNTIL = 32_000
 # Rows a batch's doclists cover at most (a larger batch writes several): a deletion
 # rewrites the doclists of its row's batch, so they stay small.
 _DOCLIST_ROWS = 256
+# The longest keyword row kept uncompressed in its page (the most PostgreSQL allows).
+_WHOLE_ROW_BYTES = 8160
 _ROW_COLUMNS = (("ref", "bigint"), ("shard", "bigint"), ("tokens", "bigint"),
                 ("batch", "bigint"), ("seq", "text[]"), ("body", "text"))
 _POSTING_COLUMNS = (("term", "text"), ("batch", "bigint"), ("refs", "bigint[]"),
@@ -301,57 +304,86 @@ def _sequence(columns: Sequence[list[str]], plain: bool) -> str:
 _COPY_ESCAPES = str.maketrans({"\\": "\\\\", "\t": "\\t", "\n": "\\n", "\r": "\\r"})
 
 
-# A term's postings in one batch: the rows holding it (their indexes in the batch), then
-# their hits in each column.
-_Doclist = list[list[int]]
+class _Numerals(dict[int, str]):
+    """Each number's decimal text, made once.
 
-
-def _doclists(batch: Sequence[Sequence[list[str]]], width: int) -> dict[str, _Doclist]:
-    """A batch's doclists from its rows' terms (``width`` columns at most).
-
-    One step per term of a row, its hits in every column taken at once (a term of a
-    later column that an earlier one had is counted there already): most of an import's
-    time in Python, so nothing is done twice.
+    Hit counts are a few small numbers met thousands of times a batch: ``str`` of each
+    cost more than a dictionary lookup.
     """
-    lists: dict[str, _Doclist] = {}
+
+    def __missing__(self, number: int) -> str:
+        text = self[number] = str(number)
+        return text
+
+
+_NUMERALS = _Numerals()
+
+
+@dataclass(frozen=True, slots=True)
+class _Postings:
+    """A batch's postings, one per term and row holding it, as columns.
+
+    ``terms[i]`` is posting i's term, ``rows[i]`` its row (index in the batch), and
+    ``hits[c][i]`` its hits in the row's column c; rows in order.
+    """
+
+    terms: list[str]
+    rows: list[int]
+    hits: list[list[int]]
+
+
+def _postings(batch: Sequence[Sequence[list[str]]], width: int) -> _Postings:
+    """A batch's postings from its rows' terms (``width`` columns at most).
+
+    One Python step per row: a row's distinct terms and their hits in each column are
+    taken in C (``Counter``, ``dict.update``, ``map``); a step per term and row was most
+    of an import's time in Python.
+    """
+    terms: list[str] = []
+    rows: list[int] = []
+    hits: list[list[int]] = [[] for _ in range(width)]
     for row, columns in enumerate(batch):
-        # A row with fewer columns than the batch's widest has no hits in the others.
-        counters = [Counter(terms) for terms in columns] + [Counter()] * (width - len(columns))
-        for column, counter in enumerate(counters):
-            later = counters[column + 1:]
-            for term, hits in counter.items():
-                entry = lists.get(term)
-                if entry is None:
-                    lists[term] = entry = [[] for _ in range(width + 1)]
-                entry[0].append(row)
-                for before in range(1, column + 1):
-                    entry[before].append(0)
-                entry[column + 1].append(hits)
-                after = column + 2
-                for other in later:
-                    entry[after].append(other.pop(term, 0))
-                    after += 1
-    return lists
+        counters = [Counter(column) for column in columns]
+        held: dict[str, int] = {}
+        for counter in counters:
+            held.update(counter)
+        terms += held
+        rows += repeat(row, len(held))
+        for column, into in enumerate(hits):
+            # A row with fewer columns than the batch's widest has no hits in the others.
+            into += (map(counters[column].get, held, repeat(0)) if column < len(counters)
+                     else repeat(0, len(held)))
+    return _Postings(terms, rows, hits)
 
 
 def _doclist_lines(
-    lists: dict[str, _Doclist], batch: int, rows: Sequence[tuple[int, int, int]], plain: bool,
+    postings: _Postings, batch: int, rows: Sequence[tuple[int, int, int]], plain: bool,
 ) -> list[str]:
     """The ``COPY`` text lines of a batch's doclists (``rows``: ref, shard, tokens).
 
-    A column past the batch's widest row is empty (its hits are 0).
+    The postings are ordered by term (a number per term, in C), rows in order within a
+    term, and every column's values turned to text at once; then a line per term is
+    joined from slices. A column past the batch's widest row is empty (its hits are 0).
     """
-    refs = [str(r[0]) for r in rows]
-    shards = [str(r[1]) for r in rows]
-    tokens = [str(r[2]) for r in rows]
+    numbers = dict(zip(dict.fromkeys(postings.terms), count()))
+    keys = list(map(numbers.__getitem__, postings.terms))
+    order = sorted(range(len(keys)), key=keys.__getitem__)  # stable: rows stay in order
+    owners = list(map(postings.rows.__getitem__, order))
+    refs, shards, tokens = (list(map([str(row[at]) for row in rows].__getitem__, owners))
+                            for at in range(3))
+    columns = [list(map(_NUMERALS.__getitem__, map(hits.__getitem__, order)))
+               for hits in postings.hits]
+    empty = "\t{}" * (_MAX_COLUMNS - len(columns))
     lines = []
-    for term, (at, *columns) in lists.items():
-        hits = "\t".join(["{" + ",".join(map(str, hits)) + "}" for hits in columns]
-                         + ["{}"] * (_MAX_COLUMNS - len(columns)))
+    start = 0
+    for term, held_by in zip(numbers, Counter(keys).values(), strict=True):
+        end = start + held_by
+        hits = "\t".join(["{" + ",".join(column[start:end]) + "}" for column in columns])
         lines.append(
             f"{term if plain else term.translate(_COPY_ESCAPES)}\t{batch}"
-            f"\t{{{','.join([refs[i] for i in at])}}}\t{{{','.join([shards[i] for i in at])}}}"
-            f"\t{{{','.join([tokens[i] for i in at])}}}\t{hits}\n")
+            f"\t{{{','.join(refs[start:end])}}}\t{{{','.join(shards[start:end])}}}"
+            f"\t{{{','.join(tokens[start:end])}}}\t{hits}{empty}\n")
+        start = end
     return lines
 
 
@@ -419,6 +451,10 @@ class KeywordTable:
             # No plan reads them: ANALYZE need not sample them (arrays cost it most).
             f"ALTER TABLE {self.name} ALTER COLUMN seq SET STATISTICS 0,"
             " ALTER COLUMN body SET STATISTICS 0",
+            # A row up to a page is kept whole: a Chinese message's terms with its
+            # context's (about 2.5 kB) were compressed as they went in (pglz: half of the
+            # batch's insert) and again read through a decompression.
+            f"ALTER TABLE {self.name} SET (toast_tuple_target = {_WHOLE_ROW_BYTES})",
         ]
 
     def posting_statements(self) -> list[str]:
@@ -429,10 +465,16 @@ class KeywordTable:
         its first row's ref: a batch writes a row per term, not one per term and row.
         """
         hits = ", ".join(f"{w.lower()} integer[] NOT NULL" for w in _WEIGHTS)
+        unsampled = ", ".join(f"ALTER COLUMN {name} SET STATISTICS 0"
+                              for name, kind in _POSTING_COLUMNS if kind.endswith("[]"))
         return [
             f'CREATE TABLE {self.doclists} (term text COLLATE "C" NOT NULL,'
             f" batch bigint NOT NULL, refs bigint[] NOT NULL, shards bigint[] NOT NULL,"
             f" tokens bigint[] NOT NULL, {hits}, PRIMARY KEY (term, batch))",
+            # Plans read the doclists by term and batch only: ANALYZE samples those.
+            # An array column's statistics (its elements' frequencies) cost an import's
+            # settling 10x more (8,000 Chinese messages: 520 ms an ANALYZE, 50 without).
+            f"ALTER TABLE {self.doclists} {unsampled}",
         ]
 
     def make(self, fill: Callable[[Connection], None] | None = None) -> None:
@@ -455,7 +497,7 @@ class KeywordTable:
         self.put_many(db, [(ref, shard, columns)])
 
     def put_many(self, db: Connection, rows: Sequence[tuple[int, int, Sequence[str]]]) -> None:
-        """Index each ``(ref, shard, columns)``: two inserts, a count per shard.
+        """Index each ``(ref, shard, columns)``: the rows with their count, the doclists.
 
         Each row's terms are cut once, kept in order in its row (``seq``, for phrases)
         and counted into the batch's doclists (up to ``_DOCLIST_ROWS`` rows a batch).
@@ -477,14 +519,12 @@ class KeywordTable:
                 terms.append(cut)
                 docs, total = counted.get(shard, (0, 0))
                 counted[shard] = (docs + 1, total + tokens)
-            lists = _doclists(terms, max(map(len, terms)))
-            lines += _doclist_lines(lists, batch, [v[:3] for v in values[start:]], self._plain)
+            lines += _doclist_lines(_postings(terms, max(map(len, terms))), batch,
+                                    [v[:3] for v in values[start:]], self._plain)
         if not values:
             return
-        _insert(db, self.name, _ROW_COLUMNS, values)
+        _insert_counted(db, self.name, _ROW_COLUMNS, values, counted)
         _write_doclists(db, self.doclists, lines)
-        for shard, (docs, total) in sorted(counted.items()):
-            self._count(db, shard, docs, total)
         self._analyze_if_grown(db, len(values))
 
     def _analyze_if_grown(self, db: Connection, added: int) -> None:
@@ -532,9 +572,6 @@ class KeywordTable:
     def delete(self, db: Connection, refs: Sequence[int]) -> None:
         """Forget the rows ``refs``."""
         forget_keywords(db, self.name, refs)
-
-    def _count(self, db: Connection, shard: int, docs: int, tokens: int) -> None:
-        _count(db, self.name, shard, docs, tokens)
 
     # -- reading -------------------------------------------------------------------------
 
@@ -746,28 +783,41 @@ class KeywordTable:
         return self.stats(db)[0]
 
 
-def _insert(db: Connection, table: str, columns: Sequence[tuple[str, str]],
-            rows: Sequence[Sequence[Any]]) -> None:
-    """Insert ``rows`` in one round trip: a few as one statement of arrays, many by ``COPY``.
+# The rows and tokens a batch adds to each shard of a keyword table, in shard order (two
+# writers of the same shards lock their counters in one order).
+_COUNT_MANY = (
+    "INSERT INTO keyword_stats (tab, shard, docs, tokens) SELECT %s, s.shard, s.docs,"
+    " s.tokens FROM unnest(%s::bigint[], %s::bigint[], %s::bigint[]) AS s(shard, docs, tokens)"
+    " ORDER BY s.shard ON CONFLICT (tab, shard) DO UPDATE SET docs = keyword_stats.docs"
+    " + EXCLUDED.docs, tokens = keyword_stats.tokens + EXCLUDED.tokens")
 
-    ``columns`` are ``(name, type)``; an array travels as its text (``{1,2}``): an array
-    of arrays would be unnested to its elements.
+
+def _insert_counted(db: Connection, table: str, columns: Sequence[tuple[str, str]],
+                    rows: Sequence[Sequence[Any]], counted: dict[int, tuple[int, int]]) -> None:
+    """Insert ``rows`` and add ``counted`` (shard: rows, tokens) to the table's statistics.
+
+    A few rows go as arrays in the statement that counts them (one round trip), many by
+    ``COPY`` first (two, far less work). ``columns`` are ``(name, type)``; an array
+    travels as its text (``{1,2}``): an array of arrays would be unnested to its elements.
     """
-    if not rows:
-        return
     names = ", ".join(name for name, _ in columns)
+    shards = sorted(counted)
+    count_args = [table, shards, [counted[s][0] for s in shards],
+                  [counted[s][1] for s in shards]]
     if len(rows) < _COPY_FROM:
         # Binary (%b): as text, each array's text would be escaped again inside the
         # outer array's (a quote per term of a row's terms: a million a batch).
         arrays = ", ".join(f"%b::{'text' if kind.endswith('[]') else kind}[]"
                            for _, kind in columns)
         values = ", ".join(f"u.{name}::{kind}" for name, kind in columns)
-        db.execute(f"INSERT INTO {table} ({names}) SELECT {values} FROM unnest({arrays})"
-                   f" AS u({names})", [list(column) for column in zip(*rows, strict=True)])
+        db.execute(f"WITH r AS (INSERT INTO {table} ({names}) SELECT {values}"
+                   f" FROM unnest({arrays}) AS u({names})) {_COUNT_MANY}",
+                   [*(list(column) for column in zip(*rows, strict=True)), *count_args])
         return
     with db.cursor() as cursor, cursor.copy(f"COPY {table} ({names}) FROM STDIN") as copy:
         for row in rows:
             copy.write_row(row)
+    db.execute(_COUNT_MANY, count_args)
 
 
 def _count(db: Connection, table: str, shard: int, docs: int, tokens: int) -> None:

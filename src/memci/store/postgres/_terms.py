@@ -217,7 +217,8 @@ def _step(word: bytes, rules: tuple[_Rule, ...]) -> bytes:
 
 
 def _porter_unicode61(text: str) -> list[str]:
-    return [_porter(t) for t in _unicode61(text)]
+    # map: each token's stem looked up in the stemmer's cache from C, no Python step.
+    return list(map(_porter, _unicode61(text)))
 
 
 class _Lowering(dict[int, str]):

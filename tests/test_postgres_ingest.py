@@ -1,0 +1,206 @@
+"""PostgreSQL ingest: what a batch of messages costs the database and memci's process.
+
+Work is counted, never timed: the columns ``ANALYZE`` samples when an import settles its
+keyword tables, and the statements and round trips of one ``add_many``. A store made
+before these changes gets them when opened, and finds what it found.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import psycopg
+import pytest
+
+import memci
+from tests import pg
+
+WORDS = ("harbor lighthouse deploy build parser cache config painting lake museum "
+         "杭州 西湖 旅游 明天 看看 博物馆 故宫 长城").split()
+QUERIES = ["zeppelin", "harbor lighthouse", "杭州 旅游", "西湖", "message-42 harbor"]
+
+
+@pytest.fixture
+def url() -> str:
+    return pg.fresh_database()
+
+
+def _history(n: int, start: int = 0) -> list[dict[str, str]]:
+    """``n`` messages of a few words each, different for every index."""
+    return [{"role": "user" if i % 2 == 0 else "assistant",
+             "content": f"message {i}: " + " ".join(WORDS[(i * 7 + j * 3) % len(WORDS)]
+                                                    for j in range(1 + i % 5))
+             + (" zeppelin" if i % 97 == 5 else "")}
+            for i in range(start, start + n)]
+
+
+def _sampled(url: str, table: str) -> list[str]:
+    """The columns of ``table`` that hold statistics, in order."""
+    with psycopg.connect(url, autocommit=True) as conn:
+        return [str(r[0]) for r in conn.execute(
+            "SELECT attname FROM pg_stats WHERE tablename = %s ORDER BY attname",
+            (table,)).fetchall()]
+
+
+def _searches(session: memci.Session) -> list[list[int | None]]:
+    return [[h.message.seq for h in session.search(q, k=8)] for q in QUERIES]
+
+
+def test_an_import_settles_its_doclists_by_their_key_only(url: str) -> None:
+    # A doclist is read by its term and batch; ANALYZE also sampled its seven arrays
+    # (each element's frequency), which made the import's settling 10x slower.
+    with memci.Engine.open(url, workers=0) as engine:
+        session = engine.session("s")
+        for start in range(0, 1_200, 400):
+            session.add_many(_history(400, start))
+        found = _searches(session)
+    assert _sampled(url, "memory_fts_bigram_postings") == ["batch", "term"]
+    assert "ref" in _sampled(url, "memory_fts_bigram")  # the keyword rows were analyzed
+    assert found[0] and found[-1]
+
+
+def _long_chinese(n: int, start: int = 0) -> list[dict[str, str]]:
+    """``n`` Chinese messages of about 150 characters (a keyword row of 2 to 8 kB)."""
+    text = "".join(WORDS[10:]) * 8
+    return [{"role": "user", "content": f"{i} {text[i % 7:]} {i}"}
+            for i in range(start, start + n)]
+
+
+def _compressed(url: str, refs_after: int = 0) -> list[str | None]:
+    """How each keyword row's terms (``seq``) past ``refs_after`` are stored, distinct."""
+    with psycopg.connect(url, autocommit=True) as conn:
+        return [r[0] for r in conn.execute(
+            "SELECT DISTINCT pg_column_compression(seq) FROM memory_fts_bigram"
+            " WHERE ref > %s", (refs_after,)).fetchall()]
+
+
+def test_a_long_keyword_row_goes_in_uncompressed(url: str) -> None:
+    # A Chinese message's terms with its context's (past 2 kB) were compressed as they
+    # went in: half of the keyword rows' insert, and a decompression for every read.
+    with memci.Engine.open(url, workers=0) as engine:
+        session = engine.session("s")
+        session.add_many(_long_chinese(40))
+        found = session.search("杭州西湖", k=3)
+    with psycopg.connect(url, autocommit=True) as conn:
+        row = conn.execute("SELECT max(octet_length(seq::text))"
+                           " FROM memory_fts_bigram").fetchone()
+    # Rows past the size from which PostgreSQL compresses (2 kB), within a page.
+    assert row is not None and 2_100 < int(row[0]) < 8_000, row
+    assert _compressed(url) == [None]
+    assert len(found) == 3
+
+
+def _unsampled(conn: psycopg.Connection[Any], table: str) -> list[str]:
+    return [str(r[0]) for r in conn.execute(
+        "SELECT attname FROM pg_attribute WHERE attrelid = %s::regclass AND attnum > 0"
+        " AND attstattarget = 0 ORDER BY attnum", (table,)).fetchall()]
+
+
+def test_a_store_made_before_gets_its_doclists_sampled_by_key_when_opened(url: str) -> None:
+    with memci.Engine.open(url, workers=0) as engine:
+        session = engine.session("s")
+        session.add_many(_history(600))
+        before = _searches(session)
+    # What memci before the postgres migration 5 left: every column sampled, long rows
+    # compressed.
+    with psycopg.connect(url, autocommit=True) as conn:
+        arrays = _unsampled(conn, "memory_fts_bigram_postings")
+        conn.execute("ALTER TABLE memory_fts_bigram_postings "
+                     + ", ".join(f"ALTER COLUMN {c} SET STATISTICS -1" for c in arrays))
+        conn.execute("ALTER TABLE memory_fts_bigram RESET (toast_tuple_target)")
+        last = conn.execute("SELECT max(ref) FROM memory_fts_bigram").fetchone()
+        conn.execute("DELETE FROM memci_migrations WHERE component = 'postgres'"
+                     " AND version = 5")
+        assert _unsampled(conn, "memory_fts_bigram_postings") == []
+    with memci.Engine.open(url, workers=0) as engine:
+        session = engine.session("s")
+        after = _searches(session)
+        session.add({"role": "user", "content": "a dirigible this time"})
+        newest = session.search("dirigible", k=1)
+        session.add_many(_long_chinese(10))
+    with psycopg.connect(url, autocommit=True) as conn:
+        upgraded = _unsampled(conn, "memory_fts_bigram_postings")
+    assert arrays == ["refs", "shards", "tokens", "a", "b", "c", "d"]
+    assert upgraded == arrays
+    assert last is not None and _compressed(url, int(last[0])) == [None]
+    assert after == before and before[0]
+    assert newest and newest[0].message.content == "a dirigible this time"
+
+
+@pytest.fixture
+def sent(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The text of every statement psycopg sends on this thread from now on."""
+    texts: list[str] = []
+    thread = threading.get_ident()
+    execute = psycopg.Cursor.execute
+
+    def recorded(self: Any, query: Any, *args: Any, **kwargs: Any) -> Any:
+        if threading.get_ident() == thread:
+            texts.append(query.decode() if isinstance(query, bytes) else str(query))
+        return execute(self, query, *args, **kwargs)
+
+    monkeypatch.setattr(psycopg.Cursor, "execute", recorded)
+    return texts
+
+
+def test_a_batch_of_any_size_is_sent_as_the_same_statements(url: str, sent: list[str]) -> None:
+    # A multi-row VALUES of 100 messages (900 parameters) was a new statement text for
+    # each batch size: psycopg split it anew each time (more of memci's time than the
+    # rows' insert) and the server parsed and planned it again.
+    with memci.Engine.open(url, workers=0) as engine:
+        session = engine.session("s")
+        session.add_many(_history(30))
+        sizes = {}
+        for start, n in ((30, 40), (70, 100), (170, 7)):
+            sent.clear()
+            session.add_many(_history(n, start))
+            sizes[n] = {t for t in sent if t.startswith("INSERT")}
+        found = session.search("zeppelin", k=3)
+    assert sizes[40] == sizes[100] == sizes[7], sizes
+    assert {t.split(" (")[0] for t in sizes[100]} >= {"INSERT INTO messages",
+                                                      "INSERT INTO memory_docs"}
+    assert sorted(h.message.seq for h in found[:2]) == [6, 103]  # the two with zeppelin
+
+
+def test_a_batch_of_messages_counts_its_keyword_rows_as_it_writes_them(
+    url: str, sent: list[str],
+) -> None:
+    # The keyword rows' insert and their statistics (rows and terms per session) were
+    # two statements, two round trips: now one, whatever the batch's sessions.
+    with memci.Engine.open(url, workers=0) as engine:
+        session = engine.session("s")
+        session.add_many(_history(100))
+        sent.clear()
+        session.add_many(_history(100, 100))
+        statements = list(sent)
+        other = engine.session("other")
+        other.add_many(_history(10, 500))
+        found = session.search("zeppelin", k=5)
+    assert len(statements) <= 9, statements
+    assert not [t for t in statements if t.startswith("INSERT INTO keyword_stats")]
+    with psycopg.connect(url, autocommit=True) as conn:
+        counts = conn.execute("SELECT shard, docs FROM keyword_stats"
+                              " WHERE tab = 'memory_fts_bigram' ORDER BY shard").fetchall()
+    assert [docs for _, docs in counts] == [200, 10]  # each session's rows counted
+    assert sorted(h.message.seq for h in found[:2]) == [6, 103]
+
+
+def test_a_batch_sent_as_one_parameter_keeps_every_value_and_refuses_nul(url: str) -> None:
+    # The batch travels as JSON read into the table's row type: text with quotes,
+    # backslashes, control characters and any script comes back as written; a NUL (which
+    # PostgreSQL's text refuses) is the typed error it was, and nothing is stored.
+    odd = 'café "quoted" \\ back\\slash\n\ttab 杭州 \u2028 {"a": 1} ?? %s'
+    with memci.Engine.open(url, workers=0) as engine:
+        session = engine.session("s")
+        with pytest.raises(memci.InvalidTextError):
+            session.add_many([{"role": "user", "content": "a", "name": "x\x00y"},
+                              {"role": "user", "content": "b"}])
+        assert session.messages() == []
+        session.add_many([{"role": "user", "content": odd, "name": "né"},
+                          {"role": "assistant", "content": odd[::-1],
+                           "metadata": {"k": [1, 2.5, None]}}])
+        stored = [(m.content, m.name, dict(m.metadata)) for m in session.messages()]
+        found = session.search("quoted tab", k=1)
+    assert stored == [(odd, "né", {}), (odd[::-1], None, {"k": [1, 2.5, None]})]
+    assert found and found[0].message.seq == 1
