@@ -18,8 +18,11 @@ the background workers'); on SQLite every statement memci runs on the connection
 one); by default an embedded PostgreSQL 18 is started (tests/pg.py). ``--settled``
 vacuums PostgreSQL's tables after the import, before the searches: what autovacuum leaves
 a minute or so after an import (index-only reads of the postings need their pages marked
-all-visible); without it the searches run right after the import. Prints the table, the
-PostgreSQL / SQLite ratios and each operation's costs.
+all-visible); without it the searches run right after the import. SQLite runs as memci
+opens it by default, ``synchronous=FULL``: a commit is on disk when it returns, as a
+PostgreSQL server's default commit is (``--sqlite-synchronous NORMAL`` compares with a
+SQLite that may lose its last commits on a power cut, as earlier rounds did). Prints the
+table, the PostgreSQL / SQLite ratios and each operation's costs.
 """
 
 from __future__ import annotations
@@ -252,14 +255,14 @@ def _percentile(values: list[float], q: float) -> float:
 
 
 def one_language(language: str, n: int, folder: Path, url: str,
-                 settled: bool) -> dict[str, dict[str, float]]:
+                 settled: bool, synchronous: str) -> dict[str, dict[str, float]]:
     """Both backends on the same ``language`` data."""
     turns = english_turns() if language == "en" else chinese_turns()
     history = messages(turns, n)
     asked = queries(turns, language)
     extra = messages(turns[::-1], 2 * _BUILDS)
     results: dict[str, dict[str, float]] = {}
-    with memci.Engine.open(folder / f"{language}.db", synchronous="NORMAL") as engine:
+    with memci.Engine.open(folder / f"{language}.db", synchronous=synchronous) as engine:
         count_sqlite(engine)
         results["sqlite"] = run(engine, history, asked, extra)
     database = pg.create_database(url, f"memci_bench_backends_{language}_{os.getpid()}")
@@ -339,6 +342,9 @@ def main() -> None:
     parser.add_argument("--settled", action="store_true",
                         help="VACUUM ANALYZE PostgreSQL after the import, before the searches "
                              "(what autovacuum leaves a minute later)")
+    parser.add_argument("--sqlite-synchronous", choices=("FULL", "NORMAL"), default="FULL",
+                        help="SQLite's synchronous mode (default FULL, memci's default: a "
+                             "commit is durable on return, as on PostgreSQL)")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON too")
     args = parser.parse_args()
 
@@ -352,10 +358,11 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as d:
         for language in ("en", "zh"):
             results[language] = one_language(language, args.messages, Path(d), url,
-                                             args.settled)
+                                             args.settled, args.sqlite_synchronous)
     print(f"{time.strftime('%Y-%m-%d')}, {os.cpu_count()} cores, Python "
           f"{platform.python_version()}, {args.messages:,} messages per session, batches of "
-          f"{_BATCH}, {_SEARCHES} searches (k=10), {_BUILDS} steady builds at {_BUDGET} tokens"
+          f"{_BATCH}, {_SEARCHES} searches (k=10), {_BUILDS} steady builds at {_BUDGET} tokens,"
+          f" SQLite synchronous={args.sqlite_synchronous}"
           + (", PostgreSQL vacuumed after the import" if args.settled else ""))
     print(table(results))
     print(costs(results))
