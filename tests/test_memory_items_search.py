@@ -64,7 +64,7 @@ def _harbor(path: Path, n: int) -> tuple[SQLiteStore, Scope, list[int]]:
     return store, scope, _add(_items(store), scope, texts)
 
 
-@pytest.mark.parametrize("n", [RARE + 500, SMALL + 400], ids=["past-rare", "below-rare"])
+@pytest.mark.parametrize("n", [RARE + 500, 1_400], ids=["past-rare", "below-rare"])
 def test_a_common_word_costs_a_search_the_same_in_a_store_twice_as_large(
     tmp_path: Path, n: int,
 ) -> None:
@@ -130,7 +130,7 @@ def _varied(n: int) -> list[str]:
 def test_a_store_of_few_items_ranks_as_bm25_over_every_term(store: SQLiteStore) -> None:
     items = _items(store)
     alice = Scope.user_scope("alice")
-    _add(items, alice, _varied(300))
+    _add(items, alice, _varied(SMALL - 20))
     _add(items, Scope.user_scope("bob"), ["harbor lantern crane"] * 20, start=1_000)
     plan = get_analyzer("bigram").query("harbor lantern crane")
     expected = _bm25(store, "harbor lantern crane", "alice", 40)
@@ -142,10 +142,10 @@ def test_a_store_of_few_items_ranks_as_bm25_over_every_term(store: SQLiteStore) 
 def test_an_erasure_makes_a_common_word_rare_again(store: SQLiteStore) -> None:
     items = _items(store)
     alice = Scope.user_scope("alice")
-    _add(items, alice, [f"a quiet bay {i}" for i in range(SMALL)])
-    ids = _add(items, alice, _varied(2 * SMALL), start=5_000)
+    _add(items, alice, [f"a quiet bay {i}" for i in range(1_000)])
+    ids = _add(items, alice, _varied(2_000), start=5_000)
     plan = get_analyzer("bigram").query("harbor")
     # common (two thirds of the items hold it): the newest holding it, not BM25's order
     assert items.keyword(plan, ItemFilter(alice), 20) == ids[::-1][:20]
-    store.eraser.erase_items(ids[SMALL:])  # half of the 2,000 items left hold it: rare
+    store.eraser.erase_items(ids[1_000:])  # half of the 2,000 items left hold it: rare
     assert items.keyword(plan, ItemFilter(alice), 20) == _bm25(store, "harbor", "alice", 20)

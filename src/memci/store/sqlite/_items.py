@@ -47,7 +47,7 @@ _COUNTS_PER_STATEMENT = 64  # terms counted by one statement at most
 _KEPT_COUNTS = 4_096  # term counts kept between searches at most
 _BEST_OF = 2  # a search ranks this many times its depth inside FTS5 before the filter
 # A store of at most SMALL items ranks every match (cheap at this size): no term is common.
-SMALL = 1_000
+SMALL = 256
 # The store's stamp: its newest item and its last erasure (each read at an index's edge).
 _STAMP = f"SELECT (SELECT COALESCE(MAX(id), 0) FROM memory_items), {EPOCH}"
 
