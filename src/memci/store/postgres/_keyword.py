@@ -17,7 +17,7 @@ FTS5 tables, see :meth:`~memci.store.postgres.PostgresStore.derive`):
   first one's ref), the rows holding the term as arrays (``refs``, their ``shards`` and
   ``tokens``, the hits in each column ``a`` … ``d``), keyed by ``(term, batch)``, like
   FTS5's segment doclists: a batch writes a row per term, not one per term and row.
-  Read as postings (:attr:`KeywordTable.postings`: the arrays unnested), a term's (or a
+  Read as postings (:meth:`KeywordTable.postings_of`: the arrays unnested), a term's (or a
   prefix's) are one range of the key;
 - ``keyword_stats`` keeps rows and terms per table and shard (a shard per session for
   messages), so writers of different sessions never wait on one counter, and the
@@ -155,17 +155,19 @@ _PHRASE_ROWS = (
 # FTS5's BM25 of the rows holding an essential term (e), within the caller's shards
 # ({shards}) and filter ({join}, {where}; the found rows are named k), plus what the
 # common terms (c) add to those rows ({common}: _COMMON, when there are some); the best
-# first, ties to the smaller row.
+# first, ties to the smaller row. Each term carries the constants (t: its IDF, the
+# weights, BM25's k1 and b, the average row), so a posting is scored where it is read
+# ({hits}), joined to nothing: a join per posting with the one row of v cost a search
+# as much as reading the postings.
 _SCORE = (
     "WITH {terms},"
+    " t AS MATERIALIZED (SELECT e.i, e.lo, e.hi, e.idf, v.* FROM e CROSS JOIN v),"
     " c AS (SELECT * FROM unnest(%s::int[], %s::text[], %s::float8[]) AS c(i, term, idf)),"
     " hits AS ({hits}),"
     " found AS (SELECT h.ref, max(h.batch) AS batch, max(h.tokens) AS tokens,"
-    " sum(CASE WHEN h.w > 0 THEN"
-    " h.idf * h.w * (v.k1 + 1) / (h.w + v.k1 * (1 - v.b + v.b * h.tokens / v.avg))"
-    " ELSE 0 END) AS score FROM hits h CROSS JOIN v GROUP BY h.ref),"
+    " sum(h.score) AS score FROM hits h GROUP BY h.ref),"
     " scored AS (SELECT k.ref, k.score{common} AS score"
-    " FROM found k{join} CROSS JOIN v WHERE TRUE{where})"
+    " FROM found k{join}{v} WHERE TRUE{where})"
     # Rounded: the order PostgreSQL sums a row's terms in may change with its plan, and
     # the last bits of a sum with it; scores equal to 12 digits are ties (smaller row).
     # (In floating point: a numeric per row cost more than the rest of the ranking.)
@@ -184,21 +186,29 @@ _COMMON = (
     " p.d, array_position(p.refs, k.ref) AS at FROM {doclists} p WHERE p.term = c.term"
     " AND p.batch = k.batch OFFSET 0) p WHERE p.at IS NOT NULL) x), 0)")
 
-# The hits of each term in each row holding it (one posting; a prefix's, the sum of its
-# terms' in the row), read per term from the postings' key (LATERAL, and OFFSET 0 so the
-# planner keeps it a lookup per term: flattened into a join, a prefix's range was planned
-# as a scan of every posting, 1 s at 10,000 messages); only the kinds the query has.
+# FTS5's BM25 of one term's weighed hits ``w`` in a row of ``tokens`` terms (a match
+# only in columns weighed 0 scores 0), with the term's constants (t).
+_BM25 = ("CASE WHEN {w} > 0 THEN"
+         " t.idf * {w} * (t.k1 + 1) / ({w} + t.k1 * (1 - t.b + t.b * {tokens} / t.avg))"
+         " ELSE 0 END")
+
+# The score of each term in each row holding it (one posting; a prefix's, from the sum
+# of its terms' hits in the row), read per term from the postings' key (LATERAL, and
+# OFFSET 0 so the planner keeps it a lookup per term: flattened into a join, a prefix's
+# range was planned as a scan of every posting, 1 s at 10,000 messages); only the kinds
+# the query has. The postings are read with only the arrays the ranking uses
+# ({postings}: each array read is unnested per posting; the hits of a column weighed 0
+# are not read), {w} is their weighed hits.
 _EXACT_HITS = (
-    "SELECT e.i, e.idf, p.ref, p.batch, p.tokens, p.a * v.wa + p.b * v.wb + p.c * v.wc + p.d * v.wd"
-    " AS w FROM e CROSS JOIN v CROSS JOIN LATERAL (SELECT * FROM {postings} p"
-    " WHERE p.term = e.lo{shards} OFFSET 0) p WHERE e.lo = e.hi")
+    "SELECT p.ref, p.batch, p.tokens, " + _BM25.format(w="p.w", tokens="p.tokens")
+    + " AS score FROM t CROSS JOIN LATERAL (SELECT p.ref, p.batch, p.tokens, {w} AS w"
+    " FROM {postings} p WHERE p.term = t.lo{shards} OFFSET 0) p WHERE t.lo = t.hi")
 _PREFIX_HITS = (
-    "SELECT e.i, e.idf, p.ref, max(p.batch) AS batch, max(p.tokens) AS tokens,"
-    " sum(p.a * v.wa + p.b * v.wb"
-    " + p.c * v.wc + p.d * v.wd) AS w FROM e CROSS JOIN v CROSS JOIN LATERAL"
-    " (SELECT * FROM {postings} p WHERE p.term BETWEEN e.lo AND e.hi{shards} OFFSET 0) p"
-    " WHERE e.lo < e.hi"
-    " GROUP BY e.i, e.idf, p.ref")
+    "SELECT g.ref, g.batch, g.tokens, " + _BM25.format(w="g.w", tokens="g.tokens")
+    + " AS score FROM (SELECT t.i, p.ref, max(p.batch) AS batch, max(p.tokens) AS tokens,"
+    " sum({w}) AS w FROM t CROSS JOIN LATERAL"
+    " (SELECT * FROM {postings} p WHERE p.term BETWEEN t.lo AND t.hi{shards} OFFSET 0) p"
+    " WHERE t.lo < t.hi GROUP BY t.i, p.ref) g JOIN t ON t.i = g.i")
 
 # The weights, BM25's constants and the average row (v), and each term's range and IDF
 # (e), as the caller counted them (see KeywordTable.rank)…
@@ -222,7 +232,9 @@ _COUNTED_TERMS = (
     " END) AS having, s.n FROM q CROSS JOIN s),"
     " f AS (SELECT h.i, h.lo, h.hi, CASE WHEN h.n > 0"
     " THEN ln((h.n - h.having + 0.5) / (h.having + 0.5)) ELSE 0 END AS idf FROM h),"
-    " e AS (SELECT f.i, f.lo, f.hi, CASE WHEN f.idf > 0 THEN f.idf ELSE 1e-6 END AS idf"
+    # Materialized: inlined, each posting computed its term's IDF again (twice).
+    " e AS MATERIALIZED (SELECT f.i, f.lo, f.hi,"
+    " CASE WHEN f.idf > 0 THEN f.idf ELSE 1e-6 END AS idf"
     " FROM f)")
 
 
@@ -397,16 +409,12 @@ class KeywordTable:
         """The table of the keyword table's doclists: one row per term and batch."""
         return f"{self.name}_postings"
 
-    @property
-    def postings(self) -> str:
-        """The doclists as a table of postings, for a ``FROM``.
-
-        ``term, batch, ref, shard, tokens, a`` … ``d``: one row per term and row holding it.
-        """
-        return _expanded(self.doclists, list(_ARRAYS))
-
     def postings_of(self, *columns: str) -> str:
-        """:attr:`postings` with only ``ref`` and ``columns`` of each posting."""
+        """The doclists as a table of postings, for a ``FROM``: one row per term and row.
+
+        ``term, batch, ref`` and ``columns`` (of ``shard``, ``tokens``, ``a`` … ``d``):
+        only the arrays a statement reads are unnested.
+        """
         return _expanded(self.doclists, columns)
 
     def statements(self) -> list[str]:
@@ -577,7 +585,8 @@ class KeywordTable:
         if not prune:
             return self._score(db, _COUNTED_TERMS, [
                 self.name, *_weights(weights), _K1, _B, list(range(len(bounds))),
-                [b[0] for b in bounds], [b[1] for b in bounds]], bounds, [], filters, limit)
+                [b[0] for b in bounds], [b[1] for b in bounds]], weights, bounds, [], filters,
+                limit)
         row = db.execute(_PHRASE_ROWS.format(refs=self.postings_of(), doclists=self.doclists),
                          ([b[0] for b in bounds], [b[1] for b in bounds], self.name)
                          ).fetchone()
@@ -589,34 +598,40 @@ class KeywordTable:
                                                                             strict=True))]
         essential, common = _split(terms, having, total)
         if common:
-            ranked = self._score(db, _GIVEN_TERMS, _given(essential, weights, avg),
+            ranked = self._score(db, _GIVEN_TERMS, _given(essential, weights, avg), weights,
                                  [t[1:3] for t in essential], common, filters, limit)
             ceiling = sum(idf for *_, idf in common) * (_K1 + 1)
             if len(ranked) == limit and ranked[-1][0] > ceiling:
                 return ranked
-        return self._score(db, _GIVEN_TERMS, _given(terms, weights, avg), bounds, [], filters,
-                           limit)
+        return self._score(db, _GIVEN_TERMS, _given(terms, weights, avg), weights, bounds, [],
+                           filters, limit)
 
     def _score(
-        self, db: Connection, terms: str, terms_args: Sequence[Any],
+        self, db: Connection, terms: str, terms_args: Sequence[Any], weights: Sequence[float],
         bounds: Sequence[tuple[str, str]], common: Sequence[_Term], filters: _Filters,
         limit: int,
     ) -> list[tuple[float, int]]:
         """The best rows holding a term of ``terms``, scored with ``common`` ones too.
 
-        ``terms``: :data:`_GIVEN_TERMS` or :data:`_COUNTED_TERMS`, with ``terms_args``;
-        ``bounds``: their ranges of stored terms.
+        ``terms``: :data:`_GIVEN_TERMS` or :data:`_COUNTED_TERMS`, with ``terms_args``
+        (``weights`` among them); ``bounds``: their ranges of stored terms.
         """
         kinds = [hits for hits, wanted in ((_EXACT_HITS, any(lo == hi for lo, hi in bounds)),
                                            (_PREFIX_HITS, any(lo != hi for lo, hi in bounds)))
                  if wanted]
         scoped = "" if filters.shards is None else " AND p.shard = ANY(%s)"
-        hits = " UNION ALL ".join(kinds).format(postings=self.postings, shards=scoped)
+        weighed = [w.lower() for w, weight in zip(_WEIGHTS, _weights(weights), strict=True)
+                   if weight]
+        read = [*weighed, "tokens", *(["shard"] if filters.shards is not None else [])]
+        hits = " UNION ALL ".join(kinds).format(
+            postings=self.postings_of(*read), shards=scoped,
+            w=" + ".join(f"p.{c} * t.w{c}" for c in weighed) or "0")
         shards = [] if filters.shards is None else [list(filters.shards)] * len(kinds)
         rows = db.execute(
             _SCORE.format(terms=terms.format(refs=self.postings_of(), doclists=self.doclists),
                           common=_COMMON.format(doclists=self.doclists) if common else "",
-                          join=filters.join, where=filters.where, hits=hits),
+                          join=filters.join, where=filters.where, hits=hits,
+                          v=" CROSS JOIN v" if common else ""),
             (*terms_args, [t[0] for t in common], [t[1] for t in common],
              [t[3] for t in common], *shards, *filters.args, limit)).fetchall()
         return [(float(score), int(ref)) for score, ref in rows]
@@ -643,8 +658,8 @@ class KeywordTable:
         if single:
             inside = {ref for _, ref in scored}
             scored += [(score, ref) for score, ref in self._score(
-                db, _GIVEN_TERMS, _given(single, weights, avg), [t[1:3] for t in single], [],
-                filters, limit + len(inside)) if ref not in inside]
+                db, _GIVEN_TERMS, _given(single, weights, avg), weights,
+                [t[1:3] for t in single], [], filters, limit + len(inside)) if ref not in inside]
         scored.sort(key=lambda t: (-t[0], t[1]))
         return scored[:limit]
 
