@@ -53,7 +53,7 @@ import math
 import re
 from collections import Counter
 from collections.abc import Callable, Collection, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import psycopg
@@ -61,7 +61,7 @@ import psycopg
 from memci.store.postgres._db import Connection, Database
 from memci.store.postgres._terms import PORTER, TRIGRAM, tokenizer
 
-__all__ = ["KeywordTable", "Phrase", "forget_keywords", "keyword_tables", "phrases"]
+__all__ = ["Carry", "KeywordTable", "Phrase", "forget_keywords", "keyword_tables", "phrases"]
 
 _K1 = 1.2
 _B = 0.75
@@ -173,6 +173,9 @@ _SCORE = (
     # (In floating point: a numeric per row cost more than the rest of the ranking.)
     " SELECT round(score * 1e12) / 1e12 AS score, ref FROM scored"
     " ORDER BY round(score * 1e12) DESC, ref LIMIT %s")
+# The same best rows with columns of the rows they index (x), in the same order.
+_CARRIED = ("SELECT r.score, r.ref, {columns} FROM ({ranked}) r JOIN {indexes} x ON x.id = r.ref"
+            " ORDER BY round(r.score * 1e12) DESC, r.ref")
 
 # What the common terms (c) add to a found row k: each term's doclist of the row's batch
 # (one lookup in the key: LATERAL, OFFSET 0, or the planner read every doclist of the
@@ -262,13 +265,29 @@ def _split(
 
 
 @dataclass(frozen=True, slots=True)
+class Carry:
+    """Columns of the indexed table a ranking reads with its best rows (``rows``: by ref).
+
+    Read in the ranking's statement: a search needs no statement of its own to look up
+    what it found. Rows ranked in Python (phrases of several terms) are not in ``rows``.
+    """
+
+    columns: tuple[str, ...]
+    rows: dict[int, tuple[Any, ...]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
 class _Filters:
-    """What narrows a ranking: a join and conditions on the found rows ``k``, shards."""
+    """What narrows a ranking (a join and conditions on the found rows ``k``, shards).
+
+    And what it carries (:class:`Carry`).
+    """
 
     join: str
     where: str
     args: Sequence[Any]
     shards: Sequence[int] | None
+    carry: Carry | None = None
 
 
 def _weights(weights: Sequence[float]) -> list[float]:
@@ -556,13 +575,14 @@ class KeywordTable:
     def rank(
         self, db: Connection, match: str, weights: Sequence[float], *,
         join: str = "", where: str = "", args: Sequence[Any] = (), limit: int,
-        shards: Sequence[int] | None = None, prune: bool = False,
+        shards: Sequence[int] | None = None, prune: bool = False, carry: Carry | None = None,
     ) -> list[tuple[float, int]]:
         """The ``limit`` best ``(score, ref)`` for the ``MATCH`` text, best first.
 
         ``join`` and ``where`` (SQL, the keyword table named ``k``; ``where`` starts with
         `` AND``) narrow the rows before ranking, and so do ``shards`` (read in the
-        postings: no join); ``weights`` weigh the columns' hits.
+        postings: no join); ``weights`` weigh the columns' hits; ``carry`` is filled with
+        its columns of the rows found (a row deleted meanwhile is left out).
         Ties go to the smaller ref, as FTS5 ties go to the smaller rowid.
 
         Computed in the database from the postings, in one statement (the terms' counts,
@@ -578,7 +598,7 @@ class KeywordTable:
         found = phrases(match, self.spec)
         if not found or limit <= 0:
             return []
-        filters = _Filters(join, where, args, shards)
+        filters = _Filters(join, where, args, shards, carry)
         if any(len(p.terms) > 1 for p in found):
             return self.rank_positions(db, found, weights, filters, limit)
         bounds = [_bounds(p) for p in found]
@@ -627,14 +647,20 @@ class KeywordTable:
             postings=self.postings_of(*read), shards=scoped,
             w=" + ".join(f"p.{c} * t.w{c}" for c in weighed) or "0")
         shards = [] if filters.shards is None else [list(filters.shards)] * len(kinds)
-        rows = db.execute(
-            _SCORE.format(terms=terms.format(refs=self.postings_of(), doclists=self.doclists),
-                          common=_COMMON.format(doclists=self.doclists) if common else "",
-                          join=filters.join, where=filters.where, hits=hits,
-                          v=" CROSS JOIN v" if common else ""),
-            (*terms_args, [t[0] for t in common], [t[1] for t in common],
-             [t[3] for t in common], *shards, *filters.args, limit)).fetchall()
-        return [(float(score), int(ref)) for score, ref in rows]
+        ranked = _SCORE.format(terms=terms.format(refs=self.postings_of(), doclists=self.doclists),
+                               common=_COMMON.format(doclists=self.doclists) if common else "",
+                               join=filters.join, where=filters.where, hits=hits,
+                               v=" CROSS JOIN v" if common else "")
+        carry = filters.carry
+        if carry is not None:
+            ranked = _CARRIED.format(columns=", ".join(f"x.{c}" for c in carry.columns),
+                                     ranked=ranked, indexes=self.indexes)
+        rows = db.execute(ranked, (*terms_args, [t[0] for t in common], [t[1] for t in common],
+                                   [t[3] for t in common], *shards, *filters.args, limit)
+                          ).fetchall()
+        if carry is not None:
+            carry.rows.update((int(row[1]), tuple(row[2:])) for row in rows)
+        return [(float(row[0]), int(row[1])) for row in rows]
 
     def rank_positions(
         self, db: Connection, found: Sequence[Phrase], weights: Sequence[float],
