@@ -166,13 +166,27 @@ _SCORE = (
     " hits AS ({hits}),"
     " found AS (SELECT h.ref, max(h.batch) AS batch, max(h.tokens) AS tokens,"
     " sum(h.score) AS score FROM hits h GROUP BY h.ref),"
-    " scored AS (SELECT k.ref, k.score{common} AS score"
+    " {best}")
+# The best rows found, narrowed by the caller's filter ({join}, {where}) first…
+# Rounded: the order PostgreSQL sums a row's terms in may change with its plan, and the
+# last bits of a sum with it; scores equal to 12 digits are ties (smaller row). (In
+# floating point: a numeric per row cost more than the rest of the ranking.)
+_FILTERED_FIRST = (
+    "scored AS (SELECT k.ref, k.score{common} AS score"
     " FROM found k{join}{v} WHERE TRUE{where})"
-    # Rounded: the order PostgreSQL sums a row's terms in may change with its plan, and
-    # the last bits of a sum with it; scores equal to 12 digits are ties (smaller row).
-    # (In floating point: a numeric per row cost more than the rest of the ranking.)
     " SELECT round(score * 1e12) / 1e12 AS score, ref FROM scored"
     " ORDER BY round(score * 1e12) DESC, ref LIMIT %s")
+# … or, with a filter that keeps most rows and no common terms, best first through the
+# filter until ``limit`` rows pass (a nested loop keeps its outer rows' order: the
+# filter's table is read for the rows above the last one kept, not for every row found:
+# an items search read 1,500 items to keep 50 of them, half its time). A filter that
+# keeps few (a time range) is applied first: best first would sort every row found and
+# read them all.
+_BEST_FIRST = (
+    "ordered AS (SELECT f.ref, round(f.score * 1e12) AS key FROM found f"
+    " ORDER BY 2 DESC, 1 OFFSET 0)"
+    " SELECT k.key / 1e12 AS score, k.ref FROM ordered k{join} WHERE TRUE{where}"
+    " ORDER BY k.key DESC, k.ref LIMIT %s")
 # The same best rows with columns of the rows they index (x), in the same order.
 _CARRIED = ("SELECT r.score, r.ref, {columns} FROM ({ranked}) r JOIN {indexes} x ON x.id = r.ref"
             " ORDER BY round(r.score * 1e12) DESC, r.ref")
@@ -288,6 +302,7 @@ class _Filters:
     args: Sequence[Any]
     shards: Sequence[int] | None
     carry: Carry | None = None
+    keeps_most: bool = False
 
 
 def _weights(weights: Sequence[float]) -> list[float]:
@@ -576,13 +591,16 @@ class KeywordTable:
         self, db: Connection, match: str, weights: Sequence[float], *,
         join: str = "", where: str = "", args: Sequence[Any] = (), limit: int,
         shards: Sequence[int] | None = None, prune: bool = False, carry: Carry | None = None,
+        keeps_most: bool = False,
     ) -> list[tuple[float, int]]:
         """The ``limit`` best ``(score, ref)`` for the ``MATCH`` text, best first.
 
         ``join`` and ``where`` (SQL, the keyword table named ``k``; ``where`` starts with
         `` AND``) narrow the rows before ranking, and so do ``shards`` (read in the
-        postings: no join); ``weights`` weigh the columns' hits; ``carry`` is filled with
-        its columns of the rows found (a row deleted meanwhile is left out).
+        postings: no join); ``keeps_most``: the filter keeps most rows, so it is applied
+        to the best rows first until ``limit`` pass; ``weights`` weigh the columns' hits;
+        ``carry`` is filled with its columns of the rows found (a row deleted meanwhile
+        is left out).
         Ties go to the smaller ref, as FTS5 ties go to the smaller rowid.
 
         Computed in the database from the postings, in one statement (the terms' counts,
@@ -598,7 +616,7 @@ class KeywordTable:
         found = phrases(match, self.spec)
         if not found or limit <= 0:
             return []
-        filters = _Filters(join, where, args, shards, carry)
+        filters = _Filters(join, where, args, shards, carry, keeps_most and bool(join))
         if any(len(p.terms) > 1 for p in found):
             return self.rank_positions(db, found, weights, filters, limit)
         bounds = [_bounds(p) for p in found]
@@ -647,10 +665,12 @@ class KeywordTable:
             postings=self.postings_of(*read), shards=scoped,
             w=" + ".join(f"p.{c} * t.w{c}" for c in weighed) or "0")
         shards = [] if filters.shards is None else [list(filters.shards)] * len(kinds)
-        ranked = _SCORE.format(terms=terms.format(refs=self.postings_of(), doclists=self.doclists),
-                               common=_COMMON.format(doclists=self.doclists) if common else "",
-                               join=filters.join, where=filters.where, hits=hits,
-                               v=" CROSS JOIN v" if common else "")
+        best = _BEST_FIRST if filters.keeps_most and not common else _FILTERED_FIRST
+        ranked = _SCORE.format(
+            terms=terms.format(refs=self.postings_of(), doclists=self.doclists), hits=hits,
+            best=best.format(common=_COMMON.format(doclists=self.doclists) if common else "",
+                             join=filters.join, where=filters.where,
+                             v=" CROSS JOIN v" if common else ""))
         carry = filters.carry
         if carry is not None:
             ranked = _CARRIED.format(columns=", ".join(f"x.{c}" for c in carry.columns),
