@@ -593,3 +593,49 @@ def _found_by(engine: memci.Engine, asked: Sequence[str]) -> list[list[tuple[int
     session.search("lake", k=5)  # the first one makes the memory items' tables
     return [[(h.message.seq, str(h.message.content)) for h in session.search(q, k=5)]
             for q in asked]
+
+
+def _items_read(url: str, statement: str, params: Any) -> int:
+    """How many ``memory_items`` rows ``statement`` reads (rows a scan visits, all loops)."""
+    with psycopg.connect(url, autocommit=True) as conn:
+        row = conn.execute("EXPLAIN (ANALYZE, FORMAT JSON) " + statement, params).fetchone()
+    assert row is not None
+    read, nodes = 0, [row[0][0]["Plan"]]
+    while nodes:
+        node = nodes.pop()
+        nodes += node.get("Plans", [])
+        if node.get("Relation Name") == "memory_items":
+            read += int(node["Actual Loops"]) * max(1, round(node["Actual Rows"]))
+    return read
+
+
+def test_an_items_search_reads_the_items_above_the_last_one_kept(
+    url: str, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # An items search kept the scope's current items by reading the item of every row
+    # its terms found (hundreds) before taking the best; most items pass that filter, so
+    # the best rows now go through it in order until enough pass.
+    store = open_store(url)
+    sent: list[tuple[str, Any]] = []
+    execute = psycopg.Cursor.execute
+
+    def recorded(self: Any, query: Any, params: Any = None, **kwargs: Any) -> Any:
+        sent.append((str(query), params))
+        return execute(self, query, params, **kwargs)
+
+    try:
+        items = store.items(get_analyzer("bigram"))
+        for start in range(0, 2_400, 600):
+            items.add_many(_items(600, start))
+        monkeypatch.setattr(psycopg.Cursor, "execute", recorded)
+        found = items.keyword(get_analyzer("bigram").query("harbor lake museum"),
+                              ItemFilter(Scope.user_scope("u", "t")), 20)
+        monkeypatch.setattr(psycopg.Cursor, "execute", execute)
+        texts = [str(item.text) for item in items.get_many(found)]
+    finally:
+        store.close()
+    ranking = [(q, p) for q, p in sent if "memory_items_fts_bigram_postings" in q]
+    assert len(ranking) == 1 and len(found) == 20
+    assert all(any(w in t for w in ("harbor", "lake", "museum")) for t in texts)
+    read = _items_read(url, *ranking[0])
+    assert read <= 2 * 20, read  # before: every item holding a term (1,041)
