@@ -595,8 +595,8 @@ def _found_by(engine: memci.Engine, asked: Sequence[str]) -> list[list[tuple[int
             for q in asked]
 
 
-def _items_read(url: str, statement: str, params: Any) -> int:
-    """How many ``memory_items`` rows ``statement`` reads (rows a scan visits, all loops)."""
+def _rows_read(url: str, statement: str, params: Any, table: str = "memory_items") -> int:
+    """How many rows of ``table`` ``statement`` reads (rows its scans visit, all loops)."""
     with psycopg.connect(url, autocommit=True) as conn:
         row = conn.execute("EXPLAIN (ANALYZE, FORMAT JSON) " + statement, params).fetchone()
     assert row is not None
@@ -604,9 +604,20 @@ def _items_read(url: str, statement: str, params: Any) -> int:
     while nodes:
         node = nodes.pop()
         nodes += node.get("Plans", [])
-        if node.get("Relation Name") == "memory_items":
+        if node.get("Relation Name") == table:
             read += int(node["Actual Loops"]) * max(1, round(node["Actual Rows"]))
     return read
+
+
+def _recorder(sent: list[tuple[str, Any]]) -> Any:
+    """``psycopg.Cursor.execute`` that records each statement and its params in ``sent``."""
+    execute = psycopg.Cursor.execute
+
+    def recorded(self: Any, query: Any, params: Any = None, **kwargs: Any) -> Any:
+        sent.append((str(query), params))
+        return execute(self, query, params, **kwargs)
+
+    return recorded
 
 
 def test_an_items_search_reads_the_items_above_the_last_one_kept(
@@ -618,16 +629,11 @@ def test_an_items_search_reads_the_items_above_the_last_one_kept(
     store = open_store(url)
     sent: list[tuple[str, Any]] = []
     execute = psycopg.Cursor.execute
-
-    def recorded(self: Any, query: Any, params: Any = None, **kwargs: Any) -> Any:
-        sent.append((str(query), params))
-        return execute(self, query, params, **kwargs)
-
     try:
         items = store.items(get_analyzer("bigram"))
         for start in range(0, 2_400, 600):
             items.add_many(_items(600, start))
-        monkeypatch.setattr(psycopg.Cursor, "execute", recorded)
+        monkeypatch.setattr(psycopg.Cursor, "execute", _recorder(sent))
         found = items.keyword(get_analyzer("bigram").query("harbor lake museum"),
                               ItemFilter(Scope.user_scope("u", "t")), 20)
         monkeypatch.setattr(psycopg.Cursor, "execute", execute)
@@ -637,5 +643,30 @@ def test_an_items_search_reads_the_items_above_the_last_one_kept(
     ranking = [(q, p) for q, p in sent if "memory_items_fts_bigram_postings" in q]
     assert len(ranking) == 1 and len(found) == 20
     assert all(any(w in t for w in ("harbor", "lake", "museum")) for t in texts)
-    read = _items_read(url, *ranking[0])
+    read = _rows_read(url, *ranking[0])
     assert read <= 2 * 20, read  # before: every item holding a term (1,041)
+
+
+def test_a_phrase_is_checked_only_in_the_rows_holding_all_its_terms(
+    url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A phrase of several terms was checked (its places read from the row's terms) at
+    # every posting of its first term: "harbor-zzqx" read every row holding "harbor",
+    # though no row holds "zzqx". Only rows holding each of its whole terms are read now.
+    asked = ("harbor-zzqx", "harbor-build")
+    with memci.Engine.open(tmp_path / "s.db", workers=0) as engine:
+        lite = _found_by(engine, asked)
+    sent: list[tuple[str, Any]] = []
+    with memci.Engine.open(url, workers=0) as engine:
+        session = engine.session("s", context_window=128_000)
+        post = _found_by(engine, asked)
+        monkeypatch.setattr(psycopg.Cursor, "execute", _recorder(sent))
+        session.search(asked[0], k=5)
+    monkeypatch.undo()
+    assert post == lite and not post[0] and post[1], (post, lite)
+    phrase = [(q, p) for q, p in sent if "array_positions(r.seq" in q]
+    assert phrase
+    read = [_rows_read(url, q, p, "memory_fts_bigram") for q, p in phrase]
+    # None but the index's newest row (read with the terms' counts); before: each row
+    # holding "harbor", in three statements.
+    assert max(read) <= 1, read
