@@ -203,12 +203,12 @@ def _counted(
     doclist's ``shards``, found in C) rather than per posting (each unnested, then
     counted): the counts of a search's terms took a tenth of it.
     """
-    shards = scope.shards or ()
+    shards = sorted(set(scope.shards or ()))  # each session's postings counted once
     if len(phrase.terms) > 1 or phrase.prefix or scope.where or len(shards) > _SHARDS_COUNTED:
         rows, more = _holding(table, phrase, scope)
         return f"(SELECT count(*) FROM ({rows} LIMIT %s) s)", [*more, RARE + 1]
     held = (" + ".join("cardinality(array_positions(x.shards, %s::bigint))" for _ in shards)
-            if scope.shards is not None else "cardinality(x.refs)")
+            or "0" if scope.shards is not None else "cardinality(x.refs)")
     return (f"(SELECT least(%s, COALESCE(sum({held}), 0)) FROM {table.doclists} x"
             " WHERE x.term = %s)", [RARE + 1, *shards, phrase.terms[0]])
 
