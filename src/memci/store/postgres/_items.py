@@ -79,10 +79,11 @@ class PostgresItemStore(SqlItemStore):
         # One statement either way (no snapshot to open and close: two round trips).
         with self._db.read() as sql:
             if plan.match is not None:
+                # Most items are the scope's and current: the filter keeps most rows.
                 return [ref for _, ref in self.table.rank(
                     sql.conn, plan.match, (1.0, 0.5), join=join,
                     where=" AND " + sql.dialect.statement(sql_where), args=args,
-                    limit=depth)]
+                    limit=depth, keeps_most=True)]
             if not plan.short_terms:
                 return []
             likes = " OR ".join(sql.dialect.contains("k.body") for _ in plan.short_terms)

@@ -17,7 +17,7 @@ FTS5 tables, see :meth:`~memci.store.postgres.PostgresStore.derive`):
   first one's ref), the rows holding the term as arrays (``refs``, their ``shards`` and
   ``tokens``, the hits in each column ``a`` … ``d``), keyed by ``(term, batch)``, like
   FTS5's segment doclists: a batch writes a row per term, not one per term and row.
-  Read as postings (:attr:`KeywordTable.postings`: the arrays unnested), a term's (or a
+  Read as postings (:meth:`KeywordTable.postings_of`: the arrays unnested), a term's (or a
   prefix's) are one range of the key;
 - ``keyword_stats`` keeps rows and terms per table and shard (a shard per session for
   messages), so writers of different sessions never wait on one counter, and the
@@ -53,7 +53,7 @@ import math
 import re
 from collections import Counter
 from collections.abc import Callable, Collection, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from itertools import count, repeat
 from typing import Any
 
@@ -62,7 +62,7 @@ import psycopg
 from memci.store.postgres._db import Connection, Database
 from memci.store.postgres._terms import PORTER, TRIGRAM, tokenizer
 
-__all__ = ["KeywordTable", "Phrase", "forget_keywords", "keyword_tables", "phrases"]
+__all__ = ["Carry", "KeywordTable", "Phrase", "forget_keywords", "keyword_tables", "phrases"]
 
 _K1 = 1.2
 _B = 0.75
@@ -158,22 +158,41 @@ _PHRASE_ROWS = (
 # FTS5's BM25 of the rows holding an essential term (e), within the caller's shards
 # ({shards}) and filter ({join}, {where}; the found rows are named k), plus what the
 # common terms (c) add to those rows ({common}: _COMMON, when there are some); the best
-# first, ties to the smaller row.
+# first, ties to the smaller row. Each term carries the constants (t: its IDF, the
+# weights, BM25's k1 and b, the average row), so a posting is scored where it is read
+# ({hits}), joined to nothing: a join per posting with the one row of v cost a search
+# as much as reading the postings.
 _SCORE = (
     "WITH {terms},"
+    " t AS MATERIALIZED (SELECT e.i, e.lo, e.hi, e.idf, v.* FROM e CROSS JOIN v),"
     " c AS (SELECT * FROM unnest(%s::int[], %s::text[], %s::float8[]) AS c(i, term, idf)),"
     " hits AS ({hits}),"
     " found AS (SELECT h.ref, max(h.batch) AS batch, max(h.tokens) AS tokens,"
-    " sum(CASE WHEN h.w > 0 THEN"
-    " h.idf * h.w * (v.k1 + 1) / (h.w + v.k1 * (1 - v.b + v.b * h.tokens / v.avg))"
-    " ELSE 0 END) AS score FROM hits h CROSS JOIN v GROUP BY h.ref),"
-    " scored AS (SELECT k.ref, k.score{common} AS score"
-    " FROM found k{join} CROSS JOIN v WHERE TRUE{where})"
-    # Rounded: the order PostgreSQL sums a row's terms in may change with its plan, and
-    # the last bits of a sum with it; scores equal to 12 digits are ties (smaller row).
-    # (In floating point: a numeric per row cost more than the rest of the ranking.)
+    " sum(h.score) AS score FROM hits h GROUP BY h.ref),"
+    " {best}")
+# The best rows found, narrowed by the caller's filter ({join}, {where}) first…
+# Rounded: the order PostgreSQL sums a row's terms in may change with its plan, and the
+# last bits of a sum with it; scores equal to 12 digits are ties (smaller row). (In
+# floating point: a numeric per row cost more than the rest of the ranking.)
+_FILTERED_FIRST = (
+    "scored AS (SELECT k.ref, k.score{common} AS score"
+    " FROM found k{join}{v} WHERE TRUE{where})"
     " SELECT round(score * 1e12) / 1e12 AS score, ref FROM scored"
     " ORDER BY round(score * 1e12) DESC, ref LIMIT %s")
+# … or, with a filter that keeps most rows and no common terms, best first through the
+# filter until ``limit`` rows pass (a nested loop keeps its outer rows' order: the
+# filter's table is read for the rows above the last one kept, not for every row found:
+# an items search read 1,500 items to keep 50 of them, half its time). A filter that
+# keeps few (a time range) is applied first: best first would sort every row found and
+# read them all.
+_BEST_FIRST = (
+    "ordered AS (SELECT f.ref, round(f.score * 1e12) AS key FROM found f"
+    " ORDER BY 2 DESC, 1 OFFSET 0)"
+    " SELECT k.key / 1e12 AS score, k.ref FROM ordered k{join} WHERE TRUE{where}"
+    " ORDER BY k.key DESC, k.ref LIMIT %s")
+# The same best rows with columns of the rows they index (x), in the same order.
+_CARRIED = ("SELECT r.score, r.ref, {columns} FROM ({ranked}) r JOIN {indexes} x ON x.id = r.ref"
+            " ORDER BY round(r.score * 1e12) DESC, r.ref")
 
 # What the common terms (c) add to a found row k: each term's doclist of the row's batch
 # (one lookup in the key: LATERAL, OFFSET 0, or the planner read every doclist of the
@@ -187,21 +206,29 @@ _COMMON = (
     " p.d, array_position(p.refs, k.ref) AS at FROM {doclists} p WHERE p.term = c.term"
     " AND p.batch = k.batch OFFSET 0) p WHERE p.at IS NOT NULL) x), 0)")
 
-# The hits of each term in each row holding it (one posting; a prefix's, the sum of its
-# terms' in the row), read per term from the postings' key (LATERAL, and OFFSET 0 so the
-# planner keeps it a lookup per term: flattened into a join, a prefix's range was planned
-# as a scan of every posting, 1 s at 10,000 messages); only the kinds the query has.
+# FTS5's BM25 of one term's weighed hits ``w`` in a row of ``tokens`` terms (a match
+# only in columns weighed 0 scores 0), with the term's constants (t).
+_BM25 = ("CASE WHEN {w} > 0 THEN"
+         " t.idf * {w} * (t.k1 + 1) / ({w} + t.k1 * (1 - t.b + t.b * {tokens} / t.avg))"
+         " ELSE 0 END")
+
+# The score of each term in each row holding it (one posting; a prefix's, from the sum
+# of its terms' hits in the row), read per term from the postings' key (LATERAL, and
+# OFFSET 0 so the planner keeps it a lookup per term: flattened into a join, a prefix's
+# range was planned as a scan of every posting, 1 s at 10,000 messages); only the kinds
+# the query has. The postings are read with only the arrays the ranking uses
+# ({postings}: each array read is unnested per posting; the hits of a column weighed 0
+# are not read), {w} is their weighed hits.
 _EXACT_HITS = (
-    "SELECT e.i, e.idf, p.ref, p.batch, p.tokens, p.a * v.wa + p.b * v.wb + p.c * v.wc + p.d * v.wd"
-    " AS w FROM e CROSS JOIN v CROSS JOIN LATERAL (SELECT * FROM {postings} p"
-    " WHERE p.term = e.lo{shards} OFFSET 0) p WHERE e.lo = e.hi")
+    "SELECT p.ref, p.batch, p.tokens, " + _BM25.format(w="p.w", tokens="p.tokens")
+    + " AS score FROM t CROSS JOIN LATERAL (SELECT p.ref, p.batch, p.tokens, {w} AS w"
+    " FROM {postings} p WHERE p.term = t.lo{shards} OFFSET 0) p WHERE t.lo = t.hi")
 _PREFIX_HITS = (
-    "SELECT e.i, e.idf, p.ref, max(p.batch) AS batch, max(p.tokens) AS tokens,"
-    " sum(p.a * v.wa + p.b * v.wb"
-    " + p.c * v.wc + p.d * v.wd) AS w FROM e CROSS JOIN v CROSS JOIN LATERAL"
-    " (SELECT * FROM {postings} p WHERE p.term BETWEEN e.lo AND e.hi{shards} OFFSET 0) p"
-    " WHERE e.lo < e.hi"
-    " GROUP BY e.i, e.idf, p.ref")
+    "SELECT g.ref, g.batch, g.tokens, " + _BM25.format(w="g.w", tokens="g.tokens")
+    + " AS score FROM (SELECT t.i, p.ref, max(p.batch) AS batch, max(p.tokens) AS tokens,"
+    " sum({w}) AS w FROM t CROSS JOIN LATERAL"
+    " (SELECT * FROM {postings} p WHERE p.term BETWEEN t.lo AND t.hi{shards} OFFSET 0) p"
+    " WHERE t.lo < t.hi GROUP BY t.i, p.ref) g JOIN t ON t.i = g.i")
 
 # The weights, BM25's constants and the average row (v), and each term's range and IDF
 # (e), as the caller counted them (see KeywordTable.rank)…
@@ -225,7 +252,9 @@ _COUNTED_TERMS = (
     " END) AS having, s.n FROM q CROSS JOIN s),"
     " f AS (SELECT h.i, h.lo, h.hi, CASE WHEN h.n > 0"
     " THEN ln((h.n - h.having + 0.5) / (h.having + 0.5)) ELSE 0 END AS idf FROM h),"
-    " e AS (SELECT f.i, f.lo, f.hi, CASE WHEN f.idf > 0 THEN f.idf ELSE 1e-6 END AS idf"
+    # Materialized: inlined, each posting computed its term's IDF again (twice).
+    " e AS MATERIALIZED (SELECT f.i, f.lo, f.hi,"
+    " CASE WHEN f.idf > 0 THEN f.idf ELSE 1e-6 END AS idf"
     " FROM f)")
 
 
@@ -253,13 +282,30 @@ def _split(
 
 
 @dataclass(frozen=True, slots=True)
+class Carry:
+    """Columns of the indexed table a ranking reads with its best rows (``rows``: by ref).
+
+    Read in the ranking's statement: a search needs no statement of its own to look up
+    what it found. Rows ranked in Python (phrases of several terms) are not in ``rows``.
+    """
+
+    columns: tuple[str, ...]
+    rows: dict[int, tuple[Any, ...]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
 class _Filters:
-    """What narrows a ranking: a join and conditions on the found rows ``k``, shards."""
+    """What narrows a ranking (a join and conditions on the found rows ``k``, shards).
+
+    And what it carries (:class:`Carry`).
+    """
 
     join: str
     where: str
     args: Sequence[Any]
     shards: Sequence[int] | None
+    carry: Carry | None = None
+    keeps_most: bool = False
 
 
 def _weights(weights: Sequence[float]) -> list[float]:
@@ -429,16 +475,12 @@ class KeywordTable:
         """The table of the keyword table's doclists: one row per term and batch."""
         return f"{self.name}_postings"
 
-    @property
-    def postings(self) -> str:
-        """The doclists as a table of postings, for a ``FROM``.
-
-        ``term, batch, ref, shard, tokens, a`` … ``d``: one row per term and row holding it.
-        """
-        return _expanded(self.doclists, list(_ARRAYS))
-
     def postings_of(self, *columns: str) -> str:
-        """:attr:`postings` with only ``ref`` and ``columns`` of each posting."""
+        """The doclists as a table of postings, for a ``FROM``: one row per term and row.
+
+        ``term, batch, ref`` and ``columns`` (of ``shard``, ``tokens``, ``a`` … ``d``):
+        only the arrays a statement reads are unnested.
+        """
         return _expanded(self.doclists, columns)
 
     def statements(self) -> list[str]:
@@ -585,13 +627,17 @@ class KeywordTable:
     def rank(
         self, db: Connection, match: str, weights: Sequence[float], *,
         join: str = "", where: str = "", args: Sequence[Any] = (), limit: int,
-        shards: Sequence[int] | None = None, prune: bool = False,
+        shards: Sequence[int] | None = None, prune: bool = False, carry: Carry | None = None,
+        keeps_most: bool = False,
     ) -> list[tuple[float, int]]:
         """The ``limit`` best ``(score, ref)`` for the ``MATCH`` text, best first.
 
         ``join`` and ``where`` (SQL, the keyword table named ``k``; ``where`` starts with
         `` AND``) narrow the rows before ranking, and so do ``shards`` (read in the
-        postings: no join); ``weights`` weigh the columns' hits.
+        postings: no join); ``keeps_most``: the filter keeps most rows, so it is applied
+        to the best rows first until ``limit`` pass; ``weights`` weigh the columns' hits;
+        ``carry`` is filled with its columns of the rows found (a row deleted meanwhile
+        is left out).
         Ties go to the smaller ref, as FTS5 ties go to the smaller rowid.
 
         Computed in the database from the postings, in one statement (the terms' counts,
@@ -607,14 +653,15 @@ class KeywordTable:
         found = phrases(match, self.spec)
         if not found or limit <= 0:
             return []
-        filters = _Filters(join, where, args, shards)
+        filters = _Filters(join, where, args, shards, carry, keeps_most and bool(join))
         if any(len(p.terms) > 1 for p in found):
             return self.rank_positions(db, found, weights, filters, limit)
         bounds = [_bounds(p) for p in found]
         if not prune:
             return self._score(db, _COUNTED_TERMS, [
                 self.name, *_weights(weights), _K1, _B, list(range(len(bounds))),
-                [b[0] for b in bounds], [b[1] for b in bounds]], bounds, [], filters, limit)
+                [b[0] for b in bounds], [b[1] for b in bounds]], weights, bounds, [], filters,
+                limit)
         row = db.execute(_PHRASE_ROWS.format(refs=self.postings_of(), doclists=self.doclists),
                          ([b[0] for b in bounds], [b[1] for b in bounds], self.name)
                          ).fetchone()
@@ -626,37 +673,51 @@ class KeywordTable:
                                                                             strict=True))]
         essential, common = _split(terms, having, total)
         if common:
-            ranked = self._score(db, _GIVEN_TERMS, _given(essential, weights, avg),
+            ranked = self._score(db, _GIVEN_TERMS, _given(essential, weights, avg), weights,
                                  [t[1:3] for t in essential], common, filters, limit)
             ceiling = sum(idf for *_, idf in common) * (_K1 + 1)
             if len(ranked) == limit and ranked[-1][0] > ceiling:
                 return ranked
-        return self._score(db, _GIVEN_TERMS, _given(terms, weights, avg), bounds, [], filters,
-                           limit)
+        return self._score(db, _GIVEN_TERMS, _given(terms, weights, avg), weights, bounds, [],
+                           filters, limit)
 
     def _score(
-        self, db: Connection, terms: str, terms_args: Sequence[Any],
+        self, db: Connection, terms: str, terms_args: Sequence[Any], weights: Sequence[float],
         bounds: Sequence[tuple[str, str]], common: Sequence[_Term], filters: _Filters,
         limit: int,
     ) -> list[tuple[float, int]]:
         """The best rows holding a term of ``terms``, scored with ``common`` ones too.
 
-        ``terms``: :data:`_GIVEN_TERMS` or :data:`_COUNTED_TERMS`, with ``terms_args``;
-        ``bounds``: their ranges of stored terms.
+        ``terms``: :data:`_GIVEN_TERMS` or :data:`_COUNTED_TERMS`, with ``terms_args``
+        (``weights`` among them); ``bounds``: their ranges of stored terms.
         """
         kinds = [hits for hits, wanted in ((_EXACT_HITS, any(lo == hi for lo, hi in bounds)),
                                            (_PREFIX_HITS, any(lo != hi for lo, hi in bounds)))
                  if wanted]
         scoped = "" if filters.shards is None else " AND p.shard = ANY(%s)"
-        hits = " UNION ALL ".join(kinds).format(postings=self.postings, shards=scoped)
+        weighed = [w.lower() for w, weight in zip(_WEIGHTS, _weights(weights), strict=True)
+                   if weight]
+        read = [*weighed, "tokens", *(["shard"] if filters.shards is not None else [])]
+        hits = " UNION ALL ".join(kinds).format(
+            postings=self.postings_of(*read), shards=scoped,
+            w=" + ".join(f"p.{c} * t.w{c}" for c in weighed) or "0")
         shards = [] if filters.shards is None else [list(filters.shards)] * len(kinds)
-        rows = db.execute(
-            _SCORE.format(terms=terms.format(refs=self.postings_of(), doclists=self.doclists),
-                          common=_COMMON.format(doclists=self.doclists) if common else "",
-                          join=filters.join, where=filters.where, hits=hits),
-            (*terms_args, [t[0] for t in common], [t[1] for t in common],
-             [t[3] for t in common], *shards, *filters.args, limit)).fetchall()
-        return [(float(score), int(ref)) for score, ref in rows]
+        best = _BEST_FIRST if filters.keeps_most and not common else _FILTERED_FIRST
+        ranked = _SCORE.format(
+            terms=terms.format(refs=self.postings_of(), doclists=self.doclists), hits=hits,
+            best=best.format(common=_COMMON.format(doclists=self.doclists) if common else "",
+                             join=filters.join, where=filters.where,
+                             v=" CROSS JOIN v" if common else ""))
+        carry = filters.carry
+        if carry is not None:
+            ranked = _CARRIED.format(columns=", ".join(f"x.{c}" for c in carry.columns),
+                                     ranked=ranked, indexes=self.indexes)
+        rows = db.execute(ranked, (*terms_args, [t[0] for t in common], [t[1] for t in common],
+                                   [t[3] for t in common], *shards, *filters.args, limit)
+                          ).fetchall()
+        if carry is not None:
+            carry.rows.update((int(row[1]), tuple(row[2:])) for row in rows)
+        return [(float(row[0]), int(row[1])) for row in rows]
 
     def rank_positions(
         self, db: Connection, found: Sequence[Phrase], weights: Sequence[float],
@@ -680,8 +741,8 @@ class KeywordTable:
         if single:
             inside = {ref for _, ref in scored}
             scored += [(score, ref) for score, ref in self._score(
-                db, _GIVEN_TERMS, _given(single, weights, avg), [t[1:3] for t in single], [],
-                filters, limit + len(inside)) if ref not in inside]
+                db, _GIVEN_TERMS, _given(single, weights, avg), weights,
+                [t[1:3] for t in single], [], filters, limit + len(inside)) if ref not in inside]
         scored.sort(key=lambda t: (-t[0], t[1]))
         return scored[:limit]
 
@@ -752,21 +813,27 @@ class KeywordTable:
     def holding(self, phrase: Phrase, alias: str) -> tuple[str, list[Any]]:
         """A condition on the posting ``alias``: of a row holding ``phrase``, and its args.
 
-        ``phrase`` has several terms: ``alias`` is a posting of its first one, and at
-        one of its places in the row's terms (``seq``) the next terms follow (the last
-        one, any term with its prefix).
+        ``phrase`` has several terms: ``alias`` is a posting of its first one, the row
+        holds each of its other whole terms, and at one of its places in the row's terms
+        (``seq``) the next terms follow (the last one, any term with its prefix). The
+        places are read only for the postings whose row holds every whole term:
+        checking them at every posting of a common first term (``010`` of a phone
+        number, 4,000 Chinese rows) took 40 ms a statement.
         """
-        follows: list[str] = []
-        args: list[Any] = [phrase.terms[0], phrase.terms[0]]
-        for index, term in enumerate(phrase.terms[1:], start=1):
-            if index == len(phrase.terms) - 1 and phrase.prefix:
-                follows.append(f"starts_with(r.seq[s.at + {index}], %s)")
-            else:
-                follows.append(f"r.seq[s.at + {index}] = %s")
-            args.append(term)
-        return (f"{alias}.term = %s AND EXISTS (SELECT 1 FROM {self.name} r CROSS JOIN"
-                " LATERAL unnest(array_positions(r.seq, %s::text)) AS s(at)"
-                f" WHERE r.ref = {alias}.ref AND {' AND '.join(follows)})", args)
+        last = len(phrase.terms) - 1
+        others = sorted({t for i, t in enumerate(phrase.terms) if i and not (
+            i == last and phrase.prefix)} - {phrase.terms[0]})
+        follows = [f"starts_with(r.seq[s.at + {i}], %s)" if i == last and phrase.prefix
+                   else f"r.seq[s.at + {i}] = %s" for i in range(1, last + 1)]
+        # In a CASE, each set of rows stays a hashed set, a filter on the postings read
+        # (a semi-join made of it was at times planned after the places' check).
+        within = "".join(f" AND CASE WHEN {alias}.ref IN (SELECT unnest(o.refs) FROM"
+                         f" {self.doclists} o WHERE o.term = %s) THEN TRUE END"
+                         for _ in others)
+        return (f"{alias}.term = %s{within} AND EXISTS (SELECT 1 FROM {self.name} r"
+                " CROSS JOIN LATERAL unnest(array_positions(r.seq, %s::text)) AS s(at)"
+                f" WHERE r.ref = {alias}.ref AND {' AND '.join(follows)})",
+                [phrase.terms[0], *others, *phrase.terms])
 
     def containing(
         self, db: Connection, term: str, *, join: str = "", where: str = "",

@@ -74,6 +74,9 @@ class PostingScope:
 
 
 _KEPT_SCOPES = 1_024  # scopes whose common terms are kept at most
+# Sessions up to which a term is counted per doclist (a place search in its sessions'
+# array each); a wider scope counts its postings (see _counted).
+_SHARDS_COUNTED = 4
 
 
 class Commons:
@@ -179,9 +182,9 @@ def _counts(
         phrase = _phrase(table, part)
         if phrase is None or part in known:
             continue
-        rows, more = _holding(table, phrase, scope)
-        columns.append(f"(SELECT count(*) FROM ({rows} LIMIT %s) s)")
-        args += [*more, RARE + 1]
+        column, more = _counted(table, phrase, scope)
+        columns.append(column)
+        args += more
         counted.append(part)
     row = db.execute(f"SELECT {', '.join(columns)}", args).fetchone()
     assert row is not None
@@ -189,6 +192,25 @@ def _counts(
     counts.update((part, 0 if part not in known else RARE + 1)
                   for part in parts if part not in counts)
     return int(row[0]), int(row[1]), counts
+
+
+def _counted(
+    table: KeywordTable, phrase: Phrase, scope: PostingScope,
+) -> tuple[str, list[Any]]:
+    """A column counting the scope's rows holding ``phrase``, up to ``RARE + 1``; its args.
+
+    One term in sessions alone is counted per doclist (its sessions' places in the
+    doclist's ``shards``, found in C) rather than per posting (each unnested, then
+    counted): the counts of a search's terms took a tenth of it.
+    """
+    shards = sorted(set(scope.shards or ()))  # each session's postings counted once
+    if len(phrase.terms) > 1 or phrase.prefix or scope.where or len(shards) > _SHARDS_COUNTED:
+        rows, more = _holding(table, phrase, scope)
+        return f"(SELECT count(*) FROM ({rows} LIMIT %s) s)", [*more, RARE + 1]
+    held = (" + ".join("cardinality(array_positions(x.shards, %s::bigint))" for _ in shards)
+            or "0" if scope.shards is not None else "cardinality(x.refs)")
+    return (f"(SELECT least(%s, COALESCE(sum({held}), 0)) FROM {table.doclists} x"
+            " WHERE x.term = %s)", [RARE + 1, *shards, phrase.terms[0]])
 
 
 def newest(

@@ -24,7 +24,7 @@ from memci.store._sql import Sql, SqlMessageSearch, search_filter
 from memci.store.postgres._db import Connection, Database
 from memci.store.postgres._dialect import POSTGRES
 from memci.store.postgres._erase import EPOCH
-from memci.store.postgres._keyword import KeywordTable
+from memci.store.postgres._keyword import Carry, KeywordTable
 from memci.store.postgres._scoped import Commons, PostingScope, newest, split
 
 if TYPE_CHECKING:
@@ -88,31 +88,39 @@ class PostgresMessageSearch(SqlMessageSearch):
         if where.sessions is not None and not where.sessions:
             return []
         scores: dict[int, float] = {}
+        # The ranking reads the entries it finds (their session and seq) in its own
+        # statement; only entries found otherwise are looked up after.
+        carry = Carry(("session_id", "seq"))
         # Not one snapshot (its BEGIN and COMMIT are two round trips): a writer between
         # the counts and the ranking changes a count by what it added, and an entry
         # deleted before its row is read is left out, as when it is loaded.
         with self._store.read() as db:
             if plan.match is not None:
                 depth = k * 2 if plan.short_terms else k
-                for score, ref in self._match(db, plan.match, depth, where, context_weight):
+                for score, ref in self._match(db, plan.match, depth, where, context_weight,
+                                              carry):
                     scores[ref] = score
             if plan.short_terms:
                 self._short(db, plan, where, scores)
             best = sorted(scores.items(), key=lambda t: (-t[1], t[0]))[:k]
-            if not best:
-                return []
-            rows = db.execute("SELECT id, session_id, seq FROM memory_docs WHERE id = ANY(%s)",
-                              ([ref for ref, _ in best],)).fetchall()
-        found = {int(r[0]): Candidate(int(r[0]), int(r[1]), int(r[2])) for r in rows}
-        return [found[ref] for ref, _ in best if ref in found]
+            missing = [ref for ref, _ in best if ref not in carry.rows]
+            if missing:
+                carry.rows.update((int(r[0]), (r[1], r[2])) for r in db.execute(
+                    "SELECT id, session_id, seq FROM memory_docs WHERE id = ANY(%s)",
+                    (missing,)).fetchall())
+        found = carry.rows
+        return [Candidate(ref, int(found[ref][0]), int(found[ref][1]))
+                for ref, _ in best if ref in found]
 
     def _match(
         self, db: Connection, match: str, k: int, where: SearchFilter, context_weight: float,
+        carry: Carry,
     ) -> list[tuple[float, int]]:
         """``(score, doc)`` of the ``k`` best entries for ``match``, as SQLite ranks them.
 
-        Rare terms by FTS5's BM25 within ``where``; when they find fewer than ``k``, the
-        common terms among the scope's newest entries, ranked below every rare match.
+        Rare terms by FTS5's BM25 within ``where`` (``carry`` filled with what it found);
+        when they find fewer than ``k``, the common terms among the scope's newest
+        entries, ranked below every rare match.
         """
         sessions = None if where.sessions is None else tuple(int(s) for s in where.sessions)
         rest, rest_args = search_filter(POSTGRES, replace(where, sessions=None, below=None))
@@ -126,7 +134,8 @@ class PostgresMessageSearch(SqlMessageSearch):
             if where.below is not None:
                 filters, args = " AND k.ref < %s" + filters, [where.below, *args]
             found = self.table.rank(db, " OR ".join(rare), (1.0, context_weight), join=join,
-                                    where=filters, args=args, limit=k, shards=sessions)
+                                    where=filters, args=args, limit=k, shards=sessions,
+                                    carry=carry)
         if len(rare) < len(parts) and len(found) < k:
             # The rest only among the scope's newest entries: bounded, and ranked below.
             seen = {ref for _, ref in found}
