@@ -10,10 +10,11 @@ A keyword search splits its terms as the message search does (the limits of
 :mod:`memci.store._search`): FTS5's BM25 scores every row that matches, so a word most
 archived pages hold (6,000 episodic items at 100k messages, 2,200 of 2,400 in another
 store) made every search rank all of them. A term is common when more items of the store
-hold it than :func:`common_above` allows: more than :data:`~memci.store._search.RARE`, or
-at least half of them (FTS5 then floors its weight to 1e-6: it changes no score by more
-than a few millionths). The others are ranked by BM25, and the scope's items holding a
-common term only follow, newest first, read until the depth is filled. Invariants:
+hold it than :func:`common_above` allows: more than :data:`~memci.store._search.RARE`,
+or, past :data:`SMALL` items, more than half the newest item's id, so at least half the
+items (FTS5 then floors its weight to 1e-6: it changes no score by more than a few
+millionths). The others are ranked by BM25, and the scope's items holding a common term
+only follow, newest first, read until the depth is filled. Invariants:
 
 - a store of at most :data:`SMALL` items has no common term: its searches rank as BM25
   over every term does (the same ids, in the same order), and count nothing;
@@ -101,9 +102,8 @@ class SQLiteItemStore(SqlItemStore):
 
         Terms held by more items of the store than :func:`common_above` allows only add
         the scope's newest items holding them, after every match of the others (see the
-        module). A plan with
-        only terms too short for the index matches them by scanning (``instr``), newest
-        first.
+        module). A plan with only terms too short for the index matches them by scanning
+        (``instr``), newest first.
         """
         sql_where, args = item_filter(self._db.dialect, where)
         t = self.table
