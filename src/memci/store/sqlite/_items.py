@@ -11,7 +11,7 @@ A keyword search splits its terms as the message search does (the limits of
 archived pages hold (6,000 episodic items at 100k messages, 2,200 of 2,400 in another
 store) made every search rank all of them. A term is common when more items of the store
 hold it than :func:`common_above` allows: more than :data:`~memci.store._search.RARE`,
-or, past :data:`SMALL` items, more than half the newest item's id, so at least half the
+or more than :data:`SMALL` and than half the newest item's id, so at least half the
 items (FTS5 then floors its weight to 1e-6: it changes no score by more than a few
 millionths). The others are ranked by BM25, and the scope's items holding a common term
 only follow, newest first, read until the depth is filled. Invariants:
