@@ -7,13 +7,21 @@ before these changes gets them when opened, and finds what it found.
 
 from __future__ import annotations
 
+import sqlite3
 import threading
+from pathlib import Path
 from typing import Any
 
 import psycopg
 import pytest
 
 import memci
+from memci.memory import MessageIndex
+from memci.messages import Message
+from memci.store import SQLiteStore
+from memci.store.postgres import PostgresStore
+from memci.store.postgres._terms import tokenizer
+from memci.text import BigramAnalyzer
 from tests import pg
 
 WORDS = ("harbor lighthouse deploy build parser cache config painting lake museum "
@@ -204,3 +212,80 @@ def test_a_batch_sent_as_one_parameter_keeps_every_value_and_refuses_nul(url: st
         found = session.search("quoted tab", k=1)
     assert stored == [(odd, "né", {}), (odd[::-1], None, {"k": [1, 2.5, None]})]
     assert found and found[0].message.seq == 1
+
+
+def _chat(n: int, start: int = 0) -> list[dict[str, str]]:
+    """``n`` short Chinese and English turns, some of several lines (a blank one too)."""
+    places = ("杭州西湖", "北京故宫", "长城", "苏州园林", "黄山")
+    return [{"role": "user" if i % 2 == 0 else "assistant",
+             "content": f"我们第{i}天去{places[i % 5]}看看吧，门票多少钱？"
+             + ("\n\nthe café opens at nine\n天气不错" if i % 3 == 0 else " ok")}
+            for i in range(start, start + n)]
+
+
+def test_a_batch_documents_each_line_of_its_contexts_once(
+    url: str, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A message's context is the tail of the messages before it (300 characters): each
+    # message's text was documented by the analyzer and cut into terms again in the
+    # context of each message after it, most of a Chinese batch's own Python.
+    documented: list[int] = []
+    document = BigramAnalyzer.document
+
+    def counted(self: BigramAnalyzer, text: str) -> str:
+        documented.append(len(text))
+        return document(self, text)
+
+    with memci.Engine.open(url, workers=0) as engine:
+        session = engine.session("s")
+        session.add_many(_chat(100))
+        batch = _chat(100, 100)
+        monkeypatch.setattr(BigramAnalyzer, "document", counted)
+        session.add_many(batch)
+        monkeypatch.undo()
+        found = session.search("苏州园林", k=3)
+    written = sum(len(m["content"]) for m in batch)
+    # The batch's own text, and the start of the first lines its contexts cut in two.
+    assert sum(documented) <= 1.5 * written, (sum(documented), written)
+    assert len(found) == 3 and all("苏州园林" in h.message.content for h in found)
+
+
+def _terms_of(spec: str, db: sqlite3.Connection, table: str) -> dict[int, list[str | None]]:
+    """Each SQLite entry's terms as a PostgreSQL keyword row keeps them: by seq.
+
+    Its text and its context as SQLite's FTS5 table keeps them (the analyzer's documents
+    of each whole), cut by the PostgreSQL store's tokenizer, a NULL between them.
+    """
+    cut = tokenizer(spec)
+    return {int(seq): [*cut(body), None, *cut(context)] for seq, body, context in db.execute(
+        f"SELECT d.seq, f.body, f.context FROM {table} f"
+        " JOIN memory_docs d ON d.id = f.rowid").fetchall()}
+
+
+@pytest.mark.parametrize("analyzer", ["bigram", "jieba"])
+def test_a_batch_cut_by_lines_keeps_the_terms_of_whole_texts(
+    url: str, tmp_path: Path, analyzer: str,
+) -> None:
+    # Lines are documented and cut once a batch: a text's terms must be what the whole
+    # text's document cuts into, as SQLite's FTS5 table gets it.
+    if analyzer == "jieba":
+        pytest.importorskip("jieba", reason="the jieba extra (memci[jieba]) is not installed")
+    texts = [m["content"] for m in _chat(120)] + [
+        "a\u0301b line\n\u0301 mark first\n杭州\n\n", "\n", "résumé naïve\r\nnext 西湖。"]
+    kept: list[dict[int, list[str | None]]] = []
+    for store in (SQLiteStore(tmp_path / "lite.db"), PostgresStore(url)):
+        record = store.ensure_session("t", "s", "u", {})
+        index = MessageIndex(store, analyzer=analyzer, embedder=None)
+        stored = store.append(record, [Message.user(t) for t in texts])
+        index.index(record, stored)
+        if isinstance(store, SQLiteStore):
+            with sqlite3.connect(tmp_path / "lite.db") as db:
+                kept.append(_terms_of(index.analyzer.tokenize, db, f"memory_fts_{analyzer}"))
+        else:
+            with psycopg.connect(url, autocommit=True) as conn:
+                kept.append({int(seq): list(terms) for seq, terms in conn.execute(
+                    f"SELECT d.seq, k.seq FROM memory_fts_{analyzer} k"
+                    " JOIN memory_docs d ON d.id = k.ref").fetchall()})
+        store.close()
+    assert len(kept[1]) == len(texts)
+    assert kept[1] == kept[0]

@@ -26,7 +26,7 @@ class PostgresDocStore(SqlDocStore):
 
     def __init__(self, store: Database, analyzer: Analyzer) -> None:
         super().__init__(store.sql, analyzer)
-        self.table = KeywordTable(store, f"doc_chunks_fts_{analyzer.name}", analyzer.tokenize,
+        self.table = KeywordTable(store, f"doc_chunks_fts_{analyzer.name}", analyzer,
                                   indexes="doc_chunks")
 
         def fill(db: Connection) -> None:
@@ -37,8 +37,7 @@ class PostgresDocStore(SqlDocStore):
         self.table.make(fill)
 
     def _put(self, db: Connection, chunk_id: int, file_id: int, title: str, text: str) -> None:
-        a = self.analyzer
-        self.table.put(db, chunk_id, file_id, (a.document(text), a.document(title)))
+        self.table.put(db, chunk_id, file_id, (text, title))
 
     def _index(self, sql: Sql, chunk_id: int, file_id: int, title: str, text: str) -> None:
         self._put(sql.conn, chunk_id, file_id, title, text)

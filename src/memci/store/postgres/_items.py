@@ -34,8 +34,8 @@ class PostgresItemStore(SqlItemStore):
 
     def __init__(self, store: Database, analyzer: Analyzer) -> None:
         super().__init__(store.sql, analyzer)
-        self.table = KeywordTable(store, f"memory_items_fts_{analyzer.name}",
-                                  analyzer.tokenize, indexes="memory_items")
+        self.table = KeywordTable(store, f"memory_items_fts_{analyzer.name}", analyzer,
+                                  indexes="memory_items")
 
         def fill(db: Connection) -> None:
             rows = db.execute("SELECT id, text, summary, subject FROM memory_items").fetchall()
@@ -45,9 +45,8 @@ class PostgresItemStore(SqlItemStore):
         self.table.make(fill)
 
     def _columns(self, text: str, summary: str | None, subject: str | None) -> tuple[str, str]:
-        """The item's keyword columns: text and summary (weight A), subject (B)."""
-        body = text if not summary else f"{text}\n{summary}"
-        return self.analyzer.document(body), self.analyzer.document(subject or "")
+        """The item's keyword columns' texts: text and summary (weight A), subject (B)."""
+        return (text if not summary else f"{text}\n{summary}"), subject or ""
 
     def _put(self, db: Connection, item_id: int, text: str, summary: str | None,
              subject: str | None, *, replace: bool = False) -> None:

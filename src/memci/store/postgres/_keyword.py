@@ -23,9 +23,14 @@ FTS5 tables, see :meth:`~memci.store.postgres.PostgresStore.derive`):
   messages), so writers of different sessions never wait on one counter, and the
   average length BM25 needs is one small sum.
 
-Terms are cut by :mod:`memci.store.postgres._terms` exactly as SQLite's FTS5 tokenizer
-cuts them, once per row, counted per row (``collections.Counter``) into the batch's
-doclists, written as one ``COPY``.
+A row's columns come as text: the table documents them with its analyzer
+(:meth:`~memci.text.Analyzer.document`) and cuts the terms by
+:mod:`memci.store.postgres._terms` exactly as SQLite's FTS5 tokenizer cuts them, counted
+per row (``collections.Counter``) into the batch's doclists, written as one ``COPY``.
+With the ``bigram`` and ``jieba`` analyzers a text's terms are its lines' terms in
+order (:class:`_Terms`), so a batch documents and cuts each distinct line once: a
+message's context is the tail of the messages before it, and was cut again in the
+context of each message after it.
 
 :meth:`KeywordTable.rank` computes FTS5's BM25 (k1 = 1.2, b = 0.75, IDF
 ``ln((N - n + 0.5) / (n + 0.5))`` floored at 1e-6, column weights applied to the hits)
@@ -54,13 +59,14 @@ import re
 from collections import Counter
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
-from itertools import count, repeat
+from itertools import chain, count, repeat
 from typing import Any
 
 import psycopg
 
 from memci.store.postgres._db import Connection, Database
 from memci.store.postgres._terms import PORTER, TRIGRAM, tokenizer
+from memci.text import Analyzer, BigramAnalyzer, JiebaAnalyzer
 
 __all__ = ["Carry", "KeywordTable", "Phrase", "forget_keywords", "keyword_tables", "phrases"]
 
@@ -326,6 +332,43 @@ def _stored(terms: list[str]) -> list[str]:
     return [_lexeme(t) for t in terms]
 
 
+# The analyzers whose document of a text is its lines' documents joined by newlines (each
+# rewrites runs of CJK characters only, and a newline is none): with unicode61, which
+# cuts at a newline, a text's terms are its lines' terms in order. Their exact types: a
+# subclass may document otherwise.
+_BY_LINE = (BigramAnalyzer, JiebaAnalyzer)
+
+
+class _Terms:
+    """Texts to their stored terms, as an analyzer documents them and FTS5 cuts them.
+
+    For one batch (a table's ``put_many``). ``by_line``: each distinct line is
+    documented and cut once and a text's terms are its lines' (see :data:`_BY_LINE`);
+    the lists returned are shared between texts and never changed.
+    """
+
+    __slots__ = ("_by_line", "_cut", "_document", "_lines")
+
+    def __init__(self, document: Callable[[str], str], cut: Callable[[str], list[str]],
+                 by_line: bool) -> None:
+        self._document, self._cut, self._by_line = document, cut, by_line
+        self._lines: dict[str, list[str]] = {}
+
+    def __call__(self, text: str) -> list[str]:
+        """The stored terms of ``text`` (:func:`_stored`), in order."""
+        if not self._by_line:
+            return _stored(self._cut(self._document(text)))
+        if "\n" not in text:
+            return self._line(text)
+        return list(chain.from_iterable(map(self._line, text.split("\n"))))
+
+    def _line(self, line: str) -> list[str]:
+        terms = self._lines.get(line)
+        if terms is None:
+            terms = self._lines[line] = _stored(self._cut(self._document(line)))
+        return terms
+
+
 # What an array's text escapes in a quoted element.
 _ARRAY_ESCAPES = str.maketrans({"\\": "\\\\", '"': '\\"'})
 
@@ -452,14 +495,17 @@ class KeywordTable:
     """One derived keyword table: write rows, rank them for a query by FTS5's BM25."""
 
     def __init__(
-        self, store: Database, name: str, spec: str, *, indexes: str, extra_tokens: int = 0,
+        self, store: Database, name: str, analyzer: Analyzer, *, indexes: str,
+        extra_tokens: int = 0,
     ) -> None:
         self._store = store
         self.name = name
         #: The table whose rows it indexes (``ref`` is their id): rankings join it.
         self.indexes = indexes
-        self.spec = spec
+        self.spec = spec = analyzer.tokenize
         self._cut = tokenizer(spec)
+        self._document = analyzer.document
+        self._by_line = spec == PORTER and type(analyzer) in _BY_LINE
         #: Terms FTS5 counts in every row beyond the ones stored (a scope column).
         self.extra_tokens = extra_tokens
         self.keeps_body = spec == TRIGRAM
@@ -533,7 +579,7 @@ class KeywordTable:
         self, db: Connection, ref: int, shard: int, columns: Sequence[str], *,
         replace: bool = False,
     ) -> None:
-        """Index the row ``ref``: ``columns`` are its texts as the analyzer documents them."""
+        """Index the row ``ref``: ``columns`` are its texts (the analyzer documents them)."""
         if replace:
             self.delete(db, [ref])
         self.put_many(db, [(ref, shard, columns)])
@@ -541,9 +587,11 @@ class KeywordTable:
     def put_many(self, db: Connection, rows: Sequence[tuple[int, int, Sequence[str]]]) -> None:
         """Index each ``(ref, shard, columns)``: the rows with their count, the doclists.
 
-        Each row's terms are cut once, kept in order in its row (``seq``, for phrases)
-        and counted into the batch's doclists (up to ``_DOCLIST_ROWS`` rows a batch).
+        ``columns`` are texts. Each row's terms are cut once (each distinct line once a
+        call, see :class:`_Terms`), kept in order in its row (``seq``, for phrases) and
+        counted into the batch's doclists (up to ``_DOCLIST_ROWS`` rows a batch).
         """
+        cut_terms = _Terms(self._document, self._cut, self._by_line)
         values: list[tuple[int, int, int, int, str, str | None]] = []
         lines: list[str] = []
         counted: dict[int, tuple[int, int]] = {}
@@ -552,10 +600,10 @@ class KeywordTable:
             batch = min(ref for ref, _, _ in chunk)
             terms: list[list[list[str]]] = []
             for ref, shard, columns in chunk:
-                cut = [_stored(self._cut(c)) for c in columns[:_MAX_COLUMNS]]
+                cut = list(map(cut_terms, columns[:_MAX_COLUMNS]))
                 tokens = sum(map(len, cut)) + self.extra_tokens
                 # Text cannot hold U+0000; FTS5's trigram tokenizer stops there too.
-                body = (columns[0].split("\x00", 1)[0].lower()
+                body = (self._document(columns[0]).split("\x00", 1)[0].lower()
                         if self.keeps_body and columns else None)
                 values.append((ref, shard, tokens, batch, _sequence(cut, self._plain), body))
                 terms.append(cut)

@@ -42,19 +42,18 @@ class PostgresMessageSearch(SqlMessageSearch):
         super().__init__(store.sql, analyzer)
         self._store = store
         # FTS5 counts the scope column's one term in every row: so does BM25 here.
-        self.table = KeywordTable(store, f"memory_fts_{analyzer.name}", analyzer.tokenize,
+        self.table = KeywordTable(store, f"memory_fts_{analyzer.name}", analyzer,
                                   indexes="memory_docs", extra_tokens=1)
         self.table.make()
         self._commons = Commons()  # terms found common, per scope (see _scoped)
 
     def _index(self, sql: Sql, doc: int, session_id: int, text: str, context: str) -> None:
-        a = self.analyzer
-        self.table.put(sql.conn, doc, session_id, (a.document(text), a.document(context)))
+        self.table.put(sql.conn, doc, session_id, (text, context))
 
     def _index_many(self, sql: Sql, docs: Sequence[tuple[int, SearchDoc]]) -> None:
-        a = self.analyzer
-        self.table.put_many(sql.conn, [(made, doc.session_id,
-                                        (a.document(doc.text), a.document(doc.context)))
+        # The table documents the texts: a context's lines, met in the entries before,
+        # are documented and cut once.
+        self.table.put_many(sql.conn, [(made, doc.session_id, (doc.text, doc.context))
                                        for made, doc in docs])
 
     def keyword_backlog(self) -> list[IndexedMessage]:
