@@ -16,9 +16,9 @@ import psycopg
 import pytest
 
 import memci
-from memci.memory import MessageIndex
+from memci.memory import MessageIndex, get_analyzer
 from memci.messages import Message
-from memci.store import SQLiteStore
+from memci.store import ItemFilter, NewItem, Scope, SQLiteStore, open_store
 from memci.store.postgres import PostgresStore
 from memci.store.postgres._terms import tokenizer
 from memci.text import BigramAnalyzer
@@ -169,6 +169,52 @@ def test_a_batch_of_any_size_is_sent_as_the_same_statements(url: str, sent: list
     assert {t.split(" (")[0] for t in sizes[100]} >= {"INSERT INTO messages",
                                                       "INSERT INTO memory_docs"}
     assert sorted(h.message.seq for h in found[:2]) == [6, 103]  # the two with zeppelin
+
+
+def _items(n: int, start: int) -> list[NewItem]:
+    """``n`` archived pages as memory items (one with a rare word every 97)."""
+    scope = Scope.user_scope("u", "t")
+    return [NewItem(scope, "episodic", f"page {i}", text, f"{i} {text}", None, f"s#p{i}", i,
+                    float(i), float(i) + 0.5)
+            for i in range(start, start + n)
+            for text in [" ".join(m["content"] for m in _history(2, 2 * i))]]
+
+
+def test_a_batch_of_memory_items_of_any_size_is_sent_as_the_same_statement(
+    url: str, sent: list[str],
+) -> None:
+    # An archive event keeps hundreds of pages as items at once: their multi-row VALUES
+    # (15 parameters an item) was a new text for each batch size, split by psycopg and
+    # parsed by the server anew (most of an import's archive event in psycopg).
+    store = open_store(url)
+    try:
+        items = store.items(get_analyzer("bigram"))
+        texts: dict[int, set[str]] = {}
+        ids: list[int] = []
+        for start, n in ((0, 3), (3, 40), (43, 300), (343, 7)):
+            sent.clear()
+            ids += items.add_many(_items(n, start))
+            texts[n] = {t for t in sent if t.startswith("INSERT INTO memory_items ")}
+        found = items.keyword(get_analyzer("bigram").query("zeppelin"),
+                              ItemFilter(Scope.user_scope("u", "t")), 50)
+        kept = items.get_many(ids)
+    finally:
+        store.close()
+    assert texts[3] == texts[40] == texts[300] == texts[7] and len(texts[3]) == 1, texts
+    assert [item.page for item in kept] == list(range(350))  # ids in the items' order
+    assert [(item.source, item.valid_from.timestamp(), item.created.timestamp())
+            for item in kept[:2]] == [("s#p0", 0.0, 0.5), ("s#p1", 1.0, 1.5)]
+    with psycopg.connect(url, autocommit=True) as conn:
+        revisions = conn.execute("SELECT count(DISTINCT rev) FROM memory_items").fetchone()
+    assert revisions == (350,)  # a revision each, from the sequence
+    assert sorted(item.page or 0 for item in items_found(kept, found)) == [
+        i for i in range(350) if (2 * i) % 97 == 5 or (2 * i + 1) % 97 == 5]
+
+
+def items_found(kept: list[Any], found: list[int]) -> list[Any]:
+    """The items of ``kept`` whose ids are ``found``."""
+    wanted = set(found)
+    return [item for item in kept if item.id in wanted]
 
 
 def test_a_batch_of_messages_counts_its_keyword_rows_as_it_writes_them(

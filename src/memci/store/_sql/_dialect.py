@@ -105,14 +105,19 @@ class Dialect(ABC):
 
     def rows(
         self, table: str, columns: Sequence[str], rows: Sequence[Sequence[Any]],
+        computed: tuple[str, Sequence[Any]] | None = None,
     ) -> tuple[str, list[Any]]:
         """A batch of ``rows`` (values of ``columns`` of ``table``) for one ``INSERT``.
 
         What follows ``INSERT INTO table (columns)``, and its args: ``VALUES (?, ?), …``
         (a backend whose driver sends the rows better spells them its way).
+        ``computed``: SQL and its args giving each row one more value, after the
+        columns' (the ``INSERT`` names its column last), such as the next revision.
         """
-        marks = "(" + ", ".join("?" * len(columns)) + ")"
-        return "VALUES " + ", ".join([marks] * len(rows)), [v for row in rows for v in row]
+        expr, expr_args = computed or ("", ())
+        marks = "(" + ", ".join(["?"] * len(columns) + ([expr] if computed else [])) + ")"
+        return ("VALUES " + ", ".join([marks] * len(rows)),
+                [v for row in rows for v in (*row, *expr_args)])
 
 
 def upsert(table: str, columns: Sequence[str], key: Sequence[str]) -> str:

@@ -30,6 +30,9 @@ _SELECT = f"SELECT {ITEM_COLUMNS} FROM memory_items"
 
 #: Items one INSERT carries (15 parameters each: far under both backends' limits).
 _ITEMS_PER_INSERT = 500
+#: What :meth:`SqlItemStore.add_many` writes of an item (its revision after them).
+_ITEM_COLUMNS = ("tenant", "user_id", "session_id", "scope", "kind", "subject", "text", "norm",
+                 "summary", "source", "page", "valid_from", "created", "updated")
 
 
 def _owner(d: Dialect, scope: Scope) -> tuple[str, list[Any]]:
@@ -173,29 +176,23 @@ class SqlItemStore(ABC):
     def add_many(self, items: Sequence[NewItem]) -> list[int]:
         """Store new items (as :meth:`add` one after another); their ids, in order.
 
-        One multi-row ``INSERT`` per batch: both backends give the rows of one statement
-        ids in the order of its ``VALUES``.
+        One multi-row ``INSERT`` per batch, its rows as the dialect spells a batch (one
+        statement text whatever its size, on PostgreSQL): both backends give the rows of
+        one statement ids in the order they are written.
         """
         ids: list[int] = []
         if not items:
             return ids
         with self._db.write() as sql:
-            rev, rev_args = self._revision(sql)
-            marks = f"(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, {rev})"
+            revision = self._revision(sql)
             for at in range(0, len(items), _ITEMS_PER_INSERT):
-                batch = items[at:at + _ITEMS_PER_INSERT]
-                args: list[Any] = []
-                for item in batch:
-                    scope = item.scope
-                    args += [scope.tenant, scope.owner_user, scope.owner_session, scope.level,
-                             item.kind, item.subject, item.text, item.norm, item.summary,
-                             item.source, item.page, item.valid_from, item.created,
-                             item.created, *rev_args]
-                made = sql.all(
-                    "INSERT INTO memory_items (tenant, user_id, session_id, scope, kind,"
-                    " subject, text, norm, summary, source, page, valid_from, created,"
-                    " updated, rev) VALUES " + ", ".join([marks] * len(batch))
-                    + " RETURNING id", args)
+                batch, args = sql.dialect.rows("memory_items", _ITEM_COLUMNS, [
+                    (item.scope.tenant, item.scope.owner_user, item.scope.owner_session,
+                     item.scope.level, item.kind, item.subject, item.text, item.norm,
+                     item.summary, item.source, item.page, item.valid_from, item.created,
+                     item.created) for item in items[at:at + _ITEMS_PER_INSERT]], revision)
+                made = sql.all(f"INSERT INTO memory_items ({', '.join(_ITEM_COLUMNS)}, rev)"
+                               f" {batch} RETURNING id", args)
                 ids += sorted(int(r[0]) for r in made)
             self._index_many(sql, [(item_id, item.text, item.summary, item.subject)
                                    for item_id, item in zip(ids, items, strict=True)])

@@ -101,6 +101,7 @@ class PostgresDialect(Dialect):
 
     def rows(
         self, table: str, columns: Sequence[str], rows: Sequence[Sequence[Any]],
+        computed: tuple[str, Sequence[Any]] | None = None,
     ) -> tuple[str, list[Any]]:
         """A batch as one JSON parameter read into the table's row type, when it can be.
 
@@ -111,14 +112,15 @@ class PostgresDialect(Dialect):
         column's type, as a parameter is. A batch holding anything else than text,
         integers, finite floats and NULLs (bytes, arrays), or a NUL character (which
         PostgreSQL's text refuses, with a clearer error as a parameter), goes as
-        ``VALUES``.
+        ``VALUES``. ``computed`` is computed for each row read (a revision's ``nextval``).
         """
         if len(rows) < 2 or not _plain(rows):
-            return super().rows(table, columns, rows)
-        names = ", ".join(columns)
+            return super().rows(table, columns, rows, computed)
+        expr, expr_args = computed or ("", ())
+        names = ", ".join(columns) + (f", {expr}" if computed else "")
         return (f"SELECT {names} FROM json_populate_recordset(NULL::{table}, ?::json)",
-                [json.dumps([dict(zip(columns, row, strict=True)) for row in rows],
-                            ensure_ascii=False)])
+                [*expr_args, json.dumps([dict(zip(columns, row, strict=True)) for row in rows],
+                                        ensure_ascii=False)])
 
     def executemany(self, conn: Any, text: str, rows: Sequence[Sequence[Any]]) -> None:
         """A cursor's ``executemany`` (pipelined by psycopg); one row, one plain statement.
