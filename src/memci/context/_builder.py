@@ -975,7 +975,7 @@ def _with_blocks(window: Sequence[Message], blocks: Mapping[int, Block]
     # The openers' places, found in C: a window holds thousands of messages, a few blocks.
     for at in compress(range(len(window)), map(after.__contains__, map(_SEQ, window))):
         message = window[at]
-        if message.role != "user":
+        if message.role != "user" or message.seq is None:
             continue
         page, block = after[message.seq]
         out += window[done:at + 1]
