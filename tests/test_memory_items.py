@@ -10,6 +10,7 @@ import pytest
 import memci
 from memci.errors import InvalidInputError
 from memci.memory import Gatherer, Kept, Memory, MemoryItems, Scope
+from memci.memory._memory import DOCS_READ
 from memci.messages import Message
 from memci.store import SQLiteStore
 
@@ -362,6 +363,37 @@ def test_the_gathers_of_one_reading_read_memory_once_and_find_what_separate_ones
     # read the index's size and change count.
     assert not [s for s in later if any(name in s for name in memory_reads)], later
     assert sum("memory_docs_changes" in s for s in ran) == 1, ran
+
+
+def test_a_search_reads_a_bounded_part_of_a_large_window_for_its_bound(
+        memory: Memory, store: SQLiteStore, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The window's bound (its first entry) is read once per reading() block, but not the
+    # whole window: a large one held thousands of entries, all read at every build. A
+    # later gather whose window starts past what was read reads again, and every gather
+    # finds what it finds alone.
+    rec = store.ensure_session("t", "now", None, {})
+    memory.index(rec, store.append(rec, [
+        Message.user(f"puffin question {i}") if i % 2 == 0 else Message.assistant("ok")
+        for i in range(DOCS_READ * 4)]))
+    starts = (11, 11 + DOCS_READ // 2, 11 + DOCS_READ * 2)
+    alone = [Gatherer(memory).gather("puffin question", session=rec, exclude_from_seq=seq,
+                                     max_episodes=5) for seq in starts]
+    read: list[int] = []
+    docs_from = memory.messages.rows.docs_from
+
+    def counted(session_id: int, seq: int, limit: int) -> list[tuple[int, int]]:
+        found = docs_from(session_id, seq, limit)
+        read.append(len(found))
+        return found
+
+    monkeypatch.setattr(memory.messages.rows, "docs_from", counted)
+    gatherer = Gatherer(memory)
+    with memory.reading():
+        together = [gatherer.gather("puffin question", session=rec, exclude_from_seq=seq,
+                                    max_episodes=5) for seq in starts]
+    assert [r.texts for r in together] == [r.texts for r in alone]
+    assert all(r.episodes for r in together)
+    assert read == [DOCS_READ, DOCS_READ]  # the second start is among the first read
 
 
 def test_a_reading_block_reads_the_index_again_once_its_connection_wrote(

@@ -344,6 +344,9 @@ def test_rrf_order_and_sources() -> None:
     tie = rrf({"a": ["x", "y"], "b": ["y", "x"]})
     assert [key for key, _, _ in tie] == ["x", "y"]  # ties keep the first list's order
     assert rrf({"a": [1], "b": [2]}, weights={"b": 2.0})[0][0] == 2
+    # A key listed twice counts once, at its first rank; the keys after it keep their places.
+    twice = {key: score for key, score, _ in rrf({"a": [1, 2, 1, 3], "b": [3]})}
+    assert twice == pytest.approx({1: 1 / 61, 2: 1 / 62, 3: 1 / 64 + 1 / 61})
 
 
 def test_the_named_time_is_not_searched_as_words(store: SQLiteStore) -> None:

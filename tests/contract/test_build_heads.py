@@ -75,12 +75,13 @@ def test_the_entries_from_a_seq_on_give_the_first_entry_of_every_later_seq(
             store.append(record, [Message.user(f"turn {seq}")])
             if seq != 5:  # a seq without an entry (a system message, say)
                 search.add(SearchDoc(record.id, seq, "user", seq, 0.0, f"turn {seq}", ""))
-    found = search.docs_from(session.id, 3)
+    found = search.docs_from(session.id, 3, 10)
     assert [seq for seq, _ in found] == [3, 4, 6, 7, 8]
     for seq in range(3, 11):
         first = next((doc for at, doc in found if at >= seq), None)
         assert first == search.first_doc(session.id, seq)
-    assert search.docs_from(session.id, 9) == []
+    assert search.docs_from(session.id, 9, 10) == []
+    assert search.docs_from(session.id, 3, 2) == found[:2]
 
 
 def test_events_written_at_once_get_their_ids_in_order(

@@ -41,7 +41,7 @@ import operator
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from itertools import takewhile
+from itertools import compress, takewhile
 from typing import Any, NamedTuple
 
 from memci.context._branches import pages_on
@@ -93,6 +93,7 @@ _ATTEMPTS = 8  # builds planned again after losing a compare-and-swap, before gi
 # of the history sent as it is: then even the first shaped request, which no cache holds,
 # costs no more than the whole one with its prefix cached at half price.
 SHAPING_PAYS = 0.5
+_SEQ = operator.attrgetter("seq")
 
 
 class _Conflict(Exception):
@@ -970,12 +971,18 @@ def _with_blocks(window: Sequence[Message], blocks: Mapping[int, Block]
     after = {b.opener: (page, b) for page, b in blocks.items()}
     out: list[Message] = []
     placed: dict[int, Block] = {}
-    for message in window:
-        out.append(message)
-        hit = after.get(message.seq) if message.seq is not None else None
-        if hit is not None and message.role == "user":
-            out.append(hit[1].message)
-            placed[hit[0]] = hit[1]
+    done = 0
+    # The openers' places, found in C: a window holds thousands of messages, a few blocks.
+    for at in compress(range(len(window)), map(after.__contains__, map(_SEQ, window))):
+        message = window[at]
+        if message.role != "user" or message.seq is None:
+            continue
+        page, block = after[message.seq]
+        out += window[done:at + 1]
+        out.append(block.message)
+        placed[page] = block
+        done = at + 1
+    out += window[done:]
     return out, placed
 
 

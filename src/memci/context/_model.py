@@ -15,6 +15,7 @@ chapter's list.
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
@@ -33,6 +34,8 @@ __all__ = [
     "PageInfo",
     "page_from_messages",
 ]
+
+_NUMBER = operator.attrgetter("number")
 
 
 class MessageNode:
@@ -243,7 +246,7 @@ class Chapter:
 
     def ordered_pages(self) -> list[Page]:
         """The chapter's pages in list order."""
-        return sorted(self.pages.values(), key=lambda p: p.number)
+        return sorted(self.pages.values(), key=_NUMBER)
 
     def to_message_list(self) -> MessageList:
         """The chapter's single list (not a copy)."""

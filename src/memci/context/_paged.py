@@ -37,6 +37,7 @@ when it alone passes the whole budget).
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import NamedTuple
@@ -61,6 +62,7 @@ from memci.tokens import Tokenizer
 __all__ = ["ContextEvent", "PageRow", "PagedConfig", "PagedContext", "PagedPlan"]
 
 Loader = Callable[[int, int], list[Message]]  # (first_seq, last_seq) -> messages
+_TOKENS = operator.attrgetter("tokens")
 
 
 class PagedConfig(NamedTuple):
@@ -440,7 +442,7 @@ class PagedPlan:
             self._restore_to(int((room - self._contents_tokens()) * self.config.low_watermark))
         contents = self.contents_message()
         budget_left = room - (contents.tokens or 0 if contents else 0)
-        window = list(self._window(budget_left, recent_steps, steps_tokens))
+        window = self._window(budget_left, recent_steps, steps_tokens)
         return [contents, *window] if contents else window
 
     @property
@@ -699,8 +701,11 @@ class PagedPlan:
 
     # -- the window ----------------------------------------------------------------------
 
-    def _window(self, room: int, recent_steps: int, steps_tokens: int = 0) -> Iterator[Message]:
-        """Recalled and active pages; the current page trimmed in batches if it must be."""
+    def _window(self, room: int, recent_steps: int, steps_tokens: int = 0) -> list[Message]:
+        """Recalled and active pages; the current page trimmed in batches if it must be.
+
+        A list made page by page, not a generator: a window holds thousands of messages.
+        """
         active = self.state.active
         current = active.pages.get(self.round)
         if current is not None and current.number in self.detached:
@@ -709,12 +714,16 @@ class PagedPlan:
                  if p.number not in self.detached and p is not current]
         if self.restored:  # the budget brings them back in this request
             pages = sorted([*pages, *self.restored], key=lambda p: p.number)
-        others = sum(p.tokens + self.kept.get(p.number, 0) for p in pages)
+        kept = self.kept
+        others = sum(map(_TOKENS, pages))
+        if kept:
+            others += sum(kept.get(p.number, 0) for p in pages)
+        window: list[Message] = []
         for page in pages:
-            yield from page.messages()
-        if current is None or current.head is None:
-            return
-        yield from self._current_page(current, room - others, recent_steps, steps_tokens)
+            window += page.messages()
+        if current is not None and current.head is not None:
+            window += self._current_page(current, room - others, recent_steps, steps_tokens)
+        return window
 
     def _current_page(self, page: Page, room: int, recent_steps: int,
                       steps_tokens: int = 0) -> Iterator[Message]:

@@ -19,7 +19,7 @@ held the evidence on real conversations.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Hashable, Mapping, Sequence
+from collections.abc import Collection, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Literal, TypeVar
@@ -92,23 +92,40 @@ def rrf(
     order and score agree.
     """
     scores: dict[K, float] = {}
-    found: dict[K, list[str]] = {}
+    found: dict[K, tuple[str, ...]] = {}
     for name, ranked in lists.items():
         weight = 1.0 if weights is None else weights.get(name, 1.0)
-        seen: set[K] = set()
-        for rank, key in enumerate(ranked, start=1):
-            if key in seen:
-                continue
-            seen.add(key)
-            scores[key] = scores.get(key, 0.0) + weight / (k + rank)
-            found.setdefault(key, []).append(name)
+        alone = (name,)
+        for rank, key in _first_ranks(ranked, k + 1):
+            names = found.get(key)
+            if names is None:
+                scores[key] = weight / rank
+                found[key] = alone
+            else:
+                scores[key] += weight / rank
+                found[key] = names + alone
     if scores:
         lift = max(scores.values())
         for key in {lists[name][0] for name in keep_first if lists.get(name)}:
             scores[key] += lift
-    order = {key: i for i, key in enumerate(scores)}
-    ranked_keys = sorted(scores, key=lambda key: (-scores[key], order[key]))
-    return [(key, scores[key], tuple(found[key])) for key in ranked_keys]
+    # Best first; a tie keeps the order keys were first listed in (a stable sort keeps it
+    # when reversed too).
+    ranked_keys = sorted(scores, key=scores.__getitem__, reverse=True)
+    return [(key, scores[key], found[key]) for key in ranked_keys]
+
+
+def _first_ranks(ranked: Sequence[K], start: int) -> Iterable[tuple[int, K]]:
+    """``(rank, key)`` of ``ranked``, ranks from ``start``; a repeated key at its first only.
+
+    The keys after a repeat keep their places' ranks.
+    """
+    unique = dict.fromkeys(ranked)
+    if len(unique) == len(ranked):
+        return enumerate(unique, start=start)
+    first: dict[K, int] = {}
+    for rank, key in enumerate(ranked, start=start):
+        first.setdefault(key, rank)
+    return ((rank, key) for key, rank in first.items())
 
 
 def fuse(

@@ -40,6 +40,7 @@ from memci.text import Analyzer
 __all__ = ["Memory", "memory_for", "search"]
 
 _SCOPES: tuple[Level, ...] = ("session", "user", "tenant")
+DOCS_READ = 128  # a session's entries read from its window on for the search's bound
 _Fused = tuple[tuple[str, int], float, tuple[str, ...]]
 _ItemsKey = tuple[object, ...]
 _ScopeKey = tuple[str, str, str | None, int]
@@ -56,7 +57,7 @@ class _Reads:
         default_factory=dict)
     item_lists: dict[_ItemsKey, dict[str, list[int]]] = field(default_factory=dict)
     items: dict[int, MemoryItem] = field(default_factory=dict)
-    # session id -> (a seq, its entries from that seq on): the window's first entries
+    # session id -> (a seq, its first entries from that seq on): the window's first entries
     docs_from: dict[int, tuple[int, list[tuple[int, int]]]] = field(default_factory=dict)
 
 
@@ -178,16 +179,19 @@ class Memory:
     def _first_doc(self, session_id: int, seq: int) -> int | None:
         """:meth:`MessageSearch.first_doc` (inside :meth:`reading`, read once per session).
 
-        The block's first search reads the session's entries from its window on; a later
-        one (after archiving, the window starts later) finds its bound among them.
+        The block's first search reads the session's first :data:`DOCS_READ` entries from
+        its window on; a later one (after archiving, the window starts later) finds its
+        bound among them, or reads again when its window starts past them. Not the whole
+        window: a large one holds thousands of entries, read at every build for a bound
+        that archiving moves by a few pages.
         """
         reads = self._reads()
         if reads is None:
             return self.messages.rows.first_doc(session_id, seq)
         kept = reads.docs_from.get(session_id)
-        if kept is None or seq < kept[0]:
+        if kept is None or not _covers(kept, seq):
             kept = reads.docs_from[session_id] = (
-                seq, self.messages.rows.docs_from(session_id, seq))
+                seq, self.messages.rows.docs_from(session_id, seq, DOCS_READ))
         return next((doc for at, doc in kept[1] if at >= seq), None)
 
     def _item_lists(self, query: str, owner: Scope, depth: int,
@@ -326,6 +330,12 @@ class Memory:
             session.tenant, key[2])
         reads.behind[key] = (sessions, behind)
         return version
+
+
+def _covers(kept: tuple[int, list[tuple[int, int]]], seq: int) -> bool:
+    """Whether entries read from ``kept[0]`` on (at most :data:`DOCS_READ`) hold ``seq``'s bound."""
+    start, entries = kept
+    return start <= seq and (len(entries) < DOCS_READ or seq <= entries[-1][0])
 
 
 def _scope_key(session: SessionRecord, scope: Level) -> _ScopeKey:

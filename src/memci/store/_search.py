@@ -170,10 +170,11 @@ class MessageSearch(Protocol):
         """
         ...
 
-    def docs_from(self, session_id: int, seq: int) -> list[tuple[int, int]]:
-        """``(seq, doc number)`` of the session's entries from ``seq`` on, by seq.
+    def docs_from(self, session_id: int, seq: int, limit: int) -> list[tuple[int, int]]:
+        """``(seq, doc number)`` of the session's first ``limit`` entries from ``seq`` on.
 
-        :meth:`first_doc` of ``seq`` and of any later seq, from one read.
+        By seq: :meth:`first_doc` of ``seq`` and of every later seq up to the last one
+        returned (of every later seq when fewer than ``limit`` came back), from one read.
         """
         ...
 

@@ -249,11 +249,11 @@ class SqlMessageSearch(ABC):
                               " AND seq >= ?", (session_id, seq))
         return None if found is None else int(found)
 
-    def docs_from(self, session_id: int, seq: int) -> list[tuple[int, int]]:
-        """``(seq, doc number)`` of the session's entries from ``seq`` on, by seq."""
+    def docs_from(self, session_id: int, seq: int, limit: int) -> list[tuple[int, int]]:
+        """``(seq, doc number)`` of the session's first ``limit`` entries from ``seq`` on."""
         with self._db.read() as sql:
             rows = sql.all("SELECT seq, id FROM memory_docs WHERE session_id = ? AND seq >= ?"
-                           " ORDER BY seq", (session_id, seq))
+                           " ORDER BY seq LIMIT ?", (session_id, seq, limit))
         return [(int(s), int(doc)) for s, doc in rows]
 
     def among(self, docs: Collection[int], where: SearchFilter) -> list[Candidate]:
