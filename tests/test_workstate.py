@@ -269,7 +269,12 @@ def test_notebook_rolling_compression_into_milestones(store: SQLiteStore,
         ws.notebook_add(f"note {i}")
         assert len(ws.notebook_list()) <= 12
     notes = ws.notebook_list()
-    assert notes[0].milestone and notes[0].covers[0] == 1  # milestones nest, oldest first
+    # Milestones nest, oldest first: the oldest folds an earlier milestone, listed by its
+    # own id, so what a milestone lists stays as short as one fold.
+    made = [int(key.partition(":")[2]) for e in ws.events() if e.action == "notebook_compress"
+            for key, value in e.after.items() if value is not None]
+    assert notes[0].milestone and notes[0].id == made[-1] and made[-2] in notes[0].covers
+    assert len(notes[0].covers) <= ws.limits.notebook_max
     assert "MILESTONE(" in notes[0].summary
     actions = [e.action for e in ws.events()]
     assert actions.count("notebook_compress") == len(seen)
@@ -310,6 +315,23 @@ def test_fastmemo_compacts_the_whole_memo_at_ten(store: SQLiteStore,
     assert memo["user"][0].covers == tuple(range(7, 14))
     compacts = [e for e in ws.events() if e.action == "fastmemo_compact"]
     assert len(compacts) == 1
+
+
+def test_what_a_fold_lists_and_logs_stays_the_size_of_one_fold(ws: WorkState) -> None:
+    # A long chat pools its pages, compacted again and again: before, each compacted
+    # entry listed every id ever folded, and each fold's event held the list twice, so
+    # the audit log grew with the square of the chat (734 MB for a 100k-message import).
+    for i in range(400):
+        ws.pool_add(f"page {i}: the user asked about the harbor lantern")
+        ws.notebook_add(f"note {i}")
+    pool = ws.fastmemo_list(ws.limits.pool_section)
+    notes = ws.notebook_list()
+    assert len(pool[0].covers) <= ws.limits.fastmemo_section_max
+    assert notes[0].milestone and len(notes[0].covers) <= ws.limits.notebook_max
+    folds = [e for e in ws.events() if e.action in ("fastmemo_compact", "notebook_compress")]
+    sizes = [len(json.dumps([dict(e.before), dict(e.after)])) for e in folds]
+    assert len(folds) > 100
+    assert max(sizes[-20:]) < 2 * max(sizes[:20]), (sizes[:20], sizes[-20:])
 
 
 def test_context_pool_is_a_fastmemo_section(ws: WorkState) -> None:
