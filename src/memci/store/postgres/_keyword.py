@@ -297,7 +297,9 @@ class Carry:
 class _Filters:
     """What narrows a ranking (a join and conditions on the found rows ``k``, shards).
 
-    And what it carries (:class:`Carry`).
+    ``refs``: a range of rows holding every row the filter keeps (None: no bound), read
+    in the postings as they are unnested, before they are summed. And what it carries
+    (:class:`Carry`).
     """
 
     join: str
@@ -306,6 +308,21 @@ class _Filters:
     shards: Sequence[int] | None
     carry: Carry | None = None
     keeps_most: bool = False
+    refs: tuple[int, int] | None = None
+
+    def postings(self, alias: str) -> tuple[str, list[Any]]:
+        """Conditions (each starting with `` AND``) on the postings ``alias``, and args.
+
+        Its sessions, and its range of rows: a doclist's ``batch`` is its first row, so
+        none after the range's last is read.
+        """
+        sql, args = "", list[Any]()
+        if self.shards is not None:
+            sql, args = f" AND {alias}.shard = ANY(%s)", [list(self.shards)]
+        if self.refs is not None:
+            sql += f" AND {alias}.batch <= %s AND {alias}.ref BETWEEN %s AND %s"
+            args += [self.refs[1], *self.refs]
+        return sql, args
 
 
 def _weights(weights: Sequence[float]) -> list[float]:
@@ -628,13 +645,14 @@ class KeywordTable:
         self, db: Connection, match: str, weights: Sequence[float], *,
         join: str = "", where: str = "", args: Sequence[Any] = (), limit: int,
         shards: Sequence[int] | None = None, prune: bool = False, carry: Carry | None = None,
-        keeps_most: bool = False,
+        keeps_most: bool = False, refs: tuple[int, int] | None = None,
     ) -> list[tuple[float, int]]:
         """The ``limit`` best ``(score, ref)`` for the ``MATCH`` text, best first.
 
         ``join`` and ``where`` (SQL, the keyword table named ``k``; ``where`` starts with
         `` AND``) narrow the rows before ranking, and so do ``shards`` (read in the
-        postings: no join); ``keeps_most``: the filter keeps most rows, so it is applied
+        postings: no join), and ``refs`` (a range of rows, read in the postings: it holds
+        every row the filter keeps); ``keeps_most``: the filter keeps most rows, so it is applied
         to the best rows first until ``limit`` pass; ``weights`` weigh the columns' hits;
         ``carry`` is filled with its columns of the rows found (a row deleted meanwhile
         is left out).
@@ -653,7 +671,7 @@ class KeywordTable:
         found = phrases(match, self.spec)
         if not found or limit <= 0:
             return []
-        filters = _Filters(join, where, args, shards, carry, keeps_most and bool(join))
+        filters = _Filters(join, where, args, shards, carry, keeps_most and bool(join), refs)
         if any(len(p.terms) > 1 for p in found):
             return self.rank_positions(db, found, weights, filters, limit)
         bounds = [_bounds(p) for p in found]
@@ -694,14 +712,14 @@ class KeywordTable:
         kinds = [hits for hits, wanted in ((_EXACT_HITS, any(lo == hi for lo, hi in bounds)),
                                            (_PREFIX_HITS, any(lo != hi for lo, hi in bounds)))
                  if wanted]
-        scoped = "" if filters.shards is None else " AND p.shard = ANY(%s)"
+        scoped, scoped_args = filters.postings("p")
         weighed = [w.lower() for w, weight in zip(_WEIGHTS, _weights(weights), strict=True)
                    if weight]
         read = [*weighed, "tokens", *(["shard"] if filters.shards is not None else [])]
         hits = " UNION ALL ".join(kinds).format(
             postings=self.postings_of(*read), shards=scoped,
             w=" + ".join(f"p.{c} * t.w{c}" for c in weighed) or "0")
-        shards = [] if filters.shards is None else [list(filters.shards)] * len(kinds)
+        shards = scoped_args * len(kinds)
         best = _BEST_FIRST if filters.keeps_most and not common else _FILTERED_FIRST
         ranked = _SCORE.format(
             terms=terms.format(refs=self.postings_of(), doclists=self.doclists), hits=hits,
@@ -782,9 +800,8 @@ class KeywordTable:
 
         Every phrase is counted, from the rows' terms in order (their ``seq``).
         """
-        where, args = filters.where, list(filters.args)
-        if filters.shards is not None:
-            where, args = " AND k.shard = ANY(%s)" + where, [list(filters.shards), *args]
+        bounds, args = filters.postings("k")
+        where, args = bounds + filters.where, [*args, *filters.args]
         holding: list[str] = []
         holding_args: list[Any] = []
         for phrase in found:

@@ -12,7 +12,11 @@ of postings whatever its words and however large the store.
 
 A scope's sessions are read in the postings themselves (their ``shard``, in the
 postings' key): counting a term in one session is one range of an index, with no join.
-Time ranges and roles join ``memory_docs``. What is kept between searches
+Time ranges and roles join ``memory_docs``; a short time window of given sessions
+(:func:`window`, at most ``WINDOW_MAX`` entries, as in the SQLite store) bounds the
+postings read by its first and last entry, so the rows outside it are never joined (a
+search of "yesterday" joined each of its 6,400 rows found in the session to keep none),
+and a window holding no entry is not searched. What is kept between searches
 (:class:`Commons`): which terms were found common in a scope, since a scope's entries only
 grow until something is deleted (the store's erasures, counted in the same statement);
 counting a common term read 3,001 of its postings, every search.
@@ -34,13 +38,14 @@ from memci.store._search import (
     RARE,
     RECENT,
     TERMS_MAX,
+    WINDOW_MAX,
     best_by_terms,
     rarest,
 )
 from memci.store.postgres._db import Connection
 from memci.store.postgres._keyword import KeywordTable, Phrase, phrases
 
-__all__ = ["Commons", "PostingScope", "newest", "split"]
+__all__ = ["Commons", "PostingScope", "newest", "split", "window"]
 
 _LAST_CHAR = "\U0010ffff"
 
@@ -51,12 +56,16 @@ class PostingScope:
 
     ``shards``: the sessions (None: any), read in ``x.shard``; ``where`` and ``args``: the
     rest, as conditions on ``memory_docs d`` (each starting with `` AND``; joined only
-    when there are some). A search's bound on doc numbers is not part of it.
+    when there are some); ``refs``: a range of rows holding every entry of the scope (a
+    short time window's first and last, see :func:`window`), read in ``x`` before the
+    join, so the rows outside it are never looked up. A search's bound on doc numbers
+    is not part of it.
     """
 
     shards: tuple[int, ...] | None = None
     where: str = ""
     args: tuple[Any, ...] = ()
+    refs: tuple[int, int] | None = None
 
     @property
     def key(self) -> tuple[object, ...]:
@@ -64,10 +73,28 @@ class PostingScope:
         return (self.shards, self.where,
                 tuple(tuple(a) if isinstance(a, list) else a for a in self.args))
 
+    def kept(self, alias: str) -> tuple[str, str, list[Any]]:
+        """``(join, where, args)`` that keep the rows ``alias`` passing ``where``.
+
+        Joined to ``memory_docs``; in a short window, its entries as a hashed set read
+        once (joined, the planner read the whole window again for each row, by its index
+        of sessions and times).
+        """
+        if not self.where:
+            return "", "", []
+        if self.refs is None:
+            return f" JOIN memory_docs d ON d.id = {alias}.ref", self.where, list(self.args)
+        return ("", f" AND CASE WHEN {alias}.ref IN (SELECT d.id FROM memory_docs d WHERE"
+                f" d.session_id = ANY(%s){self.where}) THEN TRUE END",
+                [list(self.shards or ()), *self.args])
+
     def conditions(self) -> tuple[str, str, list[Any]]:
         """``(join, where, args)`` that keep the rows ``x`` of the scope."""
-        join = " JOIN memory_docs d ON d.id = x.ref" if self.where else ""
-        where, args = self.where, list(self.args)
+        join, where, args = self.kept("x")
+        if self.refs is not None:
+            # A row's batch is at most its ref: the doclists after the range are not read.
+            where, args = (" AND x.batch <= %s AND x.ref BETWEEN %s AND %s" + where,
+                           [self.refs[1], *self.refs, *args])
         if self.shards is not None:
             where, args = " AND x.shard = ANY(%s)" + where, [list(self.shards), *args]
         return join, where, args
@@ -138,9 +165,28 @@ def _phrase(table: KeywordTable, part: str) -> Phrase | None:
     return found[0] if found else None
 
 
+def window(
+    db: Connection, sessions: Sequence[int], where: str, args: Sequence[Any],
+) -> tuple[int, int, int] | None:
+    """``(entries, first, last)`` of a time window of ``sessions``, when it is short.
+
+    ``where`` and ``args``: its conditions on ``memory_docs d`` (each starting with
+    `` AND``). None when it holds more than ``WINDOW_MAX`` entries (counting stops
+    there, on the index of sessions and times); ``(0, 0, 0)`` when it holds none.
+    """
+    row = db.execute("SELECT count(*), min(w.id), max(w.id) FROM (SELECT d.id"
+                     f" FROM memory_docs d WHERE d.session_id = ANY(%s){where} LIMIT %s) w",
+                     [list(sessions), *args, WINDOW_MAX + 1]).fetchone()
+    assert row is not None
+    entries = int(row[0])
+    if entries > WINDOW_MAX:
+        return None
+    return (0, 0, 0) if entries == 0 else (entries, int(row[1]), int(row[2]))
+
+
 def split(
     db: Connection, table: KeywordTable, parts: Sequence[str], scope: PostingScope,
-    commons: Commons,
+    commons: Commons, entries: int | None = None,
 ) -> tuple[int, list[str], list[str]]:
     """``(size, rare, common)``: the index's newest row, and ``parts`` split as SQLite does.
 
@@ -149,8 +195,14 @@ def split(
     common. A part is rare when at most ``RARE`` entries hold it; the rarest are taken
     while they are at most ``TERMS_MAX`` and their postings at most ``POSTINGS_MAX`` (all
     of them, in their text's order, when they fit); common ones after the rare ones left
-    out, in their text's order.
+    out, in their text's order. ``entries``: how many entries the scope holds, when known
+    (a short window, with ``scope.refs``): no part is in more, so when they are at most
+    ``RARE`` and the limits cannot leave a part out, nothing is counted (``size`` is
+    then the window's last entry: none of the scope is newer).
     """
+    if (entries is not None and scope.refs is not None and entries <= RARE
+            and len(parts) <= TERMS_MAX and entries * len(parts) <= POSTINGS_MAX):
+        return scope.refs[1], sorted(parts), []
     then, known = commons.known(scope)
     size, erasures, counts = _counts(db, table, parts, scope, known)
     if erasures != then and known & set(parts):
