@@ -52,7 +52,7 @@ import hashlib
 import math
 import re
 from collections import Counter
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import count, repeat
 from typing import Any
@@ -62,7 +62,8 @@ import psycopg
 from memci.store.postgres._db import Connection, Database
 from memci.store.postgres._terms import PORTER, TRIGRAM, tokenizer
 
-__all__ = ["Carry", "KeywordTable", "Phrase", "forget_keywords", "keyword_tables", "phrases"]
+__all__ = ["Carry", "Counted", "KeywordTable", "Phrase", "forget_keywords", "keyword_tables",
+           "phrases"]
 
 _K1 = 1.2
 _B = 0.75
@@ -161,14 +162,14 @@ _PHRASE_ROWS = (
 # first, ties to the smaller row. Each term carries the constants (t: its IDF, the
 # weights, BM25's k1 and b, the average row), so a posting is scored where it is read
 # ({hits}), joined to nothing: a join per posting with the one row of v cost a search
-# as much as reading the postings.
+# as much as reading the postings. A found row keeps its batch and length ({kept}) only
+# for the common terms' lookup.
 _SCORE = (
     "WITH {terms},"
     " t AS MATERIALIZED (SELECT e.i, e.lo, e.hi, e.idf, v.* FROM e CROSS JOIN v),"
     " c AS (SELECT * FROM unnest(%s::int[], %s::text[], %s::float8[]) AS c(i, term, idf)),"
     " hits AS ({hits}),"
-    " found AS (SELECT h.ref, max(h.batch) AS batch, max(h.tokens) AS tokens,"
-    " sum(h.score) AS score FROM hits h GROUP BY h.ref),"
+    " found AS (SELECT h.ref,{kept} sum(h.score) AS score FROM hits h GROUP BY h.ref),"
     " {best}")
 # The best rows found, narrowed by the caller's filter ({join}, {where}) first…
 # Rounded: the order PostgreSQL sums a row's terms in may change with its plan, and the
@@ -197,6 +198,7 @@ _CARRIED = ("SELECT r.score, r.ref, {columns} FROM ({ranked}) r JOIN {indexes} x
 # What the common terms (c) add to a found row k: each term's doclist of the row's batch
 # (one lookup in the key: LATERAL, OFFSET 0, or the planner read every doclist of the
 # batch for each row, 7 ms a row), the row's place in it.
+_KEPT = " max(h.batch) AS batch, max(h.tokens) AS tokens,"
 _COMMON = (
     " + COALESCE((SELECT sum(CASE WHEN x.w > 0 THEN"
     " x.idf * x.w * (v.k1 + 1) / (x.w + v.k1 * (1 - v.b + v.b * k.tokens / v.avg))"
@@ -279,6 +281,19 @@ def _split(
     if len(common) == len(terms):
         return list(terms), []
     return [t for t in terms if t not in common], common
+
+
+@dataclass(frozen=True, slots=True)
+class Counted:
+    """The table's rows and terms, and how many rows hold each term, as a caller read them.
+
+    ``holding``: by stored term. A ranking given them does not count them again (each
+    term's doclists read once more, in the ranking's statement).
+    """
+
+    rows: int
+    tokens: int
+    holding: Mapping[str, int]
 
 
 @dataclass(frozen=True, slots=True)
@@ -646,6 +661,7 @@ class KeywordTable:
         join: str = "", where: str = "", args: Sequence[Any] = (), limit: int,
         shards: Sequence[int] | None = None, prune: bool = False, carry: Carry | None = None,
         keeps_most: bool = False, refs: tuple[int, int] | None = None,
+        counted: Counted | None = None,
     ) -> list[tuple[float, int]]:
         """The ``limit`` best ``(score, ref)`` for the ``MATCH`` text, best first.
 
@@ -655,7 +671,8 @@ class KeywordTable:
         every row the filter keeps); ``keeps_most``: the filter keeps most rows, so it is applied
         to the best rows first until ``limit`` pass; ``weights`` weigh the columns' hits;
         ``carry`` is filled with its columns of the rows found (a row deleted meanwhile
-        is left out).
+        is left out); ``counted``: the counts BM25 needs, when the caller read them (every
+        term's, or they are counted here).
         Ties go to the smaller ref, as FTS5 ties go to the smaller rowid.
 
         Computed in the database from the postings, in one statement (the terms' counts,
@@ -675,6 +692,13 @@ class KeywordTable:
         if any(len(p.terms) > 1 for p in found):
             return self.rank_positions(db, found, weights, filters, limit)
         bounds = [_bounds(p) for p in found]
+        if not prune and counted is not None and all(
+                lo == hi and lo in counted.holding for lo, hi in bounds):
+            avg = counted.tokens / counted.rows if counted.rows else 1.0
+            given = [(i, lo, hi, _idf(counted.rows, min(counted.holding[lo], counted.rows)))
+                     for i, (lo, hi) in enumerate(bounds)]
+            return self._score(db, _GIVEN_TERMS, _given(given, weights, avg), weights, bounds,
+                               [], filters, limit)
         if not prune:
             return self._score(db, _COUNTED_TERMS, [
                 self.name, *_weights(weights), _K1, _B, list(range(len(bounds))),
@@ -723,6 +747,7 @@ class KeywordTable:
         best = _BEST_FIRST if filters.keeps_most and not common else _FILTERED_FIRST
         ranked = _SCORE.format(
             terms=terms.format(refs=self.postings_of(), doclists=self.doclists), hits=hits,
+            kept=_KEPT if common else "",
             best=best.format(common=_COMMON.format(doclists=self.doclists) if common else "",
                              join=filters.join, where=filters.where,
                              v=" CROSS JOIN v" if common else ""))

@@ -28,7 +28,7 @@ import math
 import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import psycopg
 
@@ -43,9 +43,9 @@ from memci.store._search import (
     rarest,
 )
 from memci.store.postgres._db import Connection
-from memci.store.postgres._keyword import KeywordTable, Phrase, phrases
+from memci.store.postgres._keyword import Counted, KeywordTable, Phrase, phrases
 
-__all__ = ["Commons", "PostingScope", "newest", "split", "window"]
+__all__ = ["Commons", "PostingScope", "Split", "newest", "split", "window"]
 
 _LAST_CHAR = "\U0010ffff"
 
@@ -184,15 +184,29 @@ def window(
     return (0, 0, 0) if entries == 0 else (entries, int(row[1]), int(row[2]))
 
 
+class Split(NamedTuple):
+    """A search's terms split (:func:`split`), and what BM25 needs of the counts read.
+
+    ``size``: the index's newest row; ``counted``: the table's rows and terms and the
+    rows holding each one-term part (None: not read).
+    """
+
+    size: int
+    rare: list[str]
+    common: list[str]
+    counted: Counted | None = None
+
+
 def split(
     db: Connection, table: KeywordTable, parts: Sequence[str], scope: PostingScope,
     commons: Commons, entries: int | None = None,
-) -> tuple[int, list[str], list[str]]:
-    """``(size, rare, common)``: the index's newest row, and ``parts`` split as SQLite does.
+) -> Split:
+    """``parts`` split as SQLite splits them, with the index's newest row.
 
     One statement (two after a deletion made what was kept wrong): each part's entries
     in the scope, counted up to ``RARE + 1``, but for the parts ``commons`` knows to be
-    common. A part is rare when at most ``RARE`` entries hold it; the rarest are taken
+    common; with them, what the ranking's BM25 needs (:class:`Split`), read in the same
+    doclists. A part is rare when at most ``RARE`` entries hold it; the rarest are taken
     while they are at most ``TERMS_MAX`` and their postings at most ``POSTINGS_MAX`` (all
     of them, in their text's order, when they fit); common ones after the rare ones left
     out, in their text's order. ``entries``: how many entries the scope holds, when known
@@ -202,11 +216,11 @@ def split(
     """
     if (entries is not None and scope.refs is not None and entries <= RARE
             and len(parts) <= TERMS_MAX and entries * len(parts) <= POSTINGS_MAX):
-        return scope.refs[1], sorted(parts), []
+        return Split(scope.refs[1], sorted(parts), [])
     then, known = commons.known(scope)
-    size, erasures, counts = _counts(db, table, parts, scope, known)
+    size, erasures, counts, counted = _counts(db, table, parts, scope, known)
     if erasures != then and known & set(parts):
-        size, erasures, counts = _counts(db, table, parts, scope, frozenset())
+        size, erasures, counts, counted = _counts(db, table, parts, scope, frozenset())
     commons.keep(db, scope, erasures, [p for p, n in counts.items() if n > RARE]
                  + ([] if erasures != then else [p for p in known if p not in counts]))
     eligible = sorted(part for part in parts if counts[part] <= RARE)
@@ -214,22 +228,26 @@ def split(
     rare = eligible
     if len(eligible) > TERMS_MAX or sum(counts[p] for p in eligible) > POSTINGS_MAX:
         rare, left = rarest(sorted((counts[part], part) for part in eligible))
-    return size, rare, left + sorted(part for part in parts if part not in eligible)
+    return Split(size, rare, left + sorted(part for part in parts if part not in eligible),
+                 counted)
 
 
 def _counts(
     db: Connection, table: KeywordTable, parts: Sequence[str], scope: PostingScope,
     known: frozenset[str],
-) -> tuple[int, int, dict[str, int]]:
-    """``(size, erasures, counts)`` in one statement.
+) -> tuple[int, int, dict[str, int], Counted]:
+    """``(size, erasures, counts, counted)`` in one statement.
 
     The index's newest row, the store's erasures, and each part's entries in the scope
-    counted up to ``RARE + 1`` (``known`` ones are not counted: that).
+    counted up to ``RARE + 1`` (``known`` ones are not counted: that); the table's rows
+    and terms, and the rows holding each counted part of one term (:class:`Counted`).
     """
     columns = [f"(SELECT COALESCE(max(ref), 0) FROM {table.name})",
-               "(SELECT count(*) FROM memci_erasures)"]
-    args: list[Any] = []
-    counted: list[str] = []
+               "(SELECT count(*) FROM memci_erasures)",
+               "(SELECT ARRAY[COALESCE(SUM(docs), 0), COALESCE(SUM(tokens), 0)]"
+               " FROM keyword_stats WHERE tab = %s)"]
+    args: list[Any] = [table.name]
+    counted: list[tuple[str, Phrase]] = []
     for part in parts:
         phrase = _phrase(table, part)
         if phrase is None or part in known:
@@ -237,32 +255,44 @@ def _counts(
         column, more = _counted(table, phrase, scope)
         columns.append(column)
         args += more
-        counted.append(part)
+        counted.append((part, phrase))
     row = db.execute(f"SELECT {', '.join(columns)}", args).fetchone()
     assert row is not None
-    counts = dict(zip(counted, (int(n) for n in row[2:]), strict=True))
+    counts = {part: int(n[0]) for (part, _), n in zip(counted, row[3:], strict=True)}
     counts.update((part, 0 if part not in known else RARE + 1)
                   for part in parts if part not in counts)
-    return int(row[0]), int(row[1]), counts
+    holding = {phrase.terms[0]: int(n[1]) for (_, phrase), n in zip(counted, row[3:],
+                                                                   strict=True)
+               if n[1] is not None}
+    return int(row[0]), int(row[1]), counts, Counted(int(row[2][0]), int(row[2][1]), holding)
 
 
 def _counted(
     table: KeywordTable, phrase: Phrase, scope: PostingScope,
 ) -> tuple[str, list[Any]]:
-    """A column counting the scope's rows holding ``phrase``, up to ``RARE + 1``; its args.
+    """A column of two counts of the rows holding ``phrase``, and its args.
 
-    One term in sessions alone is counted per doclist (its sessions' places in the
-    doclist's ``shards``, found in C) rather than per posting (each unnested, then
-    counted): the counts of a search's terms took a tenth of it.
+    The scope's, up to ``RARE + 1``; the whole table's, for BM25's IDF (NULL but for one
+    whole term). One term in sessions alone is counted per doclist (its sessions' places
+    in the doclist's ``shards``, found in C) rather than per posting (each unnested, then
+    counted): the counts of a search's terms took a tenth of it. Both counts of such a
+    term read its doclists once.
     """
     shards = sorted(set(scope.shards or ()))  # each session's postings counted once
+    whole = "cardinality(x.refs)"
     if len(phrase.terms) > 1 or phrase.prefix or scope.where or len(shards) > _SHARDS_COUNTED:
         rows, more = _holding(table, phrase, scope)
-        return f"(SELECT count(*) FROM ({rows} LIMIT %s) s)", [*more, RARE + 1]
+        table_wide, extra = "NULL::bigint", []
+        if len(phrase.terms) == 1 and not phrase.prefix:
+            table_wide = (f"(SELECT COALESCE(sum({whole}), 0) FROM {table.doclists} x"
+                          " WHERE x.term = %s)")
+            extra = [phrase.terms[0]]
+        return (f"ARRAY[(SELECT count(*) FROM ({rows} LIMIT %s) s), {table_wide}]",
+                [*more, RARE + 1, *extra])
     held = (" + ".join("cardinality(array_positions(x.shards, %s::bigint))" for _ in shards)
-            or "0" if scope.shards is not None else "cardinality(x.refs)")
-    return (f"(SELECT least(%s, COALESCE(sum({held}), 0)) FROM {table.doclists} x"
-            " WHERE x.term = %s)", [RARE + 1, *shards, phrase.terms[0]])
+            or "0" if scope.shards is not None else whole)
+    return (f"(SELECT ARRAY[least(%s, COALESCE(sum({held}), 0)), COALESCE(sum({whole}), 0)]"
+            f" FROM {table.doclists} x WHERE x.term = %s)", [RARE + 1, *shards, phrase.terms[0]])
 
 
 def newest(

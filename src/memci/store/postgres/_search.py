@@ -133,8 +133,8 @@ class PostgresMessageSearch(SqlMessageSearch):
         refs = None if short is None else short[1:]
         scope = PostingScope(sessions, rest, tuple(rest_args), refs)
         parts = match.split(" OR ")
-        size, rare, common = split(db, self.table, parts, scope, self._commons,
-                                   None if short is None else short[0])
+        size, rare, common, counted = split(db, self.table, parts, scope, self._commons,
+                                            None if short is None else short[0])
         found: list[tuple[float, int]] = []
         if rare:
             join, filters, args = scope.kept("k")
@@ -142,7 +142,7 @@ class PostgresMessageSearch(SqlMessageSearch):
                 filters, args = " AND k.ref < %s" + filters, [where.below, *args]
             found = self.table.rank(db, " OR ".join(rare), (1.0, context_weight), join=join,
                                     where=filters, args=args, limit=k, shards=sessions,
-                                    carry=carry, refs=refs)
+                                    carry=carry, refs=refs, counted=counted)
         if len(rare) < len(parts) and len(found) < k:
             # The rest only among the scope's newest entries: bounded, and ranked below.
             seen = {ref for _, ref in found}
