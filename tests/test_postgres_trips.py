@@ -719,26 +719,33 @@ def test_a_dated_search_reads_only_the_entries_of_its_window(
 def test_a_search_reads_each_terms_doclists_once_in_its_ranking(
     url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    # The ranking counted the rows holding each term (for BM25's IDF) in the doclists it
-    # then read again for the scores; the split's counts read the same doclists just
-    # before. The split now reads both counts, and the ranking each doclist once.
-    asked = ("zeppelin harbor lake", "museum cache")
+    # The ranking counted the rows holding each term or prefix (for BM25's IDF) in the
+    # doclists it then read again for the scores; the split's counts read the same
+    # doclists just before. The split now reads both counts (a prefix's in one pass),
+    # and the ranking each doclist once.
+    asked = {"zeppelin harbor lake": (["zeppelin", "harbor", "lake"], ""),
+             "故宫 长": (["故宫"], "长")}  # "长"*: every stored term starting with it
     with memci.Engine.open(tmp_path / "s.db", workers=0) as engine:
-        lite = _found_by(engine, asked)
-    sent: list[tuple[str, Any]] = []
+        lite = _found_by(engine, list(asked))
+    reads: list[tuple[int, int]] = []
     with memci.Engine.open(url, workers=0) as engine:
         session = engine.session("s", context_window=128_000)
-        post = _found_by(engine, asked)
-        monkeypatch.setattr(psycopg.Cursor, "execute", _recorder(sent))
-        session.search(asked[0], k=5)
-    monkeypatch.undo()
+        post = _found_by(engine, list(asked))
+        for query, (terms, prefix) in asked.items():
+            sent: list[tuple[str, Any]] = []
+            monkeypatch.setattr(psycopg.Cursor, "execute", _recorder(sent))
+            session.search(query, k=5)
+            monkeypatch.undo()
+            ranking = [(q, p) for q, p in sent if q.startswith("SELECT r.score")
+                       and "memory_fts_bigram_postings" in q]
+            assert len(ranking) == 1
+            with psycopg.connect(url, autocommit=True) as conn:
+                row = conn.execute(
+                    "SELECT count(*) FROM memory_fts_bigram_postings WHERE term = ANY(%s)"
+                    " OR (%s <> '' AND starts_with(term, %s))", (terms, prefix, prefix)
+                ).fetchone()
+            assert row is not None
+            reads.append((_rows_read(url, *ranking[0], "memory_fts_bigram_postings"), row[0]))
     assert all(lite) and post == lite, (post, lite)
-    ranking = [(q, p) for q, p in sent if q.startswith("SELECT r.score")
-               and "memory_fts_bigram_postings" in q]
-    assert len(ranking) == 1
-    with psycopg.connect(url, autocommit=True) as conn:
-        row = conn.execute("SELECT count(*) FROM memory_fts_bigram_postings WHERE term ="
-                           " ANY(%s)", (["zeppelin", "harbor", "lake"],)).fetchone()
-    assert row is not None and row[0] > 0
-    read = _rows_read(url, *ranking[0], "memory_fts_bigram_postings")
-    assert read <= row[0], (read, row[0])  # before: each doclist twice
+    # Before: each doclist twice (and each of the prefix's twice more, sorted).
+    assert all(0 < doclists and read <= doclists for read, doclists in reads), reads

@@ -287,13 +287,14 @@ def _split(
 class Counted:
     """The table's rows and terms, and how many rows hold each term, as a caller read them.
 
-    ``holding``: by stored term. A ranking given them does not count them again (each
-    term's doclists read once more, in the ranking's statement).
+    ``holding``: by range of stored terms (a term: itself twice; a prefix: its first and
+    last term). A ranking given them does not count them again (each term's doclists
+    read once more, in the ranking's statement).
     """
 
     rows: int
     tokens: int
-    holding: Mapping[str, int]
+    holding: Mapping[tuple[str, str], int]
 
 
 @dataclass(frozen=True, slots=True)
@@ -692,10 +693,9 @@ class KeywordTable:
         if any(len(p.terms) > 1 for p in found):
             return self.rank_positions(db, found, weights, filters, limit)
         bounds = [_bounds(p) for p in found]
-        if not prune and counted is not None and all(
-                lo == hi and lo in counted.holding for lo, hi in bounds):
+        if not prune and counted is not None and all(b in counted.holding for b in bounds):
             avg = counted.tokens / counted.rows if counted.rows else 1.0
-            given = [(i, lo, hi, _idf(counted.rows, min(counted.holding[lo], counted.rows)))
+            given = [(i, lo, hi, _idf(counted.rows, min(counted.holding[lo, hi], counted.rows)))
                      for i, (lo, hi) in enumerate(bounds)]
             return self._score(db, _GIVEN_TERMS, _given(given, weights, avg), weights, bounds,
                                [], filters, limit)

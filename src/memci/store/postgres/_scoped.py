@@ -261,8 +261,8 @@ def _counts(
     counts = {part: int(n[0]) for (part, _), n in zip(counted, row[3:], strict=True)}
     counts.update((part, 0 if part not in known else RARE + 1)
                   for part in parts if part not in counts)
-    holding = {phrase.terms[0]: int(n[1]) for (_, phrase), n in zip(counted, row[3:],
-                                                                   strict=True)
+    holding = {_range(phrase): int(n[1]) for (_, phrase), n in zip(counted, row[3:],
+                                                                  strict=True)
                if n[1] is not None}
     return int(row[0]), int(row[1]), counts, Counted(int(row[2][0]), int(row[2][1]), holding)
 
@@ -272,14 +272,17 @@ def _counted(
 ) -> tuple[str, list[Any]]:
     """A column of two counts of the rows holding ``phrase``, and its args.
 
-    The scope's, up to ``RARE + 1``; the whole table's, for BM25's IDF (NULL but for one
-    whole term). One term in sessions alone is counted per doclist (its sessions' places
-    in the doclist's ``shards``, found in C) rather than per posting (each unnested, then
-    counted): the counts of a search's terms took a tenth of it. Both counts of such a
-    term read its doclists once.
+    The scope's, up to ``RARE + 1``; the whole table's, for BM25's IDF (NULL for a
+    phrase of several terms). One term in sessions alone is counted per doclist (its
+    sessions' places in the doclist's ``shards``, found in C) rather than per posting
+    (each unnested, then counted): the counts of a search's terms took a tenth of it. A
+    prefix in sessions alone is counted once per row holding it, in the scope or not.
+    Both counts read the term's (or the prefix's) doclists once.
     """
     shards = sorted(set(scope.shards or ()))  # each session's postings counted once
     whole = "cardinality(x.refs)"
+    if phrase.prefix and len(phrase.terms) == 1 and not scope.where:
+        return _prefix_counted(table, phrase, scope)
     if len(phrase.terms) > 1 or phrase.prefix or scope.where or len(shards) > _SHARDS_COUNTED:
         rows, more = _holding(table, phrase, scope)
         table_wide, extra = "NULL::bigint", []
@@ -293,6 +296,28 @@ def _counted(
             or "0" if scope.shards is not None else whole)
     return (f"(SELECT ARRAY[least(%s, COALESCE(sum({held}), 0)), COALESCE(sum({whole}), 0)]"
             f" FROM {table.doclists} x WHERE x.term = %s)", [RARE + 1, *shards, phrase.terms[0]])
+
+
+def _prefix_counted(
+    table: KeywordTable, phrase: Phrase, scope: PostingScope,
+) -> tuple[str, list[Any]]:
+    """:func:`_counted` of a prefix: the rows holding a term it starts, grouped once.
+
+    Both counts from one pass over the prefix's postings: counted apart, each sorted
+    them all (a distinct count stops at no limit), and the ranking a third time.
+    """
+    lo, hi = _range(phrase)
+    held, args = ("TRUE", []) if scope.shards is None else (
+        "bool_or(x.shard = ANY(%s))", [list(scope.shards)])
+    return (f"(SELECT ARRAY[least(%s, count(*) FILTER (WHERE s.held)), count(*)] FROM"
+            f" (SELECT x.ref, {held} AS held FROM {table.postings_of('shard')} x"
+            " WHERE x.term BETWEEN %s AND %s GROUP BY x.ref) s)", [RARE + 1, *args, lo, hi])
+
+
+def _range(phrase: Phrase) -> tuple[str, str]:
+    """The stored terms a one-term phrase matches, as a range: itself, or its prefix's."""
+    term = phrase.terms[0]
+    return (term, term + _LAST_CHAR) if phrase.prefix else (term, term)
 
 
 def newest(
