@@ -669,8 +669,9 @@ class KeywordTable:
         ``join`` and ``where`` (SQL, the keyword table named ``k``; ``where`` starts with
         `` AND``) narrow the rows before ranking, and so do ``shards`` (read in the
         postings: no join), and ``refs`` (a range of rows, read in the postings: it holds
-        every row the filter keeps); ``keeps_most``: the filter keeps most rows, so it is applied
-        to the best rows first until ``limit`` pass; ``weights`` weigh the columns' hits;
+        every row the filter keeps); ``keeps_most``: the filter keeps most rows, so it is
+        applied to the best rows first until ``limit`` pass; ``weights`` weigh the columns'
+        hits;
         ``carry`` is filled with its columns of the rows found (a row deleted meanwhile
         is left out); ``counted``: the counts BM25 needs, when the caller read them (every
         term's, or they are counted here).

@@ -45,9 +45,18 @@ from memci.store._search import (
 from memci.store.postgres._db import Connection
 from memci.store.postgres._keyword import Counted, KeywordTable, Phrase, phrases
 
-__all__ = ["Commons", "PostingScope", "Split", "newest", "split", "window"]
+__all__ = ["Commons", "PostingScope", "Split", "Window", "newest", "split", "window"]
 
 _LAST_CHAR = "\U0010ffff"
+
+
+class Window(NamedTuple):
+    """A short time window of a search's sessions: its entries, first and last, and ids."""
+
+    entries: int
+    first: int
+    last: int
+    ids: tuple[int, ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,16 +65,15 @@ class PostingScope:
 
     ``shards``: the sessions (None: any), read in ``x.shard``; ``where`` and ``args``: the
     rest, as conditions on ``memory_docs d`` (each starting with `` AND``; joined only
-    when there are some); ``refs``: a range of rows holding every entry of the scope (a
-    short time window's first and last, see :func:`window`), read in ``x`` before the
-    join, so the rows outside it are never looked up. A search's bound on doc numbers
-    is not part of it.
+    when there are some); ``window``: the scope's entries, when they are a short time
+    window (:func:`window`): read in ``x`` by their range and ids, with no join. A
+    search's bound on doc numbers is not part of it.
     """
 
     shards: tuple[int, ...] | None = None
     where: str = ""
     args: tuple[Any, ...] = ()
-    refs: tuple[int, int] | None = None
+    window: Window | None = None
 
     @property
     def key(self) -> tuple[object, ...]:
@@ -76,25 +84,25 @@ class PostingScope:
     def kept(self, alias: str) -> tuple[str, str, list[Any]]:
         """``(join, where, args)`` that keep the rows ``alias`` passing ``where``.
 
-        Joined to ``memory_docs``; in a short window, its entries as a hashed set read
-        once (joined, the planner read the whole window again for each row, by its index
-        of sessions and times).
+        Joined to ``memory_docs``; in a short window, its ids as a hashed set made once
+        per condition (joined, the planner read the whole window again for each row, by
+        its index of sessions and times).
         """
         if not self.where:
             return "", "", []
-        if self.refs is None:
+        if self.window is None:
             return f" JOIN memory_docs d ON d.id = {alias}.ref", self.where, list(self.args)
-        return ("", f" AND CASE WHEN {alias}.ref IN (SELECT d.id FROM memory_docs d WHERE"
-                f" d.session_id = ANY(%s){self.where}) THEN TRUE END",
-                [list(self.shards or ()), *self.args])
+        return ("", f" AND CASE WHEN {alias}.ref IN (SELECT unnest(%s::bigint[]))"
+                " THEN TRUE END", [list(self.window.ids)])
 
     def conditions(self) -> tuple[str, str, list[Any]]:
         """``(join, where, args)`` that keep the rows ``x`` of the scope."""
         join, where, args = self.kept("x")
-        if self.refs is not None:
+        if self.window is not None:
             # A row's batch is at most its ref: the doclists after the range are not read.
+            first, last = self.window.first, self.window.last
             where, args = (" AND x.batch <= %s AND x.ref BETWEEN %s AND %s" + where,
-                           [self.refs[1], *self.refs, *args])
+                           [last, first, last, *args])
         if self.shards is not None:
             where, args = " AND x.shard = ANY(%s)" + where, [list(self.shards), *args]
         return join, where, args
@@ -154,7 +162,7 @@ def _holding(
     term = phrase.terms[0]
     if phrase.prefix:
         return (f"SELECT DISTINCT x.ref FROM {postings} x{join} WHERE x.term BETWEEN"
-                f" %s AND %s{bounds}{where}", [term, term + _LAST_CHAR, *rest])
+                f" %s AND %s{bounds}{where}", [*_range(phrase), *rest])
     return (f"SELECT x.ref FROM {postings} x{join} WHERE x.term = %s{bounds}{where}",
             [term, *rest])
 
@@ -167,21 +175,23 @@ def _phrase(table: KeywordTable, part: str) -> Phrase | None:
 
 def window(
     db: Connection, sessions: Sequence[int], where: str, args: Sequence[Any],
-) -> tuple[int, int, int] | None:
-    """``(entries, first, last)`` of a time window of ``sessions``, when it is short.
+) -> Window | None:
+    """The entries of a time window of ``sessions``, when it is short.
 
     ``where`` and ``args``: its conditions on ``memory_docs d`` (each starting with
-    `` AND``). None when it holds more than ``WINDOW_MAX`` entries (counting stops
-    there, on the index of sessions and times); ``(0, 0, 0)`` when it holds none.
+    `` AND``). None when it holds more than ``WINDOW_MAX`` entries (reading stops
+    there, on the index of sessions and times); no entries when it holds none.
     """
-    row = db.execute("SELECT count(*), min(w.id), max(w.id) FROM (SELECT d.id"
-                     f" FROM memory_docs d WHERE d.session_id = ANY(%s){where} LIMIT %s) w",
-                     [list(sessions), *args, WINDOW_MAX + 1]).fetchone()
+    row = db.execute("SELECT count(*), min(w.id), max(w.id), array_agg(w.id) FROM"
+                     f" (SELECT d.id FROM memory_docs d WHERE d.session_id = ANY(%s){where}"
+                     " LIMIT %s) w", [list(sessions), *args, WINDOW_MAX + 1]).fetchone()
     assert row is not None
     entries = int(row[0])
     if entries > WINDOW_MAX:
         return None
-    return (0, 0, 0) if entries == 0 else (entries, int(row[1]), int(row[2]))
+    if entries == 0:
+        return Window(0, 0, 0, ())
+    return Window(entries, int(row[1]), int(row[2]), tuple(int(i) for i in row[3]))
 
 
 class Split(NamedTuple):
@@ -199,7 +209,7 @@ class Split(NamedTuple):
 
 def split(
     db: Connection, table: KeywordTable, parts: Sequence[str], scope: PostingScope,
-    commons: Commons, entries: int | None = None,
+    commons: Commons,
 ) -> Split:
     """``parts`` split as SQLite splits them, with the index's newest row.
 
@@ -209,14 +219,15 @@ def split(
     doclists. A part is rare when at most ``RARE`` entries hold it; the rarest are taken
     while they are at most ``TERMS_MAX`` and their postings at most ``POSTINGS_MAX`` (all
     of them, in their text's order, when they fit); common ones after the rare ones left
-    out, in their text's order. ``entries``: how many entries the scope holds, when known
-    (a short window, with ``scope.refs``): no part is in more, so when they are at most
-    ``RARE`` and the limits cannot leave a part out, nothing is counted (``size`` is
-    then the window's last entry: none of the scope is newer).
+    out, in their text's order. In a short window (``scope.window``) no part is in more
+    than its entries, so when they are at most ``RARE`` and the limits cannot leave a
+    part out, nothing is counted (``size`` is then the window's last entry: none of the
+    scope is newer).
     """
-    if (entries is not None and scope.refs is not None and entries <= RARE
-            and len(parts) <= TERMS_MAX and entries * len(parts) <= POSTINGS_MAX):
-        return Split(scope.refs[1], sorted(parts), [])
+    short = scope.window
+    if (short is not None and short.entries <= RARE and len(parts) <= TERMS_MAX
+            and short.entries * len(parts) <= POSTINGS_MAX):
+        return Split(short.last, sorted(parts), [])
     then, known = commons.known(scope)
     size, erasures, counts, counted = _counts(db, table, parts, scope, known)
     if erasures != then and known & set(parts):

@@ -128,13 +128,11 @@ class PostgresMessageSearch(SqlMessageSearch):
         rest = POSTGRES.statement(rest)
         dated = sessions is not None and (where.start is not None or where.end is not None)
         short = window(db, sessions or (), rest, rest_args) if dated else None
-        if short is not None and short[0] == 0:
+        if short is not None and short.entries == 0:
             return []  # no entry of these sessions in the window
-        refs = None if short is None else short[1:]
-        scope = PostingScope(sessions, rest, tuple(rest_args), refs)
+        scope = PostingScope(sessions, rest, tuple(rest_args), short)
         parts = match.split(" OR ")
-        size, rare, common, counted = split(db, self.table, parts, scope, self._commons,
-                                            None if short is None else short[0])
+        size, rare, common, counted = split(db, self.table, parts, scope, self._commons)
         found: list[tuple[float, int]] = []
         if rare:
             join, filters, args = scope.kept("k")
@@ -142,7 +140,8 @@ class PostgresMessageSearch(SqlMessageSearch):
                 filters, args = " AND k.ref < %s" + filters, [where.below, *args]
             found = self.table.rank(db, " OR ".join(rare), (1.0, context_weight), join=join,
                                     where=filters, args=args, limit=k, shards=sessions,
-                                    carry=carry, refs=refs, counted=counted)
+                                    carry=carry, counted=counted,
+                                    refs=None if short is None else (short.first, short.last))
         if len(rare) < len(parts) and len(found) < k:
             # The rest only among the scope's newest entries: bounded, and ranked below.
             seen = {ref for _, ref in found}
