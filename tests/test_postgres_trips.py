@@ -11,6 +11,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Generator, Iterator, Sequence
 from contextlib import contextmanager
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -670,3 +671,86 @@ def test_a_phrase_is_checked_only_in_the_rows_holding_all_its_terms(
     # None but the index's newest row (read with the terms' counts); before: each row
     # holding "harbor", in three statements.
     assert max(read) <= 1, read
+
+
+def _dated(engine: memci.Engine, asked: Sequence[tuple[str, datetime]]) -> list[list[str]]:
+    """Each dated query's hits in a session of 1,500 old messages and 300 of one day."""
+    session = engine.session("s", context_window=128_000)
+    old = datetime(2025, 6, 1, tzinfo=UTC)
+    session.add_many([m | {"created_at": (old + timedelta(minutes=i)).isoformat()}
+                      for i, m in enumerate(_history(1_500))])
+    day = datetime(2026, 11, 20, 8, tzinfo=UTC)
+    session.add_many([m | {"created_at": (day + timedelta(minutes=i)).isoformat()}
+                      for i, m in enumerate(_history(300, 1_500))])
+    session.search("lake", k=5)  # the first one makes the memory items' tables
+    return [[str(h.message.content) for h in session.search(q, k=8, now=now)]
+            for q, now in asked]
+
+
+def test_a_dated_search_reads_only_the_entries_of_its_window(
+    url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A search naming a day ("yesterday") ranked every entry of the session holding its
+    # terms, then looked each one up in memory_docs to keep the day's (a search of a
+    # day holding none: 6,400 lookups, 29 ms). A short window of the session's entries
+    # is now read first: its first and last entry bound the postings read and its ids
+    # keep the day's, one holding no entry is not ranked at all; what is found is what
+    # SQLite finds.
+    asked = [("harbor museum yesterday", datetime(2026, 11, 21, 12, tzinfo=UTC)),
+             ("harbor museum yesterday", datetime(2026, 11, 25, 12, tzinfo=UTC)),
+             # More terms than a search ranks at once: counted, within the window.
+             (" ".join(WORDS[:13]) + " zeppelin message yesterday",
+              datetime(2026, 11, 21, 12, tzinfo=UTC))]
+    with memci.Engine.open(tmp_path / "s.db", workers=0) as engine:
+        lite = _dated(engine, asked)
+    reads: list[int] = []
+    with memci.Engine.open(url, workers=0) as engine:
+        post = _dated(engine, asked)
+        session = engine.session("s", context_window=128_000)
+        for query, now in asked:
+            sent: list[tuple[str, Any]] = []
+            monkeypatch.setattr(psycopg.Cursor, "execute", _recorder(sent))
+            session.search(query, k=8, now=now)
+            monkeypatch.undo()
+            reads.append(max(_rows_read(url, q, p, "memory_docs") for q, p in sent
+                             if "memory_fts_bigram" in q))
+    assert post == lite and all(post), (post, lite)
+    assert any(t.startswith("message 15") for t in post[0])  # the day's first
+    # Only the best rows a ranking carries (50: the search's depth); before, each entry
+    # of the session holding a term, and the window again for each (970,140 in all).
+    assert max(reads) <= 50, reads
+
+
+def test_a_search_reads_each_terms_doclists_once_in_its_ranking(
+    url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The ranking counted the rows holding each term or prefix (for BM25's IDF) in the
+    # doclists it then read again for the scores; the split's counts read the same
+    # doclists just before. The split now reads both counts (a prefix's in one pass),
+    # and the ranking each doclist once.
+    asked = {"zeppelin harbor lake": (["zeppelin", "harbor", "lake"], ""),
+             "故宫 长": (["故宫"], "长")}  # "长"*: every stored term starting with it
+    with memci.Engine.open(tmp_path / "s.db", workers=0) as engine:
+        lite = _found_by(engine, list(asked))
+    reads: list[tuple[int, int]] = []
+    with memci.Engine.open(url, workers=0) as engine:
+        session = engine.session("s", context_window=128_000)
+        post = _found_by(engine, list(asked))
+        for query, (terms, prefix) in asked.items():
+            sent: list[tuple[str, Any]] = []
+            monkeypatch.setattr(psycopg.Cursor, "execute", _recorder(sent))
+            session.search(query, k=5)
+            monkeypatch.undo()
+            ranking = [(q, p) for q, p in sent if q.startswith("SELECT r.score")
+                       and "memory_fts_bigram_postings" in q]
+            assert len(ranking) == 1
+            with psycopg.connect(url, autocommit=True) as conn:
+                row = conn.execute(
+                    "SELECT count(*) FROM memory_fts_bigram_postings WHERE term = ANY(%s)"
+                    " OR (%s <> '' AND starts_with(term, %s))", (terms, prefix, prefix)
+                ).fetchone()
+            assert row is not None
+            reads.append((_rows_read(url, *ranking[0], "memory_fts_bigram_postings"), row[0]))
+    assert all(lite) and post == lite, (post, lite)
+    # Before: each doclist twice (and each of the prefix's twice more, sorted).
+    assert all(0 < doclists and read <= doclists for read, doclists in reads), reads

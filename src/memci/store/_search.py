@@ -38,6 +38,7 @@ __all__ = [
     "RARE",
     "RECENT",
     "TERMS_MAX",
+    "WINDOW_MAX",
     "Candidate",
     "IndexedMessage",
     "MessageSearch",
@@ -58,6 +59,9 @@ POSTINGS_MAX = 12_000
 RECENT = 2_000
 TERMS_MAX = 12
 COMMON_MAX = 4
+# A time window holding at most WINDOW_MAX entries of the search's sessions bounds the
+# search by their doc numbers (its first and last); one holding none finds nothing.
+WINDOW_MAX = 2_000
 
 
 class Candidate(NamedTuple):

@@ -57,7 +57,7 @@ import hashlib
 import math
 import re
 from collections import Counter
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import chain, count, repeat
 from typing import Any
@@ -68,7 +68,8 @@ from memci.store.postgres._db import Connection, Database
 from memci.store.postgres._terms import PORTER, TRIGRAM, tokenizer
 from memci.text import Analyzer, BigramAnalyzer, JiebaAnalyzer
 
-__all__ = ["Carry", "KeywordTable", "Phrase", "forget_keywords", "keyword_tables", "phrases"]
+__all__ = ["Carry", "Counted", "KeywordTable", "Phrase", "forget_keywords", "keyword_tables",
+           "phrases"]
 
 _K1 = 1.2
 _B = 0.75
@@ -167,14 +168,14 @@ _PHRASE_ROWS = (
 # first, ties to the smaller row. Each term carries the constants (t: its IDF, the
 # weights, BM25's k1 and b, the average row), so a posting is scored where it is read
 # ({hits}), joined to nothing: a join per posting with the one row of v cost a search
-# as much as reading the postings.
+# as much as reading the postings. A found row keeps its batch and length ({kept}) only
+# for the common terms' lookup.
 _SCORE = (
     "WITH {terms},"
     " t AS MATERIALIZED (SELECT e.i, e.lo, e.hi, e.idf, v.* FROM e CROSS JOIN v),"
     " c AS (SELECT * FROM unnest(%s::int[], %s::text[], %s::float8[]) AS c(i, term, idf)),"
     " hits AS ({hits}),"
-    " found AS (SELECT h.ref, max(h.batch) AS batch, max(h.tokens) AS tokens,"
-    " sum(h.score) AS score FROM hits h GROUP BY h.ref),"
+    " found AS (SELECT h.ref,{kept} sum(h.score) AS score FROM hits h GROUP BY h.ref),"
     " {best}")
 # The best rows found, narrowed by the caller's filter ({join}, {where}) first…
 # Rounded: the order PostgreSQL sums a row's terms in may change with its plan, and the
@@ -203,6 +204,7 @@ _CARRIED = ("SELECT r.score, r.ref, {columns} FROM ({ranked}) r JOIN {indexes} x
 # What the common terms (c) add to a found row k: each term's doclist of the row's batch
 # (one lookup in the key: LATERAL, OFFSET 0, or the planner read every doclist of the
 # batch for each row, 7 ms a row), the row's place in it.
+_KEPT = " max(h.batch) AS batch, max(h.tokens) AS tokens,"
 _COMMON = (
     " + COALESCE((SELECT sum(CASE WHEN x.w > 0 THEN"
     " x.idf * x.w * (v.k1 + 1) / (x.w + v.k1 * (1 - v.b + v.b * k.tokens / v.avg))"
@@ -288,6 +290,20 @@ def _split(
 
 
 @dataclass(frozen=True, slots=True)
+class Counted:
+    """The table's rows and terms, and how many rows hold each term, as a caller read them.
+
+    ``holding``: by range of stored terms (a term: itself twice; a prefix: its first and
+    last term). A ranking given them does not count them again (each term's doclists
+    read once more, in the ranking's statement).
+    """
+
+    rows: int
+    tokens: int
+    holding: Mapping[tuple[str, str], int]
+
+
+@dataclass(frozen=True, slots=True)
 class Carry:
     """Columns of the indexed table a ranking reads with its best rows (``rows``: by ref).
 
@@ -303,7 +319,9 @@ class Carry:
 class _Filters:
     """What narrows a ranking (a join and conditions on the found rows ``k``, shards).
 
-    And what it carries (:class:`Carry`).
+    ``refs``: a range of rows holding every row the filter keeps (None: no bound), read
+    in the postings as they are unnested, before they are summed. And what it carries
+    (:class:`Carry`).
     """
 
     join: str
@@ -312,6 +330,21 @@ class _Filters:
     shards: Sequence[int] | None
     carry: Carry | None = None
     keeps_most: bool = False
+    refs: tuple[int, int] | None = None
+
+    def postings(self, alias: str) -> tuple[str, list[Any]]:
+        """Conditions (each starting with `` AND``) on the postings ``alias``, and args.
+
+        Its sessions, and its range of rows: a doclist's ``batch`` is its first row, so
+        none after the range's last is read.
+        """
+        sql, args = "", list[Any]()
+        if self.shards is not None:
+            sql, args = f" AND {alias}.shard = ANY(%s)", [list(self.shards)]
+        if self.refs is not None:
+            sql += f" AND {alias}.batch <= %s AND {alias}.ref BETWEEN %s AND %s"
+            args += [self.refs[1], *self.refs]
+        return sql, args
 
 
 def _weights(weights: Sequence[float]) -> list[float]:
@@ -676,16 +709,20 @@ class KeywordTable:
         self, db: Connection, match: str, weights: Sequence[float], *,
         join: str = "", where: str = "", args: Sequence[Any] = (), limit: int,
         shards: Sequence[int] | None = None, prune: bool = False, carry: Carry | None = None,
-        keeps_most: bool = False,
+        keeps_most: bool = False, refs: tuple[int, int] | None = None,
+        counted: Counted | None = None,
     ) -> list[tuple[float, int]]:
         """The ``limit`` best ``(score, ref)`` for the ``MATCH`` text, best first.
 
         ``join`` and ``where`` (SQL, the keyword table named ``k``; ``where`` starts with
         `` AND``) narrow the rows before ranking, and so do ``shards`` (read in the
-        postings: no join); ``keeps_most``: the filter keeps most rows, so it is applied
-        to the best rows first until ``limit`` pass; ``weights`` weigh the columns' hits;
+        postings: no join), and ``refs`` (a range of rows, read in the postings: it holds
+        every row the filter keeps); ``keeps_most``: the filter keeps most rows, so it is
+        applied to the best rows first until ``limit`` pass; ``weights`` weigh the columns'
+        hits;
         ``carry`` is filled with its columns of the rows found (a row deleted meanwhile
-        is left out).
+        is left out); ``counted``: the counts BM25 needs, when the caller read them (every
+        term's, or they are counted here).
         Ties go to the smaller ref, as FTS5 ties go to the smaller rowid.
 
         Computed in the database from the postings, in one statement (the terms' counts,
@@ -701,10 +738,16 @@ class KeywordTable:
         found = phrases(match, self.spec)
         if not found or limit <= 0:
             return []
-        filters = _Filters(join, where, args, shards, carry, keeps_most and bool(join))
+        filters = _Filters(join, where, args, shards, carry, keeps_most and bool(join), refs)
         if any(len(p.terms) > 1 for p in found):
             return self.rank_positions(db, found, weights, filters, limit)
         bounds = [_bounds(p) for p in found]
+        if not prune and counted is not None and all(b in counted.holding for b in bounds):
+            avg = counted.tokens / counted.rows if counted.rows else 1.0
+            given = [(i, lo, hi, _idf(counted.rows, min(counted.holding[lo, hi], counted.rows)))
+                     for i, (lo, hi) in enumerate(bounds)]
+            return self._score(db, _GIVEN_TERMS, _given(given, weights, avg), weights, bounds,
+                               [], filters, limit)
         if not prune:
             return self._score(db, _COUNTED_TERMS, [
                 self.name, *_weights(weights), _K1, _B, list(range(len(bounds))),
@@ -742,17 +785,18 @@ class KeywordTable:
         kinds = [hits for hits, wanted in ((_EXACT_HITS, any(lo == hi for lo, hi in bounds)),
                                            (_PREFIX_HITS, any(lo != hi for lo, hi in bounds)))
                  if wanted]
-        scoped = "" if filters.shards is None else " AND p.shard = ANY(%s)"
+        scoped, scoped_args = filters.postings("p")
         weighed = [w.lower() for w, weight in zip(_WEIGHTS, _weights(weights), strict=True)
                    if weight]
         read = [*weighed, "tokens", *(["shard"] if filters.shards is not None else [])]
         hits = " UNION ALL ".join(kinds).format(
             postings=self.postings_of(*read), shards=scoped,
             w=" + ".join(f"p.{c} * t.w{c}" for c in weighed) or "0")
-        shards = [] if filters.shards is None else [list(filters.shards)] * len(kinds)
+        shards = scoped_args * len(kinds)
         best = _BEST_FIRST if filters.keeps_most and not common else _FILTERED_FIRST
         ranked = _SCORE.format(
             terms=terms.format(refs=self.postings_of(), doclists=self.doclists), hits=hits,
+            kept=_KEPT if common else "",
             best=best.format(common=_COMMON.format(doclists=self.doclists) if common else "",
                              join=filters.join, where=filters.where,
                              v=" CROSS JOIN v" if common else ""))
@@ -830,9 +874,8 @@ class KeywordTable:
 
         Every phrase is counted, from the rows' terms in order (their ``seq``).
         """
-        where, args = filters.where, list(filters.args)
-        if filters.shards is not None:
-            where, args = " AND k.shard = ANY(%s)" + where, [list(filters.shards), *args]
+        bounds, args = filters.postings("k")
+        where, args = bounds + filters.where, [*args, *filters.args]
         holding: list[str] = []
         holding_args: list[Any] = []
         for phrase in found:

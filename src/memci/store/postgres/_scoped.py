@@ -12,7 +12,11 @@ of postings whatever its words and however large the store.
 
 A scope's sessions are read in the postings themselves (their ``shard``, in the
 postings' key): counting a term in one session is one range of an index, with no join.
-Time ranges and roles join ``memory_docs``. What is kept between searches
+Time ranges and roles join ``memory_docs``; a short time window of given sessions
+(:func:`window`, at most ``WINDOW_MAX`` entries, as in the SQLite store) bounds the
+postings read by its first and last entry, so the rows outside it are never joined (a
+search of "yesterday" joined each of its 6,400 rows found in the session to keep none),
+and a window holding no entry is not searched. What is kept between searches
 (:class:`Commons`): which terms were found common in a scope, since a scope's entries only
 grow until something is deleted (the store's erasures, counted in the same statement);
 counting a common term read 3,001 of its postings, every search.
@@ -24,7 +28,7 @@ import math
 import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import psycopg
 
@@ -34,15 +38,25 @@ from memci.store._search import (
     RARE,
     RECENT,
     TERMS_MAX,
+    WINDOW_MAX,
     best_by_terms,
     rarest,
 )
 from memci.store.postgres._db import Connection
-from memci.store.postgres._keyword import KeywordTable, Phrase, phrases
+from memci.store.postgres._keyword import Counted, KeywordTable, Phrase, phrases
 
-__all__ = ["Commons", "PostingScope", "newest", "split"]
+__all__ = ["Commons", "PostingScope", "Split", "Window", "newest", "split", "window"]
 
 _LAST_CHAR = "\U0010ffff"
+
+
+class Window(NamedTuple):
+    """A short time window of a search's sessions: its entries, first and last, and ids."""
+
+    entries: int
+    first: int
+    last: int
+    ids: tuple[int, ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,12 +65,15 @@ class PostingScope:
 
     ``shards``: the sessions (None: any), read in ``x.shard``; ``where`` and ``args``: the
     rest, as conditions on ``memory_docs d`` (each starting with `` AND``; joined only
-    when there are some). A search's bound on doc numbers is not part of it.
+    when there are some); ``window``: the scope's entries, when they are a short time
+    window (:func:`window`): read in ``x`` by their range and ids, with no join. A
+    search's bound on doc numbers is not part of it.
     """
 
     shards: tuple[int, ...] | None = None
     where: str = ""
     args: tuple[Any, ...] = ()
+    window: Window | None = None
 
     @property
     def key(self) -> tuple[object, ...]:
@@ -64,10 +81,28 @@ class PostingScope:
         return (self.shards, self.where,
                 tuple(tuple(a) if isinstance(a, list) else a for a in self.args))
 
+    def kept(self, alias: str) -> tuple[str, str, list[Any]]:
+        """``(join, where, args)`` that keep the rows ``alias`` passing ``where``.
+
+        Joined to ``memory_docs``; in a short window, its ids as a hashed set made once
+        per condition (joined, the planner read the whole window again for each row, by
+        its index of sessions and times).
+        """
+        if not self.where:
+            return "", "", []
+        if self.window is None:
+            return f" JOIN memory_docs d ON d.id = {alias}.ref", self.where, list(self.args)
+        return ("", f" AND CASE WHEN {alias}.ref IN (SELECT unnest(%s::bigint[]))"
+                " THEN TRUE END", [list(self.window.ids)])
+
     def conditions(self) -> tuple[str, str, list[Any]]:
         """``(join, where, args)`` that keep the rows ``x`` of the scope."""
-        join = " JOIN memory_docs d ON d.id = x.ref" if self.where else ""
-        where, args = self.where, list(self.args)
+        join, where, args = self.kept("x")
+        if self.window is not None:
+            # A row's batch is at most its ref: the doclists after the range are not read.
+            first, last = self.window.first, self.window.last
+            where, args = (" AND x.batch <= %s AND x.ref BETWEEN %s AND %s" + where,
+                           [last, first, last, *args])
         if self.shards is not None:
             where, args = " AND x.shard = ANY(%s)" + where, [list(self.shards), *args]
         return join, where, args
@@ -127,7 +162,7 @@ def _holding(
     term = phrase.terms[0]
     if phrase.prefix:
         return (f"SELECT DISTINCT x.ref FROM {postings} x{join} WHERE x.term BETWEEN"
-                f" %s AND %s{bounds}{where}", [term, term + _LAST_CHAR, *rest])
+                f" %s AND %s{bounds}{where}", [*_range(phrase), *rest])
     return (f"SELECT x.ref FROM {postings} x{join} WHERE x.term = %s{bounds}{where}",
             [term, *rest])
 
@@ -138,23 +173,65 @@ def _phrase(table: KeywordTable, part: str) -> Phrase | None:
     return found[0] if found else None
 
 
+def window(
+    db: Connection, sessions: Sequence[int], where: str, args: Sequence[Any],
+) -> Window | None:
+    """The entries of a time window of ``sessions``, when it is short.
+
+    ``where`` and ``args``: its conditions on ``memory_docs d`` (each starting with
+    `` AND``). None when it holds more than ``WINDOW_MAX`` entries (reading stops
+    there, on the index of sessions and times); no entries when it holds none.
+    """
+    row = db.execute("SELECT count(*), min(w.id), max(w.id), array_agg(w.id) FROM"
+                     f" (SELECT d.id FROM memory_docs d WHERE d.session_id = ANY(%s){where}"
+                     " LIMIT %s) w", [list(sessions), *args, WINDOW_MAX + 1]).fetchone()
+    assert row is not None
+    entries = int(row[0])
+    if entries > WINDOW_MAX:
+        return None
+    if entries == 0:
+        return Window(0, 0, 0, ())
+    return Window(entries, int(row[1]), int(row[2]), tuple(int(i) for i in row[3]))
+
+
+class Split(NamedTuple):
+    """A search's terms split (:func:`split`), and what BM25 needs of the counts read.
+
+    ``size``: the index's newest row; ``counted``: the table's rows and terms and the
+    rows holding each one-term part (None: not read).
+    """
+
+    size: int
+    rare: list[str]
+    common: list[str]
+    counted: Counted | None = None
+
+
 def split(
     db: Connection, table: KeywordTable, parts: Sequence[str], scope: PostingScope,
     commons: Commons,
-) -> tuple[int, list[str], list[str]]:
-    """``(size, rare, common)``: the index's newest row, and ``parts`` split as SQLite does.
+) -> Split:
+    """``parts`` split as SQLite splits them, with the index's newest row.
 
     One statement (two after a deletion made what was kept wrong): each part's entries
     in the scope, counted up to ``RARE + 1``, but for the parts ``commons`` knows to be
-    common. A part is rare when at most ``RARE`` entries hold it; the rarest are taken
+    common; with them, what the ranking's BM25 needs (:class:`Split`), read in the same
+    doclists. A part is rare when at most ``RARE`` entries hold it; the rarest are taken
     while they are at most ``TERMS_MAX`` and their postings at most ``POSTINGS_MAX`` (all
     of them, in their text's order, when they fit); common ones after the rare ones left
-    out, in their text's order.
+    out, in their text's order. In a short window (``scope.window``) no part is in more
+    than its entries, so when they are at most ``RARE`` and the limits cannot leave a
+    part out, nothing is counted (``size`` is then the window's last entry: none of the
+    scope is newer).
     """
+    short = scope.window
+    if (short is not None and short.entries <= RARE and len(parts) <= TERMS_MAX
+            and short.entries * len(parts) <= POSTINGS_MAX):
+        return Split(short.last, sorted(parts), [])
     then, known = commons.known(scope)
-    size, erasures, counts = _counts(db, table, parts, scope, known)
+    size, erasures, counts, counted = _counts(db, table, parts, scope, known)
     if erasures != then and known & set(parts):
-        size, erasures, counts = _counts(db, table, parts, scope, frozenset())
+        size, erasures, counts, counted = _counts(db, table, parts, scope, frozenset())
     commons.keep(db, scope, erasures, [p for p, n in counts.items() if n > RARE]
                  + ([] if erasures != then else [p for p in known if p not in counts]))
     eligible = sorted(part for part in parts if counts[part] <= RARE)
@@ -162,22 +239,26 @@ def split(
     rare = eligible
     if len(eligible) > TERMS_MAX or sum(counts[p] for p in eligible) > POSTINGS_MAX:
         rare, left = rarest(sorted((counts[part], part) for part in eligible))
-    return size, rare, left + sorted(part for part in parts if part not in eligible)
+    return Split(size, rare, left + sorted(part for part in parts if part not in eligible),
+                 counted)
 
 
 def _counts(
     db: Connection, table: KeywordTable, parts: Sequence[str], scope: PostingScope,
     known: frozenset[str],
-) -> tuple[int, int, dict[str, int]]:
-    """``(size, erasures, counts)`` in one statement.
+) -> tuple[int, int, dict[str, int], Counted]:
+    """``(size, erasures, counts, counted)`` in one statement.
 
     The index's newest row, the store's erasures, and each part's entries in the scope
-    counted up to ``RARE + 1`` (``known`` ones are not counted: that).
+    counted up to ``RARE + 1`` (``known`` ones are not counted: that); the table's rows
+    and terms, and the rows holding each counted part of one term (:class:`Counted`).
     """
     columns = [f"(SELECT COALESCE(max(ref), 0) FROM {table.name})",
-               "(SELECT count(*) FROM memci_erasures)"]
-    args: list[Any] = []
-    counted: list[str] = []
+               "(SELECT count(*) FROM memci_erasures)",
+               "(SELECT ARRAY[COALESCE(SUM(docs), 0), COALESCE(SUM(tokens), 0)]"
+               " FROM keyword_stats WHERE tab = %s)"]
+    args: list[Any] = [table.name]
+    counted: list[tuple[str, Phrase]] = []
     for part in parts:
         phrase = _phrase(table, part)
         if phrase is None or part in known:
@@ -185,32 +266,69 @@ def _counts(
         column, more = _counted(table, phrase, scope)
         columns.append(column)
         args += more
-        counted.append(part)
+        counted.append((part, phrase))
     row = db.execute(f"SELECT {', '.join(columns)}", args).fetchone()
     assert row is not None
-    counts = dict(zip(counted, (int(n) for n in row[2:]), strict=True))
+    counts = {part: int(n[0]) for (part, _), n in zip(counted, row[3:], strict=True)}
     counts.update((part, 0 if part not in known else RARE + 1)
                   for part in parts if part not in counts)
-    return int(row[0]), int(row[1]), counts
+    holding = {_range(phrase): int(n[1]) for (_, phrase), n in zip(counted, row[3:],
+                                                                  strict=True)
+               if n[1] is not None}
+    return int(row[0]), int(row[1]), counts, Counted(int(row[2][0]), int(row[2][1]), holding)
 
 
 def _counted(
     table: KeywordTable, phrase: Phrase, scope: PostingScope,
 ) -> tuple[str, list[Any]]:
-    """A column counting the scope's rows holding ``phrase``, up to ``RARE + 1``; its args.
+    """A column of two counts of the rows holding ``phrase``, and its args.
 
-    One term in sessions alone is counted per doclist (its sessions' places in the
-    doclist's ``shards``, found in C) rather than per posting (each unnested, then
-    counted): the counts of a search's terms took a tenth of it.
+    The scope's, up to ``RARE + 1``; the whole table's, for BM25's IDF (NULL for a
+    phrase of several terms). One term in sessions alone is counted per doclist (its
+    sessions' places in the doclist's ``shards``, found in C) rather than per posting
+    (each unnested, then counted): the counts of a search's terms took a tenth of it. A
+    prefix in sessions alone is counted once per row holding it, in the scope or not.
+    Both counts read the term's (or the prefix's) doclists once.
     """
     shards = sorted(set(scope.shards or ()))  # each session's postings counted once
+    whole = "cardinality(x.refs)"
+    if phrase.prefix and len(phrase.terms) == 1 and not scope.where:
+        return _prefix_counted(table, phrase, scope)
     if len(phrase.terms) > 1 or phrase.prefix or scope.where or len(shards) > _SHARDS_COUNTED:
         rows, more = _holding(table, phrase, scope)
-        return f"(SELECT count(*) FROM ({rows} LIMIT %s) s)", [*more, RARE + 1]
+        table_wide, extra = "NULL::bigint", []
+        if len(phrase.terms) == 1 and not phrase.prefix:
+            table_wide = (f"(SELECT COALESCE(sum({whole}), 0) FROM {table.doclists} x"
+                          " WHERE x.term = %s)")
+            extra = [phrase.terms[0]]
+        return (f"ARRAY[(SELECT count(*) FROM ({rows} LIMIT %s) s), {table_wide}]",
+                [*more, RARE + 1, *extra])
     held = (" + ".join("cardinality(array_positions(x.shards, %s::bigint))" for _ in shards)
-            or "0" if scope.shards is not None else "cardinality(x.refs)")
-    return (f"(SELECT least(%s, COALESCE(sum({held}), 0)) FROM {table.doclists} x"
-            " WHERE x.term = %s)", [RARE + 1, *shards, phrase.terms[0]])
+            or "0" if scope.shards is not None else whole)
+    return (f"(SELECT ARRAY[least(%s, COALESCE(sum({held}), 0)), COALESCE(sum({whole}), 0)]"
+            f" FROM {table.doclists} x WHERE x.term = %s)", [RARE + 1, *shards, phrase.terms[0]])
+
+
+def _prefix_counted(
+    table: KeywordTable, phrase: Phrase, scope: PostingScope,
+) -> tuple[str, list[Any]]:
+    """:func:`_counted` of a prefix: the rows holding a term it starts, grouped once.
+
+    Both counts from one pass over the prefix's postings: counted apart, each sorted
+    them all (a distinct count stops at no limit), and the ranking a third time.
+    """
+    lo, hi = _range(phrase)
+    held, args = ("TRUE", []) if scope.shards is None else (
+        "bool_or(x.shard = ANY(%s))", [list(scope.shards)])
+    return (f"(SELECT ARRAY[least(%s, count(*) FILTER (WHERE s.held)), count(*)] FROM"
+            f" (SELECT x.ref, {held} AS held FROM {table.postings_of('shard')} x"
+            " WHERE x.term BETWEEN %s AND %s GROUP BY x.ref) s)", [RARE + 1, *args, lo, hi])
+
+
+def _range(phrase: Phrase) -> tuple[str, str]:
+    """The stored terms a one-term phrase matches, as a range: itself, or its prefix's."""
+    term = phrase.terms[0]
+    return (term, term + _LAST_CHAR) if phrase.prefix else (term, term)
 
 
 def newest(

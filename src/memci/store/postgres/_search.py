@@ -25,7 +25,7 @@ from memci.store.postgres._db import Connection, Database
 from memci.store.postgres._dialect import POSTGRES
 from memci.store.postgres._erase import EPOCH
 from memci.store.postgres._keyword import Carry, KeywordTable
-from memci.store.postgres._scoped import Commons, PostingScope, newest, split
+from memci.store.postgres._scoped import Commons, PostingScope, newest, split, window
 
 if TYPE_CHECKING:
     from memci.text import Analyzer, MatchQuery
@@ -119,22 +119,28 @@ class PostgresMessageSearch(SqlMessageSearch):
 
         Rare terms by FTS5's BM25 within ``where`` (``carry`` filled with what it found);
         when they find fewer than ``k``, the common terms among the scope's newest
-        entries, ranked below every rare match.
+        entries, ranked below every rare match. A short time window of given sessions
+        bounds every statement by its first and last entry; an empty one, nothing to find.
         """
         sessions = None if where.sessions is None else tuple(int(s) for s in where.sessions)
         rest, rest_args = search_filter(POSTGRES, replace(where, sessions=None, below=None))
-        scope = PostingScope(sessions, POSTGRES.statement(rest), tuple(rest_args))
+        rest = POSTGRES.statement(rest)
+        dated = sessions is not None and (where.start is not None or where.end is not None)
+        short = window(db, sessions or (), rest, rest_args) if dated else None
+        if short is not None and short.entries == 0:
+            return []  # no entry of these sessions in the window
+        scope = PostingScope(sessions, rest, tuple(rest_args), short)
         parts = match.split(" OR ")
-        size, rare, common = split(db, self.table, parts, scope, self._commons)
+        size, rare, common, counted = split(db, self.table, parts, scope, self._commons)
         found: list[tuple[float, int]] = []
         if rare:
-            join = " JOIN memory_docs d ON d.id = k.ref" if rest else ""
-            filters, args = POSTGRES.statement(rest), list(rest_args)
+            join, filters, args = scope.kept("k")
             if where.below is not None:
                 filters, args = " AND k.ref < %s" + filters, [where.below, *args]
             found = self.table.rank(db, " OR ".join(rare), (1.0, context_weight), join=join,
                                     where=filters, args=args, limit=k, shards=sessions,
-                                    carry=carry)
+                                    carry=carry, counted=counted,
+                                    refs=None if short is None else (short.first, short.last))
         if len(rare) < len(parts) and len(found) < k:
             # The rest only among the scope's newest entries: bounded, and ranked below.
             seen = {ref for _, ref in found}

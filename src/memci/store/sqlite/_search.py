@@ -27,6 +27,7 @@ from memci.store._search import (
     RARE,
     RECENT,
     TERMS_MAX,
+    WINDOW_MAX,
     Candidate,
     IndexedMessage,
     SearchFilter,
@@ -47,9 +48,6 @@ __all__ = ["SQLiteMessageSearch"]
 _SCOPE_TERMS_MAX = 20  # up to this many sessions are always filtered inside FTS5
 # The split of a query's terms, shared with PostgreSQL (see memci.store._search).
 _LOADED_MAX = 4_096  # loaded messages kept between searches at most
-# A time window holding at most this many entries of the search's sessions bounds the
-# full-text query by their ids (counting them stops there: the count costs what they do).
-_WINDOW_MAX = 2_000
 
 
 def _bound(where: SearchFilter) -> tuple[str, tuple[int, ...]]:
@@ -254,7 +252,7 @@ class SQLiteMessageSearch(SqlMessageSearch):
         """How many entries ``where`` keeps, the first and the last, for a short time window.
 
         None when there is no window of given sessions or it holds more than
-        :data:`_WINDOW_MAX` entries; ``(0, 0, 0)`` when it holds none. Without ``below``
+        :data:`WINDOW_MAX` entries; ``(0, 0, 0)`` when it holds none. Without ``below``
         (the split counts the scope without it; the full-text query keeps its own bound).
         Counted on the index of sessions and times, so the count costs at most what it
         saves: every match of the scope (a session's whole history) walked to keep a day.
@@ -271,8 +269,8 @@ class SQLiteMessageSearch(SqlMessageSearch):
             return found
         n, first, last = db.execute(
             "SELECT COUNT(*), MIN(id), MAX(id) FROM (SELECT d.id FROM memory_docs d"
-            f" WHERE 1{sql} LIMIT ?)", (*args, _WINDOW_MAX + 1)).fetchone()
-        found = None if n > _WINDOW_MAX else (0, 0, 0) if n == 0 else (
+            f" WHERE 1{sql} LIMIT ?)", (*args, WINDOW_MAX + 1)).fetchone()
+        found = None if n > WINDOW_MAX else (0, 0, 0) if n == 0 else (
             int(n), int(first), int(last))
         if kept is not None:
             kept[key] = found
