@@ -1,9 +1,9 @@
 """A bulk write is paged when it is written: the first build after it plans only its newest pages.
 
-``add_many`` of several pages that leaves the window over its budget (an import, a
-history synced at once) archives, in the writing process, what the next build would
-have: the first build after it (another engine, another process) archives nothing and
-makes the request it would have made had it caught up itself. A writer killed while
+``add_many`` of several pages (an import, a history synced at once) archives, in the
+writing process, what the next build would have: the first build after it (another
+engine, another process) archives nothing and makes the request it would have made had
+it caught up itself. A writer killed while
 importing leaves a store whose every page has one place and whose next build works.
 """
 
@@ -60,6 +60,23 @@ def test_the_first_build_after_a_bulk_import_archives_nothing(tmp_path: Path) ->
     assert any(e.startswith("archive") for e in caught_up_events)  # the check has work
     assert events == ()
     assert request == caught_up
+
+
+def test_a_bulk_write_under_the_budget_but_over_the_room_is_paged_when_written(
+        tmp_path: Path) -> None:
+    # A build archives once its window passes the room the budget leaves it (after the
+    # system prompt, memci's tools, the contents page): a window under the budget but
+    # over that room was left to the first build (1,006 pages of a 100k-message chat).
+    with memci.Engine.open(tmp_path / "m.db") as engine:
+        session = engine.session("imp", context_window=WINDOW)
+        session.set_system("You are a build engineer. " * 400)  # ~half the budget
+        session.add_many(_history(6))
+        chat = sum(m.tokens or 0 for m in session.messages() if m.role != "system")
+        assert chat < session.settings.budget
+        written = [p.place for p in session.pages()]
+    assert written.count("window") < len(written)  # paged when written ...
+    _, events = _first_build(tmp_path / "m.db")
+    assert events == ()  # ... so the first build has nothing to catch up on
 
 
 def test_a_bulk_write_that_fits_the_window_is_left_as_it_is(tmp_path: Path) -> None:

@@ -159,9 +159,8 @@ class Session:
     def add_many(self, messages: Iterable[object]) -> list[Message]:
         """Store messages in one transaction: all of them, or none (then it raises).
 
-        A batch of several pages that leaves the window over its budget (an import) is
-        then paged, as the next build would page it, so that build has nothing to catch
-        up on (see ``docs/context.md``).
+        A batch of several pages (an import) is then paged, as the next build would page
+        it, so that build has nothing to catch up on (see ``docs/context.md``).
         """
         with _trace.span("memci.add") as traced:
             stored = self._add_many(messages)
