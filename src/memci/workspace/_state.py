@@ -114,12 +114,13 @@ class _Read:
 
 
 def _folded(entries: list[Json]) -> list[int]:
-    """The ``covers`` of an entry folding ``entries``: their ids.
+    """The ``covers`` of a fastmemo entry compacting ``entries``: their ids.
 
-    Folds nest: an entry folded again is listed by its own id, not by the ids it covers
-    (its text carries theirs). Listing every id ever folded made each fold's entry, and
-    its event's before and after, as long as the whole history: the context pool of a
-    100k-message import wrote 734 MB of events.
+    Compactions nest: an entry compacted again is listed by its own id, not by the ids it
+    covers (its text carries theirs). Listing every id ever compacted made each
+    compaction's entry, and its event's before and after, as long as the whole history:
+    the context pool of a 100k-message import wrote 734 MB of events. (A notebook
+    milestone still lists every note it stands for: the request shows them.)
     """
     return sorted(int(d["id"]) for d in entries)
 
@@ -673,7 +674,8 @@ class WorkState:
                 if current is None:
                     continue  # changed meanwhile; look again
                 note_id = self._next_id("note")
-                covers = _folded(chosen)
+                # Flattened: the request shows the notes a milestone stands for.
+                covers = sorted({i for d in chosen for i in (d["covers"] or [d["id"]])})
                 milestone = {
                     "id": note_id, "summary": text, "source": f"actor:{self.actor}",
                     "artifact_ref": None, "milestone": True, "covers": covers,
