@@ -112,6 +112,9 @@ class PagedContext:
         self._cut_page = 0
         self._contents: Message | None = None  # the contents page as last rendered
         self.counts = {"archive": 0, "recall": 0, "evict": 0}
+        # The window's high watermark as the last plan adopted here found it (its room
+        # less the contents page; None before one): a bulk write settles past it.
+        self.high: int | None = None
         self._backlog = 0  # active pages up to this one are past the load bound
         self._ready: dict[int, PageSummary] = {}  # model summaries ready, by page
         #: Pages before the window loaded because the budget grew (a plan may bring them back).
@@ -302,6 +305,7 @@ class PagedContext:
         self._cut_page, self._cut = plan.cut
         self.counts = plan.counts
         self._contents = plan.contents_cache
+        self.high = plan.high
         self.lines_made.clear()
         if plan.backlog_archived:
             self._backlog = 0
@@ -349,6 +353,7 @@ class PagedPlan:
         self.recalled = dict(state.recalled)
         self.evicted: dict[int, ContentsEntry] = {}  # evicted by this plan
         self.counts = dict(state.counts)
+        self.high = state.high  # the last run of plan() sets it
         self._cut_page, self._cut = state.cut
         self.contents_cache = state._contents
         self.detached: set[int] = set()  # pages this plan took out of the window
@@ -424,7 +429,7 @@ class PagedPlan:
         self._archive_backlog()
         self._evict_by_rules()
         self._evict_lru(cap)  # the cap shrinks when the allocator's profile changes
-        high = room - self._contents_tokens()
+        high = self.high = room - self._contents_tokens()
         if self._active_tokens() > high:
             self._archive_down_to(int(high * self.config.low_watermark), cap,
                                   "active chapter over its budget", limit=high)
