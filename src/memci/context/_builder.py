@@ -344,9 +344,9 @@ class ContextBuilder:
         # the system prompt, memci's tools, the working state, memory and the contents
         # page), which only a plan knows: settled past the high watermark the last plan
         # found, and planned whatever the window's size when none has run in this
-        # process. Settling only a window over the budget left the rest to the first
-        # build (1,006 pages of a 100k-message chat, 0.7 s); planning after every batch
-        # of an import cost half its time again.
+        # process (a plan that archives nothing costs about a build). Settling only a
+        # window over the budget left the rest to the first build (1,006 pages of a
+        # 100k-message chat, 0.7 s).
         if paged.high is not None and paged.unbuilt_tokens() <= paged.high:
             return False
         try:
