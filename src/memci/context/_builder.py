@@ -343,11 +343,11 @@ class ContextBuilder:
         # A build archives once the window passes the room the budget leaves it (after
         # the system prompt, memci's tools, the working state, memory and the contents
         # page), which only a plan knows: settled past the high watermark the last plan
-        # found, and planned whatever the window's size when none has run in this
-        # process (a plan that archives nothing costs about a build). Settling only a
-        # window over the budget left the rest to the first build (1,006 pages of a
-        # 100k-message chat, 0.7 s).
-        if paged.high is not None and paged.unbuilt_tokens() <= paged.high:
+        # found or, before one, past the budget's low watermark (a plan that archives
+        # nothing costs about a build). Settling only a window over the budget left the
+        # rest to the first build (1,006 pages of a 100k-message chat, 0.7 s).
+        high = paged.high if paged.high is not None else limit * paged.config.low_watermark
+        if paged.unbuilt_tokens() <= high:
             return False
         try:
             self._committed(limit, "auto", agent)
