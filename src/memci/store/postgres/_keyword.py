@@ -68,8 +68,16 @@ from memci.store.postgres._db import Connection, Database
 from memci.store.postgres._terms import PORTER, TRIGRAM, tokenizer
 from memci.text import Analyzer, BigramAnalyzer, JiebaAnalyzer
 
-__all__ = ["Carry", "Counted", "KeywordTable", "Phrase", "forget_keywords", "keyword_tables",
-           "phrases"]
+__all__ = [
+    "Carry",
+    "Counted",
+    "KeywordTable",
+    "Phrase",
+    "forget_keywords",
+    "keyword_tables",
+    "phrases",
+    "posting_bounds",
+]
 
 _K1 = 1.2
 _B = 0.75
@@ -333,18 +341,24 @@ class _Filters:
     refs: tuple[int, int] | None = None
 
     def postings(self, alias: str) -> tuple[str, list[Any]]:
-        """Conditions (each starting with `` AND``) on the postings ``alias``, and args.
+        """:func:`posting_bounds` of its sessions and range of rows."""
+        return posting_bounds(alias, self.shards, self.refs)
 
-        Its sessions, and its range of rows: a doclist's ``batch`` is its first row, so
-        none after the range's last is read.
-        """
-        sql, args = "", list[Any]()
-        if self.shards is not None:
-            sql, args = f" AND {alias}.shard = ANY(%s)", [list(self.shards)]
-        if self.refs is not None:
-            sql += f" AND {alias}.batch <= %s AND {alias}.ref BETWEEN %s AND %s"
-            args += [self.refs[1], *self.refs]
-        return sql, args
+
+def posting_bounds(alias: str, shards: Sequence[int] | None,
+                   refs: tuple[int, int] | None) -> tuple[str, list[Any]]:
+    """Conditions (each starting with `` AND``) on the postings ``alias``, and args.
+
+    Its sessions, and its range of rows ``(first, last)``: a doclist's ``batch`` is its
+    first row, so none after the range's last is read.
+    """
+    sql, args = "", list[Any]()
+    if shards is not None:
+        sql, args = f" AND {alias}.shard = ANY(%s)", [list(shards)]
+    if refs is not None:
+        sql += f" AND {alias}.batch <= %s AND {alias}.ref BETWEEN %s AND %s"
+        args += [refs[1], *refs]
+    return sql, args
 
 
 def _weights(weights: Sequence[float]) -> list[float]:

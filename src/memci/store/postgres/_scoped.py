@@ -43,7 +43,13 @@ from memci.store._search import (
     rarest,
 )
 from memci.store.postgres._db import Connection
-from memci.store.postgres._keyword import Counted, KeywordTable, Phrase, phrases
+from memci.store.postgres._keyword import (
+    Counted,
+    KeywordTable,
+    Phrase,
+    phrases,
+    posting_bounds,
+)
 
 __all__ = ["Commons", "PostingScope", "Split", "Window", "newest", "split", "window"]
 
@@ -98,14 +104,10 @@ class PostingScope:
     def conditions(self) -> tuple[str, str, list[Any]]:
         """``(join, where, args)`` that keep the rows ``x`` of the scope."""
         join, where, args = self.kept("x")
-        if self.window is not None:
-            # A row's batch is at most its ref: the doclists after the range are not read.
-            first, last = self.window.first, self.window.last
-            where, args = (" AND x.batch <= %s AND x.ref BETWEEN %s AND %s" + where,
-                           [last, first, last, *args])
-        if self.shards is not None:
-            where, args = " AND x.shard = ANY(%s)" + where, [list(self.shards), *args]
-        return join, where, args
+        short = self.window
+        bounds, bound_args = posting_bounds(
+            "x", self.shards, None if short is None else (short.first, short.last))
+        return join, bounds + where, [*bound_args, *args]
 
 
 _KEPT_SCOPES = 1_024  # scopes whose common terms are kept at most
