@@ -55,7 +55,7 @@ from memci.context._history import (
     messages_tokens,
 )
 from memci.context._log import LogIndex
-from memci.context._model import ContentsEntry, PageInfo
+from memci.context._model import SEQ, ContentsEntry, PageInfo
 from memci.context._recipes import Recipe, choose_recipe
 from memci.context._retrieval import (
     BLOCKS,
@@ -93,7 +93,6 @@ _ATTEMPTS = 8  # builds planned again after losing a compare-and-swap, before gi
 # of the history sent as it is: then even the first shaped request, which no cache holds,
 # costs no more than the whole one with its prefix cached at half price.
 SHAPING_PAYS = 0.5
-_SEQ = operator.attrgetter("seq")
 
 
 class _Conflict(Exception):
@@ -980,7 +979,7 @@ def _with_blocks(window: Sequence[Message], blocks: Mapping[int, Block]
     placed: dict[int, Block] = {}
     done = 0
     # The openers' places, found in C: a window holds thousands of messages, a few blocks.
-    for at in compress(range(len(window)), map(after.__contains__, map(_SEQ, window))):
+    for at in compress(range(len(window)), map(after.__contains__, map(SEQ, window))):
         message = window[at]
         if message.role != "user" or message.seq is None:
             continue

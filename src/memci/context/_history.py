@@ -18,12 +18,11 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from itertools import takewhile
-from operator import attrgetter
 from typing import Any, NamedTuple
 
 from memci.context._branches import cut_fits, pages_on, seq_at
 from memci.context._fit import CUT_FLOOR, floor_tokens
-from memci.context._model import ContentsEntry
+from memci.context._model import TOKENS, ContentsEntry
 from memci.context._paged import PagedConfig, PagedContext, PagedPlan
 from memci.context._pairing import Pairing, stand_in_result
 from memci.context._recipes import Recipe
@@ -47,10 +46,9 @@ requests that follow keep one form and a provider's cache keeps hitting."""
 
 def messages_tokens(messages: Sequence[Message]) -> int:
     """The tokens of ``messages`` (read in C: a build sums its window's several times)."""
-    return sum(filter(None, map(_TOKENS, messages)))
+    return sum(filter(None, map(TOKENS, messages)))
 
 
-_TOKENS = attrgetter("tokens")
 
 
 def _is_system(message: Message) -> bool:

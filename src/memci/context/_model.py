@@ -23,6 +23,9 @@ from typing import NamedTuple
 from memci.messages import Message
 
 __all__ = [
+    "NUMBER",
+    "SEQ",
+    "TOKENS",
     "ActiveChapter",
     "ArchiveChapter",
     "Chapter",
@@ -35,7 +38,11 @@ __all__ = [
     "page_from_messages",
 ]
 
-_NUMBER = operator.attrgetter("number")
+# Sort and map keys in C, shared by the package: a build maps them over thousands of
+# pages and messages.
+NUMBER = operator.attrgetter("number")  # a page's
+SEQ = operator.attrgetter("seq")  # a message's
+TOKENS = operator.attrgetter("tokens")  # a page's or a message's
 
 
 class MessageNode:
@@ -246,7 +253,7 @@ class Chapter:
 
     def ordered_pages(self) -> list[Page]:
         """The chapter's pages in list order."""
-        return sorted(self.pages.values(), key=_NUMBER)
+        return sorted(self.pages.values(), key=NUMBER)
 
     def to_message_list(self) -> MessageList:
         """The chapter's single list (not a copy)."""

@@ -37,7 +37,6 @@ when it alone passes the whole budget).
 
 from __future__ import annotations
 
-import operator
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import NamedTuple
@@ -46,6 +45,8 @@ from memci.context._contents import CONTENTS_OVERHEAD, ContentsPage, capped_line
 from memci.context._fit import fit_messages, floor_tokens, newest_that_fit
 from memci.context._log import LogIndex
 from memci.context._model import (
+    NUMBER,
+    TOKENS,
     ActiveChapter,
     ArchiveChapter,
     ContentsEntry,
@@ -62,7 +63,6 @@ from memci.tokens import Tokenizer
 __all__ = ["ContextEvent", "PageRow", "PagedConfig", "PagedContext", "PagedPlan"]
 
 Loader = Callable[[int, int], list[Message]]  # (first_seq, last_seq) -> messages
-_TOKENS = operator.attrgetter("tokens")
 
 
 class PagedConfig(NamedTuple):
@@ -283,7 +283,7 @@ class PagedContext:
 
     def _later(self, page: int) -> Page | None:
         later = [p for p in self.active.pages.values() if p.number > page]
-        return min(later, key=lambda p: p.number) if later else None
+        return min(later, key=NUMBER) if later else None
 
     # -- plans ---------------------------------------------------------------------------
 
@@ -718,9 +718,9 @@ class PagedPlan:
         pages = [p for p in active.ordered_pages()
                  if p.number not in self.detached and p is not current]
         if self.restored:  # the budget brings them back in this request
-            pages = sorted([*pages, *self.restored], key=lambda p: p.number)
+            pages = sorted([*pages, *self.restored], key=NUMBER)
         kept = self.kept
-        others = sum(map(_TOKENS, pages))
+        others = sum(map(TOKENS, pages))
         if kept:
             others += sum(kept.get(p.number, 0) for p in pages)
         window: list[Message] = []

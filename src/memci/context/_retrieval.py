@@ -22,14 +22,13 @@ facts that pass the eligibility judge).
 
 from __future__ import annotations
 
-import operator
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import replace
 from datetime import datetime
 from typing import Any, NamedTuple
 
-from memci.context._model import ContentsEntry
+from memci.context._model import SEQ, ContentsEntry
 from memci.context._recipes import TITLES
 from memci.context._services import SessionServices
 from memci.context._session_log import SessionLog
@@ -59,7 +58,6 @@ BLOCKS = "retrieval.blocks"  # the context value that keeps each page's block
 KEPT_TOKENS = 100  # tokens of the block a page keeps while it is in the window, at most
 HELD_TOKENS = 2000  # tokens the window leaves for memory at most (its share, when smaller)
 
-_SEQ = operator.attrgetter("seq")
 
 
 class Gathered(NamedTuple):
@@ -269,7 +267,7 @@ class RetrievalSource:
         """
         if not found or room <= 0:
             return None, ()
-        shown = set(map(_SEQ, window))
+        shown = set(map(SEQ, window))
         shown.discard(None)  # messages memci wrote (a contents page) have no seq
         title = TITLES[language].retrieval
         used = self.tokenizer.count(title) + 8
