@@ -49,8 +49,6 @@ def messages_tokens(messages: Sequence[Message]) -> int:
     return sum(filter(None, map(TOKENS, messages)))
 
 
-
-
 def _is_system(message: Message) -> bool:
     return message.role == "system"
 
