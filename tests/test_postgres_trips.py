@@ -754,3 +754,36 @@ def test_a_search_reads_each_terms_doclists_once_in_its_ranking(
     assert all(lite) and post == lite, (post, lite)
     # Before: each doclist twice (and each of the prefix's twice more, sorted).
     assert all(0 < doclists and read <= doclists for read, doclists in reads), reads
+
+
+def test_a_phrase_of_several_terms_is_found_once_per_search(
+    url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A phrase of several terms ("010-8" of a phone number) was found three times per
+    # message search, each a pass over its first term's postings checking the rows'
+    # terms in order: counted in the scope (the split), in the table (BM25's IDF), and
+    # again to score its rows. The split now reads both counts and the scope's rows
+    # holding it in one pass, and the ranking scores those rows.
+    asked = ("harbor-build lake", "harbor-build", "lake harbor-zzqx")
+    with memci.Engine.open(tmp_path / "s.db", workers=0) as engine:
+        lite = _found_by(engine, asked)
+    checks: list[list[int]] = []
+    with memci.Engine.open(url, workers=0) as engine:
+        session = engine.session("s", context_window=128_000)
+        post = _found_by(engine, asked)
+        for query in asked[:2]:
+            sent: list[tuple[str, Any]] = []
+            monkeypatch.setattr(psycopg.Cursor, "execute", _recorder(sent))
+            session.search(query, k=5)
+            monkeypatch.undo()
+            checks.append([_rows_read(url, q, p, "memory_fts_bigram") for q, p in sent
+                           if "array_positions(r.seq" in q
+                           and "memory_fts_bigram_postings" in q])
+    with psycopg.connect(url, autocommit=True) as conn:
+        row = conn.execute("SELECT count(*) FROM memory_fts_bigram"
+                           " WHERE 'harbor' = ANY(seq) AND 'build' = ANY(seq)").fetchone()
+    assert row is not None and row[0] > 0
+    assert all(post[:2]) and post == lite, (post, lite)
+    # One statement checks its places, in the rows holding both terms (and the
+    # index's newest row, read with the counts); before: three.
+    assert all(len(read) == 1 and read[0] <= row[0] + 1 for read in checks), (checks, row[0])

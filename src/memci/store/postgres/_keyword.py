@@ -303,12 +303,16 @@ class Counted:
 
     ``holding``: by range of stored terms (a term: itself twice; a prefix: its first and
     last term). A ranking given them does not count them again (each term's doclists
-    read once more, in the ranking's statement).
+    read once more, in the ranking's statement). ``phrases``: of a phrase of several
+    terms, the table's rows holding it and those of the caller's scope (a superset of
+    the rows the ranking keeps): the ranking neither counts nor finds it again (each
+    a pass over its first term's postings, checking every row's terms in order).
     """
 
     rows: int
     tokens: int
     holding: Mapping[tuple[str, str], int]
+    phrases: Mapping[Phrase, tuple[int, tuple[int, ...]]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -754,7 +758,7 @@ class KeywordTable:
             return []
         filters = _Filters(join, where, args, shards, carry, keeps_most and bool(join), refs)
         if any(len(p.terms) > 1 for p in found):
-            return self.rank_positions(db, found, weights, filters, limit)
+            return self.rank_positions(db, found, weights, filters, limit, counted)
         bounds = [_bounds(p) for p in found]
         if not prune and counted is not None and all(b in counted.holding for b in bounds):
             avg = counted.tokens / counted.rows if counted.rows else 1.0
@@ -827,7 +831,7 @@ class KeywordTable:
 
     def rank_positions(
         self, db: Connection, found: Sequence[Phrase], weights: Sequence[float],
-        filters: _Filters, limit: int,
+        filters: _Filters, limit: int, counted: Counted | None = None,
     ) -> list[tuple[float, int]]:
         """:meth:`rank` of ``found`` when a phrase has several terms (their positions).
 
@@ -835,12 +839,13 @@ class KeywordTable:
         their postings' positions, every phrase counted; the other rows from the
         postings of the one-term phrases, in the database (:meth:`_score`), deep enough
         that the rows scored in Python cannot keep a better one out. Three statements:
-        the rows holding each phrase, the positions, the scores.
+        the counts and the rows holding each phrase, the positions, the scores; two when
+        ``counted`` holds every phrase's count and rows (a caller's scope).
         """
-        total, tokens, having = self._phrase_rows(db, found)
+        total, tokens, having, given = self._phrase_rows(db, found, counted, filters)
         avg = tokens / total if total else 1.0
         idfs = [_idf(total, min(n, total)) for n in having]
-        scored = self._scored_positions(db, found, idfs, weights, avg, filters)
+        scored = self._scored_positions(db, found, idfs, weights, avg, filters, given)
         single = [(i, *_bounds(p), idf) for i, (p, idf) in enumerate(zip(found, idfs,
                                                                           strict=True))
                   if len(p.terms) == 1]
@@ -852,55 +857,73 @@ class KeywordTable:
         scored.sort(key=lambda t: (-t[0], t[1]))
         return scored[:limit]
 
-    def _phrase_rows(self, db: Connection, found: Sequence[Phrase]) -> tuple[int, int, list[int]]:
-        """The table's rows and terms, and how many rows hold each phrase: one statement.
+    def _phrase_rows(
+        self, db: Connection, found: Sequence[Phrase], counted: Counted | None,
+        filters: _Filters,
+    ) -> tuple[int, int, list[int], dict[Phrase, tuple[int, tuple[int, ...]]]]:
+        """The table's rows and terms, how many rows hold each phrase, and its rows kept.
 
-        A term (or prefix) counted in the postings' key, a phrase of several terms by
-        :meth:`holding`.
+        One statement; none when ``counted`` holds them all. A term (or prefix) counted
+        in the postings' key; a phrase of several terms found once (:meth:`holding`):
+        its rows counted, and those ``filters`` keep given by ref (it was found again
+        to be scored: each a pass over its first term's postings, checking each row's
+        terms in order).
         """
+        if counted is not None and all(
+                p in counted.phrases if len(p.terms) > 1 else _bounds(p) in counted.holding
+                for p in found):
+            return counted.rows, counted.tokens, [
+                counted.phrases[p][0] if len(p.terms) > 1 else counted.holding[_bounds(p)]
+                for p in found], dict(counted.phrases)
+        bounds, bound_args = filters.postings("k")
+        kept = (f"EXISTS (SELECT 1 FROM {self.name} k{filters.join} WHERE k.ref = x.ref"
+                f"{bounds}{filters.where})")
         counts: list[str] = []
         args: list[Any] = []
         for phrase in found:
             if len(phrase.terms) > 1:
-                holds, more = self.holding(phrase, "k")
-                counts.append(f"(SELECT count(*) FROM {self.postings_of()} k WHERE {holds})")
-                args += more
+                holds, more = self.holding(phrase, "x")
+                counts.append(f"(SELECT ARRAY[count(*)] || COALESCE(array_agg(h.ref) FILTER"
+                              f" (WHERE h.kept), '{{}}') FROM (SELECT x.ref, {kept} AS kept"
+                              f" FROM {self.postings_of()} x WHERE {holds}) h)")
+                args += [*bound_args, *filters.args, *more]
             elif phrase.prefix:
-                counts.append(f"(SELECT count(DISTINCT ref) FROM {self.postings_of()}"
-                              " WHERE term BETWEEN %s AND %s)")
+                counts.append(f"ARRAY[(SELECT count(DISTINCT ref) FROM {self.postings_of()}"
+                              " WHERE term BETWEEN %s AND %s)]")
                 args += list(_bounds(phrase))
             else:
-                counts.append(f"(SELECT COALESCE(sum(cardinality(refs)), 0)"
-                              f" FROM {self.doclists} WHERE term = %s)")
+                counts.append(f"ARRAY[(SELECT COALESCE(sum(cardinality(refs)), 0)"
+                              f" FROM {self.doclists} WHERE term = %s)]")
                 args.append(phrase.terms[0])
         row = db.execute(
-            "SELECT COALESCE(SUM(docs), 0), COALESCE(SUM(tokens), 0),"
-            f" ARRAY[{', '.join(counts)}]::bigint[] FROM keyword_stats WHERE tab = %s",
-            (*args, self.name)).fetchone()
+            f"SELECT COALESCE(SUM(docs), 0), COALESCE(SUM(tokens), 0), {', '.join(counts)}"
+            " FROM keyword_stats WHERE tab = %s", (*args, self.name)).fetchone()
         assert row is not None
-        return int(row[0]), int(row[1]), [int(n) for n in row[2]]
+        read = list(zip(found, row[2:], strict=True))
+        return int(row[0]), int(row[1]), [int(n[0]) for _, n in read], {
+            p: (int(n[0]), tuple(int(r) for r in n[1:])) for p, n in read if len(p.terms) > 1}
 
     def _scored_positions(
         self, db: Connection, found: Sequence[Phrase], idfs: Sequence[float],
         weights: Sequence[float], avg: float, filters: _Filters,
+        given: Mapping[Phrase, tuple[int, tuple[int, ...]]],
     ) -> list[tuple[float, int]]:
         """``(score, ref)`` of the rows holding a phrase of several terms.
 
-        Every phrase is counted, from the rows' terms in order (their ``seq``).
+        Every phrase is counted, from the rows' terms in order (their ``seq``). Each
+        phrase's rows are ``given`` (found with its count), a superset of those
+        ``filters`` keep: filtered again here, as keyword rows (they have the postings'
+        ``shard``, ``batch`` and ``ref``).
         """
         bounds, args = filters.postings("k")
-        where, args = bounds + filters.where, [*args, *filters.args]
-        holding: list[str] = []
-        holding_args: list[Any] = []
-        for phrase in found:
-            if len(phrase.terms) > 1:
-                holds, more = self.holding(phrase, "k")
-                holding.append(f"SELECT k.ref FROM {self.postings_of('shard')} k{filters.join}"
-                               f" WHERE {holds}{where}")
-                holding_args += [*more, *args]
+        refs = sorted({ref for phrase in found if len(phrase.terms) > 1
+                       for ref in given[phrase][1]})
+        if not refs:
+            return []
         rows = db.execute(
-            f"WITH h AS ({' UNION '.join(holding)}) SELECT r.ref, r.tokens, r.seq FROM h"
-            f" JOIN {self.name} r ON r.ref = h.ref", holding_args).fetchall()
+            f"SELECT k.ref, k.tokens, k.seq FROM {self.name} k{filters.join}"
+            f" WHERE k.ref = ANY(%s){bounds}{filters.where}",
+            [refs, *args, *filters.args]).fetchall()
         scored: list[tuple[float, int]] = []
         for ref, tokens, seq in rows:
             terms = _places(seq)

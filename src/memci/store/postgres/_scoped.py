@@ -146,11 +146,12 @@ class Commons:
 
 def _holding(
     table: KeywordTable, phrase: Phrase, scope: PostingScope, bounds: str = "",
-    bound_args: Sequence[Any] = (),
+    bound_args: Sequence[Any] = (), also: tuple[str, Sequence[Any]] = ("", ()),
 ) -> tuple[str, list[Any]]:
     """``SELECT x.ref`` of the scope's rows holding ``phrase``, and its arguments.
 
-    ``bounds``: more conditions on ``x.ref`` (with ``bound_args``). A term (or a
+    ``bounds``: more conditions on ``x.ref`` (with ``bound_args``); ``also``: more
+    columns, and their arguments, for a phrase of several terms. A term (or a
     prefix's terms) is read in the postings' key, a phrase of several terms from its
     first term's postings and the rows' terms in order (:meth:`KeywordTable.holding`).
     """
@@ -159,8 +160,8 @@ def _holding(
     postings = table.postings_of("shard")  # a scope reads each posting's session only
     if len(phrase.terms) > 1:
         holds, more = table.holding(phrase, "x")
-        return (f"SELECT x.ref FROM {postings} x{join} WHERE {holds}{bounds}{where}",
-                [*more, *rest])
+        return (f"SELECT x.ref{also[0]} FROM {postings} x{join} WHERE {holds}{bounds}{where}",
+                [*also[1], *more, *rest])
     term = phrase.terms[0]
     if phrase.prefix:
         return (f"SELECT DISTINCT x.ref FROM {postings} x{join} WHERE x.term BETWEEN"
@@ -271,13 +272,17 @@ def _counts(
         counted.append((part, phrase))
     row = db.execute(f"SELECT {', '.join(columns)}", args).fetchone()
     assert row is not None
-    counts = {part: int(n[0]) for (part, _), n in zip(counted, row[3:], strict=True)}
+    read = list(zip(counted, row[3:], strict=True))
+    counts = {part: int(n[0]) for (part, _), n in read}
     counts.update((part, 0 if part not in known else RARE + 1)
                   for part in parts if part not in counts)
-    holding = {_range(phrase): int(n[1]) for (_, phrase), n in zip(counted, row[3:],
-                                                                  strict=True)
-               if n[1] is not None}
-    return int(row[0]), int(row[1]), counts, Counted(int(row[2][0]), int(row[2][1]), holding)
+    holding = {_range(phrase): int(n[1]) for (_, phrase), n in read
+               if n[1] is not None and len(phrase.terms) == 1}
+    # A phrase's rows come after its two counts when it is rare in the scope.
+    found = {phrase: (int(n[1]), tuple(int(r) for r in n[2:])) for (_, phrase), n in read
+             if len(phrase.terms) > 1 and n[1] is not None and n[0] <= RARE}
+    return int(row[0]), int(row[1]), counts, Counted(int(row[2][0]), int(row[2][1]), holding,
+                                                     found)
 
 
 def _counted(
@@ -290,12 +295,15 @@ def _counted(
     sessions' places in the doclist's ``shards``, found in C) rather than per posting
     (each unnested, then counted): the counts of a search's terms took a tenth of it. A
     prefix in sessions alone is counted once per row holding it, in the scope or not.
-    Both counts read the term's (or the prefix's) doclists once.
+    Both counts read the term's (or the prefix's) doclists once. A phrase of several
+    terms in sessions alone is found once (:func:`_phrase_counted`).
     """
     shards = sorted(set(scope.shards or ()))  # each session's postings counted once
     whole = "cardinality(x.refs)"
     if phrase.prefix and len(phrase.terms) == 1 and not scope.where:
         return _prefix_counted(table, phrase, scope)
+    if len(phrase.terms) > 1 and not scope.where:
+        return _phrase_counted(table, phrase, scope)
     if len(phrase.terms) > 1 or phrase.prefix or scope.where or len(shards) > _SHARDS_COUNTED:
         rows, more = _holding(table, phrase, scope)
         table_wide, extra = "NULL::bigint", []
@@ -325,6 +333,26 @@ def _prefix_counted(
     return (f"(SELECT ARRAY[least(%s, count(*) FILTER (WHERE s.held)), count(*)] FROM"
             f" (SELECT x.ref, {held} AS held FROM {table.postings_of('shard')} x"
             " WHERE x.term BETWEEN %s AND %s GROUP BY x.ref) s)", [RARE + 1, *args, lo, hi])
+
+
+def _phrase_counted(
+    table: KeywordTable, phrase: Phrase, scope: PostingScope,
+) -> tuple[str, list[Any]]:
+    """:func:`_counted` of a phrase of several terms, and its rows in the scope when rare.
+
+    ``[scope's rows up to RARE + 1, table's rows, the scope's rows…]`` (the rows only
+    when at most ``RARE``), from one pass over the rows holding it in the table: the
+    ranking takes them (:class:`Counted`); counted in the scope, counted in the table
+    and found again to be scored, a phone number's ``"010-8"`` was three passes over
+    its first term's 4,000 postings, each row's terms checked, the slowest search.
+    """
+    held: tuple[str, list[Any]] = (", TRUE AS held", []) if scope.shards is None else (
+        ", x.shard = ANY(%s) AS held", [list(scope.shards)])
+    rows, more = _holding(table, phrase, PostingScope(), also=held)
+    return (f"(SELECT ARRAY[least(%s, count(*) FILTER (WHERE s.held)), count(*)] ||"
+            f" CASE WHEN count(*) FILTER (WHERE s.held) <= %s THEN COALESCE(array_agg(s.ref)"
+            f" FILTER (WHERE s.held), '{{}}') ELSE '{{}}' END FROM ({rows}) s)",
+            [RARE + 1, RARE, *more])
 
 
 def _range(phrase: Phrase) -> tuple[str, str]:
