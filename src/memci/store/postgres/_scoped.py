@@ -146,12 +146,11 @@ class Commons:
 
 def _holding(
     table: KeywordTable, phrase: Phrase, scope: PostingScope, bounds: str = "",
-    bound_args: Sequence[Any] = (), also: tuple[str, Sequence[Any]] = ("", ()),
+    bound_args: Sequence[Any] = (),
 ) -> tuple[str, list[Any]]:
     """``SELECT x.ref`` of the scope's rows holding ``phrase``, and its arguments.
 
-    ``bounds``: more conditions on ``x.ref`` (with ``bound_args``); ``also``: more
-    columns, and their arguments, for a phrase of several terms. A term (or a
+    ``bounds``: more conditions on ``x.ref`` (with ``bound_args``). A term (or a
     prefix's terms) is read in the postings' key, a phrase of several terms from its
     first term's postings and the rows' terms in order (:meth:`KeywordTable.holding`).
     """
@@ -160,8 +159,8 @@ def _holding(
     postings = table.postings_of("shard")  # a scope reads each posting's session only
     if len(phrase.terms) > 1:
         holds, more = table.holding(phrase, "x")
-        return (f"SELECT x.ref{also[0]} FROM {postings} x{join} WHERE {holds}{bounds}{where}",
-                [*also[1], *more, *rest])
+        return (f"SELECT x.ref FROM {postings} x{join} WHERE {holds}{bounds}{where}",
+                [*more, *rest])
     term = phrase.terms[0]
     if phrase.prefix:
         return (f"SELECT DISTINCT x.ref FROM {postings} x{join} WHERE x.term BETWEEN"
@@ -340,19 +339,25 @@ def _phrase_counted(
 ) -> tuple[str, list[Any]]:
     """:func:`_counted` of a phrase of several terms, and its rows in the scope when rare.
 
-    ``[scope's rows up to RARE + 1, table's rows, the scope's rows…]`` (the rows only
-    when at most ``RARE``), from one pass over the rows holding it in the table: the
-    ranking takes them (:class:`Counted`); counted in the scope, counted in the table
-    and found again to be scored, a phone number's ``"010-8"`` was three passes over
-    its first term's 4,000 postings, each row's terms checked, the slowest search.
+    ``[scope's rows up to RARE + 1, table's rows, the scope's rows…]``: the table's
+    count and the rows only when it is rare in the scope (NULL and none otherwise), the
+    table's count read in the scope's rows when the scope holds every row of the table
+    (its sessions' rows in ``keyword_stats`` are all of them, one snapshot). The ranking
+    takes them (:class:`Counted`): counted in the scope, counted in the table and found
+    again to be scored, a phone number's ``"010-8"`` was three passes over its first
+    term's 4,000 postings, each row's terms checked, the slowest search.
     """
-    held: tuple[str, list[Any]] = (", TRUE AS held", []) if scope.shards is None else (
-        ", x.shard = ANY(%s) AS held", [list(scope.shards)])
-    rows, more = _holding(table, phrase, PostingScope(), also=held)
-    return (f"(SELECT ARRAY[least(%s, count(*) FILTER (WHERE s.held)), count(*)] ||"
-            f" CASE WHEN count(*) FILTER (WHERE s.held) <= %s THEN COALESCE(array_agg(s.ref)"
-            f" FILTER (WHERE s.held), '{{}}') ELSE '{{}}' END FROM ({rows}) s)",
-            [RARE + 1, RARE, *more])
+    rows, more = _holding(table, phrase, scope)
+    everywhere, everywhere_args = _holding(table, phrase, PostingScope())
+    whole: tuple[str, list[Any]] = ("TRUE", []) if scope.shards is None else (
+        "(SELECT sum(docs) FROM keyword_stats WHERE tab = %s AND shard = ANY(%s))"
+        " IS NOT DISTINCT FROM (SELECT sum(docs) FROM keyword_stats WHERE tab = %s)",
+        [table.name, list(scope.shards), table.name])
+    return (f"(SELECT ARRAY[count(*), CASE WHEN count(*) > %s THEN NULL WHEN {whole[0]}"
+            f" THEN count(*) ELSE (SELECT count(*) FROM ({everywhere}) w) END] ||"
+            " CASE WHEN count(*) <= %s THEN COALESCE(array_agg(s.ref), '{}') ELSE '{}' END"
+            f" FROM ({rows} LIMIT %s) s)",
+            [RARE, *whole[1], *everywhere_args, RARE, *more, RARE + 1])
 
 
 def _range(phrase: Phrase) -> tuple[str, str]:
