@@ -839,8 +839,9 @@ class KeywordTable:
         their postings' positions, every phrase counted; the other rows from the
         postings of the one-term phrases, in the database (:meth:`_score`), deep enough
         that the rows scored in Python cannot keep a better one out. Three statements:
-        the counts and the rows holding each phrase, the positions, the scores; two when
-        ``counted`` holds every phrase's count and rows (a caller's scope).
+        the counts and the rows holding each phrase, the positions, the scores; none for
+        the counts when ``counted`` holds every phrase's count and rows (a caller's
+        scope), none for the positions when no row holds a phrase.
         """
         total, tokens, having, given = self._phrase_rows(db, found, counted, filters)
         avg = tokens / total if total else 1.0
