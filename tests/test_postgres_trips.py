@@ -762,28 +762,40 @@ def test_a_phrase_of_several_terms_is_found_once_per_search(
     # A phrase of several terms ("010-8" of a phone number) was found three times per
     # message search, each a pass over its first term's postings checking the rows'
     # terms in order: counted in the scope (the split), in the table (BM25's IDF), and
-    # again to score its rows. The split now reads both counts and the scope's rows
-    # holding it in one pass, and the ranking scores those rows.
+    # again to score its rows; twice per memory items search. The split now reads both
+    # counts and the scope's rows holding it in one pass, and the ranking scores those
+    # rows; the items ranking counts it and keeps its rows in one pass. Another
+    # session holds the phrase too: the table's count is not the scope's.
     asked = ("harbor-build lake", "harbor-build", "lake harbor-zzqx")
+
+    def found(engine: memci.Engine) -> list[list[tuple[int, str]]]:
+        engine.session("other").add_many(_history(300, 600))
+        return _found_by(engine, asked)
+
     with memci.Engine.open(tmp_path / "s.db", workers=0) as engine:
-        lite = _found_by(engine, asked)
-    checks: list[list[int]] = []
+        lite = found(engine)
+    checks: list[tuple[list[int], int]] = []
     with memci.Engine.open(url, workers=0) as engine:
         session = engine.session("s", context_window=128_000)
-        post = _found_by(engine, asked)
+        post = found(engine)
         for query in asked[:2]:
             sent: list[tuple[str, Any]] = []
             monkeypatch.setattr(psycopg.Cursor, "execute", _recorder(sent))
             session.search(query, k=5)
             monkeypatch.undo()
-            checks.append([_rows_read(url, q, p, "memory_fts_bigram") for q, p in sent
-                           if "array_positions(r.seq" in q
-                           and "memory_fts_bigram_postings" in q])
+            places = [(q, p) for q, p in sent if "array_positions(r.seq" in q]
+            checks.append(([_rows_read(url, q, p, "memory_fts_bigram") for q, p in places
+                            if "memory_fts_bigram_postings" in q],
+                           sum("memory_items_fts_bigram_postings" in q for q, _ in places)))
     with psycopg.connect(url, autocommit=True) as conn:
-        row = conn.execute("SELECT count(*) FROM memory_fts_bigram"
-                           " WHERE 'harbor' = ANY(seq) AND 'build' = ANY(seq)").fetchone()
-    assert row is not None and row[0] > 0
+        row = conn.execute(
+            "SELECT count(*), count(*) FILTER (WHERE shard = (SELECT id FROM sessions"
+            " WHERE name = 's')) FROM memory_fts_bigram"
+            " WHERE 'harbor' = ANY(seq) AND 'build' = ANY(seq)").fetchone()
+    assert row is not None and row[0] > row[1] > 0
     assert all(post[:2]) and post == lite, (post, lite)
-    # One statement checks its places, in the rows holding both terms (and the
-    # index's newest row, read with the counts); before: three.
-    assert all(len(read) == 1 and read[0] <= row[0] + 1 for read in checks), (checks, row[0])
+    # One statement of the messages' checks its places: in the session's rows holding
+    # both terms, then the table's for BM25's IDF (and the index's newest row, read
+    # with the counts); before: three, 2,571 rows. One of the items' (two before).
+    assert all(len(read) == 1 and read[0] <= row[0] + row[1] + 1 and items == 1
+               for read, items in checks), (checks, row)
