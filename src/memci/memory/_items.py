@@ -179,13 +179,12 @@ class MemoryItems:
                 entry.at.timestamp() if entry.at is not None else now, now)
         rows = self.rows
         with self.store.atomic():
-            found = rows.find_many(scope, kind, list(batch))
-            for norm, same in found.items():
-                item = batch.pop(norm)
-                rows.merge(same, now=now, summary=item.summary, source=item.source,
-                           subject=item.subject)
-                if item.summary is not None and self.vectors is not None:
-                    self.vectors.delete("item", [same])  # its text changed: embed again
+            seen = {same: batch.pop(norm)
+                    for norm, same in rows.find_many(scope, kind, list(batch)).items()}
+            rows.merge_many(seen, now=now)
+            summarized = [same for same, item in seen.items() if item.summary is not None]
+            if summarized and self.vectors is not None:
+                self.vectors.delete("item", summarized)  # their text changed: embed again
             new = list(batch.values())
             ids = rows.add_many(new)
             rows.supersede_many(scope, kind, {
