@@ -16,7 +16,7 @@ import psycopg
 import pytest
 
 import memci
-from memci.memory import MemoryItems, MessageIndex, get_analyzer
+from memci.memory import Kept, MemoryItems, MessageIndex, get_analyzer
 from memci.messages import Message
 from memci.store import ItemFilter, NewItem, Scope, SQLiteStore, open_store
 from memci.store.postgres import PostgresStore
@@ -376,3 +376,40 @@ def test_pages_kept_again_are_counted_in_one_statement_whatever_their_number(
     assert [t for t in statements if t.startswith("UPDATE memory_items i SET seen")], statements
     assert [row[3] for row in kept] == [2] * 60  # each page seen twice
     assert found == list(range(1, 60, 2))  # the new summaries are searched
+
+
+def _kept_repeated(store: Any, at_once: bool) -> list[tuple[Any, ...]]:
+    """Facts met up to three times in one batch (each time from another page), kept at
+    once or one after another: the items kept."""
+    items = MemoryItems(store, analyzer="bigram", embedder=None, clock=lambda: 1000.0)
+    scope = Scope.user_scope("u", "t")
+    entries = [Kept(f"likes {WORDS[n % 20 % 12]} number {n % 20}", source=f"s#p{n}")
+               for n in range(50)]
+    if at_once:
+        items.remember_many(scope, "fact", entries)
+    else:
+        for e in entries:
+            items.remember(scope, e.text, "fact", source=e.source)
+    return sorted((i.text, i.source, i.seen, i.current)
+                  for i in items.items(scope, current=False))
+
+
+def test_texts_met_again_in_one_batch_are_merged_in_a_few_statements(
+    url: str, sent: list[str], tmp_path: Path,
+) -> None:
+    # A text met again in an archive event's batch was remembered on its own after the
+    # batch: a find, a merge and a read, one round trip each, for each of them.
+    store = open_store(url)
+    try:
+        sent.clear()
+        kept = _kept_repeated(store, True)
+        statements = [t for t in sent if "memory_items" in t]
+    finally:
+        store.close()
+    lite = SQLiteStore(tmp_path / "lite.db")
+    try:
+        assert kept == _kept_repeated(lite, False)  # as remembering them one by one
+    finally:
+        lite.close()
+    assert len(statements) <= 20, statements
+    assert sorted(seen for *_, seen, _ in kept) == [2] * 10 + [3] * 10
