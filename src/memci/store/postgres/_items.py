@@ -83,7 +83,7 @@ class PostgresItemStore(SqlItemStore):
         """
         if not seen:
             return
-        ids = list(seen)
+        ids = sorted(seen)  # every writer sends its rows in one order: their locks too
         with self._db.write() as sql:
             rows = sql.conn.execute(_MERGE_MANY, (
                 now, ids, *([getattr(seen[i], name) for i in ids]
