@@ -16,7 +16,7 @@ import psycopg
 import pytest
 
 import memci
-from memci.memory import MessageIndex, get_analyzer
+from memci.memory import Kept, MemoryItems, MessageIndex, get_analyzer
 from memci.messages import Message
 from memci.store import ItemFilter, NewItem, Scope, SQLiteStore, open_store
 from memci.store.postgres import PostgresStore
@@ -335,3 +335,81 @@ def test_a_batch_cut_by_lines_keeps_the_terms_of_whole_texts(
         store.close()
     assert len(kept[1]) == len(texts)
     assert kept[1] == kept[0]
+
+
+def _kept_again(store: Any, sent: list[str] | None) -> tuple[list[tuple[Any, ...]], list[int]]:
+    """Pages archived twice (the second time with summaries): their items, what the
+    summaries' word finds, and (in ``sent``) the statements of the second time only."""
+    items = MemoryItems(store, analyzer="bigram", embedder=None, clock=lambda: 1000.0)
+    session = store.ensure_session("t", "s", "u", {})
+    pages = [(n, f"user: page {n} about {WORDS[n % len(WORDS)]}", None) for n in range(60)]
+    items.remember_pages(session, pages)
+    if sent is not None:
+        sent.clear()
+    items.remember_pages(session, [(n, text, f"zeppelin {n}" if n % 2 else None)
+                                   for n, text, _ in pages])
+    scope = Scope.of(session)
+    kept = sorted((i.page, i.text, i.summary, i.seen, i.current, i.updated.timestamp())
+                  for i in items.items(scope, current=False))
+    found = items.rows.keyword(get_analyzer("bigram").query("zeppelin"), ItemFilter(scope), 100)
+    return kept, sorted(item.page or 0 for item in items.rows.get_many(found))
+
+
+def test_pages_kept_again_are_counted_in_one_statement_whatever_their_number(
+    url: str, sent: list[str], tmp_path: Path,
+) -> None:
+    # An archive event meets again the pages it kept before (234 in an English import):
+    # each was counted by an UPDATE of its own, a round trip each, and each given a
+    # summary had its keyword row replaced by two statements more.
+    store = open_store(url)
+    try:
+        kept, found = _kept_again(store, sent)
+        statements = list(sent)
+    finally:
+        store.close()
+    lite = SQLiteStore(tmp_path / "lite.db")
+    try:
+        assert (kept, found) == _kept_again(lite, None)  # what SQLite keeps and finds
+    finally:
+        lite.close()
+    assert len(statements) <= 12, statements
+    assert [t for t in statements if t.startswith("UPDATE memory_items i SET seen")], statements
+    assert [row[3] for row in kept] == [2] * 60  # each page seen twice
+    assert found == list(range(1, 60, 2))  # the new summaries are searched
+
+
+def _kept_repeated(store: Any, at_once: bool) -> list[tuple[Any, ...]]:
+    """Facts met up to three times in one batch (each time from another page), kept at
+    once or one after another: the items kept."""
+    items = MemoryItems(store, analyzer="bigram", embedder=None, clock=lambda: 1000.0)
+    scope = Scope.user_scope("u", "t")
+    entries = [Kept(f"likes {WORDS[n % 20 % 12]} number {n % 20}", source=f"s#p{n}")
+               for n in range(50)]
+    if at_once:
+        items.remember_many(scope, "fact", entries)
+    else:
+        for e in entries:
+            items.remember(scope, e.text, "fact", source=e.source)
+    return sorted((i.text, i.source, i.seen, i.current)
+                  for i in items.items(scope, current=False))
+
+
+def test_texts_met_again_in_one_batch_are_merged_in_a_few_statements(
+    url: str, sent: list[str], tmp_path: Path,
+) -> None:
+    # A text met again in an archive event's batch was remembered on its own after the
+    # batch: a find, a merge and a read, one round trip each, for each of them.
+    store = open_store(url)
+    try:
+        sent.clear()
+        kept = _kept_repeated(store, True)
+        statements = [t for t in sent if "memory_items" in t]
+    finally:
+        store.close()
+    lite = SQLiteStore(tmp_path / "lite.db")
+    try:
+        assert kept == _kept_repeated(lite, False)  # as remembering them one by one
+    finally:
+        lite.close()
+    assert len(statements) <= 20, statements
+    assert sorted(seen for *_, seen, _ in kept) == [2] * 10 + [3] * 10

@@ -157,9 +157,10 @@ class MemoryItems:
         """:meth:`remember` for each of ``entries`` (items of ``scope`` and ``kind``) at once.
 
         An archive event keeps many pages, and the user's facts, at once: their items are
-        found, added and superseded as one batch each, with what remembering them one
-        after another gives (a text met twice in the batch is merged as it would be then).
-        A superseded item ends now, not at the new item's ``at``.
+        found, merged, added and superseded as one batch each, with what remembering them
+        one after another gives (the texts met again in the batch are merged as they would
+        be then, as a batch of their own after the first). A superseded item ends now, not
+        at the new item's ``at``.
         """
         if not isinstance(kind, str) or not kind.strip():
             raise InvalidInputError("a memory item needs a kind (e.g. 'fact', 'preference')")
@@ -179,21 +180,19 @@ class MemoryItems:
                 entry.at.timestamp() if entry.at is not None else now, now)
         rows = self.rows
         with self.store.atomic():
-            found = rows.find_many(scope, kind, list(batch))
-            for norm, same in found.items():
-                item = batch.pop(norm)
-                rows.merge(same, now=now, summary=item.summary, source=item.source,
-                           subject=item.subject)
-                if item.summary is not None and self.vectors is not None:
-                    self.vectors.delete("item", [same])  # its text changed: embed again
+            seen = {same: batch.pop(norm)
+                    for norm, same in rows.find_many(scope, kind, list(batch)).items()}
+            rows.merge_many(seen, now=now)
+            summarized = [same for same, item in seen.items() if item.summary is not None]
+            if summarized and self.vectors is not None:
+                self.vectors.delete("item", summarized)  # their text changed: embed again
             new = list(batch.values())
             ids = rows.add_many(new)
             rows.supersede_many(scope, kind, {
                 item.subject: item_id for item, item_id in zip(new, ids, strict=True)
                 if item.subject is not None}, since=now, now=now)
-            for entry in again:
-                self.remember(scope, entry.text, kind, entry.subject, entry.source,
-                              summary=entry.summary, page=entry.page, at=entry.at)
+            if again:  # each merged into the item its first meeting kept, as a batch
+                self.remember_many(scope, kind, again)
 
     def remember_preference(
         self, scope: Scope, text: str, subject: str | None = None, source: str | None = None

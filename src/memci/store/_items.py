@@ -163,6 +163,13 @@ class ItemStore(Protocol):
         """
         ...
 
+    def merge_many(self, seen: Mapping[int, NewItem], *, now: float) -> None:
+        """:meth:`merge` of each item ``id`` seen again as ``item``, at once.
+
+        ``item`` gives the summary, source and subject :meth:`merge` takes.
+        """
+        ...
+
     def add(self, item: NewItem) -> int:
         """Store a new item; return its id."""
         ...

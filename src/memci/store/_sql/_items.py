@@ -130,6 +130,12 @@ class SqlItemStore(ABC):
             if summary is not None and row is not None:
                 self._index(sql, item_id, row[0], row[1], row[2], replace=True)
 
+    def merge_many(self, seen: Mapping[int, NewItem], *, now: float) -> None:
+        """:meth:`merge` of each item ``id`` seen again as ``item``, one after another."""
+        for item_id, item in seen.items():
+            self.merge(item_id, now=now, summary=item.summary, source=item.source,
+                       subject=item.subject)
+
     def add(self, item: NewItem) -> int:
         """Store a new item; return its id."""
         scope = item.scope
