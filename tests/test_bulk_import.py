@@ -14,6 +14,8 @@ import os
 import signal
 import subprocess
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +39,18 @@ def _history(pages: int) -> list[dict[str, Any]]:
                  "content": f"run {i}\n" + f"error: m{i}.c line {i} failed\n" * 40},
                 {"role": "assistant", "content": f"answer {i}: clear cache c{i}. " * 8}]
     return out
+
+
+@contextmanager
+def _statements(engine: memci.Engine) -> Iterator[list[str]]:
+    """Every SQL statement the engine's SQLite connection runs inside."""
+    ran: list[str] = []
+    conn = engine.store._conn  # type: ignore[attr-defined]
+    conn.set_trace_callback(ran.append)
+    try:
+        yield ran
+    finally:
+        conn.set_trace_callback(None)
 
 
 def _first_build(db: Path) -> tuple[dict[str, Any], tuple[str, ...]]:
@@ -86,6 +100,39 @@ def test_a_bulk_write_that_fits_the_window_is_left_as_it_is(tmp_path: Path) -> N
         assert [p.place for p in session.pages()] == ["window"] * 3
     _, events = _first_build(tmp_path / "m.db")
     assert events == ()
+
+
+def _chat(first: int, pages: int) -> list[dict[str, Any]]:
+    """Pages of a question and its answer (no tool call), each page its own words."""
+    out: list[dict[str, Any]] = []
+    for i in range(first, first + pages):
+        out += [{"role": "user", "content": f"question {i} about module m{i} " * 6},
+                {"role": "assistant", "content": f"answer {i}: clear cache c{i}. " * 6}]
+    return out
+
+
+def test_batches_the_whole_request_still_holds_plan_nothing(tmp_path: Path) -> None:
+    # Before any plan, a batch settles past the budget's low watermark. A plan whose
+    # request carries the whole history finds no high watermark, so every later batch
+    # the whole request still held ran a build's load and plan (a memory search) for
+    # nothing: at a 128k window, every batch of an import from ~58k to ~96k tokens.
+    with memci.Engine.open(tmp_path / "m.db") as engine:
+        session = engine.session("imp", context_window=WINDOW)
+        planned: list[bool] = []
+        whole: list[bool] = []
+        with _statements(engine) as ran:
+            for batch in range(30):
+                ran.clear()
+                session.add_many(_chat(4 * batch, 4))
+                planned.append(any("memory_items" in text for text in ran))
+                whole.append(all(p.place == "window" for p in session.pages()))
+    first = planned.index(True)  # the first batch past the low watermark plans ...
+    assert whole[first]  # ... a request that carries the whole history
+    assert not whole[-1]  # the batches went on until pages had to leave the window
+    held = [planned[i] for i in range(first + 1, len(whole)) if whole[i]]
+    assert held and not any(held)  # the batches the whole request held planned nothing
+    _, events = _first_build(tmp_path / "m.db")
+    assert events == ()  # and the batch that passed it was paged when written
 
 
 def test_messages_and_pages_after_a_bulk_import_in_batches(tmp_path: Path) -> None:

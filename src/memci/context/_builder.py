@@ -318,6 +318,7 @@ class ContextBuilder:
                 self.reset()
             else:
                 self._adopt(plan)
+                self._note_window_room(snap, plan)
             return snap, plan
         raise StoreError(f"session {self.record.name!r}: {_ATTEMPTS} builds in a row lost "
                          "to concurrent writers; try again")
@@ -784,6 +785,19 @@ class ContextBuilder:
         if shown is not None:
             self.working.keep(*shown)
             plan.state = shown[1]
+
+    def _note_window_room(self, snap: _Snapshot, plan: _Plan) -> None:
+        """After a request that carried the whole history, the room its window had.
+
+        Such a plan pages nothing, so it finds no high watermark: the window may grow
+        until the whole history no longer fits, and a bulk write settles only past that
+        (it used to settle past the budget's low watermark: at a 128k window every batch
+        of an import from ~58k to ~96k tokens ran a build's load and plan for nothing).
+        """
+        paged, whole = self.history.paged, plan.whole
+        if paged is not None and whole is not None:
+            fixed = whole.request_tokens(snap.agent_tokens, plan.state) - whole.window_tokens
+            paged.high = snap.limit - fixed
 
     def _adopt(self, plan: _Plan) -> None:
         """The committed plan becomes the strategy state."""
