@@ -19,6 +19,7 @@ import memci
 from memci.context import SEGMENTS
 from memci.context._builder import ContextBuilder
 from memci.store import SQLiteStore
+from tests.sqlitetrace import statements
 
 
 def _chat(n: int, words: int = 30) -> list[dict[str, Any]]:
@@ -82,19 +83,6 @@ def test_the_plan_reads_and_writes_nothing(engine: memci.Engine,
     assert touched == []
 
 
-@contextmanager
-def _statements(engine: memci.Engine) -> Iterator[list[str]]:
-    """Every SQL statement the engine's SQLite connection runs inside (FTS5's own aside)."""
-    ran: list[str] = []
-    conn = engine.store._conn  # type: ignore[attr-defined]
-    conn.set_trace_callback(lambda text: None if text.lstrip().startswith("--")
-                            else ran.append(text))
-    try:
-        yield ran
-    finally:
-        conn.set_trace_callback(None)
-
-
 def test_a_build_runs_few_statements(engine: memci.Engine) -> None:
     """Steady builds read the session's heads in one statement (and the messages added
     since, when some were); an archive event writes its pages in batches."""
@@ -109,18 +97,18 @@ def test_a_build_runs_few_statements(engine: memci.Engine) -> None:
             "function": {"name": "bash", "arguments": json.dumps({"cmd": f"grep x {i}.py"})}}]})
         loop.add({"role": "tool", "tool_call_id": f"c{i}",
                   "content": "\n".join(f"{i}.py:{n}: x = {n}" for n in range(40))})
-        with _statements(engine) as ran:
+        with statements(engine) as ran:
             events = loop.build(budget=3000).stats.events
         if i:  # the first step makes the page a task's (its memory kept apart, saved once)
             (archiving if events else steady).append(len(ran))
-        with _statements(engine) as ran:
+        with statements(engine) as ran:
             assert not loop.build(budget=3000).stats.events
         steady.append(len(ran))
     chat = engine.session("chat", retrieval=False)
     for turn in _chat(240, words=12):
         chat.add(turn)
         if turn["role"] == "user":
-            with _statements(engine) as ran:
+            with statements(engine) as ran:
                 events = chat.build(budget=2000).stats.events
             if 0 < len(events) <= 3:  # a page or a few leave the window
                 archiving.append(len(ran))
@@ -155,7 +143,7 @@ def test_a_chat_build_that_archives_with_memory_runs_at_most_40_statements(
     for turn in _topical_chat(240):
         chat.add(turn)
         if turn["role"] == "user":
-            with _statements(engine) as ran:
+            with statements(engine) as ran:
                 ctx = chat.build(budget=2000)
             if ctx.stats.events:
                 archiving.append(len(ran))
@@ -176,7 +164,7 @@ def _asks_the_docs(session: memci.Session, engine: memci.Engine, i: int) -> tupl
     """A question that consults documents, built; the context and its statements."""
     session.add({"role": "user", "content": f"what does the documentation say about how to "
                                             f"install the lantern service? ({i})"})
-    with _statements(engine) as ran:
+    with statements(engine) as ran:
         ctx = session.build(budget=2000)
     session.add({"role": "assistant", "content": "let me look"})
     return ctx, ran
@@ -419,7 +407,7 @@ def test_a_new_page_reads_the_working_state_once_and_still_expires_a_pin_added_s
     for i, turn in enumerate(_topical_chat(40)):
         chat.add(turn)
         if turn["role"] == "user":
-            with _statements(engine) as ran:
+            with statements(engine) as ran:
                 events = chat.build(budget=2000).stats.events
             if i > 2 and not events:  # (a build that archives writes the state)
                 touched.append(sum("workspace_" in s for s in ran))

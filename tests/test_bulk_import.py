@@ -14,14 +14,13 @@ import os
 import signal
 import subprocess
 import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 import memci
+from tests.sqlitetrace import statements
 
 WINDOW = 6_000  # small, so a few dozen pages pass it
 
@@ -39,18 +38,6 @@ def _history(pages: int) -> list[dict[str, Any]]:
                  "content": f"run {i}\n" + f"error: m{i}.c line {i} failed\n" * 40},
                 {"role": "assistant", "content": f"answer {i}: clear cache c{i}. " * 8}]
     return out
-
-
-@contextmanager
-def _statements(engine: memci.Engine) -> Iterator[list[str]]:
-    """Every SQL statement the engine's SQLite connection runs inside."""
-    ran: list[str] = []
-    conn = engine.store._conn  # type: ignore[attr-defined]
-    conn.set_trace_callback(ran.append)
-    try:
-        yield ran
-    finally:
-        conn.set_trace_callback(None)
 
 
 def _first_build(db: Path) -> tuple[dict[str, Any], tuple[str, ...]]:
@@ -120,7 +107,7 @@ def test_batches_the_whole_request_still_holds_plan_nothing(tmp_path: Path) -> N
         session = engine.session("imp", context_window=WINDOW)
         planned: list[bool] = []
         whole: list[bool] = []
-        with _statements(engine) as ran:
+        with statements(engine) as ran:
             for batch in range(30):
                 ran.clear()
                 session.add_many(_chat(4 * batch, 4))
