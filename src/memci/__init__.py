@@ -28,86 +28,91 @@ the CLI, the adapters) is imported on first use (``__getattr__``, PEP 562, throu
 
 from typing import TYPE_CHECKING
 
-from memci import messages, tokens
-from memci._lazy import lazy_names
-from memci._session import Session, SessionStats
-from memci._version import __version__
-from memci.context import Context, ContextStats, PageInfo, Segment, ToolSpec
-from memci.context._settings import SessionSettings
-from memci.engine import Engine
-from memci.errors import (
-    ArtifactNotFoundError,
-    BudgetTooSmallError,
-    ConfigError,
-    InvalidFileError,
-    InvalidInputError,
-    InvalidMessageError,
-    InvalidStateFileError,
-    InvalidTextError,
-    InvalidTimestampError,
-    InvalidToolArgumentsError,
-    InvalidToolError,
-    LLMConnectionError,
-    LLMError,
-    LLMHTTPError,
-    LLMResponseError,
-    LLMTimeoutError,
-    MemciError,
-    MessageTooLargeError,
-    MissingExtraError,
-    OrphanToolResultError,
-    OwnerConflictError,
-    RollbackConflictError,
-    StoreCorruptError,
-    StoreError,
-    StoreFullError,
-    TokenizerUnavailableError,
-    ToolNameClashError,
-    UnknownItemError,
-    UnknownMessageError,
-    UnknownRoleError,
-    UnknownSessionError,
-    UnknownToolError,
-    WorkspaceError,
-    WorkspaceLimitError,
-)
-from memci.memory import (
-    Gatherer,
-    Hit,
-    Memory,
-    MemoryItem,
-    RetrievalResult,
-    Retrieved,
-)
-from memci.messages import (
-    ImagePart,
-    Message,
-    ReasoningPart,
-    TextPart,
-    ToolCallPart,
-    ToolResultPart,
-)
-from memci.store import Erasure, SessionRecord
-from memci.workspace import (
-    TTL,
-    MemoEntry,
-    NoteEntry,
-    Pin,
-    PlanItem,
-    WorkEvent,
-    WorkspaceLimits,
-    WorkState,
-)
+from memci._lazy import collection_paused, lazy_names
+
+# What the import makes outlives it: collecting on the way frees next to nothing (_lazy).
+with collection_paused():
+    from memci import messages, tokens
+    from memci._session import Session, SessionStats
+    from memci._version import __version__
+    from memci.context import Context, ContextStats, PageInfo, Segment, ToolSpec
+    from memci.context._settings import SessionSettings
+    from memci.engine import Engine
+    from memci.errors import (
+        ArtifactNotFoundError,
+        BudgetTooSmallError,
+        ConfigError,
+        InvalidFileError,
+        InvalidInputError,
+        InvalidMessageError,
+        InvalidStateFileError,
+        InvalidTextError,
+        InvalidTimestampError,
+        InvalidToolArgumentsError,
+        InvalidToolError,
+        LLMConnectionError,
+        LLMError,
+        LLMHTTPError,
+        LLMResponseError,
+        LLMTimeoutError,
+        MemciError,
+        MessageTooLargeError,
+        MissingExtraError,
+        OrphanToolResultError,
+        OwnerConflictError,
+        RollbackConflictError,
+        StoreCorruptError,
+        StoreError,
+        StoreFullError,
+        TokenizerUnavailableError,
+        ToolNameClashError,
+        UnknownItemError,
+        UnknownMessageError,
+        UnknownRoleError,
+        UnknownSessionError,
+        UnknownToolError,
+        WorkspaceError,
+        WorkspaceLimitError,
+    )
+    from memci.memory import (
+        Gatherer,
+        Hit,
+        Memory,
+        MemoryItem,
+        RetrievalResult,
+        Retrieved,
+    )
+    from memci.messages import (
+        ImagePart,
+        Message,
+        ReasoningPart,
+        TextPart,
+        ToolCallPart,
+        ToolResultPart,
+    )
+    from memci.store import SessionRecord
+    from memci.workspace import (
+        TTL,
+        MemoEntry,
+        NoteEntry,
+        Pin,
+        PlanItem,
+        WorkEvent,
+        WorkspaceLimits,
+        WorkState,
+    )
 
 if TYPE_CHECKING:
     from memci._async import AsyncEngine, AsyncSession
     from memci.memory import IndexReport
+    from memci.store import Erasure
 else:
     # Imported when first asked for: the asyncio faces (asyncio costs a sync process) and
     # what indexing files returns (the docs index and its chunkers).
     __getattr__, __dir__ = lazy_names(__name__, {
         "memci._async": ("AsyncEngine", "AsyncSession"),
         "memci.memory._docs": ("IndexReport",),
+        "memci.store._erase": ("Erasure",),
     })
 
 

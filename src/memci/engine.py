@@ -32,12 +32,13 @@ from memci.errors import (
 from memci.llm import LLMClient, client_from_env
 from memci.memory import Gatherer, Memory
 from memci.messages import Message, from_wire
-from memci.store import Erasure, SessionRecord, Store, open_store
+from memci.store import SessionRecord, Store, open_store
 from memci.tokens import get_tokenizer
 from memci.tools._agent import check_no_clash, read_agent_tools
 from memci.workspace import Workspace, contents_for
 
 if TYPE_CHECKING:
+    from memci.store import Erasure
     from memci.summarize import JobQueue
 
 __all__ = ["EXPORT_FORMAT", "Engine", "Session", "SessionStats"]

@@ -38,15 +38,18 @@ from collections.abc import Callable, Collection, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import replace
 from datetime import UTC, datetime
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from memci._lazy import LazyLogger
 from memci.context._session_log import SessionLog
 from memci.errors import MemciError, StoreError, UnknownMessageError, UnknownSessionError
 from memci.memory import Memory
 from memci.messages import Message
-from memci.store import LOG_INDEX_KEY, Erasure, Removed, SessionRecord, Store
+from memci.store import LOG_INDEX_KEY, SessionRecord, Store
 from memci.workspace import ArtifactStore, WorkState
+
+if TYPE_CHECKING:
+    from memci.store import Erasure, Removed
 
 __all__ = ["Deleter"]
 
@@ -300,6 +303,8 @@ class Deleter:
         items = eraser.erase_items(eraser.derived_items(record, 1))
         jobs = eraser.erase_jobs([f"session:{record.id}:"])
         state = eraser.forget_values(self._neighbours(record), ["retrieval"])
+        from memci.store import Removed  # the eraser's module: loaded by self.store.eraser
+
         return removed + Removed({"items": items, "jobs": jobs, "state": state})
 
     def delete_session(self, tenant: str, name: str, *, actor: str, scrub: bool) -> Erasure:
@@ -353,6 +358,8 @@ class Deleter:
         after each for the writers that waited. The messages stay until the deletion. A
         session with a step's worth of messages or fewer is left whole to the deletion.
         """
+        from memci.store import Removed  # deletions load on their first use (memci.store)
+
         removed = Removed()
         size = _STEP_FIRST
         for record in sessions:

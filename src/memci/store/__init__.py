@@ -20,11 +20,7 @@ from typing import TYPE_CHECKING
 
 from memci._lazy import lazy_names
 from memci.store._artifacts import Artifact, ArtifactRows, Blob, OutputContents
-from memci.store._docs import DocChunk, DocFile, DocStore
-from memci.store._erase import ERASE_COUNTS, Eraser, Erasure, Removed
 from memci.store._items import LEVELS, ItemFilter, ItemStore, Level, MemoryItem, NewItem, Scope
-from memci.store._jobs import JOB_STATES, Job, JobCounts, JobState, JobStore, JobTally, NewJob
-from memci.store._keys import KeyRecord, KeyRows
 from memci.store._log import (
     LOG_INDEX_KEY,
     ContextChanges,
@@ -62,10 +58,29 @@ from memci.store.sqlite import (
 
 if TYPE_CHECKING:
     from memci.store._copy import TABLES, TableCount, copy_store
+    from memci.store._docs import DocChunk, DocFile, DocStore
+    from memci.store._erase import ERASE_COUNTS, Eraser, Erasure, Removed
+    from memci.store._jobs import (
+        JOB_STATES,
+        Job,
+        JobCounts,
+        JobState,
+        JobStore,
+        JobTally,
+        NewJob,
+    )
+    from memci.store._keys import KeyRecord, KeyRows
 else:
-    # Copying a store (``memci migrate``) loads when first asked for.
+    # What opening a store, adding and building never reach loads when first asked for:
+    # copying a store (``memci migrate``), indexed files, deletions, background jobs
+    # (an engine with a model, the worker) and the server's API keys.
     __getattr__, __dir__ = lazy_names(__name__, {
         "memci.store._copy": ("TABLES", "TableCount", "copy_store"),
+        "memci.store._docs": ("DocChunk", "DocFile", "DocStore"),
+        "memci.store._erase": ("ERASE_COUNTS", "Eraser", "Erasure", "Removed"),
+        "memci.store._jobs": ("JOB_STATES", "Job", "JobCounts", "JobState", "JobStore",
+                              "JobTally", "NewJob"),
+        "memci.store._keys": ("KeyRecord", "KeyRows"),
     })
 
 __all__ = [

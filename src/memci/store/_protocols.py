@@ -11,16 +11,17 @@ from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Protocol
 
 from memci.store._artifacts import ArtifactRows, OutputContents
-from memci.store._docs import DocStore
-from memci.store._erase import Eraser
 from memci.store._items import ItemStore
-from memci.store._jobs import JobStore
-from memci.store._keys import KeyRows
 from memci.store._log import ContextStore, MessageLog
 from memci.store._search import MessageSearch, VectorStore
 from memci.store._work import WorkStore
 
 if TYPE_CHECKING:
+    # The parts a build never reaches load with their first use (memci.store's lazy names).
+    from memci.store._docs import DocStore
+    from memci.store._erase import Eraser
+    from memci.store._jobs import JobStore
+    from memci.store._keys import KeyRows
     from memci.text import Analyzer
 
 __all__ = ["Store"]

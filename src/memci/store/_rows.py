@@ -25,7 +25,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
 from types import MappingProxyType
-from typing import Any, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 from memci.errors import (
     InvalidMessageError,
@@ -35,11 +35,13 @@ from memci.errors import (
 )
 from memci.messages import ROLES, Message, loads_parts
 from memci.store._artifacts import Artifact
-from memci.store._erase import Erasure
 from memci.store._items import MemoryItem
-from memci.store._jobs import Job
-from memci.store._keys import KeyRecord
 from memci.store._records import SessionRecord
+
+if TYPE_CHECKING:
+    from memci.store._erase import Erasure
+    from memci.store._jobs import Job
+    from memci.store._keys import KeyRecord
 
 __all__ = [
     "ARTIFACT_SELECT",
@@ -192,6 +194,8 @@ ERASURE_COLUMNS = ("id, at, actor, action, tenant, user_sha256, sessions, counts
 
 def erasure_from_row(row: Sequence[Any]) -> Erasure:
     """A ``memci_erasures`` row (:data:`ERASURE_COLUMNS`) as an :class:`Erasure`."""
+    from memci.store._erase import Erasure  # loaded by its reader already: a lookup
+
     return Erasure(int(row[0]), datetime.fromisoformat(row[1]), str(row[2]), str(row[3]),
                    str(row[4]), row[5], tuple(int(s) for s in json.loads(row[6])),
                    MappingProxyType({str(k): int(v) for k, v in json.loads(row[7]).items()}),
@@ -228,6 +232,8 @@ JOB_COLUMNS = ("id, kind, key, payload, state, attempts, max_attempts, last_erro
 @damaged("job row")
 def job_from_row(row: Sequence[Any]) -> Job:
     """A ``memci_jobs`` row of :data:`JOB_COLUMNS`."""
+    from memci.store._jobs import Job  # loaded by its reader already: a lookup
+
     return Job(
         id=int(row[0]), kind=str(row[1]), key=str(row[2]),
         payload=MappingProxyType(json.loads(row[3])), state=row[4], attempts=int(row[5]),
@@ -245,6 +251,8 @@ KEY_SELECT = ("SELECT key_id, tenant, key_hash, label, created_at, revoked_at, p
 @damaged("API key row")
 def key_from_row(row: Sequence[Any]) -> KeyRecord:
     """A ``server_api_keys`` row of :data:`KEY_SELECT`."""
+    from memci.store._keys import KeyRecord  # loaded by its reader already: a lookup
+
     return KeyRecord(key_id=str(row[0]), tenant=str(row[1]), key_hash=str(row[2]),
                      label=row[3], created_at=str(row[4]), revoked_at=row[5], policy=row[6])
 

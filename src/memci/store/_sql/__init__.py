@@ -17,15 +17,14 @@ leaves abstract methods (:class:`SqlItemStore`, :class:`SqlDocStore`,
 subclasses it; the other parts are the same classes on both (:class:`SqlParts`).
 """
 
+from typing import TYPE_CHECKING
+
+from memci._lazy import lazy_names
 from memci.store._sql._artifacts import SqlArtifactRows
 from memci.store._sql._conn import Connections, Sql, Transactions
 from memci.store._sql._context import SqlContextStore
 from memci.store._sql._dialect import Dialect
-from memci.store._sql._docs import SqlDocStore
-from memci.store._sql._erase import SqlEraser
 from memci.store._sql._items import SqlItemStore, item_filter
-from memci.store._sql._jobs import SqlJobStore
-from memci.store._sql._keys import SqlKeyRows
 from memci.store._sql._log import SqlLog
 from memci.store._sql._migrations import Migration
 from memci.store._sql._parts import SqlParts
@@ -38,6 +37,21 @@ from memci.store._sql._vectors import (
     vector_table,
 )
 from memci.store._sql._work import SqlWorkStore
+
+if TYPE_CHECKING:
+    from memci.store._sql._docs import SqlDocStore
+    from memci.store._sql._erase import SqlEraser
+    from memci.store._sql._jobs import SqlJobStore
+    from memci.store._sql._keys import SqlKeyRows
+else:
+    # The parts a build never reaches (indexed files, deletions, jobs, API keys) load
+    # with their first use.
+    __getattr__, __dir__ = lazy_names(__name__, {
+        "memci.store._sql._docs": ("SqlDocStore",),
+        "memci.store._sql._erase": ("SqlEraser",),
+        "memci.store._sql._jobs": ("SqlJobStore",),
+        "memci.store._sql._keys": ("SqlKeyRows",),
+    })
 
 __all__ = [
     "KINDS",

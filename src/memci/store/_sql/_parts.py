@@ -15,13 +15,15 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from typing import Any, TypeVar, cast
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from memci.store._sql._artifacts import SqlArtifactRows
 from memci.store._sql._conn import Transactions
-from memci.store._sql._jobs import SqlJobStore
-from memci.store._sql._keys import SqlKeyRows
 from memci.store._sql._work import SqlWorkStore
+
+if TYPE_CHECKING:
+    from memci.store._sql._jobs import SqlJobStore
+    from memci.store._sql._keys import SqlKeyRows
 
 __all__ = ["SqlParts"]
 
@@ -66,9 +68,13 @@ class SqlParts:
     @property
     def jobs(self) -> SqlJobStore:
         """Background jobs (:class:`~memci.store.JobStore`)."""
+        from memci.store._sql._jobs import SqlJobStore  # an engine with a model, the worker
+
         return self._part(("jobs", ""), lambda: SqlJobStore(self.sql))
 
     @property
     def keys(self) -> SqlKeyRows:
         """The server's API keys (:class:`~memci.store.KeyRows`)."""
+        from memci.store._sql._keys import SqlKeyRows  # the server's processes only
+
         return self._part(("keys", ""), lambda: SqlKeyRows(self.sql))

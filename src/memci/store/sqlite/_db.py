@@ -16,7 +16,12 @@ from typing import Protocol
 
 from memci.store._sql import Migration, Transactions
 
-__all__ = ["Database"]
+__all__ = ["EPOCH", "Database"]
+
+# The erasure epoch (see SQLiteEraser.epoch) as a scalar subquery: ids only grow here.
+# Here, not with the eraser: searches stamp what they keep with it, and a process that
+# searches but never deletes does not load the deletions.
+EPOCH = "(SELECT COALESCE(MAX(id), 0) FROM memci_erasures)"
 
 
 class Database(Protocol):

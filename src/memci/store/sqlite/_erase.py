@@ -29,7 +29,7 @@ import sqlite3
 
 from memci.errors import StoreError
 from memci.store._sql import Sql, SqlEraser
-from memci.store.sqlite._db import Database
+from memci.store.sqlite._db import EPOCH, Database
 from memci.store.sqlite._driver import errors
 from memci.store.sqlite._failures import store_error
 from memci.store.sqlite._fts import fts_secure, fts_tables, secure_delete_supported
@@ -40,8 +40,6 @@ __all__ = ["EPOCH", "ZEROED", "SQLiteEraser", "mark_zeroed"]
 #: The file header's ``user_version`` when every byte a write freed was zeroed since the
 #: file was made or last rewritten, so a deleted row leaves nothing behind in it.
 ZEROED = 1
-# The erasure epoch (see SQLiteEraser.epoch) as a scalar subquery: ids only grow here.
-EPOCH = "(SELECT COALESCE(MAX(id), 0) FROM memci_erasures)"
 # How long the checkpoint that empties the write-ahead log waits for readers (ms).
 _CHECKPOINT_WAIT_MS = 250
 

@@ -34,8 +34,7 @@ from typing import TYPE_CHECKING, Any
 from memci.store._items import ItemFilter
 from memci.store._search import COMMON_MAX, RARE
 from memci.store._sql import Sql, SqlItemStore, item_filter
-from memci.store.sqlite._db import Database
-from memci.store.sqlite._erase import EPOCH
+from memci.store.sqlite._db import EPOCH, Database
 from memci.store.sqlite._fts import ensure_fts, fts_name
 
 if TYPE_CHECKING:

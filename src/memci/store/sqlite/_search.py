@@ -35,9 +35,8 @@ from memci.store._search import (
 )
 from memci.store._sql import LOAD_COLUMNS, Sql, SqlMessageSearch, search_filter
 from memci.store.sqlite._common import CommonTerms, SearchScope
-from memci.store.sqlite._db import Database
+from memci.store.sqlite._db import EPOCH, Database
 from memci.store.sqlite._dialect import SQLITE
-from memci.store.sqlite._erase import EPOCH
 from memci.store.sqlite._fts import ensure_fts, fts_name
 
 if TYPE_CHECKING:

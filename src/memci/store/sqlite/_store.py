@@ -53,7 +53,6 @@ from memci.errors import StoreCorruptError, StoreError
 from memci.store._sql import Migration, SqlContextStore, SqlLog, Transactions
 from memci.store.sqlite._dialect import SQLITE, require_sqlite
 from memci.store.sqlite._driver import connect, driver, errors, load_sqlite_vec
-from memci.store.sqlite._erase import mark_zeroed
 from memci.store.sqlite._failures import store_error
 from memci.store.sqlite._migrations import CORE_MIGRATIONS
 from memci.store.sqlite._migrations_jobs import JOBS_MIGRATIONS
@@ -178,6 +177,8 @@ class SQLiteStore(SQLiteParts, SqlLog):
             self.migrate("core", CORE_MIGRATIONS)
             if fresh:
                 # Nothing was ever freed in it without being zeroed (see _open).
+                from memci.store.sqlite._erase import mark_zeroed  # deletions: a new file
+
                 with self.write() as db:
                     mark_zeroed(db)
         except BaseException:
