@@ -30,7 +30,8 @@ DOCS = Path(__file__).resolve().parents[1] / "docs" / "architecture.md"
 
 #: The layers, from the bottom up: (name, the packages and modules under ``memci`` in it).
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("base", ("errors", "_version", "_jsonvalues", "_models", "_trace", "_lazy")),
+    ("base", ("errors", "_version", "_jsonvalues", "_models", "_trace", "_lazy",
+              "_dataclasses")),
     ("text", ("text",)),
     ("messages", ("messages",)),
     ("tokens", ("tokens",)),

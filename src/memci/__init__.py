@@ -21,9 +21,12 @@ error memci raises (the tree is drawn in :mod:`memci.errors`).
 ``import memci`` loads what a build needs and nothing more: what only some processes,
 engines or sessions use (asyncio for :class:`AsyncEngine` and :class:`AsyncSession`, the
 HTTP clients, the summary jobs, the docs index behind :class:`IndexReport`, the server,
-the CLI, the adapters) is imported on first use (``__getattr__``, PEP 562, through
-:func:`memci._lazy.lazy_names`), so a CLI call or a fresh worker does not pay for it
-(``tests/test_coldstart.py``).
+the CLI, the adapters, the store's deletions, jobs and API keys) is imported on first
+use (``__getattr__``, PEP 562, through :func:`memci._lazy.lazy_names`), so a CLI call or
+a fresh worker does not pay for it (``tests/test_coldstart.py``). What it does load is
+made cheaply: no garbage collection pass runs while its modules are made
+(:func:`memci._lazy.collection_paused`, the collector left as it was found), and its
+dataclasses compile only their ``__init__`` (:mod:`memci._dataclasses`).
 """
 
 from typing import TYPE_CHECKING

@@ -16,12 +16,13 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 from memci import _trace
+from memci._dataclasses import dataclass
 from memci.context import Context, PageInfo, ToolSpec
 from memci.context._builder import ContextBuilder
 from memci.context._services import SessionServices

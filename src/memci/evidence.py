@@ -28,7 +28,8 @@ import math
 import re
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
+
+from memci._dataclasses import dataclass
 
 __all__ = ["STOPWORDS", "EvidenceHeld", "RequestText", "collapse_spaces", "content_words",
            "words_close"]

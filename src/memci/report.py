@@ -24,10 +24,10 @@ import math
 import time
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from memci._dataclasses import dataclass
 from memci.replay import ReplayResult, Request
 
 __all__ = ["COLORS", "nice_ticks", "render_report", "write_report"]

@@ -11,10 +11,11 @@ segment is never trimmed; the newest page is the last thing to shrink.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from types import MappingProxyType
 from typing import NamedTuple
 
+from memci._dataclasses import dataclass
 from memci.errors import ConfigError
 
 __all__ = [

@@ -40,10 +40,11 @@ import json
 import operator
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from itertools import compress, takewhile
 from typing import Any, NamedTuple
 
+from memci._dataclasses import dataclass
 from memci.context._branches import pages_on
 from memci.context._budget import BudgetAllocator, PriorityRanker, Section
 from memci.context._context import Context, ContextStats, Segment, ToolSpec

@@ -17,9 +17,9 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
 from typing import NamedTuple
 
+from memci._dataclasses import dataclass
 from memci.messages import Message
 
 __all__ = [

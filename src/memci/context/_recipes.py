@@ -13,10 +13,11 @@ came from; titles are configurable.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from types import MappingProxyType
 from typing import Literal, NamedTuple
 
+from memci._dataclasses import dataclass
 from memci.errors import ConfigError
 
 __all__ = ["CHAT", "RECIPES", "TITLES", "TOOL_LOOP", "Recipe", "RecipeTitles", "choose_recipe"]

@@ -21,9 +21,10 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Callable, Mapping
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, field, fields
 from typing import Any, NamedTuple, cast
 
+from memci._dataclasses import dataclass
 from memci._models import model_info
 from memci.errors import ConfigError
 from memci.messages import DEFAULT_MAX_BYTES

@@ -20,13 +20,13 @@ import logging
 import math
 import random
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from typing import Any, Literal
 
 import httpx
 
+from memci._dataclasses import dataclass
 from memci.errors import (
     ConfigError,
     InvalidInputError,

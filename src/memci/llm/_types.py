@@ -8,9 +8,10 @@ scripted stand-in in a test.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, Protocol, runtime_checkable
 
+from memci._dataclasses import dataclass
 from memci.messages import Message
 
 __all__ = ["Completion", "LLMClient"]

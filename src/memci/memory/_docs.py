@@ -18,11 +18,11 @@ import hashlib
 import os
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
 from memci import _trace
+from memci._dataclasses import dataclass
 from memci.errors import InvalidInputError
 from memci.memory._embed import Embedder, embedder_from_env, speaks
 from memci.memory._hit import fuse

@@ -22,10 +22,10 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from datetime import datetime
 from typing import Literal
 
+from memci._dataclasses import dataclass
 from memci.memory._hit import Hit
 from memci.memory._items import Level, MemoryItem, Scope
 from memci.memory._memory import Memory

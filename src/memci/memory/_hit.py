@@ -20,10 +20,10 @@ held the evidence on real conversations.
 from __future__ import annotations
 
 from collections.abc import Collection, Hashable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Literal, TypeVar
 
+from memci._dataclasses import dataclass
 from memci.messages import Message
 
 if TYPE_CHECKING:

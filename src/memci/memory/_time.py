@@ -17,11 +17,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta, tzinfo
 from functools import lru_cache
 from typing import NamedTuple
 
+from memci._dataclasses import dataclass
 from memci._lazy import LazyPattern
 
 __all__ = ["TimeRange", "time_hint", "without_time"]

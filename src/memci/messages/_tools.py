@@ -21,8 +21,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
+
+from memci._dataclasses import dataclass
 
 __all__ = ["OWN_TOOLS", "OWN_TOOL_NAMES", "ToolSpec", "offerable_tools"]
 

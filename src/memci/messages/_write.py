@@ -34,9 +34,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
+from memci._dataclasses import dataclass
 from memci.errors import InvalidToolArgumentsError
 from memci.messages._model import (
     ImagePart,

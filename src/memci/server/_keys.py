@@ -26,10 +26,11 @@ import secrets
 import threading
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from datetime import UTC, datetime
 from pathlib import Path
 
+from memci._dataclasses import dataclass
 from memci.errors import ConfigError, InvalidInputError
 from memci.server._policy import KeyPolicy, root_problem
 from memci.store import KeyRecord, KeyRows, Store

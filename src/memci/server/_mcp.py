@@ -38,7 +38,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -53,6 +52,7 @@ from mcp.server.lowlevel import Server
 from mcp.shared.exceptions import MCPError
 
 import memci
+from memci._dataclasses import dataclass
 from memci._session import Session
 from memci.engine import Engine
 from memci.errors import InvalidInputError, MemciError

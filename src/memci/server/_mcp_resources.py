@@ -27,12 +27,12 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
 from urllib.parse import quote, unquote
 
 import mcp_types as types
 from mcp.shared.exceptions import MCPError
 
+from memci._dataclasses import dataclass
 from memci._session import Session
 from memci.errors import MemciError
 from memci.server._listing import messages_json

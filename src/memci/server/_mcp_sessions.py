@@ -25,9 +25,10 @@ from __future__ import annotations
 import time
 from collections import Counter, OrderedDict
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
+from memci._dataclasses import dataclass
 from memci.server._errors import ApiError
 
 __all__ = ["McpSession", "McpSessions", "Opening"]

@@ -24,12 +24,12 @@ The policy is the operator's (:class:`~memci.server._config.ServerConfig`:
 from __future__ import annotations
 
 import ipaddress
-from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from memci._dataclasses import dataclass
 from memci.errors import ConfigError
 from memci.server._errors import ApiError, error_response
 

@@ -39,9 +39,9 @@ request of two or more messages placed by rule 1 (the proxy marks that reply
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
+from memci._dataclasses import dataclass
 from memci.messages import Message
 
 __all__ = [

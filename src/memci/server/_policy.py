@@ -30,10 +30,10 @@ import os
 import threading
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from memci._dataclasses import dataclass
 from memci.context._settings import HOST_SETTINGS, NAMES, HostLimits, check_setting, within
 from memci.errors import ConfigError
 

@@ -11,9 +11,9 @@ engine, however reached (REST, proxy, MCP), gets its tenant's limits.
 from __future__ import annotations
 
 import importlib.util
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from memci._dataclasses import dataclass
 from memci.engine import Engine
 from memci.server._config import ServerConfig
 from memci.server._keys import KeyStore

@@ -22,9 +22,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
-from dataclasses import dataclass
 from typing import Any
 
+from memci._dataclasses import dataclass
 from memci.errors import ConfigError, StoreError
 from memci.store._artifacts import OutputContents
 from memci.store._protocols import Store

@@ -34,10 +34,11 @@ Invariants every backend keeps:
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from datetime import datetime
 from typing import Protocol
 
+from memci._dataclasses import dataclass
 from memci.store._records import SessionRecord
 
 __all__ = ["ERASE_COUNTS", "Eraser", "Erasure", "Removed"]

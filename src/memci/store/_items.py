@@ -20,10 +20,10 @@ Invariants every backend keeps:
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Literal, NamedTuple, Protocol
 
+from memci._dataclasses import dataclass
 from memci.errors import InvalidInputError
 from memci.store._records import SessionRecord
 

@@ -24,9 +24,10 @@ Invariants every backend keeps:
 from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal, NamedTuple, Protocol
+
+from memci._dataclasses import dataclass
 
 __all__ = ["JOB_STATES", "Job", "JobCounts", "JobState", "JobStore", "JobTally", "NewJob"]
 

@@ -14,10 +14,11 @@ made inside the store's ``atomic()`` block join one transaction.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from datetime import datetime
 from typing import Any, NamedTuple, Protocol
 
+from memci._dataclasses import dataclass
 from memci.messages import Message
 from memci.store._records import SessionRecord
 

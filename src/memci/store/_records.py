@@ -7,9 +7,10 @@ each backend (SQLite, PostgreSQL) reads and writes the same records.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
+
+from memci._dataclasses import dataclass
 
 __all__ = ["SessionRecord"]
 

@@ -24,9 +24,9 @@ from __future__ import annotations
 
 from collections.abc import Collection, Sequence
 from contextlib import AbstractContextManager
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, NamedTuple, Protocol
 
+from memci._dataclasses import dataclass
 from memci.messages import Message
 
 if TYPE_CHECKING:

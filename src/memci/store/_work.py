@@ -20,9 +20,10 @@ Invariants every backend keeps:
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol
+
+from memci._dataclasses import dataclass
 
 __all__ = ["WorkEvent", "WorkStore"]
 

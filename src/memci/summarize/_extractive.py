@@ -22,9 +22,9 @@ import json
 import re
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
+from memci._dataclasses import dataclass
 from memci._lazy import LazyPattern
 from memci.messages import ImagePart, Message, ToolCallPart
 from memci.summarize._budget import fit_sections, fit_tokens, water_fill

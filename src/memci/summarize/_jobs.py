@@ -40,12 +40,12 @@ import random
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from types import TracebackType
 from typing import Any, Self
 
 from memci import _trace
+from memci._dataclasses import dataclass
 from memci.errors import ConfigError, InvalidInputError, StoreError
 from memci.store import JOB_STATES, Job, JobCounts, JobState, NewJob, Store
 

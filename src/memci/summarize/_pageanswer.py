@@ -22,9 +22,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import NamedTuple
 
+from memci._dataclasses import dataclass
 from memci._lazy import LazyPattern
 from memci.text import split_sentences
 

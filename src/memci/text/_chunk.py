@@ -18,8 +18,8 @@ from __future__ import annotations
 import ast
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
 
+from memci._dataclasses import dataclass
 from memci._lazy import LazyPattern
 from memci.text._script import HAN_KANA_CLASS
 

@@ -33,8 +33,9 @@ import stat
 import time
 from collections.abc import Generator, Iterator, Sequence
 from contextlib import ExitStack
-from dataclasses import dataclass
 from pathlib import Path
+
+from memci._dataclasses import dataclass
 
 __all__ = ["FileRoots", "Refused", "Skipped", "Target", "open_entry", "read_bytes", "walk"]
 

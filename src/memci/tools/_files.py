@@ -29,9 +29,9 @@ import time
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from contextlib import closing
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
+from memci._dataclasses import dataclass
 from memci.errors import InvalidInputError
 from memci.tools._confine import FileRoots, Refused, Skipped, Target, read_bytes, walk
 from memci.tools._file_specs import FILE_TOOL_SPECS

@@ -15,9 +15,9 @@ the caller's mistake and raises :class:`UnknownToolError`.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
+from memci._dataclasses import dataclass
 from memci.errors import InvalidInputError, UnknownToolError
 from memci.messages import ToolSpec
 from memci.tools._arguments import MAX_INT, ToolArgumentError, check_arguments

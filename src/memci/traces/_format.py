@@ -14,9 +14,9 @@ any other key (LMSYS and WildChat keep them in ``conversation``, others in ``dia
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import Any, cast
 
+from memci._dataclasses import dataclass
 from memci.traces._transcript import Transcript
 
 __all__ = ["Format", "dicts", "mapping", "message_list"]

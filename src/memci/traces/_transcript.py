@@ -26,9 +26,9 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any, cast
 
+from memci._dataclasses import dataclass
 from memci.errors import InvalidFileError, MemciError
 from memci.messages import parse_timestamp
 

@@ -13,10 +13,10 @@ as ``actor:<name>``.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from memci._dataclasses import dataclass
 from memci._lazy import LazyPattern
 from memci.errors import WorkspaceError, WorkspaceLimitError
 from memci.store._work import WorkEvent

@@ -33,11 +33,11 @@ import json
 import os
 import tempfile
 from collections.abc import Mapping
-from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from memci._dataclasses import dataclass
 from memci.errors import ConfigError, InvalidStateFileError, WorkspaceError
 from memci.workspace._items import check_artifact_ref, check_line, check_pin_source, check_source
 from memci.workspace._limits import WorkspaceLimits, parse_ttl

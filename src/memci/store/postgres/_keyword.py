@@ -58,12 +58,13 @@ import math
 import re
 from collections import Counter
 from collections.abc import Callable, Collection, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from itertools import chain, count, repeat
 from typing import Any
 
 import psycopg
 
+from memci._dataclasses import dataclass
 from memci.store.postgres._db import Connection, Database
 from memci.store.postgres._terms import PORTER, TRIGRAM, tokenizer
 from memci.text import Analyzer, BigramAnalyzer, JiebaAnalyzer

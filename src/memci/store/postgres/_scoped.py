@@ -27,11 +27,11 @@ from __future__ import annotations
 import math
 import threading
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 import psycopg
 
+from memci._dataclasses import dataclass
 from memci.store._search import (
     COMMON_MAX,
     POSTINGS_MAX,

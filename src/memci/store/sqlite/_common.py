@@ -30,9 +30,9 @@ import json
 import math
 import sqlite3
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
+from memci._dataclasses import dataclass
 from memci.store._search import Candidate, best_by_terms
 
 __all__ = ["CommonTerms", "SearchScope"]
