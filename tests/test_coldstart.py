@@ -46,8 +46,7 @@ HEAVY = (
 #: files: a large output written, a state file saved; hashes (with OpenSSL's): a tool output
 #: stored, a page keyed, an erasure; logging: the first message logged; the store's parts
 #: for deletions, background jobs, the server's API keys and indexed files: an erasure, an
-#: engine with a model, the server, indexing files; the extractive summarizer: the first
-#: page a build archives).
+#: engine with a model, the server, indexing files).
 ON_FIRST_USE = (
     "memci.summarize._jobs", "memci.summarize._llm", "memci.memory._docs",
     "memci.text._chunk", "memci.memory._query", "memci.memory._judge",
@@ -56,7 +55,6 @@ ON_FIRST_USE = (
     "memci.store._erase", "memci.store._sql._erase", "memci.store.sqlite._erase",
     "memci.store._jobs", "memci.store._sql._jobs", "memci.store._keys",
     "memci.store._sql._keys", "memci.store._docs", "memci.store._sql._docs",
-    "memci.summarize._extractive",
 )
 
 _BUILD = """

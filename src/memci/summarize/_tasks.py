@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from memci.errors import InvalidInputError
 from memci.messages import Message, from_wire, to_wire
+from memci.summarize._extractive import ExtractiveSummarizer
 from memci.summarize._protocol import Summarizer
 
 if TYPE_CHECKING:
@@ -161,8 +162,6 @@ def default_summarizer(client: LLMClient | None = None, *, from_env: bool = True
 
     chosen = client if client is not None else (client_from_env() if from_env else None)
     if chosen is None:
-        from memci.summarize._extractive import ExtractiveSummarizer
-
         return ExtractiveSummarizer()
     return LLMSummarizer(chosen, strict=True)
 
@@ -182,10 +181,6 @@ class SummaryJobs:
         cache_size: int = 4096,
         max_attempts: int | None = None,
     ) -> None:
-        # The extractive summarizer loads with the first summary a process needs (a page
-        # archived), not with the import: a chat that fits never archives.
-        from memci.summarize._extractive import ExtractiveSummarizer
-
         self.queue = queue
         self.stand_in: Summarizer = stand_in or ExtractiveSummarizer()
         self._cache: OrderedDict[str, PageSummary] = OrderedDict()
