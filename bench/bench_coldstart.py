@@ -1,11 +1,11 @@
 """What a fresh process pays: importing memci, opening a large store, its first build.
 
-Run: python bench/bench_coldstart.py [--repeats N] [--quick] [--json]
+Run: python bench/bench_coldstart.py [--repeats N] [--quick] [--json] [--against SRC]
 
 Every figure is taken in a new Python process (``sys.executable``, the same environment
 but with bytecode caching on, as an installed package has it: ``PYTHONDONTWRITEBYTECODE``
 is dropped and a first, uncounted run writes the cache), ``--repeats`` times (default 7;
-``--quick``: 3 and the 100k cases left out), and printed as median and p90 of the wall
+``--quick``: 3 unless given, and the 100k cases left out), and printed as median and p90 of the wall
 time and of the CPU time (user + system: on shared cores, the steadier of the two):
 
 - ``import``: the whole process of ``python -c "import X"`` for memci beside the floor
@@ -23,6 +23,11 @@ time and of the CPU time (user + system: on shared cores, the steadier of the tw
 A build's request (``to_openai()``) is hashed in each child: every repeat of a case must
 give the same one (the bench fails otherwise), and a change that makes the cold path
 faster can be checked to make the same request (``--json`` prints the hashes).
+
+``--against SRC`` compares two trees in one run: every fresh process of this tree is
+followed by the same process with ``PYTHONPATH=SRC`` (another checkout's ``src``), so
+both meet the same load on shared cores; both figures are printed with their ratio, and
+the requests of both trees must hash the same.
 """
 
 from __future__ import annotations
@@ -90,21 +95,36 @@ def _children_cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
+#: The trees measured, by label: this one's environment, and ``--against``'s if given.
+_TREES: dict[str, dict[str, str]] = {"": _ENV}
+
+
 def _wall_ms(code: str, repeats: int) -> dict[str, Any]:
     """Whole-process wall and CPU time of ``python -c code`` (start-up included)."""
-    times, cpu = [], []
+    times: dict[str, list[float]] = {label: [] for label in _TREES}
+    cpu: dict[str, list[float]] = {label: [] for label in _TREES}
     for _ in range(repeats + 1):  # the first run warms the file cache and is dropped
-        started, used = time.perf_counter(), _children_cpu()
-        subprocess.run([sys.executable, "-c", code], check=True, env=_ENV)
-        times.append((time.perf_counter() - started) * 1000)
-        cpu.append((_children_cpu() - used) * 1000)
-    return {**_stats(times[1:]), "cpu": _stats(cpu[1:])}
+        for label, env in _TREES.items():  # the trees alternate: the same load for both
+            started, used = time.perf_counter(), _children_cpu()
+            subprocess.run([sys.executable, "-c", code], check=True, env=env)
+            times[label].append((time.perf_counter() - started) * 1000)
+            cpu[label].append((_children_cpu() - used) * 1000)
+    return _by_tree({label: {**_stats(times[label][1:]), "cpu": _stats(cpu[label][1:])}
+                     for label in _TREES})
 
 
-def _child(args: list[str]) -> dict[str, Any]:
+def _by_tree(figures: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """This tree's figures, with the other tree's under ``against`` when compared."""
+    out = figures[""]
+    if "against" in figures:
+        out["against"] = figures["against"]
+    return out
+
+
+def _child(args: list[str], env: dict[str, str]) -> dict[str, Any]:
     """One fresh process of the open or import case: its own figures and request hash."""
     done = subprocess.run([sys.executable, "-c", _CHILD, *args],
-                          capture_output=True, text=True, env=_ENV)
+                          capture_output=True, text=True, env=env)
     if done.returncode != 0:
         raise SystemExit(f"the {args[0]} case failed:\n{done.stderr}")
     figures: dict[str, Any] = json.loads(done.stdout.splitlines()[-1])
@@ -150,13 +170,17 @@ def built_store(imported: Path, tmp: Path) -> Path:
 def cold(template: Path, tmp: Path, repeats: int, *, retrieval: bool,
          question: str) -> dict[str, Any]:
     """Fresh processes, each on a fresh copy of ``template``: open (+ add), first build."""
-    runs = []
+    runs: dict[str, list[dict[str, Any]]] = {label: [] for label in _TREES}
     for r in range(-1, repeats):  # run -1 warms the file and bytecode caches, uncounted
-        path = tmp / f"run-{r}.db"
-        shutil.copyfile(template, path)
-        runs.append(_child([str(path), "on" if retrieval else "off", question]))
-        path.unlink()
-    return _summary(runs[1:])
+        for label, env in _TREES.items():
+            path = tmp / f"run-{r}{label}.db"
+            shutil.copyfile(template, path)
+            runs[label].append(_child([str(path), "on" if retrieval else "off", question],
+                                      env))
+            path.unlink()
+    if len({r["sha"] for tree in runs.values() for r in tree}) != 1:
+        raise SystemExit(f"the requests differ between repeats or trees: {runs}")
+    return _by_tree({label: _summary(tree[1:]) for label, tree in runs.items()})
 
 
 def _summary(runs: list[dict[str, Any]]) -> dict[str, Any]:
@@ -177,31 +201,49 @@ def _row(name: str, wall: dict[str, float], cpu: dict[str, float]) -> str:
             f"cpu median {cpu['median']:7.1f} p90 {cpu['p90']:7.1f} ms")
 
 
+def _against(name: str, wall: dict[str, float], cpu: dict[str, float],
+             mine: dict[str, float]) -> str:
+    """The ``--against`` tree's row, with this tree's CPU median over it."""
+    return (_row(f"  {name} (--against)", wall, cpu)
+            + f"   (this tree {mine['median'] / cpu['median']:.2f}x)")
+
+
 def report(result: dict[str, Any]) -> None:
     print("import (whole process, start-up included)")
     floor = result["imports"]["python -c pass"]["cpu"]["median"]
     for name, s in result["imports"].items():
         print(_row(name, s, s["cpu"]) + f"   (cpu {s['cpu']['median'] / floor:.1f}x the floor)")
+        if "against" in s:
+            print(_against(name, s["against"], s["against"]["cpu"], s["cpu"]))
     for case, s in result["cases"].items():
         print(case)
-        wall, cpu = s["wall"], s["cpu"]
-        print(_row("import memci (in the child)", wall["import"], cpu["import"]))
         label = "open + add a question" if case.startswith("open") else "open"
-        print(_row(label, wall["open_add"], cpu["open_add"]))
-        print(_row("first build", wall["first_build"], cpu["first_build"]))
+        steps = [("import memci (in the child)", "import"), (label, "open_add"),
+                 ("first build", "first_build")]
         if case.startswith("open"):
-            print(_row("total (open + add + build)", wall["total"], cpu["total"]))
-        else:
+            steps.append(("total (open + add + build)", "total"))
+        for name, key in steps:
+            print(_row(name, s["wall"][key], s["cpu"][key]))
+            if "against" in s:
+                other = s["against"]
+                print(_against(name, other["wall"][key], other["cpu"][key], s["cpu"][key]))
+        if not case.startswith("open"):
             print(f"  {'the import itself (once)':<30} cpu {s['import_cpu_ms']:9.1f} ms")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeats", type=int, default=7, help="fresh processes per figure")
-    parser.add_argument("--quick", action="store_true", help="3 repeats, no 100k cases")
+    parser.add_argument("--repeats", type=int,
+                        help="fresh processes per figure (default 7; --quick: 3)")
+    parser.add_argument("--quick", action="store_true",
+                        help="no 100k cases, and 3 repeats unless --repeats says")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
+    parser.add_argument("--against", metavar="SRC",
+                        help="another tree's src folder, run alternately with this one")
     args = parser.parse_args()
-    repeats = 3 if args.quick else args.repeats
+    if args.against:
+        _TREES["against"] = {**_ENV, "PYTHONPATH": str(Path(args.against).resolve())}
+    repeats = args.repeats or (3 if args.quick else 7)
     sizes = (10_000,) if args.quick else (10_000, 100_000)
     result: dict[str, Any] = {"imports": imports(repeats), "cases": {}}
     with tempfile.TemporaryDirectory() as d:
