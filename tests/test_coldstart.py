@@ -153,19 +153,17 @@ print(json.dumps({"during": [m for m in found if "memci._session" in m],
 
 
 @pytest.mark.parametrize("collector", ["enabled", "disabled", "frozen"])
-def test_import_memci_runs_no_collection_and_leaves_the_collector_as_found(
+def test_import_memci_runs_one_collection_and_leaves_the_collector_as_found(
         collector: str) -> None:
     # What the import makes outlives it: the ~40 passes the import triggered over the
-    # objects it made (~8 ms of ~100) freed next to nothing.
+    # objects it made freed next to nothing; one pass after memci's modules does.
     done = subprocess.run([sys.executable, "-c", _COLLECTIONS, collector],
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     found = json.loads(done.stdout.splitlines()[-1])
-    if collector != "frozen":  # else the first pass after the import walks its objects
-        assert found["during"] == []  # no pass once memci's modules were being made
+    assert len(found["during"]) <= 1  # the one pass once memci's modules are made
     assert found["enabled"] is (collector != "disabled")
-    # Nothing is left frozen by the import; what the process froze itself stays frozen.
-    assert (found["frozen"] > 0) is (collector == "frozen")
+    assert (found["frozen"] > 0) is (collector == "frozen")  # nothing frozen or thawed
     assert found["freed"] >= 1  # a cycle made after the import is still collected
 
 

@@ -15,9 +15,9 @@ module they load, whether it uses them or not (``import memci`` is issue 25's co
 
 And :func:`collection_paused` holds the cyclic garbage collector off while ``import
 memci`` makes its modules: what an import makes (modules, classes, functions) lives as
-long as the process, so the ~40 collections its allocations triggered (~8 ms of ~100)
-freed a few hundred of its ~16,000 tracked objects and moved the rest up a generation.
-After the block they join the oldest generation at once, as they would have in the end.
+long as the process, so the ~40 collections its allocations triggered freed a few
+hundred of its ~16,000 tracked objects and moved the rest up a generation; one pass
+after the block does what they did.
 
 Invariants: a lazy pattern behaves as the compiled one (same matches, same flags);
 compiling twice in a race gives equal patterns, so no lock is needed. A lazy name is the
@@ -25,8 +25,8 @@ object its module defines (``memci.Hit is memci.memory._hit.Hit``), cached in th
 package after its first read; an unknown name raises :class:`AttributeError`. A lazy
 logger's messages are the named logger's, with the caller's file, line and function.
 The collector is paused only inside the ``with`` block and is left as it was found
-(enabled or not, and what the process froze still frozen) however the block ends: a
-process never sees it disabled after ``import memci``, and every object stays collectable.
+(enabled or not) however the block ends: a process never sees it disabled after
+``import memci``, and every object stays collectable.
 """
 
 from __future__ import annotations
@@ -147,12 +147,12 @@ class LazyLogger:
 def collection_paused() -> Iterator[None]:
     """No cyclic garbage collection inside the block; the collector as it was after it.
 
-    For a block that makes objects which nearly all outlive it (a package's imports).
-    After it, what the collector tracks moves to its oldest generation in one step
-    (``gc.freeze`` then ``gc.unfreeze``: two list splices), so no young pass walks the
-    block's ~16,000 objects (a single pass over them costs ~6 ms); cycles among them are
-    freed by the next full collection. A process that froze objects itself (a server
-    that forks) keeps them frozen: then the next young pass walks them instead.
+    For a block that makes objects which nearly all outlive it (a package's imports):
+    the first young pass after it walks them once, instead of every pass the block's
+    allocations would have triggered walking the newest of them. (Moving them straight
+    to the oldest generation, ``gc.freeze`` then ``gc.unfreeze``, was tried: the first
+    full collection, at the latest the one at exit, then walked the ~10,000 tuples and
+    dicts a young pass would have untracked, and a whole process took longer.)
     """
     was_enabled = gc.isenabled()
     gc.disable()
@@ -160,7 +160,4 @@ def collection_paused() -> Iterator[None]:
         yield
     finally:
         if was_enabled:
-            if gc.get_freeze_count() == 0:
-                gc.freeze()
-                gc.unfreeze()
             gc.enable()
