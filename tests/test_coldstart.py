@@ -129,44 +129,6 @@ def test_a_build_leaves_the_store_parts_it_never_reaches_to_their_first_use(
     assert sorted(parts & loaded) == []
 
 
-_COLLECTIONS = """
-import gc, json, sys
-found = []
-def seen(phase, info):
-    if phase == "start":
-        found.append(sorted(m for m in sys.modules if m.startswith("memci")))
-gc.callbacks.append(seen)
-frozen = sys.argv[1] == "frozen"
-if sys.argv[1] == "disabled":
-    gc.disable()
-if frozen:
-    gc.freeze()
-import memci
-gc.callbacks.remove(seen)
-cycle = []
-cycle.append(cycle)
-del cycle
-print(json.dumps({"during": [m for m in found if "memci._session" in m],
-                  "enabled": gc.isenabled(), "frozen": gc.get_freeze_count(),
-                  "freed": gc.collect()}))
-"""
-
-
-@pytest.mark.parametrize("collector", ["enabled", "disabled", "frozen"])
-def test_import_memci_runs_one_collection_and_leaves_the_collector_as_found(
-        collector: str) -> None:
-    # What the import makes outlives it: the ~40 passes the import triggered over the
-    # objects it made freed next to nothing; one pass after memci's modules does.
-    done = subprocess.run([sys.executable, "-c", _COLLECTIONS, collector],
-                          capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, done.stderr
-    found = json.loads(done.stdout.splitlines()[-1])
-    assert len(found["during"]) <= 1  # the one pass once memci's modules are made
-    assert found["enabled"] is (collector != "disabled")
-    assert (found["frozen"] > 0) is (collector == "frozen")  # nothing frozen or thawed
-    assert found["freed"] >= 1  # a cycle made after the import is still collected
-
-
 def test_open_add_and_build_load_nothing_heavy(tmp_path: Path) -> None:
     loaded = _modules(_BUILD, str(tmp_path / "m.db"))
     assert "memci.context._builder" in loaded

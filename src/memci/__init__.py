@@ -24,86 +24,82 @@ HTTP clients, the summary jobs, the docs index behind :class:`IndexReport`, the 
 the CLI, the adapters, the store's deletions, jobs and API keys) is imported on first
 use (``__getattr__``, PEP 562, through :func:`memci._lazy.lazy_names`), so a CLI call or
 a fresh worker does not pay for it (``tests/test_coldstart.py``). What it does load is
-made cheaply: no garbage collection pass runs while its modules are made
-(:func:`memci._lazy.collection_paused`, the collector left as it was found), and its
-dataclasses compile only their ``__init__`` (:mod:`memci._dataclasses`).
+made cheaply: its dataclasses compile only their ``__init__`` (and a frozen one its
+``__setattr__`` and ``__delattr__``: :mod:`memci._dataclasses`).
 """
 
 from typing import TYPE_CHECKING
 
-from memci._lazy import collection_paused, lazy_names
-
-# What the import makes outlives it: collecting on the way frees next to nothing (_lazy).
-with collection_paused():
-    from memci import messages, tokens
-    from memci._session import Session, SessionStats
-    from memci._version import __version__
-    from memci.context import Context, ContextStats, PageInfo, Segment, ToolSpec
-    from memci.context._settings import SessionSettings
-    from memci.engine import Engine
-    from memci.errors import (
-        ArtifactNotFoundError,
-        BudgetTooSmallError,
-        ConfigError,
-        InvalidFileError,
-        InvalidInputError,
-        InvalidMessageError,
-        InvalidStateFileError,
-        InvalidTextError,
-        InvalidTimestampError,
-        InvalidToolArgumentsError,
-        InvalidToolError,
-        LLMConnectionError,
-        LLMError,
-        LLMHTTPError,
-        LLMResponseError,
-        LLMTimeoutError,
-        MemciError,
-        MessageTooLargeError,
-        MissingExtraError,
-        OrphanToolResultError,
-        OwnerConflictError,
-        RollbackConflictError,
-        StoreCorruptError,
-        StoreError,
-        StoreFullError,
-        TokenizerUnavailableError,
-        ToolNameClashError,
-        UnknownItemError,
-        UnknownMessageError,
-        UnknownRoleError,
-        UnknownSessionError,
-        UnknownToolError,
-        WorkspaceError,
-        WorkspaceLimitError,
-    )
-    from memci.memory import (
-        Gatherer,
-        Hit,
-        Memory,
-        MemoryItem,
-        RetrievalResult,
-        Retrieved,
-    )
-    from memci.messages import (
-        ImagePart,
-        Message,
-        ReasoningPart,
-        TextPart,
-        ToolCallPart,
-        ToolResultPart,
-    )
-    from memci.store import SessionRecord
-    from memci.workspace import (
-        TTL,
-        MemoEntry,
-        NoteEntry,
-        Pin,
-        PlanItem,
-        WorkEvent,
-        WorkspaceLimits,
-        WorkState,
-    )
+from memci import messages, tokens
+from memci._lazy import lazy_names
+from memci._session import Session, SessionStats
+from memci._version import __version__
+from memci.context import Context, ContextStats, PageInfo, Segment, ToolSpec
+from memci.context._settings import SessionSettings
+from memci.engine import Engine
+from memci.errors import (
+    ArtifactNotFoundError,
+    BudgetTooSmallError,
+    ConfigError,
+    InvalidFileError,
+    InvalidInputError,
+    InvalidMessageError,
+    InvalidStateFileError,
+    InvalidTextError,
+    InvalidTimestampError,
+    InvalidToolArgumentsError,
+    InvalidToolError,
+    LLMConnectionError,
+    LLMError,
+    LLMHTTPError,
+    LLMResponseError,
+    LLMTimeoutError,
+    MemciError,
+    MessageTooLargeError,
+    MissingExtraError,
+    OrphanToolResultError,
+    OwnerConflictError,
+    RollbackConflictError,
+    StoreCorruptError,
+    StoreError,
+    StoreFullError,
+    TokenizerUnavailableError,
+    ToolNameClashError,
+    UnknownItemError,
+    UnknownMessageError,
+    UnknownRoleError,
+    UnknownSessionError,
+    UnknownToolError,
+    WorkspaceError,
+    WorkspaceLimitError,
+)
+from memci.memory import (
+    Gatherer,
+    Hit,
+    Memory,
+    MemoryItem,
+    RetrievalResult,
+    Retrieved,
+)
+from memci.messages import (
+    ImagePart,
+    Message,
+    ReasoningPart,
+    TextPart,
+    ToolCallPart,
+    ToolResultPart,
+)
+from memci.store import SessionRecord
+from memci.workspace import (
+    TTL,
+    MemoEntry,
+    NoteEntry,
+    Pin,
+    PlanItem,
+    WorkEvent,
+    WorkspaceLimits,
+    WorkState,
+)
 
 if TYPE_CHECKING:
     from memci._async import AsyncEngine, AsyncSession

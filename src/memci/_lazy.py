@@ -13,30 +13,19 @@ module they load, whether it uses them or not (``import memci`` is issue 25's co
 - :class:`LazyLogger` is a :mod:`logging` logger got on its first message: a process
   that logs nothing never imports :mod:`logging` (with :mod:`traceback`, ~5 ms).
 
-And :func:`collection_paused` holds the cyclic garbage collector off while ``import
-memci`` makes its modules: what an import makes (modules, classes, functions) lives as
-long as the process, so the ~40 collections its allocations triggered freed a few
-hundred of its ~16,000 tracked objects and moved the rest up a generation; one pass
-after the block does what they did.
-
 Invariants: a lazy pattern behaves as the compiled one (same matches, same flags);
 compiling twice in a race gives equal patterns, so no lock is needed. A lazy name is the
 object its module defines (``memci.Hit is memci.memory._hit.Hit``), cached in the
 package after its first read; an unknown name raises :class:`AttributeError`. A lazy
 logger's messages are the named logger's, with the caller's file, line and function.
-The collector is paused only inside the ``with`` block and is left as it was found
-(enabled or not) however the block ends: a process never sees it disabled after
-``import memci``, and every object stays collectable.
 """
 
 from __future__ import annotations
 
-import gc
 import importlib
 import re
 import sys
 from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -141,23 +130,3 @@ class LazyLogger:
 
     def warning(self, msg: str, *args: object) -> None:
         self._logger().warning(msg, *args, stacklevel=2)
-
-
-@contextmanager
-def collection_paused() -> Iterator[None]:
-    """No cyclic garbage collection inside the block; the collector as it was after it.
-
-    For a block that makes objects which nearly all outlive it (a package's imports):
-    the first young pass after it walks them once, instead of every pass the block's
-    allocations would have triggered walking the newest of them. (Moving them straight
-    to the oldest generation, ``gc.freeze`` then ``gc.unfreeze``, was tried: the first
-    full collection, at the latest the one at exit, then walked the ~10,000 tuples and
-    dicts a young pass would have untracked, and a whole process took longer.)
-    """
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
