@@ -19,7 +19,8 @@ import memci
 from memci.memory import Kept, MemoryItems, MessageIndex, get_analyzer
 from memci.messages import Message
 from memci.store import ItemFilter, NewItem, Scope, SQLiteStore, open_store
-from memci.store.postgres import PostgresStore
+from memci.store.postgres import PostgresStore, _terms
+from memci.store.postgres._keyword import forget_keywords
 from memci.store.postgres._terms import tokenizer
 from memci.text import BigramAnalyzer
 from tests import pg
@@ -413,3 +414,97 @@ def test_texts_met_again_in_one_batch_are_merged_in_a_few_statements(
         lite.close()
     assert len(statements) <= 20, statements
     assert sorted(seen for *_, seen, _ in kept) == [2] * 10 + [3] * 10
+
+
+def _short_turns(n: int, start: int = 0) -> list[dict[str, str]]:
+    """``n`` short Chinese turns (8 of them never fill a context of 300 characters)."""
+    return [{"role": "user" if i % 2 == 0 else "assistant",
+             "content": f"第{i}句 " + WORDS[10 + i % 8] + WORDS[10 + (i * 3) % 8]}
+            for i in range(start, start + n)]
+
+
+def _reads_before(statements: list[str]) -> list[str]:
+    """The statements that read the index's entries or the log before a batch."""
+    return [t for t in statements if t.startswith("SELECT") and (
+        "FROM memory_docs WHERE session_id" in t or "seq < %s AND role <> 'system'" in t)]
+
+
+def _keyword_rows(url: str, session: str) -> list[tuple[Any, ...]]:
+    """``(seq, page, terms)`` of every message of ``session``: its entry and keyword row."""
+    with psycopg.connect(url, autocommit=True) as conn:
+        return conn.execute(
+            "SELECT d.seq, d.page, k.seq FROM memory_docs d JOIN sessions s"
+            " ON s.id = d.session_id JOIN memory_fts_bigram k ON k.ref = d.id"
+            " WHERE s.name = %s ORDER BY d.seq", (session,)).fetchall()
+
+
+def test_a_batch_reads_the_page_and_context_before_it_in_one_statement(
+    url: str, sent: list[str],
+) -> None:
+    # Indexing a batch read the page of the message before it, then its context: the
+    # newest 8 messages, and 32 more when short turns left the context unfilled (every
+    # Chinese batch): three statements, three round trips of the batch's write.
+    with memci.Engine.open(url, workers=0) as engine:
+        batched = engine.session("batched")
+        batched.add_many(_short_turns(100))
+        reads = []
+        for start in (100, 200, 300):
+            sent.clear()
+            batched.add_many(_short_turns(100, start))
+            reads.append(_reads_before(sent))
+        one_by_one = engine.session("one_by_one")
+        for message in _short_turns(400):
+            one_by_one.add(message)
+    # The first batch that finds 8 too few learns it (a read of 32 more); later, one.
+    assert [len(r) for r in reads] == [2, 1, 1], reads
+    # The same pages and contexts as messages indexed one at a time (each reads its own).
+    assert _keyword_rows(url, "batched") == _keyword_rows(url, "one_by_one")
+
+
+def test_keyword_rows_forgotten_in_many_shards_are_counted_out_in_one_statement(
+    url: str, sent: list[str],
+) -> None:
+    # Each shard's statistics were counted out by a statement of their own: a round trip
+    # per session of the rows a deletion forgot.
+    with memci.Engine.open(url, workers=0) as engine:
+        for name in ("a", "b", "c", "d"):
+            engine.session(name).add_many(_history(20))
+    with psycopg.connect(url, autocommit=True) as conn:
+        refs = [int(r[0]) for r in conn.execute(
+            "SELECT ref FROM memory_fts_bigram WHERE ref % 2 = 0").fetchall()]
+        sent.clear()
+        with conn.transaction():
+            forgotten = forget_keywords(conn, "memory_fts_bigram", refs)
+        statements = list(sent)
+        stats = conn.execute(
+            "SELECT shard, docs, tokens FROM keyword_stats WHERE tab = 'memory_fts_bigram'"
+            " ORDER BY shard").fetchall()
+        left = conn.execute("SELECT shard, count(*), sum(tokens) FROM memory_fts_bigram"
+                            " GROUP BY shard ORDER BY shard").fetchall()
+    assert forgotten == len(refs) == 40
+    assert len(statements) == 2, statements  # the rows and doclists, then the counts
+    assert [tuple(map(int, row)) for row in stats] == [tuple(map(int, row)) for row in left]
+
+
+def test_chinese_terms_are_kept_without_the_stemmer_steps(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A CJK bigram went through every step of the Porter stemmer (most of a Chinese
+    # text's terms, each new one a miss of the stemmer's cache), to come out unchanged.
+    steps: list[bytes] = []
+    step = _terms._step
+
+    def counted(word: bytes, rules: Any) -> bytes:
+        steps.append(word)
+        return step(word, rules)
+
+    monkeypatch.setattr(_terms, "_step", counted)
+    # Characters no other test cuts: none is in the stemmer's cache yet.
+    text = BigramAnalyzer().document("鬯鬲鬻鼋鼍 龠龡龢龣 consoles 鬯鬲ing")
+    cut = _terms.terms(_terms.PORTER, text)
+    fts5 = sqlite3.connect(":memory:")
+    fts5.execute(f"CREATE VIRTUAL TABLE t USING fts5(x, tokenize = '{_terms.PORTER}')")
+    fts5.execute("CREATE VIRTUAL TABLE v USING fts5vocab(t, 'instance')")
+    fts5.execute("INSERT INTO t (x) VALUES (?)", (text,))
+    assert cut == [r[0] for r in fts5.execute("SELECT term FROM v ORDER BY offset")]
+    assert steps and all(word.isascii() for word in steps), steps  # "consoles" alone

@@ -162,7 +162,15 @@ def test_what_indexing_reads_back(
     # when each was said: indexing stops a message's context at a pause
     assert [m.created_at for m in search.recent(session.id, 4, 8)] == [
         DAY + timedelta(hours=2), DAY]
+    # both in one read: the page (indexed before, or counted in the log) and the messages
+    page, recent = search.before(session.id, 4, 8)
+    assert (page, [(m.content, m.created_at) for m in recent]) == (
+        1, [(m.content, m.created_at) for m in search.recent(session.id, 4, 8)])
+    assert search.before(session.id, 6, 1)[0] == 2  # seq 5 has no entry yet: counted
+    assert search.before(session.id, 1, 8) == (0, [])  # nothing before the first
     index(search, session, messages[3:])
+    assert search.before(session.id, 6, 1)[0] == 2  # read from the entry of seq 5
+    assert [m.content for m in search.before(session.id, 6, 1)[1]] == ["four"]
     assert search.behind(None) == []
     backlog = search.embed_backlog(0, 10)
     assert [e.message.content for e in backlog] == ["one", "two", "three", "four"]

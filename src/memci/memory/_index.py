@@ -78,6 +78,7 @@ _BODY_LIMIT = 20_000  # characters of one message that are indexed (tool output 
 _CONTEXT_LIMIT = 300  # characters of the previous message indexed as context
 _EMBED_LIMIT = 2_000  # characters embedded (models read ~256-512 tokens anyway)
 _CONTEXT_MESSAGES = 8  # messages read back for the context of the first one indexed
+_CONTEXT_MESSAGES_MOST = 128  # read back at first at most, however short the messages
 DENSE_FLOOR = 0.25  # cosine below which a nearest message is no match (see docs/retrieval.md)
 _DATED_WEIGHT = 0.9  # what was said in a named time, when none of it matches the words
 _CALL_LOOKBACK = 64  # messages read back for the call a tool result answers
@@ -251,6 +252,8 @@ class MessageIndex:
         self._query_vectors: OrderedDict[str, list[float]] = OrderedDict()
         self._lock = threading.Lock()
         self._own = _OwnCalls(self.rows.recent)
+        # Messages read back at first for a context (see _context_before).
+        self._context_messages = _CONTEXT_MESSAGES
         with store.atomic():
             self._catch_up_keyword()
 
@@ -269,17 +272,15 @@ class MessageIndex:
         rows = self.rows
         with self.store.atomic():
             first = todo[0].seq or 0
-            page = rows.page_before(session.id, first)
-            previous = self._context_before(session.id, first, todo[0].created_at)
+            page, previous = self._before(session.id, first, todo[0].created_at)
             docs: list[SearchDoc] = []
             last = first - 1
             said: datetime | None = None
             for message in todo:
                 assert message.seq is not None
                 if message.seq != last + 1:  # a gap: recount, and no context across it
-                    page = rows.page_before(session.id, message.seq)
-                    previous = self._context_before(session.id, message.seq,
-                                                    message.created_at)
+                    page, previous = self._before(session.id, message.seq,
+                                                  message.created_at)
                 elif _paused(said, message.created_at):
                     previous = ""
                 last, said = message.seq, message.created_at
@@ -302,24 +303,44 @@ class MessageIndex:
             return ""
         return (f"{context}\n{text}" if context else text)[-self.context_chars:]
 
-    def _context_before(self, session_id: int, seq: int, said: datetime | None) -> str:
+    def _before(self, session_id: int, seq: int, said: datetime | None) -> tuple[int, str]:
+        """The page of the message before ``seq`` and the context of ``seq`` (said at ``said``).
+
+        Read together (:meth:`MessageSearch.before`): one statement of the batch's
+        write, where the page and the context were one each (and a second for the
+        context of short messages, see :meth:`_context_before`).
+        """
+        if self.context_chars <= 0:
+            return self.rows.page_before(session_id, seq), ""
+        page, recent = self.rows.before(session_id, seq, self._context_messages)
+        return page, self._context_before(session_id, seq, said, recent)
+
+    def _context_before(
+        self, session_id: int, seq: int, said: datetime | None,
+        recent: Sequence[Message] | None = None,
+    ) -> str:
         """Return the context of message ``seq``, said at ``said``.
 
         It is the tail of the messages before it, back to a pause (see ``_CONTEXT_GAP``),
         the same text :meth:`index` rolls through a batch: a message indexed on its own
         (an ``add``) gets the context it would get imported with the ones before it.
-        Messages are read back ``_CONTEXT_MESSAGES`` at first, more while short ones
-        leave the tail unfilled.
+        ``recent``: the newest messages before it, read already. Messages are read back
+        ``_context_messages`` at first, four times more while short ones leave the tail
+        unfilled; the number that filled it is read at first from then on (short Chinese
+        turns: 8 never filled 300 characters, and every batch read its context twice).
         """
         if self.context_chars <= 0:
             return ""
-        limit = _CONTEXT_MESSAGES
+        limit = self._context_messages
         while True:
-            recent = self.rows.recent(session_id, seq, limit)
+            if recent is None:
+                recent = self.rows.recent(session_id, seq, limit)
             texts, filled = self._tail(recent, said)
             if filled or len(recent) < limit:
                 break
             limit *= 4
+            self._context_messages = min(limit, _CONTEXT_MESSAGES_MOST)
+            recent = None
         context = ""
         for text in reversed(texts):
             context = self._roll(context, text)

@@ -133,6 +133,10 @@ class MessageSearch(Protocol):
         """Up to ``limit`` non-system messages before ``seq``, newest first (role, parts)."""
         ...
 
+    def before(self, session_id: int, seq: int, limit: int) -> tuple[int, list[Message]]:
+        """:meth:`page_before` and :meth:`recent` of ``seq``, read together."""
+        ...
+
     def keyword_backlog(self) -> list[IndexedMessage]:
         """Entries of non-system messages that have no keyword text, by session and seq."""
         ...

@@ -40,6 +40,15 @@ LOAD_COLUMNS = ("d.id, d.session_id, m.seq, m.role, m.parts, m.name, m.metadata,
                 " ON m.session_id = d.session_id AND m.seq = d.seq")
 
 
+# The page of the entry before a message and the messages before it, newest first (one
+# row with no message when none is before: the page still comes back).
+_BEFORE = (
+    "SELECT (SELECT page FROM memory_docs WHERE session_id = ? AND seq = ?), m.role,"
+    " m.parts, m.created_at FROM (SELECT 1 AS one) o LEFT JOIN (SELECT seq, role, parts,"
+    " created_at FROM messages WHERE session_id = ? AND seq < ? AND role <> 'system'"
+    " ORDER BY seq DESC LIMIT ?) m ON o.one = 1 ORDER BY m.seq DESC")
+
+
 def session_names(sql: Sql, ids: Collection[int]) -> dict[int, str]:
     """Names of the sessions ``ids`` (a session gone: its id as text)."""
     wanted = sorted(set(ids))
@@ -174,6 +183,23 @@ class SqlMessageSearch(ABC):
                            (session_id, seq, limit))
         return [Message(role, stored_parts(parts), created_at=stored_instant(at))
                 for role, parts, at in rows]
+
+    def before(self, session_id: int, seq: int, limit: int) -> tuple[int, list[Message]]:
+        """:meth:`page_before` and :meth:`recent` of ``seq``, in one statement.
+
+        What indexing a batch reads of the log before it: on PostgreSQL each read is a
+        round trip of the batch's write. The page is read from the entry of ``seq - 1``
+        (every row carries it; a row with no message when none is before); counted over
+        the log as :meth:`page_before` does when that message has no entry.
+        """
+        with self._db.read() as sql:
+            rows = sql.all(_BEFORE, (session_id, seq - 1, session_id, seq, limit))
+            page = rows[0][0] if rows else None
+            if page is None:
+                page = sql.value("SELECT COUNT(*) FROM messages WHERE session_id = ?"
+                                 " AND role = 'user' AND seq < ?", (session_id, seq)) or 0
+        return int(page), [Message(role, stored_parts(parts), created_at=stored_instant(at))
+                           for _, role, parts, at in rows if role is not None]
 
     def behind(self, sessions: Collection[int] | None) -> list[tuple[int, int]]:
         """``(session id, last indexed seq)`` of the sessions whose log is ahead.

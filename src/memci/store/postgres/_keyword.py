@@ -1017,13 +1017,6 @@ def _insert_counted(db: Connection, table: str, columns: Sequence[tuple[str, str
     db.execute(_COUNT_MANY, count_args)
 
 
-def _count(db: Connection, table: str, shard: int, docs: int, tokens: int) -> None:
-    db.execute("INSERT INTO keyword_stats (tab, shard, docs, tokens) VALUES (%s, %s, %s, %s)"
-               " ON CONFLICT (tab, shard) DO UPDATE SET docs = keyword_stats.docs"
-               " + EXCLUDED.docs, tokens = keyword_stats.tokens + EXCLUDED.tokens",
-               (table, shard, docs, tokens))
-
-
 # A deletion's rows ({table}) and their postings, in one statement: the doclists of
 # each row's terms (its ``seq``) in its batch are written again without the rows gone
 # (hit: those doclists; kept: what stays of them), or deleted when none stays.
@@ -1053,7 +1046,9 @@ _FORGET = (
 def forget_keywords(db: Connection, table: str, refs: Collection[int]) -> int:
     """Delete the rows ``refs`` of the keyword table ``table`` (inside a write); how many.
 
-    Its statistics count them out, so BM25 goes on weighing the rows that stay.
+    Its statistics count them out, so BM25 goes on weighing the rows that stay: every
+    shard's in one statement (a statement per shard was a round trip each: the memory
+    items an archive event replaced, of many sessions).
     """
     if not refs:
         return 0
@@ -1063,9 +1058,11 @@ def forget_keywords(db: Connection, table: str, refs: Collection[int]) -> int:
     shards: dict[int, tuple[int, int]] = {}
     for shard, tokens in rows:
         docs, total = shards.get(int(shard), (0, 0))
-        shards[int(shard)] = (docs + 1, total + int(tokens))
-    for shard, (docs, total) in sorted(shards.items()):
-        _count(db, table, shard, -docs, -total)
+        shards[int(shard)] = (docs - 1, total - int(tokens))
+    if shards:
+        order = sorted(shards)
+        db.execute(_COUNT_MANY, [table, order, [shards[s][0] for s in order],
+                                 [shards[s][1] for s in order]])
     return len(rows)
 
 
