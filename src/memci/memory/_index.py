@@ -33,6 +33,7 @@ from types import MappingProxyType
 from typing import Any, Literal, NamedTuple
 
 from memci import _trace
+from memci.memory._answer import ANSWER_WEIGHT, answer_kinds, holds_answer
 from memci.memory._embed import Embedder, embedder_from_env, speaks
 from memci.memory._hit import Hit, fuse
 from memci.memory._time import TimeRange, time_hint, without_time
@@ -430,9 +431,10 @@ class MessageIndex:
         """Return the RRF weight of each list.
 
         Keyword and dense 1, ``time`` (matches inside a named time) ``time_weight``,
-        ``dated`` (what was said then, matching none of the words) ``_DATED_WEIGHT``.
+        ``dated`` (what was said then, matching none of the words) ``_DATED_WEIGHT``,
+        ``answer`` (matches holding the kind of fact asked) ``ANSWER_WEIGHT``.
         """
-        return {"time": self.time_weight, "dated": _DATED_WEIGHT}
+        return {"time": self.time_weight, "dated": _DATED_WEIGHT, "answer": ANSWER_WEIGHT}
 
     def dense(
         self,
@@ -497,10 +499,41 @@ class MessageIndex:
         retrievers: Collection[str] = RETRIEVERS,
         below: int | None = None,
     ) -> dict[str, list[Candidate]]:
-        """Return the lists to fuse: ``keyword``, ``dense`` (with an embedder), ``time``.
+        """Return the lists to fuse: ``keyword``, ``dense``, ``time`` and ``answer``.
+
+        ``dense`` runs with an embedder; ``time`` holds the matches inside a time the
+        question names (see _word_and_time_lists); ``answer`` the keyword matches that
+        hold the kind of fact the question asks (a time, a place, a price, a duration, a
+        phone number; see :mod:`memci.memory._answer`), in their keyword order.
 
         ``below``: keyword and time matches only among entries with a smaller doc number
         (a session's window left out, see :meth:`Memory.search`).
+        """
+        lists = self._word_and_time_lists(query, depth=depth, sessions=sessions,
+                                          time_range=time_range, roles=roles,
+                                          time_mode=time_mode, retrievers=retrievers,
+                                          below=below)
+        matches = lists.get("keyword")
+        kinds = answer_kinds(query) if matches else ()
+        if matches and kinds:
+            loaded = self.rows.load(matches)
+            lists["answer"] = [c for c in matches if c.doc in loaded
+                               and holds_answer(kinds, message_text(loaded[c.doc][0]))]
+        return lists
+
+    def _word_and_time_lists(
+        self,
+        query: str,
+        *,
+        depth: int,
+        sessions: Collection[int] | None = None,
+        time_range: TimeRange | None = None,
+        roles: Collection[str] | None = None,
+        time_mode: TimeMode | None = None,
+        retrievers: Collection[str] = RETRIEVERS,
+        below: int | None = None,
+    ) -> dict[str, list[Candidate]]:
+        """The lists of the question's words and of the time it names (see ranked_lists).
 
         ``time`` (boost mode, when a range is given) ranks the messages inside the range
         by the same retrievers; when the question has no words besides the time, it lists
