@@ -48,7 +48,7 @@ def test_what_a_question_asks(question: str, kinds: tuple[str, ...]) -> None:
 def test_what_holds_an_answer(kind: str, text: str) -> None:
     assert holds_answer((kind,), text)
     others = tuple(k for k in ("time", "place", "price", "duration", "phone") if k != kind)
-    assert holds_answer(others + (kind,), text)
+    assert holds_answer((*others, kind), text)
 
 
 @pytest.mark.parametrize(("kind", "text"), [

@@ -220,7 +220,9 @@ class MessageIndex:
     an :class:`~memci.memory.Embedder`, None for keyword only, or ``"env"`` to read
     ``MEMCI_EMBEDDER``. ``time_mode`` says what a time named in a question does: ``boost``
     (default: messages in the range get an extra ranked list in the fusion), ``filter``
-    (only messages in the range, unless none match) or ``off``.
+    (only messages in the range, unless none match) or ``off``. ``answer_weight``: the
+    fusion weight of the matches holding the kind of fact a question asks (0: not looked
+    for; see :mod:`memci.memory._answer`).
     """
 
     def __init__(
@@ -235,6 +237,7 @@ class MessageIndex:
         time_weight: float = _TIME_WEIGHT,
         page_of: Callable[[int, int], int] | None = None,
         dense_floor: float = DENSE_FLOOR,
+        answer_weight: float = ANSWER_WEIGHT,
     ) -> None:
         self.store = store
         self.analyzer = (get_analyzer(analyzer or DEFAULT_ANALYZER)
@@ -247,6 +250,7 @@ class MessageIndex:
         self.context_chars = context_chars
         self.time_weight = time_weight
         self.dense_floor = dense_floor
+        self.answer_weight = answer_weight
         self.page_of = page_of
         self.rows: MessageSearch = store.search(self.analyzer)
         self._query_vectors: OrderedDict[str, list[float]] = OrderedDict()
@@ -432,9 +436,10 @@ class MessageIndex:
 
         Keyword and dense 1, ``time`` (matches inside a named time) ``time_weight``,
         ``dated`` (what was said then, matching none of the words) ``_DATED_WEIGHT``,
-        ``answer`` (matches holding the kind of fact asked) ``ANSWER_WEIGHT``.
+        ``answer`` (matches holding the kind of fact asked) ``answer_weight``.
         """
-        return {"time": self.time_weight, "dated": _DATED_WEIGHT, "answer": ANSWER_WEIGHT}
+        return {"time": self.time_weight, "dated": _DATED_WEIGHT,
+                "answer": self.answer_weight}
 
     def dense(
         self,
@@ -514,7 +519,7 @@ class MessageIndex:
                                           time_mode=time_mode, retrievers=retrievers,
                                           below=below)
         matches = lists.get("keyword")
-        kinds = answer_kinds(query) if matches else ()
+        kinds = answer_kinds(query) if matches and self.answer_weight else ()
         if matches and kinds:
             loaded = self.rows.load(matches)
             lists["answer"] = [c for c in matches if c.doc in loaded
