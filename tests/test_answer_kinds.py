@@ -20,6 +20,7 @@ from memci.store import SQLiteStore
     ("How much did the bike cost?", ("price",)),
     ("逛景山公园需要多长时间？", ("duration",)),
     ("How long is the drive to the lake?", ("duration",)),
+    ("How long have I been vegetarian?", ("time", "duration")),
     ("怎么打电话联系恭王府？", ("phone",)),
     ("What's the hotel's phone number?", ("phone",)),
     ("What did Melanie paint last week?", ()),
@@ -42,6 +43,7 @@ def test_what_a_question_asks(question: str, kinds: tuple[str, ...]) -> None:
     ("duration", "建议游玩时长是3小时 - 6小时。"),
     ("duration", "大概要两个小时。"),
     ("duration", "It takes 45 minutes by car."),
+    ("duration", "I've been vegetarian for about two years now."),
     ("phone", "电话是010-83288149。"),
     ("phone", "Call them at (415) 555-0132."),
 ])

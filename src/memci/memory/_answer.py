@@ -39,8 +39,8 @@ _CN_NUMBER = "[一二两三四五六七八九十半几]"
 # What a question asks, by kind: the words that ask it.
 _ASKS: dict[str, LazyPattern] = {
     "time": LazyPattern(r"\bwhen\b|\bwhat time\b|\bwhat date\b|\bwhich (?:day|date|month|year)\b"
-                        r"|\bopening hours\b"
-                        r"|几点|什么时候|什么时间|何时|哪天|哪一天|几号|几月|开放时间|营业时间|开门|关门",
+                        r"|\bopening hours\b|\bhow long ha(?:ve|s)\b|\bsince when\b"
+                        r"|几点|什么时候|什么时间|何时|哪天|哪一天|几号|几月|开放时间|营业时间|开门|关门|多久了",
                         re.IGNORECASE),
     "place": LazyPattern(r"\bwhere\b|\baddress\b|\blocated\b"
                          r"|在哪|哪里|哪儿|什么位置|什么地方|地址|位置|地点|怎么走",
@@ -73,7 +73,8 @@ _HOLDS: dict[str, LazyPattern] = {
         r"\d+(?:\.\d+)?\s*(?:-\s*\d+\s*)?(?:个?小时|分钟|天|周|个月|年)"
         r"|" + _CN_NUMBER + r"+个?(?:小时|钟头|天|周|星期|月)|半天|一整天"
         r"|\b\d+(?:\.\d+)?\s*(?:-\s*\d+\s*)?(?:hours?|hrs?|minutes?|mins?|days?|weeks?"
-        r"|months?|years?)\b|\b(?:an?|one|two|three|half an?) (?:hour|day|week)s?\b",
+        r"|months?|years?)\b|\b(?:an?|one|two|three|four|five|six|seven|eight|nine|ten|a few"
+        r"|several|half an?|a couple of) (?:hour|day|week|month|year)s?\b",
         re.IGNORECASE),
     "phone": LazyPattern(r"\d{3,4}-\d{7,8}|(?<!\d)1\d{10}(?!\d)|\(?\d{3}\)?[ -]\d{3}-\d{4}"
                          r"|(?<!\d)\d{8}(?!\d)"),
