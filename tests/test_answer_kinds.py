@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from memci.memory import MessageIndex
@@ -106,3 +108,23 @@ def test_a_text_with_a_time_but_none_of_the_words_is_not_found(store: SQLiteStor
     index, sid = _session(store, ["今天的会议改到15:30了。", "好的，我记下了。", *_CHAT])
     hits = index.search("颐和园几点开门？", k=20, sessions=[sid])
     assert all("15:30" not in h.text for h in hits)
+
+
+def test_the_messages_read_for_the_answer_list_are_not_read_again(tmp_path: Path) -> None:
+    # The hits are among the matches read for the answer list: a search that asks a kind
+    # of fact runs the statements of one that does not (its hits read once, not twice).
+    ran: dict[float, list[str]] = {}
+    for weight in (0.0, 0.5):
+        store = SQLiteStore(tmp_path / f"{weight}.db")
+        try:
+            index, sid = _session(store, _CHAT)
+            index = MessageIndex(store, embedder=None, answer_weight=weight)
+            index.search("颐和园", k=1, sessions=[sid])  # terms counted, caches warm
+            ran[weight] = []
+            store._conn.set_trace_callback(ran[weight].append)  # type: ignore[attr-defined]
+            hits = index.search("颐和园几点开门？", k=5, sessions=[sid])
+            store._conn.set_trace_callback(None)  # type: ignore[attr-defined]
+            assert len(hits) == 5
+        finally:
+            store.close()
+    assert len(ran[0.5]) == len(ran[0.0]), (ran[0.0], ran[0.5])

@@ -27,7 +27,7 @@ import json
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from types import MappingProxyType
 from typing import Any, Literal, NamedTuple
@@ -503,6 +503,7 @@ class MessageIndex:
         time_mode: TimeMode | None = None,
         retrievers: Collection[str] = RETRIEVERS,
         below: int | None = None,
+        read: dict[int, tuple[Message, int]] | None = None,
     ) -> dict[str, list[Candidate]]:
         """Return the lists to fuse: ``keyword``, ``dense``, ``time`` and ``answer``.
 
@@ -512,7 +513,9 @@ class MessageIndex:
         phone number; see :mod:`memci.memory._answer`), in their keyword order.
 
         ``below``: keyword and time matches only among entries with a smaller doc number
-        (a session's window left out, see :meth:`Memory.search`).
+        (a session's window left out, see :meth:`Memory.search`). ``read``: gets the
+        messages read for the answer list, by doc (pass it to :meth:`load_docs`: the hits
+        are mostly among them, and are not read twice).
         """
         lists = self._word_and_time_lists(query, depth=depth, sessions=sessions,
                                           time_range=time_range, roles=roles,
@@ -522,6 +525,8 @@ class MessageIndex:
         kinds = answer_kinds(query) if matches and self.answer_weight else ()
         if matches and kinds:
             loaded = self.rows.load(matches)
+            if read is not None:
+                read.update(loaded)
             lists["answer"] = [c for c in matches if c.doc in loaded
                                and holds_answer(kinds, message_text(loaded[c.doc][0]))]
         return lists
@@ -613,23 +618,31 @@ class MessageIndex:
             self.embed_pending()
         if time_range is None and mode != "off":
             time_range = time_hint(query, now=now)
+        read: dict[int, tuple[Message, int]] = {}
         lists = self.ranked_lists(query, depth=max(50, 3 * k), sessions=sessions,
                                   time_range=time_range, roles=roles, time_mode=mode,
-                                  retrievers=retrievers)
+                                  retrievers=retrievers, read=read)
         fused = fuse({name: [c.doc for c in found] for name, found in lists.items()},
                      weights=self.fusion_weights(), after=ADDS)
         by_doc = {c.doc: c for found in lists.values() for c in found}
-        return self.load([(by_doc[doc], score, names) for doc, score, names in fused[:k]])
+        return list(self.load_docs([(by_doc[doc], score, names)
+                                    for doc, score, names in fused[:k]], read).values())
 
     def load(self, ranked: Sequence[tuple[Candidate, float, tuple[str, ...]]]) -> list[Hit]:
         """Hits for ranked candidates: their messages, pages and session names, in order."""
         return list(self.load_docs(ranked).values())
 
     def load_docs(
-        self, ranked: Sequence[tuple[Candidate, float, tuple[str, ...]]]
+        self, ranked: Sequence[tuple[Candidate, float, tuple[str, ...]]],
+        read: Mapping[int, tuple[Message, int]] | None = None,
     ) -> dict[int, Hit]:
-        """Hits for ranked candidates by doc id, in order (a vanished message is left out)."""
-        loaded = self.rows.load([cand for cand, _, _ in ranked])
+        """Hits for ranked candidates by doc id, in order (a vanished message is left out).
+
+        ``read``: messages this search read already, by doc (see :meth:`ranked_lists`).
+        """
+        known = read or {}
+        loaded = {**known, **self.rows.load([cand for cand, _, _ in ranked
+                                             if cand.doc not in known])}
         hits: dict[int, Hit] = {}
         for cand, score, names in ranked:
             found = loaded.get(cand.doc)
