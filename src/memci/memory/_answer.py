@@ -2,14 +2,13 @@
 
 A question asks a kind of fact: when something opens ("几点开门", "what time"), where it
 is ("在什么位置", "where"), what it costs ("票价", "how much"), how long it takes ("多久",
-"how long"), how to call ("电话", "phone number"), what is near it ("附近有什么好玩的",
-"nearby"). The message that answers it often says
+"how long"), how to call ("电话", "phone number"). The message that answers it often says
 it in other words than the question's — "开放时间是8:30-17:00" answers "几点开门",
 "无需门票" answers "票价是多少" — so its words match the question through its context
 (the turn that named the place) more than its own text, and messages that only repeat
 the question's words rank above it. :func:`answer_kinds` reads what a question asks;
 :func:`holds_answer` says whether a text holds an answer of that kind (a clock time or a
-date, an address, a price, a duration, a phone number, what is near). The search fuses the keyword
+date, an address, a price, a duration, a phone number). The search fuses the keyword
 matches that hold one as one more list (see :data:`ANSWER_WEIGHT`): it reorders what the
 words found, it never adds a message the words did not find.
 

@@ -510,7 +510,7 @@ class MessageIndex:
         ``dense`` runs with an embedder; ``time`` holds the matches inside a time the
         question names (see _word_and_time_lists); ``answer`` the keyword matches that
         hold the kind of fact the question asks (a time, a place, a price, a duration, a
-        phone number, what is near; see :mod:`memci.memory._answer`), in keyword order.
+        phone number; see :mod:`memci.memory._answer`), in their keyword order.
 
         ``below``: keyword and time matches only among entries with a smaller doc number
         (a session's window left out, see :meth:`Memory.search`). ``read``: gets the
