@@ -51,8 +51,6 @@ _ASKS: dict[str, LazyPattern] = {
     "duration": LazyPattern(r"\bhow long\b|多久|多长时间|时长|几个小时", re.IGNORECASE),
     "phone": LazyPattern(r"\bphone\b|\bcontact\b|电话|联系方式|手机号|号码",
                          re.IGNORECASE),
-    "nearby": LazyPattern(r"\bnearby\b|\bnear (?:it|there|here)\b|\baround (?:it|there|here)\b"
-                          r"|附近|周边|周围|旁边|边上", re.IGNORECASE),
 }
 
 # What an answer of each kind holds.
@@ -80,9 +78,6 @@ _HOLDS: dict[str, LazyPattern] = {
         re.IGNORECASE),
     "phone": LazyPattern(r"\d{3,4}-\d{7,8}|(?<!\d)1\d{10}(?!\d)|\(?\d{3}\)?[ -]\d{3}-\d{4}"
                          r"|(?<!\d)\d{8}(?!\d)"),
-    "nearby": LazyPattern(r"\bnearby\b|\bnext to\b|\bclose to\b|\bnear\b|\baround the corner\b"
-                          r"|\bwalking distance\b|附近|周边|周围|旁边|边上|不远|隔壁|挨着",
-                          re.IGNORECASE),
 }
 
 
