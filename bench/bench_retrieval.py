@@ -212,6 +212,10 @@ def main() -> None:
                         default=["en", "zh", "locomo"],
                         help="datasets to run (default all: generated English, KdConv "
                              "Chinese, LoCoMo conversations)")
+    parser.add_argument("--kdconv", type=Path, default=data.KDCONV, metavar="FILE",
+                        help="the KdConv travel split the Chinese questions are made from "
+                             "(default ../shared/data/zh/kdconv_travel_test.json; another "
+                             "split, e.g. KdConv's data/travel/dev.json, is held out)")
     parser.add_argument("--analyzers", nargs="+", default=["bigram", "jieba", "trigram"],
                         help="keyword analyzers to compare (default all three)")
     parser.add_argument("--db", default=None,
@@ -225,7 +229,8 @@ def main() -> None:
     notes: list[str] = []
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
-        makers = {"en": data.english, "zh": data.chinese, "locomo": data.locomo}
+        makers: dict[str, Callable[[], data.Dataset]] = {
+            "en": data.english, "zh": lambda: data.chinese(args.kdconv), "locomo": data.locomo}
         for dataset in (makers[name]() for name in ([] if args.latency_only else args.data)):
             built = Built(dataset, folder)
             lang = dataset.language
@@ -247,6 +252,8 @@ def main() -> None:
                     ("context weight 0", {"context_weight": 0.0}),
                     ("context weight 0.3", {"context_weight": 0.3}),
                     ("context weight 1", {"context_weight": 1.0}),
+                    ("answer kinds off", {"answer_weight": 0.0}),
+                    ("answer weight 1", {"answer_weight": 1.0}),
                 ):
                     index = MessageIndex(built.store, embedder=None, **options)  # type: ignore[arg-type]
                     rows.append((lang, f"keyword (bigram), {label}",

@@ -27,12 +27,13 @@ import json
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from types import MappingProxyType
 from typing import Any, Literal, NamedTuple
 
 from memci import _trace
+from memci.memory._answer import ANSWER_WEIGHT, answer_kinds, holds_answer
 from memci.memory._embed import Embedder, embedder_from_env, speaks
 from memci.memory._hit import Hit, fuse
 from memci.memory._time import TimeRange, time_hint, without_time
@@ -220,7 +221,9 @@ class MessageIndex:
     an :class:`~memci.memory.Embedder`, None for keyword only, or ``"env"`` to read
     ``MEMCI_EMBEDDER``. ``time_mode`` says what a time named in a question does: ``boost``
     (default: messages in the range get an extra ranked list in the fusion), ``filter``
-    (only messages in the range, unless none match) or ``off``.
+    (only messages in the range, unless none match) or ``off``. ``answer_weight``: the
+    fusion weight of the matches holding the kind of fact a question asks (0: not looked
+    for; see :mod:`memci.memory._answer`).
     """
 
     def __init__(
@@ -235,6 +238,7 @@ class MessageIndex:
         time_weight: float = _TIME_WEIGHT,
         page_of: Callable[[int, int], int] | None = None,
         dense_floor: float = DENSE_FLOOR,
+        answer_weight: float = ANSWER_WEIGHT,
     ) -> None:
         self.store = store
         self.analyzer = (get_analyzer(analyzer or DEFAULT_ANALYZER)
@@ -247,6 +251,7 @@ class MessageIndex:
         self.context_chars = context_chars
         self.time_weight = time_weight
         self.dense_floor = dense_floor
+        self.answer_weight = answer_weight
         self.page_of = page_of
         self.rows: MessageSearch = store.search(self.analyzer)
         self._query_vectors: OrderedDict[str, list[float]] = OrderedDict()
@@ -451,9 +456,11 @@ class MessageIndex:
         """Return the RRF weight of each list.
 
         Keyword and dense 1, ``time`` (matches inside a named time) ``time_weight``,
-        ``dated`` (what was said then, matching none of the words) ``_DATED_WEIGHT``.
+        ``dated`` (what was said then, matching none of the words) ``_DATED_WEIGHT``,
+        ``answer`` (matches holding the kind of fact asked) ``answer_weight``.
         """
-        return {"time": self.time_weight, "dated": _DATED_WEIGHT}
+        return {"time": self.time_weight, "dated": _DATED_WEIGHT,
+                "answer": self.answer_weight}
 
     def dense(
         self,
@@ -517,11 +524,47 @@ class MessageIndex:
         time_mode: TimeMode | None = None,
         retrievers: Collection[str] = RETRIEVERS,
         below: int | None = None,
+        read: dict[int, tuple[Message, int]] | None = None,
     ) -> dict[str, list[Candidate]]:
-        """Return the lists to fuse: ``keyword``, ``dense`` (with an embedder), ``time``.
+        """Return the lists to fuse: ``keyword``, ``dense``, ``time`` and ``answer``.
+
+        ``dense`` runs with an embedder; ``time`` holds the matches inside a time the
+        question names (see _word_and_time_lists); ``answer`` the keyword matches that
+        hold the kind of fact the question asks (a time, a place, a price, a duration, a
+        phone number; see :mod:`memci.memory._answer`), in their keyword order.
 
         ``below``: keyword and time matches only among entries with a smaller doc number
-        (a session's window left out, see :meth:`Memory.search`).
+        (a session's window left out, see :meth:`Memory.search`). ``read``: gets the
+        messages read for the answer list, by doc (pass it to :meth:`load_docs`: the hits
+        are mostly among them, and are not read twice).
+        """
+        lists = self._word_and_time_lists(query, depth=depth, sessions=sessions,
+                                          time_range=time_range, roles=roles,
+                                          time_mode=time_mode, retrievers=retrievers,
+                                          below=below)
+        matches = lists.get("keyword")
+        kinds = answer_kinds(query) if matches and self.answer_weight else ()
+        if matches and kinds:
+            loaded = self.rows.load(matches)
+            if read is not None:
+                read.update(loaded)
+            lists["answer"] = [c for c in matches if c.doc in loaded
+                               and holds_answer(kinds, message_text(loaded[c.doc][0]))]
+        return lists
+
+    def _word_and_time_lists(
+        self,
+        query: str,
+        *,
+        depth: int,
+        sessions: Collection[int] | None = None,
+        time_range: TimeRange | None = None,
+        roles: Collection[str] | None = None,
+        time_mode: TimeMode | None = None,
+        retrievers: Collection[str] = RETRIEVERS,
+        below: int | None = None,
+    ) -> dict[str, list[Candidate]]:
+        """The lists of the question's words and of the time it names (see ranked_lists).
 
         ``time`` (boost mode, when a range is given) ranks the messages inside the range
         by the same retrievers; when the question has no words besides the time, it lists
@@ -596,23 +639,31 @@ class MessageIndex:
             self.embed_pending()
         if time_range is None and mode != "off":
             time_range = time_hint(query, now=now)
+        read: dict[int, tuple[Message, int]] = {}
         lists = self.ranked_lists(query, depth=max(50, 3 * k), sessions=sessions,
                                   time_range=time_range, roles=roles, time_mode=mode,
-                                  retrievers=retrievers)
+                                  retrievers=retrievers, read=read)
         fused = fuse({name: [c.doc for c in found] for name, found in lists.items()},
                      weights=self.fusion_weights(), after=ADDS)
         by_doc = {c.doc: c for found in lists.values() for c in found}
-        return self.load([(by_doc[doc], score, names) for doc, score, names in fused[:k]])
+        return list(self.load_docs([(by_doc[doc], score, names)
+                                    for doc, score, names in fused[:k]], read).values())
 
     def load(self, ranked: Sequence[tuple[Candidate, float, tuple[str, ...]]]) -> list[Hit]:
         """Hits for ranked candidates: their messages, pages and session names, in order."""
         return list(self.load_docs(ranked).values())
 
     def load_docs(
-        self, ranked: Sequence[tuple[Candidate, float, tuple[str, ...]]]
+        self, ranked: Sequence[tuple[Candidate, float, tuple[str, ...]]],
+        read: Mapping[int, tuple[Message, int]] | None = None,
     ) -> dict[int, Hit]:
-        """Hits for ranked candidates by doc id, in order (a vanished message is left out)."""
-        loaded = self.rows.load([cand for cand, _, _ in ranked])
+        """Hits for ranked candidates by doc id, in order (a vanished message is left out).
+
+        ``read``: messages this search read already, by doc (see :meth:`ranked_lists`).
+        """
+        known = read or {}
+        loaded = {**known, **self.rows.load([cand for cand, _, _ in ranked
+                                             if cand.doc not in known])}
         hits: dict[int, Hit] = {}
         for cand, score, names in ranked:
             found = loaded.get(cand.doc)

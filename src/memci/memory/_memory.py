@@ -255,6 +255,7 @@ class Memory:
         everything_excluded = (sessions == [session.id] and exclude_from_seq is not None
                                and exclude_from_seq <= 1)
         message_lists: dict[str, list[Candidate]] = {}
+        read: dict[int, tuple[Message, int]] = {}  # messages read by the search, by doc
         if not everything_excluded:
             index.embed_pending()
             # Searching only this session, its excluded messages are left out inside the
@@ -263,7 +264,7 @@ class Memory:
             below = (self._first_doc(session.id, exclude_from_seq)
                      if exclude_from_seq is not None and sessions == [session.id] else None)
             message_lists = index.ranked_lists(query, depth=depth, sessions=sessions,
-                                               time_range=time_range, below=below)
+                                               time_range=time_range, below=below, read=read)
         lists: dict[str, list[tuple[str, int]]] = {}
         candidates: dict[int, Candidate] = {}
         for name, found in message_lists.items():
@@ -286,7 +287,8 @@ class Memory:
             reads.items if reads is not None else None) if h.item is not None}
         fused = _episodes_after(fused, k, item_hits)
         message_hits = index.load_docs([(candidates[key[1]], score, _base(names))
-                                        for key, score, names in fused if key[0] == "m"])
+                                        for key, score, names in fused if key[0] == "m"],
+                                       read)
         out: list[Hit] = []
         for (kind, ref), _score, _names in fused:
             hit = message_hits.get(ref) if kind == "m" else item_hits.get(ref)

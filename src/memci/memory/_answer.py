@@ -1,0 +1,92 @@
+"""The form a question's answer takes, and whether a text holds one (answer-type matching).
+
+A question asks a kind of fact: when something opens ("几点开门", "what time"), where it
+is ("在什么位置", "where"), what it costs ("票价", "how much"), how long it takes ("多久",
+"how long"), how to call ("电话", "phone number"). The message that answers it often says
+it in other words than the question's — "开放时间是8:30-17:00" answers "几点开门",
+"无需门票" answers "票价是多少" — so its words match the question through its context
+(the turn that named the place) more than its own text, and messages that only repeat
+the question's words rank above it. :func:`answer_kinds` reads what a question asks;
+:func:`holds_answer` says whether a text holds an answer of that kind (a clock time or a
+date, an address, a price, a duration, a phone number). The search fuses the keyword
+matches that hold one as one more list (see :data:`ANSWER_WEIGHT`): it reorders what the
+words found, it never adds a message the words did not find.
+
+Rules only, English and Chinese; each pattern is compiled the first time it is used, and
+scans at most :data:`_TEXT_LIMIT` characters of a text (no nested repetition: linear).
+"""
+
+from __future__ import annotations
+
+import re
+
+from memci._lazy import LazyPattern
+
+__all__ = ["ANSWER_WEIGHT", "answer_kinds", "holds_answer"]
+
+#: The RRF weight of the keyword matches that hold the kind of answer a question asks
+#: (the keyword list's is 1): at 0.5 it lifts them among the matches without putting a
+#: text that only holds a number above the ones that match the question's words
+#: (bench/bench_retrieval.py, docs/retrieval.md "What a question asks").
+ANSWER_WEIGHT = 0.5
+
+_TEXT_LIMIT = 4_000  # characters of a text searched for an answer (a long output's start)
+
+_MONTHS = ("jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?"
+           "|sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?")
+_CN_NUMBER = "[一二两三四五六七八九十半几]"
+
+# What a question asks, by kind: the words that ask it.
+_ASKS: dict[str, LazyPattern] = {
+    "time": LazyPattern(r"\bwhen\b|\bwhat time\b|\bwhat date\b|\bwhich (?:day|date|month|year)\b"
+                        r"|\bopening hours\b|\bhow long ha(?:ve|s)\b|\bsince when\b"
+                        r"|几点|什么时候|什么时间|何时|哪天|哪一天|几号|几月|开放时间|营业时间|开门|关门|多久了",
+                        re.IGNORECASE),
+    "place": LazyPattern(r"\bwhere\b|\baddress\b|\blocated\b"
+                         r"|在哪|哪里|哪儿|什么位置|什么地方|地址|位置|地点|怎么走",
+                         re.IGNORECASE),
+    "price": LazyPattern(r"\bhow much\b|\bcosts?\b|\bprices?\b|\bfees?\b"
+                         r"|多少钱|票价|价格|门票|费用|价钱|收费|要钱",
+                         re.IGNORECASE),
+    "duration": LazyPattern(r"\bhow long\b|多久|多长时间|时长|几个小时", re.IGNORECASE),
+    "phone": LazyPattern(r"\bphone\b|\bcontact\b|电话|联系方式|手机号|号码",
+                         re.IGNORECASE),
+}
+
+# What an answer of each kind holds.
+_HOLDS: dict[str, LazyPattern] = {
+    "time": LazyPattern(
+        r"\d{1,2}[:：]\d{2}|\b\d{1,2}\s*(?:am|pm|a\.m\.|p\.m\.)|\d{1,2}[点時时]"
+        r"|\d{1,2}月|\d{1,2}[日号]|\d{4}年|\b(?:" + _MONTHS + r")\.?\s+\d{1,2}\b"
+        r"|\b\d{1,2}(?:st|nd|rd|th)?\s+(?:of\s+)?(?:" + _MONTHS + r")\b|\b(?:19|20)\d{2}\b"
+        r"|周[一二三四五六日末]|星期[一二三四五六日天]|全天|24小时",
+        re.IGNORECASE),
+    "place": LazyPattern(
+        r"\d+号|[路街巷道]\d|[省市区县镇乡村][^，。,.\s]{0,12}?[路街巷道里]"
+        r"|\b\d+\s+[A-Z][a-z]+\s+(?:Street|St|Road|Rd|Avenue|Ave|Boulevard|Blvd|Lane|Ln)\b"
+        r"|\b(?:in|at|near|from)\s+(?:the\s+)?[A-Z][a-z]+"),
+    "price": LazyPattern(
+        r"\d+(?:\.\d+)?\s*(?:元|块|角|yuan|rmb|dollars?|bucks|euros?|pounds?)"
+        r"|[$¥€£]\s*\d|免费|免票|无需门票|不需要门票|不要门票|不收费|不用买票|\bfree\b",
+        re.IGNORECASE),
+    "duration": LazyPattern(
+        r"\d+(?:\.\d+)?\s*(?:-\s*\d+\s*)?(?:个?小时|分钟|天|周|个月|年)"
+        r"|" + _CN_NUMBER + r"+个?(?:小时|钟头|天|周|星期|月)|半天|一整天"
+        r"|\b\d+(?:\.\d+)?\s*(?:-\s*\d+\s*)?(?:hours?|hrs?|minutes?|mins?|days?|weeks?"
+        r"|months?|years?)\b|\b(?:an?|one|two|three|four|five|six|seven|eight|nine|ten|a few"
+        r"|several|half an?|a couple of) (?:hour|day|week|month|year)s?\b",
+        re.IGNORECASE),
+    "phone": LazyPattern(r"\d{3,4}-\d{7,8}|(?<!\d)1\d{10}(?!\d)|\(?\d{3}\)?[ -]\d{3}-\d{4}"
+                         r"|(?<!\d)\d{8}(?!\d)"),
+}
+
+
+def answer_kinds(question: str) -> tuple[str, ...]:
+    """The kinds of answer ``question`` asks for (none: it asks no such fact)."""
+    return tuple(kind for kind, asks in _ASKS.items() if asks.search(question))
+
+
+def holds_answer(kinds: tuple[str, ...], text: str) -> bool:
+    """Whether ``text`` holds an answer of one of ``kinds``."""
+    head = text[:_TEXT_LIMIT]
+    return any(_HOLDS[kind].search(head) for kind in kinds)
