@@ -57,6 +57,7 @@ __all__ = [
     "MessageIndex",
     "TimeMode",
     "message_text",
+    "paused",
 ]
 
 DEFAULT_ANALYZER = "bigram"
@@ -183,7 +184,7 @@ class _OwnCalls:
         return message_text(message, own)
 
 
-def _paused(before: datetime | None, after: datetime | None) -> bool:
+def paused(before: datetime | None, after: datetime | None) -> bool:
     """Whether the conversation paused between two messages said at these times."""
     if before is None or after is None:
         return False
@@ -280,7 +281,7 @@ class MessageIndex:
                     page = rows.page_before(session.id, message.seq)
                     previous = self._context_before(session.id, message.seq,
                                                     message.created_at)
-                elif _paused(said, message.created_at):
+                elif paused(said, message.created_at):
                     previous = ""
                 last, said = message.seq, message.created_at
                 if message.role == "user":
@@ -336,7 +337,7 @@ class MessageIndex:
         texts: list[str] = []
         size = 0
         for message in recent:
-            if _paused(message.created_at, said):
+            if paused(message.created_at, said):
                 return texts, True
             said = message.created_at
             text = message_text(message, own)
@@ -358,7 +359,7 @@ class MessageIndex:
             if last is None or last[0] != seq - 1:
                 previous = self._context_before(sid, seq, said)
             else:
-                previous = "" if _paused(last[1], said) else last[2]
+                previous = "" if paused(last[1], said) else last[2]
             text = self._own.text(sid, entry.message)
             self.rows.add_keyword(entry.doc, sid, text, previous if text.strip() else "")
             context[sid] = (seq, said,
