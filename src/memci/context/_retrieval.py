@@ -22,11 +22,12 @@ held room for many), the turns around this conversation's matches fill it, neare
 an answer is often the turn after or before the one the question's words match. A page
 gathers as many of them as episodes, shared evenly among its matches (at most
 :data:`AROUND_TURNS` on each side of one), so the fewer the matches, the further around
-each one. They come after every match, so they take
-only what the matches leave, and never come alone: a page without matches shows none, and
-neither does a task (a tool loop keeps the memory it had). They never size the room the
-window leaves for memory (:meth:`RetrievalSource.reserve` counts the matches only), so
-the window and its archive events are planned as without them.
+each one. They come after every match, so they take only what the matches leave, and
+never come alone: a page without matches shows none, and neither does a task (a tool loop
+keeps the memory it had). They never size the room the window leaves for memory
+(:meth:`RetrievalSource.reserve` counts the matches only), so the window and its archive
+events are planned as without them.
+
 Archived pages become long-term memory when a build commits (episodes, and the user's
 facts that pass the eligibility judge).
 """
