@@ -244,7 +244,10 @@ class RetrievalSource:
                     Retrieved(h.text[:600], f"{h.path}#L{h.start_line}-{h.end_line}",
                               "document", h.score) for h in docs)
         kept = self._kept(found, {"task": task, "earlier": earlier})
-        around = () if task else self._around(kept, window_seq, episodes_gathered(budget))
+        # As many as the matches leave of the episodes a page gathers: none when they fill
+        # it (and none read), more the fewer they are.
+        around = () if task else self._around(kept, window_seq,
+                                              episodes_gathered(budget) - len(kept))
         form = {**_saved(found, opener, window_seq), "task": task, "earlier": earlier,
                 "asks": wants, "around": _texts_form(around)}
         return Gathered(kept, {**form, "share": bool(kept)}, gathered=True, around=around)
@@ -253,18 +256,18 @@ class RetrievalSource:
                 count: int) -> tuple[Retrieved, ...]:
         """The turns around this conversation's matches in ``found``, nearest first.
 
-        At most ``count``, as many on each side of each match (at most
-        :data:`AROUND_TURNS`), within the same stretch of talk (a pause of hours ends it,
-        as it ends a message's context in the index: the session before it talked of
-        other things), the best match's first at each distance (the turn after it, then
-        the one before); only what left the window (before ``window_seq``), on the
-        followed branch, said by the user or the assistant, and not shown by a line of
-        ``found``.
+        At most ``count`` (what the matches leave of a page's episodes), as many on each
+        side of each match (at most :data:`AROUND_TURNS`), within the same stretch of talk
+        (a pause of hours ends it, as it ends a message's context in the index: the
+        session before it talked of other things), the best match's first at each
+        distance (the turn after it, then the one before); only what left the window
+        (before ``window_seq``), on the followed branch, said by the user or the
+        assistant, and not shown by a line of ``found``.
         """
         # Nearest first: the first count/2 matches' next turns already make ``count``.
         matched = [r.seq for r in found
                    if r.session == self.record.name and r.seq is not None][:count // 2]
-        if not matched:
+        if count < 2 or not matched:
             return ()
         reach = min(AROUND_TURNS, count // (2 * len(matched)))
         near = sorted({seq for m in matched for seq in range(m - reach, m + reach + 1)
