@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
 import pytest
 
 import memci
 from memci.context._builder import REPLY_PRIMING
-from memci.context._retrieval import HELD_TOKENS
+from memci.context._retrieval import AROUND_TURNS, HELD_TOKENS
 
 
 def _fill(s: memci.Session, turns: int, start: int = 0) -> None:
@@ -375,7 +375,8 @@ def test_a_question_with_few_matches_leaves_the_room_to_the_window(
     engine: memci.Engine,
 ) -> None:
     # Memory takes what its matches need: two matches (and the message after them, which
-    # holds them as its context), however much room the window leaves.
+    # holds them as its context), however much room the window leaves; the turns around
+    # them fill only what is left after the window is planned, and nothing else does.
     s = engine.session("s")
     s.add({"role": "user", "content": "The harbour ferry leaves at noon on Sundays."})
     s.add({"role": "assistant", "content": "Noted: the harbour ferry, Sundays at noon."})
@@ -386,5 +387,63 @@ def test_a_question_with_few_matches_leaves_the_room_to_the_window(
     s.add({"role": "user", "content": "When does the harbour ferry leave?"})
     ctx = s.build(budget=4000)
     memory = _memory(ctx)
-    assert memory.count("\n- [") <= 3 and "noon" in memory
-    assert ctx.stats.sections["retrieval"] < 0.1 * 4000
+    lines = [line for line in memory.splitlines() if line.startswith("- [")]
+    matches = [line for line in lines if "harbour ferry" in line]
+    assert 0 < len(matches) <= 3 and "noon" in lines[0]
+    assert lines[:len(matches)] == matches  # the turns around them come after them
+    seqs = [int(line.split("/", 1)[1].split("]", 1)[0]) for line in lines]
+    assert all(seq <= 2 + AROUND_TURNS for seq in seqs)  # messages 1 and 2 matched
+    assert ctx.stats.sections["retrieval"] < 0.2 * 4000
+
+
+def _dated_days(days: int) -> list[dict[str, str]]:
+    """A chat held every other day, each day's talk a page about its own trip."""
+    history: list[dict[str, str]] = []
+    for i in range(days):
+        day = f"{date(2024, 1, 1) + timedelta(days=2 * i)}"
+        history.append({"role": "user", "content": f"Day {i}: we paddled the red kayak to "
+                        f"cove{i}. " + "Weather and trains. " * 12,
+                        "created_at": f"{day}T19:00:00+00:00"})
+        history.append({"role": "assistant", "content": "Noted. " + "Trains run late. " * 12,
+                        "created_at": f"{day}T19:01:00+00:00"})
+    return history
+
+
+@pytest.mark.parametrize("feed", ["turn by turn", "imported"])
+def test_the_room_few_matches_leave_holds_the_turns_around_them(
+    engine: memci.Engine, feed: str,
+) -> None:
+    # A question with few matches, after pages whose matches held room for many, left a
+    # third of the request unused (the window had archived down to its low watermark, and
+    # memory had nothing more to show). The turns around its matches fill that room: here
+    # the answer is the turn before the match ("mark the fourteenth ..." names no word of
+    # the question). Turns of another day's talk are not around it, nor is unrelated text.
+    history = [*_dated_days(12),
+               {"role": "user", "content": "Mark the fourteenth of August in red, please.",
+                "created_at": "2024-01-24T09:00:00+00:00"},
+               {"role": "assistant", "content": "Done: your daughter's birthday is marked.",
+                "created_at": "2024-01-24T09:01:00+00:00"},
+               {"role": "user", "content": "And buy candles on the way home.",
+                "created_at": "2024-01-24T09:02:00+00:00"},
+               {"role": "assistant", "content": "Candles are on the list.",
+                "created_at": "2024-01-24T09:03:00+00:00"},
+               *_dated_days(40)[12:]]
+    s = engine.session("s")
+    if feed == "imported":
+        s.add_many(history)
+    else:
+        for message in history:
+            if message["role"] == "assistant":
+                s.build(budget=4000)
+            s.add(message)
+    s.add({"role": "user", "content": "When is my daughter's birthday?",
+           "created_at": "2024-06-01T10:00:00+00:00"})
+    ctx = s.build(budget=4000)
+    memory = _memory(ctx)
+    sent = "\n".join(m.content for m in ctx.messages)
+    assert "Done: your daughter's birthday is marked." in memory
+    assert "Mark the fourteenth of August in red, please." in memory  # the turn before
+    assert "Candles are on the list." in memory  # two turns after, the same talk
+    assert "cove11." not in sent  # the day before: another talk, left out
+    assert memory.index("birthday is marked") < memory.index("fourteenth of August")
+    assert ctx.stats.total_tokens <= 4000

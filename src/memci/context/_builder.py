@@ -743,8 +743,9 @@ class ContextBuilder:
             if message is not None:
                 placed[page] = Block.made(message, items, opener)
                 left -= message.tokens or 0
-        tail, more = self.retrieval.message(found, window, left, language,
-                                            placed=_keys(placed))
+        # The turns around the matches come after them: they fill only what the matches leave.
+        tail, more = self.retrieval.message((*found, *snap.shown.around), window, left,
+                                            language, placed=_keys(placed))
         own = placed[page].keys if page in placed else frozenset()
         return placed, tail, (*(r for r in found if line_key(r) in own), *more), max(left, 0)
 

@@ -16,6 +16,18 @@ opener and saved (:data:`BLOCKS`), it stays there, unchanged, while the page is 
 window, and leaves with it; the next turn appends its page after it, so the request before
 it is an exact prefix a provider can cache. The rest of the page's lines close its request
 only. No line shows twice: a page's lines leave out what the blocks in the window show.
+
+When the matches leave room in the request (a question with few matches after pages that
+held room for many), the turns around this conversation's matches fill it, nearest first:
+an answer is often the turn after or before the one the question's words match. A page
+gathers as many of them as episodes, shared evenly among its matches (at most
+:data:`AROUND_TURNS` on each side of one), so the fewer the matches, the further around
+each one. They come after every match, so they take only what the matches leave, and
+never come alone: a page without matches shows none, and neither does a task (a tool loop
+keeps the memory it had). They never size the room the window leaves for memory
+(:meth:`RetrievalSource.reserve` counts the matches only), so the window and its archive
+events are planned as without them.
+
 Archived pages become long-term memory when a build commits (episodes, and the user's
 facts that pass the eligibility judge).
 """
@@ -28,6 +40,7 @@ from dataclasses import replace
 from datetime import datetime
 from typing import Any, NamedTuple
 
+from memci.context._branches import runs
 from memci.context._model import SEQ, ContentsEntry
 from memci.context._recipes import TITLES
 from memci.context._services import SessionServices
@@ -38,6 +51,7 @@ from memci.store import SessionRecord
 from memci.tokens import EstimateTokenizer, Tokenizer
 
 __all__ = [
+    "AROUND_TURNS",
     "BLOCKS",
     "HELD_TOKENS",
     "KEPT_TOKENS",
@@ -57,6 +71,7 @@ LINE_CHARS = 600  # characters of one memory line at most
 BLOCKS = "retrieval.blocks"  # the context value that keeps each page's block
 KEPT_TOKENS = 100  # tokens of the block a page keeps while it is in the window, at most
 HELD_TOKENS = 2000  # tokens the window leaves for memory at most (its share, when smaller)
+AROUND_TURNS = 10  # turns on each side of a match, at most, that fill what matches leave
 
 
 
@@ -65,12 +80,14 @@ class Gathered(NamedTuple):
 
     ``share``: whether memory takes its share of the page's requests (decided by the
     page's first gather and saved with it, so a gather again does not change how the
-    page's requests are planned).
+    page's requests are planned). ``around``: the turns around the matches, shown after
+    every candidate in the room the candidates leave (never reserved for).
     """
 
     candidates: tuple[Retrieved, ...] = ()
     saved: Mapping[str, Any] | None = None
     gathered: bool = False
+    around: tuple[Retrieved, ...] = ()
 
     @property
     def share(self) -> bool:
@@ -190,11 +207,13 @@ class RetrievalSource:
                 and int(saved.get("from", opener)) >= window_seq):
             known = tuple(_retrieved_from(t) for t in saved["texts"])
             if task and not saved.get("task"):
-                # The page turned out a task's: from now on it keeps to its own past.
-                turned = {**saved, "task": True, "asks": True}
+                # The page turned out a task's: from now on it keeps to its own past, and
+                # the memory its matches had.
+                turned = {**saved, "task": True, "asks": True, "around": []}
                 kept = self._kept(known, turned)
                 return Gathered(kept, {**turned, "share": bool(kept)}, gathered=True)
-            return Gathered(self._kept(known, saved), saved)
+            around = tuple(_retrieved_from(t) for t in saved.get("around", ()))
+            return Gathered(self._kept(known, saved), saved, around=around)
         # The query's analysis and the docs index load with the first page that gathers.
         from memci.memory import DocIndex
         from memci.memory._query import analyze_query, asks
@@ -224,10 +243,55 @@ class RetrievalSource:
                 found += tuple(
                     Retrieved(h.text[:600], f"{h.path}#L{h.start_line}-{h.end_line}",
                               "document", h.score) for h in docs)
+        kept = self._kept(found, {"task": task, "earlier": earlier})
+        # As many as the matches leave of the episodes a page gathers: none when they fill
+        # it (and none read), more the fewer they are.
+        around = () if task else self._around(kept, window_seq,
+                                              episodes_gathered(budget) - len(kept))
         form = {**_saved(found, opener, window_seq), "task": task, "earlier": earlier,
-                "asks": wants}
-        kept = self._kept(found, form)
-        return Gathered(kept, {**form, "share": bool(kept)}, gathered=True)
+                "asks": wants, "around": _texts_form(around)}
+        return Gathered(kept, {**form, "share": bool(kept)}, gathered=True, around=around)
+
+    def _around(self, found: Sequence[Retrieved], window_seq: int,
+                count: int) -> tuple[Retrieved, ...]:
+        """The turns around this conversation's matches in ``found``, nearest first.
+
+        At most ``count`` (what the matches leave of a page's episodes), as many on each
+        side of each match (at most :data:`AROUND_TURNS`), within the same stretch of talk
+        (a pause of hours ends it, as it ends a message's context in the index: the
+        session before it talked of other things), the best match's first at each
+        distance (the turn after it, then the one before); only what left the window
+        (before ``window_seq``), on the followed branch, said by the user or the
+        assistant, and not shown by a line of ``found``.
+        """
+        # Nearest first: the first count/2 matches' next turns already make ``count``.
+        matched = [r.seq for r in found
+                   if r.session == self.record.name and r.seq is not None][:count // 2]
+        if count < 2 or not matched:
+            return ()
+        reach = min(AROUND_TURNS, count // (2 * len(matched)))
+        near = sorted({seq for m in matched for seq in range(m - reach, m + reach + 1)
+                       if 0 < seq < window_seq})
+        loaded = {m.seq or 0: m for first, last in runs(near) for m in self.log.load(first, last)}
+        sides = [_side(loaded, m, step, reach) for m in matched if m in loaded
+                 for step in (1, -1)]
+        taken = set(matched)
+        turns: list[Retrieved] = []
+        index, name = self.log.index, self.record.name
+        for distance in range(reach):
+            for side in sides:
+                if distance < len(side) and side[distance].seq not in taken:
+                    turn = side[distance]
+                    seq = turn.seq or 0
+                    taken.add(seq)
+                    if turn.role in ("user", "assistant") and turn.content.strip():
+                        page = index.page_of_seq(seq)
+                        turns.append(Retrieved(turn.content, f"{name}#p{page}/{seq}",
+                                               "episode", 0.0, name, seq, turn.created_at,
+                                               page))
+        shown = {r.text.casefold() for r in found}
+        return tuple(r for r in _deduped(turns, self._shown)
+                     if r.text.casefold() not in shown)[:count]
 
     def _kept(self, found: tuple[Retrieved, ...],
               saved: Mapping[str, Any]) -> tuple[Retrieved, ...]:
@@ -365,11 +429,35 @@ def _saved(found: Sequence[Retrieved], opener: int, start: int) -> dict[str, Any
 
     Its opener, the seq from which the window was left out of the search, the texts.
     """
-    return {"opener": opener, "from": start, "share": bool(found), "texts": [
-        {"text": r.text, "source": r.source, "kind": r.kind, "score": r.score,
-         "session": r.session, "seq": r.seq, "page": r.page,
-         "at": r.created_at.isoformat() if r.created_at is not None else None}
-        for r in found]}
+    return {"opener": opener, "from": start, "share": bool(found),
+            "texts": _texts_form(found)}
+
+
+def _texts_form(found: Sequence[Retrieved]) -> list[dict[str, Any]]:
+    """The saved form of memory texts (read back by :func:`_retrieved_from`)."""
+    return [{"text": r.text, "source": r.source, "kind": r.kind, "score": r.score,
+             "session": r.session, "seq": r.seq, "page": r.page,
+             "at": r.created_at.isoformat() if r.created_at is not None else None}
+            for r in found]
+
+
+def _side(loaded: Mapping[int, Message], seq: int, step: int, reach: int) -> list[Message]:
+    """The messages after (``step`` 1) or before (-1) message ``seq``, nearest first.
+
+    Up to ``reach``, stopping at a message not ``loaded`` and at a pause.
+    """
+    from memci.memory._index import paused
+
+    out: list[Message] = []
+    last = loaded[seq]
+    for distance in range(1, reach + 1):
+        m = loaded.get(seq + step * distance)
+        if m is None or (paused(last.created_at, m.created_at) if step > 0
+                         else paused(m.created_at, last.created_at)):
+            break
+        out.append(m)
+        last = m
+    return out
 
 
 def _retrieved_from(saved: Mapping[str, Any]) -> Retrieved:

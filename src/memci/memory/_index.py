@@ -58,6 +58,7 @@ __all__ = [
     "MessageIndex",
     "TimeMode",
     "message_text",
+    "paused",
 ]
 
 DEFAULT_ANALYZER = "bigram"
@@ -185,7 +186,7 @@ class _OwnCalls:
         return message_text(message, own)
 
 
-def _paused(before: datetime | None, after: datetime | None) -> bool:
+def paused(before: datetime | None, after: datetime | None) -> bool:
     """Whether the conversation paused between two messages said at these times."""
     if before is None or after is None:
         return False
@@ -286,7 +287,7 @@ class MessageIndex:
                 if message.seq != last + 1:  # a gap: recount, and no context across it
                     page, previous = self._before(session.id, message.seq,
                                                   message.created_at)
-                elif _paused(said, message.created_at):
+                elif paused(said, message.created_at):
                     previous = ""
                 last, said = message.seq, message.created_at
                 if message.role == "user":
@@ -362,7 +363,7 @@ class MessageIndex:
         texts: list[str] = []
         size = 0
         for message in recent:
-            if _paused(message.created_at, said):
+            if paused(message.created_at, said):
                 return texts, True
             said = message.created_at
             text = message_text(message, own)
@@ -384,7 +385,7 @@ class MessageIndex:
             if last is None or last[0] != seq - 1:
                 previous = self._context_before(sid, seq, said)
             else:
-                previous = "" if _paused(last[1], said) else last[2]
+                previous = "" if paused(last[1], said) else last[2]
             text = self._own.text(sid, entry.message)
             self.rows.add_keyword(entry.doc, sid, text, previous if text.strip() else "")
             context[sid] = (seq, said,
