@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
@@ -10,6 +11,7 @@ import pytest
 import memci
 from memci.context._builder import REPLY_PRIMING
 from memci.context._retrieval import AROUND_TURNS, HELD_TOKENS
+from tests.sqlitetrace import statements
 
 
 def _fill(s: memci.Session, turns: int, start: int = 0) -> None:
@@ -447,3 +449,28 @@ def test_the_room_few_matches_leave_holds_the_turns_around_them(
     assert "cove11." not in sent  # the day before: another talk, left out
     assert memory.index("birthday is marked") < memory.index("fourteenth of August")
     assert ctx.stats.total_tokens <= 4000
+
+
+def test_matches_that_fill_a_page_s_episodes_leave_no_room_for_turns_around_them(
+    engine: memci.Engine,
+) -> None:
+    # The turns around the matches only fill what the matches leave of the episodes a
+    # page gathers: a question matching every day's talk reads and shows none of them
+    # (reading them made a steady build a third slower). It reads the log as a question
+    # matching nothing does.
+    reads: dict[str, list[str]] = {}
+    for name, question in (("kayak", "Where did we paddle the red kayak?"),
+                           ("none", "Where did we leave the blue canoe?")):
+        s = engine.session(name)
+        s.add_many(_dated_days(300))
+        s.add({"role": "user", "content": question,
+               "created_at": "2024-09-01T10:00:00+00:00"})
+        with statements(engine) as ran:
+            ctx = s.build(budget=4000)
+        reads[name] = [re.sub(r"session_id = \d+", "", text) for text in ran
+                       if re.search(r"FROM messages WHERE session_id = \d+ AND seq >", text)]
+        if name == "kayak":
+            lines = [line for line in _memory(ctx).splitlines() if line.startswith("- [")]
+            assert len(lines) >= 5
+            assert all("kayak" in line for line in lines), lines
+    assert reads["kayak"] == reads["none"]

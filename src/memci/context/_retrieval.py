@@ -20,7 +20,8 @@ only. No line shows twice: a page's lines leave out what the blocks in the windo
 When the matches leave room in the request (a question with few matches after pages that
 held room for many), the turns around this conversation's matches fill it, nearest first:
 an answer is often the turn after or before the one the question's words match. A page
-gathers as many of them as episodes, shared evenly among its matches (at most
+gathers as many of them as its matches leave of its episodes (none, and nothing read,
+when they fill them), shared evenly among its matches (at most
 :data:`AROUND_TURNS` on each side of one), so the fewer the matches, the further around
 each one. They come after every match, so they take only what the matches leave, and
 never come alone: a page without matches shows none, and neither does a task (a tool loop
