@@ -539,10 +539,8 @@ class MessageIndex:
         messages read for the answer list, by doc (pass it to :meth:`load_docs`: the hits
         are mostly among them, and are not read twice).
         """
-        lists = self._word_and_time_lists(query, depth=depth, sessions=sessions,
-                                          time_range=time_range, roles=roles,
-                                          time_mode=time_mode, retrievers=retrievers,
-                                          below=below)
+        lists = self._word_and_time_lists(query, depth, sessions, time_range, roles,
+                                          time_mode, retrievers, below)
         matches = lists.get("keyword")
         kinds = answer_kinds(query) if matches and self.answer_weight else ()
         if matches and kinds:
@@ -554,16 +552,9 @@ class MessageIndex:
         return lists
 
     def _word_and_time_lists(
-        self,
-        query: str,
-        *,
-        depth: int,
-        sessions: Collection[int] | None = None,
-        time_range: TimeRange | None = None,
-        roles: Collection[str] | None = None,
-        time_mode: TimeMode | None = None,
-        retrievers: Collection[str] = RETRIEVERS,
-        below: int | None = None,
+        self, query: str, depth: int, sessions: Collection[int] | None,
+        time_range: TimeRange | None, roles: Collection[str] | None,
+        time_mode: TimeMode | None, retrievers: Collection[str], below: int | None,
     ) -> dict[str, list[Candidate]]:
         """The lists of the question's words and of the time it names (see ranked_lists).
 
