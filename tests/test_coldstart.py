@@ -60,29 +60,21 @@ ON_FIRST_USE = (
 _BUILD = """
 import json, sys
 import memci
+question, answer, follow = json.loads(sys.argv[2])
 with memci.Engine.open(sys.argv[1]) as engine:
     s = engine.session("chat")
     s.set_system("You are a helpful assistant.")
-    s.add_many([{"role": "user", "content": "where is the parser cache cleared?"},
-                {"role": "assistant", "content": "in parser.py, before the second pass"}])
-    s.add({"role": "user", "content": "and the config, 配置文件在哪里?"})
+    s.add_many([{"role": "user", "content": question},
+                {"role": "assistant", "content": answer}])
+    s.add({"role": "user", "content": follow})
     s.build().to_openai()
 print(json.dumps(sorted(sys.modules)))
 """
-
-#: A chat's build, with nothing for retrieval to look up among indexed files.
-_CHAT = """
-import json, sys
-import memci
-with memci.Engine.open(sys.argv[1]) as engine:
-    s = engine.session("chat")
-    s.set_system("You are a helpful assistant.")
-    s.add_many([{"role": "user", "content": "hi, how are you today?"},
-                {"role": "assistant", "content": "fine, thank you"}])
-    s.add({"role": "user", "content": "and the weather, 天气怎么样?"})
-    s.build().to_openai()
-print(json.dumps(sorted(sys.modules)))
-"""
+#: A build that looks up code among indexed files (its question names a file), and a
+#: chat's, with nothing for retrieval to look up there.
+_CODE = json.dumps(["where is the parser cache cleared?", "in parser.py, before the second pass",
+                    "and the config, 配置文件在哪里?"])
+_CHAT = json.dumps(["hi, how are you today?", "fine, thank you", "and the weather, 天气怎么样?"])
 
 
 def _modules(code: str, *args: str) -> set[str]:
@@ -124,20 +116,20 @@ def test_a_build_leaves_the_store_parts_it_never_reaches_to_their_first_use(
     # holding no unzeroed freed byte: the deletions' module loads then).
     parts = {m for m in ON_FIRST_USE if m.startswith("memci.store.")} - {"memci.store._docs"}
     memci.Engine.open(tmp_path / "m.db").close()
-    loaded = _modules(_CHAT, str(tmp_path / "m.db"))
+    loaded = _modules(_BUILD, str(tmp_path / "m.db"), _CHAT)
     assert "memci.store._sql._work" in loaded
     assert sorted(parts & loaded) == []
 
 
 def test_open_add_and_build_load_nothing_heavy(tmp_path: Path) -> None:
-    loaded = _modules(_BUILD, str(tmp_path / "m.db"))
+    loaded = _modules(_BUILD, str(tmp_path / "m.db"), _CODE)
     assert "memci.context._builder" in loaded
     assert _heavy(loaded) == []
 
 
 def test_a_build_that_logs_nothing_loads_no_logging(tmp_path: Path) -> None:
     # The query analyzer and the eligibility judge log only when a model fails them.
-    loaded = _modules(_BUILD, str(tmp_path / "m.db"))
+    loaded = _modules(_BUILD, str(tmp_path / "m.db"), _CODE)
     assert "memci.memory._query" in loaded
     assert sorted({"logging", "string"} & (loaded - _bare())) == []
 

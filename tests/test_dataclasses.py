@@ -161,18 +161,15 @@ def test_a_class_with_its_own_methods_or_an_order_is_left_to_the_library() -> No
 
 _COMPILED = """
 import dataclasses, json
-compiled = []
-create = dataclasses._create_fn
-def spy(name, *args, **kwargs):
-    compiled.append(name)
-    return create(name, *args, **kwargs)
-dataclasses._create_fn = spy
-made = []
-process = dataclasses._process_class
-def count(cls, *args, **kwargs):
-    made.append(cls)
-    return process(cls, *args, **kwargs)
-dataclasses._process_class = count
+def spy(name, log):
+    real = getattr(dataclasses, name)
+    def called(first, *args, **kwargs):
+        log.append(first)
+        return real(first, *args, **kwargs)
+    setattr(dataclasses, name, called)
+compiled, made = [], []
+spy("_create_fn", compiled)  # each method compiled, by name
+spy("_process_class", made)  # each class made
 import memci
 print(json.dumps({"classes": len(made), "compiled": sorted(set(compiled)),
                   "count": len(compiled)}))

@@ -47,6 +47,7 @@ from memci.context._recipes import TITLES
 from memci.context._services import SessionServices
 from memci.context._session_log import SessionLog
 from memci.memory import Kept, Memory, Retrieved, Scope
+from memci.memory._index import paused
 from memci.messages import Message
 from memci.store import SessionRecord
 from memci.tokens import EstimateTokenizer, Tokenizer
@@ -447,8 +448,6 @@ def _side(loaded: Mapping[int, Message], seq: int, step: int, reach: int) -> lis
 
     Up to ``reach``, stopping at a message not ``loaded`` and at a pause.
     """
-    from memci.memory._index import paused
-
     out: list[Message] = []
     last = loaded[seq]
     for distance in range(1, reach + 1):
