@@ -216,6 +216,9 @@ def main() -> None:
                         help="the KdConv travel split the Chinese questions are made from "
                              "(default ../shared/data/zh/kdconv_travel_test.json; another "
                              "split, e.g. KdConv's data/travel/dev.json, is held out)")
+    parser.add_argument("--locomo", type=Path, nargs="+", metavar="FILE",
+                        help="LoCoMo conversation files (default ../shared/data/locomo/*.json; "
+                             "others of the ten in LoCoMo's data/locomo10.json are held out)")
     parser.add_argument("--analyzers", nargs="+", default=["bigram", "jieba", "trigram"],
                         help="keyword analyzers to compare (default all three)")
     parser.add_argument("--db", default=None,
@@ -230,7 +233,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         makers: dict[str, Callable[[], data.Dataset]] = {
-            "en": data.english, "zh": lambda: data.chinese(args.kdconv), "locomo": data.locomo}
+            "en": data.english, "zh": lambda: data.chinese(args.kdconv),
+            "locomo": lambda: data.locomo(args.locomo)}
         for dataset in (makers[name]() for name in ([] if args.latency_only else args.data)):
             built = Built(dataset, folder)
             lang = dataset.language

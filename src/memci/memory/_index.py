@@ -36,6 +36,7 @@ from memci import _trace
 from memci.memory._answer import ANSWER_WEIGHT, answer_kinds, holds_answer
 from memci.memory._embed import Embedder, embedder_from_env, speaks
 from memci.memory._hit import Hit, fuse
+from memci.memory._speaker import SPEAKER_WEIGHT, named, speaker_role, without_names
 from memci.memory._time import TimeRange, time_hint, without_time
 from memci.messages import Message, TextPart, ToolCallPart, ToolResultPart
 from memci.messages._tools import OWN_TOOL_NAMES
@@ -461,7 +462,7 @@ class MessageIndex:
         ``answer`` (matches holding the kind of fact asked) ``answer_weight``.
         """
         return {"time": self.time_weight, "dated": _DATED_WEIGHT,
-                "answer": self.answer_weight}
+                "answer": self.answer_weight, "speaker": SPEAKER_WEIGHT}
 
     def dense(
         self,
@@ -549,7 +550,31 @@ class MessageIndex:
                 read.update(loaded)
             lists["answer"] = [c for c in matches if c.doc in loaded
                                and holds_answer(kinds, message_text(loaded[c.doc][0]))]
+        if matches:
+            lists["speaker"] = self._spoken_by_named(query, depth, sessions, roles, below)
         return lists
+
+    def _spoken_by_named(
+        self, query: str, depth: int, sessions: Collection[int] | None,
+        roles: Collection[str] | None, below: int | None,
+    ) -> list[Candidate]:
+        """Matches of the question's other words spoken by the person it names.
+
+        Empty when it names no one whose role the turns calling the name show, names
+        people of both roles, or the role is not among ``roles`` (see
+        :mod:`memci.memory._speaker`).
+        """
+        names = named(query)
+        found: set[str | None] = set()
+        for name in names:
+            said = self.rows.load(self.keyword(name, k=depth, sessions=sessions, below=below))
+            found.add(speaker_role(name, ((m.role, message_text(m))
+                                          for m, _ in said.values())))
+        role = found.pop() if len(found) == 1 else None
+        if role is None or (roles is not None and role not in roles):
+            return []
+        return self.keyword(without_names(query, names), k=depth, sessions=sessions,
+                            roles=(role,), below=below)
 
     def _word_and_time_lists(
         self, query: str, depth: int, sessions: Collection[int] | None,

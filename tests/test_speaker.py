@@ -1,0 +1,81 @@
+"""Speaker attribution: a question naming a person finds what that person said."""
+
+from __future__ import annotations
+
+import pytest
+
+from memci.memory import MessageIndex
+from memci.memory._speaker import addresses, named, speaker_role
+from memci.messages import Message
+from memci.store import SQLiteStore
+
+
+@pytest.mark.parametrize(("question", "names"), [
+    ("What did Caroline research?", ["Caroline"]),
+    ("What do Melanie's kids like?", ["Melanie"]),
+    ("What subject have Caroline and Melanie both painted?", ["Caroline", "Melanie"]),
+    ("When did I go to Paris on Monday?", ["Paris"]),
+    ("What did I eat?", []),
+    ("卡罗琳研究了什么？", []),
+])
+def test_the_names_a_question_asks_about(question: str, names: list[str]) -> None:
+    assert named(question) == names
+
+
+@pytest.mark.parametrize(("text", "calls"), [
+    ("Thanks, Melanie! That means a lot.", True),
+    ("Hey Mel! How have you been?", True),
+    ("Wow, Melanie, that's gorgeous.", True),
+    ("I told Melanie about the trip.", False),
+    ("Melanie's painting is on the wall.", False),
+])
+def test_a_text_calls_someone_by_name(text: str, calls: bool) -> None:
+    assert addresses(text, "Melanie") is calls
+
+
+def test_the_role_of_a_name_is_the_other_of_the_roles_that_call_it() -> None:
+    said = [("user", "Thanks, Melanie!"), ("user", "Hey Mel! Long time."),
+            ("assistant", "I saw Melanie's post.")]
+    assert speaker_role("Melanie", said) == "assistant"
+    assert speaker_role("Melanie", said[:1]) is None  # one call decides nothing
+    assert speaker_role("Melanie", [*said, ("assistant", "Bye, Melanie!")]) is None
+
+
+# Caroline speaks as the user, Melanie as the assistant. The turns that say "Melanie" and
+# "paint" are Caroline's; what Melanie painted is in her own turn, which names no one.
+_CHAT = [
+    "Hey Melanie! Have you been painting lately?",
+    "Yeah, I painted a lake sunrise last year! It's special to me.",
+    "Wow, Melanie, painting sounds so relaxing. I want to paint too.",
+    "You should, Caroline! It helps me unwind after work.",
+    "Thanks, Melanie! Maybe we can paint together, Melanie.",
+    "Sure, Caroline, that would be fun.",
+    "Melanie, I saw a paint shop downtown. Melanie, you'd love it.",
+    "Oh nice, I'll check it out.",
+    "Great, Melanie! Painting with friends, Melanie, is the best.",
+    "Agreed, Caroline!",
+]
+
+
+def _session(store: SQLiteStore, turns: list[str]) -> tuple[MessageIndex, int]:
+    record = store.ensure_session("t", "chat", "u", {})
+    index = MessageIndex(store, embedder=None)
+    messages = [Message(("user", "assistant")[i % 2], Message.user(t).parts, tokens=1)
+                for i, t in enumerate(turns)]
+    index.index(record, store.append(record, messages))
+    return index, record.id
+
+
+def test_a_question_naming_a_speaker_finds_her_own_turn_first(store: SQLiteStore) -> None:
+    index, sid = _session(store, _CHAT)
+    hits = index.search("What did Melanie paint?", k=3, sessions=[sid])
+    assert "lake sunrise" in hits[0].text
+
+
+def test_a_question_naming_both_speakers_ranks_as_its_words_do(store: SQLiteStore) -> None:
+    index, sid = _session(store, _CHAT)
+    lists = index.ranked_lists("What have Caroline and Melanie painted?", depth=20,
+                               sessions=[sid])
+    assert lists["speaker"] == []
+    assert index.ranked_lists("What did Melanie paint?", depth=20,
+                              sessions=[sid], roles=["user"])["speaker"] == []
