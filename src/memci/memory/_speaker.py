@@ -8,8 +8,9 @@ words inside an English question); :func:`addresses` says whether a text calls s
 by a name (a greeting or thanks before it, or the name set off by a comma or an
 exclamation: "Hey Mel!", "Wow, Caroline,"). When the turns that call a name are mostly
 one role's, the name's bearer speaks as the other role, and the search fuses the
-matches of the question's other words spoken in that role as one more list (see
-:data:`SPEAKER_WEIGHT`, :meth:`MessageIndex.ranked_lists`).
+keyword matches spoken in that role as one more list (see :data:`SPEAKER_WEIGHT`,
+:meth:`MessageIndex.ranked_lists`): it reorders what the question's words found, it
+never adds a message they did not find.
 
 Rules only; each pattern is compiled the first time it is used.
 """
@@ -22,9 +23,10 @@ from collections.abc import Iterable
 
 from memci._lazy import LazyPattern
 
-__all__ = ["SPEAKER_WEIGHT", "addresses", "named", "speaker_role", "without_names"]
+__all__ = ["SPEAKER_WEIGHT", "addresses", "named", "speaker_role"]
 
-#: The RRF weight of the matches of a question's words spoken by the person it names.
+#: The RRF weight of the keyword matches spoken by the person a question names (the
+#: keyword list's is 1).
 SPEAKER_WEIGHT = 1.0
 
 # A capitalized word after the first one ("What did Caroline research?", "Melanie's kids"):
@@ -44,13 +46,6 @@ _ROLES = {"user": "assistant", "assistant": "user"}
 def named(question: str) -> list[str]:
     """The names a question asks about, in order (none for a question without any)."""
     return list(dict.fromkeys(m for m in _NAME.findall(question) if m not in _NOT_NAMES))
-
-
-def without_names(question: str, names: list[str]) -> str:
-    """``question`` without ``names`` (and their possessive "'s")."""
-    for name in names:
-        question = re.sub(rf"\b{re.escape(name)}(?:'s)?\b", " ", question)
-    return question
 
 
 def addresses(text: str, name: str) -> bool:
