@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from memci.memory import MessageIndex
 from memci.memory._speaker import addresses, named, speaker_role
-from memci.messages import Message
 from memci.store import SQLiteStore
+
+from .test_answer_kinds import _session
 
 
 @pytest.mark.parametrize(("question", "names"), [
@@ -54,15 +54,6 @@ _CHAT = [
     "Hey Mel, I saw a paint shop downtown. Melanie, you'd love it.",
     "Oh nice, I'll check it out.",
 ]
-
-
-def _session(store: SQLiteStore, turns: list[str]) -> tuple[MessageIndex, int]:
-    record = store.ensure_session("t", "chat", "u", {})
-    index = MessageIndex(store, embedder=None)
-    messages = [Message(("user", "assistant")[i % 2], Message.user(t).parts, tokens=1)
-                for i, t in enumerate(turns)]
-    index.index(record, store.append(record, messages))
-    return index, record.id
 
 
 def test_a_question_naming_a_speaker_finds_her_own_turn(store: SQLiteStore) -> None:
