@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from memci.memory._speaker import addresses, named, speaker_role
+from memci.messages import Message
 from memci.store import SQLiteStore
 
 from .test_answer_kinds import _session
@@ -72,3 +73,15 @@ def test_a_question_naming_both_speakers_ranks_as_its_words_do(store: SQLiteStor
     # What the speaker list holds is among the word matches, never more.
     assert asked["speaker"] and {c.doc for c in asked["speaker"]} <= {
         c.doc for c in asked["keyword"]}
+
+
+def test_the_role_of_a_name_is_read_again_once_a_message_is_indexed(
+        store: SQLiteStore) -> None:
+    index, sid = _session(store, _CHAT[:2])  # no turn calls Melanie yet
+    assert "speaker" not in index.ranked_lists("What did Melanie paint?", depth=20,
+                                               sessions=[sid])
+    record = store.ensure_session("t", "trip", "u", {})
+    index.index(record, store.append(record, [
+        Message(("user", "assistant")[i % 2], Message.user(t).parts, tokens=1)
+        for i, t in enumerate(_CHAT[2:])]))
+    assert index.ranked_lists("What did Melanie paint?", depth=20, sessions=[sid])["speaker"]
