@@ -7,6 +7,8 @@
     PYTHONPATH=src python bench/bench_retrieval.py --db embedded  # on an embedded PostgreSQL
     PYTHONPATH=src python bench/bench_retrieval.py --data locomo zh --analyzers bigram --no-latency
         # the default analyzer on LoCoMo and Chinese only (a quick check)
+    PYTHONPATH=src python bench/bench_retrieval.py --data locomo zh --analyzers bigram \
+        --no-latency --locomo other/*.json --kdconv dev.json  # held-out conversations
 
 Data: ``bench/retrieval_data.py`` (English generated; Chinese from KdConv travel, read
 from ``../shared/data/zh``; LoCoMo conversations from ``../shared/data/locomo``, one user
