@@ -509,10 +509,10 @@ class MessageIndex:
 
     def in_range(
         self, *, k: int, sessions: Collection[int] | None, time_range: TimeRange,
-        roles: Collection[str] | None = None,
+        roles: Collection[str] | None = None, below: int | None = None,
     ) -> list[Candidate]:
-        """Messages inside ``time_range``, oldest first (for questions naming only a time)."""
-        return self.rows.in_range(_filter(sessions, time_range, roles), k)
+        """Messages inside ``time_range``, oldest first; ``below``: doc bound."""
+        return self.rows.in_range(_filter(sessions, time_range, roles, below), k)
 
     def ranked_lists(
         self,
@@ -532,7 +532,10 @@ class MessageIndex:
         ``dense`` runs with an embedder; ``time`` holds the matches inside a time the
         question names (see _word_and_time_lists); ``answer`` the keyword matches that
         hold the kind of fact the question asks (a time, a place, a price, a duration, a
-        phone number; see :mod:`memci.memory._answer`), in their keyword order.
+        phone number; see :mod:`memci.memory._answer`), in their keyword order. When the
+        question also names a time, what was said then and holds that kind of fact
+        follows in ``answer`` and joins ``time``, its words matched or not ("昨天说的那个
+        地方，游玩时长是什么？" finds yesterday's "可以玩1小时 - 2小时").
 
         ``below``: keyword and time matches only among entries with a smaller doc number
         (a session's window left out, see :meth:`Memory.search`). ``read``: gets the
@@ -544,11 +547,23 @@ class MessageIndex:
         matches = lists.get("keyword")
         kinds = answer_kinds(query) if matches and self.answer_weight else ()
         if matches and kinds:
-            loaded = self.rows.load(matches)
+            # What was said in the time the question names (its words or not): those
+            # holding the kind of fact asked join the matches inside that time.
+            said = ((lists.get("dated") or self.in_range(
+                k=depth, sessions=sessions, time_range=time_range, roles=roles, below=below))
+                if "time" in lists and time_range is not None else [])
+            loaded = self.rows.load([*matches, *said])
             if read is not None:
                 read.update(loaded)
-            lists["answer"] = [c for c in matches if c.doc in loaded
-                               and holds_answer(kinds, message_text(loaded[c.doc][0]))]
+
+            def holds(c: Candidate) -> bool:
+                return c.doc in loaded and holds_answer(kinds, message_text(loaded[c.doc][0]))
+
+            lists["answer"] = [c for c in (*matches, *said) if holds(c)]
+            if said:
+                inside = {c.doc for c in lists["time"]}
+                lists["time"] = [*lists["time"],
+                                 *(c for c in said if c.doc not in inside and holds(c))]
         return lists
 
     def _word_and_time_lists(
@@ -592,7 +607,7 @@ class MessageIndex:
         inside = [c for c, _, _ in fuse(run(time_range), after=DENSE_ADDS)]
         if not inside:
             dated = self.in_range(k=depth, sessions=sessions, time_range=time_range,
-                                  roles=roles)
+                                  roles=roles, below=below)
             if _asks_what_was_said(plan):
                 # The question names only a time ("what did we discuss yesterday?"): what
                 # was said then is the answer.
