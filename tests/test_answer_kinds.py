@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -128,3 +129,31 @@ def test_the_messages_read_for_the_answer_list_are_not_read_again(tmp_path: Path
         finally:
             store.close()
     assert len(ran[0.5]) == len(ran[0.0]), (ran[0.0], ran[0.5])
+
+
+# Three days ago: turns repeating the question's words about other places. Yesterday: the
+# place talked about, and how long a visit takes, in none of the question's words.
+_EARLIER = ["颐和园的游玩时长是多少？", "颐和园很大，游玩时长看你走多少地方。",
+            "景山公园的游玩时长呢？", "景山公园的游玩时长不好说，看你爬不爬山。",
+            "天坛的游玩时长长吗？", "天坛的游玩时长因人而异。"] * 3
+_YESTERDAY = ["你知道北海公园吗？", "知道，北海公园有白塔和九龙壁。",
+              "那里要买门票吗？", "要，门票10元。", "逛完要多久？", "可以玩1小时 - 2小时。"]
+
+
+@pytest.mark.parametrize("question", ["昨天说的那个地方，游玩时长是什么来着？",
+                                      "昨天聊的景点要玩多久？"])
+def test_what_was_said_in_the_time_asked_about_holding_the_fact_asked_is_found(
+    store: SQLiteStore, question: str,
+) -> None:
+    record = store.ensure_session("t", "trip", "u", {})
+    index = MessageIndex(store, embedder=None)
+    now = datetime(2026, 5, 20, 12, tzinfo=UTC)
+    messages = [Message(("user", "assistant")[i % 2], Message.user(t).parts, tokens=1,
+                        created_at=now - timedelta(days=ago, minutes=60 - i))
+                for ago, turns in ((3, _EARLIER), (1, _YESTERDAY)) for i, t in enumerate(turns)]
+    index.index(record, store.append(record, messages))
+    hits = index.search(question, k=3, sessions=[record.id], now=now)
+    assert "可以玩1小时 - 2小时。" in [h.text for h in hits]
+    # Without a time, a turn holding a duration in none of the question's words is no match.
+    plain = index.search("景点的游玩时长是什么？", k=20, sessions=[record.id], now=now)
+    assert plain and "可以玩1小时 - 2小时。" not in [h.text for h in plain]

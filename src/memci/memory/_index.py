@@ -513,10 +513,10 @@ class MessageIndex:
 
     def in_range(
         self, *, k: int, sessions: Collection[int] | None, time_range: TimeRange,
-        roles: Collection[str] | None = None,
+        roles: Collection[str] | None = None, below: int | None = None,
     ) -> list[Candidate]:
-        """Messages inside ``time_range``, oldest first (for questions naming only a time)."""
-        return self.rows.in_range(_filter(sessions, time_range, roles), k)
+        """Messages inside ``time_range``, oldest first; ``below``: doc bound."""
+        return self.rows.in_range(_filter(sessions, time_range, roles, below), k)
 
     def ranked_lists(
         self,
@@ -536,7 +536,10 @@ class MessageIndex:
         ``dense`` runs with an embedder; ``time`` holds the matches inside a time the
         question names (see _word_and_time_lists); ``answer`` the keyword matches that
         hold the kind of fact the question asks (a time, a place, a price, a duration, a
-        phone number; see :mod:`memci.memory._answer`), in their keyword order.
+        phone number; see :mod:`memci.memory._answer`), in their keyword order. When the
+        question also names a time, what was said then and holds that kind of fact
+        follows in ``answer`` and joins ``time``, its words matched or not ("昨天说的那个
+        地方，游玩时长是什么？" finds yesterday's "可以玩1小时 - 2小时").
         ``speaker`` the keyword matches spoken by the person the question names (see
         :mod:`memci.memory._speaker`), in their keyword order.
 
@@ -554,12 +557,24 @@ class MessageIndex:
         found = {self._role_of(name, sessions) for name in named(query)}
         role = found.pop() if len(found) == 1 else None
         if kinds or role:
-            loaded = self.rows.load(matches)
+            # What was said in the time the question names (its words or not): those
+            # holding the kind of fact asked join the matches inside that time.
+            said = ((lists.get("dated") or self.in_range(
+                k=depth, sessions=sessions, time_range=time_range, roles=roles, below=below))
+                if kinds and "time" in lists and time_range is not None else [])
+            loaded = self.rows.load([*matches, *said])
             if read is not None:
                 read.update(loaded)
+
+            def holds(c: Candidate) -> bool:
+                return c.doc in loaded and holds_answer(kinds, message_text(loaded[c.doc][0]))
+
             if kinds:
-                lists["answer"] = [c for c in matches if c.doc in loaded and holds_answer(
-                    kinds, message_text(loaded[c.doc][0]))]
+                lists["answer"] = [c for c in (*matches, *said) if holds(c)]
+            if said:
+                inside = {c.doc for c in lists["time"]}
+                lists["time"] = [*lists["time"],
+                                 *(c for c in said if c.doc not in inside and holds(c))]
             if role:
                 lists["speaker"] = [c for c in matches
                                     if c.doc in loaded and loaded[c.doc][0].role == role]
@@ -626,7 +641,7 @@ class MessageIndex:
         inside = [c for c, _, _ in fuse(run(time_range), after=DENSE_ADDS)]
         if not inside:
             dated = self.in_range(k=depth, sessions=sessions, time_range=time_range,
-                                  roles=roles)
+                                  roles=roles, below=below)
             if _asks_what_was_said(plan):
                 # The question names only a time ("what did we discuss yesterday?"): what
                 # was said then is the answer.
