@@ -35,7 +35,7 @@ _NAME = LazyPattern(r"(?<=[a-z,;:]\s)([A-Z][a-z]+)(?:'s)?\b")
 _NOT_NAMES = frozenset("""
 I I'm I've I'd I'll Mr Mrs Ms Dr Monday Tuesday Wednesday Thursday Friday Saturday Sunday
 January February March April May June July August September October November December
-English Chinese Christmas Easter LGBTQ
+English Chinese Christmas Easter
 """.split())
 _CALLED = r"(?:^|(?:hey|hi|hello|thanks|thank you|congrats|congratulations|wow|oh|yeah|yes|" \
           r"sorry|bye|dear|good morning|good night|morning)[,!]?\s+|[,.!?]\s+)"
