@@ -344,6 +344,28 @@ def test_scrub_vacuums_and_says_when_an_older_snapshot_keeps_deleted_rows(url: s
             assert db.execute("SELECT count(*) FROM messages").fetchone() == (0,)
 
 
+def test_scrub_waits_for_a_short_older_transaction_and_finishes(url: str) -> None:
+    """A request or a worker's job that began before the deletion ends soon: wait for it."""
+    import psycopg
+
+    with memci.Engine.open(url, workers=0) as engine:
+        s = engine.session("s", user="alice")
+        for i in range(20):
+            s.add({"role": "user", "content": f"QZXMARK secret {i}"})
+        reader = psycopg.connect(url)  # another server's request, still running
+        try:
+            reader.execute("BEGIN ISOLATION LEVEL REPEATABLE READ")
+            assert reader.execute("SELECT count(*) FROM messages").fetchone() == (20,)
+            ends = threading.Timer(0.3, reader.execute, ("COMMIT",))
+            ends.start()
+            erasure = engine.delete_session("s")
+            ends.join()
+            assert erasure.scrubbed is not None
+            assert _dead_rows(url, "messages") in (None, 0)
+        finally:
+            reader.close()
+
+
 def test_scrub_by_a_user_who_may_not_vacuum_says_so(url: str) -> None:
     import psycopg
 

@@ -22,6 +22,7 @@ bytes of deleted rows is in docs/deleting.md ("PostgreSQL").
 from __future__ import annotations
 
 import re
+import time
 
 import psycopg
 
@@ -40,10 +41,13 @@ __all__ = ["DERIVED_PREFIXES", "EPOCH", "PostgresEraser", "memci_tables"]
 DERIVED_PREFIXES: tuple[str, ...] = (
     "memory_fts_", "memory_items_fts_", "doc_chunks_fts_", "memory_vec_",
 )
-# A table a migration makes, in the migration's text.
 # The erasure epoch (see PostgresEraser.epoch) as a scalar subquery: the rows counted
 # (a sequence's ids may commit out of order, so the largest may not grow).
 EPOCH = "(SELECT COUNT(*) FROM memci_erasures)"
+#: How long a scrub waits for older transactions to end (a server's request, a worker's
+#: job) before it says a later scrub must finish the job (seconds).
+PATIENCE = 1.0
+# A table a migration makes, in the migration's text.
 _CREATED = re.compile(r"CREATE\s+TABLE\s+(?:IF\s+NOT\s+EXISTS\s+)?(\w+)", re.IGNORECASE)
 
 
@@ -95,12 +99,14 @@ class PostgresEraser(SqlEraser):
 
         ``VACUUM (INDEX_CLEANUP ON)`` removes the dead row versions (and their TOAST data
         and index entries) that no open transaction can still see, without locking out
-        readers or writers. A transaction, prepared transaction or replication slot older
-        than this call may still see some: they stay until a later vacuum, and this
-        returns False (call it again once it ended). ``full`` rewrites each table and its
-        indexes instead (``VACUUM (FULL, ANALYZE)``: no byte of a removed row stays in
-        their files; each table is locked while it is rewritten), then asks for a
-        ``CHECKPOINT`` (where the user may) so the write-ahead log is recycled sooner.
+        readers or writers. A transaction older than this call may still see some: the
+        scrub waits up to :data:`PATIENCE` for it to end and vacuums again; one that lasts
+        longer, a prepared transaction or a replication slot leaves them for a later
+        vacuum, and this returns False (call it again once it ended). ``full`` rewrites
+        each table and its indexes instead (``VACUUM (FULL, ANALYZE)``: no byte of a
+        removed row stays in their files; each table is locked while it is rewritten),
+        then asks for a ``CHECKPOINT`` (where the user may) so the write-ahead log is
+        recycled sooner.
         Deleted bytes may stay in the write-ahead log, a WAL archive and backups: see
         docs/deleting.md ("PostgreSQL"). Raises :class:`StoreError` when PostgreSQL
         skipped a table (it warns rather than fails when the user may not vacuum it):
@@ -122,18 +128,15 @@ class PostgresEraser(SqlEraser):
                 row = db.execute("SELECT clock_timestamp()").fetchone()
                 assert row is not None
                 started = row[0]
-                for table in memci_tables(db):
-                    db.execute(f"VACUUM {how} {table}")
-                if full:
-                    _checkpoint(db)
-                held = db.execute(
-                    "SELECT EXISTS (SELECT 1 FROM pg_stat_activity WHERE datname ="
-                    " current_database() AND pid <> pg_backend_pid() AND backend_xmin IS NOT"
-                    " NULL AND xact_start < %s) OR EXISTS (SELECT 1 FROM pg_prepared_xacts"
-                    " WHERE database = current_database() AND prepared < %s) OR EXISTS"
-                    " (SELECT 1 FROM pg_replication_slots WHERE xmin IS NOT NULL AND"
-                    " (database IS NULL OR database = current_database()))",
-                    (started, started)).fetchone()
+                deadline = time.monotonic() + PATIENCE
+                while True:
+                    for table in memci_tables(db):
+                        db.execute(f"VACUUM {how} {table}")
+                    if full:
+                        _checkpoint(db)
+                    held = _holders(db, started)
+                    if not held or not _outwait(db, held, deadline):
+                        break
             except psycopg.Error as exc:
                 raise store_error(exc, self._store.location, "scrub") from exc
             finally:
@@ -143,7 +146,46 @@ class PostgresEraser(SqlEraser):
                 f"the deletion is committed, but scrubbing {self._store.location} skipped "
                 f"tables: {skipped[0]}; run engine.scrub() as the owner of memci's tables "
                 "(the user that created them), or VACUUM them as that user")
-        return not (held and held[0])
+        return not held
+
+
+def _holders(db: Connection, started: object) -> set[tuple[int, object]]:
+    """What may still see rows deleted before ``started``: (pid, transaction start) pairs.
+
+    A transaction older than ``started`` that holds a snapshot, a prepared transaction or
+    a replication slot from before it (pid 0). A plain ``VACUUM`` in progress (autovacuum's
+    included) is left out: PostgreSQL does not let one vacuum's snapshot hold another's
+    dead rows.
+    """
+    rows = db.execute(
+        "SELECT pid, xact_start FROM pg_stat_activity WHERE datname = current_database()"
+        " AND pid <> pg_backend_pid() AND backend_xmin IS NOT NULL AND xact_start < %s"
+        " AND pid NOT IN (SELECT pid FROM pg_stat_progress_vacuum)"
+        " UNION ALL SELECT 0, prepared FROM pg_prepared_xacts"
+        " WHERE database = current_database() AND prepared < %s"
+        " UNION ALL SELECT 0, NULL FROM pg_replication_slots WHERE xmin IS NOT NULL"
+        " AND (database IS NULL OR database = current_database())",
+        (started, started)).fetchall()
+    return {(int(r[0]), r[1]) for r in rows}
+
+
+def _outwait(db: Connection, held: set[tuple[int, object]], deadline: float) -> bool:
+    """Wait until every transaction of ``held`` has ended; False if one outlasts ``deadline``.
+
+    A prepared transaction or a replication slot (pid 0) is not waited for: it may last
+    for days.
+    """
+    if any(pid == 0 for pid, _ in held):
+        return False
+    pids = sorted(pid for pid, _ in held)
+    while time.monotonic() < deadline:
+        now = {(int(r[0]), r[1]) for r in db.execute(
+            "SELECT pid, xact_start FROM pg_stat_activity WHERE pid = ANY(%s)",
+            (pids,)).fetchall()}
+        if not held & now:
+            return True
+        time.sleep(0.02)
+    return False
 
 
 def _checkpoint(db: Connection) -> None:
