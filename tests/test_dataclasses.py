@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import inspect
 import json
 import math
 import pickle
 import subprocess
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -160,28 +162,159 @@ def test_a_class_with_its_own_methods_or_an_order_is_left_to_the_library() -> No
 
 
 _COMPILED = """
-import dataclasses, json
+import dataclasses, json, sys
 def spy(name, log):
     real = getattr(dataclasses, name)
     def called(first, *args, **kwargs):
         log.append(first)
         return real(first, *args, **kwargs)
     setattr(dataclasses, name, called)
-compiled, made = [], []
-spy("_create_fn", compiled)  # each method compiled, by name
+compiled, made, ours = [], [], []
+spy("_create_fn", compiled)  # each method the library compiles, by name
 spy("_process_class", made)  # each class made
+def heard(event, args):
+    # A method compiled from text (a module without bytecode is compiled from its file).
+    if (event == "compile" and args[1] == "<string>" and isinstance(args[0], bytes)
+            and b"def __init__(" in args[0]):
+        ours.append(1)
+sys.addaudithook(heard)
 import memci
 print(json.dumps({"classes": len(made), "compiled": sorted(set(compiled)),
-                  "count": len(compiled)}))
+                  "ours": len(ours)}))
 """
 
 
-def test_import_memci_compiles_no_repr_eq_or_hash() -> None:
-    # dataclasses compiles each method from source (~0.1 ms): repr, eq and hash were
-    # half of what import memci's ~46 dataclasses compiled.
+def test_import_memci_compiles_no_method_of_a_dataclass() -> None:
+    # dataclasses compiles each method from source (~0.1-0.2 ms): repr, eq, hash and a
+    # frozen class's setattr and delattr were more than half of what import memci compiled,
+    # and each __init__ is now compiled ahead (memci/_inits.py).
     done = subprocess.run([sys.executable, "-c", _COMPILED], capture_output=True,
                           text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     found = json.loads(done.stdout.splitlines()[-1])
     assert found["classes"] > 20  # the spy sees the import's dataclasses
-    assert found["compiled"] == ["__delattr__", "__init__", "__setattr__"]
+    assert found["compiled"] == []
+    assert found["ours"] == 0
+
+
+def test_the_inits_compiled_ahead_are_current() -> None:
+    done = subprocess.run([sys.executable, "-m", "tests.inits"], capture_output=True,
+                          text=True, timeout=300, cwd=Path(__file__).resolve().parents[1])
+    assert done.returncode == 0, done.stderr
+
+
+def test_a_class_whose_init_was_not_compiled_ahead_gets_one() -> None:
+    @memci_dataclass(frozen=True, slots=True)
+    class Unusual:
+        """Fields no memci class has."""
+
+        qzx_first: int
+        qzx_second: tuple[int, ...] = ()
+
+    assert Unusual(1).qzx_second == () and Unusual(1, (2,)) == Unusual(1, (2,))
+    assert Unusual.__init__.__module__ == __name__
+
+
+def _initialized(maker: Callable[..., Any], frozen: bool, slots: bool) -> type:
+    @maker(frozen=frozen, slots=slots)
+    class Rec:
+        """A record."""
+
+        a: int
+        b: list[int] = dataclasses.field(default_factory=list)
+        c: str = "c"
+        d: int = dataclasses.field(default=4, init=False)
+        e: list[str] = dataclasses.field(default_factory=lambda: ["e"], init=False)
+        f: int = dataclasses.field(default=6, kw_only=True)
+        g: int = dataclasses.field(kw_only=True, default_factory=lambda: 7)
+
+        def __post_init__(self) -> None:
+            object.__setattr__(self, "c", self.c * 2)
+
+    return Rec
+
+
+@pytest.mark.parametrize(("frozen", "slots"), [(True, True), (True, False), (False, True),
+                                               (False, False)])
+def test_init_is_the_standard_librarys(frozen: bool, slots: bool) -> None:
+    std, ours = (_initialized(maker, frozen, slots) for maker in MAKERS)
+    _same_params(std, ours)
+    assert str(inspect.signature(ours)) == str(inspect.signature(std))
+    assert ours.__init__.__annotations__ == std.__init__.__annotations__
+    assert ours.__init__.__qualname__ == std.__init__.__qualname__
+    calls: list[tuple[tuple[Any, ...], dict[str, Any]]] = [
+        ((1,), {}), ((1, [2], "x"), {"f": 0, "g": 1}), ((), {"a": 3, "c": "y"})]
+    for args, kwargs in calls:
+        s, o = std(*args, **kwargs), ours(*args, **kwargs)
+        assert repr(o) == repr(s)
+        assert dataclasses.asdict(o) == dataclasses.asdict(s)
+    assert ours(1).b is not ours(1).b  # a factory's value is made for each instance
+    for args, kwargs in [((), {}), ((1, [], "c", 4), {}), ((1,), {"d": 1}), ((1,), {"h": 1})]:
+        errors = []
+        for made in (std, ours):
+            with pytest.raises(TypeError) as caught:
+                made(*args, **kwargs)
+            errors.append(str(caught.value))
+        assert errors[0] == errors[1]
+    o = copy.deepcopy(ours(5, [1], f=2))  # copied as the fields are, no __init__ again
+    assert o == ours(5, [1], f=2) and repr(o) == repr(copy.deepcopy(std(5, [1], f=2)))
+
+
+def test_a_class_the_library_refuses_is_refused_alike() -> None:
+    def late_default(maker: Callable[..., Any]) -> type:
+        @maker
+        class Late:
+            a: int = 1
+            b: int  # type: ignore[misc]
+
+        return Late
+
+    def frozen_on_mutable(maker: Callable[..., Any]) -> type:
+        @maker
+        class Base:
+            a: int
+
+        @maker(frozen=True)
+        class Child(Base):
+            b: int = 0
+
+        return Child
+
+    def mutable_on_frozen(maker: Callable[..., Any]) -> type:
+        @maker(frozen=True)
+        class Base:
+            a: int
+
+        @maker
+        class Child(Base):
+            b: int = 0
+
+        return Child
+
+    for body in (late_default, frozen_on_mutable, mutable_on_frozen):
+        errors = []
+        for maker in MAKERS:
+            with pytest.raises(TypeError) as caught:
+                body(maker)
+            errors.append(str(caught.value))
+        assert errors[0] == errors[1]
+
+
+def test_a_frozen_child_a_field_named_self_and_no_docstring_are_the_librarys() -> None:
+    def family(maker: Callable[..., Any]) -> type:
+        @maker(frozen=True, slots=True)
+        class Base:
+            a: int
+
+        @maker(frozen=True)
+        class Child(Base):
+            self: int = 0
+
+        return Child
+
+    std, ours = _twins(family)
+    assert std.__doc__ == ours.__doc__ == "Child(a: 'int', self: 'int' = 0)"
+    assert repr(ours(1, 2)) == repr(std(1, 2)).replace(std.__qualname__, ours.__qualname__)
+    assert hash(ours(1, 2)) == hash(std(1, 2))
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        ours(1).a = 2

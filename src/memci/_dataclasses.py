@@ -22,7 +22,9 @@ by the standard library alone.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+import inspect
+import sys
+from collections.abc import Callable, Iterable
 from operator import attrgetter
 from reprlib import recursive_repr
 from typing import Any, TypeVar, dataclass_transform, overload
@@ -57,13 +59,28 @@ def dataclass(cls: type[T] | None = None, /, **options: Any
 
 def _make(cls: type[T], options: dict[str, Any]) -> type[T]:
     repr_, eq = options.get("repr", True), options.get("eq", True)
+    init, frozen = options.get("init", True), options.get("frozen", False)
     if (options.get("order") or options.get("unsafe_hash")
-            or any(name in cls.__dict__ for name in _OWN)):
+            or any(name in cls.__dict__ for name in _OWN) or _init_vars(cls)):
         made: type[T] = dataclasses.dataclass(cls, **options)
         return made
-    made = dataclasses.dataclass(cls, **{**options, "repr": False, "eq": False})
+    # A frozen class's own methods, made here: only for a class with no dataclass base
+    # (the library checks that bases are frozen alike) and no __setattr__ of its own.
+    own_frozen = frozen and not (_has_dataclass_base(cls) or "__setattr__" in cls.__dict__
+                                 or "__delattr__" in cls.__dict__)
+    named = bool(cls.__doc__)  # else the library names the class by its signature
+    made = dataclasses.dataclass(cls, **{**options, "repr": False, "eq": False, "init": False,
+                                         "frozen": frozen and not own_frozen})
     fields = dataclasses.fields(made)  # type: ignore[arg-type]
+    names = [f.name for f in fields]
     methods: dict[str, Any] = {}
+    if init and "__init__" not in cls.__dict__:
+        methods["__init__"] = _init(made, fields, frozen, bool(options.get("slots")))
+    if own_frozen:
+        methods["__setattr__"], methods["__delattr__"] = _frozen(cls, tuple(names))
+        if options.get("slots") and not {"__getstate__", "__setstate__"} & cls.__dict__.keys():
+            # Pickling sets a frozen slotted instance's fields.
+            methods["__getstate__"], methods["__setstate__"] = _state(names)
     if repr_:
         methods["__repr__"] = _repr([f.name for f in fields if f.repr])
     if eq:
@@ -72,15 +89,171 @@ def _make(cls: type[T], options: dict[str, Any]) -> type[T]:
         # compared fields (those not left out of the hash), a mutable one is unhashable.
         methods["__hash__"] = (
             _hash([f.name for f in fields if f.hash or (f.hash is None and f.compare)])
-            if options.get("frozen") else None)
+            if frozen else None)
     # On the class made (with slots, a new class), named as the library names its methods.
     for name, method in methods.items():
         if method is not None:
             method.__qualname__ = f"{made.__qualname__}.{name}"
         setattr(made, name, method)
     params = made.__dataclass_params__  # type: ignore[attr-defined]
-    params.repr, params.eq = repr_, eq
+    params.repr, params.eq, params.init, params.frozen = repr_, eq, init, frozen
+    if "__init__" in methods and not named:
+        made.__doc__ = made.__name__ + str(inspect.signature(made)).replace(" -> None", "")
     return made
+
+
+def _init_vars(cls: type) -> bool:
+    """Whether the class body declares an ``InitVar`` (left to the library)."""
+    return any("InitVar" in (kind if isinstance(kind, str) else repr(kind))
+               for kind in inspect.get_annotations(cls).values())
+
+
+def _has_dataclass_base(cls: type) -> bool:
+    return any(hasattr(base, "__dataclass_fields__") for base in cls.__mro__[1:])
+
+
+class _Factory:
+    """The default of a parameter whose field has a default factory (shown as the library's)."""
+
+    def __repr__(self) -> str:
+        return "<factory>"
+
+
+_FACTORY = _Factory()
+
+#: Every ``__init__`` text the classes made in this process wrote (for :func:`render_inits`).
+TEXTS: dict[str, None] = {}
+_PRECOMPILED: dict[str, Callable[..., Callable[..., None]]] | None = None
+
+
+def _init(made: type, fields: tuple[dataclasses.Field[Any], ...], frozen: bool,
+          slots: bool) -> Callable[..., None]:
+    """The ``__init__`` the library writes for these fields, compiled from shorter text.
+
+    The same parameters (positional, then keyword-only; defaults; ``<factory>`` for a
+    default factory), the same assignments (``object.__setattr__`` in a frozen class), the
+    same ``__post_init__`` call and annotations; module globals as its globals. Raises the
+    library's ``TypeError`` for a field without a default after one with a default.
+    """
+    self_name = "__dataclass_self__" if any(f.name == "self" for f in fields) else "self"
+    shared: dict[str, Any] = {"__dataclass_set__": object.__setattr__,
+                              "__dataclass_factory__": _FACTORY}
+    params: list[str] = []
+    keyword: list[str] = []
+    body: list[str] = []
+    seen_default = False
+    for f in fields:
+        default = f"__dataclass_dflt_{f.name}__"
+        has_factory = f.default_factory is not dataclasses.MISSING
+        if has_factory:
+            shared[default] = f.default_factory
+        elif f.default is not dataclasses.MISSING:
+            shared[default] = f.default
+        if f.init:
+            if has_factory:
+                param = f"{f.name}=__dataclass_factory__"
+                value = f"{default}() if {f.name} is __dataclass_factory__ else {f.name}"
+            elif f.default is not dataclasses.MISSING:
+                param, value = f"{f.name}={default}", f.name
+            else:
+                param, value = f.name, f.name
+            if not f.kw_only:
+                if param != f.name:
+                    seen_default = True
+                elif seen_default:
+                    raise TypeError(f"non-default argument {f.name!r} follows default argument")
+            (keyword if f.kw_only else params).append(param)
+        elif has_factory:
+            value = f"{default}()"
+        elif slots and f.default is not dataclasses.MISSING:
+            value = default
+        else:
+            continue  # read from the class attribute that holds the default
+        body.append(f"  __dataclass_set__({self_name},{f.name!r},{value})" if frozen
+                    else f"  {self_name}.{f.name}={value}")
+    if hasattr(made, "__post_init__"):
+        body.append(f"  {self_name}.__post_init__()")
+    signature = ",".join([self_name, *params, *(["*", *keyword] if keyword else [])])
+    text = (f"def __create_fn__({','.join(shared)}):\n"
+            f" def __init__({signature}):\n" + ("\n".join(body) or "  pass")
+            + "\n return __init__")
+    TEXTS[text] = None
+    maker = _precompiled().get(text)
+    if maker is None:
+        module = sys.modules.get(made.__module__)
+        scope: dict[str, Any] = {}
+        exec(compile(text, "<string>", "exec"), module.__dict__ if module else {}, scope)
+        maker = scope["__create_fn__"]
+    made_init: Callable[..., None] = maker(**shared)
+    made_init.__annotations__ = {**{f.name: f.type for f in fields if f.init}, "return": None}
+    made_init.__module__ = made.__module__
+    return made_init
+
+
+def _precompiled() -> dict[str, Callable[..., Callable[..., None]]]:
+    """The makers of ``memci._inits`` by text (imported once, on the first class made)."""
+    global _PRECOMPILED
+    if _PRECOMPILED is None:
+        from memci._inits import INITS
+
+        _PRECOMPILED = INITS
+    return _PRECOMPILED
+
+
+def render_inits(texts: Iterable[str]) -> str:
+    """The text of ``memci/_inits.py`` holding the makers of ``texts``, compiled ahead."""
+    head = '''"""Each memci dataclass's ``__init__``, compiled ahead (generated: do not edit).
+
+:mod:`memci._dataclasses` writes a dataclass's ``__init__`` as text; compiling it took
+~0.2 ms a class, a tenth of ``import memci``. Here each text memci's classes make is a
+function of this module, looked up by its text: nothing is compiled at import. A text not
+here (a class added or changed since) is compiled as before. Rewrite this file with
+``python -m tests.inits --write``; ``tests/test_dataclasses.py`` checks that it is current.
+"""
+# mypy: ignore-errors
+# ruff: noqa
+
+'''
+    ordered = sorted(set(texts))
+    parts = [head]
+    for i, text in enumerate(ordered):
+        parts.append(text.replace("def __create_fn__(", f"def _{i}(", 1) + "\n\n")
+    parts.append("INITS = {\n")
+    parts.extend(f"    {text!r}: _{i},\n" for i, text in enumerate(ordered))
+    parts.append("}\n")
+    return "".join(parts)
+
+
+def _frozen(cls: type[Any], names: tuple[str, ...]
+            ) -> tuple[Callable[[Any, str, Any], None], Callable[[Any, str], None]]:
+    """A frozen class's ``__setattr__`` and ``__delattr__``, as the library writes them.
+
+    ``cls`` is the class as the body made it (the library's methods refer to that one,
+    not to the new class ``slots`` makes).
+    """
+    def __setattr__(self: Any, name: str, value: Any) -> None:
+        if type(self) is cls or name in names:
+            raise dataclasses.FrozenInstanceError(f"cannot assign to field {name!r}")
+        super(cls, self).__setattr__(name, value)
+
+    def __delattr__(self: Any, name: str) -> None:
+        if type(self) is cls or name in names:
+            raise dataclasses.FrozenInstanceError(f"cannot delete field {name!r}")
+        super(cls, self).__delattr__(name)
+
+    return __setattr__, __delattr__
+
+
+def _state(names: list[str]) -> tuple[Callable[[Any], list[Any]], Callable[[Any, Any], None]]:
+    """A frozen slotted class's ``__getstate__`` and ``__setstate__`` (for pickling)."""
+    def __getstate__(self: Any) -> list[Any]:
+        return [getattr(self, name) for name in names]
+
+    def __setstate__(self: Any, state: Any) -> None:
+        for name, value in zip(names, state, strict=True):
+            object.__setattr__(self, name, value)
+
+    return __getstate__, __setstate__
 
 
 def _key(names: list[str]) -> Callable[[Any], tuple[Any, ...]]:

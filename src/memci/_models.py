@@ -6,7 +6,7 @@ variants (``gpt-4o-2024-08-06``) and provider prefixes (``openai/gpt-4o``) resol
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from memci._records import NamedTuple
 
 __all__ = ["DEFAULT_WINDOW", "KNOWN_MODELS", "ModelInfo", "is_known", "model_info"]
 

@@ -13,9 +13,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import field, replace
 from types import MappingProxyType
-from typing import NamedTuple
 
 from memci._dataclasses import dataclass
+from memci._records import NamedTuple
 from memci.errors import ConfigError
 
 __all__ = [

@@ -42,9 +42,10 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import field, replace
 from itertools import compress, takewhile
-from typing import Any, NamedTuple
+from typing import Any
 
 from memci._dataclasses import dataclass
+from memci._records import NamedTuple
 from memci.context._branches import pages_on
 from memci.context._budget import BudgetAllocator, PriorityRanker, Section
 from memci.context._context import Context, ContextStats, Segment, ToolSpec

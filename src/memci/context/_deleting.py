@@ -38,9 +38,10 @@ from collections.abc import Callable, Collection, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import replace
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
 from memci._lazy import LazyLogger
+from memci._records import NamedTuple
 from memci.context._session_log import SessionLog
 from memci.errors import MemciError, StoreError, UnknownMessageError, UnknownSessionError
 from memci.memory import Memory

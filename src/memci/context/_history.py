@@ -18,9 +18,10 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import field, replace
 from itertools import takewhile
-from typing import Any, NamedTuple
+from typing import Any
 
 from memci._dataclasses import dataclass
+from memci._records import NamedTuple
 from memci.context._branches import cut_fits, pages_on, seq_at
 from memci.context._fit import CUT_FLOOR, floor_tokens
 from memci.context._model import TOKENS, ContentsEntry

@@ -23,7 +23,9 @@ from base64 import b64decode, b64encode
 from binascii import Error as Base64Error
 from collections.abc import Sequence
 from itertools import chain
-from typing import Any, NamedTuple
+from typing import Any
+
+from memci._records import NamedTuple
 
 __all__ = ["LogCopy", "decode_copy", "encode_copy"]
 

@@ -17,9 +17,9 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Iterator, Sequence
-from typing import NamedTuple
 
 from memci._dataclasses import dataclass
+from memci._records import NamedTuple
 from memci.messages import Message
 
 __all__ = [

@@ -39,9 +39,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import field, replace
-from typing import NamedTuple
 
 from memci._dataclasses import dataclass
+from memci._records import NamedTuple
 from memci.context._contents import CONTENTS_OVERHEAD, ContentsPage, capped_lines
 from memci.context._fit import fit_messages, floor_tokens, newest_that_fit
 from memci.context._log import LogIndex

@@ -15,9 +15,10 @@ from __future__ import annotations
 
 from dataclasses import field
 from types import MappingProxyType
-from typing import Literal, NamedTuple
+from typing import Literal
 
 from memci._dataclasses import dataclass
+from memci._records import NamedTuple
 from memci.errors import ConfigError
 
 __all__ = ["CHAT", "RECIPES", "TITLES", "TOOL_LOOP", "Recipe", "RecipeTitles", "choose_recipe"]

@@ -39,8 +39,9 @@ from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import replace
 from datetime import datetime
-from typing import Any, NamedTuple
+from typing import Any
 
+from memci._records import NamedTuple
 from memci.context._branches import runs
 from memci.context._model import SEQ, ContentsEntry
 from memci.context._recipes import TITLES

@@ -22,10 +22,11 @@ import math
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, field, fields
-from typing import Any, NamedTuple, cast
+from typing import Any, cast
 
 from memci._dataclasses import dataclass
 from memci._models import model_info
+from memci._records import NamedTuple
 from memci.errors import ConfigError
 from memci.messages import DEFAULT_MAX_BYTES
 from memci.messages._tools import OWN_TOOL_NAMES, OWN_TOOLS

@@ -25,9 +25,10 @@ import time
 from collections.abc import Collection, Mapping, Sequence
 from datetime import datetime
 from types import MappingProxyType
-from typing import Any, Literal, NamedTuple
+from typing import Any, Literal
 
 from memci import _trace
+from memci._records import NamedTuple
 from memci.errors import InvalidInputError
 from memci.memory._embed import Embedder, embedder_from_env, speaks
 from memci.memory._hit import Hit, fuse

@@ -19,10 +19,10 @@ import re
 from collections.abc import Callable
 from datetime import UTC, date, datetime, time, timedelta, tzinfo
 from functools import lru_cache
-from typing import NamedTuple
 
 from memci._dataclasses import dataclass
 from memci._lazy import LazyPattern
+from memci._records import NamedTuple
 
 __all__ = ["TimeRange", "time_hint", "without_time"]
 

@@ -48,8 +48,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime
 from types import MappingProxyType
-from typing import Any, NamedTuple, cast
+from typing import Any, cast
 
+from memci._records import NamedTuple
 from memci.errors import InvalidMessageError
 from memci.messages._model import (
     ImagePart,

@@ -22,7 +22,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection, Iterable, Sequence
 from datetime import datetime
-from typing import BinaryIO, Literal, NamedTuple, Protocol
+from typing import BinaryIO, Literal, Protocol
+
+from memci._records import NamedTuple
 
 __all__ = ["Artifact", "ArtifactRows", "Blob", "OutputContents"]
 

@@ -16,7 +16,9 @@ Invariants every backend keeps:
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
-from typing import TYPE_CHECKING, NamedTuple, Protocol
+from typing import TYPE_CHECKING, Protocol
+
+from memci._records import NamedTuple
 
 if TYPE_CHECKING:
     from memci.text import Analyzer, Chunk, MatchQuery

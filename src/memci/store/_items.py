@@ -21,9 +21,10 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Literal, NamedTuple, Protocol
+from typing import TYPE_CHECKING, Literal, Protocol
 
 from memci._dataclasses import dataclass
+from memci._records import NamedTuple
 from memci.errors import InvalidInputError
 from memci.store._records import SessionRecord
 

@@ -25,9 +25,10 @@ from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from datetime import datetime
-from typing import Any, Literal, NamedTuple, Protocol
+from typing import Any, Literal, Protocol
 
 from memci._dataclasses import dataclass
+from memci._records import NamedTuple
 
 __all__ = ["JOB_STATES", "Job", "JobCounts", "JobState", "JobStore", "JobTally", "NewJob"]
 

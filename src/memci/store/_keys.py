@@ -14,7 +14,9 @@ Invariants every backend keeps:
 
 from __future__ import annotations
 
-from typing import NamedTuple, Protocol
+from typing import Protocol
+
+from memci._records import NamedTuple
 
 __all__ = ["KeyRecord", "KeyRows"]
 

@@ -16,9 +16,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import field
 from datetime import datetime
-from typing import Any, NamedTuple, Protocol
+from typing import Any, Protocol
 
 from memci._dataclasses import dataclass
+from memci._records import NamedTuple
 from memci.messages import Message
 from memci.store._records import SessionRecord
 

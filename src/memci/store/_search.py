@@ -24,9 +24,10 @@ from __future__ import annotations
 
 from collections.abc import Collection, Sequence
 from contextlib import AbstractContextManager
-from typing import TYPE_CHECKING, NamedTuple, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from memci._dataclasses import dataclass
+from memci._records import NamedTuple
 from memci.messages import Message
 
 if TYPE_CHECKING:

@@ -22,10 +22,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
-from typing import NamedTuple
 
 from memci._dataclasses import dataclass
 from memci._lazy import LazyPattern
+from memci._records import NamedTuple
 from memci.text import split_sentences
 
 __all__ = ["PageAnswer", "pack_lines", "read_page"]

@@ -15,9 +15,10 @@ import re
 from collections import Counter
 from collections.abc import Callable, Sequence
 from functools import lru_cache
-from typing import Literal, NamedTuple
+from typing import Literal
 
 from memci._lazy import LazyPattern
+from memci._records import NamedTuple
 from memci.errors import ConfigError, MissingExtraError
 from memci.text import CJK_CLASS, IDENT_RE, MAYBE_IDENT_RE, MAYBE_PATH_RE, PATH_RE
 

@@ -19,8 +19,9 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
+from memci._records import NamedTuple
 from memci.errors import InvalidInputError
 from memci.messages import Message, from_wire, to_wire
 from memci.summarize._extractive import ExtractiveSummarizer

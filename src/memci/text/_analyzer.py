@@ -31,9 +31,10 @@ import re
 import threading
 import unicodedata
 from collections.abc import Iterable, Iterator
-from typing import Any, NamedTuple, Protocol
+from typing import Any, Protocol
 
 from memci._lazy import LazyPattern
+from memci._records import NamedTuple
 from memci.errors import ConfigError, MissingExtraError
 from memci.text._script import HAN_KANA_CLASS, has_han_or_kana
 

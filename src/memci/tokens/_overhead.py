@@ -16,8 +16,9 @@ prompt), meant to be right within a few tokens, never zero.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Final, NamedTuple
+from typing import Final
 
+from memci._records import NamedTuple
 from memci.errors import ConfigError
 from memci.messages import ImagePart, Message, TextPart, ToolCallPart, ToolResultPart
 

@@ -46,9 +46,10 @@ from collections.abc import Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Literal, NamedTuple
+from typing import Any, Literal
 
 from memci._lazy import LazyPattern
+from memci._records import NamedTuple
 from memci.errors import ArtifactNotFoundError, InvalidTextError, StoreError, WorkspaceError
 from memci.store import Artifact, ArtifactRows, Blob, OutputContents, SessionRecord, Store
 from memci.workspace._folder import ArtifactFolder

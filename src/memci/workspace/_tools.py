@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping
-from typing import Any, NamedTuple, cast
+from typing import Any, cast
 
 from memci import _jsonvalues
 from memci._lazy import LazyPattern
+from memci._records import NamedTuple
 from memci.errors import InvalidInputError
 from memci.messages import ToolSpec
 from memci.workspace._state import WorkState

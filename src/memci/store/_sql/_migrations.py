@@ -8,7 +8,7 @@ column). Never edit a released migration: add the next.
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from memci._records import NamedTuple
 
 __all__ = ["Migration"]
 

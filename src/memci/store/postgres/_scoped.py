@@ -27,11 +27,12 @@ from __future__ import annotations
 import math
 import threading
 from collections.abc import Iterable, Sequence
-from typing import Any, NamedTuple
+from typing import Any
 
 import psycopg
 
 from memci._dataclasses import dataclass
+from memci._records import NamedTuple
 from memci.store._search import (
     COMMON_MAX,
     POSTINGS_MAX,
