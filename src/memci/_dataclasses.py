@@ -27,7 +27,7 @@ import sys
 from collections.abc import Callable, Iterable
 from operator import attrgetter
 from reprlib import recursive_repr
-from typing import Any, TypeVar, dataclass_transform, overload
+from typing import Any, TypeVar, cast, dataclass_transform, overload
 
 __all__ = ["dataclass"]
 
@@ -196,7 +196,7 @@ def _precompiled() -> dict[str, Callable[..., Callable[..., None]]]:
     if _PRECOMPILED is None:
         from memci._inits import INITS
 
-        _PRECOMPILED = INITS
+        _PRECOMPILED = cast("dict[str, Callable[..., Callable[..., None]]]", INITS)
     return _PRECOMPILED
 
 
