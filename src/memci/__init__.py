@@ -24,8 +24,8 @@ HTTP clients, the summary jobs, the docs index behind :class:`IndexReport`, the 
 the CLI, the adapters, the store's deletions, jobs and API keys) is imported on first
 use (``__getattr__``, PEP 562, through :func:`memci._lazy.lazy_names`), so a CLI call or
 a fresh worker does not pay for it (``tests/test_coldstart.py``). What it does load is
-made cheaply: its dataclasses compile only their ``__init__`` (and a frozen one its
-``__setattr__`` and ``__delattr__``: :mod:`memci._dataclasses`).
+made cheaply: its dataclasses and named tuples compile nothing (:mod:`memci._dataclasses`,
+:mod:`memci._records`).
 """
 
 from typing import TYPE_CHECKING

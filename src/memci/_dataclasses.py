@@ -121,9 +121,9 @@ class _Factory:
 
 _FACTORY = _Factory()
 
-#: Every ``__init__`` text the classes made in this process wrote (for :func:`render_inits`).
+#: Every text :func:`compiled` was asked for in this process (for :func:`render_inits`).
 TEXTS: dict[str, None] = {}
-_PRECOMPILED: dict[str, Callable[..., Callable[..., None]]] | None = None
+_PRECOMPILED: dict[str, Callable[..., Any]] | None = None
 
 
 def _init(made: type, fields: tuple[dataclasses.Field[Any], ...], frozen: bool,
@@ -177,38 +177,44 @@ def _init(made: type, fields: tuple[dataclasses.Field[Any], ...], frozen: bool,
     text = (f"def __create_fn__({','.join(shared)}):\n"
             f" def __init__({signature}):\n" + ("\n".join(body) or "  pass")
             + "\n return __init__")
-    TEXTS[text] = None
-    maker = _precompiled().get(text)
-    if maker is None:
-        module = sys.modules.get(made.__module__)
-        scope: dict[str, Any] = {}
-        exec(compile(text, "<string>", "exec"), module.__dict__ if module else {}, scope)
-        maker = scope["__create_fn__"]
+    maker = compiled(text, made.__module__)
     made_init: Callable[..., None] = maker(**shared)
     made_init.__annotations__ = {**{f.name: f.type for f in fields if f.init}, "return": None}
     made_init.__module__ = made.__module__
     return made_init
 
 
-def _precompiled() -> dict[str, Callable[..., Callable[..., None]]]:
-    """The makers of ``memci._inits`` by text (imported once, on the first class made)."""
+def compiled(text: str, module: str) -> Callable[..., Any]:
+    """The function ``__create_fn__`` that ``text`` defines: compiled ahead, or now.
+
+    Compiled now, its globals are those of ``module`` (as the standard library's methods'
+    are). Every text asked for is kept in :data:`TEXTS`, for :func:`render_inits`.
+    """
     global _PRECOMPILED
+    TEXTS[text] = None
     if _PRECOMPILED is None:
         from memci._inits import INITS
 
-        _PRECOMPILED = cast("dict[str, Callable[..., Callable[..., None]]]", INITS)
-    return _PRECOMPILED
+        _PRECOMPILED = cast("dict[str, Callable[..., Any]]", INITS)
+    maker = _PRECOMPILED.get(text)
+    if maker is None:
+        found = sys.modules.get(module)
+        scope: dict[str, Any] = {}
+        exec(compile(text, "<string>", "exec"), found.__dict__ if found else {}, scope)
+        maker = scope["__create_fn__"]
+    return maker
 
 
 def render_inits(texts: Iterable[str]) -> str:
     """The text of ``memci/_inits.py`` holding the makers of ``texts``, compiled ahead."""
-    head = '''"""Each memci dataclass's ``__init__``, compiled ahead (generated: do not edit).
+    head = '''"""memci's dataclass ``__init__``s and named tuple ``__new__``s, compiled ahead.
 
-:mod:`memci._dataclasses` writes a dataclass's ``__init__`` as text; compiling it took
-~0.2 ms a class, a tenth of ``import memci``. Here each text memci's classes make is a
-function of this module, looked up by its text: nothing is compiled at import. A text not
-here (a class added or changed since) is compiled as before. Rewrite this file with
-``python -m tests.inits --write``; ``tests/test_dataclasses.py`` checks that it is current.
+Generated: do not edit. :mod:`memci._dataclasses` writes a dataclass's ``__init__`` as
+text, and :mod:`memci._records` a named tuple's ``__new__``; compiling them took ~0.1-0.2
+ms a class, a tenth of ``import memci``. Here each text memci's classes make is a function
+of this module, looked up by its text: nothing is compiled at import. A text not here (a
+class added or changed since) is compiled as before. Rewrite this file with ``python -m
+tests.inits --write``; ``tests/test_dataclasses.py`` checks that it is current.
 """
 # mypy: ignore-errors
 # ruff: noqa

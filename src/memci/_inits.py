@@ -1,10 +1,11 @@
-"""Each memci dataclass's ``__init__``, compiled ahead (generated: do not edit).
+"""memci's dataclass ``__init__``s and named tuple ``__new__``s, compiled ahead.
 
-:mod:`memci._dataclasses` writes a dataclass's ``__init__`` as text; compiling it took
-~0.2 ms a class, a tenth of ``import memci``. Here each text memci's classes make is a
-function of this module, looked up by its text: nothing is compiled at import. A text not
-here (a class added or changed since) is compiled as before. Rewrite this file with
-``python -m tests.inits --write``; ``tests/test_dataclasses.py`` checks that it is current.
+Generated: do not edit. :mod:`memci._dataclasses` writes a dataclass's ``__init__`` as
+text, and :mod:`memci._records` a named tuple's ``__new__``; compiling them took ~0.1-0.2
+ms a class, a tenth of ``import memci``. Here each text memci's classes make is a function
+of this module, looked up by its text: nothing is compiled at import. A text not here (a
+class added or changed since) is compiled as before. Rewrite this file with ``python -m
+tests.inits --write``; ``tests/test_dataclasses.py`` checks that it is current.
 """
 # mypy: ignore-errors
 # ruff: noqa
@@ -929,6 +930,144 @@ def _89(__dataclass_set__,__dataclass_factory__,__dataclass_dflt_y_min__):
   __dataclass_set__(self,'y_min',y_min)
  return __init__
 
+def _90(_tuple_new):
+ return lambda _cls, analyzer, messages, embedder, vectors, vector_backend: _tuple_new(_cls, (analyzer, messages, embedder, vectors, vector_backend))
+
+def _91(_tuple_new):
+ return lambda _cls, candidates, saved, gathered, around: _tuple_new(_cls, (candidates, saved, gathered, around))
+
+def _92(_tuple_new):
+ return lambda _cls, content, sha256, size, chars, lines, exit_code, summary, tool_name, arguments, stored, file_written: _tuple_new(_cls, (content, sha256, size, chars, lines, exit_code, summary, tool_name, arguments, stored, file_written))
+
+def _93(_tuple_new):
+ return lambda _cls, context_window, provider, encoding: _tuple_new(_cls, (context_window, provider, encoding))
+
+def _94(_tuple_new):
+ return lambda _cls, doc, session_id, message: _tuple_new(_cls, (doc, session_id, message))
+
+def _95(_tuple_new):
+ return lambda _cls, doc, session_id, seq: _tuple_new(_cls, (doc, session_id, seq))
+
+def _96(_tuple_new):
+ return lambda _cls, entries, first, last, ids: _tuple_new(_cls, (entries, first, last, ids))
+
+def _97(_tuple_new):
+ return lambda _cls, epoch, last_seq, held, system_seq, raw_total, has_tool_results, hides_output, seqs, roles, tokens: _tuple_new(_cls, (epoch, last_seq, held, system_seq, raw_total, has_tool_results, hides_output, seqs, roles, tokens))
+
+def _98(_tuple_new):
+ return lambda _cls, file_roots, max_message_bytes: _tuple_new(_cls, (file_roots, max_message_bytes))
+
+def _99(_tuple_new):
+ return lambda _cls, id, kind, key, payload, state, attempts, max_attempts, last_error, result, lease_owner, lease_expires, run_after, created_at, updated_at: _tuple_new(_cls, (id, kind, key, payload, state, attempts, max_attempts, last_error, result, lease_owner, lease_expires, run_after, created_at, updated_at))
+
+def _100(_tuple_new):
+ return lambda _cls, id, path, kind, mtime_ns, size, sha256: _tuple_new(_cls, (id, path, kind, mtime_ns, size, sha256))
+
+def _101(_tuple_new):
+ return lambda _cls, id, path, start_line, end_line, title, symbol, kind, text: _tuple_new(_cls, (id, path, start_line, end_line, title, symbol, kind, text))
+
+def _102(_tuple_new):
+ return lambda _cls, id, sha256, size, chars, lines, content: _tuple_new(_cls, (id, sha256, size, chars, lines, content))
+
+def _103(_tuple_new):
+ return lambda _cls, id, size, chars, lines, exit_code, summary, tool_name, call_id, arguments, owner, session_id, created_at, stored, sha256, is_error, seq: _tuple_new(_cls, (id, size, chars, lines, exit_code, summary, tool_name, call_id, arguments, owner, session_id, created_at, stored, sha256, is_error, seq))
+
+def _104(_tuple_new):
+ return lambda _cls, key_id, tenant, key_hash, label, created_at, revoked_at, policy: _tuple_new(_cls, (key_id, tenant, key_hash, label, created_at, revoked_at, policy))
+
+def _105(_tuple_new):
+ return lambda _cls, kind, key, payload, max_attempts, run_after: _tuple_new(_cls, (kind, key, payload, max_attempts, run_after))
+
+def _106(_tuple_new):
+ return lambda _cls, low_watermark, evict_unrecalled_rounds, evict_unchanged_rounds, contents_max_tokens, contents_entry_lines, language, recent_max_tokens, recent_pages, summary_swap_rounds: _tuple_new(_cls, (low_watermark, evict_unrecalled_rounds, evict_unchanged_rounds, contents_max_tokens, contents_entry_lines, language, recent_max_tokens, recent_pages, summary_swap_rounds))
+
+def _107(_tuple_new):
+ return lambda _cls, match, terms, short_terms: _tuple_new(_cls, (match, terms, short_terms))
+
+def _108(_tuple_new):
+ return lambda _cls, message, keys, opener: _tuple_new(_cls, (message, keys, opener))
+
+def _109(_tuple_new):
+ return lambda _cls, name, priority, tokens, required: _tuple_new(_cls, (name, priority, tokens, required))
+
+def _110(_tuple_new):
+ return lambda _cls, name, sections, recent_steps, tool_head: _tuple_new(_cls, (name, sections, recent_steps, tool_head))
+
+def _111(_tuple_new):
+ return lambda _cls, name, shares: _tuple_new(_cls, (name, shares))
+
+def _112(_tuple_new):
+ return lambda _cls, node,: _tuple_new(_cls, (node,))
+
+def _113(_tuple_new):
+ return lambda _cls, ok, text: _tuple_new(_cls, (ok, text))
+
+def _114(_tuple_new):
+ return lambda _cls, page, first_seq, last_seq, state, archived_round, recall_count, last_recall_round, lines, source, tokens, counted: _tuple_new(_cls, (page, first_seq, last_seq, state, archived_round, recall_count, last_recall_round, lines, source, tokens, counted))
+
+def _115(_tuple_new):
+ return lambda _cls, parts, aside: _tuple_new(_cls, (parts, aside))
+
+def _116(_tuple_new):
+ return lambda _cls, pattern, read, needs: _tuple_new(_cls, (pattern, read, needs))
+
+def _117(_tuple_new):
+ return lambda _cls, pending, failed, gave_up, last_error: _tuple_new(_cls, (pending, failed, gave_up, last_error))
+
+def _118(_tuple_new):
+ return lambda _cls, position, prepared: _tuple_new(_cls, (position, prepared))
+
+def _119(_tuple_new):
+ return lambda _cls, provider, per_message, per_name, per_tool_call, per_tool_result, image_low, image, reply_priming: _tuple_new(_cls, (provider, per_message, per_name, per_tool_call, per_tool_result, image_low, image, reply_priming))
+
+def _120(_tuple_new):
+ return lambda _cls, round, kind, page, reason, last_page, at: _tuple_new(_cls, (round, kind, page, reason, last_page, at))
+
+def _121(_tuple_new):
+ return lambda _cls, scope, kind, subject, text, norm, summary, source, page, valid_from, created: _tuple_new(_cls, (scope, kind, subject, text, norm, summary, source, page, valid_from, created))
+
+def _122(_tuple_new):
+ return lambda _cls, scope, kinds, exclude_kinds, current: _tuple_new(_cls, (scope, kinds, exclude_kinds, current))
+
+def _123(_tuple_new):
+ return lambda _cls, seq, role, tokens, shown: _tuple_new(_cls, (seq, role, tokens, shown))
+
+def _124(_tuple_new):
+ return lambda _cls, seqs, first_page, pages, call_ids, artifacts: _tuple_new(_cls, (seqs, first_page, pages, call_ids, artifacts))
+
+def _125(_tuple_new):
+ return lambda _cls, seqs, roles, tokens, shown: _tuple_new(_cls, (seqs, roles, tokens, shown))
+
+def _126(_tuple_new):
+ return lambda _cls, session_id, seq, role, page, created, text, context: _tuple_new(_cls, (session_id, seq, role, page, created, text, context))
+
+def _127(_tuple_new):
+ return lambda _cls, size, rare, common, counted: _tuple_new(_cls, (size, rare, common, counted))
+
+def _128(_tuple_new):
+ return lambda _cls, stored, artifact, text: _tuple_new(_cls, (stored, artifact, text))
+
+def _129(_tuple_new):
+ return lambda _cls, terms, numbers, paths, idents, entities, question, filler, columns: _tuple_new(_cls, (terms, numbers, paths, idents, entities, question, filler, columns))
+
+def _130(_tuple_new):
+ return lambda _cls, text, subject, source, summary, page, at: _tuple_new(_cls, (text, subject, source, summary, page, at))
+
+def _131(_tuple_new):
+ return lambda _cls, title, lines, form: _tuple_new(_cls, (title, lines, form))
+
+def _132(_tuple_new):
+ return lambda _cls, title, lines, source, form: _tuple_new(_cls, (title, lines, source, form))
+
+def _133(_tuple_new):
+ return lambda _cls, version, epoch, last_seq, work_event: _tuple_new(_cls, (version, epoch, last_seq, work_event))
+
+def _134(_tuple_new):
+ return lambda _cls, version, name, sql: _tuple_new(_cls, (version, name, sql))
+
+def _135(_tuple_new):
+ return lambda _cls, window, window_tokens, specs, tools_tokens, head: _tuple_new(_cls, (window, window_tokens, specs, tools_tokens, head))
+
 INITS = {
     "def __create_fn__(__dataclass_set__,__dataclass_factory__):\n def __init__(self,engine,config,keys,policy,hub,tool_threads,proxy,mcp):\n  __dataclass_set__(self,'engine',engine)\n  __dataclass_set__(self,'config',config)\n  __dataclass_set__(self,'keys',keys)\n  __dataclass_set__(self,'policy',policy)\n  __dataclass_set__(self,'hub',hub)\n  __dataclass_set__(self,'tool_threads',tool_threads)\n  __dataclass_set__(self,'proxy',proxy)\n  __dataclass_set__(self,'mcp',mcp)\n return __init__": _0,
     "def __create_fn__(__dataclass_set__,__dataclass_factory__):\n def __init__(self,files_seen,files_indexed,files_unchanged,files_removed,files_skipped,chunks_written,seconds):\n  __dataclass_set__(self,'files_seen',files_seen)\n  __dataclass_set__(self,'files_indexed',files_indexed)\n  __dataclass_set__(self,'files_unchanged',files_unchanged)\n  __dataclass_set__(self,'files_removed',files_removed)\n  __dataclass_set__(self,'files_skipped',files_skipped)\n  __dataclass_set__(self,'chunks_written',chunks_written)\n  __dataclass_set__(self,'seconds',seconds)\n return __init__": _1,
@@ -1020,4 +1159,50 @@ INITS = {
     'def __create_fn__(__dataclass_set__,__dataclass_factory__,__dataclass_dflt_whole__,__dataclass_dflt_blocks__):\n def __init__(self,recipe,limit,specs,specs_all_in,tools_tokens,agent,agent_tokens,head,room,caps,memory,shown,state,reserve,heads,whole=__dataclass_dflt_whole__,blocks=__dataclass_factory__):\n  self.recipe=recipe\n  self.limit=limit\n  self.specs=specs\n  self.specs_all_in=specs_all_in\n  self.tools_tokens=tools_tokens\n  self.agent=agent\n  self.agent_tokens=agent_tokens\n  self.head=head\n  self.room=room\n  self.caps=caps\n  self.memory=memory\n  self.shown=shown\n  self.state=state\n  self.reserve=reserve\n  self.heads=heads\n  self.whole=whole\n  self.blocks=__dataclass_dflt_blocks__() if blocks is __dataclass_factory__ else blocks\n return __init__': _87,
     'def __create_fn__(__dataclass_set__,__dataclass_factory__,__dataclass_dflt_writing__,__dataclass_dflt_items__,__dataclass_dflt_meta__,__dataclass_dflt_latest_event__,__dataclass_dflt_unsaved_events__,__dataclass_dflt_unsaved_meta__,__dataclass_dflt_unsaved_items__):\n def __init__(self,writing=__dataclass_dflt_writing__,items=__dataclass_dflt_items__,meta=__dataclass_factory__,latest_event=__dataclass_dflt_latest_event__,unsaved_events=__dataclass_factory__,unsaved_meta=__dataclass_factory__,unsaved_items=__dataclass_factory__):\n  self.writing=writing\n  self.items=items\n  self.meta=__dataclass_dflt_meta__() if meta is __dataclass_factory__ else meta\n  self.latest_event=latest_event\n  self.unsaved_events=__dataclass_dflt_unsaved_events__() if unsaved_events is __dataclass_factory__ else unsaved_events\n  self.unsaved_meta=__dataclass_dflt_unsaved_meta__() if unsaved_meta is __dataclass_factory__ else unsaved_meta\n  self.unsaved_items=__dataclass_dflt_unsaved_items__() if unsaved_items is __dataclass_factory__ else unsaved_items\n return __init__': _88,
     "def __create_fn__(__dataclass_set__,__dataclass_factory__,__dataclass_dflt_y_min__):\n def __init__(self,width,height,left,right,top,bottom,n,y_max,y_min=__dataclass_dflt_y_min__):\n  __dataclass_set__(self,'width',width)\n  __dataclass_set__(self,'height',height)\n  __dataclass_set__(self,'left',left)\n  __dataclass_set__(self,'right',right)\n  __dataclass_set__(self,'top',top)\n  __dataclass_set__(self,'bottom',bottom)\n  __dataclass_set__(self,'n',n)\n  __dataclass_set__(self,'y_max',y_max)\n  __dataclass_set__(self,'y_min',y_min)\n return __init__": _89,
+    'def __create_fn__(_tuple_new):\n return lambda _cls, analyzer, messages, embedder, vectors, vector_backend: _tuple_new(_cls, (analyzer, messages, embedder, vectors, vector_backend))': _90,
+    'def __create_fn__(_tuple_new):\n return lambda _cls, candidates, saved, gathered, around: _tuple_new(_cls, (candidates, saved, gathered, around))': _91,
+    'def __create_fn__(_tuple_new):\n return lambda _cls, content, sha256, size, chars, lines, exit_code, summary, tool_name, arguments, stored, file_written: _tuple_new(_cls, (content, sha256, size, chars, lines, exit_code, summary, tool_name, arguments, stored, file_written))': _92,
+    'def __create_fn__(_tuple_new):\n return lambda _cls, context_window, provider, encoding: _tuple_new(_cls, (context_window, provider, encoding))': _93,
+    'def __create_fn__(_tuple_new):\n return lambda _cls, doc, session_id, message: _tuple_new(_cls, (doc, session_id, message))': _94,
+    'def __create_fn__(_tuple_new):\n return lambda _cls, doc, session_id, seq: _tuple_new(_cls, (doc, session_id, seq))': _95,
+    'def __create_fn__(_tuple_new):\n return lambda _cls, entries, first, last, ids: _tuple_new(_cls, (entries, first, last, ids))': _96,
+    'def __create_fn__(_tuple_new):\n return lambda _cls, epoch, last_seq, held, system_seq, raw_total, has_tool_results, hides_output, seqs, roles, tokens: _tuple_new(_cls, (epoch, last_seq, held, system_seq, raw_total, has_tool_results, hides_output, seqs, roles, tokens))': _97,
+    'def __create_fn__(_tuple_new):\n return lambda _cls, file_roots, max_message_bytes: _tuple_new(_cls, (file_roots, max_message_bytes))': _98,
+    'def __create_fn__(_tuple_new):\n return lambda _cls, id, kind, key, payload, state, attempts, max_attempts, last_error, result, lease_owner, lease_expires, run_after, created_at, updated_at: _tuple_new(_cls, (id, kind, key, payload, state, attempts, max_attempts, last_error, result, lease_owner, lease_expires, run_after, created_at, updated_at))': _99,
+    'def __create_fn__(_tuple_new):\n return lambda _cls, id, path, kind, mtime_ns, size, sha256: _tuple_new(_cls, (id, path, kind, mtime_ns, size, sha256))': _100,
+    'def __create_fn__(_tuple_new):\n return lambda _cls, id, path, start_line, end_line, title, symbol, kind, text: _tuple_new(_cls, (id, path, start_line, end_line, title, symbol, kind, text))': _101,
+    'def __create_fn__(_tuple_new):\n return lambda _cls, id, sha256, size, chars, lines, content: _tuple_new(_cls, (id, sha256, size, chars, lines, content))': _102,
+    'def __create_fn__(_tuple_new):\n return lambda _cls, id, size, chars, lines, exit_code, summary, tool_name, call_id, arguments, owner, session_id, created_at, stored, sha256, is_error, seq: _tuple_new(_cls, (id, size, chars, lines, exit_code, summary, tool_name, call_id, arguments, owner, session_id, created_at, stored, sha256, is_error, seq))': _103,
+    'def __create_fn__(_tuple_new):\n return lambda _cls, key_id, tenant, key_hash, label, created_at, revoked_at, policy: _tuple_new(_cls, (key_id, tenant, key_hash, label, created_at, revoked_at, policy))': _104,
+    'def __create_fn__(_tuple_new):\n return lambda _cls, kind, key, payload, max_attempts, run_after: _tuple_new(_cls, (kind, key, payload, max_attempts, run_after))': _105,
+    'def __create_fn__(_tuple_new):\n return lambda _cls, low_watermark, evict_unrecalled_rounds, evict_unchanged_rounds, contents_max_tokens, contents_entry_lines, language, recent_max_tokens, recent_pages, summary_swap_rounds: _tuple_new(_cls, (low_watermark, evict_unrecalled_rounds, evict_unchanged_rounds, contents_max_tokens, contents_entry_lines, language, recent_max_tokens, recent_pages, summary_swap_rounds))': _106,
+    'def __create_fn__(_tuple_new):\n return lambda _cls, match, terms, short_terms: _tuple_new(_cls, (match, terms, short_terms))': _107,
+    'def __create_fn__(_tuple_new):\n return lambda _cls, message, keys, opener: _tuple_new(_cls, (message, keys, opener))': _108,
+    'def __create_fn__(_tuple_new):\n return lambda _cls, name, priority, tokens, required: _tuple_new(_cls, (name, priority, tokens, required))': _109,
+    'def __create_fn__(_tuple_new):\n return lambda _cls, name, sections, recent_steps, tool_head: _tuple_new(_cls, (name, sections, recent_steps, tool_head))': _110,
+    'def __create_fn__(_tuple_new):\n return lambda _cls, name, shares: _tuple_new(_cls, (name, shares))': _111,
+    'def __create_fn__(_tuple_new):\n return lambda _cls, node,: _tuple_new(_cls, (node,))': _112,
+    'def __create_fn__(_tuple_new):\n return lambda _cls, ok, text: _tuple_new(_cls, (ok, text))': _113,
+    'def __create_fn__(_tuple_new):\n return lambda _cls, page, first_seq, last_seq, state, archived_round, recall_count, last_recall_round, lines, source, tokens, counted: _tuple_new(_cls, (page, first_seq, last_seq, state, archived_round, recall_count, last_recall_round, lines, source, tokens, counted))': _114,
+    'def __create_fn__(_tuple_new):\n return lambda _cls, parts, aside: _tuple_new(_cls, (parts, aside))': _115,
+    'def __create_fn__(_tuple_new):\n return lambda _cls, pattern, read, needs: _tuple_new(_cls, (pattern, read, needs))': _116,
+    'def __create_fn__(_tuple_new):\n return lambda _cls, pending, failed, gave_up, last_error: _tuple_new(_cls, (pending, failed, gave_up, last_error))': _117,
+    'def __create_fn__(_tuple_new):\n return lambda _cls, position, prepared: _tuple_new(_cls, (position, prepared))': _118,
+    'def __create_fn__(_tuple_new):\n return lambda _cls, provider, per_message, per_name, per_tool_call, per_tool_result, image_low, image, reply_priming: _tuple_new(_cls, (provider, per_message, per_name, per_tool_call, per_tool_result, image_low, image, reply_priming))': _119,
+    'def __create_fn__(_tuple_new):\n return lambda _cls, round, kind, page, reason, last_page, at: _tuple_new(_cls, (round, kind, page, reason, last_page, at))': _120,
+    'def __create_fn__(_tuple_new):\n return lambda _cls, scope, kind, subject, text, norm, summary, source, page, valid_from, created: _tuple_new(_cls, (scope, kind, subject, text, norm, summary, source, page, valid_from, created))': _121,
+    'def __create_fn__(_tuple_new):\n return lambda _cls, scope, kinds, exclude_kinds, current: _tuple_new(_cls, (scope, kinds, exclude_kinds, current))': _122,
+    'def __create_fn__(_tuple_new):\n return lambda _cls, seq, role, tokens, shown: _tuple_new(_cls, (seq, role, tokens, shown))': _123,
+    'def __create_fn__(_tuple_new):\n return lambda _cls, seqs, first_page, pages, call_ids, artifacts: _tuple_new(_cls, (seqs, first_page, pages, call_ids, artifacts))': _124,
+    'def __create_fn__(_tuple_new):\n return lambda _cls, seqs, roles, tokens, shown: _tuple_new(_cls, (seqs, roles, tokens, shown))': _125,
+    'def __create_fn__(_tuple_new):\n return lambda _cls, session_id, seq, role, page, created, text, context: _tuple_new(_cls, (session_id, seq, role, page, created, text, context))': _126,
+    'def __create_fn__(_tuple_new):\n return lambda _cls, size, rare, common, counted: _tuple_new(_cls, (size, rare, common, counted))': _127,
+    'def __create_fn__(_tuple_new):\n return lambda _cls, stored, artifact, text: _tuple_new(_cls, (stored, artifact, text))': _128,
+    'def __create_fn__(_tuple_new):\n return lambda _cls, terms, numbers, paths, idents, entities, question, filler, columns: _tuple_new(_cls, (terms, numbers, paths, idents, entities, question, filler, columns))': _129,
+    'def __create_fn__(_tuple_new):\n return lambda _cls, text, subject, source, summary, page, at: _tuple_new(_cls, (text, subject, source, summary, page, at))': _130,
+    'def __create_fn__(_tuple_new):\n return lambda _cls, title, lines, form: _tuple_new(_cls, (title, lines, form))': _131,
+    'def __create_fn__(_tuple_new):\n return lambda _cls, title, lines, source, form: _tuple_new(_cls, (title, lines, source, form))': _132,
+    'def __create_fn__(_tuple_new):\n return lambda _cls, version, epoch, last_seq, work_event: _tuple_new(_cls, (version, epoch, last_seq, work_event))': _133,
+    'def __create_fn__(_tuple_new):\n return lambda _cls, version, name, sql: _tuple_new(_cls, (version, name, sql))': _134,
+    'def __create_fn__(_tuple_new):\n return lambda _cls, window, window_tokens, specs, tools_tokens, head: _tuple_new(_cls, (window, window_tokens, specs, tools_tokens, head))': _135,
 }
