@@ -404,6 +404,22 @@ def test_bad_input_is_400_and_stores_nothing(client: TestClient, engine: memci.E
     assert engine.session("exists", tenant="acme").count() == 1
 
 
+def test_a_query_parameter_given_twice_is_400_and_stores_nothing(client: TestClient,
+                                                                  engine: memci.Engine) -> None:
+    # FastAPI keeps the last value of a repeated parameter: the first would be ignored.
+    cases = [client.post("/v1/sessions/twice/messages?user=a&user=b",
+                         json={"role": "user", "content": "hi"}),
+             client.get("/v1/sessions/twice/search?q=hi&q=there"),
+             client.get("/v1/sessions/twice/messages?after=0&limit=5&after=1")]
+    for r in cases:
+        assert r.status_code == 400, r.text
+        assert r.json()["error"]["code"] == "invalid_request"
+        assert "more than once" in r.json()["error"]["message"]
+    assert engine.store.session("acme", "twice") is None
+    r = client.post("/v1/sessions/twice/messages?user=a", json={"role": "user", "content": "hi"})
+    assert r.status_code == 200, r.text
+
+
 def test_error_shape_for_routes_methods_and_json(client: TestClient) -> None:
     cases = [client.get("/v1/nothing/here"), client.put("/v1/sessions/x"),
              client.post("/v1/sessions/x/messages", content=b"{not json"),

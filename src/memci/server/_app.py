@@ -33,7 +33,7 @@ from contextlib import asynccontextmanager, nullcontext
 from functools import partial
 
 import httpx
-from fastapi import FastAPI, Request
+from fastapi import Depends, FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
@@ -71,6 +71,7 @@ def create_app(
                     "engine for LLM agents. Authenticate with `Authorization: Bearer <key>` "
                     "(a key made with `memci keys create TENANT`).",
         lifespan=_lifespan,
+        dependencies=[Depends(_one_value_each)],
     )
     app.state.server = state
     # The parts by name, as the app held them before the state object: code outside
@@ -126,6 +127,19 @@ async def _gone(_: Request, exc: ClientDisconnect) -> JSONResponse:
     # The client left, or its body timed out (memci serve closed the connection):
     # nobody reads this answer; it only keeps the log free of a traceback.
     return error_response(ApiError(408, "request_timeout", "the request body did not arrive"))
+
+
+def _one_value_each(request: Request) -> None:
+    """Refuse a query parameter given more than once (400): each one memci takes is one value.
+
+    FastAPI would keep the last of them and answer as if the others were not there.
+    """
+    seen: set[str] = set()
+    for name, _ in request.query_params.multi_items():
+        if name in seen:
+            raise ApiError(400, "invalid_request",
+                           f"the query parameter {name!r} is given more than once: give it once")
+        seen.add(name)
 
 
 async def _invalid(_: Request, exc: RequestValidationError) -> JSONResponse:
