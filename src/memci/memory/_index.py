@@ -37,7 +37,7 @@ from memci._records import NamedTuple
 from memci.memory._answer import ANSWER_WEIGHT, answer_kinds, holds_answer
 from memci.memory._embed import Embedder, embedder_from_env, speaks
 from memci.memory._hit import Hit, fuse
-from memci.memory._speaker import SPEAKER_WEIGHT, named, speaker_role
+from memci.memory._speaker import SPEAKER_WEIGHT, named, speaker_role, without_names
 from memci.memory._time import TimeRange, time_hint, without_time
 from memci.messages import Message, TextPart, ToolCallPart, ToolResultPart
 from memci.messages._tools import OWN_TOOL_NAMES
@@ -542,21 +542,25 @@ class MessageIndex:
         follows in ``answer`` and joins ``time``, its words matched or not ("昨天说的那个
         地方，游玩时长是什么？" finds yesterday's "可以玩1小时 - 2小时").
         ``speaker`` the keyword matches spoken by the person the question names (see
-        :mod:`memci.memory._speaker`), in their keyword order.
+        :mod:`memci.memory._speaker`), in their keyword order; when a role speaks as that
+        person, the question's words are searched without the name (said mostly *to* the
+        person, it matches the other speaker's turns, not the answer).
 
         ``below``: keyword and time matches only among entries with a smaller doc number
         (a session's window left out, see :meth:`Memory.search`). ``read``: gets the
         messages read for the answer and speaker lists, by doc (pass it to
         :meth:`load_docs`: the hits are mostly among them, and are not read twice).
         """
-        lists = self._word_and_time_lists(query, depth, sessions, time_range, roles,
+        names = named(query)
+        found = {self._role_of(name, sessions) for name in names}
+        role = found.pop() if len(found) == 1 else None
+        lists = self._word_and_time_lists(without_names(query, names) if role else query,
+                                          depth, sessions, time_range, roles,
                                           time_mode, retrievers, below)
         matches = lists.get("keyword")
         if not matches:
             return lists
         kinds = answer_kinds(query) if self.answer_weight else ()
-        found = {self._role_of(name, sessions) for name in named(query)}
-        role = found.pop() if len(found) == 1 else None
         if kinds or role:
             # What was said in the time the question names (its words or not): those
             # holding the kind of fact asked join the matches inside that time.
