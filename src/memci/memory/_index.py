@@ -537,10 +537,10 @@ class MessageIndex:
         ``dense`` runs with an embedder; ``time`` holds the matches inside a time the
         question names (see _word_and_time_lists); ``answer`` the keyword matches that
         hold the kind of fact the question asks (a time, a place, a price, a duration, a
-        phone number; see :mod:`memci.memory._answer`), in their keyword order. When the
-        question also names a time, what was said then and holds that kind of fact
-        follows in ``answer`` and joins ``time``, its words matched or not ("昨天说的那个
-        地方，游玩时长是什么？" finds yesterday's "可以玩1小时 - 2小时").
+        phone number, what is near a place; see :mod:`memci.memory._answer`), in their
+        keyword order. When the question also names a time, what was said then and holds
+        that kind of fact follows in ``answer`` and joins ``time``, its words matched or
+        not ("昨天说的那个地方，游玩时长是什么？" finds yesterday's "可以玩1小时 - 2小时").
         ``speaker`` the keyword matches spoken by the person the question names (see
         :mod:`memci.memory._speaker`), in their keyword order; when a role speaks as that
         person, the question's words are searched without the name (said mostly *to* the
@@ -572,7 +572,8 @@ class MessageIndex:
                 read.update(loaded)
 
             def holds(c: Candidate) -> bool:
-                return c.doc in loaded and holds_answer(kinds, message_text(loaded[c.doc][0]))
+                return c.doc in loaded and holds_answer(
+                    kinds, message_text(loaded[c.doc][0]), query)
 
             if kinds:
                 lists["answer"] = [c for c in (*matches, *said) if holds(c)]
