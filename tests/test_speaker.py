@@ -101,3 +101,10 @@ def test_a_question_naming_a_speaker_searches_its_words_without_the_name(
     ])
     hits = index.search("What do Melanie's kids like?", k=1, sessions=[sid])
     assert "dinosaurs" in hits[0].text
+
+
+def test_the_name_still_finds_what_the_other_words_do_not(store: SQLiteStore) -> None:
+    # No turn says "hobbies": the matches of the name (its turns, or after them) follow
+    # the words' (none here), as without the name left out.
+    index, sid = _session(store, _CHAT)
+    assert len(index.search("What are Melanie's hobbies?", k=3, sessions=[sid])) == 3

@@ -554,9 +554,9 @@ class MessageIndex:
         names = named(query)
         found = {self._role_of(name, sessions) for name in names}
         role = found.pop() if len(found) == 1 else None
-        lists = self._word_and_time_lists(without_names(query, names) if role else query,
-                                          depth, sessions, time_range, roles,
-                                          time_mode, retrievers, below)
+        lists = self._word_and_time_lists(query, depth, sessions, time_range, roles,
+                                          time_mode, retrievers, below,
+                                          names if role else ())
         matches = lists.get("keyword")
         if not matches:
             return lists
@@ -610,18 +610,23 @@ class MessageIndex:
         self, query: str, depth: int, sessions: Collection[int] | None,
         time_range: TimeRange | None, roles: Collection[str] | None,
         time_mode: TimeMode | None, retrievers: Collection[str], below: int | None,
+        names: Sequence[str] = (),
     ) -> dict[str, list[Candidate]]:
         """The lists of the question's words and of the time it names (see ranked_lists).
 
         ``time`` (boost mode, when a range is given) ranks the messages inside the range
         by the same retrievers; when the question has no words besides the time, it lists
-        the messages inside the range, oldest first.
+        the messages inside the range, oldest first. ``names``: searched without them
+        first; when that finds fewer than ``depth``, the matches of all the words follow.
         """
         mode = time_mode or self.time_mode
         # The words of the time the question names are not searched: the range stands for
         # them ("last week" would match every "try it for a week").
         topic = without_time(query, time_range) if mode != "off" else query
         plan = self.match_query(topic)
+        if names:
+            topic = without_names(topic, names)
+            plan, named_plan = self.match_query(topic), plan
         use_keyword = "keyword" in retrievers
         use_dense = ("dense" in retrievers and self.vectors is not None
                      and self.embedder is not None and speaks(self.embedder, topic))
@@ -631,6 +636,14 @@ class MessageIndex:
             if use_keyword:
                 found["keyword"] = self.keyword(plan, k=depth, sessions=sessions,
                                                 time_range=window, roles=roles, below=below)
+                if names and len(found["keyword"]) < depth:
+                    # With fewer words there are fewer matches: the turns the name
+                    # brought come after them.
+                    have = {c.doc for c in found["keyword"]}
+                    found["keyword"] += [c for c in self.keyword(
+                        named_plan, k=depth, sessions=sessions, time_range=window,
+                        roles=roles, below=below) if c.doc not in have]
+                    del found["keyword"][depth:]
             if use_dense:
                 found["dense"] = self.dense(topic, k=depth, sessions=sessions,
                                             time_range=window, roles=roles)
