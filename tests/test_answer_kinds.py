@@ -26,6 +26,8 @@ from memci.store import SQLiteStore
     ("How long have I been vegetarian?", ("time", "duration")),
     ("怎么打电话联系恭王府？", ("phone",)),
     ("What's the hotel's phone number?", ("phone",)),
+    ("北大红楼附近有什么好玩的？", ("near",)),
+    ("What's near the hotel?", ("near",)),
     ("What did Melanie paint last week?", ()),
     ("你喜欢什么样的音乐？", ()),
 ])
@@ -54,6 +56,17 @@ def test_what_holds_an_answer(kind: str, text: str) -> None:
     assert holds_answer((kind,), text)
     others = tuple(k for k in ("time", "place", "price", "duration", "phone") if k != kind)
     assert holds_answer((*others, kind), text)
+
+
+@pytest.mark.parametrize(("text", "holds"), [
+    ("有恭王府，天安门广场。", True),
+    ("我知道它边上就是北京大学，可以去参观一下。", True),
+    ("It's right next to the Louvre.", True),
+    ("你去看过北大红楼吗？", False),  # the place asked about is not what is near it
+    ("北大红楼附近好玩的地方很多。", False),  # nor are the question's words
+])
+def test_what_is_near_a_place_is_another_place(text: str, holds: bool) -> None:
+    assert holds_answer(("near",), text, "北大红楼附近有什么好玩的？") is holds
 
 
 @pytest.mark.parametrize(("kind", "text"), [
@@ -89,10 +102,26 @@ _CHAT = [
 ]
 
 
-def test_the_match_that_holds_the_hours_asked_comes_first(store: SQLiteStore) -> None:
-    index, sid = _session(store, _CHAT)
-    hits = index.search("颐和园几点开门？", k=3, sessions=[sid])
-    assert "6:30-18:00" in hits[0].text or "6:30-18:00" in hits[1].text
+# The places near 北大红楼 follow the turn that asked; other turns repeat the question's
+# words ("附近", "好玩") about the place itself.
+_NEAR = [
+    "你去看过北大红楼吗？", "看过，北大红楼附近的路我很熟，那里好玩。",
+    "北大红楼附近好玩吗？", "北大红楼附近挺好玩的，人不多。",
+    "北大红楼附近有好玩的地方吗？", "有恭王府，天安门广场。",
+    "北大红楼附近好停车吗？", "北大红楼附近不好停车。",
+]
+
+
+@pytest.mark.parametrize(("turns", "question", "answer"), [
+    (_CHAT, "颐和园几点开门？", "开放时间是6:30-18:00，旺季人比较多。"),
+    (_NEAR, "北大红楼附近有什么好玩的？", "有恭王府，天安门广场。"),
+])
+def test_the_match_that_holds_the_fact_asked_comes_first(
+    store: SQLiteStore, turns: list[str], question: str, answer: str,
+) -> None:
+    index, sid = _session(store, turns)
+    hits = index.search(question, k=2, sessions=[sid])
+    assert answer in [h.text for h in hits]
 
 
 def test_a_question_asking_no_such_fact_ranks_as_its_words_do(store: SQLiteStore) -> None:

@@ -85,3 +85,26 @@ def test_the_role_of_a_name_is_read_again_once_a_message_is_indexed(
         Message(("user", "assistant")[i % 2], Message.user(t).parts, tokens=1)
         for i, t in enumerate(_CHAT[2:])]))
     assert index.ranked_lists("What did Melanie paint?", depth=20, sessions=[sid])["speaker"]
+
+
+def test_a_question_naming_a_speaker_searches_its_words_without_the_name(
+        store: SQLiteStore) -> None:
+    # The turns that say "Melanie" and "kids" are Caroline's, calling her; the name says
+    # nothing of Melanie's own turns, so her answer comes first once it is not searched.
+    index, sid = _session(store, [
+        "Hey Melanie! How are the kids doing these days, with school starting again?",
+        "Our kids adore dinosaurs.",
+        "Thanks, Melanie! Your kids sound great, and I hope to meet them soon, Melanie.",
+        "They are.",
+        "Wow, Melanie, kids are such fun at that age, all that energy every day.",
+        "Yes!",
+    ])
+    hits = index.search("What do Melanie's kids like?", k=1, sessions=[sid])
+    assert "dinosaurs" in hits[0].text
+
+
+def test_the_name_still_finds_what_the_other_words_do_not(store: SQLiteStore) -> None:
+    # No turn says "hobbies": the matches of the name (its turns, or after them) follow
+    # the words' (none here), as without the name left out.
+    index, sid = _session(store, _CHAT)
+    assert len(index.search("What are Melanie's hobbies?", k=3, sessions=[sid])) == 3

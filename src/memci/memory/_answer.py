@@ -2,15 +2,16 @@
 
 A question asks a kind of fact: when something opens ("几点开门", "what time"), where it
 is ("在什么位置", "where"), what it costs ("票价", "how much"), how long it takes ("多久",
-"how long"), how to call ("电话", "phone number"). The message that answers it often says
-it in other words than the question's — "开放时间是8:30-17:00" answers "几点开门",
-"无需门票" answers "票价是多少" — so its words match the question through its context
-(the turn that named the place) more than its own text, and messages that only repeat
-the question's words rank above it. :func:`answer_kinds` reads what a question asks;
-:func:`holds_answer` says whether a text holds an answer of that kind (a clock time or a
-date, an address, a price, a duration, a phone number). The search fuses the keyword
-matches that hold one as one more list (see :data:`ANSWER_WEIGHT`): it reorders what the
-words found, it never adds a message the words did not find.
+"how long"), how to call ("电话", "phone number"), what is near it ("附近"). The message
+that answers it often says it in other words than the question's — "开放时间是8:30-17:00"
+answers "几点开门", "无需门票" answers "票价是多少" — so its words match the question
+through its context (the turn that named the place) more than its own text, and messages
+that only repeat the question's words rank above it. :func:`answer_kinds` reads what a
+question asks; :func:`holds_answer` says whether a text holds an answer of that kind (a
+clock time or a date, an address, a price, a duration, a phone number, a place the
+question does not name). The search fuses the keyword matches that hold one as one more
+list (see :data:`ANSWER_WEIGHT`): it reorders what the words found, it never adds a
+message the words did not find.
 
 Rules only, English and Chinese; each pattern is compiled the first time it is used, and
 scans at most :data:`_TEXT_LIMIT` characters of a text (no nested repetition: linear).
@@ -51,6 +52,8 @@ _ASKS: dict[str, LazyPattern] = {
     "duration": LazyPattern(r"\bhow long\b|多久|多长时间|时长|几个小时", re.IGNORECASE),
     "phone": LazyPattern(r"\bphone\b|\bcontact\b|电话|联系方式|手机号|号码",
                          re.IGNORECASE),
+    "near": LazyPattern(r"\bwhat(?:'s| is) (?:near|close to)\b|\bnearby\b"
+                        r"|附近|周边|周围|边上|旁边", re.IGNORECASE),
 }
 
 # What an answer of each kind holds.
@@ -80,13 +83,24 @@ _HOLDS: dict[str, LazyPattern] = {
                          r"|(?<!\d)\d{8}(?!\d)"),
 }
 
+# What is near a place is another place: a name ending the way a place's does (恭王府,
+# 南锣鼓巷, 清华大学; "next to the Louvre"), its ending and at most two characters before
+# it kept, so that the place asked about, said in the question, is not one.
+_PLACE_NAME = LazyPattern(
+    r"([\u4e00-\u9fff]{0,2}(?:公园|广场|大学|胡同|故居|中心|世界|[府园馆街巷宫寺庙坛堂殿阁亭湖海山塔桥楼陵峡谷潭瀑岛洞坡城]))"
+    r"|\b(?:near|next to|close to|beside)\s+(?:the\s+)?([A-Z][a-z]+)")
+
 
 def answer_kinds(question: str) -> tuple[str, ...]:
     """The kinds of answer ``question`` asks for (none: it asks no such fact)."""
     return tuple(kind for kind, asks in _ASKS.items() if asks.search(question))
 
 
-def holds_answer(kinds: tuple[str, ...], text: str) -> bool:
-    """Whether ``text`` holds an answer of one of ``kinds``."""
+def holds_answer(kinds: tuple[str, ...], text: str, question: str = "") -> bool:
+    """Whether ``text`` holds an answer of one of ``kinds`` to ``question``.
+
+    ``near`` (what is near a place): a place name the question does not say.
+    """
     head = text[:_TEXT_LIMIT]
-    return any(_HOLDS[kind].search(head) for kind in kinds)
+    return any(any("".join(name) not in question for name in _PLACE_NAME.findall(head))
+               if kind == "near" else _HOLDS[kind].search(head) for kind in kinds)

@@ -37,7 +37,7 @@ from memci._records import NamedTuple
 from memci.memory._answer import ANSWER_WEIGHT, answer_kinds, holds_answer
 from memci.memory._embed import Embedder, embedder_from_env, speaks
 from memci.memory._hit import Hit, fuse
-from memci.memory._speaker import SPEAKER_WEIGHT, named, speaker_role
+from memci.memory._speaker import SPEAKER_WEIGHT, named, speaker_role, without_names
 from memci.memory._time import TimeRange, time_hint, without_time
 from memci.messages import Message, TextPart, ToolCallPart, ToolResultPart
 from memci.messages._tools import OWN_TOOL_NAMES
@@ -537,26 +537,30 @@ class MessageIndex:
         ``dense`` runs with an embedder; ``time`` holds the matches inside a time the
         question names (see _word_and_time_lists); ``answer`` the keyword matches that
         hold the kind of fact the question asks (a time, a place, a price, a duration, a
-        phone number; see :mod:`memci.memory._answer`), in their keyword order. When the
-        question also names a time, what was said then and holds that kind of fact
-        follows in ``answer`` and joins ``time``, its words matched or not ("昨天说的那个
-        地方，游玩时长是什么？" finds yesterday's "可以玩1小时 - 2小时").
+        phone number, what is near a place; see :mod:`memci.memory._answer`), in their
+        keyword order. When the question also names a time, what was said then and holds
+        that kind of fact follows in ``answer`` and joins ``time``, its words matched or
+        not ("昨天说的那个地方，游玩时长是什么？" finds yesterday's "可以玩1小时 - 2小时").
         ``speaker`` the keyword matches spoken by the person the question names (see
-        :mod:`memci.memory._speaker`), in their keyword order.
+        :mod:`memci.memory._speaker`), in their keyword order; when a role speaks as that
+        person, the question's words are searched without the name (said mostly *to* the
+        person, it matches the other speaker's turns, not the answer).
 
         ``below``: keyword and time matches only among entries with a smaller doc number
         (a session's window left out, see :meth:`Memory.search`). ``read``: gets the
         messages read for the answer and speaker lists, by doc (pass it to
         :meth:`load_docs`: the hits are mostly among them, and are not read twice).
         """
+        names = named(query)
+        found = {self._role_of(name, sessions) for name in names}
+        role = found.pop() if len(found) == 1 else None
         lists = self._word_and_time_lists(query, depth, sessions, time_range, roles,
-                                          time_mode, retrievers, below)
+                                          time_mode, retrievers, below,
+                                          names if role else ())
         matches = lists.get("keyword")
         if not matches:
             return lists
         kinds = answer_kinds(query) if self.answer_weight else ()
-        found = {self._role_of(name, sessions) for name in named(query)}
-        role = found.pop() if len(found) == 1 else None
         if kinds or role:
             # What was said in the time the question names (its words or not): those
             # holding the kind of fact asked join the matches inside that time.
@@ -568,7 +572,8 @@ class MessageIndex:
                 read.update(loaded)
 
             def holds(c: Candidate) -> bool:
-                return c.doc in loaded and holds_answer(kinds, message_text(loaded[c.doc][0]))
+                return c.doc in loaded and holds_answer(
+                    kinds, message_text(loaded[c.doc][0]), query)
 
             if kinds:
                 lists["answer"] = [c for c in (*matches, *said) if holds(c)]
@@ -605,18 +610,23 @@ class MessageIndex:
         self, query: str, depth: int, sessions: Collection[int] | None,
         time_range: TimeRange | None, roles: Collection[str] | None,
         time_mode: TimeMode | None, retrievers: Collection[str], below: int | None,
+        names: Sequence[str] = (),
     ) -> dict[str, list[Candidate]]:
         """The lists of the question's words and of the time it names (see ranked_lists).
 
         ``time`` (boost mode, when a range is given) ranks the messages inside the range
         by the same retrievers; when the question has no words besides the time, it lists
-        the messages inside the range, oldest first.
+        the messages inside the range, oldest first. ``names``: searched without them
+        first; when that finds fewer than ``depth``, the matches of all the words follow.
         """
         mode = time_mode or self.time_mode
         # The words of the time the question names are not searched: the range stands for
         # them ("last week" would match every "try it for a week").
         topic = without_time(query, time_range) if mode != "off" else query
         plan = self.match_query(topic)
+        if names:
+            topic = without_names(topic, names)
+            plan, named_plan = self.match_query(topic), plan
         use_keyword = "keyword" in retrievers
         use_dense = ("dense" in retrievers and self.vectors is not None
                      and self.embedder is not None and speaks(self.embedder, topic))
@@ -626,6 +636,14 @@ class MessageIndex:
             if use_keyword:
                 found["keyword"] = self.keyword(plan, k=depth, sessions=sessions,
                                                 time_range=window, roles=roles, below=below)
+                if names and len(found["keyword"]) < depth:
+                    # With fewer words there are fewer matches: the turns the name
+                    # brought come after them.
+                    have = {c.doc for c in found["keyword"]}
+                    found["keyword"] += [c for c in self.keyword(
+                        named_plan, k=depth, sessions=sessions, time_range=window,
+                        roles=roles, below=below) if c.doc not in have]
+                    del found["keyword"][depth:]
             if use_dense:
                 found["dense"] = self.dense(topic, k=depth, sessions=sessions,
                                             time_range=window, roles=roles)

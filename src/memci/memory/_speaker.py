@@ -10,7 +10,8 @@ exclamation: "Hey Mel!", "Wow, Caroline,"). When the turns that call a name are 
 one role's, the name's bearer speaks as the other role, and the search fuses the
 keyword matches spoken in that role as one more list (see :data:`SPEAKER_WEIGHT`,
 :meth:`MessageIndex.ranked_lists`): it reorders what the question's words found, it
-never adds a message they did not find.
+never adds a message they did not find. The words are then searched without the name
+(:func:`without_names`): it would only match the turns that call her.
 
 Rules only; each pattern is compiled the first time it is used.
 """
@@ -23,7 +24,7 @@ from collections.abc import Iterable
 
 from memci._lazy import LazyPattern
 
-__all__ = ["SPEAKER_WEIGHT", "addresses", "named", "speaker_role"]
+__all__ = ["SPEAKER_WEIGHT", "addresses", "named", "speaker_role", "without_names"]
 
 #: The RRF weight of the keyword matches spoken by the person a question names (the
 #: keyword list's is 1).
@@ -46,6 +47,13 @@ _ROLES = {"user": "assistant", "assistant": "user"}
 def named(question: str) -> list[str]:
     """The names a question asks about, in order (none for a question without any)."""
     return list(dict.fromkeys(m for m in _NAME.findall(question) if m not in _NOT_NAMES))
+
+
+def without_names(question: str, names: Iterable[str]) -> str:
+    """``question`` with each of ``names`` (and its possessive) left out."""
+    for name in names:
+        question = re.sub(rf"\b{re.escape(name)}(?:'s)?\b", " ", question)
+    return question
 
 
 def addresses(text: str, name: str) -> bool:
