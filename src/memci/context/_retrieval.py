@@ -275,12 +275,18 @@ class RetrievalSource:
         # ``count`` turns of the matches' mean length fill the room, nearest first: the
         # first count/2 matches' next turns already make it, and each reaches as far as
         # makes it (matches close together share their neighbours).
-        used = sum(self._line(r)[1] for r in found)
-        room -= used
-        count = room * len(found) // max(1, used)
         ours = [r.seq for r in found if r.session == self.record.name and r.seq is not None]
+        if not ours:
+            return ()
+        used = 0
+        for item in found:
+            used += self._line(item)[1]
+            if used >= room:
+                return ()
+        room -= used
+        count = room * len(found) // used
         matched = ours[:count // 2]
-        if count < 2 or not matched:
+        if count < 2:
             return ()
         near, reach = set(matched), 0
         while reach < AROUND_TURNS and len(near.difference(ours)) < count:
