@@ -488,13 +488,13 @@ def test_many_short_matches_leave_their_tokens_to_the_turns_around_them(
     assert ctx.stats.total_tokens <= 4000
 
 
-def test_matches_that_fill_a_page_s_episodes_leave_no_room_for_turns_around_them(
+def test_matches_that_fill_their_tokens_leave_no_room_for_turns_around_them(
     engine: memci.Engine,
 ) -> None:
-    # The turns around the matches only fill what the matches leave of the episodes a
-    # page gathers: a question matching every day's talk reads and shows none of them
-    # (reading them made a steady build a third slower). It reads the log as a question
-    # matching nothing does.
+    # The turns around the matches only fill what the matches' lines leave of
+    # AROUND_TOKENS: a question matching every day's talk (80 long matches at 8k) reads
+    # and shows none of them (reading them made a steady build a third slower). It reads
+    # the log as a question matching nothing does.
     reads: dict[str, list[str]] = {}
     for name, question in (("kayak", "Where did we paddle the red kayak?"),
                            ("none", "Where did we leave the blue canoe?")):
@@ -503,7 +503,7 @@ def test_matches_that_fill_a_page_s_episodes_leave_no_room_for_turns_around_them
         s.add({"role": "user", "content": question,
                "created_at": "2024-09-01T10:00:00+00:00"})
         with statements(engine) as ran:
-            ctx = s.build(budget=4000)
+            ctx = s.build(budget=8000)
         reads[name] = [re.sub(r"session_id = \d+", "", text) for text in ran
                        if re.search(r"FROM messages WHERE session_id = \d+ AND seq >", text)]
         if name == "kayak":

@@ -424,8 +424,7 @@ class ContextBuilder:
                                     if self.history.paged is not None else 0),
             self.history.archived(self.history.paged.place_of
                                   if self.history.paged is not None else _nowhere),
-            task=bool(agent) or chosen.name == "tool_loop", budget=limit,
-            room=self._memory_share(limit, agent_tokens, tools_tokens, head))
+            task=bool(agent) or chosen.name == "tool_loop", budget=limit)
         room, caps, state, reserve = self._sized(chosen, limit, agent_tokens, tools_tokens,
                                                  head, memory, known)
         ready: dict[int, PageSummary] = {}
@@ -488,8 +487,7 @@ class ContextBuilder:
         state's, when this load read it already.
         """
         language = self.language()
-        room, caps = self._allot(limit, agent_tokens, tools_tokens, head,
-                                 retrieving=memory.share)
+        room, caps = self._allot(limit, agent_tokens, tools_tokens, head, memory)
         state = self.working.render(chosen, caps["state"], language, version=version)
         state_tokens = (state.tokens or 0) if state else 0
         reserved = self.retrieval.reserve(memory.candidates, caps["retrieval"], language)
@@ -498,14 +496,8 @@ class ContextBuilder:
         reserve = max(0, min(reserve, room - self.history.newest_need() - _CONTENTS_FLOOR))
         return room, caps, state, reserve
 
-    def _memory_share(self, limit: int, agent_tokens: int, tools_tokens: int,
-                      head: Sequence[Message]) -> int:
-        """Memory's share of a request (tokens), which the turns around its matches fill."""
-        return self._allot(limit, agent_tokens, tools_tokens, head,
-                           retrieving=True)[1]["retrieval"]
-
     def _allot(self, limit: int, agent_tokens: int, tools_tokens: int,
-               head: Sequence[Message], *, retrieving: bool) -> tuple[int, dict[str, int]]:
+               head: Sequence[Message], memory: Gathered) -> tuple[int, dict[str, int]]:
         """The budget's split: the room left once the head is taken, and each segment's cap.
 
         The profile follows the setting, not each page's hits: a profile that came and
@@ -514,7 +506,7 @@ class ContextBuilder:
         room = limit - agent_tokens - tools_tokens - messages_tokens(head) - REPLY_PRIMING
         caps = self.allocator.allocate(max(room, 0), turns=self.log.index.pages,
                                        has_retrieval=self.retrieval.enabled)
-        return room, self._trimmed(caps, room, retrieving=retrieving)
+        return room, self._trimmed(caps, room, retrieving=memory.share)
 
     def _trimmed(self, caps: dict[str, int], room: int, *, retrieving: bool) -> dict[str, int]:
         """Caps cut by priority when the newest page needs more than its share (seed 002).
@@ -563,9 +555,7 @@ class ContextBuilder:
         again = self.retrieval.gather(
             snap.shown.saved, self.history.window_seq(draft.first_active),
             self.history.archived(draft.place_of),
-            task=bool(snap.agent) or snap.recipe.name == "tool_loop", budget=snap.limit,
-            room=self._memory_share(snap.limit, snap.agent_tokens, snap.tools_tokens,
-                                    snap.head))
+            task=bool(snap.agent) or snap.recipe.name == "tool_loop", budget=snap.limit)
         saved = dict(again.saved or {})
         if snap.memory.gathered and again.share != snap.memory.share:
             room, caps, state, reserve = self._sized(

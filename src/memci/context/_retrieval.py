@@ -20,9 +20,9 @@ only. No line shows twice: a page's lines leave out what the blocks in the windo
 When the matches leave room in the request (a question with few matches after pages that
 held room for many), the turns around this conversation's matches fill it, nearest first:
 an answer is often the turn after or before the one the question's words match. A page
-gathers as many of them as the lines of its matches leave of memory's share of the
-request (:data:`AROUND_TOKENS` at most, matches and turns together; none, and nothing
-read, when the matches fill it), shared evenly among its matches (at most
+gathers as many of them as the lines of its matches leave of :data:`AROUND_TOKENS`
+(matches and turns together; none, and nothing read, when the matches fill them), shared
+evenly among its matches (at most
 :data:`AROUND_TURNS` on each side of one), so the fewer and the shorter the matches, the
 further around each one. They come after every match, so they take only what the
 matches leave, and never come alone: a page without matches shows none, and neither does
@@ -77,7 +77,7 @@ BLOCKS = "retrieval.blocks"  # the context value that keeps each page's block
 KEPT_TOKENS = 100  # tokens of the block a page keeps while it is in the window, at most
 HELD_TOKENS = 2000  # tokens the window leaves for memory at most (its share, when smaller)
 AROUND_TURNS = 10  # turns on each side of a match, at most, that fill what matches leave
-AROUND_TOKENS = 4000  # tokens of a page's lines, its matches and the turns around them, at most
+AROUND_TOKENS = 4000  # tokens of lines, a page's matches and the turns around them, at most
 
 
 
@@ -189,7 +189,7 @@ class RetrievalSource:
 
     def gather(self, saved: object, window_seq: int,
                archived: Callable[[int], bool], *, task: bool = False,
-               budget: int = 0, room: int = 0) -> Gathered:
+               budget: int = 0) -> Gathered:
         """Memory for the user message that opened the current page.
 
         ``saved``: what the page's last gather saved; it holds while the page is the same
@@ -197,8 +197,6 @@ class RetrievalSource:
         starts at (not searched). ``archived``: whether a page of the followed branch has
         left the window. ``task``: this build is a tool loop's. Many more episodes are
         gathered than a small budget shows: the plan shows, best first, what fits.
-        ``room``: memory's share of the request (tokens), which the turns around the
-        matches fill where the matches leave it.
 
         A task keeps to its own past (seed 004 keeps a tool loop's context apart from
         other conversations'): other sessions' memory comes in only when the page's
@@ -252,9 +250,9 @@ class RetrievalSource:
                     Retrieved(h.text[:600], f"{h.path}#L{h.start_line}-{h.end_line}",
                               "document", h.score) for h in docs)
         kept = self._kept(found, {"task": task, "earlier": earlier})
-        # As many tokens as the matches leave of memory's share (AROUND_TOKENS at most): none
-        # when they fill it (and none read), more the fewer and the shorter they are.
-        around = () if task else self._around(kept, window_seq, min(AROUND_TOKENS, room))
+        # As many tokens as the matches leave of AROUND_TOKENS: none when they fill them (and
+        # none read), more the fewer and the shorter they are.
+        around = () if task else self._around(kept, window_seq, AROUND_TOKENS)
         form = {**_saved(found, opener, window_seq), "task": task, "earlier": earlier,
                 "asks": wants, "around": _texts_form(around)}
         return Gathered(kept, {**form, "share": bool(kept)}, gathered=True, around=around)
@@ -263,7 +261,7 @@ class RetrievalSource:
                 room: int) -> tuple[Retrieved, ...]:
         """The turns around this conversation's matches in ``found``, nearest first.
 
-        Their lines take what the matches' lines leave of ``room`` (memory's share); as
+        Their lines take what the matches' lines leave of ``room`` tokens; as
         many turns are read on each side of each match as lines of the matches' mean
         length fill it (at most :data:`AROUND_TURNS`), within the same stretch of talk
         (a pause of hours ends it, as it ends a message's context in the index: the
