@@ -394,7 +394,8 @@ def test_a_question_with_few_matches_leaves_the_room_to_the_window(
     assert 0 < len(matches) <= 3 and "noon" in lines[0]
     assert lines[:len(matches)] == matches  # the turns around them come after them
     seqs = [int(line.split("/", 1)[1].split("]", 1)[0]) for line in lines]
-    assert all(seq <= 2 + AROUND_TURNS for seq in seqs)  # messages 1 and 2 matched
+    # messages 1 and 2 matched, and 3, which holds them as its context
+    assert all(seq <= 3 + AROUND_TURNS for seq in seqs)
     assert ctx.stats.sections["retrieval"] < 0.2 * 4000
 
 
@@ -409,6 +410,19 @@ def _dated_days(days: int) -> list[dict[str, str]]:
         history.append({"role": "assistant", "content": "Noted. " + "Trains run late. " * 12,
                         "created_at": f"{day}T19:01:00+00:00"})
     return history
+
+
+def _fed(s: memci.Session, history: list[dict[str, str]], feed: str) -> memci.Session:
+    """``s`` with ``history`` imported, or added turn by turn with a build (4k) before each
+    answer."""
+    if feed == "imported":
+        s.add_many(history)
+    else:
+        for message in history:
+            if message["role"] == "assistant":
+                s.build(budget=4000)
+            s.add(message)
+    return s
 
 
 @pytest.mark.parametrize("feed", ["turn by turn", "imported"])
@@ -430,14 +444,7 @@ def test_the_room_few_matches_leave_holds_the_turns_around_them(
                {"role": "assistant", "content": "Candles are on the list.",
                 "created_at": "2024-01-24T09:03:00+00:00"},
                *_dated_days(40)[12:]]
-    s = engine.session("s")
-    if feed == "imported":
-        s.add_many(history)
-    else:
-        for message in history:
-            if message["role"] == "assistant":
-                s.build(budget=4000)
-            s.add(message)
+    s = _fed(engine.session("s"), history, feed)
     s.add({"role": "user", "content": "When is my daughter's birthday?",
            "created_at": "2024-06-01T10:00:00+00:00"})
     ctx = s.build(budget=4000)
@@ -451,13 +458,43 @@ def test_the_room_few_matches_leave_holds_the_turns_around_them(
     assert ctx.stats.total_tokens <= 4000
 
 
-def test_matches_that_fill_a_page_s_episodes_leave_no_room_for_turns_around_them(
+@pytest.mark.parametrize("feed", ["turn by turn", "imported"])
+def test_many_short_matches_leave_their_tokens_to_the_turns_around_them(
+    engine: memci.Engine, feed: str,
+) -> None:
+    # Forty short matches are as many as a page gathers at 4k, but their lines take half
+    # of memory's share: the turns around them fill the rest (bounded by the matches'
+    # count, none were read). The answer is the turn before the best match.
+    history: list[dict[str, str]] = [
+        {"role": "user", "content": "Mark the fourteenth of August in red, please.",
+         "created_at": "2023-12-01T09:00:00+00:00"},
+        {"role": "assistant", "content": "Done: your kayak trip is marked.",
+         "created_at": "2023-12-01T09:01:00+00:00"}]
+    for i in range(60):
+        day = f"{date(2024, 1, 1) + timedelta(days=i)}"
+        history += [{"role": "user", "content": f"Kayak {i}.",
+                     "created_at": f"{day}T19:00:00+00:00"},
+                    {"role": "assistant", "content": "Fine.",
+                     "created_at": f"{day}T19:01:00+00:00"}]
+    history += [{**m, "content": m["content"].replace("we paddled the red kayak to", "at")}
+                for m in _dated_days(140)[120:]]
+    s = _fed(engine.session("s"), history, feed)
+    s.add({"role": "user", "content": "When is my kayak trip?",
+           "created_at": "2024-09-01T10:00:00+00:00"})
+    ctx = s.build(budget=4000)
+    memory = _memory(ctx)
+    assert "Done: your kayak trip is marked." in memory
+    assert "Mark the fourteenth of August in red, please." in memory  # the turn before
+    assert ctx.stats.total_tokens <= 4000
+
+
+def test_matches_that_fill_their_tokens_leave_no_room_for_turns_around_them(
     engine: memci.Engine,
 ) -> None:
-    # The turns around the matches only fill what the matches leave of the episodes a
-    # page gathers: a question matching every day's talk reads and shows none of them
-    # (reading them made a steady build a third slower). It reads the log as a question
-    # matching nothing does.
+    # The turns around the matches only fill what the matches' lines leave of
+    # AROUND_TOKENS: a question matching every day's talk (80 long matches at 8k) reads
+    # and shows none of them (reading them made a steady build a third slower). It reads
+    # the log as a question matching nothing does.
     reads: dict[str, list[str]] = {}
     for name, question in (("kayak", "Where did we paddle the red kayak?"),
                            ("none", "Where did we leave the blue canoe?")):
@@ -466,7 +503,7 @@ def test_matches_that_fill_a_page_s_episodes_leave_no_room_for_turns_around_them
         s.add({"role": "user", "content": question,
                "created_at": "2024-09-01T10:00:00+00:00"})
         with statements(engine) as ran:
-            ctx = s.build(budget=4000)
+            ctx = s.build(budget=8000)
         reads[name] = [re.sub(r"session_id = \d+", "", text) for text in ran
                        if re.search(r"FROM messages WHERE session_id = \d+ AND seq >", text)]
         if name == "kayak":

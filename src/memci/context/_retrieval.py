@@ -20,12 +20,13 @@ only. No line shows twice: a page's lines leave out what the blocks in the windo
 When the matches leave room in the request (a question with few matches after pages that
 held room for many), the turns around this conversation's matches fill it, nearest first:
 an answer is often the turn after or before the one the question's words match. A page
-gathers as many of them as its matches leave of its episodes (none, and nothing read,
-when they fill them), shared evenly among its matches (at most
-:data:`AROUND_TURNS` on each side of one), so the fewer the matches, the further around
-each one. They come after every match, so they take only what the matches leave, and
-never come alone: a page without matches shows none, and neither does a task (a tool loop
-keeps the memory it had). They never size the room the window leaves for memory
+gathers as many of them as the lines of its matches leave of :data:`AROUND_TOKENS`
+(matches and turns together; none, and nothing read, when the matches fill them), shared
+evenly among its matches (at most
+:data:`AROUND_TURNS` on each side of one), so the fewer and the shorter the matches, the
+further around each one. They come after every match, so they take only what the
+matches leave, and never come alone: a page without matches shows none, and neither does
+a task (a tool loop keeps the memory it had). They never size the room the window leaves for memory
 (:meth:`RetrievalSource.reserve` counts the matches only), so the window and its archive
 events are planned as without them.
 
@@ -54,6 +55,7 @@ from memci.store import SessionRecord
 from memci.tokens import EstimateTokenizer, Tokenizer
 
 __all__ = [
+    "AROUND_TOKENS",
     "AROUND_TURNS",
     "BLOCKS",
     "HELD_TOKENS",
@@ -75,6 +77,7 @@ BLOCKS = "retrieval.blocks"  # the context value that keeps each page's block
 KEPT_TOKENS = 100  # tokens of the block a page keeps while it is in the window, at most
 HELD_TOKENS = 2000  # tokens the window leaves for memory at most (its share, when smaller)
 AROUND_TURNS = 10  # turns on each side of a match, at most, that fill what matches leave
+AROUND_TOKENS = 4000  # tokens of lines, a page's matches and the turns around them, at most
 
 
 
@@ -247,35 +250,49 @@ class RetrievalSource:
                     Retrieved(h.text[:600], f"{h.path}#L{h.start_line}-{h.end_line}",
                               "document", h.score) for h in docs)
         kept = self._kept(found, {"task": task, "earlier": earlier})
-        # As many as the matches leave of the episodes a page gathers: none when they fill
-        # it (and none read), more the fewer they are.
-        around = () if task else self._around(kept, window_seq,
-                                              episodes_gathered(budget) - len(kept))
+        # As many tokens as the matches leave of AROUND_TOKENS: none when they fill them (and
+        # none read), more the fewer and the shorter they are.
+        around = () if task else self._around(kept, window_seq, AROUND_TOKENS)
         form = {**_saved(found, opener, window_seq), "task": task, "earlier": earlier,
                 "asks": wants, "around": _texts_form(around)}
         return Gathered(kept, {**form, "share": bool(kept)}, gathered=True, around=around)
 
     def _around(self, found: Sequence[Retrieved], window_seq: int,
-                count: int) -> tuple[Retrieved, ...]:
+                room: int) -> tuple[Retrieved, ...]:
         """The turns around this conversation's matches in ``found``, nearest first.
 
-        At most ``count`` (what the matches leave of a page's episodes), as many on each
-        side of each match (at most :data:`AROUND_TURNS`), within the same stretch of talk
+        Their lines take what the matches' lines leave of ``room`` tokens; as
+        many turns are read on each side of each match as lines of the matches' mean
+        length fill it (at most :data:`AROUND_TURNS`), within the same stretch of talk
         (a pause of hours ends it, as it ends a message's context in the index: the
         session before it talked of other things), the best match's first at each
         distance (the turn after it, then the one before); only what left the window
         (before ``window_seq``), on the followed branch, said by the user or the
         assistant, and not shown by a line of ``found``.
         """
-        # Nearest first: the first count/2 matches' next turns already make ``count``.
-        matched = [r.seq for r in found
-                   if r.session == self.record.name and r.seq is not None][:count // 2]
-        if count < 2 or not matched:
+        # ``count`` turns of the matches' mean length fill the room, nearest first: the
+        # first count/2 matches' next turns already make it, and each reaches as far as
+        # makes it (matches close together share their neighbours).
+        ours = [r.seq for r in found if r.session == self.record.name and r.seq is not None]
+        if not ours:
             return ()
-        reach = min(AROUND_TURNS, count // (2 * len(matched)))
-        near = sorted({seq for m in matched for seq in range(m - reach, m + reach + 1)
-                       if 0 < seq < window_seq})
-        loaded = {m.seq or 0: m for first, last in runs(near) for m in self.log.load(first, last)}
+        used = 0
+        for item in found:
+            used += self._line(item)[1]
+            if used >= room:
+                return ()
+        room -= used
+        count = room * len(found) // used
+        matched = ours[:count // 2]
+        if count < 2:
+            return ()
+        near, reach = set(matched), 0
+        while reach < AROUND_TURNS and len(near.difference(ours)) < count:
+            reach += 1
+            near.update(seq for m in matched for seq in (m - reach, m + reach)
+                        if 0 < seq < window_seq)
+        loaded = {m.seq or 0: m for first, last in runs(sorted(near))
+                  for m in self.log.load(first, last)}
         sides = [_side(loaded, m, step, reach) for m in matched if m in loaded
                  for step in (1, -1)]
         taken = set(matched)
@@ -293,8 +310,14 @@ class RetrievalSource:
                                                "episode", 0.0, name, seq, turn.created_at,
                                                page))
         shown = {r.text.casefold() for r in found}
-        return tuple(r for r in _deduped(turns, self._shown)
-                     if r.text.casefold() not in shown)[:count]
+        out: list[Retrieved] = []
+        for item in _deduped(turns, self._shown):
+            if item.text.casefold() not in shown:
+                room -= self._line(item)[1]
+                if room < 0:
+                    break
+                out.append(item)
+        return tuple(out)
 
     def _kept(self, found: tuple[Retrieved, ...],
               saved: Mapping[str, Any]) -> tuple[Retrieved, ...]:
