@@ -276,11 +276,9 @@ class RetrievalSource:
         ours = [r.seq for r in found if r.session == self.record.name and r.seq is not None]
         if not ours:
             return ()
-        used = 0
-        for item in found:
-            used += self._line(item)[1]
-            if used >= room:
-                return ()
+        used = self._tokens(found, 0, room)
+        if used >= room:
+            return ()
         room -= used
         count = room * len(found) // used
         matched = ours[:count // 2]
@@ -339,7 +337,11 @@ class RetrievalSource:
         """
         if not found or cap <= 0:
             return 0
-        used = self.tokenizer.count(TITLES[language].retrieval) + 8
+        return self._tokens(found, self.tokenizer.count(TITLES[language].retrieval) + 8, cap)
+
+    def _tokens(self, found: Sequence[Retrieved], start: int, cap: int) -> int:
+        """``start`` and the tokens of the lines of ``found``, counted up to ``cap``."""
+        used = start
         for item in found:
             used += self._line(item)[1]
             if used >= cap:
