@@ -16,6 +16,7 @@ import pickle
 import subprocess
 import sys
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -215,6 +216,16 @@ def test_a_class_whose_init_was_not_compiled_ahead_gets_one() -> None:
     assert Unusual.__init__.__module__ == __name__
 
 
+def _refusals(*calls: Callable[[], object]) -> list[str]:
+    """The message of the TypeError each call raises (each must raise one)."""
+    messages = []
+    for call in calls:
+        with pytest.raises(TypeError) as caught:
+            call()
+        messages.append(str(caught.value))
+    return messages
+
+
 def _initialized(maker: Callable[..., Any], frozen: bool, slots: bool) -> type:
     @maker(frozen=frozen, slots=slots)
     class Rec:
@@ -250,11 +261,7 @@ def test_init_is_the_standard_librarys(frozen: bool, slots: bool) -> None:
         assert dataclasses.asdict(o) == dataclasses.asdict(s)
     assert ours(1).b is not ours(1).b  # a factory's value is made for each instance
     for args, kwargs in [((), {}), ((1, [], "c", 4), {}), ((1,), {"d": 1}), ((1,), {"h": 1})]:
-        errors = []
-        for made in (std, ours):
-            with pytest.raises(TypeError) as caught:
-                made(*args, **kwargs)
-            errors.append(str(caught.value))
+        errors = _refusals(*(partial(made, *args, **kwargs) for made in (std, ours)))
         assert errors[0] == errors[1]
     o = copy.deepcopy(ours(5, [1], f=2))  # copied as the fields are, no __init__ again
     assert o == ours(5, [1], f=2) and repr(o) == repr(copy.deepcopy(std(5, [1], f=2)))
@@ -292,11 +299,7 @@ def test_a_class_the_library_refuses_is_refused_alike() -> None:
         return Child
 
     for body in (late_default, frozen_on_mutable, mutable_on_frozen):
-        errors = []
-        for maker in MAKERS:
-            with pytest.raises(TypeError) as caught:
-                body(maker)
-            errors.append(str(caught.value))
+        errors = _refusals(*(partial(body, maker) for maker in MAKERS))
         assert errors[0] == errors[1]
 
 
