@@ -19,6 +19,8 @@ acknowledged, and counted in ``unacknowledged``).
 
 from __future__ import annotations
 
+import difflib
+import json
 import os
 import re
 import signal
@@ -120,6 +122,7 @@ class Result:
     archive_events: int = 0
     compared: int = 0
     differing: list[str] = field(default_factory=list)
+    difference: str = ""  # how the first differing session's answers differ (a diff)
     killed: bool = False
     # CPU ms during the load, of the servers, of the database (PostgreSQL: its processes;
     # SQLite's work is in the servers'), and of the clients (this process)
@@ -276,11 +279,20 @@ def _compare_contexts(procs: list[Server], key: str, clients: int, budget: int,
                 r = http.post(f"/v1/sessions/{sid}/context", json={"budget": budget})
                 answers.append(r.json().get("payload") if r.status_code == 200 else r.text)
             result.compared += 1
-            if any(a != answers[0] for a in answers[1:]):
+            other = next((a for a in answers[1:] if a != answers[0]), None)
+            if other is not None:
                 result.differing.append(sid)
+                result.difference = result.difference or _diff(answers[0], other)
     finally:
         for h in https:
             h.close()
+
+
+def _diff(first: Any, second: Any) -> str:
+    """The lines in which two answers differ (a unified diff of their JSON, cut short)."""
+    lines = [json.dumps(a, indent=1, ensure_ascii=False, sort_keys=True).splitlines()
+             for a in (first, second)]
+    return "\n".join(list(difflib.unified_diff(*lines, lineterm="", n=1))[:60])
 
 
 def _check_store(db: str, acked: dict[int, list[tuple[int, str]]], clients: int,
@@ -325,6 +337,7 @@ def describe(result: Result) -> dict[str, Any]:
         "lost": result.lost, "duplicated": result.duplicated, "gap_free": result.gap_free,
         "archive_events": result.archive_events, "double_archived": result.double_archived,
         "compared": result.compared, "differing": result.differing,
+        "difference": result.difference,
         "cpu_ms": {"server": round(result.server_cpu), "database": round(result.database_cpu),
                    "client": round(result.client_cpu)},
     }

@@ -8,6 +8,7 @@ page, and no message is lost or stored twice.
 from __future__ import annotations
 
 import collections
+import itertools
 import json
 import os
 import subprocess
@@ -15,6 +16,9 @@ import sys
 import textwrap
 import threading
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 import memci
 
@@ -121,3 +125,47 @@ def test_two_engines_in_one_process_build_one_session(tmp_path: Path) -> None:
     events = _check_log(db, 2 * 2 * rounds)
     _assert_each_event_once(events)
     assert sum(1 for e in events if e["kind"] == "archive") > 0
+
+
+def test_a_state_committed_after_the_log_was_read_is_built_over_its_messages(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Another engine appends and archives between this one's read of the log and of the state.
+
+    The state it then loads names pages of messages its log has not read. Restored over
+    the log as it was, the state's first page in the window did not hold: the engine
+    archived pages the other had archived already (recorded twice) and, in the
+    multi-server test, sent every message as stored while the other server sent the
+    paged request: two servers answered different requests for one session.
+    """
+    db = tmp_path / "memci.db"
+    with memci.Engine.open(db, workers=0) as a, memci.Engine.open(db, workers=0) as b:
+        sa, sb = a.session("shared"), b.session("shared")
+        said = iter(range(1000))
+
+        def say(pairs: int) -> None:
+            for n in itertools.islice(said, pairs):
+                sa.add_many([{"role": "user", "content": f"question {n} about the harbour"},
+                             {"role": "assistant",
+                              "content": f"answer {n}: " + "the ferry " * 20}])
+
+        def archives() -> bool:
+            return any(e.startswith("archive") for e in sa.build(budget=1000).stats.events)
+
+        say(4)
+        assert sb.build(budget=1000).stats.events == ()  # b has read the log and the state
+        say(20)
+        assert archives()  # the state moves on: b's next build loads it again
+        store = b.store.context
+        load = store.load
+
+        def a_writes_then_load(session: Any) -> Any:
+            monkeypatch.setattr(store, "load", load)  # once
+            say(20)
+            assert archives()
+            return load(session)
+
+        monkeypatch.setattr(store, "load", a_writes_then_load)
+        built = sb.build(budget=1000)
+        assert not any(e.startswith("archive") for e in built.stats.events)
+        assert built.to_openai() == sa.build(budget=1000).to_openai()
+    _assert_each_event_once(_check_log(db, 88))

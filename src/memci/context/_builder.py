@@ -260,6 +260,10 @@ class ContextBuilder:
         version = -1 if heads is None else heads.version
         if version != self._version or self.log.generation != self._generation:
             state = self.services.store.context.load(self.record)
+            if state.version != version:
+                # Another writer committed after the heads were read: its state may name
+                # pages of messages stored after them (a commit follows what it names).
+                self.log.sync()
             self.counts = {"archive": 0, "recall": 0, "evict": 0, **state.counts}
             self.history.restore(state, self.counts)
             self._version = state.version
