@@ -517,3 +517,43 @@ def test_the_scrub_covers_every_table_memci_makes(url: str) -> None:
     assert {"messages", "memory_fts_bigram", "memory_items_fts_trigram",
             "doc_chunks_fts_bigram", "memci_erasures", "artifact_contents"} <= covered
 
+
+
+def test_memory_committed_after_a_newer_write_was_read_reaches_the_next_gather(
+        url: str) -> None:
+    """A doc numbered before the newest can commit after it: the caches must not keep missing it.
+
+    Memory's caches (a gather, the preferences, who a name is) are keyed by its version;
+    the newest doc number did not change when an older-numbered doc committed later, so a
+    gather read while that write was in flight was answered from the cache for minutes.
+    """
+    with (memci.Engine.open(url, workers=0) as a, memci.Engine.open(url, workers=0) as b,
+          memci.Engine.open(url, workers=0) as c):
+        mine, other, asking = (e.session(n, user="u") for e, n in
+                               ((a, "one"), (b, "two"), (c, "three")))
+        other.add({"role": "user", "content": "hello"})
+        asking.add({"role": "user", "content": "what about the zeppelin?"})
+        written, go = threading.Event(), threading.Event()
+
+        def slow_writer() -> None:
+            with a.store.atomic():
+                mine.add({"role": "user", "content": "my favourite zeppelin is the Hindenburg"})
+                written.set()
+                go.wait(30)
+
+        writer = threading.Thread(target=slow_writer)
+        writer.start()
+        try:
+            assert written.wait(30)
+            other.add({"role": "user", "content": "a note about lunch"})  # numbered after
+
+            def gathered() -> list[str]:
+                found = c.gatherer.gather("which zeppelin do I like?", session=asking.record,
+                                          scope="user")
+                return [e.text for e in found.episodes]
+
+            assert "my favourite zeppelin is the Hindenburg" not in gathered()
+        finally:
+            go.set()
+            writer.join(30)
+        assert "my favourite zeppelin is the Hindenburg" in gathered()

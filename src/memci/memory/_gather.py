@@ -29,7 +29,7 @@ from memci._dataclasses import dataclass
 from memci.memory._hit import Hit
 from memci.memory._items import Level, MemoryItem, Scope
 from memci.memory._memory import Memory
-from memci.store import SessionRecord
+from memci.store import MemoryVersion, SessionRecord
 
 __all__ = [
     "DEFAULT_CACHE_TTL",
@@ -78,7 +78,7 @@ class RetrievalResult:
         return tuple(out)
 
 
-_Key = tuple[str, str, int, int, int | None, int, tuple[int, int, int], datetime | None]
+_Key = tuple[str, str, int, int, int | None, int, MemoryVersion, datetime | None]
 
 
 class Gatherer:
@@ -150,7 +150,7 @@ class Gatherer:
         return result
 
     def _preferences(
-        self, owner: Scope, version: tuple[int, int, int]
+        self, owner: Scope, version: MemoryVersion
     ) -> tuple[MemoryItem, ...]:
         """The current preferences ``owner`` sees, newest first.
 

@@ -43,6 +43,7 @@ from memci.messages import Message, TextPart, ToolCallPart, ToolResultPart
 from memci.messages._tools import OWN_TOOL_NAMES
 from memci.store import (
     Candidate,
+    MemoryVersion,
     MessageSearch,
     SearchDoc,
     SearchFilter,
@@ -258,8 +259,8 @@ class MessageIndex:
         self.page_of = page_of
         self.rows: MessageSearch = store.search(self.analyzer)
         self._query_vectors: OrderedDict[str, list[float]] = OrderedDict()
-        self._roles: OrderedDict[tuple[str, tuple[int, ...] | None, int], str | None] = (
-            OrderedDict())
+        self._roles: OrderedDict[tuple[str, tuple[int, ...] | None, MemoryVersion],
+                                 str | None] = OrderedDict()
         self._lock = threading.Lock()
         self._own = _OwnCalls(self.rows.recent)
         # Messages read back at first for a context (see _context_before).
@@ -589,11 +590,12 @@ class MessageIndex:
     def _role_of(self, name: str, sessions: Collection[int] | None) -> str | None:
         """The role that speaks as ``name`` in ``sessions`` (see :mod:`memci.memory._speaker`).
 
-        One search of the name and one read of its matches, kept until a message is
-        indexed.
+        One search of the name and one read of its matches, kept while memory's version
+        stays (:meth:`~memci.store.MessageSearch.memory_version`: until a message is
+        indexed, on PostgreSQL also while a write was in flight).
         """
         key = (name, None if sessions is None else tuple(sorted(sessions)),
-               self.rows.version())
+               self.rows.memory_version())
         with self._lock:
             if key in self._roles:
                 self._roles.move_to_end(key)

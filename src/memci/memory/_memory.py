@@ -35,7 +35,7 @@ from memci.memory._index import ADDS, Candidate, MessageIndex, TimeMode
 from memci.memory._items import Kept, Level, MemoryItem, MemoryItems, Scope
 from memci.memory._time import TimeRange, time_hint
 from memci.messages import Message
-from memci.store import SessionRecord, Store
+from memci.store import MemoryVersion, SessionRecord, Store
 from memci.text import Analyzer
 
 __all__ = ["Memory", "memory_for", "search"]
@@ -51,7 +51,7 @@ _ScopeKey = tuple[str, str, str | None, int]
 class _Reads:
     """What one :meth:`Memory.reading` block has read: reused by its later searches."""
 
-    version: tuple[int, int, int] | None = None
+    version: MemoryVersion | None = None
     sessions: dict[_ScopeKey, list[int]] = field(default_factory=dict)
     # read with the version (see Memory.version), caught up at the first search
     behind: dict[_ScopeKey, tuple[list[int], list[tuple[int, int]]]] = field(
@@ -297,7 +297,7 @@ class Memory:
         return out
 
     def version(self, session: SessionRecord | None = None,
-                scope: Level = "session") -> tuple[int, int, int]:
+                scope: Level = "session") -> MemoryVersion:
         """Changes whenever a message is indexed, an item changes or anything is deleted.
 
         For caches: a deletion may leave the newest message and item as they were, so
@@ -318,7 +318,7 @@ class Memory:
         return version
 
     def _with_sessions(self, reads: _Reads, session: SessionRecord,
-                       scope: Level) -> tuple[int, int, int] | None:
+                       scope: Level) -> MemoryVersion | None:
         """The version, and into ``reads`` the sessions ``scope`` covers, in one statement.
 
         None (nothing read) when the search of ``scope`` covers only ``session``, or its

@@ -40,6 +40,7 @@ from memci.store._rows import orphan_result
 from memci.store._search import (
     Candidate,
     IndexedMessage,
+    MemoryVersion,
     MessageSearch,
     SearchDoc,
     SearchFilter,
@@ -119,6 +120,7 @@ __all__ = [
     "LogColumns",
     "LogRow",
     "MemoryItem",
+    "MemoryVersion",
     "MessageLog",
     "MessageSearch",
     "Migration",

@@ -42,6 +42,7 @@ __all__ = [
     "WINDOW_MAX",
     "Candidate",
     "IndexedMessage",
+    "MemoryVersion",
     "MessageSearch",
     "SearchDoc",
     "SearchFilter",
@@ -63,6 +64,10 @@ COMMON_MAX = 4
 # A time window holding at most WINDOW_MAX entries of the search's sessions bounds the
 # search by their doc numbers (its first and last); one holding none finds nothing.
 WINDOW_MAX = 2_000
+
+
+MemoryVersion = tuple[int, int, int, int]
+"""What long-term memory's caches are keyed by (:meth:`MessageSearch.memory_version`)."""
 
 
 class Candidate(NamedTuple):
@@ -229,17 +234,21 @@ class MessageSearch(Protocol):
         """
         ...
 
-    def memory_version(self) -> tuple[int, int, int]:
-        """The newest doc number, item revision and erasure (0: none), in one read.
+    def memory_version(self) -> MemoryVersion:
+        """The newest doc number, item revision, erasure (0: none), writers in flight.
 
-        What a cache of long-term memory is keyed by: it grows whenever a message is
-        indexed, an item changes or anything is deleted.
+        One read. What a cache of long-term memory is keyed by: it changes whenever a message is
+        indexed, an item changes or anything is deleted. Where writers commit out of the
+        order of their numbers (PostgreSQL: a doc numbered before the newest may commit
+        after it is read), the fourth part names the transactions in progress, so a
+        version read while a write was in flight differs from every one read after it
+        ended (SQLite: 0, its writers commit one at a time).
         """
         ...
 
     def version_and_sessions(
         self, tenant: str, user: str | None = None
-    ) -> tuple[tuple[int, int, int], list[int], list[tuple[int, int]]]:
+    ) -> tuple[MemoryVersion, list[int], list[tuple[int, int]]]:
         """:meth:`memory_version` and :meth:`sessions_behind`, in one read."""
         ...
 

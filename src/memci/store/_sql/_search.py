@@ -20,7 +20,13 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from memci.messages import Message
 from memci.store._rows import message_from_row, stored_instant, stored_parts
-from memci.store._search import Candidate, IndexedMessage, SearchDoc, SearchFilter
+from memci.store._search import (
+    Candidate,
+    IndexedMessage,
+    MemoryVersion,
+    SearchDoc,
+    SearchFilter,
+)
 from memci.store._sql._conn import Sql, Transactions
 from memci.store._sql._dialect import Dialect
 
@@ -91,10 +97,13 @@ def as_candidates(rows: Sequence[Sequence[Any]]) -> list[Candidate]:
 class SqlMessageSearch(ABC):
     """The message index of one analyzer in one store: what both backends share.
 
-    ``EPOCH``: the backend's erasure epoch as a scalar subquery (its eraser's).
+    ``EPOCH``: the backend's erasure epoch as a scalar subquery (its eraser's);
+    ``IN_FLIGHT``: one naming the write transactions in progress where writers may commit
+    out of the order of their numbers (see :meth:`MessageSearch.memory_version`).
     """
 
     EPOCH: ClassVar[str]
+    IN_FLIGHT: ClassVar[str] = "0"
 
     def __init__(self, db: Transactions, analyzer: Analyzer) -> None:
         db.ready("memory")
@@ -221,7 +230,7 @@ class SqlMessageSearch(ABC):
 
     def version_and_sessions(
         self, tenant: str, user: str | None = None
-    ) -> tuple[tuple[int, int, int], list[int], list[tuple[int, int]]]:
+    ) -> tuple[MemoryVersion, list[int], list[tuple[int, int]]]:
         """:meth:`memory_version` and :meth:`sessions_behind`, in one statement.
 
         The version's columns go with every session's row (each computed once: they
@@ -231,7 +240,7 @@ class SqlMessageSearch(ABC):
         if not rows:
             return self.memory_version(), [], []
         tops = [tuple(r[:3]) for r in rows]
-        version = (int(rows[0][3]), int(rows[0][4]), int(rows[0][5]))
+        version = (int(rows[0][3]), int(rows[0][4]), int(rows[0][5]), int(rows[0][6]))
         return version, [int(sid) for sid, _, _ in tops], _ahead(tops)
 
     def _tops(self, source: str, args: Sequence[Any], *,
@@ -361,16 +370,17 @@ class SqlMessageSearch(ABC):
         return nullcontext()
 
     def _version_columns(self) -> str:
-        """:meth:`memory_version`'s three columns: newest doc, item revision, erasure."""
+        """:meth:`memory_version`'s columns: newest doc, item revision, erasure, in flight."""
         return ("(SELECT COALESCE(MAX(id), 0) FROM memory_docs),"
-                f" (SELECT COALESCE(MAX(rev), 0) FROM memory_items), {self.EPOCH}")
+                f" (SELECT COALESCE(MAX(rev), 0) FROM memory_items), {self.EPOCH},"
+                f" {self.IN_FLIGHT}")
 
-    def memory_version(self) -> tuple[int, int, int]:
-        """The newest doc number, item revision and erasure, in one statement (0: none)."""
+    def memory_version(self) -> MemoryVersion:
+        """The newest doc number, item revision, erasure and writers in flight (one read)."""
         with self._db.read() as sql:
             row = sql.one(f"SELECT {self._version_columns()}")
         assert row is not None
-        return int(row[0]), int(row[1]), int(row[2])
+        return int(row[0]), int(row[1]), int(row[2]), int(row[3])
 
 
 def _of_user(tenant: str, user: str | None) -> tuple[str, list[Any]]:

@@ -37,6 +37,11 @@ class PostgresMessageSearch(SqlMessageSearch):
     """The message index of one analyzer in one PostgreSQL store."""
 
     EPOCH = EPOCH
+    # Docs and item revisions are numbered when written and may commit out of that order:
+    # a hash of the transactions in progress (none: 0) tells a version read while a
+    # write was in flight from one read after it committed.
+    IN_FLIGHT = ("(SELECT COALESCE(hashtextextended(string_agg(x::text, ',' ORDER BY x), 0),"
+                 " 0) FROM pg_snapshot_xip(pg_current_snapshot()) x)")
 
     def __init__(self, store: Database, analyzer: Analyzer) -> None:
         super().__init__(store.sql, analyzer)
