@@ -557,3 +557,42 @@ def test_memory_committed_after_a_newer_write_was_read_reaches_the_next_gather(
             go.set()
             writer.join(30)
         assert "my favourite zeppelin is the Hindenburg" in gathered()
+
+
+def test_two_servers_adding_notes_to_one_session_at_once_keep_both(url: str) -> None:
+    """A working-state write reads, then writes what it changed: another server's waits.
+
+    Both read the notebook's next id while neither had committed: the later write gave
+    its note the earlier one's id and replaced it, though its caller was told it was
+    noted.
+    """
+    with memci.Engine.open(url, workers=0) as a, memci.Engine.open(url, workers=0) as b:
+        mine, theirs = a.session("one"), b.session("one")
+        mine.add({"role": "user", "content": "start"})
+        inside, go = threading.Event(), threading.Event()
+
+        def slow_writer() -> None:
+            state = mine.work_state()
+            with state.writing():
+                state.notebook_add("noted by a, slowly")
+                inside.set()
+                go.wait(30)
+
+        writer = threading.Thread(target=slow_writer)
+        writer.start()
+        answers: list[str] = []
+        other = threading.Thread(target=lambda: answers.append(
+            theirs.call_tool("notebook_add", {"summary": "noted by b"})))
+        try:
+            assert inside.wait(30)
+            other.start()
+            other.join(0.5)
+            assert other.is_alive()  # it waits for a's block to end
+        finally:
+            go.set()
+            writer.join(30)
+            other.join(30)
+        assert answers and "note 2" in answers[0]
+    with memci.Engine.open(url, workers=0) as fresh:
+        notes = fresh.session("one").work_state().notebook_list()
+    assert [(n.id, n.summary) for n in notes] == [(1, "noted by a, slowly"), (2, "noted by b")]

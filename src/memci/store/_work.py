@@ -55,6 +55,14 @@ class WorkStore(Protocol):
         """Whether the session exists (its working state can be written)."""
         ...
 
+    def hold(self, session_id: int) -> None:
+        """Lock the session's working state until the transaction ends (call it first).
+
+        Another process's writer of it waits, so what a writer read stays true until it
+        commits.
+        """
+        ...
+
     def item(self, session_id: int, kind: str, item_id: int) -> Any:
         """The JSON value of one item, or None."""
         ...

@@ -187,15 +187,18 @@ class WorkState:
         """One transaction in which each kind of item and each value is read once.
 
         What the writes inside change is applied to what was read, so several adds in a
-        row read nothing again: the transaction holds the store's writer, nothing else
-        changes it meanwhile. The values, and the items once every item was read, are
-        written when the block ends (each key once); the events as they are made.
+        row read nothing again: nothing else changes the session's state meanwhile (the
+        block holds the session's row before it reads: another server's writer of it
+        waits, as SQLite's one writer at a time does). The values, and the items once
+        every item was read, are written when the block ends (each key once); the events
+        as they are made.
         """
         with self.store.atomic():
             outer = self._read
             if outer is not None and outer.writing:  # the same transaction: the same reads
                 yield self
                 return
+            self.rows.hold(self.session.id)
             self._read = read = _Read(writing=True)
             try:
                 yield self

@@ -58,6 +58,19 @@ class SqlWorkStore:
         with self._db.read() as sql:
             return sql.one("SELECT 1 FROM sessions WHERE id = ?", (session_id,)) is not None
 
+    def hold(self, session_id: int) -> None:
+        """Lock the session's row until the transaction ends (where rows are locked).
+
+        A writer of the working state reads it, then writes what it changed: on
+        PostgreSQL two servers' writers of one session would read the same state and the
+        later write would undo the earlier (two notes given one id). SQLite's write
+        transactions take turns already: no statement.
+        """
+        with self._db.write() as sql:
+            if sql.dialect.lock_row:
+                sql.run("SELECT 1 FROM sessions WHERE id = ?" + sql.dialect.lock_row,
+                        (session_id,))
+
     def item(self, session_id: int, kind: str, item_id: int) -> Any:
         """The JSON value of one item, or None."""
         with self._db.read() as sql:
