@@ -237,12 +237,12 @@ class MessageSearch(Protocol):
     def memory_version(self) -> MemoryVersion:
         """The newest doc number, item revision, erasure (0: none), writers in flight.
 
-        One read. What a cache of long-term memory is keyed by: it changes whenever a message is
-        indexed, an item changes or anything is deleted. Where writers commit out of the
-        order of their numbers (PostgreSQL: a doc numbered before the newest may commit
-        after it is read), the fourth part names the transactions in progress, so a
-        version read while a write was in flight differs from every one read after it
-        ended (SQLite: 0, its writers commit one at a time).
+        One read. What a cache of long-term memory is keyed by: it changes whenever a
+        message is indexed, an item changes or anything is deleted. Where writers commit
+        out of the order of their numbers (PostgreSQL: a doc numbered before the newest
+        may commit after it is read), the fourth part names the transactions in
+        progress, so a version read while a write was in flight differs from every one
+        read after it ended (SQLite: 0, its writers commit one at a time).
         """
         ...
 
