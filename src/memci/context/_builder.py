@@ -698,6 +698,11 @@ class ContextBuilder:
                 window, window_tokens = self.history.plan(
                     draft, room - (grown - state_tokens), snap.caps["contents"], snap.recipe)
                 state_tokens = grown
+        if state is not None and not self.history.left_out(draft, window):
+            # Every page is in the window again (the budget grew): the context pool would
+            # repeat them, and the whole history may cost no more than itself.
+            state = self.working.render(snap.recipe.without_pool(), state_tokens, language)
+            state_tokens = (state.tokens or 0) if state else 0
         placed, retrieval, memory, memory_room = self._memory(
             snap, draft, window, snap.room - state_tokens - snap.reserve - window_tokens,
             language)
