@@ -173,3 +173,31 @@ def test_pages_that_were_sent_whole_are_listed_when_they_leave(engine: memci.Eng
     archived = [e for e in s.events() if e["kind"] == "archive"]
     assert archived and ctx.segment("contents")
     assert not [e for e in archived if e["reason"].startswith("backlog")]
+
+
+@pytest.mark.parametrize("grown", [16_000, None])
+@pytest.mark.parametrize(("chat", "history"), [("26.json", 4_700), ("41.json", 4_700),
+                                               ("30.json", 3_000)])
+def test_a_history_back_in_a_grown_budget_costs_what_it_costs(
+        tmp_path: Path, chat: str, history: int, grown: int | None) -> None:
+    """After builds at 900 tokens archived most of a real chat, a build whose budget holds
+    the whole history again sends it at most 5% over its own tokens: no context pool that
+    repeats the pages now back, no recall tools with nothing left to recall, no memory of
+    the session's own pages (the blocks placed while they were out included)."""
+    trace = load_conversation(shared_data("locomo", chat), format="locomo")
+    with memci.Engine.open(tmp_path / "g.db") as engine:
+        s = engine.session("g")
+        for message in trace.messages:
+            if message["role"] not in ("user", "assistant"):
+                continue
+            s.add(message)
+            if message["role"] == "user":
+                s.build(budget=900)
+            if sum(m.tokens or 0 for m in s.messages()) >= history:
+                break
+        assert s.stats().archived > 10
+        ctx = s.build(budget=grown)
+        shown = {m.seq for m in ctx.messages if m.seq is not None}
+        assert shown >= {m.seq for m in s.messages()}
+        assert _own(ctx) == []
+        assert ctx.stats.total_tokens <= BOUND * ctx.stats.full_tokens, ctx.stats.sections

@@ -702,9 +702,15 @@ class ContextBuilder:
                 window, window_tokens = self.history.plan(
                     draft, room - (grown - state_tokens), snap.caps["contents"], snap.recipe)
                 state_tokens = grown
+        every = not self.history.left_out(draft, window)
+        if state is not None and every:
+            # Every page is in the window again (the budget grew): the context pool would
+            # repeat them, and the whole history may cost no more than itself.
+            state = self.working.render(snap.recipe.without_pool(), state_tokens, language)
+            state_tokens = (state.tokens or 0) if state else 0
         placed, retrieval, memory, memory_room = self._memory(
             snap, draft, window, snap.room - state_tokens - snap.reserve - window_tokens,
-            language)
+            language, every=every)
         planned_tokens = window_tokens
         if snap.reserve:
             window = self.history.with_heads(window, snap.reserve, snap.heads)
@@ -722,7 +728,7 @@ class ContextBuilder:
         return plan
 
     def _memory(self, snap: _Snapshot, draft: HistoryPlan, window: list[Message], left: int,
-                language: str
+                language: str, *, every: bool = False
                 ) -> tuple[dict[int, Block], Message | None, tuple[Retrieved, ...], int]:
         """The memory a plan shows: each page's block, and the tail of a page that asks.
 
@@ -733,12 +739,19 @@ class ContextBuilder:
         something. Such a page's request then
         ends with the rest of its lines, within what the window leaves: this tail is the
         only memory a later request does not repeat. Returns the blocks placed, the tail,
-        the items the current page shows, the tail's room.
+        the items the current page shows, the tail's room. ``every``: the window holds every
+        message (pages back after the budget grew): the session's own memory would repeat
+        it, so none is shown, nor the blocks placed while pages were out.
         """
         placed = {p: b for p, b in snap.blocks.items()
-                  if draft.paged is not None and draft.paged.place_of(p) == "window"}
+                  if draft.paged is not None and draft.paged.place_of(p) == "window"
+                  and not every}
         left -= sum(b.message.tokens or 0 for b in placed.values())
         page, found = self.log.index.pages, snap.shown.candidates
+        around = snap.shown.around
+        if every:
+            found, around = (tuple(r for r in items if r.session != self.record.name)
+                             for items in (found, around))
         if not window or window[-1].role == "assistant" or not snap.shown.asks:
             return placed, None, (), 0
         opener = self._opener(page)
@@ -749,7 +762,7 @@ class ContextBuilder:
                 placed[page] = Block.made(message, items, opener)
                 left -= message.tokens or 0
         # The turns around the matches come after them: they fill only what the matches leave.
-        tail, more = self.retrieval.message((*found, *snap.shown.around), window, left,
+        tail, more = self.retrieval.message((*found, *around), window, left,
                                             language, placed=_keys(placed))
         own = placed[page].keys if page in placed else frozenset()
         return placed, tail, (*(r for r in found if line_key(r) in own), *more), max(left, 0)

@@ -439,10 +439,10 @@ class HistorySource:
         """Whether a build's ``window`` leaves some of the history out (after its plan).
 
         Counted in messages, not tokens: a tool result shown by its view is in the window
-        (artifact_get reads the rest), though the view costs less than the output.
+        (artifact_get reads the rest), though the view costs less than the output. Pages
+        archived once and back in the window (the budget grew) leave nothing out.
         """
-        if draft.paged is not None and (draft.paged.first_active > 1
-                                        or bool(draft.paged.contents)):
+        if draft.paged is not None and draft.paged.contents:
             return True
         return sum(1 for m in window if m.seq is not None) < len(self.log.index)
 

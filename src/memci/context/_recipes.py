@@ -34,6 +34,10 @@ class Recipe(NamedTuple):
     recent_steps: int  # tool-loop steps of the current page kept raw (0: all that fit)
     tool_head: bool  # the newest tool result shows the head of its output
 
+    def without_pool(self) -> Recipe:
+        """The recipe without the context pool (for a window that holds every page)."""
+        return self._replace(sections=tuple(s for s in self.sections if s != "context_pool"))
+
 
 CHAT = Recipe("chat", ("fastmemo", "context_pool", "pins", "notebook"), 0, False)
 TOOL_LOOP = Recipe("tool_loop", ("fastmemo", "context_pool", "pins", "plan", "notebook"),

@@ -112,7 +112,7 @@ class WorkingStateSource:
         (its events' ids may be given again if it rolls back). ``version``: as in
         :meth:`render`.
         """
-        key = (recipe.name, state.version() if version is None else version, cap, language)
+        key = (recipe.sections, state.version() if version is None else version, cap, language)
         if self._cache[0] == key:
             return key, self._cache[1]
         render = {"fastmemo": state.render_fastmemo, "context_pool": state.render_context_pool,
