@@ -596,3 +596,35 @@ def test_two_servers_adding_notes_to_one_session_at_once_keep_both(url: str) -> 
     with memci.Engine.open(url, workers=0) as fresh:
         notes = fresh.session("one").work_state().notebook_list()
     assert [(n.id, n.summary) for n in notes] == [(1, "noted by a, slowly"), (2, "noted by b")]
+
+
+def test_two_servers_remembering_one_fact_at_once_keep_one_item(url: str) -> None:
+    """A write finds what it merges, then adds: another server's waits for it to commit.
+
+    Both found no such item while neither had committed, so the user had the fact
+    twice (and two current items about one subject, each superseding only the older).
+    """
+    owner = Scope.user_scope("u", "t")
+    with memci.Engine.open(url, workers=0) as a, memci.Engine.open(url, workers=0) as b:
+        inside, go = threading.Event(), threading.Event()
+
+        def slow_writer() -> None:
+            with a.store.atomic():
+                a.memory.items.remember(owner, "likes green tea", "preference", subject="tea")
+                inside.set()
+                go.wait(30)
+
+        writer = threading.Thread(target=slow_writer)
+        writer.start()
+        other = threading.Thread(target=lambda: b.memory.items.remember(
+            owner, "Likes green tea.", "preference", subject="tea"))
+        try:
+            assert inside.wait(30)
+            other.start()
+            other.join(0.5)
+        finally:
+            go.set()
+            writer.join(30)
+            other.join(30)
+        current = b.memory.items.preferences(owner)
+    assert [(i.text, i.seen) for i in current] == [("likes green tea", 2)]

@@ -114,6 +114,7 @@ class MemoryItems:
         since = at.timestamp() if at is not None else now
         rows = self.rows
         with self.store.atomic():
+            rows.hold(scope, kind)
             same = rows.find(scope, kind, norm)
             if same is not None:
                 rows.merge(same, now=now, summary=summary, source=source, subject=subj)
@@ -181,6 +182,7 @@ class MemoryItems:
                 entry.at.timestamp() if entry.at is not None else now, now)
         rows = self.rows
         with self.store.atomic():
+            rows.hold(scope, kind)
             seen = {same: batch.pop(norm)
                     for norm, same in rows.find_many(scope, kind, list(batch)).items()}
             rows.merge_many(seen, now=now)

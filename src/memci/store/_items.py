@@ -150,6 +150,14 @@ class ItemStore(Protocol):
 
     analyzer: Analyzer
 
+    def hold(self, owner: Scope, kind: str) -> None:
+        """Keep other writers of ``owner``'s items of ``kind`` out until the transaction ends.
+
+        A write finds the items it merges or supersedes, then writes: call it first, so
+        what it found stays true (two servers never add one fact twice).
+        """
+        ...
+
     def find(self, owner: Scope, kind: str, norm: str) -> int | None:
         """The newest item not superseded owned by exactly ``owner`` with this text."""
         ...

@@ -18,8 +18,8 @@ supported PostgreSQL. What is spelled differently comes from the backend's
 - functions and operators: :meth:`Dialect.greatest`, :attr:`Dialect.is_same` (equality
   that holds for two NULLs), :meth:`Dialect.byte_length`, :meth:`Dialect.contains`,
   :meth:`Dialect.json_has_key`;
-- row locks (:attr:`Dialect.lock_row`, :attr:`Dialect.skip_locked`: none in SQLite,
-  whose write transactions are serialized);
+- locks (:attr:`Dialect.lock_row`, :attr:`Dialect.skip_locked`, :attr:`Dialect.lock_name`:
+  none in SQLite, whose write transactions are serialized);
 - column types: text kept where U+0000 must fit (:meth:`Dialect.utf8_in`,
   :meth:`Dialect.utf8_out`: PostgreSQL ``bytea``);
 - batches: :meth:`Dialect.executemany`, the one place a batch reaches the driver, and
@@ -52,6 +52,9 @@ class Dialect(ABC):
     lock_row: str
     #: Appended to a ``SELECT`` that locks the rows it reads and skips rows others hold.
     skip_locked: str
+    #: A statement that takes, until the transaction ends, the lock named by its one
+    #: parameter (a text), for writers with no row to lock ("" where writers take turns).
+    lock_name: str
 
     @abstractmethod
     def statement(self, text: str) -> str:

@@ -106,6 +106,18 @@ class SqlItemStore(ABC):
 
     # -- writing -------------------------------------------------------------------------
 
+    def hold(self, owner: Scope, kind: str) -> None:
+        """Lock ``owner``'s items of ``kind`` until the transaction ends (see ItemStore.hold).
+
+        PostgreSQL: a transaction-scoped advisory lock named by the owner and kind (items
+        have no row to lock before they are added); SQLite's writers take turns: nothing.
+        """
+        with self._db.write() as sql:
+            if sql.dialect.lock_name:
+                sql.run(sql.dialect.lock_name, ("\x1f".join(map(str, (
+                    "memory_items", owner.tenant, owner.level, owner.owner_user,
+                    owner.owner_session, kind))),))
+
     def find(self, owner: Scope, kind: str, norm: str) -> int | None:
         """The newest item not superseded owned by exactly ``owner`` with this text."""
         with self._db.read() as sql:

@@ -51,6 +51,7 @@ class PostgresDialect(Dialect):
     is_same = "IS NOT DISTINCT FROM"
     lock_row = " FOR UPDATE"
     skip_locked = " FOR UPDATE SKIP LOCKED"
+    lock_name = "SELECT pg_advisory_xact_lock(hashtextextended(?, 0))"
 
     def statement(self, text: str) -> str:
         """``?`` as ``%s``, ``%`` as ``%%``."""

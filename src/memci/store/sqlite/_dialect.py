@@ -47,6 +47,7 @@ class SQLiteDialect(Dialect):
     is_same = "IS"
     lock_row = ""  # a write transaction is BEGIN IMMEDIATE: writers take turns
     skip_locked = ""
+    lock_name = ""
 
     def statement(self, text: str) -> str:
         """``text`` itself: SQLite's placeholders are ``?``."""
