@@ -152,11 +152,16 @@ def _refused_headers(case: str, keys: dict[str, str]) -> dict[str, str]:
         "basic": {"Authorization": "Basic YWNtZTpwdw=="},
         "two keys": {**auth(keys["acme"]), "x-api-key": keys["globex"]},
         "revoked x-api-key": {"x-api-key": keys["revoked"]},
+        # a credential the server cannot read is refused, not passed over for another
+        "basic beside a key": {"Authorization": "Basic YWNtZTpwdw==",
+                               "x-api-key": keys["acme"]},
+        "empty bearer beside a key": {"Authorization": "Bearer", "x-api-key": keys["acme"]},
     }[case]
 
 
 @pytest.mark.parametrize("case", ["none", "unknown", "revoked", "not a key", "empty bearer",
-                                  "basic", "two keys", "revoked x-api-key"])
+                                  "basic", "two keys", "revoked x-api-key",
+                                  "basic beside a key", "empty bearer beside a key"])
 def test_a_missing_bad_or_revoked_key_is_refused(
     served: tuple[ServeProcess, dict[str, str]], case: str
 ) -> None:

@@ -8,7 +8,8 @@ published; a client that starts OAuth on a 401 learns from this answer what to s
 
 - a key is sent as ``Authorization: Bearer <key>`` or as ``x-api-key`` (Anthropic's SDK);
 - two different keys on one request are refused (answering as either could act for the
-  wrong tenant);
+  wrong tenant), and so is an ``Authorization`` header that is not ``Bearer <key>`` (a
+  credential the server cannot read is never passed over for another it can);
 - an unknown or revoked key is refused; a known key's tenant is the only tenant the
   request sees;
 - with ``auth=False`` (``memci serve --no-auth``, loopback only) every request is the
@@ -45,15 +46,16 @@ def _refused(problem: str, *, sent: bool) -> ApiError:
 def sent_key(headers: Mapping[str, str]) -> str | None:
     """The API key a request carries (None when it carries none).
 
-    Raises ApiError 401 when ``Authorization`` and ``x-api-key`` hold two different keys.
+    Raises ApiError 401 when ``Authorization`` and ``x-api-key`` hold two different keys,
+    or ``Authorization`` is sent but is not ``Bearer <key>``.
     """
     bearer: str | None = None
     authorization = headers.get("authorization")
-    if authorization:
-        scheme, _, credentials = authorization.partition(" ")
-        credentials = credentials.strip()
-        if scheme.lower() == "bearer" and credentials:
-            bearer = credentials
+    if authorization is not None:
+        scheme, _, credentials = authorization.strip().partition(" ")
+        bearer = credentials.strip()
+        if scheme.lower() != "bearer" or not bearer:
+            raise _refused("the Authorization header is not 'Bearer <key>'", sent=True)
     other = headers.get("x-api-key")  # also when empty: an empty header is not "no header"
     if bearer is not None and other is not None and other != bearer:
         raise _refused("the request carries two different API keys (Authorization and "
