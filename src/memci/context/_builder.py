@@ -743,17 +743,16 @@ class ContextBuilder:
         message (pages back after the budget grew): the session's own memory would repeat
         it, so none is shown, nor the blocks placed while pages were out.
         """
-        placed = {p: b for p, b in snap.blocks.items()
-                  if draft.paged is not None and draft.paged.place_of(p) == "window"
-                  and not every}
+        placed = {} if every else {
+            p: b for p, b in snap.blocks.items()
+            if draft.paged is not None and draft.paged.place_of(p) == "window"}
         left -= sum(b.message.tokens or 0 for b in placed.values())
-        page, found = self.log.index.pages, snap.shown.candidates
-        around = snap.shown.around
+        if not window or window[-1].role == "assistant" or not snap.shown.asks:
+            return placed, None, (), 0
+        page, found, around = self.log.index.pages, snap.shown.candidates, snap.shown.around
         if every:
             found, around = (tuple(r for r in items if r.session != self.record.name)
                              for items in (found, around))
-        if not window or window[-1].role == "assistant" or not snap.shown.asks:
-            return placed, None, (), 0
         opener = self._opener(page)
         if page not in placed and opener is not None:
             message, items = self.retrieval.message(

@@ -532,6 +532,7 @@ class MessageIndex:
         retrievers: Collection[str] = RETRIEVERS,
         below: int | None = None,
         read: dict[int, tuple[Message, int]] | None = None,
+        version: MemoryVersion | None = None,
     ) -> dict[str, list[Candidate]]:
         """Return the lists to fuse: ``keyword``, ``dense``, ``time``, ``answer``, ``speaker``.
 
@@ -551,9 +552,10 @@ class MessageIndex:
         (a session's window left out, see :meth:`Memory.search`). ``read``: gets the
         messages read for the answer and speaker lists, by doc (pass it to
         :meth:`load_docs`: the hits are mostly among them, and are not read twice).
+        ``version``: memory's, when the caller has read it (else read if a name needs it).
         """
         names = named(query)
-        found = {self._role_of(name, sessions) for name in names}
+        found = {self._role_of(name, sessions, version) for name in names}
         role = found.pop() if len(found) == 1 else None
         lists = self._word_and_time_lists(query, depth, sessions, time_range, roles,
                                           time_mode, retrievers, below,
@@ -587,7 +589,8 @@ class MessageIndex:
                                     if c.doc in loaded and loaded[c.doc][0].role == role]
         return lists
 
-    def _role_of(self, name: str, sessions: Collection[int] | None) -> str | None:
+    def _role_of(self, name: str, sessions: Collection[int] | None,
+                 version: MemoryVersion | None = None) -> str | None:
         """The role that speaks as ``name`` in ``sessions`` (see :mod:`memci.memory._speaker`).
 
         One search of the name and one read of its matches, kept while memory's version
@@ -595,7 +598,7 @@ class MessageIndex:
         indexed, on PostgreSQL also while a write was in flight).
         """
         key = (name, None if sessions is None else tuple(sorted(sessions)),
-               self.rows.memory_version())
+               version if version is not None else self.rows.memory_version())
         with self._lock:
             if key in self._roles:
                 self._roles.move_to_end(key)

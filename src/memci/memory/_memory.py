@@ -263,8 +263,10 @@ class Memory:
             # several, they are left out below.
             below = (self._first_doc(session.id, exclude_from_seq)
                      if exclude_from_seq is not None and sessions == [session.id] else None)
-            message_lists = index.ranked_lists(query, depth=depth, sessions=sessions,
-                                               time_range=time_range, below=below, read=read)
+            reads = self._reads()  # a build's reading() has read memory's version: reused
+            message_lists = index.ranked_lists(
+                query, depth=depth, sessions=sessions, time_range=time_range, below=below,
+                read=read, version=reads.version if reads is not None else None)
         lists: dict[str, list[tuple[str, int]]] = {}
         candidates: dict[int, Candidate] = {}
         for name, found in message_lists.items():
