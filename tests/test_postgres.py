@@ -6,11 +6,13 @@ themselves are checked by the contract suite (tests/contract), on both backends.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sqlite3
 import subprocess
 import sys
 import threading
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -519,6 +521,27 @@ def test_the_scrub_covers_every_table_memci_makes(url: str) -> None:
 
 
 
+@contextlib.contextmanager
+def _in_flight(engine: memci.Engine, write: Callable[[], object]) -> Iterator[None]:
+    """``write`` in a transaction of ``engine`` (another thread) left open until the block ends."""
+    written, go = threading.Event(), threading.Event()
+
+    def slow_writer() -> None:
+        with engine.store.atomic():
+            write()
+            written.set()
+            go.wait(30)
+
+    writer = threading.Thread(target=slow_writer)
+    writer.start()
+    try:
+        assert written.wait(30)
+        yield
+    finally:
+        go.set()
+        writer.join(30)
+
+
 def test_memory_committed_after_a_newer_write_was_read_reaches_the_next_gather(
         url: str) -> None:
     """A doc numbered before the newest can commit after it: the caches must not keep missing it.
@@ -533,30 +556,25 @@ def test_memory_committed_after_a_newer_write_was_read_reaches_the_next_gather(
                                ((a, "one"), (b, "two"), (c, "three")))
         other.add({"role": "user", "content": "hello"})
         asking.add({"role": "user", "content": "what about the zeppelin?"})
-        written, go = threading.Event(), threading.Event()
 
-        def slow_writer() -> None:
-            with a.store.atomic():
-                mine.add({"role": "user", "content": "my favourite zeppelin is the Hindenburg"})
-                written.set()
-                go.wait(30)
+        def gathered() -> list[str]:
+            found = c.gatherer.gather("which zeppelin do I like?", session=asking.record,
+                                      scope="user")
+            return [e.text for e in found.episodes]
 
-        writer = threading.Thread(target=slow_writer)
-        writer.start()
-        try:
-            assert written.wait(30)
+        with _in_flight(a, lambda: mine.add(
+                {"role": "user", "content": "my favourite zeppelin is the Hindenburg"})):
             other.add({"role": "user", "content": "a note about lunch"})  # numbered after
-
-            def gathered() -> list[str]:
-                found = c.gatherer.gather("which zeppelin do I like?", session=asking.record,
-                                          scope="user")
-                return [e.text for e in found.episodes]
-
             assert "my favourite zeppelin is the Hindenburg" not in gathered()
-        finally:
-            go.set()
-            writer.join(30)
         assert "my favourite zeppelin is the Hindenburg" in gathered()
+
+
+def _meanwhile(write: Callable[[], object]) -> threading.Thread:
+    """``write`` started in another thread, given half a second to finish."""
+    other = threading.Thread(target=write)
+    other.start()
+    other.join(0.5)
+    return other
 
 
 def test_two_servers_adding_notes_to_one_session_at_once_keep_both(url: str) -> None:
@@ -569,29 +587,12 @@ def test_two_servers_adding_notes_to_one_session_at_once_keep_both(url: str) -> 
     with memci.Engine.open(url, workers=0) as a, memci.Engine.open(url, workers=0) as b:
         mine, theirs = a.session("one"), b.session("one")
         mine.add({"role": "user", "content": "start"})
-        inside, go = threading.Event(), threading.Event()
-
-        def slow_writer() -> None:
-            state = mine.work_state()
-            with state.writing():
-                state.notebook_add("noted by a, slowly")
-                inside.set()
-                go.wait(30)
-
-        writer = threading.Thread(target=slow_writer)
-        writer.start()
         answers: list[str] = []
-        other = threading.Thread(target=lambda: answers.append(
-            theirs.call_tool("notebook_add", {"summary": "noted by b"})))
-        try:
-            assert inside.wait(30)
-            other.start()
-            other.join(0.5)
+        with _in_flight(a, lambda: mine.work_state().notebook_add("noted by a, slowly")):
+            other = _meanwhile(lambda: answers.append(
+                theirs.call_tool("notebook_add", {"summary": "noted by b"})))
             assert other.is_alive()  # it waits for a's block to end
-        finally:
-            go.set()
-            writer.join(30)
-            other.join(30)
+        other.join(30)
         assert answers and "note 2" in answers[0]
     with memci.Engine.open(url, workers=0) as fresh:
         notes = fresh.session("one").work_state().notebook_list()
@@ -606,25 +607,10 @@ def test_two_servers_remembering_one_fact_at_once_keep_one_item(url: str) -> Non
     """
     owner = Scope.user_scope("u", "t")
     with memci.Engine.open(url, workers=0) as a, memci.Engine.open(url, workers=0) as b:
-        inside, go = threading.Event(), threading.Event()
-
-        def slow_writer() -> None:
-            with a.store.atomic():
-                a.memory.items.remember(owner, "likes green tea", "preference", subject="tea")
-                inside.set()
-                go.wait(30)
-
-        writer = threading.Thread(target=slow_writer)
-        writer.start()
-        other = threading.Thread(target=lambda: b.memory.items.remember(
-            owner, "Likes green tea.", "preference", subject="tea"))
-        try:
-            assert inside.wait(30)
-            other.start()
-            other.join(0.5)
-        finally:
-            go.set()
-            writer.join(30)
-            other.join(30)
+        with _in_flight(a, lambda: a.memory.items.remember(
+                owner, "likes green tea", "preference", subject="tea")):
+            other = _meanwhile(lambda: b.memory.items.remember(
+                owner, "Likes green tea.", "preference", subject="tea"))
+        other.join(30)
         current = b.memory.items.preferences(owner)
     assert [(i.text, i.seen) for i in current] == [("likes green tea", 2)]
