@@ -221,6 +221,66 @@ def test_state_survives_close_and_reopen(db_path: Path) -> None:
             stats.archived, stats.recalled, stats.evicted)
 
 
+def test_a_reopened_store_counts_its_contents_entries_no_more(
+        db_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # An entry's count is saved with its page row: a fresh engine's first build sums the
+    # page from them, counting at most its last block, never the page whole.
+    import memci.tokens
+
+    with memci.Engine.open(db_path) as eng:
+        s = eng.session("s", evict_unrecalled_rounds=0, retrieval=False)
+        _chat(s, 60)
+        before = s.build(budget=2500)
+    counted: list[str] = []
+    count = memci.tokens.estimate_tokens
+
+    def counting(text: str) -> int:
+        counted.append(text)
+        return count(text)
+
+    # What the estimate counts, messages included (count_message counts through it).
+    monkeypatch.setattr(memci.tokens, "estimate_tokens", counting)
+    with memci.Engine.open(db_path) as eng:
+        after = eng.session("s").build(budget=2500)
+    monkeypatch.undo()
+    page = next(m for m in after.messages if m.content.startswith("## Contents page"))
+    assert page.content == _contents(before) and len(_listed(after)) >= 3
+    assert sum("[Page " in text for text in counted) <= 1, counted
+    assert page.tokens == memci.tokens.get_tokenizer("estimate").count_message(page) > 0
+
+
+@pytest.mark.parametrize("name", ["estimate", "cl100k_base"])
+@pytest.mark.parametrize("language", ["en", "zh"])
+def test_a_contents_page_counts_as_the_sum_of_its_blocks(name: str, language: str) -> None:
+    # Entries whose lines end in spaces, punctuation, newlines' neighbours or CJK, with
+    # and without the line of unlisted pages: the summed count is the page's own.
+    import random
+
+    from memci.context._contents import ContentsPage
+    from memci.context._model import ContentsEntry
+    from memci.tokens import available, get_tokenizer
+
+    if not available(name):
+        pytest.skip(f"{name} is not on this machine")
+    tokenizer = get_tokenizer(name)
+    rng = random.Random(7)
+    pieces = ["user: hello", "assistant: done.", "tool: exit 0  ", "  indented", "x/y",
+              "ends with a dot.", "问题：故宫几点开门？", "回答。", "'s", "42", "--", "¿qué?",
+              "trailing\t", "🙂", "a\u3000", ""]
+    for _ in range(300):
+        page = ContentsPage(tokenizer)
+        listed = {}
+        for number in sorted(rng.sample(range(1, 40), rng.randint(1, 6))):
+            lines = tuple("".join(rng.choice(pieces) for _ in range(rng.randint(1, 4)))
+                          for _ in range(rng.randint(1, 4)))
+            listed[number] = ContentsEntry(number, number * 3, number * 3 + 2, lines,
+                                           archived_round=number,
+                                           recall_count=rng.randint(0, 2))
+        rendered = page.render(listed, (), rng.choice([max(listed) + 1, 45]), language)
+        assert rendered is not None
+        assert rendered.tokens == tokenizer.count_message(rendered), rendered.content
+
+
 def test_chinese_conversation_gets_chinese_contents_page(engine: memci.Engine) -> None:
     s = engine.session("zh", evict_unrecalled_rounds=0, retrieval=False)
     for t in range(40):

@@ -688,3 +688,11 @@ def test_lines_count_as_their_joined_text() -> None:
                 text = " ".join(text.split())
             lines.append(text)
         assert estimate.count_lines(lines) == estimate.count("\n".join(lines)), lines
+    # A line's count with the newline after it is taken from its own pieces: short lines
+    # of whitespace, punctuation, letters, digits and CJK, in every arrangement, each
+    # before a line (its count with the newline) and last (its own).
+    alphabet = " \t\x0b\x0c\r\u3000\xa0.,!?;:'\"-_()[]#@$%&*/\\|<>~`abcXYZ019中文。，！？é²Ⅻ🙂"
+    for _ in range(5_000):
+        line = "".join(rng.choice(alphabet) for _ in range(rng.randint(1, 10)))
+        assert estimate.count_lines([line, "x"]) == estimate.count(f"{line}\nx"), line
+        assert estimate.count_lines(["x", line]) == estimate.count(f"x\n{line}"), line

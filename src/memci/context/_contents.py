@@ -42,6 +42,7 @@ _TITLES = {
 }
 
 _UNLISTED_RUNS = 8  # ranges the contents page names at most (the oldest and newest kept)
+_KEPT_BLOCKS = 4_096  # blocks whose counts a page keeps (a window lists a few hundred)
 
 
 def capped_lines(lines: Sequence[str], limit: int, language: str) -> tuple[str, ...]:
@@ -79,14 +80,37 @@ def unlisted_ranges(listed: Collection[int], first_active: int) -> str:
 
 
 class ContentsPage:
-    """Renders and counts the contents page and its entries for one session's language."""
+    """Renders and counts the contents page and its entries for one session's language.
+
+    The page is its blocks (titles, entries, the line of unlisted pages) parted by blank
+    lines, and is counted as the sum of each block's count with the blank line after it
+    (the last block's alone): a tokenizer's pieces never run from a blank line into a block
+    that starts with neither a space nor a newline (nor a slash, which o200k_base joins to
+    punctuation and newlines before it). A block's count is kept by its text, so an entry
+    is counted once in a process, or never when its page row saved the count.
+    """
 
     def __init__(self, tokenizer: Tokenizer) -> None:
         self.tokenizer = tokenizer
+        self._blocks: dict[str, int] = {}  # a block's text -> its tokens, blank line after
+
+    def block_tokens(self, text: str) -> int:
+        """Tokens of ``text`` followed by the blank line that parts it from the next block."""
+        found = self._blocks.get(text)
+        if found is None:
+            found = self.tokenizer.count(text + "\n\n")
+            self.known(text, found)
+        return found
+
+    def known(self, text: str, tokens: int) -> None:
+        """Keep ``tokens`` as :meth:`block_tokens` of ``text`` (counted by an earlier process)."""
+        if len(self._blocks) > _KEPT_BLOCKS:
+            self._blocks.clear()
+        self._blocks[text] = tokens
 
     def entry_tokens(self, entry: ContentsEntry, language: str) -> int:
-        """Tokens an entry adds to the page (its text and the blank line before it)."""
-        return self.tokenizer.count(entry_text(entry, language)) + 1
+        """Tokens an entry adds to the page: its text and the blank line after it."""
+        return self.block_tokens(entry_text(entry, language))
 
     def render(self, listed: Mapping[int, ContentsEntry], recalled: Collection[int],
                first_active: int, language: str) -> Message | None:
@@ -104,6 +128,14 @@ class ContentsPage:
             blocks.append(titles[5].format(ranges=unlisted))
         if not blocks:
             return None
-        text = "\n\n".join([titles[0], titles[1], *blocks] if listed else [titles[0], *blocks])
-        message = Message.system(text)
-        return Message("system", message.parts, tokens=self.tokenizer.count_message(message))
+        blocks = [titles[0], titles[1], *blocks] if listed else [titles[0], *blocks]
+        message = Message.system("\n\n".join(blocks))
+        return Message("system", message.parts, tokens=self._tokens(blocks, message))
+
+    def _tokens(self, blocks: list[str], message: Message) -> int:
+        """Tokens of ``message``, the page of ``blocks``: summed when the blocks allow it."""
+        count = self.tokenizer
+        if any(not b or b[0].isspace() or b[0] == "/" for b in blocks[1:]):
+            return count.count_message(message)
+        framing = count.count_message(Message.system(""))
+        return framing + sum(map(self.block_tokens, blocks[:-1])) + count.count(blocks[-1])

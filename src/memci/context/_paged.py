@@ -42,7 +42,7 @@ from dataclasses import field, replace
 
 from memci._dataclasses import dataclass
 from memci._records import NamedTuple
-from memci.context._contents import CONTENTS_OVERHEAD, ContentsPage, capped_lines
+from memci.context._contents import CONTENTS_OVERHEAD, ContentsPage, capped_lines, entry_text
 from memci.context._fit import fit_messages, floor_tokens, newest_that_fit
 from memci.context._log import LogIndex
 from memci.context._model import (
@@ -156,12 +156,17 @@ class PagedContext:
 
     @property
     def counted(self) -> str:
-        """What an entry's tokens are counted for: the tokenizer and the language."""
-        return f"{self.tokenizer.name}/{self.language}"
+        """What an entry's tokens are counted for: the tokenizer, the language, the blank line.
+
+        ``+blank``: its text with the blank line after it (rows saved before 2026-11-28
+        counted the text and one token, and are counted again).
+        """
+        return f"{self.tokenizer.name}/{self.language}+blank"
 
     def _restored_tokens(self, row: PageRow, entry: ContentsEntry) -> int:
         """The entry's tokens: as saved with its row when counted alike, else counted."""
         if row.counted and row.counted == self.counted:
+            self.contents_page.known(entry_text(entry, self.language), row.tokens)
             return row.tokens
         return self.entry_tokens(entry)
 

@@ -358,16 +358,37 @@ def _pieces(text: str) -> list[str]:
     return _encoding().pattern.findall(text)
 
 
-def estimate_tokens(text: str) -> int:
-    """cl100k_base's token count of ``text``: 0 for ``""``, at least 1 otherwise."""
+def _kept() -> _Counts:
+    """The pieces' counts kept, made anew when they grew past :data:`_MAX_KEPT`."""
     global _counts
-    if not text:
-        return 0
     counts = _counts
     if len(counts) > _MAX_KEPT:
         with _counts_lock:
             counts = _counts = _Counts()
-    return max(1, sum(map(counts.__getitem__, _pieces(text))))
+    return counts
+
+
+def estimate_tokens(text: str) -> int:
+    """cl100k_base's token count of ``text``: 0 for ``""``, at least 1 otherwise."""
+    if not text:
+        return 0
+    return max(1, sum(map(_kept().__getitem__, _pieces(text))))
+
+
+def _line_counts(line: str) -> tuple[int, int]:
+    r""":func:`estimate_tokens` of ``line`` (not empty) and of ``line + "\n"``, cut once.
+
+    The expression looks at nothing before the place a piece starts and at most one
+    character past its end, so a newline after the line changes only the pieces that
+    reach the line's end: its last piece, which the newline may join. The second count
+    is the first less that piece's, plus what the piece makes with the newline.
+    """
+    counts = _kept()
+    pieces = _pieces(line)
+    alone = sum(map(counts.__getitem__, pieces))
+    last = pieces[-1]
+    ended = alone - counts[last] + sum(map(counts.__getitem__, _pieces(last + "\n")))
+    return max(1, alone), max(1, ended)
 
 
 _LINES: dict[str, tuple[int, int]] = {}  # line -> (its count, its count with "\n" after)
@@ -393,7 +414,7 @@ def estimate_lines(lines: Sequence[str]) -> int:
     for i, line in enumerate(lines):
         kept = _LINES.get(line)
         if kept is None:
-            kept = _LINES[line] = (estimate_tokens(line), estimate_tokens(line + "\n"))
+            kept = _LINES[line] = _line_counts(line)
         total += kept[0] if i == last else kept[1]
     return max(1, total)
 
