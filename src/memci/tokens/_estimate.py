@@ -381,7 +381,8 @@ def _line_counts(line: str) -> tuple[int, int]:
     The expression looks at nothing before the place a piece starts and at most one
     character past its end, so a newline after the line changes only the pieces that
     reach the line's end: its last piece, which the newline may join. The second count
-    is the first less that piece's, plus what the piece makes with the newline.
+    is the first less that piece's, plus what the piece makes with the newline. (Every
+    character is in some piece: a text that is not empty has one.)
     """
     counts = _kept()
     pieces = _pieces(line)
