@@ -27,7 +27,10 @@ faster can be checked to make the same request (``--json`` prints the hashes).
 ``--against SRC`` compares two trees in one run: every fresh process of this tree is
 followed by the same process with ``PYTHONPATH=SRC`` (another checkout's ``src``), so
 both meet the same load on shared cores; both figures are printed with their ratio, and
-the requests of both trees must hash the same.
+a case whose requests differ between the trees says so (a change of what the request
+holds, not only of its speed). Each tree opens stores its own memci wrote (a store keeps
+counts as the version that saved them counts them, and another version may count them
+again): the stores are made in a child process of each tree.
 """
 
 from __future__ import annotations
@@ -141,11 +144,13 @@ def imports(repeats: int) -> dict[str, Any]:
     return rows
 
 
-def imported_store(tmp: Path, n: int, *, retrieval: bool = True) -> tuple[Path, float]:
-    """One session of ``n`` messages imported with ``add_many``, never built; its CPU ms."""
+def imported_store(path: Path, n: int, *, retrieval: bool = True) -> float:
+    """One session of ``n`` messages imported with ``add_many`` at ``path``, never built.
+
+    Returns the import's CPU ms.
+    """
     import memci
 
-    path = tmp / f"imported-{n}-{'on' if retrieval else 'off'}.db"
     history = agent_history(n)
     started = time.process_time()
     with memci.Engine.open(path, synchronous="NORMAL") as eng:
@@ -153,40 +158,64 @@ def imported_store(tmp: Path, n: int, *, retrieval: bool = True) -> tuple[Path, 
         s.set_system("You are a coding agent.")
         for i in range(0, len(history), 5000):
             s.add_many(history[i : i + 5000])
-    return path, (time.process_time() - started) * 1000
+    return (time.process_time() - started) * 1000
 
 
-def built_store(imported: Path, tmp: Path) -> Path:
-    """A copy of an imported store after its first build (its pages committed)."""
+def built_store(imported: Path, path: Path) -> None:
+    """A copy of an imported store at ``path``, after its first build (pages committed)."""
     import memci
 
-    path = tmp / f"built-{imported.name}"
     shutil.copyfile(imported, path)
     with memci.Engine.open(path, synchronous="NORMAL") as eng:
         eng.session("big").build()
-    return path
 
 
-def cold(template: Path, tmp: Path, repeats: int, *, retrieval: bool,
+def _made(args: list[str], label: str) -> float:
+    """Run this file's ``--make`` in a child of tree ``label``: a store its memci wrote."""
+    done = subprocess.run([sys.executable, __file__, "--make", *args], capture_output=True,
+                          text=True, env=_TREES[label])
+    if done.returncode != 0:
+        raise SystemExit(f"making the store {args[1]} failed:\n{done.stderr}")
+    return float(done.stdout.split()[-1])
+
+
+def stores(tmp: Path, sizes: tuple[int, ...]) -> dict[str, dict[str, tuple[Path, float]]]:
+    """Every tree's stores by case: ``open`` (the largest, built) and each import's."""
+    out: dict[str, dict[str, tuple[Path, float]]] = {}
+    for label in _TREES:
+        made: dict[str, tuple[Path, float]] = {}
+        for n in sizes:
+            for on in ("off", "on"):
+                path = tmp / f"{label or 'this'}-imported-{n}-{on}.db"
+                made[f"import {n // 1000}k, retrieval {on}"] = (
+                    path, _made(["import", str(path), str(n), on], label))
+        imported = made[f"import {max(sizes) // 1000}k, retrieval on"][0]
+        built = tmp / f"{label or 'this'}-built.db"
+        _made(["build", str(imported), str(built)], label)
+        out[label] = {f"open {max(sizes) // 1000}k store, add, build": (built, 0.0), **made}
+    return out
+
+
+def cold(templates: dict[str, Path], tmp: Path, repeats: int, *, retrieval: bool,
          question: str) -> dict[str, Any]:
-    """Fresh processes, each on a fresh copy of ``template``: open (+ add), first build."""
+    """Fresh processes, each on a fresh copy of its tree's template: open (+ add), build."""
     runs: dict[str, list[dict[str, Any]]] = {label: [] for label in _TREES}
     for r in range(-1, repeats):  # run -1 warms the file and bytecode caches, uncounted
         for label, env in _TREES.items():
             path = tmp / f"run-{r}{label}.db"
-            shutil.copyfile(template, path)
+            shutil.copyfile(templates[label], path)
             runs[label].append(_child([str(path), "on" if retrieval else "off", question],
                                       env))
             path.unlink()
-    if len({r["sha"] for tree in runs.values() for r in tree}) != 1:
-        raise SystemExit(f"the requests differ between repeats or trees: {runs}")
-    return _by_tree({label: _summary(tree[1:]) for label, tree in runs.items()})
+    return _by_tree({label: _summary(tree) for label, tree in runs.items()})
 
 
 def _summary(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """Medians and p90s of a tree's repeats (the first, warming run only for its request)."""
     if len({r["sha"] for r in runs}) != 1:
         raise SystemExit(f"the requests differ between repeats: {runs}")
     out: dict[str, Any] = {"request_sha": runs[0]["sha"]}
+    runs = runs[1:]
     for clock, suffix in (("wall", "ms"), ("cpu", "cpu_ms")):
         out[clock] = {"import": _stats([r["import_" + suffix] for r in runs]),
                       "open_add": _stats([r["open_add_" + suffix] for r in runs]),
@@ -229,9 +258,19 @@ def report(result: dict[str, Any]) -> None:
                 print(_against(name, other["wall"][key], other["cpu"][key], s["cpu"][key]))
         if not case.startswith("open"):
             print(f"  {'the import itself (once)':<30} cpu {s['import_cpu_ms']:9.1f} ms")
+        if "against" in s and s["against"]["request_sha"] != s["request_sha"]:
+            print("  the two trees' requests differ")
 
 
 def main() -> None:
+    if sys.argv[1:2] == ["--make"]:  # a child making a store (see stores)
+        what, *rest = sys.argv[2:]
+        if what == "import":
+            print(imported_store(Path(rest[0]), int(rest[1]), retrieval=rest[2] == "on"))
+        else:
+            built_store(Path(rest[0]), Path(rest[1]))
+            print(0.0)
+        return
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int,
                         help="fresh processes per figure (default 7; --quick: 3)")
@@ -248,16 +287,14 @@ def main() -> None:
     result: dict[str, Any] = {"imports": imports(repeats), "cases": {}}
     with tempfile.TemporaryDirectory() as d:
         tmp = Path(d)
-        imported = {(n, r): imported_store(tmp, n, retrieval=r)
-                    for n in sizes for r in (False, True)}
-        big = max(sizes)
-        result["cases"][f"open {big // 1000}k store, add, build"] = cold(
-            built_store(imported[big, True][0], tmp), tmp, repeats, retrieval=False,
-            question=QUESTION)
-        for (n, retrieval), (path, import_ms) in imported.items():
-            name = f"import {n // 1000}k, retrieval {'on' if retrieval else 'off'}"
-            result["cases"][name] = cold(path, tmp, repeats, retrieval=retrieval, question="")
-            result["cases"][name]["import_cpu_ms"] = import_ms
+        made = stores(tmp, sizes)
+        for name, (_, import_ms) in made[""].items():
+            result["cases"][name] = cold(
+                {label: cases[name][0] for label, cases in made.items()}, tmp, repeats,
+                retrieval=name.endswith("on"),
+                question=QUESTION if name.startswith("open") else "")
+            if not name.startswith("open"):
+                result["cases"][name]["import_cpu_ms"] = import_ms
     if args.json:
         print(json.dumps(result, indent=2))
     else:
