@@ -24,7 +24,7 @@ MAX_LINES = 150
 COMPLEX = {
     ("memci/messages/_write.py", "to_anthropic"),
     ("memci/traces/_transcript.py", "_openai"),
-    ("memci/store/postgres/_terms.py", "_porter"),
+    ("memci/text/_terms.py", "_porter"),
 }
 
 _NOQA = re.compile(r"#\s*noqa:[^#]*\bC901\b(?P<reason>.*)$")

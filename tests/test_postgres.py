@@ -22,7 +22,7 @@ from memci.errors import ConfigError, MissingExtraError, StoreError
 from memci.memory import MessageIndex, get_analyzer
 from memci.server import KeyStore
 from memci.store import Scope, open_store
-from memci.store.postgres._terms import PORTER, TRIGRAM, terms
+from memci.text._terms import PORTER, TRIGRAM, terms
 from tests import pg
 
 TEXTS = [

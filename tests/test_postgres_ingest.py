@@ -19,10 +19,10 @@ import memci
 from memci.memory import Kept, MemoryItems, MessageIndex, get_analyzer
 from memci.messages import Message
 from memci.store import ItemFilter, NewItem, Scope, SQLiteStore, open_store
-from memci.store.postgres import PostgresStore, _terms
+from memci.store.postgres import PostgresStore
 from memci.store.postgres._keyword import forget_keywords
-from memci.store.postgres._terms import tokenizer
-from memci.text import BigramAnalyzer
+from memci.text import BigramAnalyzer, _terms
+from memci.text._terms import tokenizer
 from tests import pg
 
 WORDS = ("harbor lighthouse deploy build parser cache config painting lake museum "

@@ -511,3 +511,39 @@ def test_matches_that_fill_their_tokens_leave_no_room_for_turns_around_them(
             assert len(lines) >= 5
             assert all("kayak" in line for line in lines), lines
     assert reads["kayak"] == reads["none"]
+
+
+def _garden_and_hiking(s: memci.Session) -> memci.Session:
+    """Many pages on the garden and on hikes, then the talk of one hike (imported)."""
+    history: list[dict[str, str]] = []
+    for t in range(40):
+        told = (f"Year {t}: I planted tomatoes in the garden in spring." if t % 2 else
+                f"Day {t}: we went hiking near a lake, my sister came.")
+        history.append({"role": "user", "content": told + " Weather and trains." * 10})
+        history.append({"role": "assistant", "content": "Noted. " + "Trains run late. " * 10})
+    history.append({"role": "user", "content": "My sister and I went hiking by the lake in "
+                                               "the mountains last week, it was wonderful."})
+    history.append({"role": "assistant", "content": "Hiking in the mountains by the lake with "
+                                                    "your sister sounds wonderful!"})
+    s.add_many(history)
+    s.build(budget=4000)
+    return s
+
+
+def test_memory_closing_a_request_follows_how_much_its_turn_asks_of_it(
+    engine: memci.Engine,
+) -> None:
+    # A remark that asks in passing about what the talk just held ("the lake, your sister,
+    # the mountains... was it cold?") is answered by that talk: memory found for its words
+    # (any old page about a lake or a sister) earns few tokens, and the next request drops
+    # them. A question gets all the room the window leaves.
+    chat = _garden_and_hiking(engine.session("chat", user="u1"))
+    chat.add({"role": "user", "content": "Wow, the lake, the mountains and your sister, "
+                                         "hiking sounds wonderful! Was it cold up there?"})
+    passing = chat.build(budget=4000)
+    asking = _garden_and_hiking(engine.session("ask", user="u2"))
+    asking.add({"role": "user", "content": "When did I plant tomatoes in the garden?"})
+    question = asking.build(budget=4000)
+    assert "tomatoes" in _memory(question)
+    assert question.stats.sections["retrieval"] >= 0.9 * question.stats.shares["retrieval"]
+    assert passing.stats.sections["retrieval"] < 0.5 * question.stats.sections["retrieval"]

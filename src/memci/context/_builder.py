@@ -736,9 +736,9 @@ class ContextBuilder:
         pages still in the window stay as placed; the current page, at its first build,
         gets its block (its best lines that no block in the window shows, within
         :data:`KEPT_TOKENS`: none when even the shortest is longer) when its opener asks
-        something. Such a page's request then
-        ends with the rest of its lines, within what the window leaves: this tail is the
-        only memory a later request does not repeat. Returns the blocks placed, the tail,
+        something. Such a page's request then ends with the rest of its lines, within its
+        share (:attr:`Gathered.relevance`) of what the window leaves: this tail is the only
+        memory a later request does not repeat. Returns the blocks placed, the tail,
         the items the current page shows, the tail's room. ``every``: the window holds every
         message (pages back after the budget grew): the session's own memory would repeat
         it, so none is shown, nor the blocks placed while pages were out.
@@ -761,8 +761,11 @@ class ContextBuilder:
                 placed[page] = Block.made(message, items, opener)
                 left -= message.tokens or 0
         # The turns around the matches come after them: they fill only what the matches leave.
-        tail, more = self.retrieval.message((*found, *around), window, left,
-                                            language, placed=_keys(placed))
+        # In proportion to what the opener asks of memory: a turn that asks in passing about
+        # what was just said takes little of the room, a question all of it.
+        tail, more = self.retrieval.message((*found, *around), window,
+                                            int(left * snap.shown.relevance), language,
+                                            placed=_keys(placed))
         own = placed[page].keys if page in placed else frozenset()
         return placed, tail, (*(r for r in found if line_key(r) in own), *more), max(left, 0)
 

@@ -15,7 +15,11 @@ lines (:data:`KEPT_TOKENS` at most) are the page's :class:`Block`: placed right 
 opener and saved (:data:`BLOCKS`), it stays there, unchanged, while the page is in the
 window, and leaves with it; the next turn appends its page after it, so the request before
 it is an exact prefix a provider can cache. The rest of the page's lines close its request
-only. No line shows twice: a page's lines leave out what the blocks in the window show.
+only, in proportion to what the opener asks of memory (:attr:`Gathered.relevance`): all
+the room the window leaves for a question about what the talk has left or that its matches
+answer, little for a turn that asks in passing about what was just said ("The lake and your
+sister, wonderful! Was it cold?"), which the next request drops. No line shows twice: a
+page's lines leave out what the blocks in the window show.
 
 When the matches leave room in the request (a question with few matches after pages that
 held room for many), the turns around this conversation's matches fill it, nearest first:
@@ -78,6 +82,8 @@ KEPT_TOKENS = 100  # tokens of the block a page keeps while it is in the window,
 HELD_TOKENS = 2000  # tokens the window leaves for memory at most (its share, when smaller)
 AROUND_TURNS = 10  # turns on each side of a match, at most, that fill what matches leave
 AROUND_TOKENS = 4000  # tokens of lines, a page's matches and the turns around them, at most
+RECENT = 6  # messages before a page's opener that say what the talk already holds
+TALKED = 0.5  # share of the opener's terms they hold from which it asks memory nothing
 
 
 
@@ -110,6 +116,23 @@ class Gathered(NamedTuple):
         was saved shows its memory as it did.
         """
         return self.saved is None or bool(self.saved.get("asks", True))
+
+    @property
+    def relevance(self) -> float:
+        """How much of the room the window leaves the page's memory closing its request takes.
+
+        0 to 1, decided by the page's first gather and saved with it (a page gathered before
+        this was saved takes it all): the larger of the share of the opener's terms its
+        questions hold (the rest is remarks: what memory finds for a remark's words is not
+        needed to answer it, see :attr:`asks`) and how little of them the talk just before
+        it (:data:`RECENT` messages) holds (none from :data:`TALKED` on). A question, or a
+        turn about something the talk has left, takes all the room; a remark that asks in
+        passing about what was just said ("The lake and your sister, wonderful! Was it
+        cold?") takes little.
+        """
+        if self.saved is None:
+            return 1.0
+        return float(self.saved.get("relevance", 1.0))
 
     @property
     def left_out_from(self) -> int:
@@ -180,6 +203,7 @@ class RetrievalSource:
         # and its tokens
         self._shown: dict[str, str] = {}
         self._lines: dict[tuple[str, str, str, datetime | None], tuple[str, int]] = {}
+        self._said: dict[str, frozenset[str]] = {}  # a message's terms (see _relevance)
 
     # -- load ----------------------------------------------------------------------------
 
@@ -223,9 +247,12 @@ class RetrievalSource:
         # The query's analysis and the docs index load with the first page that gathers.
         from memci.memory import DocIndex
         from memci.memory._query import analyze_query, asks
+        from memci.memory._speaker import named, without_names
+        from memci.memory._time import without_time
 
-        first = self.log.load_seqs(opener, opener)[0]
+        *recent, first = self.log.load_seqs(max(1, opener - RECENT), opener)
         found: tuple[Retrieved, ...] = ()
+        asked = ""  # what the matches are to answer (see _relevance)
         earlier = False
         wants = task
         if first.role == "user" and first.content.strip():
@@ -242,6 +269,7 @@ class RetrievalSource:
             # sources this input needs: earlier work, documents, code (seed 003).
             analysis = analyze_query(query, now=first.created_at)
             earlier = analysis.consults("history")
+            asked = without_time(without_names(query, named(query)), analysis.time_range)
             wants = (wants or asks(query) or analysis.consults("documents")
                      or analysis.consults("code"))
             if analysis.consults("documents") or analysis.consults("code"):
@@ -250,12 +278,43 @@ class RetrievalSource:
                     Retrieved(h.text[:600], f"{h.path}#L{h.start_line}-{h.end_line}",
                               "document", h.score) for h in docs)
         kept = self._kept(found, {"task": task, "earlier": earlier})
+        relevance = self._relevance(asked, recent) if kept else 0.0
         # As many tokens as the matches leave of AROUND_TOKENS: none when they fill them (and
         # none read), more the fewer and the shorter they are.
         around = () if task else self._around(kept, window_seq, AROUND_TOKENS)
         form = {**_saved(found, opener, window_seq), "task": task, "earlier": earlier,
-                "asks": wants, "around": _texts_form(around)}
+                "asks": wants, "around": _texts_form(around), "relevance": relevance}
         return Gathered(kept, {**form, "share": bool(kept)}, gathered=True, around=around)
+
+    def _relevance(self, query: str, recent: Sequence[Message]) -> float:
+        """How much of the room its memory earns: see :attr:`Gathered.relevance`.
+
+        ``query``: the opener without the people it names (both speakers say the names) and
+        its time (the matches' dates hold it); ``recent``: the turns before it. Terms are
+        compared as the index cuts them (stemmed: "painted" is "paint").
+        """
+        from memci.memory._query import asks
+        from memci.text import split_sentences
+        from memci.text._terms import terms  # with the first page that gathers
+
+        analyzer = self.services.memory.messages.analyzer
+
+        def cut(text: str) -> frozenset[str]:
+            return frozenset(terms(analyzer.tokenize, analyzer.document(text)))
+
+        asked = cut(" ".join(analyzer.query(query).terms))
+        if not asked:
+            return 1.0
+        questions = cut("\n".join(s for s in split_sentences(query) if asks(s)))
+        said: set[str] = set()
+        if len(self._said) > 4096:
+            self._said.clear()
+        for m in recent:  # each message is among the recent ones of several pages
+            if m.role in ("user", "assistant"):
+                said |= self._said.get(m.content) or self._said.setdefault(
+                    m.content, cut(m.content))
+        return max(len(asked & questions) / len(asked),
+                   1.0 - len(asked & said) / len(asked) / TALKED, 0.0)
 
     def _around(self, found: Sequence[Retrieved], window_seq: int,
                 room: int) -> tuple[Retrieved, ...]:

@@ -9,7 +9,9 @@
   :func:`split_clauses`, :func:`clean_text`;
 - patterns (:mod:`~memci.text._patterns`): :data:`PATH_RE`, :data:`IDENT_RE`;
 - analyzers (:mod:`~memci.text._analyzer`): how keyword search cuts text into terms
-  (:class:`Analyzer`, :class:`MatchQuery`, :func:`get_analyzer`);
+  (:class:`Analyzer`, :class:`MatchQuery`, :func:`get_analyzer`), and
+  :mod:`~memci.text._terms`, the terms an FTS5 tokenizer cuts (PostgreSQL's postings, a
+  page's memory compared with its question);
 - chunks (:mod:`~memci.text._chunk`): files cut into pieces for the document index.
 
 Nothing here imports another part of memci (only :mod:`memci.errors`), reads the

@@ -66,8 +66,8 @@ import psycopg
 
 from memci._dataclasses import dataclass
 from memci.store.postgres._db import Connection, Database
-from memci.store.postgres._terms import PORTER, TRIGRAM, tokenizer
 from memci.text import Analyzer, BigramAnalyzer, JiebaAnalyzer
+from memci.text._terms import PORTER, TRIGRAM, tokenizer
 
 __all__ = [
     "Carry",

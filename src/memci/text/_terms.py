@@ -151,7 +151,7 @@ _STEP4: tuple[_Rule, ...] = (
 
 
 @functools.lru_cache(maxsize=262144)  # words repeat: each is stemmed once per process
-def _porter(token: str) -> str:  # noqa: C901 - the Porter stemmer's steps; store/ is being unified
+def _porter(token: str) -> str:  # noqa: C901 - the Porter stemmer's steps, one after the other
     if token[-1] >= "\x80":
         # Every rule's suffix ends in an ASCII letter: a token that does not (a CJK
         # bigram, most terms of a Chinese text) is kept as it is, without the steps.
