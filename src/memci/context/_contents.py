@@ -129,13 +129,8 @@ class ContentsPage:
         if not blocks:
             return None
         blocks = [titles[0], titles[1], *blocks] if listed else [titles[0], *blocks]
-        message = Message.system("\n\n".join(blocks))
-        return Message("system", message.parts, tokens=self._tokens(blocks, message))
-
-    def _tokens(self, blocks: list[str], message: Message) -> int:
-        """Tokens of ``message``, the page of ``blocks``: summed when the blocks allow it."""
-        count = self.tokenizer
-        if any(not b or b[0].isspace() or b[0] == "/" for b in blocks[1:]):
-            return count.count_message(message)
-        framing = count.count_message(Message.system(""))
-        return framing + sum(map(self.block_tokens, blocks[:-1])) + count.count(blocks[-1])
+        # Every block starts with a title's, an entry's ("[Page") or the ranges' first
+        # letter: the page is the sum of its blocks (see the class).
+        tokens = (self.tokenizer.count_message(Message.system(""))
+                  + sum(map(self.block_tokens, blocks[:-1])) + self.tokenizer.count(blocks[-1]))
+        return Message("system", Message.system("\n\n".join(blocks)).parts, tokens=tokens)

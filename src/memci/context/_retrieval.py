@@ -311,8 +311,10 @@ class RetrievalSource:
             self._said.clear()
         for m in recent:  # each message is among the recent ones of several pages
             if m.role in ("user", "assistant"):
-                said |= self._said.get(m.content) or self._said.setdefault(
-                    m.content, cut(m.content))
+                kept = self._said.get(m.content)
+                if kept is None:  # cut once, even when it holds no term
+                    kept = self._said[m.content] = cut(m.content)
+                said |= kept
         return max(len(asked & questions) / len(asked),
                    1.0 - len(asked & said) / len(asked) / TALKED, 0.0)
 
