@@ -201,7 +201,9 @@ def score(
     greeting before the point does not take the lead bonus; it is -1 for the others.
     """
     distinct = set(f.terms)
-    base = sum(math.log1p(tf[t]) for t in distinct) / math.sqrt(len(distinct) + 1)
+    # fsum: the same total whatever order the set gives its terms in (it moves with the
+    # hash seed), so equal sentences tie exactly in every process.
+    base = math.fsum(math.log1p(tf[t]) for t in distinct) / math.sqrt(len(distinct) + 1)
     bonus = (
         min(f.numbers, 3) * 0.7
         + min(f.paths, 2) * 1.2
