@@ -50,17 +50,15 @@ def shrink_message(message: Message, max_tokens: int, tokenizer: Tokenizer) -> M
     Tool call ids, names and the pairing of calls and results are never changed; only
     text and tool result content are cut. The result is a view: the store is untouched.
     """
-    overhead = tokenizer.count_message(message) - sum(
-        tokenizer.count(_text_of(p)) for p in message.parts
-    )
-    room = max(0, max_tokens - overhead)
-    texts = [tokenizer.count(_text_of(p)) for p in message.parts]
-    fixed = sum(t for p, t in zip(message.parts, texts, strict=True) if not _cuttable(p))
-    room -= fixed
     cuttable = [i for i, p in enumerate(message.parts) if _cuttable(p)]
     if not cuttable:
         return message
-    share = max(0, room) // len(cuttable)
+    share = 0  # no room: every text goes, and nothing needs counting to know it
+    if max_tokens > 0:
+        texts = [tokenizer.count(_text_of(p)) for p in message.parts]
+        overhead = tokenizer.count_message(message) - sum(texts)
+        fixed = sum(t for p, t in zip(message.parts, texts, strict=True) if not _cuttable(p))
+        share = max(0, max(0, max_tokens - overhead) - fixed) // len(cuttable)
     parts = list(message.parts)
     for i in cuttable:
         part = parts[i]
