@@ -40,6 +40,8 @@ def test_what_a_question_asks(question: str, kinds: tuple[str, ...]) -> None:
     ("time", "It opens at 9 am, and closes at 5:30."),
     ("time", "We met on March 3 and again in 2019."),
     ("place", "地址是北京市海淀区清华西路28号。"),
+    ("place", "可以，地址在北京市海淀区北京大学中北部。"),  # its city and district, no street
+    ("place", "它在河北省承德县的山里。"),
     ("place", "It's at 221 Baker Street, by the station."),
     ("place", "She moved here from Sweden four years ago."),
     ("price", "无需门票。"),
@@ -73,6 +75,7 @@ def test_what_is_near_a_place_is_another_place(text: str, holds: bool) -> None:
     ("time", "这里的早上人很多，开门的时候排队很长。"),
     ("time", "I can't remember when it opens, sorry."),
     ("place", "我不知道它在哪里，你查一下吧。"),
+    ("place", "这个城市的变化很大，你去看看吧。"),
     ("price", "票价我忘了，应该不贵。"),
     ("duration", "玩多久都可以，看你的兴趣。"),
     ("phone", "电话我没有记下来。"),

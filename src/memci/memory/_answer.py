@@ -65,7 +65,7 @@ _HOLDS: dict[str, LazyPattern] = {
         r"|周[一二三四五六日末]|星期[一二三四五六日天]|全天|24小时",
         re.IGNORECASE),
     "place": LazyPattern(
-        r"\d+号|[路街巷道]\d|[省市区县镇乡村][^，。,.\s]{0,12}?[路街巷道里]"
+        r"\d+号|[路街巷道]\d|[省市区县镇乡村][^，。,.\s]{0,12}?[路街巷道里]|[省市][^，。,.\s]{1,8}?[区县]"
         r"|\b\d+\s+[A-Z][a-z]+\s+(?:Street|St|Road|Rd|Avenue|Ave|Boulevard|Blvd|Lane|Ln)\b"
         r"|\b(?:in|at|near|from)\s+(?:the\s+)?[A-Z][a-z]+"),
     "price": LazyPattern(
