@@ -55,9 +55,10 @@ def chinese_long_chat() -> list[dict[str, Any]]:
     return out
 
 
-def trace(name: str) -> list[dict[str, Any]]:
-    """The chat messages of a mini-swe-agent trace in ../shared/data/traces."""
-    data = json.loads((SHARED / "traces" / name).read_text(encoding="utf-8"))
+def trace(name: str | Path) -> list[dict[str, Any]]:
+    """The chat messages of a mini-swe-agent trace: a file, or a name in ../shared/data/traces."""
+    path = name if isinstance(name, Path) else SHARED / "traces" / name
+    data = json.loads(path.read_text(encoding="utf-8"))
     return [m for m in data["messages"] if m["role"] in ("system", "user", "assistant", "tool")]
 
 
