@@ -7,7 +7,8 @@ sentences — the same words, other numbers — once ranked apart by a float sum
 set order, so two servers sent different context pools.
 
 Each child process builds the same chats at several budgets with a different
-``PYTHONHASHSEED`` and prints a digest of every request it built.
+``PYTHONHASHSEED`` and prints a digest of every request it built: on SQLite, and on
+PostgreSQL (a fresh database each).
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
+
+from tests import pg
 
 CHILD = textwrap.dedent("""
     import hashlib, json, random, re, sys
@@ -76,16 +79,24 @@ CHILD = textwrap.dedent("""
 """)
 
 
-def _digest(tmp_path: Path, seed: int) -> str:
+def _digest(store: str, seed: int) -> str:
     env = {**os.environ, "PYTHONHASHSEED": str(seed)}
-    run = subprocess.run([sys.executable, "-c", CHILD, str(tmp_path / f"s{seed}.db")],
+    run = subprocess.run([sys.executable, "-c", CHILD, store],
                          env=env, capture_output=True, text=True, timeout=600)
     assert run.returncode == 0, run.stderr[-3000:]
     return run.stdout.strip()
 
 
 def test_requests_do_not_move_with_the_hash_seed(tmp_path: Path) -> None:
-    digests = {seed: _digest(tmp_path, seed) for seed in range(1, 5)}
+    digests = {seed: _digest(str(tmp_path / f"s{seed}.db"), seed) for seed in range(1, 5)}
+    assert len(set(digests.values())) == 1, digests
+
+
+def test_servers_on_postgresql_build_the_same_requests() -> None:
+    # Where processes meet: servers on one database. Each child has a database of its
+    # own (the same chats from empty). The chats also archive pages that memory had kept
+    # before, summarized this time: that once failed on PostgreSQL ("duplicate key").
+    digests = {seed: _digest(pg.fresh_database("memci_seed"), seed) for seed in (1, 2)}
     assert len(set(digests.values())) == 1, digests
 
 

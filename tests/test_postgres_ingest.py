@@ -379,6 +379,45 @@ def test_pages_kept_again_are_counted_in_one_statement_whatever_their_number(
     assert found == list(range(1, 60, 2))  # the new summaries are searched
 
 
+def _summarized_again(store: Any) -> dict[str, list[int]]:
+    """Pages kept, then some of them given a summary, twice: the pages each word finds."""
+    items = MemoryItems(store, analyzer="bigram", embedder=None, clock=lambda: 1000.0)
+    session = store.ensure_session("t", "s", "u", {})
+    pages = [(n, f"user: page {n} about {WORDS[n % 12]}", None) for n in range(20)]
+    items.remember_pages(session, pages)
+    items.remember_pages(session, [(0, pages[0][1], "zeppelin first"),
+                                   (5, pages[5][1], "zeppelin fifth")])
+    items.remember_pages(session, [(0, pages[0][1], "airship again"),
+                                   (7, pages[7][1], "airship seventh")])
+    scope = Scope.of(session)
+    found = {}
+    for word in ("zeppelin", "airship", "page", "lighthouse"):
+        ids = items.rows.keyword(get_analyzer("bigram").query(word), ItemFilter(scope), 100)
+        found[word] = sorted(item.page or 0 for item in items.rows.get_many(ids))
+    return found
+
+
+def test_the_first_row_of_a_batch_indexed_again_keeps_the_batch_of_the_others(
+    url: str, tmp_path: Path,
+) -> None:
+    # A batch of keyword rows is keyed by its first row's ref. Given a summary, that row
+    # was deleted and indexed again under the same key, which the batch's other rows
+    # still held: "duplicate key" (a chat's build on PostgreSQL failed at an archive
+    # event that summarized a page kept before).
+    store = open_store(url)
+    try:
+        found = _summarized_again(store)
+    finally:
+        store.close()
+    lite = SQLiteStore(tmp_path / "lite.db")
+    try:
+        assert found == _summarized_again(lite)  # what SQLite finds
+    finally:
+        lite.close()
+    assert found["zeppelin"] == [5] and found["airship"] == [0, 7]
+    assert found["page"] == list(range(20))
+
+
 def _kept_repeated(store: Any, at_once: bool) -> list[tuple[Any, ...]]:
     """Facts met up to three times in one batch (each time from another page), kept at
     once or one after another: the items kept."""

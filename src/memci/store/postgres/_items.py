@@ -68,11 +68,16 @@ class PostgresItemStore(SqlItemStore):
         self._put(sql.conn, item_id, text, summary, subject, replace=replace)
 
     def _index_many(self, sql: Sql,
-                    items: Sequence[tuple[int, str, str | None, str | None]]) -> None:
-        """The new items' keyword text in one batch (an archive event keeps hundreds)."""
+                    items: Sequence[tuple[int, str, str | None, str | None]], *,
+                    again: bool = False) -> None:
+        """The items' keyword text in one batch (an archive event keeps hundreds).
+
+        ``again``: they were indexed before (see :meth:`KeywordTable.put_many`).
+        """
         shard = (id(sql.conn) >> 4) % _SHARDS
         self.table.put_many(sql.conn, [(item_id, shard, self._columns(text, summary, subject))
-                                       for item_id, text, summary, subject in items])
+                                       for item_id, text, summary, subject in items],
+                            again=again)
 
     def merge_many(self, seen: Mapping[int, NewItem], *, now: float) -> None:
         """:meth:`merge` of each item ``id`` seen again as ``item``, in one statement.
@@ -91,7 +96,7 @@ class PostgresItemStore(SqlItemStore):
             changed = sorted((int(r[0]), str(r[1]), r[2], r[3]) for r in rows if r[4])
             if changed:
                 self.table.delete(sql.conn, [item_id for item_id, *_ in changed])
-                self._index_many(sql, changed)
+                self._index_many(sql, changed, again=True)
 
     def _revision(self, sql: Sql) -> tuple[str, tuple[Any, ...]]:
         return "nextval('memory_item_revisions')", ()

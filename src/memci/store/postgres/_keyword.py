@@ -634,22 +634,29 @@ class KeywordTable:
         """Index the row ``ref``: ``columns`` are its texts (the analyzer documents them)."""
         if replace:
             self.delete(db, [ref])
-        self.put_many(db, [(ref, shard, columns)])
+        self.put_many(db, [(ref, shard, columns)], again=replace)
 
-    def put_many(self, db: Connection, rows: Sequence[tuple[int, int, Sequence[str]]]) -> None:
+    def put_many(self, db: Connection, rows: Sequence[tuple[int, int, Sequence[str]]], *,
+                 again: bool = False) -> None:
         """Index each ``(ref, shard, columns)``: the rows with their count, the doclists.
 
         ``columns`` are texts. Each row's terms are cut once (each distinct line once a
         call, see :class:`_Terms`), kept in order in its row (``seq``, for phrases) and
         counted into the batch's doclists (up to ``_DOCLIST_ROWS`` rows a batch).
+        ``again``: the rows were indexed before (and deleted): a batch is keyed by its
+        first row's ref, and the batch that row began may still hold others under that
+        key, so these batches are keyed below every ref instead (``keyword_batches``).
         """
         cut_terms = _Terms(self._document, self._cut, self._by_line)
         values: list[tuple[int, int, int, int, str, str | None]] = []
         lines: list[str] = []
         counted: dict[int, tuple[int, int]] = {}
+        keys = (iter([-int(r[0]) for r in db.execute(
+            "SELECT nextval('keyword_batches') FROM generate_series(1, %s)",
+            (-(-len(rows) // _DOCLIST_ROWS),)).fetchall()]) if again and rows else None)
         for start in range(0, len(rows), _DOCLIST_ROWS):
             chunk = rows[start:start + _DOCLIST_ROWS]
-            batch = min(ref for ref, _, _ in chunk)
+            batch = next(keys) if keys is not None else min(ref for ref, _, _ in chunk)
             terms: list[list[list[str]]] = []
             for ref, shard, columns in chunk:
                 cut = list(map(cut_terms, columns[:_MAX_COLUMNS]))

@@ -485,6 +485,12 @@ POSTGRES: tuple[Migration, ...] = (
         END
         $$;
     """),
+    Migration(6, "keyword rows indexed again: their doclists' batches from a sequence", """
+        -- A batch's key is its first row's ref; deleting that row keeps the batch's other
+        -- rows under it, so the row indexed again (an item given a summary) cannot take
+        -- the same key: such batches are numbered below every ref instead.
+        CREATE SEQUENCE keyword_batches;
+    """),
 )
 
 #: Every series, in the order they are applied (``core`` first: others refer to it).
