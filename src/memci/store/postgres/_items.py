@@ -69,15 +69,15 @@ class PostgresItemStore(SqlItemStore):
 
     def _index_many(self, sql: Sql,
                     items: Sequence[tuple[int, str, str | None, str | None]], *,
-                    again: bool = False) -> None:
+                    replace: bool = False) -> None:
         """The items' keyword text in one batch (an archive event keeps hundreds).
 
-        ``again``: they were indexed before (see :meth:`KeywordTable.put_many`).
+        ``replace``: in place of the text they have (see :meth:`KeywordTable.put_many`).
         """
         shard = (id(sql.conn) >> 4) % _SHARDS
         self.table.put_many(sql.conn, [(item_id, shard, self._columns(text, summary, subject))
                                        for item_id, text, summary, subject in items],
-                            again=again)
+                            replace=replace)
 
     def merge_many(self, seen: Mapping[int, NewItem], *, now: float) -> None:
         """:meth:`merge` of each item ``id`` seen again as ``item``, in one statement.
@@ -95,8 +95,7 @@ class PostgresItemStore(SqlItemStore):
                             for name in ("summary", "source", "subject")))).fetchall()
             changed = sorted((int(r[0]), str(r[1]), r[2], r[3]) for r in rows if r[4])
             if changed:
-                self.table.delete(sql.conn, [item_id for item_id, *_ in changed])
-                self._index_many(sql, changed, again=True)
+                self._index_many(sql, changed, replace=True)
 
     def _revision(self, sql: Sql) -> tuple[str, tuple[Any, ...]]:
         return "nextval('memory_item_revisions')", ()

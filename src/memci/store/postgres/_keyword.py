@@ -57,7 +57,7 @@ import hashlib
 import math
 import re
 from collections import Counter
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import field
 from itertools import chain, count, repeat
 from typing import Any
@@ -528,6 +528,12 @@ def _doclist_lines(
     return lines
 
 
+def _fresh_batches(db: Connection, n: int) -> Iterator[int]:
+    """``n`` batch keys no batch has, each below every ref (from ``keyword_batches``)."""
+    return iter([-int(r[0]) for r in db.execute(
+        "SELECT nextval('keyword_batches') FROM generate_series(1, %s)", (n,)).fetchall()])
+
+
 def _write_doclists(db: Connection, table: str, lines: list[str]) -> None:
     """Insert doclists (their ``COPY`` lines) by term, in one round trip.
 
@@ -632,28 +638,28 @@ class KeywordTable:
         replace: bool = False,
     ) -> None:
         """Index the row ``ref``: ``columns`` are its texts (the analyzer documents them)."""
-        if replace:
-            self.delete(db, [ref])
-        self.put_many(db, [(ref, shard, columns)], again=replace)
+        self.put_many(db, [(ref, shard, columns)], replace=replace)
 
     def put_many(self, db: Connection, rows: Sequence[tuple[int, int, Sequence[str]]], *,
-                 again: bool = False) -> None:
+                 replace: bool = False) -> None:
         """Index each ``(ref, shard, columns)``: the rows with their count, the doclists.
 
         ``columns`` are texts. Each row's terms are cut once (each distinct line once a
         call, see :class:`_Terms`), kept in order in its row (``seq``, for phrases) and
         counted into the batch's doclists (up to ``_DOCLIST_ROWS`` rows a batch).
-        ``again``: the rows were indexed before (and deleted): a batch is keyed by its
-        first row's ref, and the batch that row began may still hold others under that
-        key, so these batches are keyed below every ref instead (``keyword_batches``).
+        ``replace``: in place of the rows' keyword text (their rows are deleted first).
+        A batch is keyed by its first row's ref, and the batch a deleted row began keeps
+        its other rows under that key: the new batches are keyed from
+        ``keyword_batches``, below every ref, instead.
         """
+        keys: Iterator[int] | None = None
+        if replace and rows:
+            self.delete(db, [ref for ref, _, _ in rows])
+            keys = _fresh_batches(db, -(-len(rows) // _DOCLIST_ROWS))
         cut_terms = _Terms(self._document, self._cut, self._by_line)
         values: list[tuple[int, int, int, int, str, str | None]] = []
         lines: list[str] = []
         counted: dict[int, tuple[int, int]] = {}
-        keys = (iter([-int(r[0]) for r in db.execute(
-            "SELECT nextval('keyword_batches') FROM generate_series(1, %s)",
-            (-(-len(rows) // _DOCLIST_ROWS),)).fetchall()]) if again and rows else None)
         for start in range(0, len(rows), _DOCLIST_ROWS):
             chunk = rows[start:start + _DOCLIST_ROWS]
             batch = next(keys) if keys is not None else min(ref for ref, _, _ in chunk)
