@@ -482,21 +482,27 @@ def test_a_batch_reads_the_page_and_context_before_it_in_one_statement(
 ) -> None:
     # Indexing a batch read the page of the message before it, then its context: the
     # newest 8 messages, and 32 more when short turns left the context unfilled (every
-    # Chinese batch): three statements, three round trips of the batch's write.
-    with memci.Engine.open(url, workers=0) as engine:
-        batched = engine.session("batched")
-        batched.add_many(_short_turns(100))
+    # Chinese batch): three statements, three round trips of the batch's write. Two
+    # processes take turns here, so each batch follows the other's and reads it back.
+    with memci.Engine.open(url, workers=0) as engine, \
+            memci.Engine.open(url, workers=0) as other:
+        engine.session("batched").add_many(_short_turns(100))
         reads = []
-        for start in (100, 200, 300):
+        for start, writer in ((100, other), (200, engine), (300, other), (400, engine)):
             sent.clear()
-            batched.add_many(_short_turns(100, start))
+            writer.session("batched").add_many(_short_turns(100, start))
             reads.append(_reads_before(sent))
+        # After its own batch, a process reads nothing back: it kept where it ended.
+        sent.clear()
+        engine.session("batched").add_many(_short_turns(100, 500))
+        reads.append(_reads_before(sent))
         one_by_one = engine.session("one_by_one")
-        for message in _short_turns(400):
+        for message in _short_turns(600):
             one_by_one.add(message)
-    # The first batch that finds 8 too few learns it (a read of 32 more); later, one.
-    assert [len(r) for r in reads] == [2, 1, 1], reads
-    # The same pages and contexts as messages indexed one at a time (each reads its own).
+    # The first batch of each process that finds 8 too few learns it (a read of 32
+    # more); later, one.
+    assert [len(r) for r in reads] == [2, 2, 1, 1, 0], reads
+    # The same pages and contexts as messages indexed one at a time.
     assert _keyword_rows(url, "batched") == _keyword_rows(url, "one_by_one")
 
 

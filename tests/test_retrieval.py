@@ -14,6 +14,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+import memci
 from memci.errors import ConfigError, LLMHTTPError, MissingExtraError
 from memci.memory import (
     Memory,
@@ -33,6 +34,7 @@ from memci.memory._embed import languages_of, speaks
 from memci.memory._time import without_time
 from memci.messages import Message, ToolCallPart
 from memci.store import SessionRecord, SQLiteStore
+from tests.sqlitetrace import statements
 
 NOW = datetime(2026, 3, 12, 15, 0, tzinfo=UTC)  # a Thursday
 
@@ -262,6 +264,67 @@ def test_a_message_added_alone_gets_the_context_it_gets_imported(store: SQLiteSt
                      for h in index.search("Zanzibar", k=20, sessions=[rec.id], now=NOW)]
     assert len(hits["at once"]) == 13  # every turn but the blank one holds it in its context
     assert hits["one by one"] == hits["at once"]
+
+
+def _reads_back(ran: Sequence[str]) -> list[str]:
+    """The statements that read the log before a message for its context."""
+    return [t for t in ran if "role <> 'system'" in t]
+
+
+def test_an_add_after_an_add_reads_nothing_back(tmp_path: Path) -> None:
+    # Each add read back the newest messages before it for its context (and decoded
+    # them): half of a steady add's time. The context where the last add ended is kept
+    # once it committed; the next add only reads the log's epoch.
+    with memci.Engine.open(tmp_path / "m.db") as engine:
+        session = engine.session("s")
+        session.add({"role": "user", "content": "we booked the Lisbon flights"})
+        with statements(engine) as ran:
+            for i in range(5):
+                session.add({"role": ("assistant", "user")[i % 2], "content": f"turn {i}"})
+        assert _reads_back(ran) == []
+        hits = session.search("Lisbon flights", k=10)
+    # The turns after it hold it in their context, as an import of the same chat does.
+    with memci.Engine.open(tmp_path / "n.db") as engine:
+        session = engine.session("s")
+        session.add_many([{"role": "user", "content": "we booked the Lisbon flights"}]
+                         + [{"role": ("assistant", "user")[i % 2], "content": f"turn {i}"}
+                            for i in range(5)])
+        imported = session.search("Lisbon flights", k=10)
+    assert len(hits) == 6
+    assert [(h.message.seq, round(h.score, 9)) for h in hits] == [
+        (h.message.seq, round(h.score, 9)) for h in imported]
+
+
+@pytest.mark.parametrize("change", ["retracted elsewhere", "added elsewhere",
+                                    "rolled back"])
+def test_an_add_reads_its_context_again_when_the_log_changed(
+    tmp_path: Path, change: str,
+) -> None:
+    # The kept context holds the text of the messages before: once one of them is
+    # deleted (here or by another process), another process wrote after it, or the
+    # write that kept it rolled back, the next add reads the log again. Else a deleted
+    # message, or one never stored, would be found through the messages after it.
+    path = tmp_path / "m.db"
+    with memci.Engine.open(path) as engine, memci.Engine.open(path) as other:
+        session = engine.session("s")
+        session.add({"role": "user", "content": "my locker code is zebra"})
+        session.add({"role": "assistant", "content": "noted"})
+        if change == "retracted elsewhere":
+            other.session("s").retract(1)
+        elif change == "added elsewhere":
+            other.session("s").add({"role": "user", "content": "and the bike lock?"})
+        else:
+            with pytest.raises(RuntimeError), engine.store.atomic():
+                session.add({"role": "user", "content": "the safe opens with walrus"})
+                raise RuntimeError("the caller's transaction fails")
+            other.session("s").add({"role": "user", "content": "and the bike lock?"})
+        with statements(engine) as ran:
+            session.add({"role": "assistant", "content": "ok"})
+        assert len(_reads_back(ran)) == 1
+        last = session.messages()[-1].seq
+        found = {h.message.seq for h in session.search("zebra", k=10)}
+        assert (last in found) == (change != "retracted elsewhere")
+        assert session.search("walrus", k=10) == []
 
 
 

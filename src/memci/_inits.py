@@ -955,117 +955,123 @@ def _97(_tuple_new):
  return lambda _cls, epoch, last_seq, held, system_seq, raw_total, has_tool_results, hides_output, seqs, roles, tokens: _tuple_new(_cls, (epoch, last_seq, held, system_seq, raw_total, has_tool_results, hides_output, seqs, roles, tokens))
 
 def _98(_tuple_new):
- return lambda _cls, file_roots, max_message_bytes: _tuple_new(_cls, (file_roots, max_message_bytes))
+ return lambda _cls, epoch, seq, said, page, context: _tuple_new(_cls, (epoch, seq, said, page, context))
 
 def _99(_tuple_new):
- return lambda _cls, id, kind, key, payload, state, attempts, max_attempts, last_error, result, lease_owner, lease_expires, run_after, created_at, updated_at: _tuple_new(_cls, (id, kind, key, payload, state, attempts, max_attempts, last_error, result, lease_owner, lease_expires, run_after, created_at, updated_at))
+ return lambda _cls, file_roots, max_message_bytes: _tuple_new(_cls, (file_roots, max_message_bytes))
 
 def _100(_tuple_new):
- return lambda _cls, id, path, kind, mtime_ns, size, sha256: _tuple_new(_cls, (id, path, kind, mtime_ns, size, sha256))
+ return lambda _cls, id, kind, key, payload, state, attempts, max_attempts, last_error, result, lease_owner, lease_expires, run_after, created_at, updated_at: _tuple_new(_cls, (id, kind, key, payload, state, attempts, max_attempts, last_error, result, lease_owner, lease_expires, run_after, created_at, updated_at))
 
 def _101(_tuple_new):
- return lambda _cls, id, path, start_line, end_line, title, symbol, kind, text: _tuple_new(_cls, (id, path, start_line, end_line, title, symbol, kind, text))
+ return lambda _cls, id, path, kind, mtime_ns, size, sha256: _tuple_new(_cls, (id, path, kind, mtime_ns, size, sha256))
 
 def _102(_tuple_new):
- return lambda _cls, id, sha256, size, chars, lines, content: _tuple_new(_cls, (id, sha256, size, chars, lines, content))
+ return lambda _cls, id, path, start_line, end_line, title, symbol, kind, text: _tuple_new(_cls, (id, path, start_line, end_line, title, symbol, kind, text))
 
 def _103(_tuple_new):
- return lambda _cls, id, size, chars, lines, exit_code, summary, tool_name, call_id, arguments, owner, session_id, created_at, stored, sha256, is_error, seq: _tuple_new(_cls, (id, size, chars, lines, exit_code, summary, tool_name, call_id, arguments, owner, session_id, created_at, stored, sha256, is_error, seq))
+ return lambda _cls, id, sha256, size, chars, lines, content: _tuple_new(_cls, (id, sha256, size, chars, lines, content))
 
 def _104(_tuple_new):
- return lambda _cls, key_id, tenant, key_hash, label, created_at, revoked_at, policy: _tuple_new(_cls, (key_id, tenant, key_hash, label, created_at, revoked_at, policy))
+ return lambda _cls, id, size, chars, lines, exit_code, summary, tool_name, call_id, arguments, owner, session_id, created_at, stored, sha256, is_error, seq: _tuple_new(_cls, (id, size, chars, lines, exit_code, summary, tool_name, call_id, arguments, owner, session_id, created_at, stored, sha256, is_error, seq))
 
 def _105(_tuple_new):
- return lambda _cls, kind, key, payload, max_attempts, run_after: _tuple_new(_cls, (kind, key, payload, max_attempts, run_after))
+ return lambda _cls, key_id, tenant, key_hash, label, created_at, revoked_at, policy: _tuple_new(_cls, (key_id, tenant, key_hash, label, created_at, revoked_at, policy))
 
 def _106(_tuple_new):
- return lambda _cls, low_watermark, evict_unrecalled_rounds, evict_unchanged_rounds, contents_max_tokens, contents_entry_lines, language, recent_max_tokens, recent_pages, summary_swap_rounds: _tuple_new(_cls, (low_watermark, evict_unrecalled_rounds, evict_unchanged_rounds, contents_max_tokens, contents_entry_lines, language, recent_max_tokens, recent_pages, summary_swap_rounds))
+ return lambda _cls, kind, key, payload, max_attempts, run_after: _tuple_new(_cls, (kind, key, payload, max_attempts, run_after))
 
 def _107(_tuple_new):
- return lambda _cls, match, terms, short_terms: _tuple_new(_cls, (match, terms, short_terms))
+ return lambda _cls, low_watermark, evict_unrecalled_rounds, evict_unchanged_rounds, contents_max_tokens, contents_entry_lines, language, recent_max_tokens, recent_pages, summary_swap_rounds: _tuple_new(_cls, (low_watermark, evict_unrecalled_rounds, evict_unchanged_rounds, contents_max_tokens, contents_entry_lines, language, recent_max_tokens, recent_pages, summary_swap_rounds))
 
 def _108(_tuple_new):
- return lambda _cls, message, keys, opener: _tuple_new(_cls, (message, keys, opener))
+ return lambda _cls, match, terms, short_terms: _tuple_new(_cls, (match, terms, short_terms))
 
 def _109(_tuple_new):
- return lambda _cls, name, priority, tokens, required: _tuple_new(_cls, (name, priority, tokens, required))
+ return lambda _cls, message, keys, opener: _tuple_new(_cls, (message, keys, opener))
 
 def _110(_tuple_new):
- return lambda _cls, name, sections, recent_steps, tool_head: _tuple_new(_cls, (name, sections, recent_steps, tool_head))
+ return lambda _cls, name, priority, tokens, required: _tuple_new(_cls, (name, priority, tokens, required))
 
 def _111(_tuple_new):
- return lambda _cls, name, shares: _tuple_new(_cls, (name, shares))
+ return lambda _cls, name, sections, recent_steps, tool_head: _tuple_new(_cls, (name, sections, recent_steps, tool_head))
 
 def _112(_tuple_new):
- return lambda _cls, node,: _tuple_new(_cls, (node,))
+ return lambda _cls, name, shares: _tuple_new(_cls, (name, shares))
 
 def _113(_tuple_new):
- return lambda _cls, ok, text: _tuple_new(_cls, (ok, text))
+ return lambda _cls, node,: _tuple_new(_cls, (node,))
 
 def _114(_tuple_new):
- return lambda _cls, page, first_seq, last_seq, state, archived_round, recall_count, last_recall_round, lines, source, tokens, counted: _tuple_new(_cls, (page, first_seq, last_seq, state, archived_round, recall_count, last_recall_round, lines, source, tokens, counted))
+ return lambda _cls, ok, text: _tuple_new(_cls, (ok, text))
 
 def _115(_tuple_new):
- return lambda _cls, parts, aside: _tuple_new(_cls, (parts, aside))
+ return lambda _cls, page, epoch, recent: _tuple_new(_cls, (page, epoch, recent))
 
 def _116(_tuple_new):
- return lambda _cls, pattern, read, needs: _tuple_new(_cls, (pattern, read, needs))
+ return lambda _cls, page, first_seq, last_seq, state, archived_round, recall_count, last_recall_round, lines, source, tokens, counted: _tuple_new(_cls, (page, first_seq, last_seq, state, archived_round, recall_count, last_recall_round, lines, source, tokens, counted))
 
 def _117(_tuple_new):
- return lambda _cls, pending, failed, gave_up, last_error: _tuple_new(_cls, (pending, failed, gave_up, last_error))
+ return lambda _cls, parts, aside: _tuple_new(_cls, (parts, aside))
 
 def _118(_tuple_new):
- return lambda _cls, position, prepared: _tuple_new(_cls, (position, prepared))
+ return lambda _cls, pattern, read, needs: _tuple_new(_cls, (pattern, read, needs))
 
 def _119(_tuple_new):
- return lambda _cls, provider, per_message, per_name, per_tool_call, per_tool_result, image_low, image, reply_priming: _tuple_new(_cls, (provider, per_message, per_name, per_tool_call, per_tool_result, image_low, image, reply_priming))
+ return lambda _cls, pending, failed, gave_up, last_error: _tuple_new(_cls, (pending, failed, gave_up, last_error))
 
 def _120(_tuple_new):
- return lambda _cls, round, kind, page, reason, last_page, at: _tuple_new(_cls, (round, kind, page, reason, last_page, at))
+ return lambda _cls, position, prepared: _tuple_new(_cls, (position, prepared))
 
 def _121(_tuple_new):
- return lambda _cls, scope, kind, subject, text, norm, summary, source, page, valid_from, created: _tuple_new(_cls, (scope, kind, subject, text, norm, summary, source, page, valid_from, created))
+ return lambda _cls, provider, per_message, per_name, per_tool_call, per_tool_result, image_low, image, reply_priming: _tuple_new(_cls, (provider, per_message, per_name, per_tool_call, per_tool_result, image_low, image, reply_priming))
 
 def _122(_tuple_new):
- return lambda _cls, scope, kinds, exclude_kinds, current: _tuple_new(_cls, (scope, kinds, exclude_kinds, current))
+ return lambda _cls, round, kind, page, reason, last_page, at: _tuple_new(_cls, (round, kind, page, reason, last_page, at))
 
 def _123(_tuple_new):
- return lambda _cls, seq, role, tokens, shown: _tuple_new(_cls, (seq, role, tokens, shown))
+ return lambda _cls, scope, kind, subject, text, norm, summary, source, page, valid_from, created: _tuple_new(_cls, (scope, kind, subject, text, norm, summary, source, page, valid_from, created))
 
 def _124(_tuple_new):
- return lambda _cls, seqs, first_page, pages, call_ids, artifacts: _tuple_new(_cls, (seqs, first_page, pages, call_ids, artifacts))
+ return lambda _cls, scope, kinds, exclude_kinds, current: _tuple_new(_cls, (scope, kinds, exclude_kinds, current))
 
 def _125(_tuple_new):
- return lambda _cls, seqs, roles, tokens, shown: _tuple_new(_cls, (seqs, roles, tokens, shown))
+ return lambda _cls, seq, role, tokens, shown: _tuple_new(_cls, (seq, role, tokens, shown))
 
 def _126(_tuple_new):
- return lambda _cls, session_id, seq, role, page, created, text, context: _tuple_new(_cls, (session_id, seq, role, page, created, text, context))
+ return lambda _cls, seqs, first_page, pages, call_ids, artifacts: _tuple_new(_cls, (seqs, first_page, pages, call_ids, artifacts))
 
 def _127(_tuple_new):
- return lambda _cls, size, rare, common, counted: _tuple_new(_cls, (size, rare, common, counted))
+ return lambda _cls, seqs, roles, tokens, shown: _tuple_new(_cls, (seqs, roles, tokens, shown))
 
 def _128(_tuple_new):
- return lambda _cls, stored, artifact, text: _tuple_new(_cls, (stored, artifact, text))
+ return lambda _cls, session_id, seq, role, page, created, text, context: _tuple_new(_cls, (session_id, seq, role, page, created, text, context))
 
 def _129(_tuple_new):
- return lambda _cls, terms, numbers, paths, idents, entities, question, filler, columns: _tuple_new(_cls, (terms, numbers, paths, idents, entities, question, filler, columns))
+ return lambda _cls, size, rare, common, counted: _tuple_new(_cls, (size, rare, common, counted))
 
 def _130(_tuple_new):
- return lambda _cls, text, subject, source, summary, page, at: _tuple_new(_cls, (text, subject, source, summary, page, at))
+ return lambda _cls, stored, artifact, text: _tuple_new(_cls, (stored, artifact, text))
 
 def _131(_tuple_new):
- return lambda _cls, title, lines, form: _tuple_new(_cls, (title, lines, form))
+ return lambda _cls, terms, numbers, paths, idents, entities, question, filler, columns: _tuple_new(_cls, (terms, numbers, paths, idents, entities, question, filler, columns))
 
 def _132(_tuple_new):
- return lambda _cls, title, lines, source, form: _tuple_new(_cls, (title, lines, source, form))
+ return lambda _cls, text, subject, source, summary, page, at: _tuple_new(_cls, (text, subject, source, summary, page, at))
 
 def _133(_tuple_new):
- return lambda _cls, version, epoch, last_seq, work_event: _tuple_new(_cls, (version, epoch, last_seq, work_event))
+ return lambda _cls, title, lines, form: _tuple_new(_cls, (title, lines, form))
 
 def _134(_tuple_new):
- return lambda _cls, version, name, sql: _tuple_new(_cls, (version, name, sql))
+ return lambda _cls, title, lines, source, form: _tuple_new(_cls, (title, lines, source, form))
 
 def _135(_tuple_new):
+ return lambda _cls, version, epoch, last_seq, work_event: _tuple_new(_cls, (version, epoch, last_seq, work_event))
+
+def _136(_tuple_new):
+ return lambda _cls, version, name, sql: _tuple_new(_cls, (version, name, sql))
+
+def _137(_tuple_new):
  return lambda _cls, window, window_tokens, specs, tools_tokens, head: _tuple_new(_cls, (window, window_tokens, specs, tools_tokens, head))
 
 INITS = {
@@ -1167,42 +1173,44 @@ INITS = {
     'def __create_fn__(_tuple_new):\n return lambda _cls, doc, session_id, seq: _tuple_new(_cls, (doc, session_id, seq))': _95,
     'def __create_fn__(_tuple_new):\n return lambda _cls, entries, first, last, ids: _tuple_new(_cls, (entries, first, last, ids))': _96,
     'def __create_fn__(_tuple_new):\n return lambda _cls, epoch, last_seq, held, system_seq, raw_total, has_tool_results, hides_output, seqs, roles, tokens: _tuple_new(_cls, (epoch, last_seq, held, system_seq, raw_total, has_tool_results, hides_output, seqs, roles, tokens))': _97,
-    'def __create_fn__(_tuple_new):\n return lambda _cls, file_roots, max_message_bytes: _tuple_new(_cls, (file_roots, max_message_bytes))': _98,
-    'def __create_fn__(_tuple_new):\n return lambda _cls, id, kind, key, payload, state, attempts, max_attempts, last_error, result, lease_owner, lease_expires, run_after, created_at, updated_at: _tuple_new(_cls, (id, kind, key, payload, state, attempts, max_attempts, last_error, result, lease_owner, lease_expires, run_after, created_at, updated_at))': _99,
-    'def __create_fn__(_tuple_new):\n return lambda _cls, id, path, kind, mtime_ns, size, sha256: _tuple_new(_cls, (id, path, kind, mtime_ns, size, sha256))': _100,
-    'def __create_fn__(_tuple_new):\n return lambda _cls, id, path, start_line, end_line, title, symbol, kind, text: _tuple_new(_cls, (id, path, start_line, end_line, title, symbol, kind, text))': _101,
-    'def __create_fn__(_tuple_new):\n return lambda _cls, id, sha256, size, chars, lines, content: _tuple_new(_cls, (id, sha256, size, chars, lines, content))': _102,
-    'def __create_fn__(_tuple_new):\n return lambda _cls, id, size, chars, lines, exit_code, summary, tool_name, call_id, arguments, owner, session_id, created_at, stored, sha256, is_error, seq: _tuple_new(_cls, (id, size, chars, lines, exit_code, summary, tool_name, call_id, arguments, owner, session_id, created_at, stored, sha256, is_error, seq))': _103,
-    'def __create_fn__(_tuple_new):\n return lambda _cls, key_id, tenant, key_hash, label, created_at, revoked_at, policy: _tuple_new(_cls, (key_id, tenant, key_hash, label, created_at, revoked_at, policy))': _104,
-    'def __create_fn__(_tuple_new):\n return lambda _cls, kind, key, payload, max_attempts, run_after: _tuple_new(_cls, (kind, key, payload, max_attempts, run_after))': _105,
-    'def __create_fn__(_tuple_new):\n return lambda _cls, low_watermark, evict_unrecalled_rounds, evict_unchanged_rounds, contents_max_tokens, contents_entry_lines, language, recent_max_tokens, recent_pages, summary_swap_rounds: _tuple_new(_cls, (low_watermark, evict_unrecalled_rounds, evict_unchanged_rounds, contents_max_tokens, contents_entry_lines, language, recent_max_tokens, recent_pages, summary_swap_rounds))': _106,
-    'def __create_fn__(_tuple_new):\n return lambda _cls, match, terms, short_terms: _tuple_new(_cls, (match, terms, short_terms))': _107,
-    'def __create_fn__(_tuple_new):\n return lambda _cls, message, keys, opener: _tuple_new(_cls, (message, keys, opener))': _108,
-    'def __create_fn__(_tuple_new):\n return lambda _cls, name, priority, tokens, required: _tuple_new(_cls, (name, priority, tokens, required))': _109,
-    'def __create_fn__(_tuple_new):\n return lambda _cls, name, sections, recent_steps, tool_head: _tuple_new(_cls, (name, sections, recent_steps, tool_head))': _110,
-    'def __create_fn__(_tuple_new):\n return lambda _cls, name, shares: _tuple_new(_cls, (name, shares))': _111,
-    'def __create_fn__(_tuple_new):\n return lambda _cls, node,: _tuple_new(_cls, (node,))': _112,
-    'def __create_fn__(_tuple_new):\n return lambda _cls, ok, text: _tuple_new(_cls, (ok, text))': _113,
-    'def __create_fn__(_tuple_new):\n return lambda _cls, page, first_seq, last_seq, state, archived_round, recall_count, last_recall_round, lines, source, tokens, counted: _tuple_new(_cls, (page, first_seq, last_seq, state, archived_round, recall_count, last_recall_round, lines, source, tokens, counted))': _114,
-    'def __create_fn__(_tuple_new):\n return lambda _cls, parts, aside: _tuple_new(_cls, (parts, aside))': _115,
-    'def __create_fn__(_tuple_new):\n return lambda _cls, pattern, read, needs: _tuple_new(_cls, (pattern, read, needs))': _116,
-    'def __create_fn__(_tuple_new):\n return lambda _cls, pending, failed, gave_up, last_error: _tuple_new(_cls, (pending, failed, gave_up, last_error))': _117,
-    'def __create_fn__(_tuple_new):\n return lambda _cls, position, prepared: _tuple_new(_cls, (position, prepared))': _118,
-    'def __create_fn__(_tuple_new):\n return lambda _cls, provider, per_message, per_name, per_tool_call, per_tool_result, image_low, image, reply_priming: _tuple_new(_cls, (provider, per_message, per_name, per_tool_call, per_tool_result, image_low, image, reply_priming))': _119,
-    'def __create_fn__(_tuple_new):\n return lambda _cls, round, kind, page, reason, last_page, at: _tuple_new(_cls, (round, kind, page, reason, last_page, at))': _120,
-    'def __create_fn__(_tuple_new):\n return lambda _cls, scope, kind, subject, text, norm, summary, source, page, valid_from, created: _tuple_new(_cls, (scope, kind, subject, text, norm, summary, source, page, valid_from, created))': _121,
-    'def __create_fn__(_tuple_new):\n return lambda _cls, scope, kinds, exclude_kinds, current: _tuple_new(_cls, (scope, kinds, exclude_kinds, current))': _122,
-    'def __create_fn__(_tuple_new):\n return lambda _cls, seq, role, tokens, shown: _tuple_new(_cls, (seq, role, tokens, shown))': _123,
-    'def __create_fn__(_tuple_new):\n return lambda _cls, seqs, first_page, pages, call_ids, artifacts: _tuple_new(_cls, (seqs, first_page, pages, call_ids, artifacts))': _124,
-    'def __create_fn__(_tuple_new):\n return lambda _cls, seqs, roles, tokens, shown: _tuple_new(_cls, (seqs, roles, tokens, shown))': _125,
-    'def __create_fn__(_tuple_new):\n return lambda _cls, session_id, seq, role, page, created, text, context: _tuple_new(_cls, (session_id, seq, role, page, created, text, context))': _126,
-    'def __create_fn__(_tuple_new):\n return lambda _cls, size, rare, common, counted: _tuple_new(_cls, (size, rare, common, counted))': _127,
-    'def __create_fn__(_tuple_new):\n return lambda _cls, stored, artifact, text: _tuple_new(_cls, (stored, artifact, text))': _128,
-    'def __create_fn__(_tuple_new):\n return lambda _cls, terms, numbers, paths, idents, entities, question, filler, columns: _tuple_new(_cls, (terms, numbers, paths, idents, entities, question, filler, columns))': _129,
-    'def __create_fn__(_tuple_new):\n return lambda _cls, text, subject, source, summary, page, at: _tuple_new(_cls, (text, subject, source, summary, page, at))': _130,
-    'def __create_fn__(_tuple_new):\n return lambda _cls, title, lines, form: _tuple_new(_cls, (title, lines, form))': _131,
-    'def __create_fn__(_tuple_new):\n return lambda _cls, title, lines, source, form: _tuple_new(_cls, (title, lines, source, form))': _132,
-    'def __create_fn__(_tuple_new):\n return lambda _cls, version, epoch, last_seq, work_event: _tuple_new(_cls, (version, epoch, last_seq, work_event))': _133,
-    'def __create_fn__(_tuple_new):\n return lambda _cls, version, name, sql: _tuple_new(_cls, (version, name, sql))': _134,
-    'def __create_fn__(_tuple_new):\n return lambda _cls, window, window_tokens, specs, tools_tokens, head: _tuple_new(_cls, (window, window_tokens, specs, tools_tokens, head))': _135,
+    'def __create_fn__(_tuple_new):\n return lambda _cls, epoch, seq, said, page, context: _tuple_new(_cls, (epoch, seq, said, page, context))': _98,
+    'def __create_fn__(_tuple_new):\n return lambda _cls, file_roots, max_message_bytes: _tuple_new(_cls, (file_roots, max_message_bytes))': _99,
+    'def __create_fn__(_tuple_new):\n return lambda _cls, id, kind, key, payload, state, attempts, max_attempts, last_error, result, lease_owner, lease_expires, run_after, created_at, updated_at: _tuple_new(_cls, (id, kind, key, payload, state, attempts, max_attempts, last_error, result, lease_owner, lease_expires, run_after, created_at, updated_at))': _100,
+    'def __create_fn__(_tuple_new):\n return lambda _cls, id, path, kind, mtime_ns, size, sha256: _tuple_new(_cls, (id, path, kind, mtime_ns, size, sha256))': _101,
+    'def __create_fn__(_tuple_new):\n return lambda _cls, id, path, start_line, end_line, title, symbol, kind, text: _tuple_new(_cls, (id, path, start_line, end_line, title, symbol, kind, text))': _102,
+    'def __create_fn__(_tuple_new):\n return lambda _cls, id, sha256, size, chars, lines, content: _tuple_new(_cls, (id, sha256, size, chars, lines, content))': _103,
+    'def __create_fn__(_tuple_new):\n return lambda _cls, id, size, chars, lines, exit_code, summary, tool_name, call_id, arguments, owner, session_id, created_at, stored, sha256, is_error, seq: _tuple_new(_cls, (id, size, chars, lines, exit_code, summary, tool_name, call_id, arguments, owner, session_id, created_at, stored, sha256, is_error, seq))': _104,
+    'def __create_fn__(_tuple_new):\n return lambda _cls, key_id, tenant, key_hash, label, created_at, revoked_at, policy: _tuple_new(_cls, (key_id, tenant, key_hash, label, created_at, revoked_at, policy))': _105,
+    'def __create_fn__(_tuple_new):\n return lambda _cls, kind, key, payload, max_attempts, run_after: _tuple_new(_cls, (kind, key, payload, max_attempts, run_after))': _106,
+    'def __create_fn__(_tuple_new):\n return lambda _cls, low_watermark, evict_unrecalled_rounds, evict_unchanged_rounds, contents_max_tokens, contents_entry_lines, language, recent_max_tokens, recent_pages, summary_swap_rounds: _tuple_new(_cls, (low_watermark, evict_unrecalled_rounds, evict_unchanged_rounds, contents_max_tokens, contents_entry_lines, language, recent_max_tokens, recent_pages, summary_swap_rounds))': _107,
+    'def __create_fn__(_tuple_new):\n return lambda _cls, match, terms, short_terms: _tuple_new(_cls, (match, terms, short_terms))': _108,
+    'def __create_fn__(_tuple_new):\n return lambda _cls, message, keys, opener: _tuple_new(_cls, (message, keys, opener))': _109,
+    'def __create_fn__(_tuple_new):\n return lambda _cls, name, priority, tokens, required: _tuple_new(_cls, (name, priority, tokens, required))': _110,
+    'def __create_fn__(_tuple_new):\n return lambda _cls, name, sections, recent_steps, tool_head: _tuple_new(_cls, (name, sections, recent_steps, tool_head))': _111,
+    'def __create_fn__(_tuple_new):\n return lambda _cls, name, shares: _tuple_new(_cls, (name, shares))': _112,
+    'def __create_fn__(_tuple_new):\n return lambda _cls, node,: _tuple_new(_cls, (node,))': _113,
+    'def __create_fn__(_tuple_new):\n return lambda _cls, ok, text: _tuple_new(_cls, (ok, text))': _114,
+    'def __create_fn__(_tuple_new):\n return lambda _cls, page, epoch, recent: _tuple_new(_cls, (page, epoch, recent))': _115,
+    'def __create_fn__(_tuple_new):\n return lambda _cls, page, first_seq, last_seq, state, archived_round, recall_count, last_recall_round, lines, source, tokens, counted: _tuple_new(_cls, (page, first_seq, last_seq, state, archived_round, recall_count, last_recall_round, lines, source, tokens, counted))': _116,
+    'def __create_fn__(_tuple_new):\n return lambda _cls, parts, aside: _tuple_new(_cls, (parts, aside))': _117,
+    'def __create_fn__(_tuple_new):\n return lambda _cls, pattern, read, needs: _tuple_new(_cls, (pattern, read, needs))': _118,
+    'def __create_fn__(_tuple_new):\n return lambda _cls, pending, failed, gave_up, last_error: _tuple_new(_cls, (pending, failed, gave_up, last_error))': _119,
+    'def __create_fn__(_tuple_new):\n return lambda _cls, position, prepared: _tuple_new(_cls, (position, prepared))': _120,
+    'def __create_fn__(_tuple_new):\n return lambda _cls, provider, per_message, per_name, per_tool_call, per_tool_result, image_low, image, reply_priming: _tuple_new(_cls, (provider, per_message, per_name, per_tool_call, per_tool_result, image_low, image, reply_priming))': _121,
+    'def __create_fn__(_tuple_new):\n return lambda _cls, round, kind, page, reason, last_page, at: _tuple_new(_cls, (round, kind, page, reason, last_page, at))': _122,
+    'def __create_fn__(_tuple_new):\n return lambda _cls, scope, kind, subject, text, norm, summary, source, page, valid_from, created: _tuple_new(_cls, (scope, kind, subject, text, norm, summary, source, page, valid_from, created))': _123,
+    'def __create_fn__(_tuple_new):\n return lambda _cls, scope, kinds, exclude_kinds, current: _tuple_new(_cls, (scope, kinds, exclude_kinds, current))': _124,
+    'def __create_fn__(_tuple_new):\n return lambda _cls, seq, role, tokens, shown: _tuple_new(_cls, (seq, role, tokens, shown))': _125,
+    'def __create_fn__(_tuple_new):\n return lambda _cls, seqs, first_page, pages, call_ids, artifacts: _tuple_new(_cls, (seqs, first_page, pages, call_ids, artifacts))': _126,
+    'def __create_fn__(_tuple_new):\n return lambda _cls, seqs, roles, tokens, shown: _tuple_new(_cls, (seqs, roles, tokens, shown))': _127,
+    'def __create_fn__(_tuple_new):\n return lambda _cls, session_id, seq, role, page, created, text, context: _tuple_new(_cls, (session_id, seq, role, page, created, text, context))': _128,
+    'def __create_fn__(_tuple_new):\n return lambda _cls, size, rare, common, counted: _tuple_new(_cls, (size, rare, common, counted))': _129,
+    'def __create_fn__(_tuple_new):\n return lambda _cls, stored, artifact, text: _tuple_new(_cls, (stored, artifact, text))': _130,
+    'def __create_fn__(_tuple_new):\n return lambda _cls, terms, numbers, paths, idents, entities, question, filler, columns: _tuple_new(_cls, (terms, numbers, paths, idents, entities, question, filler, columns))': _131,
+    'def __create_fn__(_tuple_new):\n return lambda _cls, text, subject, source, summary, page, at: _tuple_new(_cls, (text, subject, source, summary, page, at))': _132,
+    'def __create_fn__(_tuple_new):\n return lambda _cls, title, lines, form: _tuple_new(_cls, (title, lines, form))': _133,
+    'def __create_fn__(_tuple_new):\n return lambda _cls, title, lines, source, form: _tuple_new(_cls, (title, lines, source, form))': _134,
+    'def __create_fn__(_tuple_new):\n return lambda _cls, version, epoch, last_seq, work_event: _tuple_new(_cls, (version, epoch, last_seq, work_event))': _135,
+    'def __create_fn__(_tuple_new):\n return lambda _cls, version, name, sql: _tuple_new(_cls, (version, name, sql))': _136,
+    'def __create_fn__(_tuple_new):\n return lambda _cls, window, window_tokens, specs, tools_tokens, head: _tuple_new(_cls, (window, window_tokens, specs, tools_tokens, head))': _137,
 }

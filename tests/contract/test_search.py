@@ -29,7 +29,7 @@ def stored(store: Store, session: SessionRecord, *turns: tuple[str, str],
 def index(search: MessageSearch, session: SessionRecord, messages: Sequence[Message]) -> int:
     """Add an entry per message the way the logic layer does (page = user turns so far)."""
     added = 0
-    page = search.page_before(session.id, messages[0].seq or 0) if messages else 0
+    page = search.before(session.id, messages[0].seq or 0, 0).page if messages else 0
     for message in messages:
         assert message.seq is not None and message.created_at is not None
         page += message.role == "user"
@@ -151,26 +151,29 @@ def test_what_indexing_reads_back(
     messages = stored(store, session, ("user", "one"), ("system", "rules"),
                       ("assistant", "two"), ("user", "three"), ("assistant", "four"))
     assert search.behind(None) == [(session.id, 0)]
-    assert search.page_before(session.id, 4) == 1  # nothing indexed: counted in the log
+    assert search.before(session.id, 4, 0).page == 1  # nothing indexed: counted in the log
     index(search, session, messages[:3])
     assert search.behind([session.id]) == [(session.id, 3)]
     assert [m.seq for m in search.unindexed(session.id, 3)] == [4, 5]
     assert search.unindexed(session.id, 3)[0].session == "contract"
-    assert search.page_before(session.id, 4) == 1
+    assert search.before(session.id, 4, 0) == (1, 0, [])  # the log's epoch: 0
     assert [m.content for m in search.recent(session.id, 4, 8)] == ["two", "one"]
     assert [m.content for m in search.recent(session.id, 4, 1)] == ["two"]
     # when each was said: indexing stops a message's context at a pause
     assert [m.created_at for m in search.recent(session.id, 4, 8)] == [
         DAY + timedelta(hours=2), DAY]
     # both in one read: the page (indexed before, or counted in the log) and the messages
-    page, recent = search.before(session.id, 4, 8)
-    assert (page, [(m.content, m.created_at) for m in recent]) == (
-        1, [(m.content, m.created_at) for m in search.recent(session.id, 4, 8)])
-    assert search.before(session.id, 6, 1)[0] == 2  # seq 5 has no entry yet: counted
-    assert search.before(session.id, 1, 8) == (0, [])  # nothing before the first
+    page, epoch, recent = search.before(session.id, 4, 8)
+    assert (page, epoch, [(m.content, m.created_at) for m in recent]) == (
+        1, 0, [(m.content, m.created_at) for m in search.recent(session.id, 4, 8)])
+    assert search.before(session.id, 6, 1).page == 2  # seq 5 has no entry yet: counted
+    assert search.before(session.id, 1, 8) == (0, 0, [])  # nothing before the first
     index(search, session, messages[3:])
-    assert search.before(session.id, 6, 1)[0] == 2  # read from the entry of seq 5
-    assert [m.content for m in search.before(session.id, 6, 1)[1]] == ["four"]
+    assert search.before(session.id, 6, 1).page == 2  # read from the entry of seq 5
+    assert [m.content for m in search.before(session.id, 6, 1).recent] == ["four"]
+    # a deletion grows the epoch (indexing then reads the context again)
+    store.eraser.retract(session, [2])
+    assert search.before(session.id, 6, 8).epoch == 1
     assert search.behind(None) == []
     backlog = search.embed_backlog(0, 10)
     assert [e.message.content for e in backlog] == ["one", "two", "three", "four"]

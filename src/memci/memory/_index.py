@@ -208,6 +208,20 @@ def _epoch(moment: datetime | None) -> float:
     return moment.timestamp()
 
 
+class _Rolled(NamedTuple):
+    """Where indexing a session's batch ended: the next message's start (see ``index``).
+
+    The log's epoch it was read in, the batch's last seq and when it was said, the page
+    it is on, and the context the next message gets.
+    """
+
+    epoch: int
+    seq: int
+    said: datetime | None
+    page: int
+    context: str
+
+
 class IndexStats(NamedTuple):
     """What the index holds and how it searches."""
 
@@ -265,6 +279,8 @@ class MessageIndex:
         self._own = _OwnCalls(self.rows.recent)
         # Messages read back at first for a context (see _context_before).
         self._context_messages = _CONTEXT_MESSAGES
+        # Per session, where this process's last committed batch ended (see _start).
+        self._rolled: OrderedDict[int, _Rolled] = OrderedDict()
         with store.atomic():
             self._catch_up_keyword()
 
@@ -283,15 +299,14 @@ class MessageIndex:
         rows = self.rows
         with self.store.atomic():
             first = todo[0].seq or 0
-            page, previous = self._before(session.id, first, todo[0].created_at)
+            epoch, page, previous, said = self._start(session, first, todo[0].created_at)
             docs: list[SearchDoc] = []
             last = first - 1
-            said: datetime | None = None
             for message in todo:
                 assert message.seq is not None
                 if message.seq != last + 1:  # a gap: recount, and no context across it
-                    page, previous = self._before(session.id, message.seq,
-                                                  message.created_at)
+                    epoch, page, previous = self._before(session.id, message.seq,
+                                                         message.created_at)
                 elif paused(said, message.created_at):
                     previous = ""
                 last, said = message.seq, message.created_at
@@ -305,8 +320,36 @@ class MessageIndex:
                                       previous if text.strip() else ""))
                 if message.role != "system" and text.strip():
                     previous = self._roll(previous, text)
+            # Where the next batch of this session starts, once this one is committed.
+            rolled = _Rolled(epoch, last, said, page, previous)
+            self.store.on_commit(lambda: self._keep(session.id, rolled))
             # One batch: the entries' rows and keyword text go in a few statements.
             return rows.add_many(docs)
+
+    def _start(self, session: SessionRecord, seq: int, said: datetime | None
+               ) -> tuple[int, int, str, datetime | None]:
+        """``(epoch, page, context, said)`` before message ``seq`` of ``session``.
+
+        Where this process's last committed batch of the session ended when it ended just
+        before ``seq`` in the same epoch (nothing deleted since: the log's epoch is read,
+        one short statement): the next ``add`` reads nothing back. Else read from the
+        log (:meth:`_before`). ``said``: when the message before it was said, or None.
+        """
+        with self._lock:
+            rolled = self._rolled.pop(session.id, None)
+        if rolled is not None and rolled.seq == seq - 1:
+            epoch, _ = self.store.log_head(session)
+            if epoch == rolled.epoch:
+                return epoch, rolled.page, rolled.context, rolled.said
+        epoch, page, context = self._before(session.id, seq, said)
+        return epoch, page, context, None
+
+    def _keep(self, session_id: int, rolled: _Rolled) -> None:
+        with self._lock:
+            self._rolled[session_id] = rolled
+            self._rolled.move_to_end(session_id)
+            while len(self._rolled) > _SESSIONS_KEPT:
+                self._rolled.popitem(last=False)
 
     def _roll(self, context: str, text: str) -> str:
         """Return the context for the next message: the tail of what came before it."""
@@ -314,17 +357,21 @@ class MessageIndex:
             return ""
         return (f"{context}\n{text}" if context else text)[-self.context_chars:]
 
-    def _before(self, session_id: int, seq: int, said: datetime | None) -> tuple[int, str]:
-        """The page of the message before ``seq`` and the context of ``seq`` (said at ``said``).
+    def _before(self, session_id: int, seq: int, said: datetime | None
+                ) -> tuple[int, int, str]:
+        """The log's epoch, the page of the message before ``seq`` and the context of ``seq``.
 
-        Read together (:meth:`MessageSearch.before`): one statement of the batch's
-        write, where the page and the context were one each (and a second for the
-        context of short messages, see :meth:`_context_before`).
+        ``said``: when message ``seq`` was said. Read together
+        (:meth:`MessageSearch.before`): one statement of the batch's write, where the page
+        and the context were one each (and a second for the context of short messages,
+        see :meth:`_context_before`).
         """
         if self.context_chars <= 0:
-            return self.rows.page_before(session_id, seq), ""
-        page, recent = self.rows.before(session_id, seq, self._context_messages)
-        return page, self._context_before(session_id, seq, said, recent)
+            found = self.rows.before(session_id, seq, 0)
+            return found.epoch, found.page, ""
+        found = self.rows.before(session_id, seq, self._context_messages)
+        return (found.epoch, found.page,
+                self._context_before(session_id, seq, said, found.recent))
 
     def _context_before(
         self, session_id: int, seq: int, said: datetime | None,

@@ -97,6 +97,14 @@ class Store(MessageLog, Protocol):
         """One transaction for every write made inside the block (all or nothing)."""
         ...
 
+    def on_commit(self, work: Callable[[], object]) -> None:
+        """Run ``work`` once this thread's open write has committed (after it, outside it).
+
+        Dropped when that write rolls back, or when none is open: what a process keeps of
+        the store's data (a cache) is kept this way only once every reader sees it there.
+        """
+        ...
+
     def another(self) -> Store:
         """A second handle on the same data, with its own connection (for workers)."""
         ...

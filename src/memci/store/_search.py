@@ -40,6 +40,7 @@ __all__ = [
     "RECENT",
     "TERMS_MAX",
     "WINDOW_MAX",
+    "Before",
     "Candidate",
     "IndexedMessage",
     "MemoryVersion",
@@ -118,6 +119,20 @@ class IndexedMessage(NamedTuple):
     message: Message
 
 
+class Before(NamedTuple):
+    """What indexing reads of a session's log before a message, in one statement.
+
+    ``page``: the page of the message before it (the user messages up to it); ``epoch``:
+    the log's epoch (it grows whenever messages are deleted, see
+    :meth:`~memci.store.MessageLog.log_head`); ``recent``: the newest non-system messages
+    before it, newest first (role, parts, time).
+    """
+
+    page: int
+    epoch: int
+    recent: list[Message]
+
+
 class MessageSearch(Protocol):
     """The message index of one analyzer: add entries, search, and load what was found."""
 
@@ -131,16 +146,12 @@ class MessageSearch(Protocol):
         """Add entries (and their keyword text) in one write; how many were new."""
         ...
 
-    def page_before(self, session_id: int, seq: int) -> int:
-        """The page number of the message before ``seq`` (user messages up to it)."""
-        ...
-
     def recent(self, session_id: int, seq: int, limit: int) -> list[Message]:
         """Up to ``limit`` non-system messages before ``seq``, newest first (role, parts)."""
         ...
 
-    def before(self, session_id: int, seq: int, limit: int) -> tuple[int, list[Message]]:
-        """:meth:`page_before` and :meth:`recent` of ``seq``, read together."""
+    def before(self, session_id: int, seq: int, limit: int) -> Before:
+        """The page before ``seq``, the log's epoch and :meth:`recent` of ``seq``, at once."""
         ...
 
     def keyword_backlog(self) -> list[IndexedMessage]:

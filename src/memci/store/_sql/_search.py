@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from memci.messages import Message
 from memci.store._rows import message_from_row, stored_instant, stored_parts
 from memci.store._search import (
+    Before,
     Candidate,
     IndexedMessage,
     MemoryVersion,
@@ -49,7 +50,8 @@ LOAD_COLUMNS = ("d.id, d.session_id, m.seq, m.role, m.parts, m.name, m.metadata,
 # The page of the entry before a message and the messages before it, newest first (one
 # row with no message when none is before: the page still comes back).
 _BEFORE = (
-    "SELECT (SELECT page FROM memory_docs WHERE session_id = ? AND seq = ?), m.role,"
+    "SELECT (SELECT page FROM memory_docs WHERE session_id = ? AND seq = ?),"
+    " (SELECT epoch FROM sessions WHERE id = ?), m.role,"
     " m.parts, m.created_at FROM (SELECT 1 AS one) o LEFT JOIN (SELECT seq, role, parts,"
     " created_at FROM messages WHERE session_id = ? AND seq < ? AND role <> 'system'"
     " ORDER BY seq DESC LIMIT ?) m ON o.one = 1 ORDER BY m.seq DESC")
@@ -170,20 +172,6 @@ class SqlMessageSearch(ABC):
 
     # -- what indexing reads -------------------------------------------------------------
 
-    def page_before(self, session_id: int, seq: int) -> int:
-        """The page number of the message before ``seq`` (user messages up to it).
-
-        Read from the indexed message just before, when it is the one right before (an
-        index lookup); counted over the log otherwise (the first message indexed).
-        """
-        with self._db.read() as sql:
-            row = sql.one("SELECT seq, page FROM memory_docs WHERE session_id = ? AND seq < ?"
-                          " ORDER BY seq DESC LIMIT 1", (session_id, seq))
-            if row is not None and int(row[0]) == seq - 1:
-                return int(row[1])
-            return int(sql.value("SELECT COUNT(*) FROM messages WHERE session_id = ?"
-                                 " AND role = 'user' AND seq < ?", (session_id, seq)) or 0)
-
     def recent(self, session_id: int, seq: int, limit: int) -> list[Message]:
         """Up to ``limit`` non-system messages before ``seq``, newest first (role, parts, time)."""
         with self._db.read() as sql:
@@ -193,22 +181,24 @@ class SqlMessageSearch(ABC):
         return [Message(role, stored_parts(parts), created_at=stored_instant(at))
                 for role, parts, at in rows]
 
-    def before(self, session_id: int, seq: int, limit: int) -> tuple[int, list[Message]]:
-        """:meth:`page_before` and :meth:`recent` of ``seq``, in one statement.
+    def before(self, session_id: int, seq: int, limit: int) -> Before:
+        """The page of the message before ``seq``, the log's epoch and :meth:`recent`, at once.
 
         What indexing a batch reads of the log before it: on PostgreSQL each read is a
         round trip of the batch's write. The page is read from the entry of ``seq - 1``
-        (every row carries it; a row with no message when none is before); counted over
-        the log as :meth:`page_before` does when that message has no entry.
+        (every row carries it; a row with no message when none is before, or ``limit``
+        0); counted over the log (user messages before ``seq``) when that message has
+        no entry.
         """
         with self._db.read() as sql:
-            rows = sql.all(_BEFORE, (session_id, seq - 1, session_id, seq, limit))
+            rows = sql.all(_BEFORE, (session_id, seq - 1, session_id, session_id, seq, limit))
             page = rows[0][0] if rows else None
             if page is None:
                 page = sql.value("SELECT COUNT(*) FROM messages WHERE session_id = ?"
                                  " AND role = 'user' AND seq < ?", (session_id, seq)) or 0
-        return int(page), [Message(role, stored_parts(parts), created_at=stored_instant(at))
-                           for _, role, parts, at in rows if role is not None]
+        return Before(int(page), int(rows[0][1] or 0) if rows else 0,
+                      [Message(role, stored_parts(parts), created_at=stored_instant(at))
+                       for _, _, role, parts, at in rows if role is not None])
 
     def behind(self, sessions: Collection[int] | None) -> list[tuple[int, int]]:
         """``(session id, last indexed seq)`` of the sessions whose log is ahead.

@@ -222,6 +222,14 @@ class PostgresStore(PostgresParts, SqlLog):
         if self._local.conn is not None and work not in self._local.after:
             self._local.after = (*self._local.after, work)
 
+    def on_commit(self, work: Callable[[], object]) -> None:
+        """Run ``work`` once this thread's open write has committed (after it, outside it).
+
+        Dropped when that write rolls back, or when none is open.
+        """
+        if self._local.conn is not None:
+            self._local.after = (*self._local.after, lambda _conn: work())
+
     @contextmanager
     def atomic(self) -> Iterator[None]:
         """One transaction for every write made inside the block (all or nothing)."""

@@ -159,6 +159,7 @@ class SQLiteStore(SQLiteParts, SqlLog):
         require_sqlite(driver().sqlite_version, self.location)
         self._lock = self._parts_lock = threading.RLock()
         self._depth = 0  # nesting of write(): >0 while a transaction is open
+        self._committed: list[Callable[[], object]] = []  # on_commit's, of the open write
         self._migrated: set[str] = set()
         self._migrated_before: set[str] = set()  # as it was when the transaction began
         self._db: sqlite3.Connection | None = None
@@ -297,6 +298,7 @@ class SQLiteStore(SQLiteParts, SqlLog):
                 raise
             finally:
                 self._depth = 0
+                committed, self._committed = self._committed, []
             try:
                 db.execute("COMMIT")
             except errors() as exc:
@@ -304,6 +306,17 @@ class SQLiteStore(SQLiteParts, SqlLog):
                 raise store_error(exc, self.path, "commit to") from exc
             finally:
                 self._restore_synchronous(db, relaxed)
+            for work in committed:
+                work()
+
+    def on_commit(self, work: Callable[[], object]) -> None:
+        """Run ``work`` once this thread's open write has committed (after it, outside it).
+
+        Dropped when that write rolls back, or when none is open.
+        """
+        with self._lock:
+            if self._depth:
+                self._committed.append(work)
 
     def _restore_synchronous(self, db: sqlite3.Connection, relaxed: bool) -> None:
         if relaxed:
