@@ -1010,6 +1010,8 @@ def _with_blocks(window: Sequence[Message], blocks: Mapping[int, Block]
 
     With the blocks placed (a page whose opener the window does not show keeps none).
     """
+    if not blocks:
+        return list(window), {}
     after = {b.opener: (page, b) for page, b in blocks.items()}
     out: list[Message] = []
     placed: dict[int, Block] = {}

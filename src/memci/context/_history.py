@@ -24,7 +24,7 @@ from memci._dataclasses import dataclass
 from memci._records import NamedTuple
 from memci.context._branches import cut_fits, pages_on, seq_at
 from memci.context._fit import CUT_FLOOR, floor_tokens
-from memci.context._model import TOKENS, ContentsEntry
+from memci.context._model import SEQ, TOKENS, ContentsEntry
 from memci.context._paged import PagedConfig, PagedContext, PagedPlan
 from memci.context._pairing import Pairing, stand_in_result
 from memci.context._recipes import Recipe
@@ -444,7 +444,10 @@ class HistorySource:
         """
         if draft.paged is not None and draft.paged.contents:
             return True
-        return sum(1 for m in window if m.seq is not None) < len(self.log.index)
+        held = len(self.log.index)
+        if len(window) < held:  # fewer messages than the log, stored or not
+            return True
+        return len(window) - list(map(SEQ, window)).count(None) < held
 
     def has_left_window(self, limit: int) -> bool:
         """Whether some of the conversation is out of the window (at a budget of ``limit``).

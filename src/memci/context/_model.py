@@ -151,7 +151,8 @@ class Page:
     tokens. ``number`` is the page's index, unique in the session and stable forever.
     """
 
-    __slots__ = ("chapter", "count", "first_seq", "head", "number", "tail", "tokens")
+    __slots__ = ("_listed", "chapter", "count", "first_seq", "head", "number", "tail",
+                 "tokens")
 
     def __init__(self, number: int, first_seq: int) -> None:
         self.number = number
@@ -161,6 +162,7 @@ class Page:
         self.chapter: Chapter | None = None
         self.count = 0
         self.tokens = 0
+        self._listed: tuple[Message, ...] | None = None  # messages(), until the next append
 
     @property
     def last_seq(self) -> int:
@@ -176,24 +178,29 @@ class Page:
                 break
             node = node.next
 
-    def messages(self) -> list[Message]:
+    def messages(self) -> tuple[Message, ...]:
         """The page's messages, in order.
 
-        Its nodes are walked directly: a build lists every page of its window (~230 at
-        100k messages), several times.
+        Listed once until the page grows (its nodes and their messages change only by
+        :meth:`append`): a build lists every page of its window (~900 at 10k messages of
+        a tool loop), several times, and a page before the newest never changes.
         """
-        out: list[Message] = []
-        node = self.head
-        while node is not None:
-            out.append(node.message)
-            if node is self.tail:
-                break
-            node = node.next
-        return out
+        listed = self._listed
+        if listed is None:
+            out: list[Message] = []
+            node = self.head
+            while node is not None:
+                out.append(node.message)
+                if node is self.tail:
+                    break
+                node = node.next
+            listed = self._listed = tuple(out)
+        return listed
 
     def append(self, message: Message) -> None:
         """Add the page's next message (the page must be the last of its chapter)."""
         node = MessageNode(message)
+        self._listed = None
         if self.chapter is not None:
             assert self.tail is None or self.chapter.messages.tail is self.tail, (
                 "only the last page grows")

@@ -535,7 +535,7 @@ class PagedPlan:
             first, last_seq = self.log.page_seqs(page)
             messages: list[Message] = []
             if self._in_window(page):
-                messages = self.state.active.pages[page].messages()
+                messages = list(self.state.active.pages[page].messages())
                 self.detached.add(page)
             entry = ContentsEntry(page, first, last_seq,
                                   self._lines(messages) if page in listed else (),
