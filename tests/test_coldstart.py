@@ -134,28 +134,36 @@ def test_a_build_that_logs_nothing_loads_no_logging(tmp_path: Path) -> None:
     assert sorted({"logging", "string"} & (loaded - _bare())) == []
 
 
-#: The modules that compile regular expressions when imported: each compiles what every
-#: open, add or build runs (JSON values checked, tokens estimated, the connection's and
-#: the search index's SQL, the working state's limits, the words of an ASCII text).
-#: Any other expression compiles on its first use (``memci._lazy.LazyPattern``).
+#: The modules that make regular expressions when imported: each makes what every open,
+#: add or build runs (JSON values checked, tokens estimated, the connection's and the
+#: search index's SQL, the working state's limits, the words of an ASCII text), from the
+#: code compiled ahead (``memci._lazy.compile_pattern``). Any other expression is made on
+#: its first use (``memci._lazy.LazyPattern``).
 COMPILE_AT_IMPORT = frozenset({
     "memci._jsonvalues", "memci.tokens._estimate", "memci.store._sql._conn",
     "memci.store.sqlite._fts", "memci.workspace._limits", "memci.text._analyzer",
 })
 
 _COMPILES = """
-import json, re, sys
-compiled = set()
-compile_ = re._compile
-def spy(pattern, flags):
-    frame = sys._getframe(1)
-    while frame is not None and frame.f_globals.get("__name__") == "re":
+import _sre, json, re, sys
+made, parsed = set(), set()
+def caller(depth):
+    frame = sys._getframe(depth)
+    while frame is not None and frame.f_globals.get("__name__") in (
+            "re", "re._compiler", "memci._lazy"):
         frame = frame.f_back
-    compiled.add(frame.f_globals.get("__name__", "") if frame is not None else "")
+    return frame.f_globals.get("__name__", "") if frame is not None else ""
+compile_, make = re._compile, _sre.compile
+def spy_compile(pattern, flags):
+    parsed.add(caller(2))
     return compile_(pattern, flags)
-re._compile = spy
+def spy_make(*args):
+    made.add(caller(2))
+    return make(*args)
+re._compile, _sre.compile = spy_compile, spy_make
 import memci
-print(json.dumps(sorted(m for m in compiled if m.startswith("memci"))))
+print(json.dumps([sorted(m for m in made if m.startswith("memci")),
+                  sorted(m for m in parsed if m.startswith("memci"))]))
 """
 
 
@@ -163,9 +171,11 @@ def test_import_memci_compiles_only_what_every_build_uses() -> None:
     done = subprocess.run([sys.executable, "-c", _COMPILES], capture_output=True, text=True,
                           timeout=120)
     assert done.returncode == 0, done.stderr
-    compiling = set(json.loads(done.stdout.splitlines()[-1]))
-    assert "memci._jsonvalues" in compiling  # the spy sees memci's own compiles
-    assert compiling <= COMPILE_AT_IMPORT, sorted(compiling - COMPILE_AT_IMPORT)
+    made, parsed = json.loads(done.stdout.splitlines()[-1])
+    assert "memci._jsonvalues" in made  # the spy sees memci's own expressions
+    assert set(made) <= COMPILE_AT_IMPORT, sorted(set(made) - COMPILE_AT_IMPORT)
+    # ... each made from its code compiled ahead (memci/_patterns.py): none parsed
+    assert parsed == []
 
 
 _RECORDS = """

@@ -31,7 +31,7 @@ DOCS = Path(__file__).resolve().parents[1] / "docs" / "architecture.md"
 #: The layers, from the bottom up: (name, the packages and modules under ``memci`` in it).
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("base", ("errors", "_version", "_jsonvalues", "_models", "_trace", "_lazy",
-              "_dataclasses", "_inits", "_records")),
+              "_patterns", "_dataclasses", "_inits", "_records")),
     ("text", ("text",)),
     ("messages", ("messages",)),
     ("tokens", ("tokens",)),

@@ -23,8 +23,9 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from typing import Any
+
+from memci._lazy import compile_pattern
 
 __all__ = ["MAX_DEPTH", "JSONTextError", "JSONValueError", "dumps", "loads",
            "without_lone_surrogates"]
@@ -32,7 +33,7 @@ __all__ = ["MAX_DEPTH", "JSONTextError", "JSONValueError", "dumps", "loads",
 MAX_DEPTH = 64
 
 # A JSON escape of a UTF-16 surrogate: only then can parsed text hold one the raw text had not.
-_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+_SURROGATE_ESCAPE = compile_pattern(r"\\u[dD][89a-fA-F]")
 
 
 class JSONValueError(ValueError):

@@ -25,11 +25,11 @@ library's version. Nothing here does I/O.
 from __future__ import annotations
 
 import math
-import re
 from collections import Counter
 from collections.abc import Sequence
 
 from memci._dataclasses import dataclass
+from memci._lazy import compile_pattern
 
 __all__ = ["STOPWORDS", "EvidenceHeld", "RequestText", "collapse_spaces", "content_words",
            "words_close"]
@@ -51,12 +51,12 @@ weren't what when where which while who whom why will with won won't wouldn woul
 you'd you'll you're you've your yours yourself yourselves
 """.split())
 
-_WORD = re.compile(
+_WORD = compile_pattern(
     r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+"  # CJK run -> bigrams
     r"|[0-9a-z\u00c0-\u024f\uac00-\ud7af]+(?:['’][a-z]+)?"  # a word, with its contraction
 )
-_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
-_SPACE = re.compile(r"\s+")
+_CJK = compile_pattern(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
+_SPACE = compile_pattern(r"\s+")
 _CLOSE_SHARE = 0.6
 
 

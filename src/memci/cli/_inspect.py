@@ -29,6 +29,7 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
+from memci._lazy import compile_pattern
 from memci.cli import _DB_HELP, main
 from memci.cli._tables import print_table, table
 from memci.context import Context, PageInfo
@@ -341,7 +342,7 @@ def inspect_command(session: str, db: str | None, tenant: str, budget: int | Non
 # -- search ------------------------------------------------------------------------------
 
 
-_WORD = re.compile(r"\w{2,}|[\u3400-\u9fff]", re.UNICODE)
+_WORD = compile_pattern(r"\w{2,}|[\u3400-\u9fff]", re.UNICODE)
 
 
 def snippet(text: str, query: str, width: int = 160) -> str:

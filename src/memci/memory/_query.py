@@ -45,6 +45,8 @@ SOURCES = ("recent", "history", "documents", "code")
 _RECENT_REASON = "the latest turns are always part of the context"
 
 
+_SOURCES_SPLIT = LazyPattern(r"[\s,;，、]+")
+
 @dataclass(frozen=True, slots=True)
 class QueryAnalysis:
     """Sources to consult (always including ``recent``), why, and the time meant."""
@@ -172,7 +174,7 @@ class QueryAnalyzer:
         data: Any = answer_json(completion.text)
         raw = data.get("sources")
         if isinstance(raw, str):  # "history, code" written as one string
-            raw = re.split(r"[\s,;，、]+", raw.strip())
+            raw = _SOURCES_SPLIT.split(raw.strip())
         if not isinstance(raw, list):
             raise ValueError(f"the model's plan has no 'sources' list: {data!r}"[:300])
         given = data.get("reasons")

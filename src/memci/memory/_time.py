@@ -27,6 +27,8 @@ from memci._records import NamedTuple
 __all__ = ["TimeRange", "time_hint", "without_time"]
 
 
+_SPACE_OR_DASH = LazyPattern(r"[\s-]+")
+
 @dataclass(frozen=True, slots=True)
 class TimeRange:
     """A half-open interval ``[start, end)``; ``label`` is the text it was read from."""
@@ -355,7 +357,7 @@ def _part_of_month(m: re.Match[str], today: date) -> _Days | None:
                           int(m.group(3)) if m.group(3) else None)
     if first is None:
         return None
-    low, high = _PART[re.sub(r"[\s-]+", " ", m.group(1).lower()).strip()]
+    low, high = _PART[_SPACE_OR_DASH.sub(" ", m.group(1).lower()).strip()]
     end = _add_months(first, 1)
     return first.replace(day=low), min(end, first + timedelta(days=high - 1))
 

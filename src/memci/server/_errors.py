@@ -12,12 +12,12 @@ damaged, else ``store_unavailable``), an upstream model that fails 502; anything
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from starlette.responses import JSONResponse
 
+from memci._lazy import LazyPattern
 from memci.errors import (
     ConfigError,
     InvalidInputError,
@@ -35,6 +35,9 @@ from memci.errors import (
 )
 
 __all__ = ["ApiError", "classify", "error_body", "error_response", "problems"]
+
+
+_WORD_START = LazyPattern(r"(?<!^)(?=[A-Z])")  # a capital inside a name
 
 
 class ApiError(Exception):
@@ -74,7 +77,7 @@ def problems(errors: Sequence[Any]) -> str:
 
 def _snake(name: str) -> str:
     name = name.removesuffix("Error") or name
-    return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
+    return _WORD_START.sub("_", name).lower()
 
 
 def classify(exc: MemciError) -> ApiError:

@@ -25,7 +25,6 @@ URI that is not memci's ``-32602``.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Callable
 from urllib.parse import quote, unquote
 
@@ -33,6 +32,7 @@ import mcp_types as types
 from mcp.shared.exceptions import MCPError
 
 from memci._dataclasses import dataclass
+from memci._lazy import compile_pattern
 from memci._session import Session
 from memci.errors import MemciError
 from memci.server._listing import messages_json
@@ -62,7 +62,7 @@ TEMPLATES = [
                     "(the artifact_get tool reads further)."),
 ]
 
-_URI = re.compile(r"memci://sessions/(?P<session>[^/?#]+)"
+_URI = compile_pattern(r"memci://sessions/(?P<session>[^/?#]+)"
                   r"(?:/(?P<kind>pages|artifacts)/(?P<item>[^/?#]+))?")
 
 

@@ -27,13 +27,12 @@ Analyzers (chosen by measurement, see ``docs/benchmarks-retrieval.md``):
 
 from __future__ import annotations
 
-import re
 import threading
 import unicodedata
 from collections.abc import Iterable, Iterator
 from typing import Any, Protocol
 
-from memci._lazy import LazyPattern
+from memci._lazy import LazyPattern, compile_pattern
 from memci._records import NamedTuple
 from memci.errors import ConfigError, MissingExtraError
 from memci.text._script import HAN_KANA_CLASS, has_han_or_kana
@@ -59,7 +58,7 @@ _CJK_RUN = LazyPattern(f"[{_CJK}]+")
 # A word of the non-CJK part: letters and digits with inner apostrophes, or an identifier
 # joined by ``_ . - / :`` ("get_weather", "memci.store", "v1.2"), searched as a phrase.
 _WORD = LazyPattern(rf"[^\W{_CJK}_]+(?:(?:['’]|[_./:-]+)[^\W{_CJK}_]+)*")
-_ASCII_WORD = re.compile(r"[^\W_]+(?:(?:'|[_./:-]+)[^\W_]+)*")
+_ASCII_WORD = compile_pattern(r"[^\W_]+(?:(?:'|[_./:-]+)[^\W_]+)*")
 
 ENGLISH_STOPWORDS = frozenset("""
 a about above after again against all am an and any are aren't as at be because been before
@@ -89,13 +88,15 @@ CHINESE_STOPWORDS = frozenset("""
 """.split())
 
 
+_SPACES = LazyPattern(r"[\s\u3000]+")
+
 def normalize(text: str) -> str:
     """Text folded for comparing: NFKC, lower case, whitespace collapsed, edges trimmed.
 
     Two memory items whose texts normalize alike are the same item (see dedupe).
     """
     folded = unicodedata.normalize("NFKC", text).casefold()
-    folded = re.sub(r"[\s\u3000]+", " ", folded)
+    folded = _SPACES.sub(" ", folded)
     return folded.strip(" .。!！?？,，;；:：")
 
 

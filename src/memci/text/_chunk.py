@@ -16,7 +16,6 @@ file belongs to at most one chunk, and ``text`` is exactly lines ``start_line..e
 from __future__ import annotations
 
 import ast
-import re
 from collections.abc import Sequence
 
 from memci._dataclasses import dataclass
@@ -47,6 +46,8 @@ CODE_SUFFIXES = frozenset({
 
 _HAN_KANA = LazyPattern(f"[{HAN_KANA_CLASS}]")
 
+
+_QUOTED_OR_COMMENT = LazyPattern(r"(\"(?:\\.|[^\"\\])*\"|'(?:\\.|[^'\\])*'|//.*$)")
 
 def rough_tokens(text: str) -> int:
     """Tokens of ``text``, roughly, for sizing chunks: one per CJK character, one per ~4 others.
@@ -288,7 +289,7 @@ def chunk_blocks(text: str, *, name: str = "", min_tokens: int = 300,
     pieces: list[_Span] = []
     depth, start = 0, -1
     for i, line in enumerate(lines):
-        stripped = re.sub(r"(\"(?:\\.|[^\"\\])*\"|'(?:\\.|[^'\\])*'|//.*$)", "", line)
+        stripped = _QUOTED_OR_COMMENT.sub("", line)
         if line.strip() and start < 0:
             start = i
         depth = max(0, depth + stripped.count("{") - stripped.count("}"))

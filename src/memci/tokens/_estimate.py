@@ -46,6 +46,8 @@ from collections.abc import Sequence
 from typing import Final
 from zlib import crc32
 
+from memci._lazy import compile_pattern
+
 __all__ = ["CHUNK", "LONG", "estimate_lines", "estimate_tokens", "load_ranks"]
 
 LONG: Final = 256
@@ -70,7 +72,7 @@ _MAX_LINES: Final = 20_000  # lines whose counts estimate_lines keeps
 _SPACE: Final = "\t\n\x0b\x0c\r \x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000"
 
 # The encoding's expression, for text that is all ASCII (a third of the time of the other).
-_ASCII: Final = re.compile(
+_ASCII: Final = compile_pattern(
     r"'(?i:[sdmt]|ll|ve|re)"
     r"|[^\r\nA-Za-z0-9]?+[A-Za-z]++"
     r"|[0-9]{1,3}+"
@@ -86,7 +88,7 @@ def _expression(numbers: str) -> re.Pattern[str]:
     ``\p{L}`` is ``\w`` less digits, ``_`` and ``numbers``; ``\p{N}`` is digits and
     ``numbers``; what is neither is not ``\w``, or is ``_``.
     """
-    return re.compile(
+    return compile_pattern(
         r"'(?i:[sdmt]|ll|ve|re)"
         rf"|(?:[^\w\r\n]|_)?+[^\W\d_{numbers}]++"
         rf"|[\d{numbers}]{{1,3}}+"
@@ -420,7 +422,7 @@ def estimate_lines(lines: Sequence[str]) -> int:
     return max(1, total)
 
 
-_SPACE_START: Final = re.compile(f"[{_SPACE}]")
+_SPACE_START: Final = compile_pattern(f"[{_SPACE}]")
 
 
 def _starts_with_space(line: str) -> bool:

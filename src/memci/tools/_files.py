@@ -24,7 +24,6 @@ Invariants:
 from __future__ import annotations
 
 import os
-import re
 import time
 from collections import Counter
 from collections.abc import Mapping, Sequence
@@ -32,6 +31,7 @@ from contextlib import closing
 from typing import TYPE_CHECKING, Any, Protocol
 
 from memci._dataclasses import dataclass
+from memci._lazy import LazyPattern
 from memci.errors import InvalidInputError
 from memci.tools._confine import FileRoots, Refused, Skipped, Target, read_bytes, walk
 from memci.tools._file_specs import FILE_TOOL_SPECS
@@ -50,6 +50,8 @@ __all__ = [
     "grep",
 ]
 
+
+_ARTIFACT_ID = LazyPattern(r"[0-9a-f]{12,64}")  # an artifact id, or its start
 
 class ArtifactReader(Protocol):
     """What the tools need of an artifact store (:class:`memci.workspace.ArtifactStore`)."""
@@ -205,7 +207,7 @@ def _resolve_target(
         raise Refused("target must be artifact:<id>, or the path of a file or directory")
     text = target.strip()
     explicit = text.startswith("artifact:")
-    bare = re.fullmatch(r"[0-9a-f]{12,64}", text) is not None
+    bare = _ARTIFACT_ID.fullmatch(text) is not None
     if not (explicit or bare):
         return "file", None
     if artifacts is None:

@@ -14,17 +14,17 @@ for the replay to check. Adversarial questions (category 5) have no answer: not 
 
 from __future__ import annotations
 
-import re
 from datetime import datetime, timedelta
 from typing import Any, cast
 
+from memci._lazy import compile_pattern
 from memci.traces._format import Format, dicts, mapping
 from memci.traces._transcript import Transcript, text_of
 
 __all__ = ["LOCOMO"]
 
-_SESSION = re.compile(r"session_(\d+)$")
-_IDS = re.compile(r"[;,\s]+")
+_SESSION = compile_pattern(r"session_(\d+)$")
+_IDS = compile_pattern(r"[;,\s]+")
 _DATES = ("%I:%M %p on %d %B, %Y", "%I:%M %p on %d %b, %Y", "%H:%M on %d %B, %Y")
 
 

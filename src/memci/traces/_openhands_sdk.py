@@ -20,10 +20,10 @@ and a conversation saves them one a file; read as the model saw them:
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from typing import Any
 
+from memci._lazy import compile_pattern
 from memci.traces._format import dicts, mapping
 from memci.traces._transcript import Call, Transcript, text_of
 
@@ -34,7 +34,7 @@ SDK_EVENTS = frozenset({"SystemPromptEvent", "MessageEvent", "ActionEvent",
 """The kinds of event the model saw (the rest is bookkeeping)."""
 
 _RESULTS = frozenset({"ObservationEvent", "UserRejectObservation", "AgentErrorEvent"})
-_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
+_CAMEL = compile_pattern(r"(?<=[a-z0-9])(?=[A-Z])")
 
 
 def is_sdk_event(event: Mapping[str, Any]) -> bool:

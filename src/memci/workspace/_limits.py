@@ -22,6 +22,7 @@ from types import MappingProxyType
 from typing import Any, TypeAlias
 
 from memci._dataclasses import dataclass
+from memci._lazy import LazyPattern, compile_pattern
 from memci.errors import ConfigError, WorkspaceError
 
 __all__ = [
@@ -37,13 +38,15 @@ __all__ = [
 _MAX_TTL_SECONDS = 10 * 366 * 86400
 _UNITS = {"sec": 1, "min": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
 _KEYS = {"seconds": 1, "minutes": 60, "hours": 3600, "days": 86400, "weeks": 7 * 86400}
-_TTL_TEXT = re.compile(r"\s*(\d+(?:\.\d+)?)\s*([a-z]*)\s*", re.IGNORECASE)
+_TTL_TEXT = compile_pattern(r"\s*(\d+(?:\.\d+)?)\s*([a-z]*)\s*", re.IGNORECASE)
 _UNIT_ALIASES = {
     "secs": "sec", "second": "sec", "seconds": "sec", "mins": "min", "minute": "min",
     "minutes": "min", "hr": "h", "hrs": "h", "hour": "h", "hours": "h", "day": "d",
     "days": "d", "week": "w", "weeks": "w", "round": "r", "rounds": "r",
 }
 
+
+_SECTION = LazyPattern(r"[a-z][a-z0-9_]{0,31}")  # a fastmemo section's name
 
 @dataclass(frozen=True, slots=True)
 class TTL:
@@ -219,7 +222,7 @@ class WorkspaceLimits:
                 raise ConfigError(f"workspace limit {name} must be text")
         sections = self.fastmemo_sections
         if (not isinstance(sections, tuple) or not sections
-                or not all(isinstance(s, str) and re.fullmatch(r"[a-z][a-z0-9_]{0,31}", s)
+                or not all(isinstance(s, str) and _SECTION.fullmatch(s)
                            for s in sections) or len(set(sections)) != len(sections)):
             raise ConfigError(
                 f"fastmemo_sections must be distinct names of lowercase letters, digits and _, "

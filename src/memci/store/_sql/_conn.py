@@ -28,6 +28,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from typing import Any, Protocol
 
+from memci._lazy import compile_pattern
 from memci.store._sql._dialect import Dialect
 
 __all__ = ["Connections", "Row", "Sql", "Transactions"]
@@ -36,8 +37,8 @@ __all__ = ["Connections", "Row", "Sql", "Transactions"]
 Row = tuple[Any, ...]
 
 #: ``INSERT INTO t (a, b) VALUES (?, ?)`` and what follows (an ``ON CONFLICT`` clause).
-_INSERT = re.compile(r"INSERT INTO (\w+) \(([\w, ]+)\) VALUES (\([?, ]+\))(.*)", re.S)
-_CONFLICT = re.compile(r"\s*ON CONFLICT \(([\w, ]+)\) DO UPDATE\b")
+_INSERT = compile_pattern(r"INSERT INTO (\w+) \(([\w, ]+)\) VALUES (\([?, ]+\))(.*)", re.S)
+_CONFLICT = compile_pattern(r"\s*ON CONFLICT \(([\w, ]+)\) DO UPDATE\b")
 #: Parameters in one statement: under both backends' limits (SQLite 32,766; PostgreSQL 65,535).
 _PARAMS = 30_000
 

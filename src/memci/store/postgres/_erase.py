@@ -26,6 +26,7 @@ import time
 
 import psycopg
 
+from memci._lazy import compile_pattern
 from memci.errors import StoreError
 from memci.store._sql import Sql, SqlEraser
 from memci.store.postgres._db import Connection, Database
@@ -48,7 +49,7 @@ EPOCH = "(SELECT COUNT(*) FROM memci_erasures)"
 #: job) before it says a later scrub must finish the job (seconds).
 PATIENCE = 1.0
 # A table a migration makes, in the migration's text.
-_CREATED = re.compile(r"CREATE\s+TABLE\s+(?:IF\s+NOT\s+EXISTS\s+)?(\w+)", re.IGNORECASE)
+_CREATED = compile_pattern(r"CREATE\s+TABLE\s+(?:IF\s+NOT\s+EXISTS\s+)?(\w+)", re.IGNORECASE)
 
 
 def _migration_tables() -> set[str]:

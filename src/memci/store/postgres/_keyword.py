@@ -55,7 +55,6 @@ from __future__ import annotations
 
 import hashlib
 import math
-import re
 from collections import Counter
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import field
@@ -65,6 +64,7 @@ from typing import Any
 import psycopg
 
 from memci._dataclasses import dataclass
+from memci._lazy import compile_pattern
 from memci.store.postgres._db import Connection, Database
 from memci.text import Analyzer, BigramAnalyzer, JiebaAnalyzer
 from memci.text._terms import PORTER, TRIGRAM, tokenizer
@@ -120,7 +120,7 @@ def _expanded(doclists: str, columns: Sequence[str]) -> str:
                       for c in wanted)
     return (f"(SELECT u.term, u.batch, {outer} FROM (SELECT p.term, p.batch, {inner}"
             f" FROM {doclists} p) u)")
-_QUOTED = re.compile(r'"((?:[^"]|"")*)"(\*?)')
+_QUOTED = compile_pattern(r'"((?:[^"]|"")*)"(\*?)')
 
 
 def _lexeme(term: str) -> str:

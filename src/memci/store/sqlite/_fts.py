@@ -18,9 +18,10 @@ table can no longer be read by a SQLite older than 3.42 (its format version is 5
 
 from __future__ import annotations
 
-import re
 import sqlite3
 from typing import TYPE_CHECKING
+
+from memci._lazy import compile_pattern
 
 if TYPE_CHECKING:
     from memci.text import Analyzer
@@ -47,7 +48,7 @@ FTS_COLUMNS: dict[str, tuple[str, ...]] = {
 
 
 # How a table made without a copy of its text was declared (``content = ''``).
-_CONTENTLESS = re.compile(r"content\s*=\s*''")
+_CONTENTLESS = compile_pattern(r"content\s*=\s*''")
 
 
 def fts_name(base: str, analyzer: Analyzer) -> str:
