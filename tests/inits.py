@@ -15,10 +15,9 @@ from pathlib import Path
 FILE = Path(__file__).resolve().parents[1] / "src" / "memci" / "_inits.py"
 
 
-def texts() -> tuple[set[str], bool]:
-    """Every text this tree's classes compile, and whether every memci module imported."""
+def import_every_module() -> bool:
+    """Import every memci module; whether each imported (not: an extra is not installed)."""
     import memci
-    from memci import _dataclasses
 
     every = True
     for module in pkgutil.walk_packages(memci.__path__, "memci."):
@@ -28,6 +27,14 @@ def texts() -> tuple[set[str], bool]:
             importlib.import_module(module.name)
         except ImportError:  # an extra not installed: its classes are compiled at import
             every = False
+    return every
+
+
+def texts() -> tuple[set[str], bool]:
+    """Every text this tree's classes compile, and whether every memci module imported."""
+    from memci import _dataclasses
+
+    every = import_every_module()
     return set(_dataclasses.TEXTS), every
 
 

@@ -9,11 +9,11 @@ module (its lazy ones and those compiled at import) and those a build makes from
 
 from __future__ import annotations
 
-import importlib
-import pkgutil
 import sys
 import tempfile
 from pathlib import Path
+
+from tests.inits import import_every_module
 
 FILE = Path(__file__).resolve().parents[1] / "src" / "memci" / "_patterns.py"
 
@@ -23,14 +23,7 @@ def asked() -> tuple[set[tuple[str, int]], bool]:
     import memci
     from memci import _lazy
 
-    every = True
-    for module in pkgutil.walk_packages(memci.__path__, "memci."):
-        if module.name.endswith(".__main__"):  # runs the command line
-            continue
-        try:
-            importlib.import_module(module.name)
-        except ImportError:  # an extra not installed
-            every = False
+    every = import_every_module()
     # A chat with a tool call, in English and Chinese, built with a question: the
     # expressions made from values (the tokenizer's) are asked for too.
     with tempfile.TemporaryDirectory() as folder, \
