@@ -47,6 +47,7 @@ _RECENT_REASON = "the latest turns are always part of the context"
 
 _SOURCES_SPLIT = LazyPattern(r"[\s,;，、]+")
 
+
 @dataclass(frozen=True, slots=True)
 class QueryAnalysis:
     """Sources to consult (always including ``recent``), why, and the time meant."""

@@ -29,6 +29,7 @@ __all__ = ["TimeRange", "time_hint", "without_time"]
 
 _SPACE_OR_DASH = LazyPattern(r"[\s-]+")
 
+
 @dataclass(frozen=True, slots=True)
 class TimeRange:
     """A half-open interval ``[start, end)``; ``label`` is the text it was read from."""

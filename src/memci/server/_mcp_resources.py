@@ -63,7 +63,7 @@ TEMPLATES = [
 ]
 
 _URI = compile_pattern(r"memci://sessions/(?P<session>[^/?#]+)"
-                  r"(?:/(?P<kind>pages|artifacts)/(?P<item>[^/?#]+))?")
+                       r"(?:/(?P<kind>pages|artifacts)/(?P<item>[^/?#]+))?")
 
 
 @dataclass(frozen=True, slots=True)

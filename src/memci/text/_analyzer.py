@@ -90,6 +90,7 @@ CHINESE_STOPWORDS = frozenset("""
 
 _SPACES = LazyPattern(r"[\s\u3000]+")
 
+
 def normalize(text: str) -> str:
     """Text folded for comparing: NFKC, lower case, whitespace collapsed, edges trimmed.
 

@@ -45,9 +45,9 @@ CODE_SUFFIXES = frozenset({
 
 
 _HAN_KANA = LazyPattern(f"[{HAN_KANA_CLASS}]")
-
-
+# A string literal or a // comment (a line's braces are counted without them).
 _QUOTED_OR_COMMENT = LazyPattern(r"(\"(?:\\.|[^\"\\])*\"|'(?:\\.|[^'\\])*'|//.*$)")
+
 
 def rough_tokens(text: str) -> int:
     """Tokens of ``text``, roughly, for sizing chunks: one per CJK character, one per ~4 others.

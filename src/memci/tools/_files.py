@@ -53,6 +53,7 @@ __all__ = [
 
 _ARTIFACT_ID = LazyPattern(r"[0-9a-f]{12,64}")  # an artifact id, or its start
 
+
 class ArtifactReader(Protocol):
     """What the tools need of an artifact store (:class:`memci.workspace.ArtifactStore`)."""
 

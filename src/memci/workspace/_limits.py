@@ -48,6 +48,7 @@ _UNIT_ALIASES = {
 
 _SECTION = LazyPattern(r"[a-z][a-z0-9_]{0,31}")  # a fastmemo section's name
 
+
 @dataclass(frozen=True, slots=True)
 class TTL:
     """How long a pin lives: ``seconds`` of time, ``rounds``, or both (first one wins)."""

@@ -227,8 +227,7 @@ class PostgresStore(PostgresParts, SqlLog):
 
         Dropped when that write rolls back, or when none is open.
         """
-        if self._local.conn is not None:
-            self._local.after = (*self._local.after, lambda _conn: work())
+        self.after_commit(lambda _conn: work())
 
     @contextmanager
     def atomic(self) -> Iterator[None]:
