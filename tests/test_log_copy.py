@@ -7,15 +7,17 @@ same, on SQLite and PostgreSQL.
 
 from __future__ import annotations
 
+import gc
 import json
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
 import memci
+from memci.context._log import LogIndex
 from memci.context._log_copy import LogCopy, decode_copy, encode_copy
 from memci.store import LOG_INDEX_KEY
 
@@ -102,6 +104,28 @@ def test_a_long_session_opens_from_its_copy(location: str) -> None:
         assert _state(session) == copied
 
 
+def _long_containers(n: int) -> set[int]:
+    """The ids of the collector's containers holding ``n`` items or more."""
+    gc.collect()
+    return {id(o) for o in gc.get_objects()
+            if isinstance(o, list | tuple | dict | set) and len(o) >= n}
+
+
+def test_an_opened_log_gives_the_collector_one_list_as_long_as_it(tmp_path: Path) -> None:
+    # A list of every message's seq (or tokens, or sums) is walked by each collection
+    # while it is young: ~9 ms of a fresh process's first build at 100k messages. Only
+    # the roles are such a list; the int columns (the index's, the branches') are arrays.
+    db = str(tmp_path / "m.db")
+    _make(db)
+    for from_copy in (True, False):
+        before = _long_containers(PAGES * 4)
+        engine, session = _opened(db)[:2] if from_copy else _from_rows(db)
+        with engine:
+            index = session._log.index
+            assert len(index) >= PAGES * 4
+            assert _long_containers(PAGES * 4) - before == {id(index.roles)}
+
+
 def test_a_build_from_the_copy_sends_the_same_request(tmp_path: Path) -> None:
     db = tmp_path / "m.db"
     _make(str(db))
@@ -157,7 +181,11 @@ def test_a_branched_log_opens_the_branch_it_follows(location: str) -> None:
 @pytest.mark.parametrize("damage", [
     lambda v: {**v, "tokens": v["tokens"][:-8]},  # fewer tokens than seqs
     lambda v: {**v, "tokens": "not base64!"},
+    lambda v: {**v, "tokens": v["tokens"][:-4]},  # not whole integers
     lambda v: {**v, "runs": [1]},
+    lambda v: {**v, "runs": [1, 2]},  # fewer seqs than roles
+    lambda v: {**v, "cum": v["tokens"]},  # one sum fewer than the seqs need
+    lambda v: {**v, "page_starts": v["tokens"]},  # a page a message
     lambda v: {**v, "format": 0},  # an older format
     lambda v: "text",
 ])
@@ -180,8 +208,16 @@ def test_a_damaged_copy_is_read_as_rows(tmp_path: Path, damage: Any) -> None:
 
 
 def test_a_copy_decodes_to_what_was_encoded() -> None:
-    copy = LogCopy(3, 12, 12, 1, 900, True, True, [2, 3, 4, 6, 7, 9, 10, 11, 12],
-                   ["user", "assistant", "tool", "assistant", "user", "assistant", "tool",
-                    "tool", "assistant"], [5, 7, 300, 1, 2, 3, 70_000, 4, 5])
+    index = LogIndex()
+    index.extend([2, 3, 4, 6, 7, 9, 10, 11, 12],
+                 ["user", "assistant", "tool", "assistant", "user", "assistant", "tool", "tool",
+                  "assistant"], [5, 7, 300, 1, 2, 3, 70_000, 4, 5])
+    copy = LogCopy(3, 12, 12, 1, 900, True, True, index.seqs, index.roles, index.tokens,
+                   index.cum, index.page_starts)
     value = json.loads(json.dumps(encode_copy(copy)))
     assert decode_copy(value) == copy
+    filled = LogIndex()
+    filled.fill(*cast(LogCopy, decode_copy(value))[7:])
+    assert (filled.seqs, filled.roles, filled.tokens, filled.cum, filled.page_starts) == (
+        index.seqs, index.roles, index.tokens, index.cum, index.page_starts)
+    assert filled.page_seqs(2) == (7, 12)

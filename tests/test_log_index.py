@@ -3,6 +3,7 @@ built a message at a time (``append``, what a session's own adds use), in any sp
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from itertools import pairwise
 
 from hypothesis import given
@@ -14,7 +15,8 @@ ROLES = st.sampled_from(["user", "assistant", "tool"])
 MESSAGES = st.lists(st.tuples(ROLES, st.integers(0, 500)), max_size=60)
 
 
-def _fields(log: LogIndex) -> tuple[list[int], list[str], list[int], list[int], list[int]]:
+def _fields(log: LogIndex) -> tuple[Sequence[int], list[str], Sequence[int], Sequence[int],
+                                   Sequence[int]]:
     return log.seqs, log.roles, log.tokens, log.cum, log.page_starts
 
 

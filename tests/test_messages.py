@@ -5,10 +5,12 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta, timezone
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+import memci
 from memci.errors import (
     InvalidInputError,
     InvalidMessageError,
@@ -22,6 +24,7 @@ from memci.errors import (
 from memci.messages import (
     ANTHROPIC_OPENER,
     MISSING_RESULT,
+    NO_METADATA,
     ImagePart,
     Message,
     TextPart,
@@ -390,6 +393,21 @@ def test_metadata_and_identity_never_in_outputs() -> None:
         text = json.dumps(payload)
         assert "secret" not in text and "s3" not in text
         assert "sess" not in text and "2026" not in text and "metadata" not in text
+
+
+def test_messages_without_metadata_share_one_read_only_mapping(tmp_path: Path) -> None:
+    # Not a dict and a proxy for each of a window's hundreds of messages read back.
+    parsed = coerce([{"role": "user", "content": "hi"}, {"role": "assistant", "content": "yo"}])
+    with memci.Engine.open(str(tmp_path / "m.db")) as engine:
+        engine.session("s").add_many([*parsed, one({"role": "user", "content": "and?",
+                                                     "metadata": {"src": "t"}})])
+        record = engine.store.session("default", "s")
+        assert record is not None
+        stored = engine.store.messages(record)
+    assert [m.metadata is NO_METADATA for m in [*parsed, *stored]] == [True] * 4 + [False]
+    assert stored[-1].metadata == {"src": "t"}
+    with pytest.raises(TypeError):
+        NO_METADATA["src"] = "changed"  # type: ignore[index]
 
 
 class TestTimestamps:

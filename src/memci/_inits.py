@@ -952,7 +952,7 @@ def _96(_tuple_new):
  return lambda _cls, entries, first, last, ids: _tuple_new(_cls, (entries, first, last, ids))
 
 def _97(_tuple_new):
- return lambda _cls, epoch, last_seq, held, system_seq, raw_total, has_tool_results, hides_output, seqs, roles, tokens: _tuple_new(_cls, (epoch, last_seq, held, system_seq, raw_total, has_tool_results, hides_output, seqs, roles, tokens))
+ return lambda _cls, epoch, last_seq, held, system_seq, raw_total, has_tool_results, hides_output, seqs, roles, tokens, cum, page_starts: _tuple_new(_cls, (epoch, last_seq, held, system_seq, raw_total, has_tool_results, hides_output, seqs, roles, tokens, cum, page_starts))
 
 def _98(_tuple_new):
  return lambda _cls, epoch, seq, said, page, context: _tuple_new(_cls, (epoch, seq, said, page, context))
@@ -1172,7 +1172,7 @@ INITS = {
     'def __create_fn__(_tuple_new):\n return lambda _cls, doc, session_id, message: _tuple_new(_cls, (doc, session_id, message))': _94,
     'def __create_fn__(_tuple_new):\n return lambda _cls, doc, session_id, seq: _tuple_new(_cls, (doc, session_id, seq))': _95,
     'def __create_fn__(_tuple_new):\n return lambda _cls, entries, first, last, ids: _tuple_new(_cls, (entries, first, last, ids))': _96,
-    'def __create_fn__(_tuple_new):\n return lambda _cls, epoch, last_seq, held, system_seq, raw_total, has_tool_results, hides_output, seqs, roles, tokens: _tuple_new(_cls, (epoch, last_seq, held, system_seq, raw_total, has_tool_results, hides_output, seqs, roles, tokens))': _97,
+    'def __create_fn__(_tuple_new):\n return lambda _cls, epoch, last_seq, held, system_seq, raw_total, has_tool_results, hides_output, seqs, roles, tokens, cum, page_starts: _tuple_new(_cls, (epoch, last_seq, held, system_seq, raw_total, has_tool_results, hides_output, seqs, roles, tokens, cum, page_starts))': _97,
     'def __create_fn__(_tuple_new):\n return lambda _cls, epoch, seq, said, page, context: _tuple_new(_cls, (epoch, seq, said, page, context))': _98,
     'def __create_fn__(_tuple_new):\n return lambda _cls, file_roots, max_message_bytes: _tuple_new(_cls, (file_roots, max_message_bytes))': _99,
     'def __create_fn__(_tuple_new):\n return lambda _cls, id, kind, key, payload, state, attempts, max_attempts, last_error, result, lease_owner, lease_expires, run_after, created_at, updated_at: _tuple_new(_cls, (id, kind, key, payload, state, attempts, max_attempts, last_error, result, lease_owner, lease_expires, run_after, created_at, updated_at))': _100,

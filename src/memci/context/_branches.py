@@ -19,6 +19,7 @@ read the same way.
 
 from __future__ import annotations
 
+from array import array
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
@@ -55,7 +56,7 @@ class Branches:
     __slots__ = ("_links", "_seqs", "linked")
 
     def __init__(self) -> None:
-        self._seqs: list[int] = []
+        self._seqs = array("q")  # no references for the garbage collector to walk (LogIndex)
         self._links: dict[int, int] = {}
         self.linked = False  # some message continues another than the one before it
 
@@ -148,7 +149,7 @@ def runs(seqs: Sequence[int]) -> Iterator[tuple[int, int]]:
 
 def seqs_between(log: LogIndex, first: int, last: int) -> list[int]:
     """The seqs of ``log`` with ``first <= seq <= last``."""
-    return log.seqs[bisect_left(log.seqs, first):bisect_right(log.seqs, last)]
+    return log.seqs[bisect_left(log.seqs, first):bisect_right(log.seqs, last)].tolist()
 
 
 def seq_at(log: LogIndex, position: int) -> int:

@@ -5,7 +5,9 @@ non-system message, see :class:`~memci.context._session_log.SessionLog`). Read a
 that is one row a message (100k messages: ~140 ms CPU). :class:`LogCopy` is what the index
 holds after the rows up to ``last_seq``, saved under :data:`~memci.store.LOG_INDEX_KEY` as
 one JSON value made to decode in C: seqs as runs of consecutive seqs, roles one character
-each, tokens as little-endian 32-bit integers in base64.
+each, and the index's other int columns (tokens, their running sums, where pages start)
+as little-endian integers of the index's arrays' widths in base64, read straight into
+arrays (nothing made per message but its seq and role).
 
 Invariants: a copy is a cache, derived from the log alone and never the only record of
 anything. It holds for the log's ``epoch`` it was made at (any deletion grows the epoch,
@@ -31,7 +33,7 @@ __all__ = ["LogCopy", "decode_copy", "encode_copy"]
 
 # Grows when what a copy holds, or how an index counts a message, changes: an older copy
 # is then ignored and made again.
-_FORMAT = 1
+_FORMAT = 2  # 1: the sums and pages not kept
 
 
 class LogCopy(NamedTuple):
@@ -44,9 +46,11 @@ class LogCopy(NamedTuple):
     raw_total: int  # tokens of the indexed messages as stored
     has_tool_results: bool
     hides_output: bool
-    seqs: list[int]
+    seqs: array[int]
     roles: list[str]
-    tokens: list[int]  # as shown: a tool result's view's
+    tokens: array[int]  # as shown: a tool result's view's
+    cum: array[int]  # the running sums of tokens, from 0 (one more than the seqs)
+    page_starts: array[int]  # the positions that open a page
 
 
 def encode_copy(copy: LogCopy) -> dict[str, Any]:
@@ -58,7 +62,8 @@ def encode_copy(copy: LogCopy) -> dict[str, Any]:
             "has_tool_results": copy.has_tool_results, "hides_output": copy.hides_output,
             "runs": _runs(copy.seqs), "role_names": names,
             "roles": "".join(map(code.__getitem__, copy.roles)),
-            "tokens": b64encode(_little_endian(array("i", copy.tokens))).decode("ascii")}
+            "tokens": _packed(copy.tokens, "i"), "cum": _packed(copy.cum, "q"),
+            "page_starts": _packed(copy.page_starts, "i")}
 
 
 def decode_copy(value: Any) -> LogCopy | None:
@@ -67,19 +72,25 @@ def decode_copy(value: Any) -> LogCopy | None:
         return None
     try:
         names = {chr(ord("a") + i): str(name) for i, name in enumerate(value["role_names"])}
-        tokens = array("i")
-        tokens.frombytes(b64decode(value["tokens"], validate=True))
-        runs = value["runs"]
-        seqs = list(chain.from_iterable(
-            range(first, first + n) for first, n in zip(runs[::2], runs[1::2], strict=True)))
+        codes, runs = value["roles"], value["runs"]
+        seqs = array("q")
+        seqs.fromlist(list(chain.from_iterable(
+            range(first, first + n) for first, n in zip(runs[::2], runs[1::2], strict=True))))
         copy = LogCopy(int(value["epoch"]), int(value["last_seq"]), int(value["held"]),
                        int(value["system_seq"]), int(value["raw_total"]),
                        bool(value["has_tool_results"]), bool(value["hides_output"]),
-                       seqs, list(map(names.__getitem__, value["roles"])),
-                       _little_endian(tokens).tolist())
+                       seqs, list(map(names.__getitem__, codes)),
+                       _unpacked(value["tokens"], "i"), _unpacked(value["cum"], "q"),
+                       _unpacked(value["page_starts"], "i"))
+        user = {name: code for code, name in names.items()}.get("user")
     except (KeyError, TypeError, ValueError, Base64Error):
         return None
-    if not len(copy.seqs) == len(copy.roles) == len(copy.tokens):
+    n = len(copy.seqs)
+    # What a damaged or cut value breaks (the sums and pages are taken as they are).
+    pages = (codes.count(user) if user else 0) + (1 if n and copy.roles[0] != "user" else 0)
+    if not (len(copy.roles) == len(copy.tokens) == n == len(copy.cum) - 1
+            and copy.cum[0] == 0 and len(copy.page_starts) == pages
+            and (not pages or (copy.page_starts[0] == 0 and copy.page_starts[-1] < n))):
         return None
     return copy
 
@@ -93,6 +104,20 @@ def _runs(seqs: Sequence[int]) -> list[int]:
         else:
             out += (seq, 1)
     return out
+
+
+def _packed(values: array[int], typecode: str) -> str:
+    """Ints as little-endian integers of array ``typecode`` (``i``: 32 bits) in base64."""
+    if values.typecode != typecode or sys.byteorder == "big":
+        values = _little_endian(array(typecode, values))
+    return b64encode(values).decode("ascii")
+
+
+def _unpacked(text: str, typecode: str) -> array[int]:
+    """:func:`_packed`'s ints back (a length not of whole integers raises)."""
+    values = array(typecode)
+    values.frombytes(b64decode(text, validate=True))
+    return _little_endian(values)
 
 
 def _little_endian(values: array[int]) -> array[int]:

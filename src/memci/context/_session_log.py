@@ -128,7 +128,7 @@ class SessionLog:
             return False
         self.held, self.raw_total = copy.held, copy.raw_total
         self.has_tool_results, self.hides_output = copy.has_tool_results, copy.hides_output
-        self.index.extend(copy.seqs, copy.roles, copy.tokens)
+        self.index.fill(copy.seqs, copy.roles, copy.tokens, copy.cum, copy.page_starts)
         self.last_seq = copy.last_seq
         self._keep_from_scratch(copy.last_seq + 1)
         if copy.system_seq:
@@ -149,7 +149,7 @@ class SessionLog:
         copy = LogCopy(self.epoch, self.last_seq, self.held,
                        self.system.seq or 0 if self.system is not None else 0,
                        self.raw_total, self.has_tool_results, self.hides_output,
-                       log.seqs, log.roles, log.tokens)
+                       log.seqs, log.roles, log.tokens, log.cum, log.page_starts)
         self.store.context.put(self.record, LOG_INDEX_KEY, encode_copy(copy))
         self._copied = len(log)
 

@@ -10,6 +10,7 @@
 """
 
 from memci.messages._model import (
+    NO_METADATA,
     ROLES,
     ImagePart,
     Message,
@@ -44,6 +45,7 @@ __all__ = [
     "ANTHROPIC_OPENER",
     "DEFAULT_MAX_BYTES",
     "MISSING_RESULT",
+    "NO_METADATA",
     "ROLES",
     "ImagePart",
     "Message",

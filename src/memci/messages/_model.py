@@ -36,6 +36,7 @@ from typing import Any, Literal, TypeAlias
 from memci._dataclasses import dataclass
 
 __all__ = [
+    "NO_METADATA",
     "ROLES",
     "ImagePart",
     "Message",
@@ -50,7 +51,8 @@ __all__ = [
 Role: TypeAlias = Literal["system", "user", "assistant", "tool"]
 ROLES: tuple[Role, ...] = ("system", "user", "assistant", "tool")
 
-_EMPTY: Mapping[str, Any] = MappingProxyType({})
+#: The metadata of a message with none: one read-only mapping shared by all of them.
+NO_METADATA: Mapping[str, Any] = MappingProxyType({})
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,7 +129,7 @@ class Message:
     role: Role
     parts: tuple[Part, ...]
     name: str | None = None
-    metadata: Mapping[str, Any] = field(default_factory=lambda: _EMPTY)
+    metadata: Mapping[str, Any] = field(default_factory=lambda: NO_METADATA)
     created_at: datetime | None = None
     session: str | None = None
     seq: int | None = None

@@ -46,6 +46,7 @@ from memci.errors import (
     UnknownRoleError,
 )
 from memci.messages._model import (
+    NO_METADATA,
     ImagePart,
     Message,
     Part,
@@ -597,7 +598,7 @@ def _read_flag(value: object, what: str) -> bool:
 def _read_metadata(value: object) -> Mapping[str, Any]:
     """Metadata in its stored form: a read-only copy of its JSON value."""
     if value is None:
-        return MappingProxyType({})
+        return NO_METADATA
     if not isinstance(value, Mapping):
         raise InvalidMessageError(
             f"'metadata' must be a JSON object (a dict), got {type(value).__name__}")

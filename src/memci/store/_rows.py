@@ -33,7 +33,7 @@ from memci.errors import (
     OwnerConflictError,
     StoreCorruptError,
 )
-from memci.messages import ROLES, Message, loads_parts
+from memci.messages import NO_METADATA, ROLES, Message, loads_parts
 from memci.store._artifacts import Artifact
 from memci.store._items import MemoryItem
 from memci.store._records import SessionRecord
@@ -151,7 +151,7 @@ def _stored_tokens(tokens: object, parts: object) -> int:
 
 def _stored_metadata(text: object) -> Mapping[str, Any]:
     if not text:
-        return MappingProxyType({})
+        return NO_METADATA
     try:
         value = json.loads(str(text))
     except (ValueError, RecursionError):
