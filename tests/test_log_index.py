@@ -15,7 +15,7 @@ ROLES = st.sampled_from(["user", "assistant", "tool"])
 MESSAGES = st.lists(st.tuples(ROLES, st.integers(0, 500)), max_size=60)
 
 
-def _fields(log: LogIndex) -> tuple[Sequence[int], list[str], Sequence[int], Sequence[int],
+def _fields(log: LogIndex) -> tuple[Sequence[int], bytearray, Sequence[int], Sequence[int],
                                    Sequence[int]]:
     return log.seqs, log.roles, log.tokens, log.cum, log.page_starts
 

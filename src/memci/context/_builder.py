@@ -56,7 +56,7 @@ from memci.context._history import (
     ToolHead,
     messages_tokens,
 )
-from memci.context._log import LogIndex
+from memci.context._log import LogIndex, role_name
 from memci.context._model import SEQ, ContentsEntry, PageInfo
 from memci.context._recipes import Recipe, choose_recipe
 from memci.context._retrieval import (
@@ -405,8 +405,8 @@ class ContextBuilder:
     def _load(self, budget: int | None, recipe: str, agent: tuple[ToolSpec, ...]) -> _Snapshot:
         self.current()
         index = self.log.index
-        chosen = choose_recipe(recipe, newest_role=index.roles[-1] if len(index) else None,
-                               call_pending=self.log.call_pending())
+        newest = role_name(index.roles[-1]) if len(index) else None
+        chosen = choose_recipe(recipe, newest_role=newest, call_pending=self.log.call_pending())
         language = self.language()
         known = self.working.expire_pins(index.pages, language)  # the state's version
         limit = budget if budget is not None else self.settings.budget

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
+from memci.context._log import TOOL
 from memci.messages import Message, TextPart, ToolCallPart, ToolResultPart
 from memci.tokens import Tokenizer
 
@@ -121,7 +122,7 @@ def _text_of(part: object) -> str:
 
 
 def newest_that_fit(
-    roles: Sequence[str], tokens: Sequence[int], budget: int, *, max_messages: int = 0,
+    roles: bytearray, tokens: Sequence[int], budget: int, *, max_messages: int = 0,
     lo: int = 0,
 ) -> int:
     """The first index of the longest clean suffix of ``[lo, n)`` within budget.
@@ -135,6 +136,6 @@ def newest_that_fit(
         total += tokens[i]
         if total > budget or (max_messages and n - i > max_messages):
             break
-        if roles[i] != "tool":
+        if roles[i] != TOOL:
             best = i
     return best

@@ -24,6 +24,7 @@ from memci._dataclasses import dataclass
 from memci._records import NamedTuple
 from memci.context._branches import cut_fits, pages_on, seq_at
 from memci.context._fit import CUT_FLOOR, floor_tokens
+from memci.context._log import TOOL
 from memci.context._model import SEQ, TOKENS, ContentsEntry
 from memci.context._paged import PagedConfig, PagedContext, PagedPlan
 from memci.context._pairing import Pairing, stand_in_result
@@ -241,7 +242,7 @@ class HistorySource:
         if self._floor[0] == seq:
             return self._floor[1]
         start = n - 1
-        while start > 0 and index.roles[start] == "tool":
+        while start > 0 and index.roles[start] == TOOL:
             start -= 1
         if start == n - 1 and index.tokens[-1] <= CUT_FLOOR and not self.log.call_pending():
             floor = index.tokens[-1]
@@ -261,13 +262,13 @@ class HistorySource:
         index = self.log.index
         if not len(index):
             return 0
-        return self.newest_floor() if index.roles[-1] == "tool" else max(
+        return self.newest_floor() if index.roles[-1] == TOOL else max(
             index.tokens[-1], self.newest_floor())
 
     def head_reserve(self, recipe: Recipe, room: int) -> int:
         """Tokens kept for the head of the newest tool output (tool-loop turns)."""
         index = self.log.index
-        if not recipe.tool_head or not len(index) or index.roles[-1] != "tool":
+        if not recipe.tool_head or not len(index) or index.roles[-1] != TOOL:
             return 0
         return max(0, min(self.settings.tool_head_tokens, room // 4))
 
@@ -280,7 +281,7 @@ class HistorySource:
         if not reserve or not len(index):
             return {}
         position = len(index)
-        while position > 0 and index.roles[position - 1] == "tool":
+        while position > 0 and index.roles[position - 1] == TOOL:
             position -= 1
         if position == len(index):
             return {}

@@ -16,7 +16,17 @@ from bisect import bisect_right
 from itertools import accumulate, compress, count, repeat
 from operator import eq
 
-__all__ = ["LogIndex"]
+__all__ = ["ASSISTANT", "TOOL", "USER", "LogIndex", "role_name"]
+
+#: A message's role as :attr:`LogIndex.roles` holds it: one ASCII letter.
+USER, ASSISTANT, TOOL = b"uat"
+_CODES = {"user": USER, "assistant": ASSISTANT, "tool": TOOL}
+_NAMES = {code: name for name, code in _CODES.items()}
+
+
+def role_name(code: int) -> str:
+    """The name of a role as :attr:`LogIndex.roles` holds it."""
+    return _NAMES[code]
 
 
 class LogIndex:
@@ -28,9 +38,10 @@ class LogIndex:
         # The int columns are arrays: a list of a 100k-message log is 100k references
         # the garbage collector walks in every pass while it is young (~1 ms a column a
         # pass, ~7 ms of a fresh process's first build at 100k); an array holds none.
-        # A message's tokens and a position fit 32 bits; seqs and sums get 64.
+        # A message's tokens and a position fit 32 bits; seqs and sums get 64. The roles
+        # are a letter each (USER, ASSISTANT, TOOL), the page starts where a USER is.
         self.seqs = array("q")
-        self.roles: list[str] = []
+        self.roles = bytearray()
         self.tokens = array("i")
         self.cum = array("q", (0,))
         self.page_starts = array("i")
@@ -43,7 +54,7 @@ class LogIndex:
         if role == "user" or not self.page_starts:
             self.page_starts.append(len(self.seqs))
         self.seqs.append(seq)
-        self.roles.append(role)
+        self.roles.append(_CODES[role])
         self.tokens.append(tokens)
         self.cum.append(self.cum[-1] + tokens)
 
@@ -60,12 +71,12 @@ class LogIndex:
             self.page_starts.append(base)
         self.page_starts.fromlist(list(compress(count(base), map(eq, roles, repeat("user")))))
         self.seqs.fromlist(seqs)
-        self.roles += roles
+        self.roles += bytes(map(_CODES.__getitem__, roles))
         self.tokens.fromlist(tokens)
         self.cum.fromlist(list(accumulate(tokens, initial=self.cum[-1])))
         del self.cum[base]  # accumulate gave the running total it started from again
 
-    def fill(self, seqs: array[int], roles: list[str], tokens: array[int], cum: array[int],
+    def fill(self, seqs: array[int], roles: bytearray, tokens: array[int], cum: array[int],
              page_starts: array[int]) -> None:
         """Take a whole log's columns as they are (an empty index; a saved copy's).
 

@@ -4,10 +4,10 @@ A process that opens a session indexes its log (seq, role and tokens as shown of
 non-system message, see :class:`~memci.context._session_log.SessionLog`). Read as rows,
 that is one row a message (100k messages: ~140 ms CPU). :class:`LogCopy` is what the index
 holds after the rows up to ``last_seq``, saved under :data:`~memci.store.LOG_INDEX_KEY` as
-one JSON value made to decode in C: seqs as runs of consecutive seqs, roles one character
-each, and the index's other int columns (tokens, their running sums, where pages start)
-as little-endian integers of the index's arrays' widths in base64, read straight into
-arrays (nothing made per message but its seq and role).
+one JSON value made to decode in C: seqs as runs of consecutive seqs, roles as the
+index's letters (one a message), and its other int columns (tokens, their running sums,
+where pages start) as little-endian integers of the index's arrays' widths in base64,
+read straight into arrays (nothing made per message but its seq).
 
 Invariants: a copy is a cache, derived from the log alone and never the only record of
 anything. It holds for the log's ``epoch`` it was made at (any deletion grows the epoch,
@@ -28,12 +28,16 @@ from itertools import chain
 from typing import Any
 
 from memci._records import NamedTuple
+from memci.context._log import ASSISTANT, TOOL, USER
 
 __all__ = ["LogCopy", "decode_copy", "encode_copy"]
 
 # Grows when what a copy holds, or how an index counts a message, changes: an older copy
 # is then ignored and made again.
-_FORMAT = 2  # 1: the sums and pages not kept
+# 1: the sums and pages not kept; 1 and 2: roles coded by a list of their names.
+_FORMAT = 3
+
+_ROLE_LETTERS = bytes((USER, ASSISTANT, TOOL))
 
 
 class LogCopy(NamedTuple):
@@ -47,7 +51,7 @@ class LogCopy(NamedTuple):
     has_tool_results: bool
     hides_output: bool
     seqs: array[int]
-    roles: list[str]
+    roles: bytearray  # a letter a message (see LogIndex)
     tokens: array[int]  # as shown: a tool result's view's
     cum: array[int]  # the running sums of tokens, from 0 (one more than the seqs)
     page_starts: array[int]  # the positions that open a page
@@ -55,13 +59,10 @@ class LogCopy(NamedTuple):
 
 def encode_copy(copy: LogCopy) -> dict[str, Any]:
     """The JSON value that stores ``copy``."""
-    names = sorted(set(copy.roles))
-    code = {name: chr(ord("a") + i) for i, name in enumerate(names)}
     return {"format": _FORMAT, "epoch": copy.epoch, "last_seq": copy.last_seq,
             "held": copy.held, "system_seq": copy.system_seq, "raw_total": copy.raw_total,
             "has_tool_results": copy.has_tool_results, "hides_output": copy.hides_output,
-            "runs": _runs(copy.seqs), "role_names": names,
-            "roles": "".join(map(code.__getitem__, copy.roles)),
+            "runs": _runs(copy.seqs), "roles": copy.roles.decode("ascii"),
             "tokens": _packed(copy.tokens, "i"), "cum": _packed(copy.cum, "q"),
             "page_starts": _packed(copy.page_starts, "i")}
 
@@ -71,24 +72,23 @@ def decode_copy(value: Any) -> LogCopy | None:
     if not isinstance(value, dict) or value.get("format") != _FORMAT:
         return None
     try:
-        names = {chr(ord("a") + i): str(name) for i, name in enumerate(value["role_names"])}
-        codes, runs = value["roles"], value["runs"]
+        runs = value["runs"]
         seqs = array("q")
         seqs.fromlist(list(chain.from_iterable(
             range(first, first + n) for first, n in zip(runs[::2], runs[1::2], strict=True))))
         copy = LogCopy(int(value["epoch"]), int(value["last_seq"]), int(value["held"]),
                        int(value["system_seq"]), int(value["raw_total"]),
                        bool(value["has_tool_results"]), bool(value["hides_output"]),
-                       seqs, list(map(names.__getitem__, codes)),
+                       seqs, bytearray(value["roles"], "ascii"),
                        _unpacked(value["tokens"], "i"), _unpacked(value["cum"], "q"),
                        _unpacked(value["page_starts"], "i"))
-        user = {name: code for code, name in names.items()}.get("user")
     except (KeyError, TypeError, ValueError, Base64Error):
         return None
     n = len(copy.seqs)
     # What a damaged or cut value breaks (the sums and pages are taken as they are).
-    pages = (codes.count(user) if user else 0) + (1 if n and copy.roles[0] != "user" else 0)
+    pages = copy.roles.count(USER) + (1 if n and copy.roles[0] != USER else 0)
     if not (len(copy.roles) == len(copy.tokens) == n == len(copy.cum) - 1
+            and not copy.roles.translate(None, _ROLE_LETTERS)
             and copy.cum[0] == 0 and len(copy.page_starts) == pages
             and (not pages or (copy.page_starts[0] == 0 and copy.page_starts[-1] < n))):
         return None

@@ -44,7 +44,7 @@ from memci._dataclasses import dataclass
 from memci._records import NamedTuple
 from memci.context._contents import CONTENTS_OVERHEAD, ContentsPage, capped_lines, entry_text
 from memci.context._fit import fit_messages, floor_tokens, newest_that_fit
-from memci.context._log import LogIndex
+from memci.context._log import TOOL, USER, LogIndex, role_name
 from memci.context._model import (
     NUMBER,
     TOKENS,
@@ -440,7 +440,7 @@ class PagedPlan:
             self._archive_down_to(int(high * self.config.low_watermark), cap,
                                   "active chapter over its budget", limit=high)
             self._evict_lru(cap)
-        if self.compaction_pending and self.log.roles[-1] == "user":
+        if self.compaction_pending and self.log.roles[-1] == USER:
             # seed 004's soft trigger: run only at a user turn, never inside a tool chain
             keep = self.round - self.config.recent_pages + 1
             self._archive_down_to(self._tokens_from(keep), cap,
@@ -470,7 +470,7 @@ class PagedPlan:
         end = self.log.page_span(last)[1]
         start = self.log.page_starts[self.first_active - 1]
         roles, tokens = self.log.roles, self.log.tokens
-        chat = sum(tokens[i] for i in range(start, end) if roles[i] != "tool")
+        chat = sum(tokens[i] for i in range(start, end) if roles[i] != TOOL)
         return chat > limit
 
     def _tokens_from(self, page: int) -> int:
@@ -605,7 +605,7 @@ class PagedPlan:
             else:
                 start, _ = self.log.page_span(page)
                 roles = self.log.roles[start:start + len(summary.lines)]
-                lines = self._capped([f"{r}: {t}" for r, t in
+                lines = self._capped([f"{role_name(r)}: {t}" for r, t in
                                       zip(roles, summary.lines, strict=True)])
             entry = replace(self.contents[page], source="llm", lines=lines)
             entry.tokens = self.state.entry_tokens(entry)
@@ -776,7 +776,7 @@ class PagedPlan:
         """The cut that shows ``steps`` newest steps, if more than ``2 * steps - 1`` show."""
         start, end = self.log.page_span(page.number)
         roles = self.log.roles
-        starts = [i for i in range(start + 1 + self._cut, end) if roles[i] != "tool"]
+        starts = [i for i in range(start + 1 + self._cut, end) if roles[i] != TOOL]
         if len(starts) <= 2 * steps - 1:
             return self._cut
         return starts[-steps] - (start + 1)
@@ -790,7 +790,7 @@ class PagedPlan:
         keep = newest_that_fit(self.log.roles, self.log.tokens, target, lo=start + 1)
         if keep >= end:  # not even the newest step fits: keep it anyway, cut later
             keep = end - 1
-            while keep > start + 1 and self.log.roles[keep] == "tool":
+            while keep > start + 1 and self.log.roles[keep] == TOOL:
                 keep -= 1
         return max(0, keep - (start + 1))
 

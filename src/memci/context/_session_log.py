@@ -36,7 +36,7 @@ from memci.context._branches import (
     runs,
     seqs_between,
 )
-from memci.context._log import LogIndex
+from memci.context._log import ASSISTANT, LogIndex
 from memci.context._log_copy import LogCopy, decode_copy, encode_copy
 from memci.context._tool_views import ToolViews
 from memci.errors import ConfigError
@@ -389,7 +389,7 @@ class SessionLog:
     def call_pending(self) -> bool:
         """Whether the newest assistant message made tool calls not yet all answered."""
         roles = self.index.roles
-        if not roles or roles[-1] != "assistant":
+        if not roles or roles[-1] != ASSISTANT:
             return False
         seq = self.index.seqs[-1]
         if self._pending[0] != seq:  # a stored message never changes: once per message

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from memci.context._fit import fit_messages, floor_tokens, newest_that_fit
-from memci.context._log import LogIndex
+from memci.context._log import TOOL, LogIndex
 from memci.messages import Message
 from memci.tokens import Tokenizer
 
@@ -53,7 +53,7 @@ class WindowLoader:
 
 def _newest_unit_start(log: LogIndex) -> int:
     start = len(log) - 1
-    while start > 0 and log.roles[start] == "tool":
+    while start > 0 and log.roles[start] == TOOL:
         start -= 1
     return max(start, 0)
 

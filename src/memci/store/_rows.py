@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
 from types import MappingProxyType
@@ -52,6 +52,7 @@ __all__ = [
     "ROW_HEAD_CHARS",
     "artifact_from_row",
     "check_owner",
+    "check_roles",
     "damaged",
     "erasure_from_row",
     "item_from_row",
@@ -125,6 +126,18 @@ def row_head(message: Message) -> Message:
     result = message.tool_result
     assert result is not None
     return replace(message, parts=(replace(result, content=result.content[:ROW_HEAD_CHARS]),))
+
+
+def check_roles(roles: Iterable[object]) -> None:
+    """Raise :class:`StoreCorruptError` when a stored role is none of :data:`ROLES`.
+
+    For planning rows, read as columns (a message row checks its own).
+    """
+    unknown = set(roles).difference(ROLES)  # one pass, in C
+    if unknown:
+        role = min(unknown, key=repr)
+        raise _damaged("message row", ValueError(
+            f"role {role!r} is not one of {', '.join(ROLES)}"))
 
 
 @damaged("message row")

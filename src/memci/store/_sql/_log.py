@@ -35,6 +35,7 @@ from memci.store._log import LogColumns, LogRow
 from memci.store._records import SessionRecord
 from memci.store._rows import (
     check_owner,
+    check_roles,
     message_from_row,
     orphan_result,
     row_head,
@@ -302,7 +303,9 @@ class SqlLog:
         Tokens as shown are a tool result's view's (None when no view is saved yet).
         """
         # The columns are typed (integers, text, NULL) by both backends: no cast is needed.
-        return list(map(LogRow._make, self._planning(session, after)))
+        rows = self._planning(session, after)
+        check_roles(r[1] for r in rows)
+        return list(map(LogRow._make, rows))
 
     def log_columns(self, session: SessionRecord, *, after: int = 0) -> LogColumns:
         """:meth:`log_rows` as columns: transposed in C, nothing made per row."""
@@ -310,6 +313,7 @@ class SqlLog:
         if not rows:
             return LogColumns([], [], [], [])
         seqs, roles, tokens, shown = map(list, zip(*rows, strict=True))
+        check_roles(roles)
         return LogColumns(seqs, roles, tokens, shown)
 
     def _planning(self, session: SessionRecord, after: int) -> list[Any]:
