@@ -30,6 +30,17 @@ def import_every_module() -> bool:
     return every
 
 
+def write_generated(file: Path, text: str, every: bool) -> int:
+    """Write a generated file's ``text`` (``--write``), once every module imported."""
+    if not every:
+        print("a memci module did not import (an extra missing): install the dev "
+              "extra first", file=sys.stderr)
+        return 1
+    file.write_text(text, encoding="utf-8")
+    print(f"rewrote {file}")
+    return 0
+
+
 def texts() -> tuple[set[str], bool]:
     """Every text this tree's classes compile, and whether every memci module imported."""
     from memci import _dataclasses
@@ -44,13 +55,7 @@ def main(argv: list[str]) -> int:
 
     wanted, every = texts()
     if "--write" in argv:
-        if not every:
-            print("a memci module did not import (an extra missing): install the dev "
-                  "extra first", file=sys.stderr)
-            return 1
-        FILE.write_text(_dataclasses.render_inits(wanted), encoding="utf-8")
-        print(f"rewrote {FILE}")
-        return 0
+        return write_generated(FILE, _dataclasses.render_inits(wanted), every)
     have = set(INITS)
     # Without an extra, its modules' classes are not made here: only check those made.
     if wanted - have or (every and have - wanted):

@@ -13,7 +13,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from tests.inits import import_every_module
+from tests.inits import import_every_module, write_generated
 
 FILE = Path(__file__).resolve().parents[1] / "src" / "memci" / "_patterns.py"
 
@@ -44,13 +44,7 @@ def main(argv: list[str]) -> int:
 
     wanted, every = asked()
     if "--write" in argv:
-        if not every:
-            print("a memci module did not import (an extra missing): install the dev "
-                  "extra first", file=sys.stderr)
-            return 1
-        FILE.write_text(_lazy.render_patterns(wanted), encoding="utf-8")
-        print(f"rewrote {FILE}")
-        return 0
+        return write_generated(FILE, _lazy.render_patterns(wanted), every)
     if _patterns.ENGINE != _lazy._ENGINE:
         print(f"{FILE} holds code of another regular expression engine "
               f"({_patterns.ENGINE}, this Python's {_lazy._ENGINE}): not checked")

@@ -16,10 +16,11 @@ from bisect import bisect_right
 from itertools import accumulate, compress, count, repeat
 from operator import eq
 
-__all__ = ["ASSISTANT", "TOOL", "USER", "LogIndex", "role_name"]
+__all__ = ["ASSISTANT", "ROLE_LETTERS", "TOOL", "USER", "LogIndex", "role_name"]
 
 #: A message's role as :attr:`LogIndex.roles` holds it: one ASCII letter.
-USER, ASSISTANT, TOOL = b"uat"
+ROLE_LETTERS = b"uat"
+USER, ASSISTANT, TOOL = ROLE_LETTERS
 _CODES = {"user": USER, "assistant": ASSISTANT, "tool": TOOL}
 _NAMES = {code: name for name, code in _CODES.items()}
 

@@ -28,7 +28,7 @@ from itertools import chain
 from typing import Any
 
 from memci._records import NamedTuple
-from memci.context._log import ASSISTANT, TOOL, USER
+from memci.context._log import ROLE_LETTERS, USER
 
 __all__ = ["LogCopy", "decode_copy", "encode_copy"]
 
@@ -36,8 +36,6 @@ __all__ = ["LogCopy", "decode_copy", "encode_copy"]
 # is then ignored and made again.
 # 1: the sums and pages not kept; 1 and 2: roles coded by a list of their names.
 _FORMAT = 3
-
-_ROLE_LETTERS = bytes((USER, ASSISTANT, TOOL))
 
 
 class LogCopy(NamedTuple):
@@ -88,7 +86,7 @@ def decode_copy(value: Any) -> LogCopy | None:
     # What a damaged or cut value breaks (the sums and pages are taken as they are).
     pages = copy.roles.count(USER) + (1 if n and copy.roles[0] != USER else 0)
     if not (len(copy.roles) == len(copy.tokens) == n == len(copy.cum) - 1
-            and not copy.roles.translate(None, _ROLE_LETTERS)
+            and not copy.roles.translate(None, ROLE_LETTERS)
             and copy.cum[0] == 0 and len(copy.page_starts) == pages
             and (not pages or (copy.page_starts[0] == 0 and copy.page_starts[-1] < n))):
         return None
