@@ -783,6 +783,30 @@ def test_bad_stored_parts() -> None:
         loads_parts('{"kind": "text"}')
 
 
+@pytest.mark.parametrize("text", [
+    '[{"kind":"text","text":"hi"}]', ' [{"kind":"text","text":"hi"}]\n',
+    '[{"kind":"text","text":"hi"}] x', '[{"kind":"text","text":"hi"}][]',
+    '\ufeff[{"kind":"text","text":"hi"}]', "", "  ", "[", '[{"kind":"text","text":"\\x"}]',
+    '[{"kind":"text","text":"a\tb"}]', "[NaN]", '"text"', "[1e400]", "[" * 100_000,
+])
+def test_stored_parts_read_as_json_loads_reads_them(text: str) -> None:
+    # loads_parts calls json's scanner itself (fewer checks a row): the same parts, and
+    # the same message for text json.loads refuses, wherever the damage is.
+    try:
+        expected: object = json.loads(text)
+    except (ValueError, RecursionError) as exc:
+        expected = exc
+    if isinstance(expected, BaseException):
+        with pytest.raises((InvalidMessageError, RecursionError)) as caught:
+            loads_parts(text)
+        assert str(expected) in str(caught.value)
+    elif not isinstance(expected, list) or not all(isinstance(p, dict) for p in expected):
+        with pytest.raises(InvalidMessageError):
+            loads_parts(text)
+    else:
+        assert loads_parts(text) == tuple(TextPart(p["text"]) for p in expected)
+
+
 # -- SDK objects (optional packages; memci never imports them) ---------------------------
 
 
