@@ -46,7 +46,9 @@ HEAVY = (
 #: files: a large output written, a state file saved; hashes (with OpenSSL's): a tool output
 #: stored, a page keyed, an erasure; logging: the first message logged; the store's parts
 #: for deletions, background jobs, the server's API keys and indexed files: an erasure, an
-#: engine with a model, the server, indexing files).
+#: engine with a model, the server, indexing files; the standard library's dataclasses,
+#: and the inspect it imports: a caller's ``dataclasses.fields`` of a memci record;
+#: pathlib: a store opened; urllib.parse, with ipaddress: a model's endpoint read).
 ON_FIRST_USE = (
     "memci.summarize._jobs", "memci.summarize._llm", "memci.memory._docs",
     "memci.text._chunk", "memci.memory._query", "memci.memory._judge",
@@ -55,6 +57,7 @@ ON_FIRST_USE = (
     "memci.store._erase", "memci.store._sql._erase", "memci.store.sqlite._erase",
     "memci.store._jobs", "memci.store._sql._jobs", "memci.store._keys",
     "memci.store._sql._keys", "memci.store._docs", "memci.store._sql._docs",
+    "dataclasses", "inspect", "pathlib", "urllib.parse", "ipaddress",
 )
 
 _BUILD = """
@@ -121,6 +124,14 @@ def test_a_build_leaves_the_store_parts_it_never_reaches_to_their_first_use(
     assert sorted(parts & loaded) == []
 
 
+def test_a_build_imports_neither_dataclasses_nor_inspect(tmp_path: Path) -> None:
+    # memci's records are made, copied and read without the standard library's dataclasses
+    # (memci._dataclasses): ~20 ms of a cold process with the inspect it imports.
+    loaded = _modules(_BUILD, str(tmp_path / "m.db"), _CHAT)
+    assert "memci.context._builder" in loaded
+    assert sorted({"dataclasses", "inspect"} & (loaded - _bare())) == []
+
+
 def test_open_add_and_build_load_nothing_heavy(tmp_path: Path) -> None:
     loaded = _modules(_BUILD, str(tmp_path / "m.db"), _CODE)
     assert "memci.context._builder" in loaded
@@ -180,14 +191,11 @@ def test_import_memci_compiles_only_what_every_build_uses() -> None:
 
 _RECORDS = """
 import dataclasses, json, sys
-made = []
-process = dataclasses._process_class
-def spy(cls, *args, **kwargs):
-    made.append(process(cls, *args, **kwargs))  # with slots, a new class
-    return made[-1]
-dataclasses._process_class = spy
 import memci, memci.messages, memci.tokens
-imported = list(made)  # what the import made (reading the public names below makes more)
+# What the import made: memci's dataclass marks each class it makes, as the library does.
+imported = [c for m in list(sys.modules.values()) if m.__name__.startswith("memci")
+            for c in vars(m).values() if isinstance(c, type) and c.__module__ == m.__name__
+            and "__dataclass_fields__" in c.__dict__]
 public = {id(getattr(home, n)) for home in (memci, memci.messages, memci.tokens)
           for n in home.__all__}
 def needs_a_dataclass(cls):
@@ -196,7 +204,7 @@ def needs_a_dataclass(cls):
     return hasattr(cls, "__post_init__") or hasattr(cls, "__orig_bases__") or any(
         f.default_factory is not dataclasses.MISSING or not (f.repr and f.compare and f.init)
         or f.metadata or f.name in ("count", "index") for f in dataclasses.fields(cls))
-print(json.dumps([f"{c.__module__}.{c.__qualname__}" for c in imported
+print(json.dumps([len(imported)] + [f"{c.__module__}.{c.__qualname__}" for c in imported
                   if c.__dataclass_params__.frozen and id(c) not in public
                   and not needs_a_dataclass(c)]))
 """
@@ -214,7 +222,9 @@ def test_import_memci_makes_internal_records_as_named_tuples() -> None:
     done = subprocess.run([sys.executable, "-c", _RECORDS], capture_output=True, text=True,
                           timeout=120)
     assert done.returncode == 0, done.stderr
-    assert sorted(set(json.loads(done.stdout.splitlines()[-1])) - FROZEN_DATACLASSES) == []
+    made, *frozen = json.loads(done.stdout.splitlines()[-1])
+    assert made > 20  # the check sees the import's dataclasses
+    assert sorted(set(frozen) - FROZEN_DATACLASSES) == []
 
 
 @pytest.mark.parametrize(("package", "name", "module"), [
@@ -313,6 +323,28 @@ def test_a_lazy_logger_logs_as_its_named_logger(caplog: pytest.LogCaptureFixture
          "test_a_lazy_logger_logs_as_its_named_logger"),
         ("memci.cold", "INFO", "lease of job 7 expired",
          "test_a_lazy_logger_logs_as_its_named_logger")]
+
+
+_PATH_HINTS = """
+import json, sys, typing
+import memci
+from memci.store import open_store
+before = "pathlib" in sys.modules
+found = [typing.get_type_hints(memci.Engine.open)["path"],
+         typing.get_type_hints(memci.Engine.__init__)["artifacts_dir"],
+         typing.get_type_hints(open_store)["location"]]
+import pathlib
+print(json.dumps([before, found == [str | pathlib.Path | None] * 3]))
+"""
+
+
+def test_path_annotations_resolve_to_pathlib_which_loads_on_first_use() -> None:
+    # memci._lazy.pathlib: import memci does not load pathlib (with urllib.parse and
+    # ipaddress), and public signatures that name pathlib.Path still resolve to it.
+    done = subprocess.run([sys.executable, "-c", _PATH_HINTS], capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout.splitlines()[-1]) == [False, True]
 
 
 _TABLE_READ = """

@@ -163,16 +163,8 @@ def test_a_class_with_its_own_methods_or_an_order_is_left_to_the_library() -> No
 
 
 _COMPILED = """
-import dataclasses, json, sys
-def spy(name, log):
-    real = getattr(dataclasses, name)
-    def called(first, *args, **kwargs):
-        log.append(first)
-        return real(first, *args, **kwargs)
-    setattr(dataclasses, name, called)
-compiled, made, ours = [], [], []
-spy("_create_fn", compiled)  # each method the library compiles, by name
-spy("_process_class", made)  # each class made
+import json, sys
+ours = []
 def heard(event, args):
     # A method compiled from text (a module without bytecode is compiled from its file).
     if (event == "compile" and args[1] == "<string>" and isinstance(args[0], bytes)
@@ -180,22 +172,77 @@ def heard(event, args):
         ours.append(1)
 sys.addaudithook(heard)
 import memci
-print(json.dumps({"classes": len(made), "compiled": sorted(set(compiled)),
-                  "ours": len(ours)}))
+loaded = sorted({"dataclasses", "inspect"} & set(sys.modules))
+classes = [c for m in list(sys.modules.values()) if m.__name__.startswith("memci")
+           for c in vars(m).values()
+           if isinstance(c, type) and "__memci_fields__" in c.__dict__]
+print(json.dumps({"classes": len(classes), "ours": len(ours), "loaded": loaded}))
 """
 
 
-def test_import_memci_compiles_no_method_of_a_dataclass() -> None:
-    # dataclasses compiles each method from source (~0.1-0.2 ms): repr, eq, hash and a
-    # frozen class's setattr and delattr were more than half of what import memci compiled,
-    # and each __init__ is now compiled ahead (memci/_inits.py).
+def test_import_memci_neither_imports_dataclasses_nor_compiles_a_method() -> None:
+    # dataclasses compiles each method from source (~0.1-0.2 ms) and imports inspect (with
+    # ast, dis and tokenize): memci's classes are made without it, each __init__ compiled
+    # ahead (memci/_inits.py).
     done = subprocess.run([sys.executable, "-c", _COMPILED], capture_output=True,
                           text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     found = json.loads(done.stdout.splitlines()[-1])
-    assert found["classes"] > 20  # the spy sees the import's dataclasses
-    assert found["compiled"] == []
+    assert found["classes"] > 20  # the check sees the import's dataclasses
     assert found["ours"] == 0
+    assert found["loaded"] == []
+
+
+def _fielded(maker: Callable[..., Any], field: Callable[..., Any]) -> type:
+    @maker(frozen=True)
+    class Inner:
+        """Held by the record below."""
+
+        tags: list[str] = field(default_factory=list)
+
+    @maker
+    class Outer:
+        """Fields of every kind."""
+
+        a: int
+        inner: Inner = field(default_factory=Inner)
+        pairs: dict[str, tuple[int, ...]] = field(default_factory=dict)
+        hidden: int = field(default=3, init=False, repr=False, metadata={"k": 1})
+        loose: str = field(default="x", compare=False, hash=False, kw_only=True)
+
+    return Outer
+
+
+def test_memcis_field_fields_replace_and_asdict_are_the_librarys() -> None:
+    from memci._dataclasses import MISSING, asdict, field, fields, replace
+
+    std = _fielded(dataclasses.dataclass, dataclasses.field)
+    ours = _fielded(memci_dataclass, field)
+    _same_params(std, ours)
+
+    def options(f: Any, missing: Any) -> tuple[Any, ...]:
+        return (f.name, f.type, f.default is missing, f.default_factory is missing, f.init,
+                f.repr, f.hash, f.compare, dict(f.metadata), f.kw_only)
+
+    assert ([options(f, MISSING) for f in fields(ours)]
+            == [options(f, dataclasses.MISSING) for f in dataclasses.fields(std)]
+            == [options(f, dataclasses.MISSING) for f in dataclasses.fields(ours)])
+    assert str(inspect.signature(ours)) == str(inspect.signature(std))
+    s = std(1, std.__annotations__ and std(1).inner.__class__(["t"]), {"k": (1, 2)})
+    o = ours(1, ours(1).inner.__class__(["t"]), {"k": (1, 2)})
+    assert asdict(o) == dataclasses.asdict(o) == dataclasses.asdict(s)
+    assert asdict(o)["inner"]["tags"] is not o.inner.tags  # copied, as the library does
+    assert repr(replace(o, a=2, loose="y")) == repr(dataclasses.replace(s, a=2, loose="y"))
+    assert replace(o, a=2).pairs is o.pairs
+    for changes in ({"hidden": 1}, {"nope": 1}):
+        errors = []
+        for call in (partial(replace, o, **changes), partial(dataclasses.replace, s, **changes)):
+            with pytest.raises((ValueError, TypeError)) as caught:
+                call()
+            errors.append((type(caught.value), str(caught.value).replace("Outer.", "")))
+        assert errors[0] == errors[1]
+    with pytest.raises(ValueError, match="cannot specify both"):
+        field(default=1, default_factory=list)
 
 
 def test_the_inits_compiled_ahead_are_current() -> None:
@@ -321,3 +368,23 @@ def test_a_frozen_child_a_field_named_self_and_no_docstring_are_the_librarys() -
     assert hash(ours(1, 2)) == hash(std(1, 2))
     with pytest.raises(dataclasses.FrozenInstanceError):
         ours(1).a = 2
+
+
+def test_a_record_holding_a_read_only_mapping_pickles_and_copies(tmp_path: Path) -> None:
+    # Messages and session records hold their metadata and settings read-only (a
+    # mappingproxy, which neither pickle nor deepcopy can take): what build() returns
+    # goes through both, and comes back equal and read-only.
+    with memci.Engine.open(tmp_path / "m.db") as engine:
+        session = engine.session("chat")
+        session.add({"role": "user", "content": "hi", "metadata": {"tags": {"a": 1}}})
+        context = session.build()
+        record = session.record
+    message = context.messages[-1]
+    for copied in (copy.deepcopy(message), pickle.loads(pickle.dumps(message))):
+        assert copied == message
+        assert type(copied.metadata) is type(message.metadata)
+        with pytest.raises(TypeError):
+            copied.metadata["x"] = 1  # type: ignore[index]
+    assert copy.deepcopy(message).metadata["tags"] is not message.metadata["tags"]
+    assert pickle.loads(pickle.dumps(context)) == copy.deepcopy(context) == context
+    assert pickle.loads(pickle.dumps(record)) == record

@@ -16,7 +16,12 @@ module they load, whether it uses them or not (``import memci`` is issue 25's co
   names whose modules load when one of them is first read (``from memci import Hit``
   works, ``import memci`` does not load ``memci.memory._hit``);
 - :class:`LazyLogger` is a :mod:`logging` logger got on its first message: a process
-  that logs nothing never imports :mod:`logging` (with :mod:`traceback`, ~5 ms).
+  that logs nothing never imports :mod:`logging` (with :mod:`traceback`, ~5 ms);
+- :data:`pathlib` is the module, imported when one of its names is first read
+  (``from memci._lazy import pathlib``, then ``pathlib.Path(...)``, and ``pathlib.Path``
+  in annotations, which :func:`typing.get_type_hints` resolves): :mod:`pathlib` imports
+  :mod:`urllib.parse` and :mod:`ipaddress` (~5 ms), and a process needs it only once it
+  opens a store.
 
 Invariants: a lazy pattern behaves as the compiled one (same matches, same flags); a
 pattern compiled ahead is the one :func:`re.compile` makes (the same code, flags and
@@ -41,6 +46,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     import logging
+    import pathlib as pathlib
 
 
 # The engine re.compile hands its code to (no type stubs: a module of CPython's own).
@@ -216,3 +222,22 @@ is current.
     lines += [f"    {key!r}: {value!r},\n" for key, value in made.items()]
     lines.append("}\n")
     return "".join(lines)
+
+
+class _LazyModule:
+    """A module imported when one of its names is first read (see :data:`pathlib`)."""
+
+    __slots__ = ("_name",)
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(importlib.import_module(self._name), name)
+
+    def __repr__(self) -> str:
+        return f"<module {self._name!r}, imported on first use>"
+
+
+if not TYPE_CHECKING:
+    pathlib = _LazyModule("pathlib")

@@ -16,13 +16,12 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import replace
 from datetime import datetime
-from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 from memci import _trace
-from memci._dataclasses import dataclass
+from memci._dataclasses import dataclass, replace
+from memci._lazy import pathlib
 from memci.context import Context, PageInfo, ToolSpec
 from memci.context._builder import ContextBuilder
 from memci.context._services import SessionServices
@@ -515,7 +514,7 @@ class Session:
             self._reconfigure(record, resolved)
 
     def index_path(
-        self, path: str | Path, *, progress: Callable[[int, int, str], None] | None = None
+        self, path: str | pathlib.Path, *, progress: Callable[[int, int, str], None] | None = None
     ) -> IndexReport:
         """Index text, Markdown and code files under ``path`` for search (incremental)."""
         from memci.memory import DocIndex  # with the chunkers: only a session that indexes

@@ -48,7 +48,6 @@ import sys
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from typing import TYPE_CHECKING, Any, Literal, Protocol
-from urllib.parse import urlsplit
 
 from memci._version import __version__
 
@@ -246,6 +245,8 @@ def describe_job(traced: Span, kind: str, key: str, attempt: int, outcome: str) 
 
 def _server(traced: Span, base_url: str) -> None:
     """``server.address`` and ``server.port`` of the endpoint a model call goes to."""
+    from urllib.parse import urlsplit  # a traced model call's: import memci does not need it
+
     parts = urlsplit(base_url)
     if parts.hostname:
         traced.set_attribute("server.address", parts.hostname)

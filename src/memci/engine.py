@@ -13,10 +13,9 @@ import threading
 import weakref
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import ExitStack, contextmanager
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from memci._lazy import LazyLogger
+from memci._lazy import LazyLogger, pathlib
 from memci._session import EXPORT_FORMAT, Session, SessionStats, every_tool
 from memci._sessioncache import SessionCache
 from memci.context import ToolSpec
@@ -122,7 +121,7 @@ class Engine:
 
     def __init__(
         self, store: Store, *, llm: LLMClient | None = None, workers: int | None = None,
-        artifacts_dir: str | Path | None = None,
+        artifacts_dir: str | pathlib.Path | None = None,
     ) -> None:
         self.store = store
         # Large tool outputs (seed 004) live where given (a folder every server mounts),
@@ -188,9 +187,9 @@ class Engine:
 
     @classmethod
     def open(
-        cls, path: str | Path | None = None, *, synchronous: str = "FULL",
+        cls, path: str | pathlib.Path | None = None, *, synchronous: str = "FULL",
         llm: LLMClient | None = None, workers: int | None = None,
-        artifacts_dir: str | Path | None = None, pool_size: int | None = None,
+        artifacts_dir: str | pathlib.Path | None = None, pool_size: int | None = None,
     ) -> Engine:
         """Open the store at ``path``: a SQLite file or a ``postgresql://`` URL.
 

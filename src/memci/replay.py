@@ -41,11 +41,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import field
 from pathlib import Path
 from typing import Any
 
-from memci._dataclasses import dataclass
+from memci._dataclasses import dataclass, field
 from memci._models import model_info
 from memci.engine import Engine, Session
 from memci.errors import InvalidFileError, MemciError

@@ -11,10 +11,9 @@ segment is never trimmed; the newest page is the last thing to shrink.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import field, replace
 from types import MappingProxyType
 
-from memci._dataclasses import dataclass
+from memci._dataclasses import dataclass, field, replace
 from memci._records import NamedTuple
 from memci.errors import ConfigError
 

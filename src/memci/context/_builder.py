@@ -40,11 +40,10 @@ import json
 import operator
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import field, replace
 from itertools import compress, takewhile
 from typing import Any
 
-from memci._dataclasses import dataclass
+from memci._dataclasses import dataclass, field, replace
 from memci._records import NamedTuple
 from memci.context._branches import pages_on
 from memci.context._budget import BudgetAllocator, PriorityRanker, Section

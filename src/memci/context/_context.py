@@ -9,10 +9,9 @@ memci's; their names never repeat.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import field
 from typing import Any
 
-from memci._dataclasses import dataclass
+from memci._dataclasses import dataclass, field
 from memci.memory import Retrieved
 from memci.messages import Message, ToolSpec, to_anthropic, to_openai, to_responses
 

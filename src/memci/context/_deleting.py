@@ -36,10 +36,10 @@ import time
 from bisect import bisect_right
 from collections.abc import Callable, Collection, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+from memci._dataclasses import replace
 from memci._lazy import LazyLogger
 from memci._records import NamedTuple
 from memci.context._session_log import SessionLog

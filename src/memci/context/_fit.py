@@ -11,8 +11,8 @@ cut takes from the middle and says how much it took.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import replace
 
+from memci._dataclasses import replace
 from memci.context._log import TOOL
 from memci.messages import Message, TextPart, ToolCallPart, ToolResultPart
 from memci.tokens import Tokenizer

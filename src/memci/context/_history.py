@@ -16,11 +16,10 @@ the newest steps of the current page in full, the head of the newest output besi
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import field, replace
 from itertools import takewhile
 from typing import Any
 
-from memci._dataclasses import dataclass
+from memci._dataclasses import dataclass, field, replace
 from memci._records import NamedTuple
 from memci.context._branches import cut_fits, pages_on, seq_at
 from memci.context._fit import CUT_FLOOR, floor_tokens

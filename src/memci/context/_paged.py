@@ -38,9 +38,8 @@ when it alone passes the whole budget).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import field, replace
 
-from memci._dataclasses import dataclass
+from memci._dataclasses import dataclass, field, replace
 from memci._records import NamedTuple
 from memci.context._contents import CONTENTS_OVERHEAD, ContentsPage, capped_lines, entry_text
 from memci.context._fit import fit_messages, floor_tokens, newest_that_fit

@@ -22,8 +22,8 @@ from __future__ import annotations
 import operator
 from bisect import bisect_left
 from collections import defaultdict
-from dataclasses import replace
 
+from memci._dataclasses import replace
 from memci.messages import MISSING_RESULT, Message
 from memci.tokens import Tokenizer
 

@@ -13,11 +13,10 @@ came from; titles are configurable.
 
 from __future__ import annotations
 
-from dataclasses import field
 from types import MappingProxyType
 from typing import Literal
 
-from memci._dataclasses import dataclass
+from memci._dataclasses import dataclass, field
 from memci._records import NamedTuple
 from memci.errors import ConfigError
 

@@ -42,10 +42,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
-from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
+from memci._dataclasses import replace
 from memci._records import NamedTuple
 from memci.context._branches import runs
 from memci.context._model import SEQ, ContentsEntry

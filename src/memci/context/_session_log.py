@@ -22,11 +22,11 @@ process that indexed many messages since the last copy) and the rows after it.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import replace
 from itertools import compress, count, repeat
 from operator import is_not, lt, ne
 from typing import Any, cast
 
+from memci._dataclasses import replace
 from memci.context._branches import (
     BRANCH_META,
     Branches,

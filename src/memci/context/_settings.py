@@ -21,10 +21,9 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Callable, Mapping
-from dataclasses import asdict, field, fields
 from typing import Any, cast
 
-from memci._dataclasses import dataclass
+from memci._dataclasses import asdict, dataclass, field, fields
 from memci._models import model_info
 from memci._records import NamedTuple
 from memci.errors import ConfigError

@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Sequence
-from dataclasses import replace
 
+from memci._dataclasses import replace
 from memci.context._recipes import TITLES
 from memci.messages import Message, ToolSpec
 from memci.tokens import Tokenizer

@@ -22,8 +22,8 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
 
+from memci._dataclasses import replace
 from memci._records import NamedTuple
 from memci.messages import Message, ToolCallPart, ToolResultPart
 from memci.store import ROW_HEAD_CHARS, SessionRecord, Store, orphan_result, row_head

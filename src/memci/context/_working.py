@@ -20,9 +20,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import replace
 from typing import Any
 
+from memci._dataclasses import replace
 from memci.context._model import ContentsEntry
 from memci.context._recipes import TITLES, Recipe, Section
 from memci.context._tool_views import ToolViews

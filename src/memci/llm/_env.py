@@ -11,7 +11,6 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Final
-from urllib.parse import urlsplit
 
 from memci.errors import ConfigError
 
@@ -136,5 +135,7 @@ def _resolve(
 def _guess_provider(base_url: str | None) -> str:
     # Pointing the base URL at Anthropic and forgetting the provider would otherwise
     # send Chat Completions requests there; nothing else is guessed.
+    from urllib.parse import urlsplit  # with a model configured: import memci does not need it
+
     host = (urlsplit(base_url).hostname or "") if base_url else ""
     return "anthropic" if host == "anthropic.com" or host.endswith(".anthropic.com") else "openai"

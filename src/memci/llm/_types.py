@@ -8,10 +8,9 @@ scripted stand-in in a test.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import field
 from typing import Any, Protocol, runtime_checkable
 
-from memci._dataclasses import dataclass
+from memci._dataclasses import dataclass, field
 from memci.messages import Message
 
 __all__ = ["Completion", "LLMClient"]

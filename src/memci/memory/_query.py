@@ -22,12 +22,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import field
 from datetime import datetime
 from types import MappingProxyType
 from typing import Any
 
-from memci._dataclasses import dataclass
+from memci._dataclasses import dataclass, field
 from memci._lazy import LazyLogger, LazyPattern
 from memci.errors import LLMError
 from memci.llm import LLMClient, answer_json

@@ -28,12 +28,11 @@ images; text is valid Unicode.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import field, replace
 from datetime import datetime
 from types import MappingProxyType
 from typing import Any, Literal, TypeAlias
 
-from memci._dataclasses import dataclass
+from memci._dataclasses import dataclass, field, replace
 
 __all__ = [
     "NO_METADATA",

@@ -30,12 +30,12 @@ its results) are kept verbatim in ``metadata["anthropic_blocks"]``.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import replace
 from datetime import UTC, datetime, timedelta, timezone
 from types import MappingProxyType
 from typing import Any, cast
 
 from memci import _jsonvalues
+from memci._dataclasses import replace
 from memci.errors import (
     InvalidMessageError,
     InvalidTextError,

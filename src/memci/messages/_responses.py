@@ -45,11 +45,11 @@ Pure: no SDK import, no I/O.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
 from datetime import datetime
 from types import MappingProxyType
 from typing import Any, cast
 
+from memci._dataclasses import replace
 from memci._records import NamedTuple
 from memci.errors import InvalidMessageError
 from memci.messages._model import (

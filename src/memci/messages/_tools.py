@@ -21,10 +21,9 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping
-from dataclasses import field
 from typing import Any
 
-from memci._dataclasses import dataclass
+from memci._dataclasses import dataclass, field
 
 __all__ = ["OWN_TOOLS", "OWN_TOOL_NAMES", "ToolSpec", "offerable_tools"]
 

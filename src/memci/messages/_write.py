@@ -34,10 +34,9 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import field
 from typing import Any
 
-from memci._dataclasses import dataclass
+from memci._dataclasses import dataclass, field
 from memci.errors import InvalidToolArgumentsError
 from memci.messages._model import (
     ImagePart,

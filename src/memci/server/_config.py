@@ -17,10 +17,9 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import fields, replace
 from typing import Any
 
-from memci._dataclasses import dataclass
+from memci._dataclasses import dataclass, fields, replace
 from memci.context._settings import check_setting
 from memci.errors import ConfigError
 from memci.messages import DEFAULT_MAX_BYTES

@@ -26,11 +26,10 @@ import secrets
 import threading
 import time
 from collections.abc import Sequence
-from dataclasses import field
 from datetime import UTC, datetime
 from pathlib import Path
 
-from memci._dataclasses import dataclass
+from memci._dataclasses import dataclass, field
 from memci.errors import ConfigError, InvalidInputError
 from memci.server._policy import KeyPolicy, root_problem
 from memci.store import KeyRecord, KeyRows, Store

@@ -16,12 +16,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping
-from dataclasses import field
 from typing import Any
 
 from starlette.responses import Response
 
-from memci._dataclasses import dataclass
+from memci._dataclasses import dataclass, field
 from memci.engine import Engine
 from memci.messages import Message
 from memci.server._json import hit_json, message_json

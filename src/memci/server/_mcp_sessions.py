@@ -25,10 +25,9 @@ from __future__ import annotations
 import time
 from collections import Counter, OrderedDict
 from collections.abc import Callable
-from dataclasses import field
 from typing import Any
 
-from memci._dataclasses import dataclass
+from memci._dataclasses import dataclass, field
 from memci.server._errors import ApiError
 
 __all__ = ["McpSession", "McpSessions", "Opening"]

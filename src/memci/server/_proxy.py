@@ -42,7 +42,6 @@ from __future__ import annotations
 import json
 from bisect import bisect_left
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
-from dataclasses import replace
 from functools import partial
 from typing import Any, TypeVar
 
@@ -51,7 +50,7 @@ import httpx
 from pydantic import ValidationError
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
-from memci._dataclasses import dataclass
+from memci._dataclasses import dataclass, replace
 from memci._session import Session
 from memci.context._branches import BRANCH_META, runs
 from memci.errors import MemciError

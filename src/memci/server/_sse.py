@@ -12,12 +12,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator, Mapping
-from dataclasses import field
 from typing import Any
 
 import httpx
 
-from memci._dataclasses import dataclass
+from memci._dataclasses import dataclass, field
 
 __all__ = ["Chunks", "anthropic_events", "as_chunks", "drop_calls", "sse", "sse_data"]
 

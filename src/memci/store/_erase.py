@@ -34,11 +34,10 @@ Invariants every backend keeps:
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping
-from dataclasses import field
 from datetime import datetime
 from typing import Protocol
 
-from memci._dataclasses import dataclass
+from memci._dataclasses import dataclass, field
 from memci.store._records import SessionRecord
 
 __all__ = ["ERASE_COUNTS", "Eraser", "Erasure", "Removed"]

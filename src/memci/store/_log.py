@@ -14,11 +14,10 @@ made inside the store's ``atomic()`` block join one transaction.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import field
 from datetime import datetime
 from typing import Any, Protocol
 
-from memci._dataclasses import dataclass
+from memci._dataclasses import dataclass, field
 from memci._records import NamedTuple
 from memci.messages import Message
 from memci.store._records import SessionRecord

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import importlib
 import os
-from pathlib import Path
 from typing import cast
 
+from memci._lazy import pathlib
 from memci.errors import ConfigError, MissingExtraError
 from memci.store._protocols import Store
 
@@ -30,16 +30,16 @@ def default_location() -> str:
     if given:
         return given
     home = os.environ.get("MEMCI_HOME")
-    return str((Path(home) if home else Path.cwd() / ".memci") / "memci.db")
+    return str((pathlib.Path(home) if home else pathlib.Path.cwd() / ".memci") / "memci.db")
 
 
-def is_postgres_url(location: str | Path) -> bool:
+def is_postgres_url(location: str | pathlib.Path) -> bool:
     """Whether ``location`` is a PostgreSQL URL."""
     return isinstance(location, str) and location.lower().startswith(_POSTGRES)
 
 
 def open_store(
-    location: str | Path | None = None, *, synchronous: str = "FULL",
+    location: str | pathlib.Path | None = None, *, synchronous: str = "FULL",
     pool_size: int | None = None,
 ) -> Store:
     """Open the store at ``location`` (see the module's text for the default).
@@ -47,7 +47,7 @@ def open_store(
     ``synchronous`` is SQLite's durability; ``pool_size`` the PostgreSQL connections of
     this process (default ``MEMCI_PG_POOL_SIZE``, else 10).
     """
-    where: str | Path = default_location() if location is None else location
+    where: str | pathlib.Path = default_location() if location is None else location
     if is_postgres_url(where):
         try:
             module = importlib.import_module("memci.store.postgres")
@@ -59,7 +59,7 @@ def open_store(
     return SQLiteStore(sqlite_file(where), synchronous=synchronous)
 
 
-def sqlite_file(location: str | Path) -> Path:
+def sqlite_file(location: str | pathlib.Path) -> pathlib.Path:
     """The SQLite file a location that is not a PostgreSQL URL names (a path, sqlite:///)."""
     where = location
     if isinstance(where, str) and "://" in where:
@@ -73,4 +73,4 @@ def sqlite_file(location: str | Path) -> Path:
         if not where:
             raise ConfigError("sqlite:/// needs a file path, e.g. sqlite:///memci.db "
                               "(relative) or sqlite:////var/memci.db (absolute)")
-    return Path(where)
+    return pathlib.Path(where)

@@ -22,11 +22,11 @@ from __future__ import annotations
 import functools
 import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import replace
 from datetime import UTC, datetime
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
+from memci._dataclasses import replace
 from memci.errors import (
     InvalidMessageError,
     OrphanToolResultError,

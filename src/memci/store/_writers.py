@@ -17,9 +17,9 @@ from __future__ import annotations
 
 import importlib
 import os
-from pathlib import Path
 from typing import cast
 
+from memci._lazy import pathlib
 from memci.store._open import is_postgres_url, sqlite_file
 
 __all__ = ["other_writers"]
@@ -35,7 +35,7 @@ def other_writers(location: str) -> list[str]:
     return _sqlite_openers(sqlite_file(location))
 
 
-def _sqlite_openers(path: Path) -> list[str]:
+def _sqlite_openers(path: pathlib.Path) -> list[str]:
     try:
         import fcntl
     except ImportError:  # not a POSIX system: no way to tell

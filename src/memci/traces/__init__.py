@@ -22,11 +22,10 @@ stores anything and does no I/O beyond reading the one file.
 
 from __future__ import annotations
 
-from dataclasses import field
 from pathlib import Path
 from typing import Any
 
-from memci._dataclasses import dataclass
+from memci._dataclasses import dataclass, field
 from memci.errors import InvalidFileError
 from memci.traces._anthropic import ANTHROPIC
 from memci.traces._format import Format

@@ -40,15 +40,15 @@ from __future__ import annotations
 
 import codecs
 import json
+import os
 import threading
 from collections import OrderedDict
 from collections.abc import Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any, Literal
 
-from memci._lazy import LazyPattern
+from memci._lazy import LazyPattern, pathlib
 from memci._records import NamedTuple
 from memci.errors import ArtifactNotFoundError, InvalidTextError, StoreError, WorkspaceError
 from memci.store import Artifact, ArtifactRows, Blob, OutputContents, SessionRecord, Store
@@ -163,7 +163,7 @@ class ArtifactStore:
     """
 
     def __init__(
-        self, store: Store, files_dir: str | Path | OutputContents, *,
+        self, store: Store, files_dir: str | pathlib.Path | OutputContents, *,
         inline_max_bytes: int = 64 * 1024,
         summarize: ToolOutputSummarizer = summarize_tool_output,
     ) -> None:
@@ -171,8 +171,9 @@ class ArtifactStore:
             raise WorkspaceError(f"inline_max_bytes must be 0 or more, not {inline_max_bytes}")
         self.store = store
         self.contents: OutputContents = (ArtifactFolder(files_dir)
-                                         if isinstance(files_dir, str | Path) else files_dir)
-        self.files_dir: Path | None = (self.contents.folder
+                                         if isinstance(files_dir, str | os.PathLike)
+                                         else files_dir)
+        self.files_dir: pathlib.Path | None = (self.contents.folder
                                        if isinstance(self.contents, ArtifactFolder) else None)
         self.inline_max_bytes = inline_max_bytes
         self.summarize = summarize

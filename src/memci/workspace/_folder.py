@@ -29,9 +29,9 @@ import os
 import threading
 import time
 from collections.abc import Callable, Collection, Iterable
-from pathlib import Path
 from typing import BinaryIO
 
+from memci._lazy import pathlib
 from memci.errors import StoreError, StoreFullError
 from memci.store import OutputContents, Store
 
@@ -56,7 +56,7 @@ def _file_sha(handle: BinaryIO) -> str:
     return digest.hexdigest()
 
 
-def _fsync_dir(folder: Path) -> None:
+def _fsync_dir(folder: pathlib.Path) -> None:
     """Make a rename in ``folder`` durable (a no-op where folders cannot be opened)."""
     try:
         fd = os.open(folder, os.O_RDONLY)
@@ -87,7 +87,7 @@ def _take(fd: int) -> bool:
     return True
 
 
-def _same_file(fd: int, path: Path) -> bool:
+def _same_file(fd: int, path: pathlib.Path) -> bool:
     """Whether ``path`` still names the file open as ``fd`` (not removed, not replaced)."""
     try:
         return os.stat(path).st_ino == os.fstat(fd).st_ino
@@ -100,14 +100,14 @@ class ArtifactFolder:
 
     in_transaction = False
 
-    def __init__(self, folder: str | Path) -> None:
-        self.folder = Path(folder)
+    def __init__(self, folder: str | pathlib.Path) -> None:
+        self.folder = pathlib.Path(folder)
         self.location = f"the folder {self.folder}"
         # The files this process holds (open, with a shared lock), by artifact id.
         self._held: dict[str, list[int]] = {}
         self._held_lock = threading.Lock()
 
-    def path(self, artifact_id: str) -> Path:
+    def path(self, artifact_id: str) -> pathlib.Path:
         """Where the content of ``artifact_id`` is (or would be)."""
         return self.folder / artifact_id[:2] / f"{artifact_id}.txt"
 
@@ -130,7 +130,7 @@ class ArtifactFolder:
             self._held.setdefault(artifact_id, []).append(fd)
 
     @staticmethod
-    def _reuse(path: Path, size: int, sha256: str) -> int | None:
+    def _reuse(path: pathlib.Path, size: int, sha256: str) -> int | None:
         """The held file already under ``path`` with this content, or None.
 
         Left by a write whose row never committed, or being written by another writer
@@ -155,7 +155,7 @@ class ArtifactFolder:
         return fd
 
     @staticmethod
-    def _write_new(path: Path, chunks: Iterable[bytes]) -> int:
+    def _write_new(path: pathlib.Path, chunks: Iterable[bytes]) -> int:
         """Write ``chunks`` to a temporary file, hold it, rename it to ``path``."""
         import tempfile  # with shutil, random and the archives: only once an output is written
 
@@ -171,7 +171,7 @@ class ArtifactFolder:
             os.replace(tmp, path)
         except BaseException:
             os.close(fd)
-            Path(tmp).unlink(missing_ok=True)
+            pathlib.Path(tmp).unlink(missing_ok=True)
             raise
         _fsync_dir(path.parent)
         return fd
@@ -191,7 +191,8 @@ class ArtifactFolder:
         """Remove the file unless a row names it or a writer holds it; whether it went."""
         return self._remove_free(self.path(artifact_id), artifact_id, named)
 
-    def _remove_free(self, path: Path, artifact_id: str, named: Callable[[str], bool]) -> bool:
+    def _remove_free(self, path: pathlib.Path, artifact_id: str,
+                     named: Callable[[str], bool]) -> bool:
         """Remove ``path`` if no one holds it and no row names it once it is locked."""
         try:
             fd = os.open(path, os.O_RDONLY)
@@ -251,7 +252,7 @@ class ArtifactFolder:
         return removed
 
     def _sweep_one(
-        self, path: Path, named: Collection[str], is_named: Callable[[str], bool],
+        self, path: pathlib.Path, named: Collection[str], is_named: Callable[[str], bool],
         cutoff: float,
     ) -> int:
         name = path.name
@@ -273,7 +274,7 @@ class ArtifactFolder:
         return int(self._remove_free(path, name[:-4], is_named))
 
 
-def contents_for(store: Store, folder: str | Path | None = None) -> OutputContents:
+def contents_for(store: Store, folder: str | pathlib.Path | None = None) -> OutputContents:
     """Where ``store``'s large tool outputs go.
 
     ``folder`` when given, else the store's own contents (a PostgreSQL database), else
@@ -283,5 +284,5 @@ def contents_for(store: Store, folder: str | Path | None = None) -> OutputConten
         return ArtifactFolder(folder)
     if store.output_contents is not None:
         return store.output_contents
-    db = Path(store.location)
+    db = pathlib.Path(store.location)
     return ArtifactFolder(db.parent / f"{db.stem}-artifacts")

@@ -17,11 +17,10 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping
-from dataclasses import asdict, field, fields
 from types import MappingProxyType
 from typing import Any, TypeAlias
 
-from memci._dataclasses import dataclass
+from memci._dataclasses import asdict, dataclass, field, fields
 from memci._lazy import LazyPattern, compile_pattern
 from memci.errors import ConfigError, WorkspaceError
 

@@ -36,11 +36,10 @@ from __future__ import annotations
 import copy
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from memci._dataclasses import dataclass
+from memci._dataclasses import dataclass, field
 from memci.errors import (
     RollbackConflictError,
     UnknownItemError,

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import datetime
-from pathlib import Path
 from typing import Any
 
+from memci._lazy import pathlib
 from memci.store import OutputContents, SessionRecord, Store
 from memci.workspace._artifacts import ArtifactStore
 from memci.workspace._compress import Compressor, extractive_compress
@@ -32,7 +32,7 @@ class Workspace:
     """
 
     def __init__(
-        self, store: Store, files_dir: str | Path | OutputContents, *,
+        self, store: Store, files_dir: str | pathlib.Path | OutputContents, *,
         limits: WorkspaceLimits | None = None, compress: Compressor = extractive_compress,
         fastmemo_compress: Compressor | None = None, titles: SectionTitles = ENGLISH_TITLES,
         inline_max_bytes: int = 64 * 1024,
@@ -65,14 +65,14 @@ class Workspace:
         """Replace the session's working state with a ``context_state.json`` object."""
         return self.state(session, actor=actor).import_state(data)
 
-    def save_state_file(self, session: SessionRecord, path: str | Path) -> Path:
+    def save_state_file(self, session: SessionRecord, path: str | pathlib.Path) -> pathlib.Path:
         """Write the session's ``context_state.json`` to ``path`` (atomically)."""
         from memci.workspace._statefile import write_state_file  # with tempfile: when asked
 
         write_state_file(path, self.export_state(session))
-        return Path(path)
+        return pathlib.Path(path)
 
-    def load_state_file(self, session: SessionRecord, path: str | Path, *,
+    def load_state_file(self, session: SessionRecord, path: str | pathlib.Path, *,
                         actor: str = "import") -> WorkEvent:
         """Import a ``context_state.json`` file into the session (all or nothing)."""
         from memci.workspace._statefile import read_state_file

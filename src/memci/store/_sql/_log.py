@@ -25,10 +25,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
+from memci._dataclasses import replace
 from memci.errors import InvalidInputError, StoreError, UnknownSessionError
 from memci.messages import Message, dumps_parts
 from memci.store._log import LogColumns, LogRow

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
 from datetime import datetime
 from types import MappingProxyType
 from typing import Any
 
+from memci._dataclasses import replace
 from memci.store._rows import damaged, stored_json
 from memci.store._sql._conn import Transactions
 from memci.store._sql._dialect import upsert

@@ -57,13 +57,12 @@ import hashlib
 import math
 from collections import Counter
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
-from dataclasses import field
 from itertools import chain, count, repeat
 from typing import Any
 
 import psycopg
 
-from memci._dataclasses import dataclass
+from memci._dataclasses import dataclass, field
 from memci._lazy import compile_pattern
 from memci.store.postgres._db import Connection, Database
 from memci.text import Analyzer, BigramAnalyzer, JiebaAnalyzer

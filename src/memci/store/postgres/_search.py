@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import replace
 from typing import TYPE_CHECKING
 
+from memci._dataclasses import replace
 from memci.messages import Message
 from memci.store._rows import stored_instant, stored_parts
 from memci.store._search import Candidate, IndexedMessage, SearchDoc, SearchFilter

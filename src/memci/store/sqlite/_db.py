@@ -11,9 +11,9 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Sequence
 from contextlib import AbstractContextManager
-from pathlib import Path
 from typing import Protocol
 
+from memci._lazy import pathlib
 from memci.store._sql import Migration, Transactions
 
 __all__ = ["EPOCH", "Database"]
@@ -27,7 +27,7 @@ EPOCH = "(SELECT COALESCE(MAX(id), 0) FROM memci_erasures)"
 class Database(Protocol):
     """The store's file, its transactions and its migrations."""
 
-    path: Path
+    path: pathlib.Path
     sqlite_vec: bool
     sql: Transactions
 

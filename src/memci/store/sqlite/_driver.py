@@ -22,10 +22,10 @@ import importlib
 import importlib.util
 import os
 import sqlite3
-from pathlib import Path
 from types import ModuleType
 from typing import Any, cast
 
+from memci._lazy import pathlib
 from memci.errors import ConfigError, MissingExtraError
 
 __all__ = [
@@ -106,7 +106,7 @@ def errors() -> tuple[type[Exception], ...]:
     return tuple(found)
 
 
-def connect(path: str | Path, **options: Any) -> sqlite3.Connection:
+def connect(path: str | pathlib.Path, **options: Any) -> sqlite3.Connection:
     """Open ``path`` with the driver in use (``options`` as for :func:`sqlite3.connect`).
 
     The connection is typed as the standard library's: both drivers have its API.
@@ -125,7 +125,7 @@ def _extension_path() -> str | None:
     spec = importlib.util.find_spec("sqlite_vec")
     if spec is None or spec.origin is None:
         return None
-    base = Path(spec.origin).with_name("vec0")
+    base = pathlib.Path(spec.origin).with_name("vec0")
     if any(base.with_suffix(s).is_file() for s in (".so", ".dylib", ".dll")):
         return str(base)
     module = _import("sqlite_vec")

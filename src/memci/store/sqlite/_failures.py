@@ -21,8 +21,7 @@ carry result codes; the message text is read then.
 
 from __future__ import annotations
 
-from pathlib import Path
-
+from memci._lazy import pathlib
 from memci.errors import StoreCorruptError, StoreError, StoreFullError
 from memci.store.sqlite._driver import driver
 
@@ -54,7 +53,7 @@ def _code(exc: BaseException) -> int | None:
     return next((c for words, c in _BY_TEXT if words in text), None)
 
 
-def store_error(exc: BaseException, path: str | Path, doing: str) -> StoreError:
+def store_error(exc: BaseException, path: str | pathlib.Path, doing: str) -> StoreError:
     """The :class:`StoreError` for ``exc``, raised while ``doing`` (e.g. "write to") ``path``."""
     code = _code(exc)
     name = getattr(exc, "sqlite_errorname", None) or type(exc).__name__

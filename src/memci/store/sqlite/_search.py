@@ -16,9 +16,9 @@ import sqlite3
 import threading
 from collections.abc import Collection, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+from memci._dataclasses import replace
 from memci.messages import Message
 from memci.store._rows import message_from_row, stored_instant, stored_parts
 from memci.store._search import (

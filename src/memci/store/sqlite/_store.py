@@ -45,10 +45,9 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import TYPE_CHECKING
 
-from memci._lazy import LazyLogger
+from memci._lazy import LazyLogger, pathlib
 from memci.errors import StoreCorruptError, StoreError
 from memci.store._sql import Migration, SqlContextStore, SqlLog, Transactions
 from memci.store.sqlite._dialect import SQLITE, require_sqlite
@@ -89,7 +88,7 @@ _MIGRATIONS_DDL = (f"CREATE TABLE IF NOT EXISTS {_MIGRATIONS_TABLE} (component T
                    " PRIMARY KEY (component, version))")
 
 
-def _refuse_empty(path: Path) -> None:
+def _refuse_empty(path: pathlib.Path) -> None:
     """Raise for an existing file of 0 bytes: SQLite would take it for a new database.
 
     memci never leaves one (see :func:`_create`): a store cut to nothing, or a file made
@@ -109,7 +108,7 @@ def _refuse_empty(path: Path) -> None:
             "new store there, delete it first (or give a path that does not exist)")
 
 
-def _create(path: Path) -> None:
+def _create(path: pathlib.Path) -> None:
     """Make the store file at ``path`` if there is none, never visible half-made.
 
     The file is made beside it (WAL mode, the migrations table) and linked into place:
@@ -150,8 +149,8 @@ class SQLiteStore(SQLiteParts, SqlLog):
 
     _TOKENS = TOKENS_SQL
 
-    def __init__(self, path: str | Path, *, synchronous: str = "FULL") -> None:
-        self.path = Path(path)
+    def __init__(self, path: str | pathlib.Path, *, synchronous: str = "FULL") -> None:
+        self.path = pathlib.Path(path)
         self.location = str(self.path)
         if synchronous.upper() not in ("FULL", "NORMAL", "EXTRA"):
             raise StoreError(f"synchronous must be FULL, NORMAL or EXTRA, not {synchronous!r}")
