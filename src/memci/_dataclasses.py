@@ -361,7 +361,7 @@ def _by_library(cls: type[T], options: dict[str, Any]) -> type[T]:
                 default=_library_missing(value.default),
                 default_factory=_library_missing(value.default_factory), init=value.init,
                 repr=value.repr, hash=value.hash, compare=value.compare,
-                metadata=value.metadata, kw_only=_library_missing(value.kw_only)))
+                metadata=value.metadata or None, kw_only=_library_missing(value.kw_only)))
     made: type[T] = dataclasses.dataclass(cls, **options)
     return made
 

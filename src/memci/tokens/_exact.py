@@ -22,15 +22,12 @@ from __future__ import annotations
 
 import os
 import threading
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final
 
 from memci._lazy import pathlib
 from memci.errors import MissingExtraError, TokenizerUnavailableError
 from memci.messages import Message
 from memci.tokens._overhead import Overhead, count_message
-
-if TYPE_CHECKING:
-    pass
 
 __all__ = ["EXACT", "ExactTokenizer", "load_encoding"]
 
@@ -71,6 +68,7 @@ def _cached_file_ok(name: str) -> tuple[bool, str]:
     if not cache:
         return False, "the tiktoken cache is disabled (TIKTOKEN_CACHE_DIR is empty)"
     import hashlib  # with OpenSSL's: only for an exact count
+
     path = pathlib.Path(cache) / hashlib.sha1(url.encode()).hexdigest()
     how = (
         f"download {url} and save it as {path} (or point TIKTOKEN_CACHE_DIR at a directory "
