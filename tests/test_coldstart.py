@@ -192,7 +192,8 @@ def test_import_memci_compiles_only_what_every_build_uses() -> None:
 _RECORDS = """
 import dataclasses, json, sys
 import memci, memci.messages, memci.tokens
-# What the import made: memci's dataclass marks each class it makes, as the library does.
+# What the import made (the classes at the top of memci's modules): a dataclass holds
+# __dataclass_fields__, whichever maker made it.
 imported = [c for m in list(sys.modules.values()) if m.__name__.startswith("memci")
             for c in vars(m).values() if isinstance(c, type) and c.__module__ == m.__name__
             and "__dataclass_fields__" in c.__dict__]
