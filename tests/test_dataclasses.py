@@ -228,7 +228,7 @@ def test_memcis_field_fields_replace_and_asdict_are_the_librarys() -> None:
             == [options(f, dataclasses.MISSING) for f in dataclasses.fields(std)]
             == [options(f, dataclasses.MISSING) for f in dataclasses.fields(ours)])
     assert str(inspect.signature(ours)) == str(inspect.signature(std))
-    s = std(1, std.__annotations__ and std(1).inner.__class__(["t"]), {"k": (1, 2)})
+    s = std(1, std(1).inner.__class__(["t"]), {"k": (1, 2)})
     o = ours(1, ours(1).inner.__class__(["t"]), {"k": (1, 2)})
     assert asdict(o) == dataclasses.asdict(o) == dataclasses.asdict(s)
     assert asdict(o)["inner"]["tags"] is not o.inner.tags  # copied, as the library does

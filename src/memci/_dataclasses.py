@@ -205,7 +205,7 @@ def _make(cls: type[T], options: dict[str, Any]) -> type[T]:
             else:
                 setattr(cls, f.name, f.default)
     names = tuple(f.name for f in every)
-    methods = _methods(cls, every, params)
+    methods = _methods(cls, every, names, params)
     for name, method in methods.items():
         setattr(cls, name, method)
     abc.update_abstractmethods(cls)
@@ -226,9 +226,9 @@ def _make(cls: type[T], options: dict[str, Any]) -> type[T]:
     return made
 
 
-def _methods(cls: type, every: tuple[Field, ...], params: _Params) -> dict[str, Any]:
-    """What the class gets before slots: the methods over its fields and its marks."""
-    names = tuple(f.name for f in every)
+def _methods(cls: type, every: tuple[Field, ...], names: tuple[str, ...],
+             params: _Params) -> dict[str, Any]:
+    """What the class gets before slots: the methods over its fields (``names``), its marks."""
     methods: dict[str, Any] = {}
     if params.frozen:
         methods["__setattr__"], methods["__delattr__"] = _frozen(cls, names)
@@ -357,17 +357,23 @@ def _by_library(cls: type[T], options: dict[str, Any]) -> type[T]:
 
     for name, value in list(cls.__dict__.items()):
         if isinstance(value, Field):
-            setattr(cls, name, dataclasses.field(
-                default=_library_missing(value.default),
-                default_factory=_library_missing(value.default_factory), init=value.init,
-                repr=value.repr, hash=value.hash, compare=value.compare,
-                metadata=value.metadata or None, kw_only=_library_missing(value.kw_only)))
+            setattr(cls, name, _to_library(value))
     made: type[T] = dataclasses.dataclass(cls, **options)
     return made
 
 
-def _library_missing(value: Any) -> Any:
-    return sys.modules["dataclasses"].MISSING if value is MISSING else value
+def _to_library(f: Field) -> dataclasses.Field[Any]:
+    """``f`` as :func:`dataclasses.field` makes it (that module already loaded)."""
+    library = sys.modules["dataclasses"]
+
+    def theirs(value: Any) -> Any:
+        return library.MISSING if value is MISSING else value
+
+    made: dataclasses.Field[Any] = library.field(
+        default=theirs(f.default), default_factory=theirs(f.default_factory), init=f.init,
+        repr=f.repr, hash=f.hash, compare=f.compare, metadata=f.metadata or None,
+        kw_only=theirs(f.kw_only))
+    return made
 
 
 class _FromLibrary:
@@ -398,10 +404,7 @@ def _library_fields(klass: type) -> dict[str, dataclasses.Field[Any]]:
 
     out: dict[str, dataclasses.Field[Any]] = {}
     for f in klass.__dict__["__memci_fields__"]:
-        made: dataclasses.Field[Any] = dataclasses.field(
-            default=_library_missing(f.default),
-            default_factory=_library_missing(f.default_factory), init=f.init, repr=f.repr,
-            hash=f.hash, compare=f.compare, metadata=f.metadata or None, kw_only=f.kw_only)
+        made = _to_library(f)
         made.name, made.type = f.name, f.type
         made._field_type = dataclasses._FIELD  # type: ignore[attr-defined]
         out[f.name] = made
