@@ -48,7 +48,8 @@ HEAVY = (
 #: for deletions, background jobs, the server's API keys and indexed files: an erasure, an
 #: engine with a model, the server, indexing files; the standard library's dataclasses,
 #: and the inspect it imports: a caller's ``dataclasses.fields`` of a memci record;
-#: pathlib: a store opened; urllib.parse, with ipaddress: a model's endpoint read).
+#: pathlib: a store opened; urllib.parse, with ipaddress: a model's endpoint read; the
+#: SQLite backend, with sqlite3: a SQLite store opened, never by a PostgreSQL store's process).
 ON_FIRST_USE = (
     "memci.summarize._jobs", "memci.summarize._llm", "memci.memory._docs",
     "memci.text._chunk", "memci.memory._query", "memci.memory._judge",
@@ -58,6 +59,7 @@ ON_FIRST_USE = (
     "memci.store._jobs", "memci.store._sql._jobs", "memci.store._keys",
     "memci.store._sql._keys", "memci.store._docs", "memci.store._sql._docs",
     "dataclasses", "inspect", "pathlib", "urllib.parse", "ipaddress",
+    "memci.store.sqlite", "sqlite3",
 )
 
 _BUILD = """
@@ -117,7 +119,8 @@ def test_a_build_leaves_the_store_parts_it_never_reaches_to_their_first_use(
     # Opening a store, adding and building: no deletion, job or API key, and of indexed
     # files only the records retrieval's docs index names (a new file is marked as
     # holding no unzeroed freed byte: the deletions' module loads then).
-    parts = {m for m in ON_FIRST_USE if m.startswith("memci.store.")} - {"memci.store._docs"}
+    parts = {m for m in ON_FIRST_USE if m.startswith("memci.store.")} - {
+        "memci.store._docs", "memci.store.sqlite"}
     memci.Engine.open(tmp_path / "m.db").close()
     loaded = _modules(_BUILD, str(tmp_path / "m.db"), _CHAT)
     assert "memci.store._sql._work" in loaded

@@ -36,7 +36,7 @@ from memci.store._log import (
 from memci.store._open import ENV_DB, default_location, is_postgres_url, open_store
 from memci.store._protocols import Store
 from memci.store._records import SessionRecord
-from memci.store._rows import orphan_result
+from memci.store._rows import ROW_HEAD_CHARS, message_from_row, orphan_result, row_head
 from memci.store._search import (
     Candidate,
     IndexedMessage,
@@ -48,14 +48,6 @@ from memci.store._search import (
 )
 from memci.store._work import WorkEvent, WorkStore
 from memci.store._writers import other_writers
-from memci.store.sqlite import (
-    CORE_MIGRATIONS,
-    ROW_HEAD_CHARS,
-    Migration,
-    SQLiteStore,
-    message_from_row,
-    row_head,
-)
 
 if TYPE_CHECKING:
     from memci.store._copy import TABLES, TableCount, copy_store
@@ -71,10 +63,13 @@ if TYPE_CHECKING:
         NewJob,
     )
     from memci.store._keys import KeyRecord, KeyRows
+    from memci.store.sqlite import CORE_MIGRATIONS, Migration, SQLiteStore
 else:
     # What opening a store, adding and building never reach loads when first asked for:
     # copying a store (``memci migrate``), indexed files, deletions, background jobs
-    # (an engine with a model, the worker) and the server's API keys.
+    # (an engine with a model, the worker) and the server's API keys; and the SQLite
+    # backend, when a SQLite store is first opened (a PostgreSQL store's process never
+    # loads it, nor sqlite3).
     __getattr__, __dir__ = lazy_names(__name__, {
         "memci.store._copy": ("TABLES", "TableCount", "copy_store"),
         "memci.store._docs": ("DocChunk", "DocFile", "DocStore"),
@@ -82,6 +77,7 @@ else:
         "memci.store._jobs": ("JOB_STATES", "Job", "JobCounts", "JobState", "JobStore",
                               "JobTally", "NewJob"),
         "memci.store._keys": ("KeyRecord", "KeyRows"),
+        "memci.store.sqlite": ("CORE_MIGRATIONS", "Migration", "SQLiteStore"),
     })
 
 __all__ = [
