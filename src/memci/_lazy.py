@@ -42,6 +42,7 @@ import zlib
 from array import array
 from base64 import b64decode, b64encode
 from collections.abc import Callable, Iterable, Iterator, Mapping
+from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -227,13 +228,17 @@ is current.
 class _LazyModule:
     """A module imported when one of its names is first read (see :data:`pathlib`)."""
 
-    __slots__ = ("_name",)
+    __slots__ = ("_module", "_name")
 
     def __init__(self, name: str) -> None:
         self._name = name
+        self._module: ModuleType | None = None
 
     def __getattr__(self, name: str) -> Any:
-        return getattr(importlib.import_module(self._name), name)
+        module = self._module
+        if module is None:  # imported once, then read directly
+            module = self._module = importlib.import_module(self._name)
+        return getattr(module, name)
 
     def __repr__(self) -> str:
         return f"<module {self._name!r}, imported on first use>"
