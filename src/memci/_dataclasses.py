@@ -52,8 +52,11 @@ T = TypeVar("T")
 
 # Methods a class body may define that this module would otherwise make.
 _OWN = ("__repr__", "__eq__", "__hash__", "__setattr__", "__delattr__", "__slots__")
-_OPTIONS = frozenset({"init", "repr", "eq", "order", "unsafe_hash", "frozen", "match_args",
-                      "kw_only", "slots"})
+# The options :func:`dataclass` takes, in the library's order (its _DataclassParams takes
+# them so).
+_PARAM_ORDER = ("init", "repr", "eq", "order", "unsafe_hash", "frozen", "match_args",
+                "kw_only", "slots")
+_OPTIONS = frozenset(_PARAM_ORDER)
 _ON = frozenset({"init", "repr", "eq", "match_args"})  # the options on unless given
 # An annotation's leading name, as the library reads a string annotation.
 _LEADING_NAME = r"^(?:\s*(\w+)\s*\.)?\s*(\w+)"
@@ -148,9 +151,7 @@ def field(*, default: Any = MISSING, default_factory: Any = MISSING, init: bool 
 class _Params:
     """A class's options (what the library keeps in ``__dataclass_params__``)."""
 
-    # In the library's order (its _DataclassParams takes them so).
-    ORDER = ("init", "repr", "eq", "order", "unsafe_hash", "frozen", "match_args", "kw_only",
-             "slots")
+    ORDER = _PARAM_ORDER
     __slots__ = ORDER
     init: bool
     repr: bool
@@ -308,7 +309,7 @@ def _own_fields(cls: type, params: _Params) -> list[Field] | None:
         if not isinstance(default, Field):
             if isinstance(default, MemberDescriptorType):
                 default = MISSING  # a base's slot: no default
-            default = Field(default, MISSING, True, True, None, True, None, MISSING)
+            default = field(default=default)
         made = default.named(name, kind, params.kw_only)
         if made.default is not MISSING and type(made.default).__hash__ is None:
             raise ValueError(f"mutable default {type(made.default)} for field {name} is not "
