@@ -127,6 +127,15 @@ def test_a_build_leaves_the_store_parts_it_never_reaches_to_their_first_use(
     assert sorted(parts & loaded) == []
 
 
+def test_a_postgresql_store_process_never_loads_the_sqlite_backend() -> None:
+    # memci.store loads the SQLite backend (and sqlite3) when a SQLite store is opened.
+    from tests import pg
+
+    loaded = _modules(_BUILD, pg.fresh_database(), _CHAT) - _bare()
+    assert "memci.store.postgres" in loaded
+    assert [m for m in loaded if m == "sqlite3" or m.startswith("memci.store.sqlite")] == []
+
+
 def test_a_build_imports_neither_dataclasses_nor_inspect(tmp_path: Path) -> None:
     # memci's records are made, copied and read without the standard library's dataclasses
     # (memci._dataclasses): ~20 ms of a cold process with the inspect it imports.

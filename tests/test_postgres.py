@@ -7,7 +7,6 @@ themselves are checked by the contract suite (tests/contract), on both backends.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import sqlite3
 import subprocess
@@ -218,30 +217,6 @@ def test_pg_url_in_the_environment_is_never_read_at_import() -> None:
     env = {**os.environ, "MEMCI_DB": "postgresql://nobody@127.0.0.1:1/x"}
     subprocess.run([sys.executable, "-c", "import memci, memci.store, memci.server"],
                    env=env, check=True, timeout=60)
-
-
-_PG_BUILD = """
-import json, sys
-bare = set(sys.modules)
-import memci
-with memci.Engine.open(sys.argv[1], workers=0) as engine:
-    s = engine.session("chat")
-    s.add_many([{"role": "user", "content": "where is the parser cache cleared?"},
-                {"role": "assistant", "content": "in parser.py, before the second pass"}])
-    s.add({"role": "user", "content": "and the config, 配置文件在哪里?"})
-    s.build().to_openai()
-print(json.dumps(sorted(set(sys.modules) - bare)))
-"""
-
-
-def test_a_postgresql_store_process_never_loads_the_sqlite_backend(url: str) -> None:
-    # memci.store loads the SQLite backend (and sqlite3) when a SQLite store is opened.
-    done = subprocess.run([sys.executable, "-c", _PG_BUILD, url], capture_output=True,
-                          text=True, timeout=120)
-    assert done.returncode == 0, done.stderr
-    loaded = json.loads(done.stdout.splitlines()[-1])
-    assert "memci.store.postgres" in loaded
-    assert [m for m in loaded if m == "sqlite3" or m.startswith("memci.store.sqlite")] == []
 
 
 def _fill(engine: memci.Engine) -> memci.Session:
