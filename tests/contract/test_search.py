@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
 
@@ -10,6 +11,7 @@ import pytest
 from memci.memory import get_analyzer
 from memci.messages import Message
 from memci.store import MessageSearch, SearchDoc, SearchFilter, SessionRecord
+from memci.store._search import RARE, RECENT
 from memci.text import Analyzer
 from tests.contract.conftest import Store
 
@@ -285,3 +287,39 @@ def test_another_scope_s_writes_never_change_what_a_scope_s_search_finds(
     unchanged("session", "user")
     _fill(store, search, a2, [f"the same user's other session {i}" for i in range(2_000)])
     unchanged("session")
+
+
+def test_words_common_in_a_scope_rank_by_their_weight_among_its_newest_entries(
+    store: Store, search: MessageSearch, analyzer: Analyzer, session: SessionRecord,
+) -> None:
+    # Words held by more than RARE entries of a scope are ranked among its RECENT newest
+    # entries (the window): an entry scores the sum of its words' weights there,
+    # ln(1 + n / entries of the window holding it), the newer first at a tie. Indexed in
+    # batches whose boundaries are not the window's: the window's oldest entries share a
+    # batch with older ones, and one of the few entries holding "saffron" is among them.
+    window = RECENT
+    older = RARE + 300  # every entry before the window holds every word: all are common
+    saffron = {older + 2, older + 15, older + 29, older + 700, older + 1_700}
+
+    def words(i: int) -> list[str]:
+        if i <= older:
+            return ["amber", "cobalt", "indigo", "saffron"]
+        mix = (i * 2_654_435_761) % 1_000
+        return [w for w, held in (("amber", mix < 900), ("cobalt", mix % 10 < 6),
+                                  ("indigo", mix % 7 < 2), ("saffron", i in saffron)) if held]
+
+    total = older + window
+    texts = [" ".join([f"note {i}:", *words(i)]) for i in range(1, total + 1)]
+    for start in range(0, total, 333):  # batches of 333: the window starts inside one
+        chunk = stored(store, session, *(("user", t) for t in texts[start:start + 333]))
+        search.add_many([SearchDoc(session.id, m.seq or 0, "user", 1, DAY.timestamp(),
+                                   m.content, "") for m in chunk])
+    held = {w: {i for i in range(older + 1, total + 1) if w in words(i)}
+            for w in ("amber", "cobalt", "indigo", "saffron")}
+    weight = {w: math.log(1 + window / len(docs)) for w, docs in held.items()}
+    scored = sorted(range(older + 1, total + 1), key=lambda i: (
+        -round(sum(weight[w] for w in words(i)), 9), -i))
+    found = search.keyword(analyzer.query("amber cobalt indigo saffron"), k=10,
+                           where=SearchFilter(), context_weight=0.5)
+    assert seqs(found) == scored[:10]
+    assert set(scored[:5]) == saffron  # the oldest of the window's entries among the best

@@ -367,6 +367,15 @@ def _range(phrase: Phrase) -> tuple[str, str]:
     return (term, term + _LAST_CHAR) if phrase.prefix else (term, term)
 
 
+# A common term's postings among the window's entries: its doclists of the window's
+# batches only (an entry's postings are in its own batch's doclists), keys of the
+# doclists' index, then the entries' range. Reading every doclist of the term and keeping
+# the window's postings unnested 7,000 postings a term for 1,400 in a Chinese session of
+# 10,000 messages.
+_IN_WINDOW = (" AND x.batch = ANY((SELECT keys FROM b)::bigint[])"
+              " AND x.ref >= (SELECT min(ref) FROM w) AND x.ref <= %s")
+
+
 def newest(
     db: Connection, table: KeywordTable, parts: Sequence[str], scope: PostingScope, k: int,
     top: int,
@@ -376,19 +385,20 @@ def newest(
     Ranked as SQLite ranks them (:func:`~memci.store._search.best_by_terms`): the
     newest ``RECENT`` entries of the scope are the window; an entry scores the sum of its
     terms' weights there (``ln(1 + n / entries holding it)``, ``n`` the window's
-    entries); newer first at a tie. One statement.
+    entries); newer first at a tie. One statement, which reads of each term the doclists
+    of the window's batches only (:data:`_IN_WINDOW`).
     """
     join, where, args = scope.conditions()
-    window = (f"WITH w AS MATERIALIZED (SELECT x.ref FROM {table.name} x{join}"
-              f" WHERE x.ref <= %s{where} ORDER BY x.ref DESC LIMIT %s)")
+    window = (f"WITH w AS MATERIALIZED (SELECT x.ref, x.batch FROM {table.name} x{join}"
+              f" WHERE x.ref <= %s{where} ORDER BY x.ref DESC LIMIT %s),"
+              " b AS MATERIALIZED (SELECT array_agg(DISTINCT batch) AS keys FROM w)")
     params: list[Any] = [top, *args, RECENT]
     columns = ["(SELECT count(*) FROM w)"]
     for part in parts[:COMMON_MAX]:
         phrase = _phrase(table, part)
         if phrase is None:
             continue
-        rows, more = _holding(table, phrase, scope,
-                              " AND x.ref >= (SELECT min(ref) FROM w) AND x.ref <= %s", (top,))
+        rows, more = _holding(table, phrase, scope, _IN_WINDOW, (top,))
         columns.append(f"ARRAY({rows})")
         params += more
     row = db.execute(f"{window} SELECT {', '.join(columns)}", params).fetchone()
