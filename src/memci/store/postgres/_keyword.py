@@ -549,11 +549,11 @@ def _write_doclists(db: Connection, table: str, first: str | None, lines: Iterat
     """
     if first is None:
         return
-    part = [first]
-    size = len(first)
+    part: list[str] = []
+    size = 0
     names = ", ".join(name for name, _ in _POSTING_COLUMNS)
     with db.cursor() as cursor, cursor.copy(f"COPY {table} ({names}) FROM STDIN") as copy:
-        for line in lines:
+        for line in chain((first,), lines):
             part.append(line)
             size += len(line)
             if size >= _COPY_PART:
