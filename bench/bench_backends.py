@@ -49,6 +49,7 @@ from tests.pg import counted_trip
 
 import memci
 from _histories import SHARED, chinese_long_chat
+from memci.store.postgres._store import BESIDE_THREADS
 
 _BATCH = 100
 _SEARCHES = 40
@@ -101,15 +102,28 @@ class Counts:
         self.trips = 0
         #: The thread whose statements are counted (None: none); background workers' are not.
         self.thread: int | None = None
+        self._lock = threading.Lock()
 
     @property
     def on(self) -> bool:
-        """Whether the running thread's statements are being counted."""
-        return self.thread == threading.get_ident()
+        """Whether the running thread's statements are being counted.
+
+        The operation's thread's, and those of the reads it started beside its own
+        (``PostgresStore.beside``: a search's items ranking).
+        """
+        return self.thread is not None and (
+            self.thread == threading.get_ident()
+            or threading.current_thread().name.startswith(BESIDE_THREADS))
+
+    def add(self, statements: int) -> None:
+        """Count ``statements`` statements."""
+        with self._lock:
+            self.statements += statements
 
     def trip(self) -> None:
         """Count one round trip."""
-        self.trips += 1
+        with self._lock:
+            self.trips += 1
 
     @contextmanager
     def counting(self) -> Iterator[Counts]:
@@ -134,13 +148,13 @@ def count_postgres() -> None:
 
     def counted_execute(self: Any, *args: Any, **kwargs: Any) -> Any:
         if COUNTS.on:
-            COUNTS.statements += 1
+            COUNTS.add(1)
         return execute(self, *args, **kwargs)
 
     def counted_many(self: Any, query: Any, params: Any, **kwargs: Any) -> Any:
         rows = list(params)
         if COUNTS.on:
-            COUNTS.statements += len(rows)
+            COUNTS.add(len(rows))
         return executemany(self, query, rows, **kwargs)
 
     def counted_wait(self: Any, gen: Any, *args: Any, **kwargs: Any) -> Any:
@@ -159,13 +173,13 @@ class _CountedSqlite:
 
     def execute(self, *args: Any) -> Any:
         if COUNTS.on:
-            COUNTS.statements += 1
+            COUNTS.add(1)
         return self._conn.execute(*args)
 
     def executemany(self, text: str, rows: Any) -> Any:
         rows = list(rows)
         if COUNTS.on:
-            COUNTS.statements += len(rows)
+            COUNTS.add(len(rows))
         return self._conn.executemany(text, rows)
 
     def __getattr__(self, name: str) -> Any:

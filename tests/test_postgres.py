@@ -7,6 +7,7 @@ themselves are checked by the contract suite (tests/contract), on both backends.
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import os
 import sqlite3
 import subprocess
@@ -14,6 +15,7 @@ import sys
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -614,3 +616,90 @@ def test_two_servers_remembering_one_fact_at_once_keep_one_item(url: str) -> Non
         other.join(30)
         current = b.memory.items.preferences(owner)
     assert [(i.text, i.seen) for i in current] == [("likes green tea", 2)]
+
+
+def _backend_pid(store: Any) -> int:
+    with store.read() as db:
+        row = db.execute("SELECT pg_backend_pid()").fetchone()
+    assert row is not None
+    return int(row[0])
+
+
+def test_reads_beside_run_on_a_connection_of_their_own_while_the_caller_reads(
+        url: str) -> None:
+    """A search's items ranking overlaps its messages': the server works on both at once."""
+    from memci.store.postgres._store import BESIDE_THREADS, PostgresStore
+
+    store = PostgresStore(url)
+    go_on = threading.Event()
+    traced: contextvars.ContextVar[str] = contextvars.ContextVar("traced", default="none")
+    traced.set("the caller's span")
+
+    def reads() -> tuple[int, bool, str, str]:
+        with store.read() as db:
+            row = db.execute("SELECT pg_backend_pid()").fetchone()
+            assert row is not None
+            # Run here, before beside() returns, this would wait out its timeout.
+            return (int(row[0]), go_on.wait(10), traced.get(),
+                    threading.current_thread().name)
+
+    try:
+        waiting = store.beside(reads)
+        mine = _backend_pid(store)  # while the reads beside hold their connection
+        go_on.set()
+        theirs, overlapped, context, thread = waiting()
+        assert overlapped and theirs != mine
+        assert context == "the caller's span" and thread.startswith(BESIDE_THREADS)
+    finally:
+        store.close()
+
+
+def test_reads_beside_a_write_run_here_on_its_connection(url: str) -> None:
+    from memci.store.postgres import PostgresStore
+
+    store = PostgresStore(url)
+    here = threading.current_thread().name
+    try:
+        with store.atomic():
+            mine = _backend_pid(store)  # the write's connection, bound to this thread
+            waiting = store.beside(lambda: (_backend_pid(store),
+                                            threading.current_thread().name))
+            assert waiting() == (mine, here)
+    finally:
+        store.close()
+
+
+def test_reads_beside_run_here_with_a_pool_of_two(url: str) -> None:
+    from memci.store.postgres import PostgresStore
+
+    store = PostgresStore(url, pool_size=2)  # a thread beside would leave the caller one
+    try:
+        assert store.beside(lambda: threading.current_thread().name)() == (
+            threading.current_thread().name)
+    finally:
+        store.close()
+
+
+def test_a_session_search_ranks_its_items_beside_its_messages(url: str) -> None:
+    """Same hits as ranked one after the other; the items' statements on the other thread."""
+    from memci.store.postgres._store import BESIDE_THREADS
+
+    with memci.Engine.open(url, workers=0) as eng:
+        s = eng.session("s", user="u")
+        s.add_many([{"role": "user", "content": f"note {i}: the parser cache was cleared"}
+                    for i in range(30)])
+        eng.memory.remember(Scope.user_scope("u"), "the parser cache lives in /var/cache/parser")
+        threads: list[str] = []
+        ranked = eng.memory.items.ranked
+
+        def ranked_where(*args: Any, **kwargs: Any) -> dict[str, list[int]]:
+            threads.append(threading.current_thread().name)
+            return ranked(*args, **kwargs)
+
+        eng.memory.items.ranked = ranked_where  # type: ignore[method-assign]
+        beside = [h.text for h in s.search("where does the parser cache live?", k=5)]
+        assert threads and threads[0].startswith(BESIDE_THREADS)
+        with eng.store.atomic():  # inside a write: ranked here, one after the other
+            here = [h.text for h in s.search("where does the parser cache live?", k=5)]
+        assert threads[1] == threading.current_thread().name
+    assert beside == here and "the parser cache lives in /var/cache/parser" in beside

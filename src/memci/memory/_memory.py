@@ -24,6 +24,7 @@ import weakref
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import datetime
+from functools import partial
 from typing import Literal
 
 from memci._dataclasses import dataclass, field
@@ -196,18 +197,29 @@ class Memory:
 
     def _item_lists(self, query: str, owner: Scope, depth: int,
                     kinds: Collection[str] | None, exclude_kinds: Collection[str],
-                    time_range: TimeRange | None) -> dict[str, list[int]]:
-        """:meth:`MemoryItems.ranked` (inside :meth:`reading`, ranked once per question)."""
+                    time_range: TimeRange | None) -> Callable[[], dict[str, list[int]]]:
+        """:meth:`MemoryItems.ranked` started; the returned call gives the lists.
+
+        Beside the caller's reads where the store serves several at once
+        (:meth:`Store.beside`). Inside :meth:`reading`, ranked once per question.
+        """
         reads = self._reads()
         key: _ItemsKey = (query, owner, depth, None if kinds is None else tuple(kinds),
                           tuple(exclude_kinds), time_range)
         if reads is not None and key in reads.item_lists:
-            return reads.item_lists[key]
-        lists = self.items.ranked(query, owner, depth=depth, kinds=kinds,
-                                  exclude_kinds=exclude_kinds, time_range=time_range)
-        if reads is not None:
-            reads.item_lists[key] = lists
-        return lists
+            kept = reads.item_lists[key]
+            return lambda: kept
+        started = self.store.beside(partial(
+            self.items.ranked, query, owner, depth=depth, kinds=kinds,
+            exclude_kinds=exclude_kinds, time_range=time_range))
+        if reads is None:
+            return started
+
+        def kept_once() -> dict[str, list[int]]:
+            lists = reads.item_lists[key] = started()
+            return lists
+
+        return kept_once
 
     def search(
         self,
@@ -255,6 +267,9 @@ class Memory:
                                and exclude_from_seq <= 1)
         message_lists: dict[str, list[Candidate]] = {}
         read: dict[int, tuple[Message, int]] = {}  # messages read by the search, by doc
+        # The items' ranking first: where the store can, it runs beside the messages'.
+        item_lists = (self._item_lists(query, Scope.of(session, scope), depth, item_kinds,
+                                       exclude_item_kinds, time_range) if items else None)
         if not everything_excluded:
             index.embed_pending()
             # Searching only this session, its excluded messages are left out inside the
@@ -274,10 +289,8 @@ class Memory:
                                              and c.seq >= exclude_from_seq)]
             lists[name] = [("m", c.doc) for c in keep]
             candidates.update({c.doc: c for c in keep})
-        if items:
-            for name, ids in self._item_lists(query, Scope.of(session, scope), depth,
-                                              item_kinds, exclude_item_kinds,
-                                              time_range).items():
+        if item_lists is not None:
+            for name, ids in item_lists().items():
                 lists[f"items:{name}"] = [("i", i) for i in ids]
         weights = index.fusion_weights()
         weights["items:time"] = index.time_weight

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from contextlib import AbstractContextManager
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
 from memci.store._artifacts import ArtifactRows, OutputContents
 from memci.store._items import ItemStore
@@ -25,6 +25,8 @@ if TYPE_CHECKING:
     from memci.text import Analyzer
 
 __all__ = ["Store"]
+
+T = TypeVar("T")
 
 
 class Store(MessageLog, Protocol):
@@ -102,6 +104,16 @@ class Store(MessageLog, Protocol):
 
         Dropped when that write rolls back, or when none is open: what a process keeps of
         the store's data (a cache) is kept this way only once every reader sees it there.
+        """
+        ...
+
+    def beside(self, reads: Callable[[], T]) -> Callable[[], T]:
+        """Start ``reads`` (reads of this store only); the returned call waits for its result.
+
+        A backend that serves reads on several connections at once (PostgreSQL, when no
+        write is open on this thread) runs them on a thread of its own, so the caller's
+        next statements overlap theirs; otherwise they run here, before this returns. The
+        result, or the error ``reads`` raised, comes from the returned call.
         """
         ...
 

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 
 from memci._lazy import lazy_names
 from memci.store._sql._artifacts import SqlArtifactRows
-from memci.store._sql._conn import Connections, Sql, Transactions
+from memci.store._sql._conn import Connections, Sql, Transactions, ran_here
 from memci.store._sql._context import SqlContextStore
 from memci.store._sql._dialect import Dialect
 from memci.store._sql._items import SqlItemStore, item_filter
@@ -75,6 +75,7 @@ __all__ = [
     "Transactions",
     "forget_refs",
     "item_filter",
+    "ran_here",
     "search_filter",
     "spaces_holding",
     "vector_table",

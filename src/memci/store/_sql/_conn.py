@@ -24,14 +24,33 @@ Invariants:
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from memci._lazy import compile_pattern
 from memci.store._sql._dialect import Dialect
 
-__all__ = ["Connections", "Row", "Sql", "Transactions"]
+__all__ = ["Connections", "Row", "Sql", "Transactions", "ran_here"]
+
+T = TypeVar("T")
+
+
+def ran_here(reads: Callable[[], T]) -> Callable[[], T]:
+    """``reads`` run now; the returned call gives their result, or raises their error.
+
+    ``Store.beside`` where the reads cannot run on another connection.
+    """
+    try:
+        result = reads()
+    except Exception as exc:  # raised to the caller when it asks for the result
+        error = exc
+
+        def raises() -> T:
+            raise error
+
+        return raises
+    return lambda: result
 
 #: A row as the drivers return it.
 Row = tuple[Any, ...]

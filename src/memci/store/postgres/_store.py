@@ -32,6 +32,7 @@ store opens, under an advisory lock, on a connection of its own.
 
 from __future__ import annotations
 
+import contextvars
 import os
 import threading
 import time
@@ -39,21 +40,23 @@ import weakref
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
 import psycopg
 import psycopg_pool
 
 from memci.errors import ConfigError, StoreError
-from memci.store._sql import SqlContextStore, SqlLog, Transactions
+from memci.store._sql import SqlContextStore, SqlLog, Transactions, ran_here
 from memci.store.postgres._db import Connection
 from memci.store.postgres._dialect import POSTGRES
 from memci.store.postgres._failures import store_error
 from memci.store.postgres._migrations import MIGRATION_LOCK, SERIES
 from memci.store.postgres._parts import PostgresParts
 
-__all__ = ["DEFAULT_POOL_SIZE", "ENV_POOL_SIZE", "PostgresStore", "redact"]
+__all__ = ["BESIDE_THREADS", "DEFAULT_POOL_SIZE", "ENV_POOL_SIZE", "PostgresStore", "redact"]
+
+T = TypeVar("T")
 
 ENV_POOL_SIZE = "MEMCI_PG_POOL_SIZE"
 DEFAULT_POOL_SIZE = 10
@@ -63,6 +66,12 @@ _POOL_TIMEOUT = 30.0  # seconds a caller waits for a free pooled connection
 # handed out: one that a restarted server or a network cut left broken is replaced, and
 # a busy store does not pay the check on every read.
 _CHECK_IDLE = 30.0
+
+# Threads that run a caller's reads beside its own (see PostgresStore.beside): at most
+# this many, and never more than half the pool, so callers keep connections for theirs.
+_BESIDE_MAX = 4
+#: The name their threads' names start with.
+BESIDE_THREADS = "memci-pg-reads"
 
 _PG_ERRORS = (psycopg.Error, psycopg_pool.PoolTimeout, psycopg_pool.PoolClosed)
 
@@ -150,6 +159,7 @@ class PostgresStore(PostgresParts, SqlLog):
         self._local = _Local()
         self._derived: set[str] = set()
         self._derive_lock = threading.Lock()
+        self._beside: ThreadPoolExecutor | None = None
         self._parts_lock = threading.RLock()
         #: Reads a tool output kept whole outside its row, by its SHA-256 (set by the
         #: artifact store made over this store).
@@ -318,6 +328,29 @@ class PostgresStore(PostgresParts, SqlLog):
             self._derived.add(name)
             return made[0]
 
+    def beside(self, reads: Callable[[], T]) -> Callable[[], T]:
+        """Start ``reads`` on a thread of this store's; the returned call waits for them.
+
+        Their statements run on a pooled connection of their own while the caller's run on
+        another: the server works on both at once (each statement of a search is a round
+        trip the caller waits for). Here, before this returns, when this thread has a
+        write open (another connection would not see it) or the pool holds one or two
+        connections. The trace context goes with them.
+        """
+        if self._local.conn is not None or self._pool.max_size < 3:
+            return ran_here(reads)
+        pool = self._beside
+        if pool is None:
+            with self._derive_lock:
+                pool = self._beside
+                if pool is None:
+                    from concurrent.futures import ThreadPoolExecutor
+
+                    pool = self._beside = ThreadPoolExecutor(
+                        min(_BESIDE_MAX, self._pool.max_size // 2),
+                        thread_name_prefix=BESIDE_THREADS)
+        return pool.submit(contextvars.copy_context().run, reads).result
+
     def another(self) -> PostgresStore:
         """A second store on the same database, with its own pool (for workers)."""
         return PostgresStore(self.url, pool_size=min(self._pool.max_size, 4))
@@ -327,6 +360,8 @@ class PostgresStore(PostgresParts, SqlLog):
         jobs = self.__dict__.get("_parts", {}).get(("jobs", ""))
         if jobs is not None:
             jobs.close()
+        if self._beside is not None:
+            self._beside.shutdown(wait=True)
         self._pool.close()
 
     # -- migrations ----------------------------------------------------------------------
@@ -367,6 +402,8 @@ class PostgresStore(PostgresParts, SqlLog):
 
 
 if TYPE_CHECKING:
+    from concurrent.futures import ThreadPoolExecutor
+
     from memci.store import (
         ArtifactRows,
         ContextStore,

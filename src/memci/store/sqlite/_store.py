@@ -45,11 +45,11 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from memci._lazy import LazyLogger, pathlib
 from memci.errors import StoreCorruptError, StoreError
-from memci.store._sql import Migration, SqlContextStore, SqlLog, Transactions
+from memci.store._sql import Migration, SqlContextStore, SqlLog, Transactions, ran_here
 from memci.store.sqlite._dialect import SQLITE, require_sqlite
 from memci.store.sqlite._driver import connect, driver, errors, load_sqlite_vec
 from memci.store.sqlite._failures import store_error
@@ -61,6 +61,8 @@ from memci.store.sqlite._migrations_workspace import WORKSPACE_MIGRATIONS
 from memci.store.sqlite._parts import SQLiteParts
 
 __all__ = ["TOKENS_SQL", "SQLiteStore"]
+
+T = TypeVar("T")
 
 _BUSY_TIMEOUT_MS = 60_000
 
@@ -323,6 +325,10 @@ class SQLiteStore(SQLiteParts, SqlLog):
                 db.execute(f"PRAGMA synchronous = {self._synchronous}")
             except errors() as exc:
                 raise store_error(exc, self.path, "configure") from exc
+
+    def beside(self, reads: Callable[[], T]) -> Callable[[], T]:
+        """Run ``reads`` now: one connection serves this store's reads one at a time."""
+        return ran_here(reads)
 
     def another(self) -> SQLiteStore:
         """A second store on the same file, with its own connection (for workers).
