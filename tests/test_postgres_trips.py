@@ -1,9 +1,10 @@
 """PostgreSQL: round trips per operation, keyword search in the database, postings upgrade.
 
 Round trips are counted on psycopg's connection (every time it waits for the server, on
-the thread under test): a batch of messages goes in a few, whatever its size; a search and
-a steady build in a bounded number. Keyword search ranks in the database from postings
-and finds what SQLite finds; a store made before the postings gets them when opened.
+the thread under test and the threads it starts reads beside on): a batch of messages
+goes in a few, whatever its size; a search and a steady build in a bounded number.
+Keyword search ranks in the database from postings and finds what SQLite finds; a store
+made before the postings gets them when opened.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import pytest
 import memci
 from memci.memory import get_analyzer
 from memci.store import ItemFilter, NewItem, Scope, open_store
+from memci.store.postgres._store import BESIDE_THREADS
 from tests import pg
 
 WORDS = ("harbor lighthouse deploy build parser cache config painting lake museum "
@@ -33,36 +35,50 @@ def url() -> str:
 
 
 class _Trips:
-    """Round trips psycopg makes, and statements it sends, on one thread while counting."""
+    """Round trips psycopg makes, and statements it sends, on one thread while counting.
+
+    And on the threads that thread's reads beside it run on (``PostgresStore.beside``).
+    """
 
     def __init__(self) -> None:
         self.count = 0
         self.statements = 0
         self.thread = threading.get_ident()
+        self._lock = threading.Lock()
+
+    def counts_here(self) -> bool:
+        """Whether the running thread's round trips and statements are this block's."""
+        return (self.thread == threading.get_ident()
+                or threading.current_thread().name.startswith(BESIDE_THREADS))
 
     def wrap(self, gen: Generator[Any, Any, Any]) -> Generator[Any, Any, Any]:
         """``gen``, counted once if it touches the socket at all."""
         return pg.counted_trip(gen, self._trip)
 
+    def sent(self) -> None:
+        with self._lock:
+            self.statements += 1
+
     def _trip(self) -> None:
-        self.count += 1
+        with self._lock:
+            self.count += 1
 
 
 @pytest.fixture
 def trips(monkeypatch: pytest.MonkeyPatch) -> Any:
-    """``with trips() as t``: ``t.count`` is the round trips of the block's thread,
-    ``t.statements`` the statements it sent."""
+    """``with trips() as t``: ``t.count`` is the round trips of the block's thread (and
+    of the reads it runs beside it), ``t.statements`` the statements they sent."""
     current: list[_Trips] = []
     wait, execute = psycopg.Connection.wait, psycopg.Cursor.execute
 
     def counted(self: Any, gen: Any, *args: Any, **kwargs: Any) -> Any:
-        if current and current[0].thread == threading.get_ident():
+        if current and current[0].counts_here():
             gen = current[0].wrap(gen)
         return wait(self, gen, *args, **kwargs)
 
     def sent(self: Any, *args: Any, **kwargs: Any) -> Any:
-        if current and current[0].thread == threading.get_ident():
-            current[0].statements += 1
+        if current and current[0].counts_here():
+            current[0].sent()
         return execute(self, *args, **kwargs)
 
     monkeypatch.setattr(psycopg.Connection, "wait", counted)
