@@ -703,3 +703,14 @@ def test_a_session_search_ranks_its_items_beside_its_messages(url: str) -> None:
             here = [h.text for h in s.search("where does the parser cache live?", k=5)]
         assert threads[1] == threading.current_thread().name
     assert beside == here and "the parser cache lives in /var/cache/parser" in beside
+
+
+def test_reads_beside_a_closed_store_fail_as_its_own_reads_do(url: str) -> None:
+    from memci.store.postgres import PostgresStore
+
+    store = PostgresStore(url)
+    assert store.beside(lambda: _backend_pid(store))() > 0  # its threads started
+    store.close()
+    waiting = store.beside(lambda: _backend_pid(store))
+    with pytest.raises(StoreError):
+        waiting()

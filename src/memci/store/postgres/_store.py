@@ -160,6 +160,7 @@ class PostgresStore(PostgresParts, SqlLog):
         self._derived: set[str] = set()
         self._derive_lock = threading.Lock()
         self._beside: ThreadPoolExecutor | None = None
+        self._beside_lock = threading.Lock()
         self._parts_lock = threading.RLock()
         #: Reads a tool output kept whole outside its row, by its SHA-256 (set by the
         #: artifact store made over this store).
@@ -341,7 +342,7 @@ class PostgresStore(PostgresParts, SqlLog):
             return ran_here(reads)
         pool = self._beside
         if pool is None:
-            with self._derive_lock:
+            with self._beside_lock:
                 pool = self._beside
                 if pool is None:
                     from concurrent.futures import ThreadPoolExecutor
@@ -349,7 +350,10 @@ class PostgresStore(PostgresParts, SqlLog):
                     pool = self._beside = ThreadPoolExecutor(
                         min(_BESIDE_MAX, self._pool.max_size // 2),
                         thread_name_prefix=BESIDE_THREADS)
-        return pool.submit(contextvars.copy_context().run, reads).result
+        try:
+            return pool.submit(contextvars.copy_context().run, reads).result
+        except RuntimeError:  # the store was closed: its reads say so, as a StoreError
+            return ran_here(reads)
 
     def another(self) -> PostgresStore:
         """A second store on the same database, with its own pool (for workers)."""
