@@ -45,11 +45,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from tests import pg
-from tests.pg import counted_trip
+from tests.pg import counted_trip, on_behalf_of
 
 import memci
 from _histories import SHARED, chinese_long_chat
-from memci.store.postgres._store import BESIDE_THREADS
 
 _BATCH = 100
 _SEARCHES = 40
@@ -111,9 +110,7 @@ class Counts:
         The operation's thread's, and those of the reads it started beside its own
         (``PostgresStore.beside``: a search's items ranking).
         """
-        return self.thread is not None and (
-            self.thread == threading.get_ident()
-            or threading.current_thread().name.startswith(BESIDE_THREADS))
+        return on_behalf_of(self.thread)
 
     def add(self, statements: int) -> None:
         """Count ``statements`` statements."""

@@ -132,6 +132,20 @@ def counted_trip(gen: Generator[Any, Any, Any],
             return done.value
 
 
+def on_behalf_of(thread: int | None) -> bool:
+    """Whether the running thread works for ``thread`` (a ``threading.get_ident()``).
+
+    It is that thread, or one running reads that a thread started beside its own
+    (``PostgresStore.beside``: a search's items ranking): what an operation sends.
+    """
+    if thread is None:
+        return False
+    from memci.store.postgres._store import BESIDE_THREADS
+
+    return (thread == threading.get_ident()
+            or threading.current_thread().name.startswith(BESIDE_THREADS))
+
+
 def postmaster_pid(url: str) -> int:
     """The postmaster of the server at ``url`` (its data folder's ``postmaster.pid``)."""
     import psycopg

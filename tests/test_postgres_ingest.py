@@ -139,13 +139,13 @@ def test_a_store_made_before_gets_its_doclists_sampled_by_key_when_opened(url: s
 
 @pytest.fixture
 def sent(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """The text of every statement psycopg sends on this thread from now on."""
+    """The text of every statement psycopg sends for this thread from now on."""
     texts: list[str] = []
     thread = threading.get_ident()
     execute = psycopg.Cursor.execute
 
     def recorded(self: Any, query: Any, *args: Any, **kwargs: Any) -> Any:
-        if threading.get_ident() == thread:
+        if pg.on_behalf_of(thread):
             texts.append(query.decode() if isinstance(query, bytes) else str(query))
         return execute(self, query, *args, **kwargs)
 

@@ -22,7 +22,6 @@ import pytest
 import memci
 from memci.memory import get_analyzer
 from memci.store import ItemFilter, NewItem, Scope, open_store
-from memci.store.postgres._store import BESIDE_THREADS
 from tests import pg
 
 WORDS = ("harbor lighthouse deploy build parser cache config painting lake museum "
@@ -46,11 +45,6 @@ class _Trips:
         self.thread = threading.get_ident()
         self._lock = threading.Lock()
 
-    def counts_here(self) -> bool:
-        """Whether the running thread's round trips and statements are this block's."""
-        return (self.thread == threading.get_ident()
-                or threading.current_thread().name.startswith(BESIDE_THREADS))
-
     def wrap(self, gen: Generator[Any, Any, Any]) -> Generator[Any, Any, Any]:
         """``gen``, counted once if it touches the socket at all."""
         return pg.counted_trip(gen, self._trip)
@@ -72,12 +66,12 @@ def trips(monkeypatch: pytest.MonkeyPatch) -> Any:
     wait, execute = psycopg.Connection.wait, psycopg.Cursor.execute
 
     def counted(self: Any, gen: Any, *args: Any, **kwargs: Any) -> Any:
-        if current and current[0].counts_here():
+        if current and pg.on_behalf_of(current[0].thread):
             gen = current[0].wrap(gen)
         return wait(self, gen, *args, **kwargs)
 
     def sent(self: Any, *args: Any, **kwargs: Any) -> Any:
-        if current and current[0].counts_here():
+        if current and pg.on_behalf_of(current[0].thread):
             current[0].sent()
         return execute(self, *args, **kwargs)
 
