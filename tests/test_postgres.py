@@ -705,6 +705,28 @@ def test_a_session_search_ranks_its_items_beside_its_messages(url: str) -> None:
     assert beside == here and "the parser cache lives in /var/cache/parser" in beside
 
 
+def test_a_search_beside_its_items_embeds_its_question_once(
+    url: str, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The items' ranking (on the store's thread) and the messages' ask at once: one request."""
+    from tests.fakellm import FakeLLM
+
+    question = "where does the parser cache live?"
+    with FakeLLM() as fake:
+        monkeypatch.setenv("MEMCI_EMBEDDER", "openai:tiny-embed")
+        monkeypatch.setenv("MEMCI_EMBEDDER_BASE_URL", fake.openai_base_url)
+        with memci.Engine.open(url, workers=0) as eng:
+            s = eng.session("s", user="u")
+            s.add_many([{"role": "user", "content": f"note {i}: the parser cache was cleared"}
+                        for i in range(30)])
+            eng.memory.remember(Scope.user_scope("u"), "the parser cache lives in /var/cache")
+            eng.memory.items.embed_pending()
+            eng.memory.messages.embed_pending()
+            hits = s.search(question, k=5)
+        asked = [r for r in fake.requests if r.json and r.json.get("input") == [question]]
+    assert "dense" in {r for h in hits for r in h.retrievers}
+    assert len(asked) == 1
+
 def test_reads_beside_a_closed_store_fail_as_its_own_reads_do(url: str) -> None:
     from memci.store.postgres import PostgresStore
 

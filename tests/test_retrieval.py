@@ -7,6 +7,7 @@ import json
 import math
 import re
 import sys
+import threading
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -30,10 +31,11 @@ from memci.memory import (
     search,
     time_hint,
 )
-from memci.memory._embed import languages_of, speaks
+from memci.memory._embed import QUERIES_KEPT, Embedder, languages_of, query_vector, speaks
 from memci.memory._time import without_time
 from memci.messages import Message, ToolCallPart
 from memci.store import SessionRecord, SQLiteStore
+from tests.fakellm import FakeLLM
 from tests.sqlitetrace import statements
 
 NOW = datetime(2026, 3, 12, 15, 0, tzinfo=UTC)  # a Thursday
@@ -545,6 +547,124 @@ def test_openai_embedder_batches_and_errors() -> None:
     with pytest.raises(LLMHTTPError):
         embedder.embed(["boom"])
 
+
+def _asked(fake: FakeLLM, question: str) -> int:
+    """How many embedding requests sent ``question`` alone."""
+    return sum(1 for r in fake.requests if r.json and r.json.get("input") == [question])
+
+
+def test_a_search_embeds_its_question_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Its messages and the memory items ask for the vector: one request to the endpoint."""
+    with FakeLLM() as fake:
+        monkeypatch.setenv("MEMCI_EMBEDDER", "openai:tiny-embed")
+        monkeypatch.setenv("MEMCI_EMBEDDER_BASE_URL", fake.openai_base_url)
+        monkeypatch.setenv("MEMCI_EMBEDDER_API_KEY", "k")
+        with memci.Engine.open(tmp_path / "q.db", workers=0) as eng:
+            s = eng.session("s", user="u")
+            s.add_many([{"role": "user", "content": "the parser cache was cleared"},
+                        {"role": "assistant", "content": "noted"}])
+            eng.memory.remember(Scope.user_scope("u"), "the parser cache lives in /var/cache")
+            hits = s.search("where is the parser cache?", k=5)
+            assert {"dense", "keyword"} <= {r for h in hits for r in h.retrievers}
+            assert _asked(fake, "where is the parser cache?") == 1  # two before
+            s.search("where is the parser cache?", k=5)
+            assert _asked(fake, "where is the parser cache?") == 1  # kept
+            s.add({"role": "user", "content": "and the lexer cache?"})
+            s.build(budget=2_000)  # a build's gathers and its items ask again
+            assert _asked(fake, "and the lexer cache?") == 1
+
+
+class GatedEmbedder(HashEmbedder):
+    """:class:`HashEmbedder` that holds each call until the test lets it go."""
+
+    name = "test:gated"
+
+    def __init__(self, fail_first: bool = False) -> None:
+        super().__init__()
+        self.entered = threading.Semaphore(0)
+        self.go = threading.Event()
+        self.fail_first = fail_first
+        self.asked: list[str] = []
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        self.asked += texts
+        self.entered.release()
+        assert self.go.wait(10)
+        if self.fail_first and len(self.asked) == 1:
+            raise LLMHTTPError("down", status=503, body="try later")
+        return super().embed(texts)
+
+
+def _asking(embedder: Embedder, question: str, into: dict[str, object]) -> threading.Thread:
+    def ask() -> None:
+        try:
+            into[threading.current_thread().name] = query_vector(embedder, question)
+        except Exception as exc:
+            into[threading.current_thread().name] = exc
+
+    thread = threading.Thread(target=ask, daemon=True)
+    thread.start()
+    return thread
+
+
+def test_a_question_two_threads_ask_at_once_is_embedded_once() -> None:
+    embedder = GatedEmbedder()
+    got: dict[str, object] = {}
+    first = _asking(embedder, "fjord kayak", got)
+    assert embedder.entered.acquire(timeout=10)  # the first is embedding it
+    second = _asking(embedder, "fjord kayak", got)
+    other = _asking(embedder, "apples", got)  # another question is not held up
+    assert embedder.entered.acquire(timeout=10)
+    embedder.go.set()
+    for thread in (first, second, other):
+        thread.join(10)
+    assert sorted(embedder.asked) == ["apples", "fjord kayak"]
+    vectors = [got[t.name] for t in (first, second)]
+    assert vectors[0] == vectors[1] == HashEmbedder().embed(["fjord kayak"])[0]
+    assert query_vector(embedder, "fjord kayak") == vectors[0]
+    assert embedder.asked == ["fjord kayak", "apples"]  # kept: not asked again
+
+
+def test_a_question_whose_embedding_failed_is_embedded_by_the_thread_that_waited() -> None:
+    embedder = GatedEmbedder(fail_first=True)
+    got: dict[str, object] = {}
+    first = _asking(embedder, "fjord kayak", got)
+    assert embedder.entered.acquire(timeout=10)
+    second = _asking(embedder, "fjord kayak", got)
+    embedder.go.set()
+    first.join(10)
+    second.join(10)
+    assert isinstance(got[first.name], LLMHTTPError)  # its caller sees the failure
+    assert got[second.name] == HashEmbedder().embed(["fjord kayak"])[0]
+    assert embedder.asked == ["fjord kayak", "fjord kayak"]
+
+
+def test_each_embedder_keeps_its_own_questions() -> None:
+    one, two = HashEmbedder(), HashEmbedder()
+    assert query_vector(one, "kayak") == query_vector(two, "kayak")
+    assert (one.calls, two.calls) == (1, 1)  # the same name, two models: each asked
+    for i in range(QUERIES_KEPT + 1):
+        query_vector(one, f"question {i}")
+    query_vector(one, "question 0")  # the oldest went
+    assert one.calls == QUERIES_KEPT + 3
+
+
+def test_an_engine_closes_the_embedders_connections(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    injected = httpx.Client()
+    given = OpenAIEmbedder("m", base_url="http://127.0.0.1:9/v1", http_client=injected)
+    given.close()
+    assert not injected.is_closed  # not its own: left open
+    injected.close()
+    monkeypatch.setenv("MEMCI_EMBEDDER", "openai:tiny-embed")
+    monkeypatch.setenv("MEMCI_EMBEDDER_BASE_URL", "http://127.0.0.1:9/v1")
+    with memci.Engine.open(tmp_path / "c.db", workers=0) as eng:
+        own = eng.memory.embedder
+        assert isinstance(own, OpenAIEmbedder)
+    assert own._client.is_closed
 
 # -- scopes --------------------------------------------------------------------------------
 

@@ -410,13 +410,20 @@ class Engine:
         return session
 
     def close(self) -> None:
-        """Stop background workers (finishing the jobs in hand) and close the store."""
+        """Stop background workers (finishing the jobs in hand) and close the store.
+
+        The embedder memory made from the environment is closed too (an endpoint's
+        connections).
+        """
         if self.jobs is not None:
             self.jobs.stop()
         if self._owned_client is not None:
             self._owned_client.close()
         if self._gatherer is not None:
             self._gatherer.close()
+        closes = getattr(self._memory.embedder, "close", None) if self._memory else None
+        if callable(closes):
+            closes()
         self.store.close()
 
     def __enter__(self) -> Engine:

@@ -273,7 +273,9 @@ class RetrievalSource:
             wants = (wants or asks(query) or analysis.consults("documents")
                      or analysis.consults("code"))
             if analysis.consults("documents") or analysis.consults("code"):
-                docs = DocIndex(self.services.store).search_docs(query, k=3)
+                # Memory's embedder: the question's vector is the one its search asked for.
+                docs = DocIndex(self.services.store, embedder=self.services.memory.embedder
+                                ).search_docs(query, k=3)
                 found += tuple(
                     Retrieved(h.text[:600], f"{h.path}#L{h.start_line}-{h.end_line}",
                               "document", h.score) for h in docs)

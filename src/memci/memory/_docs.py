@@ -24,7 +24,7 @@ from typing import Literal
 from memci import _trace
 from memci._dataclasses import dataclass
 from memci.errors import InvalidInputError
-from memci.memory._embed import Embedder, embedder_from_env, speaks
+from memci.memory._embed import Embedder, embedder_from_env, query_vector, speaks
 from memci.memory._hit import fuse
 from memci.store import DocStore, Store, VectorStore
 from memci.text import CODE_SUFFIXES, TEXT_SUFFIXES, Analyzer, chunk_file, get_analyzer
@@ -213,7 +213,7 @@ class DocIndex:
         if (self.vectors is not None and self.embedder is not None
                 and speaks(self.embedder, query)):
             self.embed_pending()
-            vector = _trace.embed(self.embedder, [query])[0]
+            vector = query_vector(self.embedder, query)
             lists["dense"] = [ref for ref, _ in self.vectors.search(
                 "chunk", vector, depth, refs=allowed)]
         fused = fuse(lists)[:k]

@@ -21,6 +21,10 @@ fusion. Known models are recognised by name (:func:`languages_of`).
 The model is loaded on the first :meth:`Embedder.embed` call, never at import or
 construction; a missing package raises :class:`~memci.errors.MissingExtraError` at
 construction, so a misconfiguration shows when the engine starts.
+
+A question is embedded once (:func:`query_vector`): a search's parts (its messages, the
+memory items, the documents) each ask for its vector; each embedder keeps its newest
+:data:`QUERIES_KEPT` questions' vectors.
 """
 
 from __future__ import annotations
@@ -29,9 +33,12 @@ import importlib
 import math
 import os
 import threading
+import weakref
+from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
+from memci import _trace
 from memci.errors import ConfigError, MissingExtraError
 from memci.text import has_han_or_kana
 
@@ -46,6 +53,7 @@ __all__ = [
     "SentenceTransformerEmbedder",
     "embedder_from_env",
     "languages_of",
+    "query_vector",
     "speaks",
     "unit",
 ]
@@ -94,6 +102,69 @@ def speaks(embedder: Embedder, text: str) -> bool:
     if languages is None or not has_han_or_kana(text):
         return True
     return bool(languages & {"zh", "ja", "cjk"})
+
+
+#: Questions whose vectors are kept per embedder (the newest).
+QUERIES_KEPT = 256
+
+
+class _Questions:
+    """An embedder's questions: their vectors (newest last) and the ones being embedded."""
+
+    __slots__ = ("asked", "vectors")
+
+    def __init__(self) -> None:
+        self.vectors: OrderedDict[str, list[float]] = OrderedDict()
+        self.asked: dict[str, threading.Event] = {}
+
+
+_questions: weakref.WeakKeyDictionary[Embedder, _Questions] = weakref.WeakKeyDictionary()
+_questions_lock = threading.Lock()
+
+
+def query_vector(embedder: Embedder, query: str) -> list[float]:
+    """The vector of the question ``query`` by ``embedder``, embedded once.
+
+    The parts of one search ask for the same question (on PostgreSQL the memory items'
+    ranking runs on another thread beside the messages'): each asked the model again, so
+    a search with dense retrieval embedded its question twice, and an endpoint's embedder
+    sent two requests. The newest :data:`QUERIES_KEPT` questions of each embedder object
+    are kept while it lives; a question another thread is embedding is waited for, then
+    read; when that thread failed, this one embeds it (and raises what the embedder
+    raises). An embedder that cannot be weakly referenced embeds every time. The caller
+    must not change the list it gets.
+    """
+    with _questions_lock:
+        try:
+            kept = _questions.get(embedder)
+            if kept is None:
+                kept = _questions[embedder] = _Questions()
+        except TypeError:  # not hashable, or no weak reference to it
+            kept = None
+    if kept is None:
+        return _trace.embed(embedder, [query])[0]
+    while True:
+        with _questions_lock:
+            vector = kept.vectors.get(query)
+            if vector is not None:
+                kept.vectors.move_to_end(query)
+                return vector
+            asked = kept.asked.get(query)
+            if asked is None:
+                done = kept.asked[query] = threading.Event()
+                break
+        asked.wait()
+    try:
+        vector = _trace.embed(embedder, [query])[0]
+        with _questions_lock:
+            kept.vectors[query] = vector
+            while len(kept.vectors) > QUERIES_KEPT:
+                kept.vectors.popitem(last=False)
+        return vector
+    finally:
+        with _questions_lock:
+            del kept.asked[query]
+        done.set()
 
 
 def unit(vector: Sequence[float]) -> list[float]:

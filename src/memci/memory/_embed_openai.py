@@ -75,6 +75,7 @@ class OpenAIEmbedder(_OpenAIEmbeddings):
     ) -> None:
         super().__init__(model, base_url=base_url, api_key=api_key, batch_size=batch_size)
         self._client = http_client or httpx.Client(timeout=timeout)
+        self._owns_client = http_client is None
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
         """Embed ``texts``, ``batch_size`` per request, normalized."""
@@ -87,6 +88,11 @@ class OpenAIEmbedder(_OpenAIEmbeddings):
                 raise self._failure(exc) from exc
             out.extend(self._vectors(reply, batch))
         return out
+
+    def close(self) -> None:
+        """Close the connection pool this embedder opened (an injected one is left open)."""
+        if self._owns_client:
+            self._client.close()
 
 
 class AsyncOpenAIEmbedder(_OpenAIEmbeddings):

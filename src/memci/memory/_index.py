@@ -35,7 +35,7 @@ from typing import Any, Literal
 from memci import _trace
 from memci._records import NamedTuple
 from memci.memory._answer import ANSWER_WEIGHT, answer_kinds, holds_answer
-from memci.memory._embed import Embedder, embedder_from_env, speaks
+from memci.memory._embed import Embedder, embedder_from_env, query_vector, speaks
 from memci.memory._hit import Hit, fuse
 from memci.memory._speaker import SPEAKER_WEIGHT, named, speaker_role, without_names
 from memci.memory._time import TimeRange, time_hint, without_time
@@ -272,7 +272,6 @@ class MessageIndex:
         self.answer_weight = answer_weight
         self.page_of = page_of
         self.rows: MessageSearch = store.search(self.analyzer)
-        self._query_vectors: OrderedDict[str, list[float]] = OrderedDict()
         self._roles: OrderedDict[tuple[str, tuple[int, ...] | None, MemoryVersion],
                                  str | None] = OrderedDict()
         self._lock = threading.Lock()
@@ -528,7 +527,8 @@ class MessageIndex:
         """Messages nearest to ``query`` by embedding (empty without an embedder)."""
         if self.vectors is None or not query.strip() or k <= 0:
             return []
-        vector = self._query_vector(query)
+        assert self.embedder is not None
+        vector = query_vector(self.embedder, query)
         filtered = time_range is not None or roles is not None
         depth = k * 4 if filtered else k
         found = self.vectors.search("message", vector, depth, sessions=sessions)
@@ -545,20 +545,6 @@ class MessageIndex:
         # out rather than returned to fill k.
         return [keep[ref] for ref, cosine in found
                 if ref in keep and cosine >= self.dense_floor][:k]
-
-    def _query_vector(self, query: str) -> list[float]:
-        with self._lock:
-            cached = self._query_vectors.get(query)
-            if cached is not None:
-                self._query_vectors.move_to_end(query)
-                return cached
-        assert self.embedder is not None
-        vector = _trace.embed(self.embedder, [query])[0]
-        with self._lock:
-            self._query_vectors[query] = vector
-            while len(self._query_vectors) > 256:
-                self._query_vectors.popitem(last=False)
-        return vector
 
     def in_range(
         self, *, k: int, sessions: Collection[int] | None, time_range: TimeRange,

@@ -30,7 +30,7 @@ from typing import Any, Literal
 from memci import _trace
 from memci._records import NamedTuple
 from memci.errors import InvalidInputError
-from memci.memory._embed import Embedder, embedder_from_env, speaks
+from memci.memory._embed import Embedder, embedder_from_env, query_vector, speaks
 from memci.memory._hit import Hit, fuse
 from memci.memory._time import TimeRange, time_hint, without_time
 from memci.messages import Message, TextPart
@@ -272,7 +272,7 @@ class MemoryItems:
         if (self.vectors is not None and self.embedder is not None and query.strip()
                 and speaks(self.embedder, query) and (allowed := self.rows.ids(where))):
             self.embed_pending()
-            vector = _trace.embed(self.embedder, [query])[0]
+            vector = query_vector(self.embedder, query)
             found = self.vectors.search("item", vector, depth, refs=allowed)
             lists["dense"] = [ref for ref, _ in found]
             if time_range is not None:
