@@ -727,6 +727,7 @@ def test_a_search_beside_its_items_embeds_its_question_once(
     assert "dense" in {r for h in hits for r in h.retrievers}
     assert len(asked) == 1
 
+
 def test_reads_beside_a_closed_store_fail_as_its_own_reads_do(url: str) -> None:
     from memci.store.postgres import PostgresStore
 
