@@ -1,14 +1,23 @@
-"""Synthetic and real histories shared by the benchmarks (deterministic, seeded)."""
+"""Synthetic and real histories shared by the benchmarks (deterministic, seeded); percentiles."""
 
 from __future__ import annotations
 
 import json
 import random
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared" / "data"
+
+def percentile(values: Sequence[float], q: float) -> float:
+    """The q-quantile of ``values`` (nearest rank; 0.0 when empty)."""
+    if not values:
+        return 0.0
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))]
+
 
 _WORDS = ("the build fails because the parser reads the config twice and the cache keeps "
           "an old value so we should clear it before the second pass then run tests again "

@@ -31,12 +31,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import memci
-from _histories import agent_history
-
-
-def _percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+from _histories import agent_history, percentile
 
 
 def _turn(r: int) -> tuple[dict[str, str], dict[str, str]]:
@@ -116,7 +111,7 @@ def overhead(tmp: Path, rounds: int) -> dict[str, float]:
     out: dict[str, float] = {"rounds": rounds}
     for key, values in times.items():
         out[f"{key}_p50_ms"] = statistics.median(values) * 1000
-        out[f"{key}_p95_ms"] = _percentile(values, 0.95) * 1000
+        out[f"{key}_p95_ms"] = percentile(values, 0.95) * 1000
     for what in ("build", "add", "hop"):
         pairs = zip(times[f"async_{what}"], times[f"sync_{what}"], strict=True)
         out[f"{what}_overhead_ms"] = statistics.median(a - b for a, b in pairs) * 1000
@@ -164,7 +159,7 @@ def throughput(tmp: Path, sessions: int, seconds: float) -> dict[str, Any]:
     elapsed = asyncio.run(run())
     out["async_builds_per_s"] = len(builds) / elapsed
     out["async_build_p50_ms"] = statistics.median(builds) * 1000
-    out["async_build_p95_ms"] = _percentile(builds, 0.95) * 1000
+    out["async_build_p95_ms"] = percentile(builds, 0.95) * 1000
     out["async_loop_max_lag_ms"] = lag * 1000
 
     sync_builds: list[float] = []

@@ -48,7 +48,7 @@ from tests import pg
 from tests.pg import counted_trip, on_behalf_of
 
 import memci
-from _histories import SHARED, chinese_long_chat
+from _histories import SHARED, chinese_long_chat, percentile
 
 _BATCH = 100
 _SEARCHES = 40
@@ -244,7 +244,7 @@ def run(engine: memci.Engine, history: list[dict[str, str]], asked: list[str],
         with measured(out, "build"):
             session.build(budget=_BUDGET)
     figures: dict[str, float] = {"ingest_per_s": ingest,
-                                 "search_p95_ms": _percentile(out["search"], 0.95),
+                                 "search_p95_ms": percentile(out["search"], 0.95),
                                  "search_p50_ms": statistics.median(out["search"]),
                                  "build_p50_ms": statistics.median(out["build"])}
     for op in ("add", "search", "build"):
@@ -260,10 +260,6 @@ def vacuum(url: str) -> None:
     with psycopg.connect(url, autocommit=True) as conn:
         conn.execute("VACUUM ANALYZE")
 
-
-def _percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
 def one_language(language: str, n: int, folder: Path, url: str,

@@ -37,7 +37,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import memci
-from _histories import SHARED, agent_history, chinese_long_chat, real_chat
+from _histories import SHARED, agent_history, chinese_long_chat, percentile, real_chat
 from memci.replay import ReplayResult, load_conversation, replay
 
 
@@ -58,10 +58,6 @@ def ingest(tmp: Path, n: int) -> dict[str, float]:
         out["add_many_per_s"] = len(history) / (time.perf_counter() - started)
     return out
 
-
-def _percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
 def build_times(tmp: Path, n: int, rounds: int, *, retrieval: bool, text: str,
@@ -95,8 +91,8 @@ def build_times(tmp: Path, n: int, rounds: int, *, retrieval: bool, text: str,
             items = db.execute("SELECT COUNT(*) FROM memory_items").fetchone()[0]
     return {"messages": len(history), "import_cpu_ms": import_cpu_ms,
             "first_build_ms": first, "items": items,
-            "p50_ms": statistics.median(times), "p95_ms": _percentile(times, 0.95),
-            "p99_ms": _percentile(times, 0.99), "cpu_p50_ms": statistics.median(cpu),
+            "p50_ms": statistics.median(times), "p95_ms": percentile(times, 0.95),
+            "p99_ms": percentile(times, 0.99), "cpu_p50_ms": statistics.median(cpu),
             "budget": budget}
 
 
@@ -119,8 +115,8 @@ def trim_times(n: int, rounds: int, *, text: str, budget: int = 96_000) -> dict[
                       token_counter=count_tokens_approximately, include_system=True,
                       start_on="human")
         times.append((time.perf_counter() - started) * 1000)
-    return {"p50_ms": statistics.median(times), "p95_ms": _percentile(times, 0.95),
-            "p99_ms": _percentile(times, 0.99)}
+    return {"p50_ms": statistics.median(times), "p95_ms": percentile(times, 0.95),
+            "p99_ms": percentile(times, 0.99)}
 
 
 def prefix_share(tmp: Path, strategy: str) -> dict[str, float]:

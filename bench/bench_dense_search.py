@@ -33,15 +33,11 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from _histories import SHARED
+from _histories import SHARED, percentile
 from evidence_data import locomo
 
 QUESTIONS = 80
 
-
-def _percentile(values: Sequence[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
 def main() -> None:
@@ -104,7 +100,7 @@ def main() -> None:
                       f" {encodes_here} encodes", flush=True)
     print(f"\nbackend: {args.db or 'sqlite'}; roles by {args.turns}; searches: {asked}")
     print(f"ms per search: p50 {statistics.median(times):.2f}, p95"
-          f" {_percentile(times, 0.95):.2f}, mean {statistics.mean(times):.2f}")
+          f" {percentile(times, 0.95):.2f}, mean {statistics.mean(times):.2f}")
     print(f"model encode calls per search: {searched / max(asked, 1):.2f}"
           " (the warm-up question excluded)")
 

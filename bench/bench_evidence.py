@@ -49,7 +49,7 @@ from typing import IO, Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import memci
-from _histories import SHARED
+from _histories import SHARED, percentile
 from evidence_data import Conversation, Question, all_locomo, kdconv, longmemeval
 from evidence_match import request_text, request_tokens
 from evidence_systems import BASELINES, History, MemciConversation
@@ -75,14 +75,6 @@ LABELS = {
     "trim_messages": "langchain trim_messages",
     "bm25": "BM25 top-10 + newest",
 }
-
-
-def percentile(values: Sequence[float], q: float) -> float:
-    """The q-quantile of ``values`` (nearest rank; 0.0 when empty)."""
-    if not values:
-        return 0.0
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))]
 
 
 @dataclass

@@ -35,7 +35,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.util._once import Once
 
 import memci
-from _histories import real_chat
+from _histories import percentile, real_chat
 from memci import _trace
 
 
@@ -48,10 +48,6 @@ def _traced(provider: TracerProvider) -> None:
     _untraced()
     trace.set_tracer_provider(provider)
 
-
-def _percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
 def run(tmp: Path, messages: int, rounds: int, budget: int) -> dict[str, float]:
@@ -93,8 +89,8 @@ def run(tmp: Path, messages: int, rounds: int, budget: int) -> dict[str, float]:
         "messages": len(history), "rounds": rounds, "budget": budget,
         "build_p50_off": statistics.median(times["off"]),
         "build_p50_on": statistics.median(times["on"]),
-        "build_p95_off": _percentile(times["off"], 0.95),
-        "build_p95_on": _percentile(times["on"], 0.95),
+        "build_p95_off": percentile(times["off"], 0.95),
+        "build_p95_on": percentile(times["on"], 0.95),
         "add_p50_off": statistics.median(adds["off"]),
         "add_p50_on": statistics.median(adds["on"]),
         "spans": len(spans),
