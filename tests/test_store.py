@@ -99,6 +99,30 @@ def test_wal_and_migrations_recorded(db_path: Path) -> None:
     db.close()
 
 
+def _read_calls() -> int:
+    """The read system calls this process has made (Linux's ``/proc/self/io``)."""
+    for line in Path("/proc/self/io").read_text().splitlines():
+        if line.startswith("syscr:"):
+            return int(line.split()[1])
+    raise AssertionError("/proc/self/io has no syscr")
+
+
+@pytest.mark.skipif(not Path("/proc/self/io").exists(), reason="needs Linux's /proc/self/io")
+def test_pages_read_once_stay_in_the_connections_cache(db_path: Path) -> None:
+    # ~5 MB of messages (2.5 times SQLite's default page cache), each within its page:
+    # a value that overflows its page is read past the cache. No workers: another
+    # connection's write would make this one drop its cache.
+    with memci.Engine.open(db_path, workers=0) as eng:
+        s = eng.session("big", retrieval=False)
+        s.add_many([{"role": "user" if i % 2 == 0 else "assistant",
+                     "content": f"{i} " + "word " * 150} for i in range(6_000)])
+        s.messages()
+        before = _read_calls()
+        assert len(s.messages()) == 6_000
+        reads = _read_calls() - before
+    assert reads < 100  # SQLite's default cache: most pages read again
+
+
 def test_newer_schema_is_refused(db_path: Path) -> None:
     SQLiteStore(db_path).close()
     db = connect(db_path)
