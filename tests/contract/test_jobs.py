@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable
 from datetime import UTC, datetime
 
@@ -147,11 +148,14 @@ def test_two_claimers_never_get_the_same_job(
     jobs.submit([new(f"j{i}") for i in range(60)], at=AT)
     handles: list[JobStore] = [jobs, reopen().jobs, reopen().jobs]
     taken: list[list[str]] = [[] for _ in range(6)]
+    start = threading.Barrier(6)
 
     def worker(n: int) -> None:
         part = handles[n % len(handles)]
+        start.wait(60)
         while (job := claim(part, f"w{n}")) is not None:
             taken[n].append(job.key)
+            time.sleep(0.001)  # the job's work: the others claim meanwhile
 
     threads = [threading.Thread(target=worker, args=(n,)) for n in range(6)]
     for thread in threads:
