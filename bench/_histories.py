@@ -11,6 +11,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared" / "data"
 
+
 def percentile(values: Sequence[float], q: float) -> float:
     """The q-quantile of ``values`` (nearest rank; 0.0 when empty)."""
     if not values:

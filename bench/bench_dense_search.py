@@ -39,7 +39,6 @@ from evidence_data import locomo
 QUESTIONS = 80
 
 
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--db", default=None,
