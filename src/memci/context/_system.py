@@ -23,6 +23,7 @@ from memci._dataclasses import replace
 from memci.context._recipes import TITLES
 from memci.messages import Message, ToolSpec
 from memci.tokens import Tokenizer
+from memci.tokens._ahead import count_ahead
 
 __all__ = ["KEEP_ORDER", "SystemSource", "offered_tools"]
 
@@ -80,7 +81,7 @@ class SystemSource:
         key = tuple(s.name for s in specs)
         if key not in self._tool_tokens:
             text = json.dumps([s.to_openai() for s in specs]) if specs else ""
-            self._tool_tokens[key] = (self.tokenizer.count(text) + 4 * len(specs)
+            self._tool_tokens[key] = (count_ahead(self.tokenizer, text) + 4 * len(specs)
                                       if specs else 0)
         return self._tool_tokens[key]
 
