@@ -261,7 +261,6 @@ def vacuum(url: str) -> None:
         conn.execute("VACUUM ANALYZE")
 
 
-
 def one_language(language: str, n: int, folder: Path, url: str,
                  settled: bool, synchronous: str) -> dict[str, dict[str, float]]:
     """Both backends on the same ``language`` data."""

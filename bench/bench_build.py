@@ -59,7 +59,6 @@ def ingest(tmp: Path, n: int) -> dict[str, float]:
     return out
 
 
-
 def build_times(tmp: Path, n: int, rounds: int, *, retrieval: bool, text: str,
                 budget: int = 96_000) -> dict[str, float]:
     """First and steady build() times after importing ``n`` messages (128k window)."""

@@ -49,7 +49,6 @@ def _traced(provider: TracerProvider) -> None:
     trace.set_tracer_provider(provider)
 
 
-
 def run(tmp: Path, messages: int, rounds: int, budget: int) -> dict[str, float]:
     history = real_chat(messages)
     exporter = InMemorySpanExporter()

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import zlib
 
-from memci.tokens._base import Tokenizer
+from memci.tokens import EstimateTokenizer, Tokenizer
 from memci.tokens._known import COUNTS
 
 __all__ = ["count_ahead", "text_key"]
@@ -31,7 +31,7 @@ def text_key(text: str) -> str:
 
 def count_ahead(tokenizer: Tokenizer, text: str) -> int:
     """``tokenizer.count(text)``, read from the counts made ahead when they hold ``text``."""
-    if tokenizer.name == "estimate":
+    if isinstance(tokenizer, EstimateTokenizer):  # its count, not a name
         found = COUNTS.get(text_key(text))
         if found is not None:
             return found
