@@ -1024,6 +1024,40 @@ def test_common_words_rank_as_if_each_entry_were_scored_one_by_one() -> None:
         assert best_by_terms(terms, n) == expected
 
 
+def test_messages_get_their_keyword_rows_in_one_statement_a_batch(tmp_path: Path) -> None:
+    # An add writes its message's keyword row in one statement, an import of 1,200 in
+    # three (500 rows a statement), and no row is deleted first: FTS5 replaces a row
+    # left under a reused id itself (``OR REPLACE``).
+    with memci.Engine.open(tmp_path / "s.db") as engine:
+        session = engine.session("s")
+        with statements(engine) as ran:
+            session.add({"role": "user", "content": "the puffin colony on the cliffs"})
+        keyword = [s for s in ran if "memory_fts" in s]
+        assert len(keyword) == 1 and keyword[0].startswith("INSERT OR REPLACE"), ran
+        batch = [{"role": ("user", "assistant")[i % 2], "content": f"gannet note {i}"}
+                 for i in range(1_200)]
+        with statements(engine) as ran:
+            session.add_many(batch)
+        keyword = [s for s in ran if "memory_fts" in s]
+        assert len(keyword) == 3 and not any("DELETE" in s for s in keyword), keyword
+        assert len(session.search("gannet note 1199", k=3)) == 3
+        assert session.search("puffin cliffs", k=1)[0].text.startswith("the puffin")
+
+
+def test_a_keyword_row_left_under_a_reused_id_is_replaced(store: SQLiteStore) -> None:
+    # A row deleted behind memci's back from the entries but not from the keyword table:
+    # the next entry takes its id, and its text is the only one found under it.
+    rec = store.ensure_session("t", "s", None, {})
+    index = MessageIndex(store, embedder=None)
+    add(store, rec, index, "walrus on the ice", "a second line")
+    with store.write() as db:
+        db.execute("DELETE FROM memory_docs WHERE seq = 2")
+        db.execute("DELETE FROM messages WHERE seq = 2")
+    add(store, rec, index, "narwhal tusk")
+    assert texts(index.search("narwhal", k=5)) == ["narwhal tusk"]
+    assert index.search("second line", k=5) == []
+
+
 def test_a_search_counts_its_new_terms_in_one_statement(store: SQLiteStore) -> None:
     # Whether a term is rare in the search's scope is counted once, for every term not
     # known yet at once; the common ones' entries among the newest are read at once too.

@@ -129,13 +129,12 @@ class SqlMessageSearch(ABC):
     ) -> list[Candidate]:
         """The ``k`` best entries for ``plan`` within ``where`` by BM25, best first."""
 
+    @abstractmethod
     def _index_many(self, sql: Sql, docs: Sequence[tuple[int, SearchDoc]]) -> None:
         """Give each entry ``(doc, its message)`` its keyword text (inside ``sql``'s write).
 
-        One at a time unless the backend sends them as a batch.
+        In a few statements whatever the number of entries (a batch's rows at once).
         """
-        for made, doc in docs:
-            self._index(sql, made, doc.session_id, doc.text, doc.context)
 
     # -- writing -------------------------------------------------------------------------
 

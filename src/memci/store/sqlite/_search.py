@@ -30,6 +30,7 @@ from memci.store._search import (
     WINDOW_MAX,
     Candidate,
     IndexedMessage,
+    SearchDoc,
     SearchFilter,
     rarest,
 )
@@ -47,6 +48,7 @@ __all__ = ["SQLiteMessageSearch"]
 _SCOPE_TERMS_MAX = 20  # up to this many sessions are always filtered inside FTS5
 # The split of a query's terms, shared with PostgreSQL (see memci.store._search).
 _LOADED_MAX = 4_096  # loaded messages kept between searches at most
+_KEYWORD_ROWS = 500  # keyword rows one INSERT writes at most (4 parameters each)
 
 
 def _bound(where: SearchFilter) -> tuple[str, tuple[int, ...]]:
@@ -104,12 +106,26 @@ class SQLiteMessageSearch(SqlMessageSearch):
     # -- keyword text ---------------------------------------------------------------------
 
     def _index(self, sql: Sql, doc: int, session_id: int, text: str, context: str) -> None:
+        self._index_rows(sql, [(doc, session_id, text, context)])
+
+    def _index_many(self, sql: Sql, docs: Sequence[tuple[int, SearchDoc]]) -> None:
+        """Give each entry ``(doc, its message)`` its keyword text: one statement a batch."""
+        self._index_rows(sql, [(made, d.session_id, d.text, d.context) for made, d in docs])
+
+    def _index_rows(self, sql: Sql, rows: Sequence[tuple[int, int, str, str]]) -> None:
+        """Keyword rows ``(doc, session id, text, context)``, :data:`_KEYWORD_ROWS` a statement.
+
+        ``OR REPLACE``: a row left under an id (an entry deleted outside memci, its id
+        given again) holds another message's text, and FTS5 deletes it first.
+        """
         a = self.analyzer
-        # A row left under this id (an entry deleted outside memci, its id given again)
-        # holds another message's text: it goes first.
-        sql.run(f"DELETE FROM {self.table} WHERE rowid = ?", (doc,))
-        sql.run(f"INSERT INTO {self.table} (rowid, body, context, scope) VALUES (?, ?, ?, ?)",
-                (doc, a.document(text), a.document(context), f"s{session_id}x"))
+        for at in range(0, len(rows), _KEYWORD_ROWS):
+            batch = rows[at:at + _KEYWORD_ROWS]
+            args: list[Any] = []
+            for doc, session_id, text, context in batch:
+                args += (doc, a.document(text), a.document(context), f"s{session_id}x")
+            sql.run(f"INSERT OR REPLACE INTO {self.table} (rowid, body, context, scope) VALUES "
+                    + ", ".join(["(?, ?, ?, ?)"] * len(batch)), args)
 
     def keyword_backlog(self) -> list[IndexedMessage]:
         """Entries of non-system messages without keyword text, by session and seq."""
