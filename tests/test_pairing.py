@@ -178,3 +178,34 @@ def test_windows_checked_one_after_another_are_paired_as_if_each_were_the_first(
         assert pairing(list(window)) == fresh
         repaired += fresh != window
     assert 200 < repaired < 1_800  # windows of both kinds were checked
+
+
+def test_a_build_of_a_history_that_fits_checks_only_what_is_new(
+    engine: memci.Engine, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A tool loop that one request carries whole: a build pairs the whole log and the
+    # window, two lists; each is checked from where it left the last of its own kind, so
+    # a build after two more messages looks at a few messages, not the whole log twice.
+    from memci.context import _pairing
+
+    s = engine.session("fits", context_window=128_000)
+    for i in range(150):
+        s.add_many([{"role": "user", "content": f"step {i}"},
+                    {"role": "assistant", "content": "", "tool_calls": [_call(f"c{i}")]},
+                    {"role": "tool", "tool_call_id": f"c{i}", "content": f"out {i}"}])
+    s.build()
+    s.add({"role": "user", "content": "one more"})
+    s.build()
+    checked: list[int] = []
+    real = _pairing._paired
+
+    def counting(window: list[Any], calls_of: list[Any]) -> bool:
+        checked.append(len(window))
+        return real(window, calls_of)
+
+    monkeypatch.setattr(_pairing, "_paired", counting)
+    s.add({"role": "assistant", "content": "done"})
+    s.add({"role": "user", "content": "and again"})
+    ctx = s.build()
+    assert sum(m.role == "tool" for m in ctx.messages) == 150  # the whole history
+    assert checked and sum(checked) < 60, checked  # 450+ messages a list before

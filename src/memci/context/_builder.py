@@ -471,7 +471,7 @@ class ContextBuilder:
         if log.raw_total + fixed > limit or any(0 < cap < log.raw_total for cap in caps):
             log.forget_whole()
             return None
-        window = self.history.pairing(log.whole())
+        window = self.history.whole_pairing(log.whole())
         whole = _Whole(window, messages_tokens(window), specs, tools_tokens, head)
         if whole.request_tokens(agent_tokens, state) > limit:
             return None

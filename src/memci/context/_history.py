@@ -107,6 +107,9 @@ class HistorySource:
         self.views = views
         self.summarized = summarized
         self.pairing = Pairing(tokenizer)
+        # The whole log, when one request carries it, is another list build after build:
+        # paired through one Pairing with the window, each would check the other's anew.
+        self.whole_pairing = Pairing(tokenizer)
         self.paged: PagedContext | None = None
         self.window: OldestWindow | SummarizeWindow | None = None
         self.values: dict[str, Any] = {}  # the saved cut, base and summary
