@@ -743,6 +743,27 @@ def test_a_scope_of_more_sessions_than_sqlite_has_variables(store: SQLiteStore) 
     assert texts(index.search("kayak", sessions=ids, k=1)) == ["kayak trip"]
 
 
+def test_the_shared_memory_of_a_store_goes_with_the_store(tmp_path: Path) -> None:
+    # memci.memory.search(store, ...) keeps one Memory per store, with the store: once
+    # the caller lets the store go, both are collected (a registry beside it held both).
+    import gc
+    import weakref
+
+    from memci.memory import memory_for
+
+    store = SQLiteStore(tmp_path / "m.db")
+    rec = store.ensure_session("t", "s", None, {})
+    memory_for(store).index(rec, store.append(rec, [Message.user("ibex on the ridge")]))
+    assert memory_for(store) is memory_for(store)
+    assert texts(search(store, query="ibex", session=rec)) == ["ibex on the ridge"]
+    gone = weakref.ref(store)
+    shared = weakref.ref(memory_for(store))
+    store.close()
+    del store
+    gc.collect()
+    assert gone() is None and shared() is None
+
+
 def test_search_scopes(store: SQLiteStore) -> None:
     memory = Memory(store, embedder=None)
     mine = store.ensure_session("acme", "a", "alice", {})

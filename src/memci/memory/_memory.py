@@ -20,7 +20,6 @@ entries from its window on are read once, and the searches after the first reuse
 from __future__ import annotations
 
 import threading
-import weakref
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import datetime
@@ -393,18 +392,12 @@ def _base(names: tuple[str, ...]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(n.partition(":")[2] or n for n in names))
 
 
-_MEMORIES: weakref.WeakKeyDictionary[Store, Memory] = weakref.WeakKeyDictionary()
-_MEMORIES_LOCK = threading.Lock()
-
-
 def memory_for(store: Store) -> Memory:
-    """Return the :class:`Memory` of ``store`` with default settings (one per store)."""
-    with _MEMORIES_LOCK:
-        memory = _MEMORIES.get(store)
-        if memory is None:
-            memory = Memory(store)
-            _MEMORIES[store] = memory
-        return memory
+    """Return the :class:`Memory` of ``store`` with default settings (one per store).
+
+    Kept with the store (:meth:`~memci.store.Store.kept`): it goes when the store does.
+    """
+    return store.kept("memory", lambda: Memory(store))
 
 
 def search(

@@ -99,6 +99,10 @@ class Store(MessageLog, Protocol):
         """One transaction for every write made inside the block (all or nothing)."""
         ...
 
+    def kept(self, name: str, make: Callable[[], T]) -> T:
+        """``make()`` once per ``name``, kept with the store (for the layers above it)."""
+        ...
+
     def on_commit(self, work: Callable[[], object]) -> None:
         """Run ``work`` once this thread's open write has committed (after it, outside it).
 

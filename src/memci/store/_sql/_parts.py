@@ -55,6 +55,14 @@ class SqlParts:
                         parts[key] = found
         return cast(P, found)
 
+    def kept(self, name: str, make: Callable[[], P]) -> P:
+        """What a layer above the store makes of it once (``make()``), kept with the store.
+
+        It lives as long as the store does: a registry beside the store that held it (and
+        through it the store) would keep both for the whole process.
+        """
+        return self._part(("kept", name), make)
+
     @property
     def work(self) -> SqlWorkStore:
         """Working state and its audit log (:class:`~memci.store.WorkStore`)."""
