@@ -49,6 +49,7 @@ _SCOPE_TERMS_MAX = 20  # up to this many sessions are always filtered inside FTS
 # The split of a query's terms, shared with PostgreSQL (see memci.store._search).
 _LOADED_MAX = 4_096  # loaded messages kept between searches at most
 _KEYWORD_ROWS = 500  # keyword rows one INSERT writes at most (4 parameters each)
+_KEYWORD_COLUMNS = ("rowid", "body", "context", "scope")
 
 
 def _bound(where: SearchFilter) -> tuple[str, tuple[int, ...]]:
@@ -120,12 +121,11 @@ class SQLiteMessageSearch(SqlMessageSearch):
         """
         a = self.analyzer
         for at in range(0, len(rows), _KEYWORD_ROWS):
-            batch = rows[at:at + _KEYWORD_ROWS]
-            args: list[Any] = []
-            for doc, session_id, text, context in batch:
-                args += (doc, a.document(text), a.document(context), f"s{session_id}x")
-            sql.run(f"INSERT OR REPLACE INTO {self.table} (rowid, body, context, scope) VALUES "
-                    + ", ".join(["(?, ?, ?, ?)"] * len(batch)), args)
+            values, args = sql.dialect.rows(self.table, _KEYWORD_COLUMNS, [
+                (doc, a.document(text), a.document(context), f"s{session_id}x")
+                for doc, session_id, text, context in rows[at:at + _KEYWORD_ROWS]])
+            sql.run(f"INSERT OR REPLACE INTO {self.table} ({', '.join(_KEYWORD_COLUMNS)}) "
+                    + values, args)
 
     def keyword_backlog(self) -> list[IndexedMessage]:
         """Entries of non-system messages without keyword text, by session and seq."""
