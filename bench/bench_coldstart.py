@@ -13,7 +13,8 @@ time and of the CPU time (user + system: on shared cores, the steadier of the tw
   and ``import memci`` as the child measures it itself;
 - ``open 100k``: a store holding one 100,000-message session (made once by the bench in a
   temporary directory, reused by every repeat): open it, add a question (open+add), the
-  first build, and the two together (total);
+  first build, and the two together (total); with retrieval on (memci's default: the
+  question is searched for) and off;
 - ``import N``: a store N messages (10k, 100k) were imported into with ``add_many`` (in
   batches of 5,000, with the settings the child opens it with: retrieval off or on, 128k
   window) and never built (made once, copied for each repeat): open it and build. What
@@ -192,7 +193,9 @@ def stores(tmp: Path, sizes: tuple[int, ...]) -> dict[str, dict[str, tuple[Path,
         imported = made[f"import {max(sizes) // 1000}k, retrieval on"][0]
         built = tmp / f"{label or 'this'}-built.db"
         _made(["build", str(imported), str(built)], label)
-        out[label] = {f"open {max(sizes) // 1000}k store, add, build": (built, 0.0), **made}
+        # The default configuration (retrieval on) first; off beside it for reference.
+        opened = f"open {max(sizes) // 1000}k store, add, build, retrieval"
+        out[label] = {f"{opened} on": (built, 0.0), f"{opened} off": (built, 0.0), **made}
     return out
 
 

@@ -547,3 +547,37 @@ def test_memory_closing_a_request_follows_how_much_its_turn_asks_of_it(
     assert "tomatoes" in _memory(question)
     assert question.stats.sections["retrieval"] >= 0.9 * question.stats.shares["retrieval"]
     assert passing.stats.sections["retrieval"] < 0.5 * question.stats.sections["retrieval"]
+
+
+def test_a_build_that_shows_no_memory_counts_only_the_lines_its_room_could_hold(
+    engine: memci.Engine, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # An imported history whose last message is the assistant's: its first build gathers
+    # memory for the page the last question opened (for the next ones) and holds room for
+    # it, but shows none. Holding room counts memory lines up to that room only, not every
+    # line found (each line counted is a pass of the tokenizer over up to 600 characters).
+    from memci.context import _retrieval
+
+    earlier = engine.session("earlier", user="u", context_window=128_000)
+    earlier.add_many([
+        {"role": "user" if i % 2 == 0 else "assistant",
+         "content": f"Note {i}: the parser cache keeps every config file it read, "
+                    + "and the reload clears it before the next read of the files. " * 8}
+        for i in range(160)])
+    s = engine.session("now", user="u", context_window=128_000)
+    s.add_many([{"role": "user", "content": "why does the parser cache keep the config?"},
+                {"role": "assistant", "content": "Let me look at it."}])
+    counted: set[str] = set()
+    real = _retrieval.RetrievalSource._line
+
+    def counting(self: _retrieval.RetrievalSource, item: _retrieval.Retrieved
+                 ) -> tuple[str, int]:
+        counted.add(item.text)
+        return real(self, item)
+
+    monkeypatch.setattr(_retrieval.RetrievalSource, "_line", counting)
+    ctx = s.build()
+    assert not _memory(ctx)  # the newest message is the assistant's: no memory is shown
+    assert counted, "the build held no room for memory: the test no longer tests it"
+    # ~95 tokens a line: HELD_TOKENS hold about 21 of the 40+ found
+    assert len(counted) <= HELD_TOKENS // 90 + 1, len(counted)

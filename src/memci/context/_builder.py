@@ -493,8 +493,10 @@ class ContextBuilder:
         room, caps = self._allot(limit, agent_tokens, tools_tokens, head, memory)
         state = self.working.render(chosen, caps["state"], language, version=version)
         state_tokens = (state.tokens or 0) if state else 0
-        reserved = self.retrieval.reserve(memory.candidates, caps["retrieval"], language)
-        reserve = self.history.head_reserve(chosen, room - state_tokens - reserved)
+        reserve = 0
+        if self.history.shows_head(chosen):  # what memory may take first, counted if so
+            reserved = self.retrieval.reserve(memory.candidates, caps["retrieval"], language)
+            reserve = self.history.head_reserve(room - state_tokens - reserved)
         # The newest message is never cut for the tool heads: they give way first.
         reserve = max(0, min(reserve, room - self.history.newest_need() - _CONTENTS_FLOOR))
         return room, caps, state, reserve
@@ -666,8 +668,8 @@ class ContextBuilder:
         language = self.language()
         # The window leaves memory its room whatever the page asks, so that the window's
         # watermarks, hence its archive events, do not move from page to page.
-        reserved = min(HELD_TOKENS, self.retrieval.reserve(snap.memory.candidates,
-                                                           snap.caps["retrieval"], language))
+        reserved = self.retrieval.reserve(snap.memory.candidates,
+                                          min(HELD_TOKENS, snap.caps["retrieval"]), language)
         state, state_tokens = snap.state, (snap.state.tokens or 0) if snap.state else 0
         # The newest message is never cut for memory: at a small budget the reserve for
         # retrieved lines, then the working state, give way first.

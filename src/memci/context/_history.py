@@ -267,11 +267,19 @@ class HistorySource:
         return self.newest_floor() if index.roles[-1] == TOOL else max(
             index.tokens[-1], self.newest_floor())
 
-    def head_reserve(self, recipe: Recipe, room: int) -> int:
-        """Tokens kept for the head of the newest tool output (tool-loop turns)."""
+    def shows_head(self, recipe: Recipe) -> bool:
+        """Whether the request keeps room for the head of the newest tool output.
+
+        A tool-loop turn whose newest message is a tool result: see :meth:`head_reserve`.
+        """
         index = self.log.index
-        if not recipe.tool_head or not len(index) or index.roles[-1] != TOOL:
-            return 0
+        return bool(recipe.tool_head and len(index) and index.roles[-1] == TOOL)
+
+    def head_reserve(self, room: int) -> int:
+        """Tokens kept for the head of the newest tool output, of ``room`` left for it.
+
+        Only when :meth:`shows_head`.
+        """
         return max(0, min(self.settings.tool_head_tokens, room // 4))
 
     def load_heads(self, reserve: int) -> dict[int, ToolHead]:
