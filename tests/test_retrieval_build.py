@@ -557,6 +557,7 @@ def test_a_build_that_shows_no_memory_counts_only_the_lines_its_room_could_hold(
     # it, but shows none. Holding room counts memory lines up to that room only, not every
     # line found (each line counted is a pass of the tokenizer over up to 600 characters).
     from memci.context import _retrieval
+    from memci.memory._gather import Retrieved
 
     earlier = engine.session("earlier", user="u", context_window=128_000)
     earlier.add_many([
@@ -570,8 +571,7 @@ def test_a_build_that_shows_no_memory_counts_only_the_lines_its_room_could_hold(
     counted: set[str] = set()
     real = _retrieval.RetrievalSource._line
 
-    def counting(self: _retrieval.RetrievalSource, item: _retrieval.Retrieved
-                 ) -> tuple[str, int]:
+    def counting(self: _retrieval.RetrievalSource, item: Retrieved) -> tuple[str, int]:
         counted.add(item.text)
         return real(self, item)
 
@@ -579,5 +579,5 @@ def test_a_build_that_shows_no_memory_counts_only_the_lines_its_room_could_hold(
     ctx = s.build()
     assert not _memory(ctx)  # the newest message is the assistant's: no memory is shown
     assert counted, "the build held no room for memory: the test no longer tests it"
-    # ~95 tokens a line: HELD_TOKENS hold about 21 of the 40+ found
+    # ~95 tokens a line: HELD_TOKENS hold about 21 of the 80 found (all 80 were counted)
     assert len(counted) <= HELD_TOKENS // 90 + 1, len(counted)

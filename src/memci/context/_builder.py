@@ -494,7 +494,10 @@ class ContextBuilder:
         state = self.working.render(chosen, caps["state"], language, version=version)
         state_tokens = (state.tokens or 0) if state else 0
         reserve = 0
-        if self.history.shows_head(chosen):  # what memory may take first, counted if so
+        # Only a turn that shows the newest tool output's head sizes it by what memory
+        # leaves: memory's lines are counted for it then only (a pass of the tokenizer
+        # over each, in a fresh process).
+        if self.history.shows_head(chosen):
             reserved = self.retrieval.reserve(memory.candidates, caps["retrieval"], language)
             reserve = self.history.head_reserve(room - state_tokens - reserved)
         # The newest message is never cut for the tool heads: they give way first.
