@@ -46,6 +46,7 @@ from datetime import datetime
 from typing import Any
 
 from memci._dataclasses import replace
+from memci._lazy import blake2b
 from memci._records import NamedTuple
 from memci.context._branches import runs
 from memci.context._model import SEQ, ContentsEntry
@@ -161,9 +162,7 @@ class Block(NamedTuple):
 
 def line_key(item: Retrieved) -> str:
     """What a memory line shows, as a short key (a block saves these, not its items)."""
-    import hashlib  # on first use: a build that shows no block never needs it
-
-    return hashlib.blake2b(item.text.casefold().encode(), digest_size=8).hexdigest()
+    return blake2b(item.text.casefold().encode(), digest_size=8).hexdigest()
 
 
 def saved_blocks(saved: object, opener_of: Callable[[int], int | None]) -> dict[int, Block]:
@@ -244,8 +243,8 @@ class RetrievalSource:
                 return Gathered(kept, {**turned, "share": bool(kept)}, gathered=True)
             around = tuple(_retrieved_from(t) for t in saved.get("around", ()))
             return Gathered(self._kept(known, saved), saved, around=around)
-        # The query's analysis and the docs index load with the first page that gathers.
-        from memci.memory import DocIndex
+        # The query's analysis loads with the first page that gathers (the docs index with
+        # the first query that consults documents or code).
         from memci.memory._query import analyze_query, asks
         from memci.memory._speaker import named, without_names
         from memci.memory._time import without_time
@@ -273,6 +272,8 @@ class RetrievalSource:
             wants = (wants or asks(query) or analysis.consults("documents")
                      or analysis.consults("code"))
             if analysis.consults("documents") or analysis.consults("code"):
+                from memci.memory import DocIndex
+
                 # Memory's embedder: the question's vector is the one its search asked for.
                 docs = DocIndex(self.services.store, embedder=self.services.memory.embedder
                                 ).search_docs(query, k=3)

@@ -21,6 +21,7 @@ from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from memci._lazy import blake2b
 from memci._records import NamedTuple
 from memci.errors import InvalidInputError
 from memci.messages import Message, from_wire, to_wire
@@ -86,9 +87,7 @@ class PageSummary(NamedTuple):
 
 def page_key(messages: Sequence[Message], *, session: str | None = None) -> str:
     """Return the idempotency key of a page's summary job: session, seq range, content."""
-    import hashlib  # with OpenSSL's: loaded by the first page keyed, not by an import
-
-    digest = hashlib.blake2b(digest_size=8)
+    digest = blake2b(digest_size=8)
     for m in messages:
         digest.update(m.role.encode())
         digest.update(b"\x00")
