@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 
 from memci.memory import MessageIndex
-from memci.memory._answer import answer_kinds, holds_answer
+from memci.memory._answer import HOLDS, answer_kinds, holds_answer
 from memci.messages import Message
 from memci.store import SQLiteStore
 
@@ -82,6 +83,34 @@ def test_what_is_near_a_place_is_another_place(text: str, holds: bool) -> None:
 ])
 def test_text_without_the_fact_holds_no_answer(kind: str, text: str) -> None:
     assert not holds_answer((kind,), text)
+
+
+#: Texts whose digits and spaces are not ASCII's, beside plain ones: RE2 runs the patterns
+#: (its own \d and \s are ASCII's) and must hold what Python's re holds reading them.
+_WIDE = [
+    "我们２０２４年去的，３月５号到。", "开放时间　８：３０－１７：００", "门票５０元，学生半价",
+    "电话：１３８１２３４５６７８", "大概３\u3000个小时", "It opens at 9\u00a0am on Mondays.",
+    "It takes 45\u2009minutes by car.", "at 221\u3000Baker Street", "price: 12\x0byuan",
+    "call 010-83288149 now", "no number here, nor a place", "x13812345678y", "113812345678",
+    "It was $ 120 with the helmet.", "We met in\u00a0Lisbon.",
+]
+
+
+@pytest.mark.parametrize("kind", ["time", "place", "price", "duration", "phone"])
+def test_an_answer_is_held_as_pythons_re_reads_the_pattern(kind: str) -> None:
+    source, ignore_case = HOLDS[kind]
+    python = re.compile(source, re.IGNORECASE if ignore_case else 0)
+    held = [text for text in _WIDE if python.search(text)]
+    assert held  # each kind holds some of the texts: the comparison sees both answers
+    assert [text for text in _WIDE if holds_answer((kind,), text)] == held
+
+
+def test_a_chinese_character_bounds_a_word_beside_it() -> None:
+    # RE2's word boundary is ASCII's: Python's re sees none between 午 and 3, nor
+    # before a digit that is not ASCII's.
+    assert holds_answer(("time",), "下午3pm见")
+    assert holds_answer(("place",), "她住在from Lisbon那边")
+    assert not holds_answer(("duration",), "٣ hours by train")
 
 
 def _session(store: SQLiteStore, turns: list[str]) -> tuple[MessageIndex, int]:

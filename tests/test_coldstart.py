@@ -26,10 +26,11 @@ import pytest
 import memci
 
 #: Modules a build never needs; each is what one kind of process (a server, a CLI call,
-#: an LLM or embedding client, an asyncio app, grep, a local model) pays for on its own.
+#: an LLM or embedding client, an asyncio app, a local model) pays for on its own. (RE2
+#: loads with grep, and with a build whose question asks a kind of answer: see below.)
 #: (The tokenizer's table is read through the package's loader, not importlib.resources.)
 HEAVY = (
-    "asyncio", "httpx", "re2", "fastapi", "starlette", "uvicorn", "pydantic", "click",
+    "asyncio", "httpx", "fastapi", "starlette", "uvicorn", "pydantic", "click",
     "rich", "numpy", "sentence_transformers", "torch", "jieba", "tiktoken", "openai",
     "opentelemetry", "langchain_core", "socket", "ssl", "importlib.resources", "zipfile",
     "memci._async", "memci.server", "memci.cli", "memci.integrations", "memci.replay",
@@ -44,7 +45,7 @@ HEAVY = (
 #: archives; the LLM answers' readers: a model's reply; the file tools' code: a call of
 #: one; the state file: its import or export; copying a store: ``memci migrate``; temporary
 #: files: a large output written, a state file saved; hashes (with OpenSSL's): a tool output
-#: stored, a page keyed, an erasure; logging: the first message logged; the store's parts
+#: stored, an erasure; logging: the first message logged; the store's parts
 #: for deletions, background jobs, the server's API keys and indexed files: an erasure, an
 #: engine with a model, the server, indexing files; the standard library's dataclasses,
 #: and the inspect it imports: a caller's ``dataclasses.fields`` of a memci record;
@@ -144,10 +145,53 @@ def test_a_build_imports_neither_dataclasses_nor_inspect(tmp_path: Path) -> None
     assert sorted({"dataclasses", "inspect"} & (loaded - _bare())) == []
 
 
+def test_a_build_whose_question_asks_no_kind_of_answer_loads_no_re2(tmp_path: Path) -> None:
+    loaded = _modules(_BUILD, str(tmp_path / "m.db"), _CHAT)
+    assert "memci.memory._query" in loaded
+    assert "re2" not in loaded - _bare()
+
+
 def test_open_add_and_build_load_nothing_heavy(tmp_path: Path) -> None:
     loaded = _modules(_BUILD, str(tmp_path / "m.db"), _CODE)
     assert "memci.context._builder" in loaded
     assert _heavy(loaded) == []
+
+
+_RECALL = """
+import json, sys
+import memci
+with memci.Engine.open(sys.argv[1]) as engine:
+    earlier = engine.session("monday", user="ada")
+    earlier.add_many([
+        {"role": "user", "content": "my sister Maya moved to Lisbon last spring"},
+        {"role": "assistant", "content": "noted: Maya lives in Lisbon now"}])
+    earlier.build()
+with memci.Engine.open(sys.argv[1]) as engine:  # a fresh engine: nothing cached
+    s = engine.session("tuesday", user="ada")
+    for t in range(40):  # more than the budget holds: memory gets room
+        s.add_many([{"role": "user", "content": f"Topic {t}: " + "trains and weather " * 30},
+                    {"role": "assistant", "content": f"Noted topic {t}. " + "ok " * 30}])
+    s.add({"role": "user", "content": "where did my sister Maya move last spring?"})
+    shown = s.build(budget=3000).to_openai()
+print(json.dumps([json.dumps(shown), sorted(sys.modules)]))
+"""
+
+
+def test_a_build_that_recalls_memory_loads_no_docs_index_ast_or_openssl(
+        tmp_path: Path) -> None:
+    # A question that names no document or code: the docs index and its chunkers stay
+    # unloaded, and so do ast (a model's answer written as a Python dict needs it) and
+    # hashlib (with OpenSSL's hashes, ~4 ms): the memory shown is keyed with BLAKE2 alone.
+    done = subprocess.run([sys.executable, "-c", _RECALL, str(tmp_path / "m.db")],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    shown, modules = json.loads(done.stdout.splitlines()[-1])
+    assert "Lisbon" in shown  # the earlier session's memory reached the request
+    loaded = set(modules) - _bare()
+    assert "memci.memory._query" in loaded
+    assert "re2" in loaded  # the question asks "where": RE2 reads its matches for a place
+    assert sorted({"memci.memory._docs", "memci.text._chunk", "ast", "hashlib",
+                   "_hashlib"} & loaded) == []
 
 
 def test_a_build_that_logs_nothing_loads_no_logging(tmp_path: Path) -> None:
