@@ -14,11 +14,13 @@ list (see :data:`ANSWER_WEIGHT`): it reorders what the words found, it never add
 message the words did not find.
 
 Rules only, English and Chinese; each pattern is compiled the first time it is used, and
-scans at most :data:`_TEXT_LIMIT` characters of a text (no nested repetition: linear).
+scans at most :data:`_TEXT_LIMIT` characters of a text; what an answer holds is matched by
+RE2, in time linear in the text (see :func:`_holding`).
 """
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Any
 
@@ -58,7 +60,7 @@ _ASKS: dict[str, LazyPattern] = {
 }
 
 # What an answer of each kind holds, written as Python's re reads it (RE2 runs it: see
-# _Holds), with the case it ignores.
+# _holding), with whether it ignores case.
 HOLDS: dict[str, tuple[str, bool]] = {
     "time": (
         r"\d{1,2}[:：]\d{2}|\b\d{1,2}\s*(?:am|pm|a\.m\.|p\.m\.)|\d{1,2}[点時时]"
@@ -97,7 +99,7 @@ _PLACE_NAME = LazyPattern(
 _UNICODE = {r"\d": r"\p{Nd}", r"\D": r"\P{Nd}", r"\s": r"\s\x{0b}\x{1c}-\x{1f}\x{85}\p{Z}"}
 
 
-def unicode_classes(source: str) -> str:
+def _unicode_classes(source: str) -> str:
     """``source`` for RE2, its digits and spaces matching what Python's ``re`` matches."""
     out: list[str] = []
     in_class = False
@@ -119,8 +121,9 @@ def unicode_classes(source: str) -> str:
     return "".join(out)
 
 
-class _Holds:
-    """The answer patterns, compiled by RE2 on first use.
+@functools.cache
+def _holding(kind: str) -> Any:
+    """The RE2 pattern of what an answer of ``kind`` holds, compiled on first use.
 
     RE2 reads a text once, in time linear in its length, whatever the pattern: 30-40x
     Python's ``re`` on these alternations, which tries each at every character (a
@@ -128,28 +131,14 @@ class _Holds:
     is ASCII's: a Chinese character next to a Latin word or a number bounds it, and a
     digit that is not ASCII's starts no word ("３ hours" holds no duration, "３小时" does).
     """
-
-    def __init__(self) -> None:
-        self._made: dict[str, Any] = {}
-
-    def search(self, kind: str, text: str) -> bool:
-        made = self._made.get(kind)
-        if made is None:
-            made = self._made[kind] = _compiled(*HOLDS[kind])
-        return made.search(text.encode("utf-8", "surrogatepass")) is not None
-
-
-def _compiled(source: str, ignore_case: bool) -> Any:
     # RE2 (a C++ extension) loads with the first question that asks a kind of answer.
     import re2
 
+    source, ignore_case = HOLDS[kind]
     options = re2.Options()
     options.case_sensitive = not ignore_case
     options.never_capture = True  # whether it holds one, not where
-    return re2.compile(unicode_classes(source).encode("utf-8"), options)
-
-
-_HOLDING = _Holds()
+    return re2.compile(_unicode_classes(source).encode("utf-8"), options)
 
 
 def answer_kinds(question: str) -> tuple[str, ...]:
@@ -163,5 +152,13 @@ def holds_answer(kinds: tuple[str, ...], text: str, question: str = "") -> bool:
     ``near`` (what is near a place): a place name the question does not say.
     """
     head = text[:_TEXT_LIMIT]
-    return any(any("".join(name) not in question for name in _PLACE_NAME.findall(head))
-               if kind == "near" else _HOLDING.search(kind, head) for kind in kinds)
+    data = b""  # the head as RE2 reads it, encoded once for every kind
+    for kind in kinds:
+        if kind == "near":
+            if any("".join(name) not in question for name in _PLACE_NAME.findall(head)):
+                return True
+            continue
+        data = data or head.encode("utf-8", "surrogatepass")
+        if _holding(kind).search(data) is not None:
+            return True
+    return False
