@@ -149,3 +149,31 @@ def test_an_erasure_makes_a_common_word_rare_again(store: SQLiteStore) -> None:
     assert items.keyword(plan, ItemFilter(alice), 20) == ids[::-1][:20]
     store.eraser.erase_items(ids[1_000:])  # half of the 2,000 items left hold it: rare
     assert items.keyword(plan, ItemFilter(alice), 20) == _bm25(store, "harbor", "alice", 20)
+
+
+def test_a_fresh_process_first_search_ranks_no_common_word_item_by_item(
+        tmp_path: Path) -> None:
+    # A store opened anew (a fresh process) knows no counts and no stamp. Its first search
+    # took the store for a small one: it ranked every item holding the common word, found
+    # the store large, then counted and ranked again (426 hundred-steps here; now 115, of
+    # which counting the common word is most; 15 warm).
+    path = tmp_path / "harbor.db"
+    first, scope, ids = _harbor(path, 1_400)
+    first.close()
+    fresh = SQLiteStore(path)
+    ran: list[str] = []
+    try:
+        plan = get_analyzer("bigram").query("harbor lantern")
+        fresh._conn.set_trace_callback(ran.append)
+        try:
+            found_cold = _items(fresh).keyword(plan, ItemFilter(scope), 50)
+        finally:
+            fresh._conn.set_trace_callback(None)
+        found_warm, _ = _search(fresh, "harbor lantern", scope)
+    finally:
+        fresh.close()
+    assert found_cold == found_warm
+    lanterns = [ids[i * (len(ids) // 5)] for i in range(5)]
+    assert sorted(found_cold[:5]) == lanterns
+    ranked = [q for q in ran if "bm25(" in q]
+    assert len(ranked) == 1 and "harbor" not in ranked[0], ranked

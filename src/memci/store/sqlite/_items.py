@@ -17,7 +17,9 @@ millionths). The others are ranked by BM25, and the scope's items holding a comm
 only follow, newest first, read until the depth is filled. Invariants:
 
 - a store of at most :data:`SMALL` items has no common term: its searches rank as BM25
-  over every term does (the same ids, in the same order), and count nothing;
+  over every term does (the same ids, in the same order), and count nothing once a
+  search read its stamp (a process's first search counts its terms with the stamp: it
+  cannot know the store's size before);
 - a term's count is capped at ``RARE + 1``, so a search costs no more in a larger store;
 - counts are kept between searches with the store's stamp (its newest item and last
   erasure, read by the ranking's own statement): a common term stays common while the
@@ -52,6 +54,10 @@ SMALL = 256
 _STAMP = f"SELECT (SELECT COALESCE(MAX(id), 0) FROM memory_items), {EPOCH}"
 
 Stamp = tuple[int, int]
+#: No stamp read yet (a process's first search): the store may be of any size, so its
+#: terms are counted with the stamp before they are split (taken for a small store, the
+#: first search of a large one ranked every item holding a common term, then again).
+_UNREAD: Stamp = (-1, -1)
 Counts = dict[str, tuple[int, int]]  # term -> (the newest item then, items holding it)
 
 
@@ -62,8 +68,8 @@ class SQLiteItemStore(SqlItemStore):
         super().__init__(store.sql, analyzer)
         self.table = fts_name("memory_items_fts", analyzer)
         # (the stamp the last search read, the terms counted since the last erasure, each
-        # capped at RARE + 1); nothing read yet: taken for a small store
-        self._kept: tuple[Stamp, Counts] = ((0, 0), {})
+        # capped at RARE + 1); nothing read yet: the first search counts its terms
+        self._kept: tuple[Stamp, Counts] = (_UNREAD, {})
         with self._db.write() as sql:
             if ensure_fts(sql.conn, "memory_items_fts", analyzer):
                 for row in sql.all("SELECT id, text, summary, subject FROM memory_items"):
@@ -268,7 +274,7 @@ def _undecided(parts: Sequence[str], stamp: Stamp, counts: Counts) -> list[str]:
 
 def _split(parts: Sequence[str], stamp: Stamp, counts: Counts) -> list[str] | None:
     """The terms of ``parts`` ranked by BM25 at ``stamp`` (None: some must be counted)."""
-    if stamp[0] <= SMALL:  # a store of at most SMALL items has no common term
+    if 0 <= stamp[0] <= SMALL:  # a store of at most SMALL items has no common term
         return list(parts)
     if _undecided(parts, stamp, counts):
         return None
