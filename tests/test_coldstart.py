@@ -50,7 +50,8 @@ HEAVY = (
 #: engine with a model, the server, indexing files; the standard library's dataclasses,
 #: and the inspect it imports: a caller's ``dataclasses.fields`` of a memci record;
 #: pathlib: a store opened; urllib.parse, with ipaddress: a model's endpoint read; the
-#: SQLite backend, with sqlite3: a SQLite store opened, never by a PostgreSQL store's process).
+#: SQLite backend, with sqlite3: a SQLite store opened, never by a PostgreSQL store's process;
+#: RE2: grep, or a question that asks a kind of answer).
 ON_FIRST_USE = (
     "memci.summarize._jobs", "memci.summarize._llm", "memci.memory._docs",
     "memci.text._chunk", "memci.memory._query", "memci.memory._judge",
@@ -60,7 +61,7 @@ ON_FIRST_USE = (
     "memci.store._jobs", "memci.store._sql._jobs", "memci.store._keys",
     "memci.store._sql._keys", "memci.store._docs", "memci.store._sql._docs",
     "dataclasses", "inspect", "pathlib", "urllib.parse", "ipaddress",
-    "memci.store.sqlite", "sqlite3",
+    "memci.store.sqlite", "sqlite3", "re2",
 )
 
 _BUILD = """
