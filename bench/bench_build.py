@@ -32,6 +32,7 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from contextlib import closing
 from pathlib import Path
 from typing import Any
@@ -68,6 +69,21 @@ ASKING = ("when did the parser cache test {r} fail?", "where is the config of st
           "第{r}次测试是什么时候失败的？", "第{r}步的配置文件在哪里？")
 
 
+def _steady(s: memci.Session, rounds: int, question: Callable[[int], str]
+            ) -> tuple[list[float], list[float]]:
+    """Wall and CPU ms of ``rounds`` builds, each after a user's question and an answer."""
+    times, cpu = [], []
+    for r in range(rounds):
+        s.add({"role": "user", "content": question(r)})
+        s.add({"role": "assistant", "content": f"answer {r}: clear the cache first"})
+        # CPU of this thread too: on a shared machine the wall time also counts the
+        # time other processes held the cores.
+        started = time.thread_time()
+        times.append(s.build().stats.build_ms)
+        cpu.append((time.thread_time() - started) * 1000)
+    return times, cpu
+
+
 def build_times(tmp: Path, n: int, rounds: int, *, retrieval: bool, text: str,
                 budget: int = 96_000) -> dict[str, float]:
     """First and steady build() times after importing ``n`` messages (128k window).
@@ -88,22 +104,8 @@ def build_times(tmp: Path, n: int, rounds: int, *, retrieval: bool, text: str,
         import_cpu_ms = (time.thread_time() - started) * 1000 / len(history)
         ctx = s.build()  # the first build catches up on the whole import
         first = ctx.stats.build_ms
-        times, cpu = [], []
-        for r in range(rounds):
-            s.add({"role": "user", "content": f"next question {r} about the parser cache"})
-            s.add({"role": "assistant", "content": f"answer {r}: clear the cache first"})
-            # CPU of this thread too: on a shared machine the wall time also counts the
-            # time other processes held the cores.
-            started = time.thread_time()
-            times.append(s.build().stats.build_ms)
-            cpu.append((time.thread_time() - started) * 1000)
-        asking = []
-        for r in range(rounds):
-            s.add({"role": "user", "content": ASKING[r % len(ASKING)].format(r=r)})
-            s.add({"role": "assistant", "content": f"answer {r}: clear the cache first"})
-            started = time.thread_time()
-            s.build()
-            asking.append((time.thread_time() - started) * 1000)
+        times, cpu = _steady(s, rounds, lambda r: f"next question {r} about the parser cache")
+        _, asking = _steady(s, rounds, lambda r: ASKING[r % len(ASKING)].format(r=r))
     items = 0
     if retrieval:  # the memory items the searches of the steady builds ranked
         with closing(sqlite3.connect(tmp / f"build-{n}-{retrieval}-{text}.db")) as db:

@@ -84,11 +84,16 @@ _CODE = json.dumps(["where is the parser cache cleared?", "in parser.py, before 
 _CHAT = json.dumps(["hi, how are you today?", "fine, thank you", "and the weather, 天气怎么样?"])
 
 
-def _modules(code: str, *args: str) -> set[str]:
+def _printed(code: str, *args: str) -> Any:
+    """The JSON value a fresh process running ``code`` prints last."""
     done = subprocess.run([sys.executable, "-c", code, *args], capture_output=True,
                           text=True, timeout=120)
     assert done.returncode == 0, done.stderr
-    return set(json.loads(done.stdout.splitlines()[-1]))
+    return json.loads(done.stdout.splitlines()[-1])
+
+
+def _modules(code: str, *args: str) -> set[str]:
+    return set(_printed(code, *args))
 
 
 @functools.cache
@@ -183,10 +188,7 @@ def test_a_build_that_recalls_memory_loads_no_docs_index_ast_or_openssl(
     # A question that names no document or code: the docs index and its chunkers stay
     # unloaded, and so do ast (a model's answer written as a Python dict needs it) and
     # hashlib (with OpenSSL's hashes, ~4 ms): the memory shown is keyed with BLAKE2 alone.
-    done = subprocess.run([sys.executable, "-c", _RECALL, str(tmp_path / "m.db")],
-                          capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, done.stderr
-    shown, modules = json.loads(done.stdout.splitlines()[-1])
+    shown, modules = _printed(_RECALL, str(tmp_path / "m.db"))
     assert "Lisbon" in shown  # the earlier session's memory reached the request
     loaded = set(modules) - _bare()
     assert "memci.memory._query" in loaded
